@@ -1,0 +1,121 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Handler answers one API request. The returned value is sent as JSON; an
+// error is sent as an error reply whose kind (ErrNotFound,
+// ErrInvalidRequest, or anything else) the requester gets back.
+type Handler func(ctx context.Context, req json.RawMessage) (any, error)
+
+// Error codes on the wire.
+const (
+	codeNotFound = "404"
+	codeInvalid  = "400"
+	codeInternal = "500"
+)
+
+// Serve registers endpoints as a NATS micro service named name: each
+// endpoint (a dotted name such as "runs.get") answers on
+// orbit.api.<endpoint>. Every request runs in its own
+// goroutine with a context that ends at Stop or after timeout.
+func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[string]Handler) (Stopper, error) {
+	svc, err := micro.AddService(l.nc, micro.Config{Name: name, Version: version, Description: "Orbit engine API"})
+	if err != nil {
+		return nil, fmt.Errorf("events: starting API service: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &apiService{svc: svc, cancel: cancel}
+	for endpoint, h := range endpoints {
+		h := h
+		err := svc.AddEndpoint(strings.ReplaceAll(endpoint, ".", "_"), micro.HandlerFunc(func(req micro.Request) {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				rctx, rcancel := context.WithTimeout(ctx, timeout)
+				defer rcancel()
+				s.answer(rctx, req, h)
+			}()
+		}), micro.WithEndpointSubject(APISubject(endpoint)))
+		if err != nil {
+			s.Stop()
+			return nil, fmt.Errorf("events: API endpoint %s: %w", endpoint, err)
+		}
+	}
+	return s, nil
+}
+
+type apiService struct {
+	svc    micro.Service
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (s *apiService) answer(ctx context.Context, req micro.Request, h Handler) {
+	resp, err := h(ctx, json.RawMessage(req.Data()))
+	if err != nil {
+		code := codeInternal
+		switch {
+		case errors.Is(err, ErrNotFound):
+			code = codeNotFound
+		case errors.Is(err, ErrInvalidRequest):
+			code = codeInvalid
+		}
+		_ = req.Error(code, err.Error(), nil)
+		return
+	}
+	_ = req.RespondJSON(resp)
+}
+
+func (s *apiService) Stop() {
+	_ = s.svc.Stop()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Request sends req to an API endpoint and decodes the answer into resp. An
+// error reply comes back wrapping ErrNotFound, ErrInvalidRequest or
+// ErrUnavailable with the server's message; no answer at all is
+// ErrUnavailable.
+func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("events: encoding %s request: %w", endpoint, err)
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	msg, err := l.nc.RequestWithContext(ctx, APISubject(endpoint), data)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: no engine answered %s", ErrUnavailable, endpoint)
+		}
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, endpoint, err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		text := msg.Header.Get(micro.ErrorHeader)
+		switch code {
+		case codeNotFound:
+			return fmt.Errorf("%w: %s", ErrNotFound, text)
+		case codeInvalid:
+			return fmt.Errorf("%w: %s", ErrInvalidRequest, text)
+		}
+		return errors.New(text)
+	}
+	if resp == nil {
+		return nil
+	}
+	if err := json.Unmarshal(msg.Data, resp); err != nil {
+		return fmt.Errorf("events: decoding %s answer: %w", endpoint, err)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// PutBlob stores data in the orbit_blobs object store under its SHA-256
+// digest, after redacting secrets from it, and returns a reference for an
+// event to carry. Storing the same bytes twice stores them once.
+func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
+	data = l.cfg.Redactor.Bytes(data)
+	sum := sha256.Sum256(data)
+	ref := BlobRef{Digest: "sha256-" + hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if _, err := l.blobs.GetInfo(ctx, ref.Digest); err == nil {
+		return ref, nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return BlobRef{}, fmt.Errorf("%w: blob %s: %v", ErrUnavailable, ref.Digest, err)
+	}
+	if _, err := l.blobs.Put(ctx, jetstream.ObjectMeta{Name: ref.Digest}, bytes.NewReader(data)); err != nil {
+		return BlobRef{}, publishError("blob "+ref.Digest, err)
+	}
+	return ref, nil
+}
+
+// GetBlob returns the bytes of a blob, or ErrNotFound.
+func (l *Log) GetBlob(ctx context.Context, digest string) ([]byte, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	data, err := l.blobs.GetBytes(ctx, digest)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%w: blob %s", ErrNotFound, digest)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: blob %s: %v", ErrUnavailable, digest, err)
+	}
+	return data, nil
+}

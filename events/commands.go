@@ -1,0 +1,167 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Send publishes a command to orbit.cmd.<name> on the work queue with id as
+// its Nats-Msg-Id, and waits until it is stored. Sending the same id twice
+// within the duplicate window stores it once. Secrets in the command are
+// NOT redacted: commands carry what workers need to act, are deleted once
+// acknowledged, and never enter the event log.
+func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("events: encoding command %s: %w", name, err)
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	msg := &nats.Msg{Subject: CommandSubject(name), Data: data}
+	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(CommandsStream)); err != nil {
+		return publishError("command "+name, err)
+	}
+	return nil
+}
+
+// Pending reports whether a command is stored under orbit.cmd.<name>: sent
+// and not yet acknowledged. Commands whose names are unique per decision
+// (one subject per step attempt) can so be checked before sending them again.
+func (l *Log) Pending(ctx context.Context, name string) (bool, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	_, err := l.cmds.GetLastMsgForSubject(ctx, CommandSubject(name))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: looking up command %s: %v", ErrUnavailable, name, err)
+	}
+	return true, nil
+}
+
+// ConsumerSpec configures a durable consumer of commands.
+type ConsumerSpec struct {
+	// Durable is the consumer's name; engines that share it share the work.
+	Durable string
+	// Command is the command name (or a wildcard such as "step.*") to consume.
+	Command string
+	// AckWait is how long a delivered command may go without an ack or a
+	// progress signal before it is redelivered (default 30s).
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one command (default 10); see
+	// Command.Delivery and Consume for what happens at the limit.
+	MaxDeliver int
+	// MaxAckPending bounds commands delivered and not yet acknowledged
+	// (default 64): the consumer's concurrency.
+	MaxAckPending int
+}
+
+func (s *ConsumerSpec) setDefaults() {
+	if s.AckWait == 0 {
+		s.AckWait = 30 * time.Second
+	}
+	if s.MaxDeliver == 0 {
+		s.MaxDeliver = 10
+	}
+	if s.MaxAckPending == 0 {
+		s.MaxAckPending = 64
+	}
+}
+
+// Command is one delivery of a command. Exactly one of Ack, Nak or Term
+// should end it; InProgress extends its ack wait while work goes on.
+type Command struct {
+	Subject  string
+	ID       string
+	Data     json.RawMessage
+	Delivery int // 1 on first delivery
+	// LastDelivery is true when this is the final delivery MaxDeliver allows.
+	LastDelivery bool
+	msg          jetstream.Msg
+}
+
+// Decode unmarshals the command's payload.
+func (c *Command) Decode(v any) error {
+	if err := json.Unmarshal(c.Data, v); err != nil {
+		return fmt.Errorf("%w: command %s: %v", ErrInvalidRequest, c.ID, err)
+	}
+	return nil
+}
+
+// Ack removes the command from the queue for good. It waits for the server
+// to confirm, so an acked command is never redelivered.
+func (c *Command) Ack(ctx context.Context) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if err := c.msg.DoubleAck(ctx); err != nil {
+		return fmt.Errorf("%w: acking %s: %v", ErrUnavailable, c.ID, err)
+	}
+	return nil
+}
+
+// Nak asks for redelivery after delay.
+func (c *Command) Nak(delay time.Duration) error { return c.msg.NakWithDelay(delay) }
+
+// InProgress tells the server the command is still being worked on, which
+// restarts its ack wait.
+func (c *Command) InProgress() error { return c.msg.InProgress() }
+
+// Term removes the command without redelivery (for commands that can never
+// succeed).
+func (c *Command) Term() error { return c.msg.Term() }
+
+// Stopper ends a long-running consumption. Stop waits until handlers have
+// returned.
+type Stopper interface{ Stop() }
+
+// Consume delivers commands from a durable consumer to handle, one call at a
+// time, in delivery order. Handlers that take long should hand the command to
+// a goroutine and return; MaxAckPending bounds how many are outstanding. The
+// consumer's configuration is created or corrected to match spec.
+func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Command)) (Stopper, error) {
+	spec.setDefaults()
+	cctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	cons, err := l.js.CreateOrUpdateConsumer(cctx, CommandsStream, jetstream.ConsumerConfig{
+		Durable:       spec.Durable,
+		FilterSubject: CommandSubject(spec.Command),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       spec.AckWait,
+		MaxDeliver:    spec.MaxDeliver,
+		MaxAckPending: spec.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: consumer %s: %v", ErrUnavailable, spec.Durable, err)
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		cmd := &Command{Subject: msg.Subject(), Data: msg.Data(), msg: msg, ID: msg.Headers().Get(jetstream.MsgIDHeader)}
+		if meta, err := msg.Metadata(); err == nil {
+			cmd.Delivery = int(meta.NumDelivered)
+			cmd.LastDelivery = cmd.Delivery >= spec.MaxDeliver
+		}
+		handle(cmd)
+	}, jetstream.PullMaxMessages(spec.MaxAckPending), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+			l.log.Debug("consumer error", "consumer", spec.Durable, "err", err)
+		}
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("%w: consuming %s: %v", ErrUnavailable, spec.Durable, err)
+	}
+	return consumeStopper{cc}, nil
+}
+
+type consumeStopper struct{ cc jetstream.ConsumeContext }
+
+func (s consumeStopper) Stop() {
+	s.cc.Stop()
+	<-s.cc.Closed()
+}

@@ -1,0 +1,87 @@
+package events
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Durability modes of the embedded store (DESIGN §2).
+const (
+	// DurabilityStrict fsyncs every write before JetStream acknowledges it.
+	DurabilityStrict = "strict"
+	// DurabilityRelaxed lets the server fsync on its own schedule: faster,
+	// but acknowledged writes can be lost on power loss (not on kill -9).
+	DurabilityRelaxed = "relaxed"
+)
+
+// Config says where the log lives and how to reach it. The zero value is not
+// usable: set StoreDir for an embedded server or URL for an external one.
+type Config struct {
+	// StoreDir is the embedded JetStream store directory. Ignored when URL
+	// is set.
+	StoreDir string
+	// URL points at an existing NATS server or cluster instead of starting
+	// an embedded one.
+	URL string
+	// Listen is the host:port the embedded server accepts clients on; port 0
+	// picks a free port. Empty means in-process clients only.
+	Listen string
+	// Token, when set, is required from every client (embedded) or sent to
+	// the server (external).
+	Token string
+	// Durability is DurabilityStrict (default) or DurabilityRelaxed.
+	Durability string
+	// Replicas is the replica count of streams on an external cluster
+	// (default 1).
+	Replicas int
+	// DuplicateWindow is the streams' deduplication window (default 2m).
+	DuplicateWindow time.Duration
+	// Name identifies the connection in server monitoring.
+	Name string
+	// Redactor removes secrets from everything published. Nil means one
+	// built from the process environment.
+	Redactor *Redactor
+	// Logger receives operational messages. Nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Durability == "" {
+		c.Durability = DurabilityStrict
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = 2 * time.Minute
+	}
+	if c.Name == "" {
+		c.Name = "orbit"
+	}
+	if c.Redactor == nil {
+		c.Redactor = RedactorFromEnv()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	if c.URL == "" && c.StoreDir == "" {
+		return fmt.Errorf("events: either a store directory or a NATS URL is required")
+	}
+	switch c.Durability {
+	case DurabilityStrict, DurabilityRelaxed:
+	default:
+		return fmt.Errorf("events: durability %q: want %q or %q", c.Durability, DurabilityStrict, DurabilityRelaxed)
+	}
+	if c.DuplicateWindow < 2*time.Minute {
+		return fmt.Errorf("events: duplicate window %s is shorter than the 2m the design requires", c.DuplicateWindow)
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return fmt.Errorf("events: replicas %d: want 1 to 5", c.Replicas)
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package events
+
+import "errors"
+
+// Sentinel errors returned by this package. Wrapped errors carry detail; test
+// for these with errors.Is.
+var (
+	// ErrUnknownType is returned when an event of a type that was never
+	// registered is published or decoded. Publishing one is a programming
+	// error.
+	ErrUnknownType = errors.New("unknown event type")
+
+	// ErrPayloadType is returned when an event is published with a payload
+	// whose Go type is not the one registered for its event type.
+	ErrPayloadType = errors.New("payload does not match the registered type")
+
+	// ErrInvalidEvent is returned when a stored message is not a valid event
+	// envelope.
+	ErrInvalidEvent = errors.New("invalid event")
+
+	// ErrUnavailable is returned when the NATS server cannot be reached or
+	// JetStream does not answer.
+	ErrUnavailable = errors.New("event log unavailable")
+
+	// ErrNotFound is returned by reads of a sequence, blob, key or API
+	// resource that does not exist.
+	ErrNotFound = errors.New("not found")
+
+	// ErrConflict is returned by key-value writes whose expected revision no
+	// longer matches, and by creates of a key that already exists.
+	ErrConflict = errors.New("revision conflict")
+
+	// ErrInvalidRequest is returned by the API when a request is malformed or
+	// refers to something that cannot be done.
+	ErrInvalidRequest = errors.New("invalid request")
+
+	// ErrStoreFull is returned when the store has no space left for a write.
+	ErrStoreFull = errors.New("event store is full")
+)

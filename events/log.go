@@ -1,0 +1,210 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Names of the streams, buckets and object store Orbit keeps in JetStream.
+const (
+	EventsStream   = "ORBIT_EVENTS"
+	CommandsStream = "ORBIT_COMMANDS"
+	LeasesBucket   = "orbit_leases"
+	LocksBucket    = "orbit_locks"
+	BlobsStore     = "orbit_blobs"
+)
+
+// Log is a connection to Orbit's event log: the streams, buckets and object
+// store of DESIGN §2, on an embedded server or an external one. A Log is safe
+// for concurrent use.
+type Log struct {
+	cfg    Config
+	srv    *server.Server // nil when connected to an external server
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	events jetstream.Stream
+	cmds   jetstream.Stream
+	leases jetstream.KeyValue
+	locks  jetstream.KeyValue
+	blobs  jetstream.ObjectStore
+	log    *slog.Logger
+}
+
+// Open starts the embedded server (unless cfg.URL names an external one),
+// connects, and creates or corrects the streams, buckets and object store.
+// It is what an engine calls; clients call Dial.
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events")}
+	if cfg.URL == "" {
+		srv, err := startEmbedded(cfg)
+		if err != nil {
+			return nil, err
+		}
+		l.srv = srv
+	}
+	if err := l.connect(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.provision(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Dial connects to the log served at url without changing any stream
+// configuration. It fails with ErrUnavailable when no server answers or
+// when the engine has not provisioned the streams yet.
+func Dial(ctx context.Context, url string, cfg Config) (*Log, error) {
+	cfg.URL = url
+	cfg.setDefaults()
+	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events")}
+	if err := l.connect(); err != nil {
+		return nil, err
+	}
+	if err := l.bind(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) connect() error {
+	opts := []nats.Option{
+		nats.Name(l.cfg.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+	}
+	if l.cfg.Token != "" {
+		opts = append(opts, nats.Token(l.cfg.Token))
+	}
+	url := l.cfg.URL
+	if l.srv != nil {
+		opts = append(opts, nats.InProcessServer(l.srv))
+		url = ""
+	} else {
+		opts = append(opts, nats.RetryOnFailedConnect(false), nats.Timeout(2*time.Second))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return fmt.Errorf("%w: connecting to %s: %v", ErrUnavailable, l.cfg.URL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	l.nc, l.js = nc, js
+	return nil
+}
+
+// bind looks up what an engine provisioned, without creating anything.
+func (l *Log) bind(ctx context.Context) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	var err error
+	if l.events, err = l.js.Stream(ctx, EventsStream); err != nil {
+		return fmt.Errorf("%w: stream %s: %v", ErrUnavailable, EventsStream, err)
+	}
+	if l.cmds, err = l.js.Stream(ctx, CommandsStream); err != nil {
+		return fmt.Errorf("%w: stream %s: %v", ErrUnavailable, CommandsStream, err)
+	}
+	if l.leases, err = l.js.KeyValue(ctx, LeasesBucket); err != nil {
+		return fmt.Errorf("%w: bucket %s: %v", ErrUnavailable, LeasesBucket, err)
+	}
+	if l.locks, err = l.js.KeyValue(ctx, LocksBucket); err != nil {
+		return fmt.Errorf("%w: bucket %s: %v", ErrUnavailable, LocksBucket, err)
+	}
+	if l.blobs, err = l.js.ObjectStore(ctx, BlobsStore); err != nil {
+		return fmt.Errorf("%w: object store %s: %v", ErrUnavailable, BlobsStore, err)
+	}
+	return nil
+}
+
+// Close drains the connection and shuts the embedded server down, if any.
+// Everything acknowledged before Close is on disk.
+func (l *Log) Close() error {
+	if l.nc != nil {
+		l.nc.Close()
+	}
+	if l.srv != nil {
+		l.srv.Shutdown()
+		l.srv.WaitForShutdown()
+	}
+	return nil
+}
+
+// ClientURL is the URL other processes use to reach this log: the embedded
+// server's listen address, or the external URL. Empty when the embedded
+// server accepts in-process clients only.
+func (l *Log) ClientURL() string {
+	if l.srv == nil {
+		return l.cfg.URL
+	}
+	if l.cfg.Listen == "" {
+		return ""
+	}
+	return l.srv.ClientURL()
+}
+
+// Embedded reports whether this Log runs its own server, and so is the only
+// engine on its store.
+func (l *Log) Embedded() bool { return l.srv != nil }
+
+// Durability returns the durability mode in effect.
+func (l *Log) Durability() string { return l.cfg.Durability }
+
+// Redactor returns the redactor applied to everything this Log publishes.
+func (l *Log) Redactor() *Redactor { return l.cfg.Redactor }
+
+// LastSeq returns the sequence of the last event in the log (0 when empty).
+func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	info, err := l.events.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// EventAt returns the event stored at seq, or ErrNotFound.
+func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	raw, err := l.events.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Event{}, fmt.Errorf("%w: event at sequence %d", ErrNotFound, seq)
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	ev, err := DecodeEvent(raw.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	ev.Seq = raw.Sequence
+	return ev, nil
+}
+
+// defaultTimeout bounds requests made with a context that has no deadline.
+const defaultTimeout = 10 * time.Second
+
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, defaultTimeout)
+}

@@ -1,0 +1,125 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// provision creates the streams, buckets and object store, or corrects their
+// configuration where it drifted. A difference JetStream cannot change in
+// place (a retention policy, say) is reported as an error rather than ignored.
+func (l *Log) provision(ctx context.Context) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	replicas := l.cfg.Replicas
+	var err error
+	l.events, err = l.ensureStream(ctx, jetstream.StreamConfig{
+		Name:        EventsStream,
+		Description: "Orbit's append-only event log",
+		Subjects:    []string{EventsRoot + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  l.cfg.DuplicateWindow,
+		Replicas:    replicas,
+		AllowDirect: true,
+		DenyDelete:  true,
+		DenyPurge:   true,
+	})
+	if err != nil {
+		return err
+	}
+	l.cmds, err = l.ensureStream(ctx, jetstream.StreamConfig{
+		Name:        CommandsStream,
+		Description: "Orbit's run requests and step commands",
+		Subjects:    []string{CommandsRoot + ".>"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  l.cfg.DuplicateWindow,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return err
+	}
+	if l.leases, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      LeasesBucket,
+		Description: "run ownership",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}); err != nil {
+		return fmt.Errorf("events: bucket %s: %w", LeasesBucket, err)
+	}
+	if l.locks, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      LocksBucket,
+		Description: "task lock reservations",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}); err != nil {
+		return fmt.Errorf("events: bucket %s: %w", LocksBucket, err)
+	}
+	if l.blobs, err = l.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      BlobsStore,
+		Description: "large outputs, transcripts and diffs referenced from events",
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}); err != nil {
+		return fmt.Errorf("events: object store %s: %w", BlobsStore, err)
+	}
+	return nil
+}
+
+func (l *Log) ensureStream(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := l.js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = l.js.CreateStream(ctx, want)
+		if err != nil {
+			return nil, fmt.Errorf("events: creating stream %s: %w", want.Name, err)
+		}
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: stream %s: %v", ErrUnavailable, want.Name, err)
+	}
+	have := s.CachedInfo().Config
+	if have.Retention != want.Retention || have.Storage != want.Storage {
+		return nil, fmt.Errorf("events: stream %s has retention %s and storage %s, want %s and %s; it cannot be changed in place",
+			want.Name, have.Retention, have.Storage, want.Retention, want.Storage)
+	}
+	if drifted(have, want) {
+		l.log.Warn("correcting stream configuration", "stream", want.Name)
+		if s, err = l.js.UpdateStream(ctx, want); err != nil {
+			return nil, fmt.Errorf("events: correcting stream %s: %w", want.Name, err)
+		}
+	}
+	return s, nil
+}
+
+// drifted reports whether the mutable settings Orbit relies on differ.
+func drifted(have, want jetstream.StreamConfig) bool {
+	if len(have.Subjects) != len(want.Subjects) {
+		return true
+	}
+	for i := range want.Subjects {
+		if have.Subjects[i] != want.Subjects[i] {
+			return true
+		}
+	}
+	return have.Duplicates != want.Duplicates || have.MaxAge != want.MaxAge ||
+		limit(have.MaxBytes) != limit(want.MaxBytes) || limit(have.MaxMsgs) != limit(want.MaxMsgs) ||
+		have.Replicas != want.Replicas || have.AllowDirect != want.AllowDirect ||
+		have.DenyDelete != want.DenyDelete || have.DenyPurge != want.DenyPurge ||
+		have.Discard != want.Discard
+}
+
+// limit normalises "no limit": the server stores -1 where a config said 0.
+func limit(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}

@@ -1,0 +1,97 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Appended is what the log answered to an append.
+type Appended struct {
+	Seq       uint64 // the stream sequence the event is stored at
+	Duplicate bool   // the id was already in the log: nothing new was stored
+}
+
+// Append publishes ev with payload as its data and waits until JetStream has
+// stored it (on disk, in strict mode). The payload must be of the Go type
+// registered for ev.Type. A zero ev.Time is set to now; an empty ev.ID gets a
+// NewID. Secrets are redacted from the whole envelope before it leaves.
+//
+// When ev.ID was appended before (within the duplicate window) nothing new
+// is stored and the result says Duplicate with the original sequence.
+func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, error) {
+	msg, err := l.eventMsg(&ev, payload)
+	if err != nil {
+		return Appended{}, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
+	if err != nil {
+		return Appended{}, publishError(ev.Type, err)
+	}
+	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// eventMsg validates and encodes ev into the message Append publishes.
+func (l *Log) eventMsg(ev *Event, payload any) (*nats.Msg, error) {
+	if err := checkPayload(ev.Type, payload); err != nil {
+		return nil, err
+	}
+	if ev.ID == "" {
+		ev.ID = NewID()
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now().UTC()
+	}
+	ev.Seq = 0
+	if payload != nil {
+		data, err := json.Marshal(payload)
+		if err != nil {
+			return nil, fmt.Errorf("events: encoding %s payload: %w", ev.Type, err)
+		}
+		ev.Data = data
+	}
+	subject, err := ev.Subject()
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("events: encoding %s envelope: %w", ev.Type, err)
+	}
+	return &nats.Msg{Subject: subject, Data: l.cfg.Redactor.JSON(body)}, nil
+}
+
+// publishError classifies a failed publish.
+func publishError(what string, err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && isStoreFull(apiErr) {
+		return fmt.Errorf("%w: publishing %s: %v", ErrStoreFull, what, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("publishing %s: %w", what, err)
+	}
+	return fmt.Errorf("%w: publishing %s: %v", ErrUnavailable, what, err)
+}
+
+// isStoreFull recognises JetStream's answers for a store that has run out of
+// space or resources.
+func isStoreFull(apiErr *jetstream.APIError) bool {
+	const (
+		insufficientResources = 10023 // JSInsufficientResourcesErr
+		storeFailed           = 10077 // JSStreamStoreFailedF
+	)
+	switch apiErr.ErrorCode {
+	case insufficientResources, storeFailed:
+		return true
+	}
+	return strings.Contains(apiErr.Description, "no space left") ||
+		strings.Contains(apiErr.Description, "insufficient resources")
+}

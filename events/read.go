@@ -1,0 +1,202 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// FollowOptions say which events a Feed delivers.
+type FollowOptions struct {
+	// Filters are subject filters (see RunFilter, TaskFilter, TypeFilter);
+	// empty means every event.
+	Filters []string
+	// FromSeq is the first stream sequence to deliver; 0 means the start.
+	FromSeq uint64
+}
+
+// Feed delivers events in stream order, first those already in the log and
+// then new ones as they are appended, until Stop. It is backed by an ordered
+// consumer: no event is skipped or delivered twice, even across reconnects.
+type Feed struct {
+	events   chan Event
+	caughtUp chan struct{}
+	last     uint64
+	mc       jetstream.MessagesContext
+	stopOnce sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	err      error
+}
+
+// Follow starts a Feed. Malformed messages (which only a foreign publisher
+// could have written) are skipped and logged, never delivered.
+func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
+	last, err := l.LastMatching(ctx, opts.Filters)
+	if err != nil {
+		return nil, err
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: opts.Filters}
+	if opts.FromSeq > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = opts.FromSeq
+	}
+	cctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	cons, err := l.js.OrderedConsumer(cctx, EventsStream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: following events: %v", ErrUnavailable, err)
+	}
+	mc, err := cons.Messages(jetstream.PullMaxMessages(256))
+	if err != nil {
+		return nil, fmt.Errorf("%w: following events: %v", ErrUnavailable, err)
+	}
+	f := &Feed{
+		events:   make(chan Event, 64),
+		caughtUp: make(chan struct{}),
+		last:     last,
+		mc:       mc,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if last == 0 || last < opts.FromSeq {
+		close(f.caughtUp)
+	}
+	go f.run(l)
+	return f, nil
+}
+
+// LastMatching returns the sequence of the last event matching any of the
+// subject filters (all events when there are none), 0 when none matches.
+func (l *Log) LastMatching(ctx context.Context, filters []string) (uint64, error) {
+	if len(filters) == 0 {
+		return l.LastSeq(ctx)
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	var last uint64
+	for _, f := range filters {
+		raw, err := l.events.GetLastMsgForSubject(ctx, f)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%w: last event for %s: %v", ErrUnavailable, f, err)
+		}
+		last = max(last, raw.Sequence)
+	}
+	return last, nil
+}
+
+func (f *Feed) run(l *Log) {
+	defer close(f.done)
+	defer close(f.events)
+	caught := false
+	select {
+	case <-f.caughtUp:
+		caught = true
+	default:
+	}
+	for {
+		msg, err := f.mc.Next()
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				f.setErr(fmt.Errorf("%w: following events: %v", ErrUnavailable, err))
+			}
+			return
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			f.setErr(fmt.Errorf("%w: %v", ErrInvalidEvent, err))
+			return
+		}
+		seq := meta.Sequence.Stream
+		ev, err := DecodeEvent(msg.Data())
+		if err != nil {
+			l.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
+		} else {
+			ev.Seq = seq
+			select {
+			case f.events <- ev:
+			case <-f.stop:
+				return
+			}
+		}
+		if !caught && seq >= f.last {
+			caught = true
+			close(f.caughtUp)
+		}
+	}
+}
+
+// Events returns the channel events are delivered on. It is closed after
+// Stop, or when the feed fails (see Err).
+func (f *Feed) Events() <-chan Event { return f.events }
+
+// CaughtUp is closed once every event that matched when the feed started
+// has been delivered.
+func (f *Feed) CaughtUp() <-chan struct{} { return f.caughtUp }
+
+// Stop ends the feed and waits for its goroutine. It is safe to call more
+// than once.
+func (f *Feed) Stop() {
+	f.stopOnce.Do(func() {
+		close(f.stop)
+		f.mc.Stop()
+	})
+	<-f.done
+}
+
+// Err returns the error that ended the feed, if it ended by failing.
+func (f *Feed) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+func (f *Feed) setErr(err error) {
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+}
+
+// Read returns every event currently in the log that matches opts, in
+// order. Use it for bounded reads; use Follow to keep up with new events.
+func (l *Log) Read(ctx context.Context, opts FollowOptions) ([]Event, error) {
+	f, err := l.Follow(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Stop()
+	var out []Event
+	for {
+		select {
+		case <-f.CaughtUp():
+			// Drain what is already buffered up to the caught-up point.
+			for {
+				select {
+				case ev, ok := <-f.Events():
+					if !ok || ev.Seq > f.last {
+						return out, f.Err()
+					}
+					out = append(out, ev)
+				default:
+					return out, nil
+				}
+			}
+		case ev, ok := <-f.Events():
+			if !ok {
+				return out, f.Err()
+			}
+			if ev.Seq <= f.last {
+				out = append(out, ev)
+			}
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package events
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// startEmbedded starts a NATS server with JetStream storing in cfg.StoreDir.
+// In strict mode every write is fsynced before it is acknowledged, because the
+// server's default (fsync every two minutes) can lose acknowledged writes on
+// power loss.
+func startEmbedded(cfg Config) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName:         "orbit",
+		JetStream:          true,
+		StoreDir:           cfg.StoreDir,
+		NoSigs:             true,
+		NoLog:              true,
+		DontListen:         cfg.Listen == "",
+		Authorization:      cfg.Token,
+		JetStreamMaxMemory: 64 << 20,
+	}
+	if cfg.Durability == DurabilityStrict {
+		opts.SyncAlways = true
+	}
+	if cfg.Listen != "" {
+		host, portText, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("events: listen address %q: %w", cfg.Listen, err)
+		}
+		port, err := strconv.Atoi(portText)
+		if err != nil {
+			return nil, fmt.Errorf("events: listen address %q: bad port", cfg.Listen)
+		}
+		if port == 0 {
+			port = server.RANDOM_PORT
+		}
+		opts.Host, opts.Port = host, port
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("events: starting embedded NATS: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("%w: embedded NATS did not become ready (store %s)", ErrUnavailable, cfg.StoreDir)
+	}
+	return srv, nil
+}

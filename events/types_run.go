@@ -1,0 +1,208 @@
+package events
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run event types: the life of a run and of its steps (DESIGN §3).
+const (
+	RunRequested       = "run.requested"
+	RunQueued          = "run.queued"
+	RunStarted         = "run.started"
+	RunResumed         = "run.resumed"
+	RunFinished        = "run.finished"
+	RunCancelRequested = "run.cancel_requested"
+
+	StepStarted        = "step.started"
+	StepSkipped        = "step.skipped"
+	StepRetryScheduled = "step.retry_scheduled"
+	StepFinished       = "step.finished"
+
+	ActivityStarted  = "activity.started"
+	ActivityFinished = "activity.finished"
+	ShellExited      = "shell.exited"
+)
+
+func init() {
+	register(RunRequested, AggregateRun, RunRequestedData{})
+	register(RunQueued, AggregateRun, RunQueuedData{})
+	register(RunStarted, AggregateRun, RunStartedData{})
+	register(RunResumed, AggregateRun, RunResumedData{})
+	register(RunFinished, AggregateRun, RunFinishedData{})
+	register(RunCancelRequested, AggregateRun, RunCancelRequestedData{})
+	register(StepStarted, AggregateRun, StepStartedData{})
+	register(StepSkipped, AggregateRun, StepSkippedData{})
+	register(StepRetryScheduled, AggregateRun, StepRetryScheduledData{})
+	register(StepFinished, AggregateRun, StepFinishedData{})
+	register(ActivityStarted, AggregateRun, ActivityStartedData{})
+	register(ActivityFinished, AggregateRun, ActivityFinishedData{})
+	register(ShellExited, AggregateRun, ShellExitedData{})
+}
+
+// Terminal and intermediate states of runs and steps.
+const (
+	StatePending   = "pending"
+	StateRunning   = "running"
+	StateSuccess   = "success"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
+	StateTimeout   = "timeout"
+	StateSkipped   = "skipped"
+)
+
+// Terminal reports whether a run or step state is final.
+func Terminal(state string) bool {
+	switch state {
+	case StateSuccess, StateFailed, StateCancelled, StateTimeout, StateSkipped:
+		return true
+	}
+	return false
+}
+
+// ErrorInfo is an error as the log records it: what kind of failure, the
+// message a user reads, whether another attempt could help, and the step it
+// came from.
+type ErrorInfo struct {
+	Kind      string `json:"kind"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+	StepKey   string `json:"step_key,omitempty"`
+}
+
+// Error kinds.
+const (
+	KindActivity      = "activity"       // the activity failed (exit code, action failure)
+	KindTimeout       = "timeout"        // the activity ran past its time limit
+	KindValidation    = "validation"     // bad input or template found at run time
+	KindUnknownAction = "unknown_action" // deterministic action that does not exist
+	KindAllowlist     = "allowlist"      // program or tool outside its allowlist
+	KindCancelled     = "cancelled"      // the run was cancelled
+	KindStructural    = "structural"     // the job's shape cannot run
+	KindInternal      = "internal"       // Orbit itself failed
+	KindDeadLetter    = "dead_letter"    // the command could not be delivered
+)
+
+// BlobRef names a blob in the orbit_blobs object store by its digest.
+type BlobRef struct {
+	Digest string `json:"digest"` // "sha256-<hex>"
+	Size   int64  `json:"size"`
+}
+
+// RunLink points at the run and step that started a child run.
+type RunLink struct {
+	RunID   string `json:"run_id"`
+	StepKey string `json:"step_key"`
+}
+
+// RunRequestedData pins what a run executes: the normalized job (validated
+// before it was requested) and the merged input.
+type RunRequestedData struct {
+	JobName   string          `json:"job_name"`
+	Job       json.RawMessage `json:"job"`
+	Input     any             `json:"input"`
+	Requester string          `json:"requester,omitempty"`
+	Parent    *RunLink        `json:"parent,omitempty"`
+}
+
+// RunQueuedData records that a run waits because its job already has
+// max_active_runs runs active.
+type RunQueuedData struct {
+	MaxActiveRuns int      `json:"max_active_runs"`
+	Active        []string `json:"active"`
+}
+
+// RunStartedData records that an engine took the run's lease and began it.
+type RunStartedData struct {
+	Engine string `json:"engine"`
+}
+
+// RunResumedData records that an engine took over a started run after the
+// engine that ran it stopped.
+type RunResumedData struct {
+	Engine string `json:"engine"`
+}
+
+// RunFinishedData is a run's terminal record.
+type RunFinishedData struct {
+	State      string     `json:"state"`
+	Output     any        `json:"output,omitempty"`
+	Error      *ErrorInfo `json:"error,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+}
+
+// RunCancelRequestedData asks for a run to be cancelled.
+type RunCancelRequestedData struct {
+	Reason    string `json:"reason,omitempty"`
+	Requester string `json:"requester,omitempty"`
+}
+
+// StepStartedData records the dispatch of one attempt of a step instance.
+type StepStartedData struct {
+	Attempt      int    `json:"attempt"`
+	ActivityType string `json:"activity_type"`
+	Target       string `json:"target,omitempty"`
+	Input        any    `json:"input,omitempty"`
+}
+
+// StepSkippedData records a step whose `when` was false.
+type StepSkippedData struct {
+	Condition string `json:"condition"`
+}
+
+// StepRetryScheduledData records the wait before a step's next attempt.
+type StepRetryScheduledData struct {
+	Attempt   int       `json:"attempt"` // the attempt that will run after the wait
+	DelayMS   int64     `json:"delay_ms"`
+	NotBefore time.Time `json:"not_before"`
+	Cause     ErrorInfo `json:"cause"`
+}
+
+// StepFinishedData is the result of one attempt of a step instance.
+type StepFinishedData struct {
+	Attempt    int        `json:"attempt"`
+	State      string     `json:"state"`
+	Output     any        `json:"output,omitempty"`
+	Error      *ErrorInfo `json:"error,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+}
+
+// ActivityStartedData records that a worker began executing an attempt.
+// Delivery > 1 means the command was redelivered: an earlier delivery may
+// have run part of the activity.
+type ActivityStartedData struct {
+	Attempt      int    `json:"attempt"`
+	ActivityType string `json:"activity_type"`
+	Worker       string `json:"worker"`
+	Delivery     int    `json:"delivery"`
+}
+
+// ActivityFinishedData records that a worker finished executing an attempt.
+type ActivityFinishedData struct {
+	Attempt    int        `json:"attempt"`
+	State      string     `json:"state"`
+	DurationMS int64      `json:"duration_ms"`
+	Error      *ErrorInfo `json:"error,omitempty"`
+}
+
+// OutputStream is captured process output: an inline preview and, when the
+// output is larger than the preview, the whole of it as a blob.
+type OutputStream struct {
+	Preview   string   `json:"preview"`
+	Size      int64    `json:"size"`
+	Truncated bool     `json:"truncated,omitempty"`
+	Blob      *BlobRef `json:"blob,omitempty"`
+}
+
+// ShellExitedData records how a shell activity's process ended.
+type ShellExitedData struct {
+	Attempt  int          `json:"attempt"`
+	Program  string       `json:"program"`
+	Args     []string     `json:"args,omitempty"`
+	PID      int          `json:"pid"`
+	ExitCode int          `json:"exit_code"`
+	Signal   string       `json:"signal,omitempty"`
+	TimedOut bool         `json:"timed_out,omitempty"`
+	Stdout   OutputStream `json:"stdout"`
+	Stderr   OutputStream `json:"stderr"`
+}

@@ -1,0 +1,39 @@
+// Package testkit holds helpers shared by Orbit's tests: real parts in temp
+// directories, never mocks.
+package testkit
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// Context returns a context that ends with the test or after a minute.
+func Context(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// StartLog starts an embedded JetStream in a temp directory, provisioned as
+// an engine would, and closes it when the test ends. Only in-process clients
+// can reach it unless cfg.Listen is set.
+func StartLog(t testing.TB, cfg events.Config) *events.Log {
+	t.Helper()
+	if cfg.StoreDir == "" {
+		cfg.StoreDir = filepath.Join(t.TempDir(), "nats")
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = &events.Redactor{}
+	}
+	l, err := events.Open(Context(t), cfg)
+	if err != nil {
+		t.Fatalf("starting event log: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
