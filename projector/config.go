@@ -1,0 +1,75 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// Source is the part of the event log the projector reads: a feed in stream
+// order, single events by sequence (for the anchor check) and the last
+// sequence. *events.Log implements it.
+type Source interface {
+	Follow(ctx context.Context, opts events.FollowOptions) (*events.Feed, error)
+	EventAt(ctx context.Context, seq uint64) (events.Event, error)
+	LastSeq(ctx context.Context) (uint64, error)
+}
+
+// Defaults of Config.
+const (
+	DefaultBatchSize   = 256
+	DefaultLockTimeout = time.Second
+)
+
+// Config says where the views live and where their events come from. The
+// zero value of every field but Path means its default.
+type Config struct {
+	// Path is the bbolt file, e.g. <root>/.orbit/state/views.db. Its
+	// directory is created if missing.
+	Path string
+	// Source is the event log the views are folded from. It may be left
+	// nil and given later with SetSource, so that an engine can lock the
+	// views file before it opens the log's store (DESIGN §2).
+	Source Source
+	// BatchSize bounds the events applied in one bbolt transaction
+	// (default 256). It changes how often the file is synced, never what
+	// the views hold.
+	BatchSize int
+	// LockTimeout is how long Open waits for the file lock (default 1s).
+	LockTimeout time.Duration
+	// Logger receives operational messages. Nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = DefaultLockTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Path == "" {
+		errs = append(errs, errors.New("projector: a views file path is required"))
+	}
+	if c.BatchSize < 0 {
+		errs = append(errs, fmt.Errorf("projector: batch size %d: want at least 1", c.BatchSize))
+	}
+	if c.LockTimeout < 0 {
+		// bbolt reads a zero timeout as "wait forever"; a negative one is
+		// certainly a mistake.
+		errs = append(errs, fmt.Errorf("projector: lock timeout %s: want a positive duration", c.LockTimeout))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,33 @@
+package projector
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// Sentinel errors returned by this package. Wrapped errors carry detail; test
+// for these with errors.Is.
+var (
+	// ErrLocked is returned by Open when another process (or another open
+	// Projector) holds the views file and does not let go within
+	// Config.LockTimeout. It means a second engine is running on the same
+	// root.
+	ErrLocked = errors.New("views file is locked by another process")
+
+	// ErrNotFound is returned by queries for a run that the views do not
+	// hold. It wraps events.ErrNotFound, so the API layer answers 404.
+	ErrNotFound = fmt.Errorf("projector: %w", events.ErrNotFound)
+
+	// ErrClosed is returned by every method of a Projector after Close.
+	ErrClosed = errors.New("projector is closed")
+
+	// ErrNoSource is returned by Run and Replay when the Projector has no
+	// event source: neither Config.Source nor SetSource gave one.
+	ErrNoSource = errors.New("projector has no event source")
+
+	// ErrRunning is returned by Run when Run is already running on the same
+	// Projector: one Projector has exactly one apply loop.
+	ErrRunning = errors.New("projector is already running")
+)

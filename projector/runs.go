@@ -1,0 +1,131 @@
+package projector
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// RunView is what the views know about one run. It is encoded as JSON in the
+// runs bucket (without Steps) and returned by the queries.
+type RunView struct {
+	ID    string `json:"id"`
+	Job   string `json:"job"`
+	State string `json:"state"` // events.StatePending, StateRunning or a terminal state
+
+	Input  any               `json:"input,omitempty"`
+	Output any               `json:"output,omitempty"`
+	Error  *events.ErrorInfo `json:"error,omitempty"`
+
+	Requester string          `json:"requester,omitempty"`
+	Parent    *events.RunLink `json:"parent,omitempty"`
+	// Children are the runs whose run.requested named this run as parent,
+	// in the order they were requested.
+	Children []string `json:"children,omitempty"`
+
+	// Engine is the engine that started the run or last resumed it.
+	Engine          string   `json:"engine,omitempty"`
+	Resumes         int      `json:"resumes,omitempty"`
+	CancelRequested bool     `json:"cancel_requested,omitempty"`
+	QueuedBehind    []string `json:"queued_behind,omitempty"`
+
+	RequestedAt *time.Time `json:"requested_at,omitempty"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	DurationMS  int64      `json:"duration_ms,omitempty"`
+
+	// RequestedSeq is the stream sequence of the run's run.requested event.
+	RequestedSeq uint64 `json:"requested_seq"`
+	// LastSeq is the stream sequence of the last event that changed this
+	// record. A terminal record never changes, so late step events (which
+	// still update Steps) do not move it.
+	LastSeq uint64 `json:"last_seq"`
+
+	// Steps are filled by the RunView and LatestRun queries, in the order
+	// the steps were first seen; they are stored apart from the run.
+	Steps []StepView `json:"steps,omitempty"`
+}
+
+// StepView is what the views know about one step instance of a run.
+type StepView struct {
+	// Key is the step instance key, e.g. "build" or "loop/2/review".
+	Key string `json:"key"`
+	// ID is the step id: the last segment of Key that is not an iteration
+	// or item number.
+	ID string `json:"id"`
+	// State is running, retrying, or a terminal state.
+	State        string            `json:"state"`
+	Attempts     int               `json:"attempts,omitempty"`
+	ActivityType string            `json:"activity_type,omitempty"`
+	Target       string            `json:"target,omitempty"`
+	Input        any               `json:"input,omitempty"`
+	Output       any               `json:"output,omitempty"`
+	Error        *events.ErrorInfo `json:"error,omitempty"`
+	// Deliveries is the highest delivery count a worker reported for the
+	// step's command; above 1 an activity may have run in part more than
+	// once.
+	Deliveries int  `json:"deliveries,omitempty"`
+	ExitCode   *int `json:"exit_code,omitempty"`
+
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// DurationMS is the duration of the attempt that finished last.
+	DurationMS int64 `json:"duration_ms,omitempty"`
+	// Order is the stream sequence of the first event about the step.
+	Order uint64 `json:"order"`
+}
+
+// StateRetrying is the state of a step waiting for its next attempt.
+const StateRetrying = "retrying"
+
+// ActiveRun is an entry of the active-runs index: a run that is pending or
+// running.
+type ActiveRun struct {
+	ID           string `json:"id"`
+	Job          string `json:"job"`
+	State        string `json:"state"`
+	RequestedSeq uint64 `json:"requested_seq"`
+}
+
+// Buckets of the runs view.
+var (
+	// run id → RunView without steps
+	bucketRuns = []byte("runs")
+	// run id + "\x00" + step key → StepView
+	bucketSteps = []byte("run_steps")
+	// job + "\x00" + run id → requested sequence (decimal)
+	bucketRunsByJob = []byte("runs_by_job")
+	// requested sequence (20 zero-padded digits) → ActiveRun, for runs that
+	// are not terminal
+	bucketRunsActive = []byte("runs_active")
+)
+
+// runsView folds run, step and activity events into the runs buckets.
+type runsView struct{}
+
+func (runsView) name() string { return "runs" }
+func (runsView) version() int { return 1 }
+func (runsView) buckets() [][]byte {
+	return [][]byte{bucketRuns, bucketSteps, bucketRunsByJob, bucketRunsActive}
+}
+
+func (v runsView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
+	for _, name := range v.buckets() {
+		if tx.Bucket(name) == nil {
+			return nil, fmt.Errorf("the views file has no %s bucket", name)
+		}
+	}
+	return &runsBatch{
+		log:     log,
+		runsB:   tx.Bucket(bucketRuns),
+		stepsB:  tx.Bucket(bucketSteps),
+		byJobB:  tx.Bucket(bucketRunsByJob),
+		activeB: tx.Bucket(bucketRunsActive),
+		runs:    map[string]*runEntry{},
+		steps:   map[string]*StepView{},
+	}, nil
+}

@@ -1,0 +1,72 @@
+package projector
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// A view is one read model folded from the log (DESIGN §4). It owns its
+// buckets: nothing but its own batches writes them, and a rebuild drops and
+// recreates them.
+//
+// IMPORTANT: a view is a pure fold. Given the same events it must write the
+// same bytes, whatever the batch boundaries: no wall clock, randomness or map
+// iteration order may reach what it stores, and every change to what it
+// folds or how it encodes it must bump its version, which makes existing
+// files rebuild instead of mixing two formats.
+type view interface {
+	// name identifies the view in the meta bucket.
+	name() string
+	// version is the view's format version.
+	version() int
+	// buckets are the top-level buckets the view owns.
+	buckets() [][]byte
+	// begin starts folding one batch of events in tx.
+	begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error)
+}
+
+// A viewBatch folds the events of one transaction. It may keep the records
+// it touches in memory and write them once, in flush.
+type viewBatch interface {
+	// fold applies one event. An error wrapping events.ErrInvalidEvent
+	// means the event's data does not decode: the event is skipped and the
+	// batch goes on, so a fold must decode before it changes anything.
+	// Any other error aborts the whole transaction.
+	fold(ev events.Event) error
+	// flush writes what the batch changed.
+	flush() error
+}
+
+// views is every view the projector maintains, in the order each batch folds
+// them. Later views (tasks, groundhog_memory, groundhog_run, metrics) are
+// added here, each in its own file.
+var views = []view{runsView{}}
+
+// decodeData unmarshals an event's data like events.Event.Decode, except
+// that numbers inside untyped values stay json.Number: a view re-encodes
+// them exactly as the log has them, instead of rounding large integers
+// through float64.
+func decodeData(ev events.Event, v any) error {
+	if len(ev.Data) == 0 {
+		return nil
+	}
+	if err := unmarshal(ev.Data, v); err != nil {
+		return fmt.Errorf("%w: %s %s at sequence %d: data: %v", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, err)
+	}
+	return nil
+}
+
+// unmarshal is json.Unmarshal with numbers kept as json.Number. Views are
+// read back with it so that a record decoded and encoded again is
+// byte-identical.
+func unmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
