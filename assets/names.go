@@ -1,0 +1,47 @@
+package assets
+
+import "regexp"
+
+var (
+	// assetName is the form of metadata.name, and so of every name a
+	// catalog resolves.
+	assetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+	// stepID is the form of a step id and of a fan_in collect name; ids
+	// appear in templates (steps.<id>) and in step keys (loop/2/review).
+	stepID = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+)
+
+// suggest returns the candidate closest to word when it is within edit
+// distance 2 (and closer than the length of word, so that short words do not
+// match everything), or "" when none is.
+func suggest(word string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := editDistance(word, c); d < bestDist && d < len(word) {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,176 @@
+package assets
+
+// The types in this file are the normalized form of the asset grammar
+// (DESIGN §6). The loader turns YAML into them after validation; the engine
+// carries them as JSON inside run commands and the run.requested event, so a
+// run is pinned to exactly the job it was validated as, whatever happens to
+// the files afterwards.
+//
+// IMPORTANT: the JSON encoding of these types is a stored format (it lives in
+// the log). Fields may be added with omitempty; renaming or retyping a field
+// needs a new schema version.
+
+// Activity types.
+const (
+	TypeShell         = "shell"
+	TypeDeterministic = "deterministic"
+	TypeAgentLoop     = "agent_loop"
+	TypeGroundhog     = "groundhog"
+)
+
+// Kinds of asset envelopes.
+const (
+	KindActivity = "Activity"
+	KindJob      = "Job"
+)
+
+// Layer says which catalog layer an asset was found in, highest priority first.
+type Layer string
+
+// Catalog layers, in the order in which names are resolved.
+const (
+	LayerEnv       Layer = "env"       // ORBIT_ACTIVITY_DIR / ORBIT_JOB_DIR
+	LayerWorkspace Layer = "workspace" // <root>/.orbit/activities, <root>/.orbit/jobs
+	LayerSeeded    Layer = "seeded"    // built into the binary
+	LayerFile      Layer = "file"      // a file named on the command line
+)
+
+// Activity is a named, loaded Activity asset.
+type Activity struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"` // metadata.description
+	Labels      map[string]string `json:"labels,omitempty"`      // metadata.labels
+	Source      string            `json:"source"`                // file path, or "seeded:<file>"
+	Layer       Layer             `json:"layer"`
+	Spec        ActivitySpec      `json:"spec"`
+}
+
+// ActivitySpec is what an activity does. Which fields are meaningful depends
+// on Type; the loader rejects fields that do not belong to the type.
+type ActivitySpec struct {
+	Type string `json:"type"`
+
+	// Shared fields.
+	Description      string `json:"description,omitempty"`
+	InputSchemaJSON  string `json:"input_schema_json,omitempty"`
+	OutputSchemaJSON string `json:"output_schema_json,omitempty"`
+	FSProfile        string `json:"fsProfile,omitempty"`
+
+	// shell
+	Program           string   `json:"program,omitempty"`
+	Args              []string `json:"args,omitempty"`
+	AllowedPrograms   []string `json:"allowed_programs,omitempty"`
+	TimeoutSeconds    int      `json:"timeout_seconds,omitempty"`     // default 300
+	ExpectedExitCodes []int    `json:"expected_exit_codes,omitempty"` // default [0]
+
+	// deterministic
+	Action string         `json:"action,omitempty"`
+	Config map[string]any `json:"config,omitempty"`
+
+	// agent_loop and groundhog
+	Instruction             string   `json:"instruction,omitempty"`
+	Tools                   []string `json:"tools,omitempty"`
+	OnDenial                string   `json:"on_denial,omitempty"` // terminate (default) | continue
+	Model                   string   `json:"model,omitempty"`
+	MaxIterations           int      `json:"max_iterations,omitempty"`
+	Backend                 string   `json:"backend,omitempty"` // http | cli | auto (agent_loop only)
+	Provider                string   `json:"provider,omitempty"`
+	WallClockTimeoutSeconds int      `json:"wall_clock_timeout_seconds,omitempty"`
+	Fixture                 string   `json:"fixture,omitempty"`                // replay provider
+	AttemptBudgetDefault    int      `json:"attempt_budget_default,omitempty"` // groundhog only
+}
+
+// Job is a named, loaded Job asset with every activity reference resolved.
+type Job struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"` // metadata.description
+	Labels      map[string]string `json:"labels,omitempty"`      // metadata.labels
+	Source      string            `json:"source"`
+	Layer       Layer             `json:"layer"`
+	Spec        JobSpec           `json:"spec"`
+}
+
+// JobSpec is the body of a Job.
+type JobSpec struct {
+	State            string       `json:"state,omitempty"` // active (default) | disabled
+	Kind             string       `json:"kind,omitempty"`  // workflow (default) | subroutine
+	DefaultInput     any          `json:"default_input,omitempty"`
+	MaxActiveRuns    int          `json:"max_active_runs,omitempty"` // default 1
+	RecoveryActivity *ActivityRef `json:"recovery_activity,omitempty"`
+	Steps            []Step       `json:"steps"`
+}
+
+// ActivityRef is a reference to an activity by name together with the spec it
+// resolved to at load time.
+type ActivityRef struct {
+	Name string       `json:"name"`
+	Spec ActivitySpec `json:"spec"`
+}
+
+// Step is one node of a job's step tree. Exactly one of Activity, Parallel,
+// FanOut and Loop is set.
+type Step struct {
+	ID               string       `json:"id"`
+	When             string       `json:"when,omitempty"`
+	Retry            *Retry       `json:"retry,omitempty"`
+	RecoveryActivity *ActivityRef `json:"recovery_activity,omitempty"`
+
+	// Activity bodies: Target is "activity:<name>" when the step referenced a
+	// catalog activity, empty for an inline spec. Activity is the resolved
+	// spec either way.
+	Target   string        `json:"target,omitempty"`
+	Activity *ActivitySpec `json:"activity,omitempty"`
+
+	// Settings of an activity body.
+	DefaultInput   any    `json:"default_input,omitempty"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	Session        string `json:"session,omitempty"`
+	FSProfile      string `json:"fsProfile,omitempty"`
+
+	// Structural bodies.
+	Parallel *Parallel `json:"parallel,omitempty"`
+	FanOut   *FanOut   `json:"fan_out,omitempty"`
+	FanIn    *FanIn    `json:"fan_in,omitempty"`
+	Loop     *Loop     `json:"loop,omitempty"`
+}
+
+// Retry is a step's retry policy.
+type Retry struct {
+	MaxAttempts      int    `json:"max_attempts"`
+	InitialBackoffMS int    `json:"initial_backoff_ms"` // default 1000
+	BackoffCapMS     int    `json:"backoff_cap_ms"`     // default 60000
+	BackoffStrategy  string `json:"backoff_strategy"`   // exponential (default) | linear
+}
+
+// Join says when a group of branches or workers counts as successful.
+type Join struct {
+	Mode string `json:"mode"`        // all (default) | any | quorum
+	N    int    `json:"n,omitempty"` // quorum only
+}
+
+// Parallel runs its branches concurrently.
+type Parallel struct {
+	Join     Join   `json:"join"`
+	Branches []Step `json:"branches"`
+}
+
+// FanOut runs Worker once per item, at most MaxWorkers at a time.
+type FanOut struct {
+	Items      string `json:"items"`       // a template rendered to an array
+	MaxWorkers int    `json:"max_workers"` // default 4
+	Worker     Step   `json:"worker"`
+}
+
+// FanIn says how fan-out results are joined and collected.
+type FanIn struct {
+	Join    Join   `json:"join"`
+	Collect string `json:"collect,omitempty"` // name the outputs are also collected under
+}
+
+// Loop runs Steps repeatedly, over Items or up to MaxIterations.
+type Loop struct {
+	Items         string `json:"items,omitempty"`
+	MaxIterations int    `json:"max_iterations"`
+	BreakWhen     string `json:"break_when,omitempty"`
+	Steps         []Step `json:"steps"`
+}
