@@ -1,0 +1,44 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// Sentinel errors.
+var (
+	// ErrInvalidJob is returned for a job the executor cannot run: an
+	// activity type or deterministic action it does not know, or a shape it
+	// does not support.
+	ErrInvalidJob = errors.New("invalid job")
+
+	// ErrJobDisabled is returned when a disabled job is submitted.
+	ErrJobDisabled = errors.New("job is disabled")
+
+	// ErrLeaseHeld is returned when another live engine owns a run.
+	ErrLeaseHeld = errors.New("run is owned by another engine")
+)
+
+// failure is an error as a step or run records it. Activities return one to
+// say how they failed; anything else they return is internal.
+type failure struct{ info events.ErrorInfo }
+
+func (f *failure) Error() string { return f.info.Message }
+
+// fail builds a failure of the given kind.
+func fail(kind string, retryable bool, format string, args ...any) *failure {
+	return &failure{info: events.ErrorInfo{Kind: kind, Message: fmt.Sprintf(format, args...), Retryable: retryable}}
+}
+
+// errorInfo turns any error into the record the log keeps: a failure keeps
+// its kind, anything else is an internal, retryable error.
+func errorInfo(err error) *events.ErrorInfo {
+	var f *failure
+	if errors.As(err, &f) {
+		info := f.info
+		return &info
+	}
+	return &events.ErrorInfo{Kind: events.KindInternal, Message: err.Error(), Retryable: true}
+}

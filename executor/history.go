@@ -1,0 +1,131 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// history is the part of the log that belongs to one run, kept up to date
+// by a feed. The interpreter consults it before every decision: what is
+// recorded is returned, never done again. Decision events are found by their
+// derived ids.
+type history struct {
+	runID string
+	feed  *events.Feed
+
+	mu      sync.Mutex
+	byID    map[string]events.Event
+	lastSeq uint64
+	changed chan struct{} // closed and replaced whenever an event arrives
+	err     error
+	onEvent func(events.Event)
+	done    chan struct{}
+}
+
+// openHistory follows the run's events and returns once every event already
+// in the log has been delivered. onEvent, if not nil, is called for every
+// event as it arrives (after it is recorded).
+func openHistory(ctx context.Context, log *events.Log, runID string, onEvent func(events.Event)) (*history, error) {
+	feed, err := log.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
+	if err != nil {
+		return nil, err
+	}
+	h := &history{
+		runID:   runID,
+		feed:    feed,
+		byID:    make(map[string]events.Event),
+		changed: make(chan struct{}),
+		onEvent: onEvent,
+		done:    make(chan struct{}),
+	}
+	go h.follow()
+	last, err := log.LastMatching(ctx, []string{events.RunFilter(runID)})
+	if err != nil {
+		h.close()
+		return nil, err
+	}
+	if err := h.waitSeq(ctx, last); err != nil {
+		h.close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *history) follow() {
+	defer close(h.done)
+	for ev := range h.feed.Events() {
+		h.mu.Lock()
+		h.byID[ev.ID] = ev
+		h.lastSeq = ev.Seq
+		close(h.changed)
+		h.changed = make(chan struct{})
+		h.mu.Unlock()
+		if h.onEvent != nil {
+			h.onEvent(ev)
+		}
+	}
+	h.mu.Lock()
+	h.err = h.feed.Err()
+	if h.err == nil {
+		h.err = fmt.Errorf("%w: history of run %s closed", events.ErrUnavailable, h.runID)
+	}
+	close(h.changed)
+	h.mu.Unlock()
+}
+
+// get returns the event with the given id if it is in the history.
+func (h *history) get(id string) (events.Event, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ev, ok := h.byID[id]
+	return ev, ok
+}
+
+// wait blocks until the event with the given id is in the history.
+func (h *history) wait(ctx context.Context, id string) (events.Event, error) {
+	for {
+		h.mu.Lock()
+		ev, ok := h.byID[id]
+		changed, err := h.changed, h.err
+		h.mu.Unlock()
+		if ok {
+			return ev, nil
+		}
+		if err != nil {
+			return events.Event{}, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return events.Event{}, context.Cause(ctx)
+		}
+	}
+}
+
+// waitSeq blocks until every event of the run up to seq has been recorded.
+func (h *history) waitSeq(ctx context.Context, seq uint64) error {
+	for {
+		h.mu.Lock()
+		last, changed, err := h.lastSeq, h.changed, h.err
+		h.mu.Unlock()
+		if last >= seq {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+func (h *history) close() {
+	h.feed.Stop()
+	<-h.done
+}

@@ -1,0 +1,351 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// Config configures an Orchestrator. The zero value of every field but Log
+// and Root means its default.
+type Config struct {
+	// Log is the event log the orchestrator reads and writes.
+	Log *events.Log
+	// ActiveRuns lists the runs that are not terminal, in the order they
+	// were requested. The orchestrator calls it once at start to resume
+	// them; the projector's active-runs index provides it.
+	ActiveRuns func(ctx context.Context) ([]string, error)
+	// Engine identifies this engine in leases and events (default: a new id).
+	Engine string
+	// Root is the project directory: the default workspace of steps.
+	Root string
+	// Env looks up environment variables for {{ env.NAME }} (default
+	// os.LookupEnv).
+	Env func(name string) (string, bool)
+	// LeaseTTL is how long a run lease lasts without renewal (default 15s).
+	LeaseTTL time.Duration
+	// Logger receives operational messages (nil discards them).
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Engine == "" {
+		c.Engine = events.NewID()
+	}
+	if c.Env == nil {
+		c.Env = os.LookupEnv
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 15 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Orchestrator takes run requests, admits runs within their job's
+// max_active_runs, and interprets each admitted run under a lease. After a
+// restart it resumes every run the log says is not finished.
+type Orchestrator struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex
+	runs   map[string]*runCtl   // every run admitted or queued by this engine
+	queued map[string][]*runCtl // job → runs waiting for a slot, in arrival order
+	active map[string]int       // job → runs executing
+	wg     sync.WaitGroup
+
+	// before is the last command sequence stored before this orchestrator
+	// started on an embedded store (see events.ConsumerSpec.Reset).
+	before uint64
+}
+
+// runCtl is the orchestrator's handle on one run.
+type runCtl struct {
+	id      string
+	job     *assets.Job
+	started bool // run.started is in the log
+	cancel  context.CancelCauseFunc
+}
+
+// NewOrchestrator returns an orchestrator; Run starts it.
+func NewOrchestrator(cfg Config) *Orchestrator {
+	cfg.setDefaults()
+	return &Orchestrator{
+		cfg:    cfg,
+		log:    cfg.Logger.With("component", "orchestrator"),
+		runs:   make(map[string]*runCtl),
+		queued: make(map[string][]*runCtl),
+		active: make(map[string]int),
+	}
+}
+
+// Run resumes unfinished runs, then takes run requests until ctx ends. Runs
+// in flight stop where they are (their lease lapses) and resume at the next
+// start.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	if o.cfg.Log.Embedded() {
+		before, err := o.cfg.Log.CommandsLastSeq(ctx)
+		if err != nil {
+			return err
+		}
+		o.before = before
+	}
+	if err := o.recover(ctx); err != nil {
+		return fmt.Errorf("resuming runs: %w", err)
+	}
+	stop, err := o.cfg.Log.Consume(ctx, events.ConsumerSpec{
+		Durable: "orchestrator",
+		Command: cmdRunRequest,
+		Reset:   o.cfg.Log.Embedded(),
+	}, func(cmd *events.Command) { o.handleRequest(ctx, cmd) })
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop.Stop()
+	o.wg.Wait()
+	return nil
+}
+
+// Busy reports how many runs this engine is executing or holding queued.
+func (o *Orchestrator) Busy() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.runs)
+}
+
+// recover admits every run the log says is unfinished, in request order:
+// started runs first (they hold their slots), then queued ones.
+func (o *Orchestrator) recover(ctx context.Context) error {
+	if o.cfg.ActiveRuns == nil {
+		return nil
+	}
+	ids, err := o.cfg.ActiveRuns(ctx)
+	if err != nil {
+		return err
+	}
+	var pending []*runCtl
+	for _, id := range ids {
+		rc, err := o.loadRun(ctx, id)
+		if err != nil {
+			o.log.Error("cannot resume run", "run", id, "err", err)
+			continue
+		}
+		if rc.started {
+			o.admit(ctx, rc)
+		} else {
+			pending = append(pending, rc)
+		}
+	}
+	for _, rc := range pending {
+		o.admit(ctx, rc)
+	}
+	return nil
+}
+
+// loadRun reads what the log says about a run's request and start.
+func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) {
+	evs, err := o.cfg.Log.Read(ctx, events.FollowOptions{Filters: []string{
+		events.EventSubject(events.AggregateRun, id, events.RunRequested),
+		events.EventSubject(events.AggregateRun, id, events.RunStarted),
+	}})
+	if err != nil {
+		return nil, err
+	}
+	rc := &runCtl{id: id}
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.RunRequested:
+			var d events.RunRequestedData
+			if err := ev.Decode(&d); err != nil {
+				return nil, err
+			}
+			if rc.job, err = decodeJob(d.Job); err != nil {
+				return nil, err
+			}
+		case events.RunStarted:
+			rc.started = true
+		}
+	}
+	if rc.job == nil {
+		return nil, fmt.Errorf("run %s has no run.requested event", id)
+	}
+	return rc, nil
+}
+
+// handleRequest records a run request and admits the run. The command is
+// acknowledged only once run.requested is in the log, so a crash in between
+// redelivers it; the derived event id makes the second record a no-op.
+func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
+	var req RunRequest
+	if err := cmd.Decode(&req); err != nil || req.RunID == "" {
+		o.log.Error("dropping malformed run request", "id", cmd.ID, "err", err)
+		_ = cmd.Term()
+		return
+	}
+	o.mu.Lock()
+	_, known := o.runs[req.RunID]
+	o.mu.Unlock()
+	if !known && (cmd.Delivery > 1 || cmd.StreamSeq <= o.before) {
+		// Possibly handled by an engine that died before acking: if the run
+		// was recorded, it was recovered (or has finished) already.
+		last, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, req.RunID, events.RunRequested)})
+		if err != nil {
+			_ = cmd.Nak(time.Second)
+			return
+		}
+		known = last > 0
+	}
+	if !known {
+		if err := o.request(ctx, &req); err != nil {
+			o.log.Warn("run request not recorded; will retry", "run", req.RunID, "err", err)
+			_ = cmd.Nak(time.Second)
+			return
+		}
+	}
+	if err := cmd.Ack(ctx); err != nil {
+		o.log.Warn("acking run request", "run", req.RunID, "err", err)
+	}
+}
+
+func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
+	job, err := encodeJSON(req.Job)
+	if err != nil {
+		return err
+	}
+	_, err = o.cfg.Log.Append(ctx, events.Event{
+		ID:    events.DecisionID(events.RunRequested, req.RunID),
+		Type:  events.RunRequested,
+		RunID: req.RunID,
+		Job:   req.Job.Name,
+	}, events.RunRequestedData{
+		JobName:   req.Job.Name,
+		Job:       job,
+		Input:     req.Input,
+		Requester: req.Requester,
+		Parent:    req.Parent,
+	})
+	if err != nil {
+		return err
+	}
+	o.admit(ctx, &runCtl{id: req.RunID, job: &req.Job})
+	return nil
+}
+
+// admit starts a run if its job has a free slot, and queues it otherwise.
+func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, known := o.runs[rc.id]; known {
+		return
+	}
+	o.runs[rc.id] = rc
+	job := rc.job.Name
+	if rc.started || o.active[job] < maxActive(rc.job) {
+		o.startLocked(ctx, rc)
+		return
+	}
+	o.queued[job] = append(o.queued[job], rc)
+	active := o.activeRunsLocked(job)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		_, err := o.cfg.Log.Append(ctx, events.Event{
+			ID:    events.DecisionID(events.RunQueued, rc.id),
+			Type:  events.RunQueued,
+			RunID: rc.id,
+			Job:   job,
+		}, events.RunQueuedData{MaxActiveRuns: maxActive(rc.job), Active: active})
+		if err != nil && ctx.Err() == nil {
+			o.log.Warn("recording queued run", "run", rc.id, "err", err)
+		}
+	}()
+}
+
+func maxActive(job *assets.Job) int {
+	if job.Spec.MaxActiveRuns < 1 {
+		return 1
+	}
+	return job.Spec.MaxActiveRuns
+}
+
+// activeRunsLocked lists the runs of job holding a slot, sorted.
+func (o *Orchestrator) activeRunsLocked(job string) []string {
+	var ids []string
+	for id, rc := range o.runs {
+		if rc.job.Name == job && rc.cancel != nil {
+			ids = append(ids, id)
+		}
+	}
+	sortStrings(ids)
+	return ids
+}
+
+func (o *Orchestrator) startLocked(ctx context.Context, rc *runCtl) {
+	o.active[rc.job.Name]++
+	rctx, cancel := context.WithCancelCause(ctx)
+	rc.cancel = cancel
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		defer cancel(nil)
+		err := o.execute(rctx, rc)
+		if err != nil && ctx.Err() == nil {
+			o.log.Error("run stopped", "run", rc.id, "err", err)
+		}
+		o.release(ctx, rc)
+	}()
+}
+
+// release frees a run's slot and starts the next queued run of its job. A
+// run that stopped without finishing (engine shutdown, lost lease) is
+// forgotten here and resumed by whichever engine recovers it.
+func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.runs, rc.id)
+	job := rc.job.Name
+	o.active[job]--
+	if ctx.Err() != nil {
+		return
+	}
+	for o.active[job] < maxActive(rc.job) && len(o.queued[job]) > 0 {
+		next := o.queued[job][0]
+		o.queued[job] = o.queued[job][1:]
+		o.startLocked(ctx, next)
+	}
+}
+
+// execute runs one run to its end under its lease.
+func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
+	ls := &lease{
+		kv:       o.cfg.Log.Leases(),
+		key:      leaseKey(rc.id),
+		engine:   o.cfg.Engine,
+		ttl:      o.cfg.LeaseTTL,
+		takeOver: o.cfg.Log.Embedded(),
+	}
+	if err := ls.acquire(ctx); err != nil {
+		return fmt.Errorf("taking the lease: %w", err)
+	}
+	leaseCtx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	go ls.hold(leaseCtx, func(err error) { lost(fmt.Errorf("%w: lease lost: %v", ErrLeaseHeld, err)) })
+	defer func() {
+		if err := ls.release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, events.ErrConflict) {
+			o.log.Warn("releasing lease", "run", rc.id, "err", err)
+		}
+	}()
+
+	x := &interpreter{o: o, runID: rc.id, job: rc.job}
+	return x.run(leaseCtx)
+}

@@ -1,0 +1,87 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// Command names on ORBIT_COMMANDS.
+const (
+	cmdRunRequest = "run.request"
+	cmdStepPrefix = "step."
+)
+
+// RunRequest asks the orchestrator to run a job. The job travels whole and
+// already resolved, so the run executes exactly what was validated.
+type RunRequest struct {
+	RunID     string          `json:"run_id"`
+	Job       assets.Job      `json:"job"`
+	Input     any             `json:"input"` // merged: the job's default_input and the caller's input
+	Requester string          `json:"requester,omitempty"`
+	Parent    *events.RunLink `json:"parent,omitempty"`
+}
+
+// NewRunRequest checks that the executor can run job and builds a request
+// for it with a new run id and the job input merge rule applied to input.
+func NewRunRequest(job *assets.Job, input any, requester string) (*RunRequest, error) {
+	if err := ValidateJob(job); err != nil {
+		return nil, err
+	}
+	return &RunRequest{
+		RunID:     events.NewID(),
+		Job:       *job,
+		Input:     assets.MergeInput(job.Spec.DefaultInput, input),
+		Requester: requester,
+	}, nil
+}
+
+// Sender publishes commands; *events.Log is one.
+type Sender interface {
+	Send(ctx context.Context, name, id string, payload any) error
+}
+
+var _ Sender = (*events.Log)(nil)
+
+// Submit sends a run request. Submitting the same request twice (same run
+// id) starts one run.
+func Submit(ctx context.Context, log Sender, req *RunRequest) error {
+	return log.Send(ctx, cmdRunRequest, events.DecisionID(cmdRunRequest, req.RunID), req)
+}
+
+// stepCommand tells a worker to execute one attempt of one step instance.
+// Everything in it is already rendered: workers need no scope.
+type stepCommand struct {
+	RunID     string              `json:"run_id"`
+	Job       string              `json:"job"`
+	StepKey   string              `json:"step_key"`
+	Attempt   int                 `json:"attempt"`
+	Activity  assets.ActivitySpec `json:"activity"`
+	Input     any                 `json:"input"`
+	Workspace string              `json:"workspace"`
+	Timeout   int                 `json:"timeout_seconds"`
+	StartedID string              `json:"started_id"`
+}
+
+// stepCommandName is the command name of one step attempt. It is unique per
+// attempt, so whether the command is still queued can be looked up.
+func stepCommandName(typ, runID, key string, attempt int) string {
+	return cmdStepPrefix + typ + "." + events.Token(runID) + "." + events.Token(key) + "." + strconv.Itoa(attempt)
+}
+
+// stepEventID is the derived id of a step-level decision event.
+func stepEventID(typ, runID, key string, attempt int) string {
+	return events.DecisionID(typ, runID, key, strconv.Itoa(attempt))
+}
+
+func decodeJob(raw json.RawMessage) (*assets.Job, error) {
+	var job assets.Job
+	if err := json.Unmarshal(raw, &job); err != nil {
+		return nil, fmt.Errorf("%w: decoding job: %v", ErrInvalidJob, err)
+	}
+	return &job, nil
+}

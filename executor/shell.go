@@ -1,0 +1,208 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+const (
+	// inlineLimit is how much of a stream a shell step's output carries
+	// inline; the whole stream goes to a blob when it is longer.
+	inlineLimit = 64 << 10
+	// captureLimit is how much of a stream is kept at all.
+	captureLimit = 32 << 20
+	// tailPreview is how much of a stream's end shell.exited shows.
+	tailPreview = 512
+	// killGrace is how long a process group gets between SIGTERM and SIGKILL.
+	killGrace = 3 * time.Second
+)
+
+// capture is an io.Writer that keeps the first limit bytes and counts all.
+type capture struct {
+	buf   bytes.Buffer
+	size  int64
+	limit int
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.size += int64(len(p))
+	if room := c.limit - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// shellRun is one execution of a shell step attempt.
+type shellRun struct {
+	cmd  *stepCommand
+	log  *events.Log
+	emit func(ctx context.Context, typ string, payload any) error
+}
+
+// run executes the program in its own process group. A timeout or an ended
+// ctx sends SIGTERM to the group, then SIGKILL after a grace period; when the
+// program exits, whatever is left of its group is killed, so a shell step
+// never leaves processes behind. Rendered arguments are passed as argv
+// elements, never re-split by a shell.
+func (s *shellRun) run(ctx context.Context) (any, error) {
+	spec := s.cmd.Activity
+	if !slices.Contains(spec.AllowedPrograms, spec.Program) {
+		return nil, fail(events.KindAllowlist, false, "program %q is not in allowed_programs %v", spec.Program, spec.AllowedPrograms)
+	}
+	if fi, err := os.Stat(s.cmd.Workspace); err != nil || !fi.IsDir() {
+		return nil, fail(events.KindValidation, false, "workspace %s is not a directory", s.cmd.Workspace)
+	}
+	timeout := time.Duration(s.cmd.Timeout) * time.Second
+	if timeout <= 0 {
+		timeout = 300 * time.Second
+	}
+
+	stdout := &capture{limit: captureLimit}
+	stderr := &capture{limit: captureLimit}
+	c := exec.Command(spec.Program, spec.Args...)
+	c.Dir = s.cmd.Workspace
+	c.Stdout, c.Stderr = stdout, stderr
+	c.Env = append(os.Environ(),
+		"ORBIT_RUN_ID="+s.cmd.RunID,
+		"ORBIT_STEP_KEY="+s.cmd.StepKey,
+		"ORBIT_STEP_ATTEMPT="+strconv.Itoa(s.cmd.Attempt),
+		"ORBIT_WORKSPACE="+s.cmd.Workspace,
+	)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c.WaitDelay = time.Second
+	if err := c.Start(); err != nil {
+		return nil, fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
+	}
+	pgid := c.Process.Pid
+
+	waited := make(chan error, 1)
+	go func() { waited <- c.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var timedOut bool
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+	case <-timer.C:
+		timedOut = true
+		waitErr = stopGroup(pgid, waited)
+	case <-ctx.Done():
+		waitErr = stopGroup(pgid, waited)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL) // stragglers of a finished program
+
+	exitCode, signal := exitStatus(c.ProcessState, waitErr)
+	exited := events.ShellExitedData{
+		Attempt:  s.cmd.Attempt,
+		Program:  spec.Program,
+		Args:     spec.Args,
+		PID:      pgid,
+		ExitCode: exitCode,
+		Signal:   signal,
+		TimedOut: timedOut,
+	}
+	out := map[string]any{"exit_code": exitCode}
+	var err error
+	if exited.Stdout, err = s.stream(ctx, stdout, out, "stdout"); err != nil {
+		return nil, err
+	}
+	if exited.Stderr, err = s.stream(ctx, stderr, out, "stderr"); err != nil {
+		return nil, err
+	}
+	if err := s.emit(ctx, events.ShellExited, exited); err != nil {
+		return nil, err
+	}
+	switch {
+	case timedOut:
+		return nil, fail(events.KindTimeout, true, "%s timed out after %s; its process group was killed", spec.Program, timeout)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	expected := spec.ExpectedExitCodes
+	if len(expected) == 0 {
+		expected = []int{0}
+	}
+	if signal != "" || !slices.Contains(expected, exitCode) {
+		return nil, fail(events.KindActivity, true, "%s %s%s", spec.Program, describeExit(exitCode, signal, expected), lastLine(stderr.buf.Bytes()))
+	}
+	return out, nil
+}
+
+// stream puts a captured stream into the step output (inline up to
+// inlineLimit, and as a blob when longer) and describes it for shell.exited.
+func (s *shellRun) stream(ctx context.Context, c *capture, out map[string]any, name string) (events.OutputStream, error) {
+	data := c.buf.Bytes()
+	st := events.OutputStream{Size: c.size, Truncated: c.size > int64(len(data))}
+	tail := data[max(0, len(data)-tailPreview):]
+	st.Preview = s.log.Redactor().String(string(tail))
+	if len(data) <= inlineLimit && !st.Truncated {
+		out[name] = string(data)
+		return st, nil
+	}
+	ref, err := s.log.PutBlob(ctx, data)
+	if err != nil {
+		return st, err
+	}
+	st.Blob = &ref
+	out[name] = string(data[:inlineLimit])
+	out[name+"_truncated"] = true
+	out[name+"_blob"] = ref.Digest
+	return st, nil
+}
+
+// stopGroup terminates a process group: SIGTERM, then SIGKILL after the grace
+// period, and waits for the program to be reaped.
+func stopGroup(pgid int, waited <-chan error) error {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case err := <-waited:
+		return err
+	case <-time.After(killGrace):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return <-waited
+}
+
+func exitStatus(ps *os.ProcessState, waitErr error) (int, string) {
+	if ps == nil {
+		return -1, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal().String()
+	}
+	var exitErr *exec.ExitError
+	if errors.As(waitErr, &exitErr) {
+		return exitErr.ExitCode(), ""
+	}
+	return ps.ExitCode(), ""
+}
+
+func describeExit(code int, signal string, expected []int) string {
+	if signal != "" {
+		return "was killed by " + signal
+	}
+	return fmt.Sprintf("exited with code %d (expected %v)", code, expected)
+}
+
+// lastLine returns ": <the last non-empty line>" of output, or "".
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		if len(last) > 200 {
+			last = last[:200] + "…"
+		}
+		return ": " + last
+	}
+	return ""
+}

@@ -1,0 +1,270 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// WorkerConfig configures a Worker.
+type WorkerConfig struct {
+	// Log is the event log commands come from and events go to.
+	Log *events.Log
+	// Engine identifies the worker in activity.started events.
+	Engine string
+	// Concurrency bounds the activities of each type running at once
+	// (defaults: shell 8, deterministic 64).
+	Concurrency map[string]int
+	// AckWait is how long a command may go without a progress signal before
+	// it is redelivered (default 30s); running activities signal progress
+	// every third of it.
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one command (default 10).
+	MaxDeliver int
+	// Logger receives operational messages (nil discards them).
+	Logger *slog.Logger
+}
+
+func (c *WorkerConfig) setDefaults() {
+	if c.Engine == "" {
+		c.Engine = events.NewID()
+	}
+	defaults := map[string]int{assets.TypeShell: 8, assets.TypeDeterministic: 64}
+	if c.Concurrency == nil {
+		c.Concurrency = map[string]int{}
+	}
+	for typ, n := range defaults {
+		if c.Concurrency[typ] == 0 {
+			c.Concurrency[typ] = n
+		}
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 10
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Worker executes step commands. For each command it records
+// activity.started, runs the activity, records the step's events and
+// step.finished, and only then acknowledges the command: a crash anywhere
+// before the ack redelivers it. A redelivered command whose step already
+// finished is acknowledged without running anything.
+type Worker struct {
+	cfg WorkerConfig
+	log *slog.Logger
+	wg  sync.WaitGroup
+
+	// before is the last command sequence stored before this worker started
+	// on an embedded store; commands up to it may have been delivered to a
+	// previous engine (see events.ConsumerSpec.Reset).
+	before uint64
+
+	mu       sync.Mutex
+	inFlight map[string]bool // command ids being executed by this worker
+}
+
+// NewWorker returns a worker; Run starts it.
+func NewWorker(cfg WorkerConfig) *Worker {
+	cfg.setDefaults()
+	return &Worker{cfg: cfg, log: cfg.Logger.With("component", "worker"), inFlight: make(map[string]bool)}
+}
+
+// runners maps activity types to what executes them.
+var runners = map[string]func(ctx context.Context, w *Worker, cmd *stepCommand, emit emitFunc) (any, error){
+	assets.TypeShell: func(ctx context.Context, w *Worker, cmd *stepCommand, emit emitFunc) (any, error) {
+		return (&shellRun{cmd: cmd, log: w.cfg.Log, emit: emit}).run(ctx)
+	},
+	assets.TypeDeterministic: func(ctx context.Context, _ *Worker, cmd *stepCommand, _ emitFunc) (any, error) {
+		return runAction(ctx, cmd)
+	},
+}
+
+type emitFunc func(ctx context.Context, typ string, payload any) error
+
+// Run consumes step commands until ctx ends. Activities still running then
+// are stopped and their commands left for redelivery.
+//
+// On an embedded store the worker is the only one, so commands a killed
+// engine had taken are redelivered at once rather than after their ack
+// wait: the consumers are reset, and every command stored before the reset
+// is checked against the log before it runs.
+func (w *Worker) Run(ctx context.Context) error {
+	reset := w.cfg.Log.Embedded()
+	if reset {
+		before, err := w.cfg.Log.CommandsLastSeq(ctx)
+		if err != nil {
+			return err
+		}
+		w.before = before
+	}
+	var stops []events.Stopper
+	defer func() {
+		for _, s := range stops {
+			s.Stop()
+		}
+		w.wg.Wait()
+	}()
+	for typ := range runners {
+		stop, err := w.cfg.Log.Consume(ctx, events.ConsumerSpec{
+			Durable:       "worker-" + typ,
+			Command:       cmdStepPrefix + typ + ".>",
+			AckWait:       w.cfg.AckWait,
+			MaxDeliver:    w.cfg.MaxDeliver,
+			MaxAckPending: w.cfg.Concurrency[typ],
+			Reset:         reset,
+		}, func(cmd *events.Command) {
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				w.handle(ctx, cmd)
+			}()
+		})
+		if err != nil {
+			return err
+		}
+		stops = append(stops, stop)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (w *Worker) handle(ctx context.Context, c *events.Command) {
+	var cmd stepCommand
+	if err := c.Decode(&cmd); err != nil || cmd.RunID == "" || cmd.StepKey == "" {
+		w.log.Error("dropping malformed step command", "id", c.ID, "err", err)
+		_ = c.Term()
+		return
+	}
+	if !w.claim(c.ID) {
+		return // a redelivery of a command this worker is executing right now
+	}
+	defer w.unclaim(c.ID)
+	finishedID := stepEventID(events.StepFinished, cmd.RunID, cmd.StepKey, cmd.Attempt)
+	if c.Delivery > 1 || c.StreamSeq <= w.before {
+		done, err := w.finished(ctx, &cmd, finishedID)
+		if err != nil {
+			w.retryLater(c, err)
+			return
+		}
+		if done {
+			w.ack(ctx, c)
+			return
+		}
+	}
+	emit := func(ctx context.Context, typ string, payload any) error {
+		_, err := w.cfg.Log.Append(ctx, events.Event{
+			Type: typ, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID,
+		}, payload)
+		return err
+	}
+	if err := emit(ctx, events.ActivityStarted, events.ActivityStartedData{
+		Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine, Delivery: c.Delivery,
+	}); err != nil {
+		w.retryLater(c, err)
+		return
+	}
+
+	actx, stopProgress := context.WithCancel(ctx)
+	go w.progress(actx, c)
+	began := time.Now()
+	output, err := runners[cmd.Activity.Type](actx, w, &cmd, emit)
+	stopProgress()
+	if ctx.Err() != nil {
+		_ = c.Nak(0) // the engine is stopping: leave the step to the next one
+		return
+	}
+	elapsed := time.Since(began).Milliseconds()
+	state := events.StateSuccess
+	var info *events.ErrorInfo
+	if err != nil {
+		info = errorInfo(err)
+		info.StepKey = cmd.StepKey
+		state = events.StateFailed
+		if info.Kind == events.KindTimeout {
+			state = events.StateTimeout
+		}
+		output = nil
+	}
+	if err := emit(ctx, events.ActivityFinished, events.ActivityFinishedData{
+		Attempt: cmd.Attempt, State: state, DurationMS: elapsed, Error: info,
+	}); err != nil {
+		w.retryLater(c, err)
+		return
+	}
+	_, err = w.cfg.Log.Append(ctx, events.Event{
+		ID: finishedID, Type: events.StepFinished, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID,
+	}, events.StepFinishedData{Attempt: cmd.Attempt, State: state, Output: output, Error: info, DurationMS: elapsed})
+	if err != nil {
+		w.retryLater(c, err)
+		return
+	}
+	w.ack(ctx, c)
+}
+
+// finished reports whether the step attempt a command is for has already
+// finished, by looking for its step.finished event in the run's history.
+func (w *Worker) finished(ctx context.Context, cmd *stepCommand, finishedID string) (bool, error) {
+	evs, err := w.cfg.Log.Read(ctx, events.FollowOptions{Filters: []string{
+		events.EventSubject(events.AggregateRun, cmd.RunID, events.StepFinished),
+	}})
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range evs {
+		if ev.ID == finishedID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (w *Worker) claim(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inFlight[id] {
+		return false
+	}
+	w.inFlight[id] = true
+	return true
+}
+
+func (w *Worker) unclaim(id string) {
+	w.mu.Lock()
+	delete(w.inFlight, id)
+	w.mu.Unlock()
+}
+
+// progress keeps a command from being redelivered while its activity runs.
+func (w *Worker) progress(ctx context.Context, c *events.Command) {
+	tick := time.NewTicker(w.cfg.AckWait / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			_ = c.InProgress()
+		}
+	}
+}
+
+func (w *Worker) ack(ctx context.Context, c *events.Command) {
+	if err := c.Ack(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		w.log.Warn("acking step command", "id", c.ID, "err", err)
+	}
+}
+
+func (w *Worker) retryLater(c *events.Command, err error) {
+	w.log.Warn("step command will be redelivered", "id", c.ID, "err", err)
+	_ = c.Nak(time.Second)
+}
