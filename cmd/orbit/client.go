@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
+)
+
+// startTimeout bounds how long a command waits for an engine it started.
+const startTimeout = 60 * time.Second
+
+// connect returns a connection to the engine serving the project: the one
+// named by --nats-url, else the one recorded in the root's engine.json, else
+// a background engine started now (`orbit serve` in its own session, which
+// exits after the configured idle timeout).
+func (a *app) connect(ctx context.Context) (*events.Log, error) {
+	if a.natsURL != "" {
+		return a.dial(ctx, a.natsURL)
+	}
+	root, err := a.project()
+	if err != nil {
+		return nil, err
+	}
+	if l, err := a.dialRoot(ctx, root); err == nil {
+		return l, nil
+	}
+	return a.startEngine(ctx, root)
+}
+
+func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
+	l, err := events.Dial(ctx, url, events.Config{Token: a.token, Name: "orbit-cli"})
+	if err != nil {
+		return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("no Orbit engine at %s: %w", url, err)}
+	}
+	return l, nil
+}
+
+func (a *app) dialRoot(ctx context.Context, root string) (*events.Log, error) {
+	info, err := engine.ReadInfo(root)
+	if err != nil {
+		return nil, err
+	}
+	return events.Dial(ctx, info.URL, events.Config{Token: a.token, Name: "orbit-cli"})
+}
+
+// startEngine starts a background engine for root and waits until it
+// serves. If another command started one at the same time, whichever took
+// the root first serves both.
+func (a *app) startEngine(ctx context.Context, root string) (*events.Log, error) {
+	cfg, err := a.config(root)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(engine.StateDir(root), "engine.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(exe, "serve", "--root", root, "--listen", "127.0.0.1:0",
+		"--idle-timeout", strconv.Itoa(cfg.Engine.IdleTimeoutSeconds)+"s", "--background")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("starting an engine: %w", err)}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if l, err := a.dialRoot(ctx, root); err == nil {
+			return l, nil
+		}
+		select {
+		case err := <-exited:
+			// Lost a race with another engine start, or failed: either way,
+			// an engine that serves now is as good.
+			if l, derr := a.waitForOther(ctx, root); derr == nil {
+				return l, nil
+			}
+			return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("the engine exited (%v); see %s:\n%s", err, logPath, tail(logPath, 10))}
+		case <-tick.C:
+		case <-deadline.C:
+			return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("the engine did not start within %s; see %s", startTimeout, logPath)}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// waitForOther waits briefly for an engine started by someone else.
+func (a *app) waitForOther(ctx context.Context, root string) (*events.Log, error) {
+	for range 20 {
+		if l, err := a.dialRoot(ctx, root); err == nil {
+			return l, nil
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return nil, errors.New("no engine")
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// request asks the engine's API, mapping "no engine" to exit code 3.
+func request(ctx context.Context, l *events.Log, endpoint string, req, resp any) error {
+	err := l.Request(ctx, endpoint, req, resp)
+	if errors.Is(err, events.ErrUnavailable) {
+		return &exitError{code: exitUnavailable, err: err}
+	}
+	return err
+}

@@ -1,0 +1,156 @@
+package main_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// appendJob has three shell steps that each append a line to lines.txt; the
+// second sleeps after writing and the third before, so the engine can be
+// killed while a step is running.
+const appendJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: appender}
+spec:
+  steps:
+    - id: one
+      spec: {type: shell, program: sh, args: ["-c", "echo one >> lines.txt"], allowed_programs: [sh]}
+    - id: two
+      spec: {type: shell, program: sh, args: ["-c", "echo two >> lines.txt; sleep 2"], allowed_programs: [sh]}
+    - id: three
+      spec: {type: shell, program: sh, args: ["-c", "sleep 2; echo three >> lines.txt"], allowed_programs: [sh]}
+`
+
+// serve starts `orbit serve` as a child process and waits until it serves.
+func serve(t *testing.T, p *testkit.Project) *exec.Cmd {
+	t.Helper()
+	cmd := p.Command("serve", "--listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		signalled := false
+		for sc.Scan() {
+			if !signalled && strings.Contains(sc.Text(), "engine running") {
+				close(ready)
+				signalled = true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("orbit serve did not start")
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Fields(string(data))
+}
+
+func count(lines []string, s string) int {
+	n := 0
+	for _, l := range lines {
+		if l == s {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKilledEngineResumesWithoutRepeatingFinishedSteps SIGKILLs the engine
+// twice in a three-step job — once while step two runs, once while step
+// three runs — and restarts it each time. Steps that had finished are never
+// run again; the step the kill interrupted runs again, and its redelivery is
+// on record.
+func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/appender.yaml", appendJob)
+	lines := filepath.Join(p.Root, "lines.txt")
+
+	engine := serve(t, p)
+	r := p.Orbit("job", "run", "appender", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+
+	waitFor(t, "step two to write", func() bool { return count(readLines(t, lines), "two") == 1 })
+	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
+	_ = engine.Wait()
+
+	engine = serve(t, p)
+	waitFor(t, "step three to start", func() bool {
+		for _, ev := range runEvents(t, p, runID, "--step", "three") {
+			if ev.Type == events.ActivityStarted {
+				return true
+			}
+		}
+		return false
+	})
+	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
+	_ = engine.Wait()
+
+	serve(t, p)
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+
+	v := runView(t, p, runID)
+	assert.Equal(t, events.StateSuccess, v.State)
+	got := readLines(t, lines)
+	assert.Equal(t, 1, count(got, "one"), "step one finished before the first kill: %v", got)
+	assert.GreaterOrEqual(t, count(got, "two"), 1, "%v", got)
+	assert.LessOrEqual(t, count(got, "two"), 2, "%v", got)
+	assert.Equal(t, 1, count(got, "three"), "step three wrote only after its sleep: %v", got)
+	assert.Equal(t, "three", got[len(got)-1])
+
+	// Step two was interrupted: it ran again, and the second delivery is on
+	// record. Step one never ran twice.
+	deliveries := map[string]int{}
+	for _, ev := range runEvents(t, p, runID, "--type", events.ActivityStarted) {
+		deliveries[ev.StepKey]++
+	}
+	assert.Equal(t, 1, deliveries["one"])
+	assert.Equal(t, count(got, "two"), deliveries["two"])
+	assert.Equal(t, 2, deliveries["three"])
+	resumed := runEvents(t, p, runID, "--type", events.RunResumed)
+	assert.Len(t, resumed, 2)
+
+	r = p.Orbit("replay", "--verify")
+	assert.Equal(t, 0, r.Code, r.String())
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/engine"
+)
+
+// Exit codes (DESIGN §7).
+const (
+	exitOK          = 0
+	exitUnsuccess   = 1
+	exitUsage       = 2
+	exitUnavailable = 3
+)
+
+// exitError carries an exit code. A nil err means the message was already
+// printed (or there is none).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// unsuccessful ends the command with exit code 1 without another message.
+var unsuccessful = &exitError{code: exitUnsuccess}
+
+// exit prints err (if any) and maps it to an exit code.
+func (a *app) exit(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	code := codeFor(err)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return ee.code
+	}
+	msg := strings.TrimRight(err.Error(), "\n")
+	fmt.Fprintln(a.stderr, "orbit: "+strings.ReplaceAll(msg, "\n", "\n  "))
+	return code
+}
+
+func codeFor(err error) int {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, assets.ErrInvalid), errors.Is(err, assets.ErrNotFound),
+		errors.Is(err, executor.ErrInvalidJob), errors.Is(err, executor.ErrJobDisabled),
+		errors.Is(err, events.ErrInvalidRequest), errors.Is(err, events.ErrNotFound):
+		return exitUsage
+	case errors.Is(err, events.ErrUnavailable), errors.Is(err, engine.ErrAlreadyRunning):
+		return exitUnavailable
+	}
+	return exitUsage
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orbitrun/orbit/assets"
+)
+
+func (a *app) initCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Create .orbit/ with a config file and sample assets",
+		Long: `Create .orbit/ in the project directory (--root, else the current directory)
+with config.yaml, a .gitignore for the engine's state, and a sample activity
+and job. Existing files are left alone, so init is safe to run again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			root := a.rootFlag
+			if root == "" {
+				root = "."
+			}
+			root, err := filepath.Abs(root)
+			if err != nil {
+				return err
+			}
+			dir := filepath.Join(root, ".orbit")
+			files := assets.Scaffold()
+			names := make([]string, 0, len(files))
+			for name := range files {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			created := 0
+			for _, name := range names {
+				path := filepath.Join(dir, name)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					return err
+				}
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				if errors.Is(err, fs.ErrExist) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if _, err := f.Write(files[name]); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+				created++
+			}
+			if created == 0 {
+				a.printf("Orbit project in %s is already initialised\n", dir)
+				return nil
+			}
+			a.printf("Initialised Orbit project in %s\n", dir)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/engine"
+)
+
+// runOptions are the flags of `orbit job run` and `orbit run`.
+type runOptions struct {
+	input   string
+	detach  bool
+	backend string
+}
+
+func (o *runOptions) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.input, "input", "i", "", "job input as JSON, or @FILE (@- for stdin); merged over the job's default_input")
+	cmd.Flags().BoolVarP(&o.detach, "detach", "d", false, "print the run id and return without waiting")
+	cmd.Flags().StringVar(&o.backend, "backend", "", "backend for agent_loop activities with backend: auto (http or cli)")
+}
+
+func (a *app) jobCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "job", Short: "Run and list jobs"}
+	var opts runOptions
+	run := &cobra.Command{
+		Use:   "run <name|file.yaml>",
+		Short: "Run a job and follow it to its end",
+		Long: `Run a job by catalog name or from a YAML file, printing each step as it starts
+and ends, then the run's final state. The run id is printed alone on stdout;
+progress goes to stderr. With --json the final run view is printed instead.
+
+Exit status: 0 the run succeeded, 1 it did not, 2 the job or input is invalid,
+3 no engine could be reached.`,
+		Args: exactArgs(1, "a job name or file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runJob(cmd.Context(), args[0], opts)
+		},
+	}
+	opts.register(run)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the jobs of the catalogs, with the layer each comes from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.listAssets(func(c *assets.Catalog) []assets.Entry { return c.Jobs() })
+		},
+	}
+	cmd.AddCommand(run, list)
+	return cmd
+}
+
+func (a *app) activityCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "activity", Short: "List activities"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List the activities of the catalogs, with the layer each comes from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.listAssets(func(c *assets.Catalog) []assets.Entry { return c.Activities() })
+		},
+	})
+	return cmd
+}
+
+func (a *app) listAssets(entries func(*assets.Catalog) []assets.Entry) error {
+	root, err := a.root()
+	if err != nil {
+		return err
+	}
+	cat, err := a.catalog(root)
+	if err != nil {
+		return err
+	}
+	list := entries(cat)
+	if a.json {
+		return a.printJSON(list)
+	}
+	t := newTable(a.stdout, "NAME", "KIND", "LAYER", "SOURCE", "DESCRIPTION")
+	for _, e := range list {
+		source := e.Source
+		if len(e.Shadows) > 0 {
+			source += " (shadows " + strings.Join(e.Shadows, ", ") + ")"
+		}
+		t.row(e.Name, e.Kind, string(e.Layer), source, firstLine(e.Description))
+	}
+	return t.flush()
+}
+
+// loadJob finds a job by catalog name, or reads it from a file when the
+// argument names one.
+func loadJob(cat *assets.Catalog, target string) (*assets.Job, error) {
+	if strings.HasSuffix(target, ".yaml") || strings.HasSuffix(target, ".yml") || strings.ContainsRune(target, os.PathSeparator) {
+		if _, err := os.Stat(target); err != nil {
+			return nil, usageErr("%s: %v", target, err)
+		}
+		return cat.JobFile(target)
+	}
+	return cat.Job(target)
+}
+
+// parseInput reads --input: inline JSON, @FILE or @- for stdin.
+func (a *app) parseInput(text string) (any, error) {
+	if text == "" {
+		return nil, nil
+	}
+	data := []byte(text)
+	source := "--input"
+	if name, ok := strings.CutPrefix(text, "@"); ok {
+		var err error
+		if name == "-" {
+			data, err = io.ReadAll(a.stdin)
+			source = "--input @- (stdin)"
+		} else {
+			data, err = os.ReadFile(name)
+			source = name
+		}
+		if err != nil {
+			return nil, usageErr("--input: %v", err)
+		}
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, usageErr("%s: not valid JSON: %v", source, err)
+	}
+	return v, nil
+}
+
+func requester() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return "cli:" + name + "@" + host
+}
+
+// runJob loads, validates and submits a job, then follows the run.
+func (a *app) runJob(ctx context.Context, target string, opts runOptions) error {
+	if opts.backend != "" {
+		os.Setenv("ORBIT_BACKEND", opts.backend)
+	}
+	root, err := a.project()
+	if err != nil {
+		return err
+	}
+	cat, err := a.catalog(root)
+	if err != nil {
+		return err
+	}
+	job, err := loadJob(cat, target)
+	if err != nil {
+		return err
+	}
+	input, err := a.parseInput(opts.input)
+	if err != nil {
+		return err
+	}
+	req, err := executor.NewRunRequest(job, input, requester())
+	if err != nil {
+		return err
+	}
+	l, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+
+	var feed *events.Feed
+	if !opts.detach {
+		if feed, err = l.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(req.RunID)}}); err != nil {
+			return &exitError{code: exitUnavailable, err: err}
+		}
+		defer feed.Stop()
+	}
+	if err := executor.Submit(ctx, l, req); err != nil {
+		return &exitError{code: exitUnavailable, err: err}
+	}
+	if opts.detach {
+		if a.json {
+			return a.printJSON(map[string]string{"run_id": req.RunID, "job": job.Name})
+		}
+		a.printf("%s\n", req.RunID)
+		return nil
+	}
+	if !a.json {
+		a.printf("%s\n", req.RunID)
+	}
+	return a.follow(ctx, l, feed, req.RunID, job.Name)
+}
+
+// follow prints a run's progress from feed until run.finished, then the
+// final state (or with --json the final run view), and maps the state to
+// the exit code.
+func (a *app) follow(ctx context.Context, l *events.Log, feed *events.Feed, runID, job string) error {
+	p := newProgress(a.stderr, runID, job)
+	for {
+		select {
+		case ev, ok := <-feed.Events():
+			if !ok {
+				return &exitError{code: exitUnavailable, err: fmt.Errorf("lost the engine while following run %s: %v", runID, feed.Err())}
+			}
+			p.event(ev)
+			if ev.Type != events.RunFinished {
+				continue
+			}
+			var d events.RunFinishedData
+			if err := ev.Decode(&d); err != nil {
+				return err
+			}
+			if a.json {
+				var view json.RawMessage
+				if err := request(ctx, l, engine.EndpointRun, engine.RunQuery{RunID: runID, MinSeq: ev.Seq}, &view); err != nil {
+					return err
+				}
+				if err := a.printJSON(view); err != nil {
+					return err
+				}
+			}
+			if d.State != events.StateSuccess {
+				return unsuccessful
+			}
+			return nil
+		case <-ctx.Done():
+			a.errorf("stopped following run %s; it goes on (orbit run tail %s)\n", runID, runID)
+			return &exitError{code: exitUnsuccess}
+		}
+	}
+}
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("%s needs %s\nUsage: %s", cmd.CommandPath(), what, cmd.UseLine())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// printJSON writes v as indented JSON on stdout.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// table writes aligned columns, kubectl style.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, headers ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	t.row(headers...)
+	return t
+}
+
+func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// duration formats a duration in milliseconds for people.
+func duration(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", ms)
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+func timestamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// progress prints a run's events as they arrive, one line per step start
+// and end, like a build log.
+type progress struct {
+	w     io.Writer
+	runID string
+	job   string
+}
+
+func newProgress(w io.Writer, runID, job string) *progress {
+	return &progress{w: w, runID: runID, job: job}
+}
+
+func (p *progress) event(ev events.Event) {
+	switch ev.Type {
+	case events.RunQueued:
+		var d events.RunQueuedData
+		_ = ev.Decode(&d)
+		fmt.Fprintf(p.w, "run %s (%s) queued behind %s\n", p.runID, p.job, strings.Join(d.Active, ", "))
+	case events.RunStarted:
+		fmt.Fprintf(p.w, "run %s (%s) started\n", p.runID, p.job)
+	case events.RunResumed:
+		fmt.Fprintf(p.w, "run %s resumed by a new engine\n", p.runID)
+	case events.StepStarted:
+		var d events.StepStartedData
+		_ = ev.Decode(&d)
+		suffix := ""
+		if d.Attempt > 1 {
+			suffix = fmt.Sprintf("  (attempt %d)", d.Attempt)
+		}
+		p.line("started", ev.StepKey, "", suffix)
+	case events.StepSkipped:
+		p.line("skipped", ev.StepKey, "", "")
+	case events.StepRetryScheduled:
+		var d events.StepRetryScheduledData
+		_ = ev.Decode(&d)
+		p.line("retrying", ev.StepKey, "", fmt.Sprintf("attempt %d in %s: %s", d.Attempt, duration(d.DelayMS), firstLine(d.Cause.Message)))
+	case events.StepFinished:
+		var d events.StepFinishedData
+		_ = ev.Decode(&d)
+		msg := ""
+		if d.Error != nil {
+			msg = firstLine(d.Error.Message)
+		}
+		p.line(d.State, ev.StepKey, duration(d.DurationMS), msg)
+	case events.RunFinished:
+		var d events.RunFinishedData
+		_ = ev.Decode(&d)
+		line := fmt.Sprintf("run %s (%s) %s in %s", p.runID, p.job, d.State, duration(d.DurationMS))
+		if d.Error != nil {
+			where := ""
+			if d.Error.StepKey != "" {
+				where = d.Error.StepKey + ": "
+			}
+			line += ": " + where + firstLine(d.Error.Message)
+		}
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+func (p *progress) line(state, key, took, msg string) {
+	fmt.Fprintln(p.w, strings.TrimRight(fmt.Sprintf("  %-9s %-28s %7s  %s", state, key, took, msg), " "))
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/internal/engine"
+)
+
+// app holds what every command shares: the global flags and the streams.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	rootFlag string
+	natsURL  string
+	token    string
+	json     bool
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "orbit",
+		Short: "Run jobs of shell commands, actions and coding agents on an event-sourced engine",
+		Long: `Orbit runs jobs — YAML pipelines of shell commands, built-in actions and LLM
+coding agents — as an event-sourced engine on an embedded NATS JetStream log.
+Every transition is an event; views are rebuilt from the log; a crash loses
+nothing and re-runs nothing that finished.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       engine.Version,
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v\nSee '%s --help'.", err, c.CommandPath())
+	})
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&a.rootFlag, "root", "", "project directory (default: nearest ancestor with .orbit/, else the current directory)")
+	pf.StringVar(&a.natsURL, "nats-url", os.Getenv("ORBIT_NATS_URL"), "use the engine on this NATS server instead of the root's own (env ORBIT_NATS_URL)")
+	pf.StringVar(&a.token, "token", os.Getenv("ORBIT_TOKEN"), "token for a NATS server that requires one (env ORBIT_TOKEN)")
+	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
+
+	cmd.AddCommand(
+		a.initCommand(),
+		a.jobCommand(),
+		a.activityCommand(),
+		a.runCommand(),
+		a.serveCommand(),
+		a.replayCommand(),
+	)
+	return cmd
+}
+
+// root returns the project directory: --root, else the nearest ancestor of
+// the working directory that has a .orbit directory, else the working
+// directory.
+func (a *app) root() (string, error) {
+	if a.rootFlag != "" {
+		return filepath.Abs(a.rootFlag)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(filepath.Join(dir, ".orbit")); err == nil && fi.IsDir() {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return wd, nil
+		}
+	}
+}
+
+// project returns the root and insists that it has been initialised.
+func (a *app) project() (string, error) {
+	root, err := a.root()
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(filepath.Join(root, ".orbit")); err != nil || !fi.IsDir() {
+		return "", usageErr("%s is not an Orbit project (no .orbit directory here or in any parent); run 'orbit init' first", root)
+	}
+	return root, nil
+}
+
+// config loads the project configuration.
+func (a *app) config(root string) (*assets.Config, error) {
+	return assets.LoadConfig(root)
+}
+
+// catalog opens the asset catalogs of root.
+func (a *app) catalog(root string) (*assets.Catalog, error) {
+	cfg, err := a.config(root)
+	if err != nil {
+		return nil, err
+	}
+	backend := os.Getenv("ORBIT_BACKEND")
+	if backend == "" {
+		backend = cfg.Runtime.Backend
+	}
+	return assets.OpenCatalog(root, assets.CatalogOptions{
+		ActivityDir: os.Getenv("ORBIT_ACTIVITY_DIR"),
+		JobDir:      os.Getenv("ORBIT_JOB_DIR"),
+		Backend:     backend,
+	})
+}
+
+func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }
+
+func (a *app) errorf(format string, args ...any) { fmt.Fprintf(a.stderr, format, args...) }

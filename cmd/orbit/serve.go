@@ -1,0 +1,72 @@
+package main
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orbitrun/orbit/internal/engine"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var (
+		listen      string
+		idleTimeout time.Duration
+		background  bool
+		verbose     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the engine in the foreground",
+		Long: `Run the engine for the project in the foreground until interrupted.
+
+The embedded NATS server listens on 127.0.0.1:4222 by default (or serve.listen
+in .orbit/config.yaml), so 'nats sub "orbit.events.>"' tails a live engine.
+Other orbit commands on the same root use this engine. With --nats-url the
+engine uses that NATS server instead of its embedded one.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			root, err := a.project()
+			if err != nil {
+				return err
+			}
+			cfg, err := a.config(root)
+			if err != nil {
+				return err
+			}
+			if listen == "" {
+				listen = cfg.Serve.Listen
+			}
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			e, err := engine.Open(cmd.Context(), engine.Config{
+				Root:        root,
+				NATSURL:     a.natsURL,
+				Listen:      listen,
+				Token:       a.token,
+				Durability:  cfg.Durability,
+				IdleTimeout: idleTimeout,
+				Background:  background,
+				Logger:      logger,
+			})
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			if !background {
+				a.errorf("orbit engine %s serving %s at %s (durability %s)\n", e.Info().Engine, root, e.Log().ClientURL(), e.Log().Durability())
+			}
+			return e.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address the embedded NATS server accepts clients on (default 127.0.0.1:4222)")
+	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", 0, "stop after this long with no run and no request (0: never)")
+	cmd.Flags().BoolVar(&background, "background", false, "started on demand by another orbit command")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
+	_ = cmd.Flags().MarkHidden("background")
+	return cmd
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/projector"
+)
+
+// API endpoints (requests go to orbit.api.<endpoint>).
+const (
+	EndpointInfo   = "engine.info"
+	EndpointRun    = "runs.get"
+	EndpointRuns   = "runs.list"
+	EndpointReplay = "views.replay"
+)
+
+// RunQuery asks for one run: by id, else the latest (of Job, if set). The
+// answer reflects at least every event up to MinSeq.
+type RunQuery struct {
+	RunID  string `json:"run_id,omitempty"`
+	Job    string `json:"job,omitempty"`
+	MinSeq uint64 `json:"min_seq,omitempty"`
+}
+
+// RunsQuery asks for run history, newest first.
+type RunsQuery struct {
+	Job    string `json:"job,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	MinSeq uint64 `json:"min_seq,omitempty"`
+}
+
+// ReplayRequest asks the engine to rebuild its views from the log, or with
+// Verify to compare a rebuild with the live views.
+type ReplayRequest struct {
+	Verify bool `json:"verify"`
+}
+
+// InfoReply describes the engine and how far its views are.
+type InfoReply struct {
+	Info
+	Version string `json:"version"`
+	Applied uint64 `json:"applied"`
+	Busy    int    `json:"busy"`
+}
+
+func (e *Engine) serveAPI() (events.Stopper, error) {
+	return e.log.Serve("orbit", Version, 5*time.Minute, map[string]events.Handler{
+		EndpointInfo:   e.handle(e.apiInfo),
+		EndpointRun:    e.handle(e.apiRun),
+		EndpointRuns:   e.handle(e.apiRuns),
+		EndpointReplay: e.handle(e.apiReplay),
+	})
+}
+
+// handle marks the engine busy while a request is answered.
+func (e *Engine) handle(h events.Handler) events.Handler {
+	return func(ctx context.Context, req json.RawMessage) (any, error) {
+		e.touch()
+		defer e.touch()
+		return h(ctx, req)
+	}
+}
+
+func decode(req json.RawMessage, v any) error {
+	if len(req) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(req, v); err != nil {
+		return fmt.Errorf("%w: %v", events.ErrInvalidRequest, err)
+	}
+	return nil
+}
+
+func (e *Engine) apiInfo(_ context.Context, _ json.RawMessage) (any, error) {
+	return InfoReply{Info: e.info, Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy()}, nil
+}
+
+func (e *Engine) apiRun(ctx context.Context, req json.RawMessage) (any, error) {
+	var q RunQuery
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := e.proj.WaitFor(ctx, q.MinSeq); err != nil {
+		return nil, err
+	}
+	if q.RunID == "" {
+		return e.proj.LatestRun(ctx, q.Job)
+	}
+	return e.proj.RunView(ctx, q.RunID)
+}
+
+func (e *Engine) apiRuns(ctx context.Context, req json.RawMessage) (any, error) {
+	var q RunsQuery
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := e.proj.WaitFor(ctx, q.MinSeq); err != nil {
+		return nil, err
+	}
+	return e.proj.Runs(ctx, projector.RunFilter{Job: q.Job, Limit: q.Limit})
+}
+
+func (e *Engine) apiReplay(ctx context.Context, req json.RawMessage) (any, error) {
+	var q ReplayRequest
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	return e.proj.Replay(ctx, q.Verify)
+}

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Info is what a running engine publishes about itself in
+// <root>/.orbit/state/engine.json, so that CLI commands on the same root
+// find it.
+type Info struct {
+	PID        int       `json:"pid"`
+	URL        string    `json:"url"`
+	Engine     string    `json:"engine"`
+	Root       string    `json:"root"`
+	Durability string    `json:"durability"`
+	Started    time.Time `json:"started"`
+	Background bool      `json:"background"`
+}
+
+// StateDir is where an engine keeps its files under a project root.
+func StateDir(root string) string { return filepath.Join(root, ".orbit", "state") }
+
+func infoPath(root string) string { return filepath.Join(StateDir(root), "engine.json") }
+
+// ReadInfo returns the engine info recorded for root. It fails with
+// os.ErrNotExist when there is none or when the recorded process is gone.
+func ReadInfo(root string) (*Info, error) {
+	data, err := os.ReadFile(infoPath(root))
+	if err != nil {
+		return nil, err
+	}
+	var info Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("%s: %w", infoPath(root), err)
+	}
+	if !alive(info.PID) {
+		return nil, fmt.Errorf("engine %d is gone: %w", info.PID, os.ErrNotExist)
+	}
+	return &info, nil
+}
+
+// writeInfo records info atomically (write to a temp file, then rename).
+func writeInfo(root string, info *Info) error {
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := infoPath(root) + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, infoPath(root))
+}
+
+// removeInfo deletes the info file if it still describes this process.
+func removeInfo(root string) {
+	data, err := os.ReadFile(infoPath(root))
+	if err != nil {
+		return
+	}
+	var info Info
+	if json.Unmarshal(data, &info) == nil && info.PID == os.Getpid() {
+		_ = os.Remove(infoPath(root))
+	}
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

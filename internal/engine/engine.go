@@ -1,0 +1,246 @@
+// Package engine assembles Orbit's parts into one running engine: the event
+// log (embedded or external NATS), the projector and its views, the
+// orchestrator, the workers, and the query API. It is the wiring shared by
+// `orbit serve`, auto-started background engines and end-to-end tests.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/projector"
+)
+
+// Version is reported by the API and `orbit version`.
+var Version = "0.1.0"
+
+// Config configures an Engine.
+type Config struct {
+	// Root is the project directory; state lives in Root/.orbit/state.
+	Root string
+	// NATSURL points at an external NATS server instead of the embedded one.
+	NATSURL string
+	// Listen is the embedded server's client address (default
+	// 127.0.0.1:4222; port 0 picks a free port).
+	Listen string
+	// Token is required from clients (and sent to an external server).
+	Token string
+	// Durability is events.DurabilityStrict (default) or DurabilityRelaxed.
+	Durability string
+	// IdleTimeout, when positive, stops the engine after it has had no run
+	// and no request for that long.
+	IdleTimeout time.Duration
+	// Background marks an engine started on demand by a CLI command.
+	Background bool
+	// Logger receives operational messages (nil discards them).
+	Logger *slog.Logger
+}
+
+// Engine is a running Orbit engine on one project root.
+type Engine struct {
+	cfg    Config
+	id     string
+	log    *events.Log
+	proj   *projector.Projector
+	orch   *executor.Orchestrator
+	worker *executor.Worker
+	logger *slog.Logger
+
+	lastActivity atomic.Int64 // unix nanos of the last request or busy moment
+	info         Info
+}
+
+// ErrAlreadyRunning is returned by Open when another engine serves the root.
+var ErrAlreadyRunning = errors.New("another engine is serving this root")
+
+// Open takes the root: it opens the views file first — its lock makes a
+// second engine on the same root fail here, before it could touch the NATS
+// store — then starts or connects to NATS. Run records engine.json once the
+// engine serves.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:4222"
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Root = root
+	if err := os.MkdirAll(StateDir(root), 0o755); err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine")}
+
+	e.proj, err = projector.Open(ctx, projector.Config{
+		Path:   filepath.Join(StateDir(root), "views.db"),
+		Logger: cfg.Logger,
+	})
+	if errors.Is(err, projector.ErrLocked) {
+		if other, ierr := ReadInfo(root); ierr == nil {
+			return nil, fmt.Errorf("%w: engine %s (pid %d) at %s since %s", ErrAlreadyRunning,
+				other.Engine, other.PID, other.URL, other.Started.Format(time.RFC3339))
+		}
+		return nil, fmt.Errorf("%w: %s is locked", ErrAlreadyRunning, filepath.Join(StateDir(root), "views.db"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.log, err = events.Open(ctx, events.Config{
+		StoreDir:   filepath.Join(StateDir(root), "nats"),
+		URL:        cfg.NATSURL,
+		Listen:     cfg.Listen,
+		Token:      cfg.Token,
+		Durability: cfg.Durability,
+		Name:       "orbit-engine",
+		Logger:     cfg.Logger,
+	})
+	if err != nil {
+		e.proj.Close()
+		return nil, err
+	}
+	e.proj.SetSource(e.log)
+	e.orch = executor.NewOrchestrator(executor.Config{
+		Log:        e.log,
+		ActiveRuns: e.activeRuns,
+		Engine:     e.id,
+		Root:       root,
+		Logger:     cfg.Logger,
+	})
+	e.worker = executor.NewWorker(executor.WorkerConfig{Log: e.log, Engine: e.id, Logger: cfg.Logger})
+	e.info = Info{
+		PID:        os.Getpid(),
+		URL:        e.log.ClientURL(),
+		Engine:     e.id,
+		Root:       root,
+		Durability: e.log.Durability(),
+		Started:    time.Now().UTC(),
+		Background: cfg.Background,
+	}
+	return e, nil
+}
+
+// Info describes the running engine.
+func (e *Engine) Info() Info { return e.info }
+
+// Log returns the engine's event log.
+func (e *Engine) Log() *events.Log { return e.log }
+
+// Run starts the projector, waits until the views have caught up with the
+// log, then starts the workers, the orchestrator (which resumes unfinished
+// runs) and the API, and blocks until ctx ends, the engine has been idle for
+// IdleTimeout, or a part fails.
+func (e *Engine) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	e.touch()
+
+	var wg sync.WaitGroup
+	start := func(name string, run func(context.Context) error) context.CancelFunc {
+		pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(pctx); err != nil && pctx.Err() == nil {
+				cancel(fmt.Errorf("%s: %w", name, err))
+			}
+		}()
+		return stop
+	}
+	stopProj := start("projector", e.proj.Run)
+	defer func() {
+		stopProj()
+		wg.Wait()
+	}()
+	last, err := e.log.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.proj.WaitFor(ctx, last); err != nil {
+		return fmt.Errorf("catching up views: %w", context.Cause(ctx))
+	}
+	stopWorker := start("worker", e.worker.Run)
+	defer stopWorker()
+	stopOrch := start("orchestrator", e.orch.Run)
+	defer stopOrch()
+	api, err := e.serveAPI()
+	if err != nil {
+		return err
+	}
+	defer api.Stop()
+	if err := writeInfo(e.cfg.Root, &e.info); err != nil {
+		return err
+	}
+	e.logger.Info("engine running", "engine", e.id, "root", e.cfg.Root, "url", e.info.URL)
+
+	if e.cfg.IdleTimeout > 0 {
+		go e.watchIdle(ctx, cancel)
+	}
+	<-ctx.Done()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errIdle) {
+		return err
+	}
+	return nil
+}
+
+var errIdle = errors.New("idle")
+
+func (e *Engine) touch() { e.lastActivity.Store(time.Now().UnixNano()) }
+
+// watchIdle stops the engine once nothing has happened for IdleTimeout.
+func (e *Engine) watchIdle(ctx context.Context, stop context.CancelCauseFunc) {
+	tick := time.NewTicker(min(e.cfg.IdleTimeout/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if e.orch.Busy() > 0 {
+				e.touch()
+				continue
+			}
+			if time.Since(time.Unix(0, e.lastActivity.Load())) >= e.cfg.IdleTimeout {
+				e.logger.Info("engine idle; stopping", "idle_timeout", e.cfg.IdleTimeout)
+				stop(errIdle)
+				return
+			}
+		}
+	}
+}
+
+func (e *Engine) activeRuns(ctx context.Context) ([]string, error) {
+	runs, err := e.proj.ActiveRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	return ids, nil
+}
+
+// Close releases the root: NATS store, views file and engine.json.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.log != nil {
+		errs = append(errs, e.log.Close())
+	}
+	if e.proj != nil {
+		errs = append(errs, e.proj.Close())
+	}
+	removeInfo(e.cfg.Root)
+	return errors.Join(errs...)
+}
