@@ -21,7 +21,8 @@ test:
 # Benchmarks print their figures as ratios against the raw JetStream / bbolt
 # baseline measured in the same run.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench Append -benchtime 3000x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

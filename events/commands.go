@@ -46,6 +46,17 @@ func (l *Log) Pending(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
+// CommandsLastSeq returns the sequence of the last command ever stored.
+func (l *Log) CommandsLastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	info, err := l.cmds.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return info.State.LastSeq, nil
+}
+
 // ConsumerSpec configures a durable consumer of commands.
 type ConsumerSpec struct {
 	// Durable is the consumer's name; engines that share it share the work.
@@ -61,6 +72,14 @@ type ConsumerSpec struct {
 	// MaxAckPending bounds commands delivered and not yet acknowledged
 	// (default 64): the consumer's concurrency.
 	MaxAckPending int
+	// Reset deletes the consumer before creating it again, so that commands
+	// delivered to a consumer that is gone (a killed engine) are delivered
+	// again at once instead of after their ack wait. Only a process that
+	// knows it is the sole consumer (an engine on an embedded store) may set
+	// it; the commands then come with Delivery 1, and the caller must treat
+	// every command stored before the reset (StreamSeq ≤ CommandsLastSeq
+	// taken before) as possibly delivered before.
+	Reset bool
 }
 
 func (s *ConsumerSpec) setDefaults() {
@@ -82,6 +101,8 @@ type Command struct {
 	ID       string
 	Data     json.RawMessage
 	Delivery int // 1 on first delivery
+	// StreamSeq is the command's sequence in ORBIT_COMMANDS.
+	StreamSeq uint64
 	// LastDelivery is true when this is the final delivery MaxDeliver allows.
 	LastDelivery bool
 	msg          jetstream.Msg
@@ -106,6 +127,11 @@ func (c *Command) Ack(ctx context.Context) error {
 	return nil
 }
 
+// AckNoWait acknowledges the command without waiting for the server: if the
+// ack is lost the command is redelivered, so use it only where handling a
+// redelivery is harmless.
+func (c *Command) AckNoWait() error { return c.msg.Ack() }
+
 // Nak asks for redelivery after delay.
 func (c *Command) Nak(delay time.Duration) error { return c.msg.NakWithDelay(delay) }
 
@@ -129,6 +155,12 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 	spec.setDefaults()
 	cctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if spec.Reset {
+		err := l.js.DeleteConsumer(cctx, CommandsStream, spec.Durable)
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, fmt.Errorf("%w: resetting consumer %s: %v", ErrUnavailable, spec.Durable, err)
+		}
+	}
 	cons, err := l.js.CreateOrUpdateConsumer(cctx, CommandsStream, jetstream.ConsumerConfig{
 		Durable:       spec.Durable,
 		FilterSubject: CommandSubject(spec.Command),
@@ -145,6 +177,7 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 		cmd := &Command{Subject: msg.Subject(), Data: msg.Data(), msg: msg, ID: msg.Headers().Get(jetstream.MsgIDHeader)}
 		if meta, err := msg.Metadata(); err == nil {
 			cmd.Delivery = int(meta.NumDelivered)
+			cmd.StreamSeq = meta.Sequence.Stream
 			cmd.LastDelivery = cmd.Delivery >= spec.MaxDeliver
 		}
 		handle(cmd)

@@ -24,19 +24,53 @@ type Appended struct {
 // NewID. Secrets are redacted from the whole envelope before it leaves.
 //
 // When ev.ID was appended before (within the duplicate window) nothing new
-// is stored and the result says Duplicate with the original sequence.
+// is stored and the result says Duplicate with the original sequence. A ctx
+// without a deadline gets JetStream's default request timeout.
 func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, error) {
 	msg, err := l.eventMsg(&ev, payload)
 	if err != nil {
 		return Appended{}, err
 	}
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
-	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
+	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID))
 	if err != nil {
 		return Appended{}, publishError(ev.Type, err)
 	}
 	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// PendingAppend is an append that has been sent and not yet confirmed.
+type PendingAppend struct {
+	typ string
+	fut jetstream.PubAckFuture
+}
+
+// AppendAsync sends ev like Append but does not wait for the store to
+// confirm it; Wait does. Appends sent on one Log are stored in the order
+// they were sent, so a later Append that succeeds comes after this one.
+// Use it to overlap an append with other work; an unconfirmed append may
+// be lost in a crash.
+func (l *Log) AppendAsync(ev Event, payload any) (*PendingAppend, error) {
+	msg, err := l.eventMsg(&ev, payload)
+	if err != nil {
+		return nil, err
+	}
+	fut, err := l.js.PublishMsgAsync(msg, jetstream.WithMsgID(ev.ID))
+	if err != nil {
+		return nil, publishError(ev.Type, err)
+	}
+	return &PendingAppend{typ: ev.Type, fut: fut}, nil
+}
+
+// Wait blocks until the append is confirmed or has failed.
+func (p *PendingAppend) Wait(ctx context.Context) (Appended, error) {
+	select {
+	case ack := <-p.fut.Ok():
+		return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	case err := <-p.fut.Err():
+		return Appended{}, publishError(p.typ, err)
+	case <-ctx.Done():
+		return Appended{}, fmt.Errorf("waiting for %s to be stored: %w", p.typ, ctx.Err())
+	}
 }
 
 // eventMsg validates and encodes ev into the message Append publishes.

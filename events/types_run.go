@@ -168,13 +168,15 @@ type StepFinishedData struct {
 }
 
 // ActivityStartedData records that a worker began executing an attempt.
-// Delivery > 1 means the command was redelivered: an earlier delivery may
-// have run part of the activity.
+// Redelivered means the command may have been delivered before — to this
+// engine before a restart or to another — so an earlier delivery may have
+// run part of the activity.
 type ActivityStartedData struct {
 	Attempt      int    `json:"attempt"`
 	ActivityType string `json:"activity_type"`
 	Worker       string `json:"worker"`
 	Delivery     int    `json:"delivery"`
+	Redelivered  bool   `json:"redelivered,omitempty"`
 }
 
 // ActivityFinishedData records that a worker finished executing an attempt.

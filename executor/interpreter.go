@@ -22,10 +22,11 @@ import (
 // never on the wall clock, randomness or map order — so that running the
 // interpreter again makes the same decisions with the same derived ids.
 type interpreter struct {
-	o     *Orchestrator
-	runID string
-	job   *assets.Job
-	hist  *history
+	o       *Orchestrator
+	runID   string
+	job     *assets.Job
+	hist    *history
+	resumed bool // an earlier engine started this run
 }
 
 // run interprets the run to its end and records run.finished. It returns
@@ -75,6 +76,7 @@ func (x *interpreter) run(ctx context.Context) error {
 func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 	id := events.DecisionID(events.RunStarted, x.runID)
 	if ev, ok := x.hist.get(id); ok {
+		x.resumed = true
 		_, err := x.o.cfg.Log.Append(ctx, events.Event{
 			Type: events.RunResumed, RunID: x.runID, Job: x.job.Name, ParentID: id,
 		}, events.RunResumedData{Engine: x.o.cfg.Engine})
@@ -182,8 +184,14 @@ func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, k
 	return stepOutcome(ev)
 }
 
-// dispatch records step.started and sends the step command. A step whose
-// input or activity cannot be rendered fails here without being dispatched.
+// dispatch records step.started and sends the step command. The two go
+// out together: the command does not wait for the event to be stored, and
+// the attempt waits for both. A step whose input or activity cannot be
+// rendered fails here without being dispatched.
+//
+// In a resumed run a command may exist without its step.started (an engine
+// died between the two), so there the command is sent only if it is not
+// already queued.
 func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int) (*events.ErrorInfo, error) {
 	cmd, err := x.prepare(sc, st, key, n)
 	if err != nil {
@@ -195,13 +203,27 @@ func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 		}, events.StepFinishedData{Attempt: n, State: events.StateFailed, Error: failed})
 		return failed, err
 	}
-	_, err = x.o.cfg.Log.Append(ctx, events.Event{
+	started, err := x.o.cfg.Log.AppendAsync(events.Event{
 		ID: cmd.StartedID, Type: events.StepStarted, RunID: x.runID, Job: x.job.Name, StepKey: key,
 	}, events.StepStartedData{Attempt: n, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input})
 	if err != nil {
 		return nil, err
 	}
-	return nil, x.send(ctx, cmd)
+	send := true
+	if x.resumed {
+		pending, err := x.o.cfg.Log.Pending(ctx, stepCommandName(cmd.Activity.Type, x.runID, key, n))
+		if err != nil {
+			return nil, err
+		}
+		send = !pending
+	}
+	if send {
+		if err := x.send(ctx, cmd); err != nil {
+			return nil, err
+		}
+	}
+	_, err = started.Wait(ctx)
+	return nil, err
 }
 
 // redispatch handles an attempt that an earlier incarnation dispatched but

@@ -162,14 +162,16 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		}
 	}
 	emit := func(ctx context.Context, typ string, payload any) error {
-		_, err := w.cfg.Log.Append(ctx, events.Event{
-			Type: typ, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID,
-		}, payload)
+		_, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, typ, ""), payload)
 		return err
 	}
-	if err := emit(ctx, events.ActivityStarted, events.ActivityStartedData{
-		Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine, Delivery: c.Delivery,
-	}); err != nil {
+	// activity.started is sent without waiting: it is stored before anything
+	// this worker appends later, and is confirmed with the step's end.
+	started, err := w.cfg.Log.AppendAsync(w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
+		Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
+		Delivery: c.Delivery, Redelivered: c.Delivery > 1 || c.StreamSeq <= w.before,
+	})
+	if err != nil {
 		w.retryLater(c, err)
 		return
 	}
@@ -195,20 +197,39 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		}
 		output = nil
 	}
-	if err := emit(ctx, events.ActivityFinished, events.ActivityFinishedData{
-		Attempt: cmd.Attempt, State: state, DurationMS: elapsed, Error: info,
-	}); err != nil {
-		w.retryLater(c, err)
-		return
+	pending := []*events.PendingAppend{started}
+	for _, item := range []struct {
+		ev      events.Event
+		payload any
+	}{
+		{w.stepEvent(&cmd, events.ActivityFinished, ""), events.ActivityFinishedData{
+			Attempt: cmd.Attempt, State: state, DurationMS: elapsed, Error: info}},
+		{w.stepEvent(&cmd, events.StepFinished, finishedID), events.StepFinishedData{
+			Attempt: cmd.Attempt, State: state, Output: output, Error: info, DurationMS: elapsed}},
+	} {
+		p, err := w.cfg.Log.AppendAsync(item.ev, item.payload)
+		if err != nil {
+			w.retryLater(c, err)
+			return
+		}
+		pending = append(pending, p)
 	}
-	_, err = w.cfg.Log.Append(ctx, events.Event{
-		ID: finishedID, Type: events.StepFinished, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID,
-	}, events.StepFinishedData{Attempt: cmd.Attempt, State: state, Output: output, Error: info, DurationMS: elapsed})
-	if err != nil {
-		w.retryLater(c, err)
-		return
+	for _, p := range pending {
+		if _, err := p.Wait(ctx); err != nil {
+			w.retryLater(c, err)
+			return
+		}
 	}
-	w.ack(ctx, c)
+	// A lost ack only redelivers the command, and a redelivered command of
+	// a finished step is acknowledged without running.
+	if err := c.AckNoWait(); err != nil {
+		w.log.Warn("acking step command", "id", c.ID, "err", err)
+	}
+}
+
+// stepEvent is the envelope of an event about the step a command is for.
+func (w *Worker) stepEvent(cmd *stepCommand, typ, id string) events.Event {
+	return events.Event{ID: id, Type: typ, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID}
 }
 
 // finished reports whether the step attempt a command is for has already

@@ -1,0 +1,73 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestServeIsTailableWithPlainNATS subscribes to orbit.events.> the way
+// `nats sub` does, on an engine run with `orbit serve`, and sees a run's
+// events live, on the subjects of the design.
+func TestServeIsTailableWithPlainNATS(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	serve(t, p)
+	data, err := os.ReadFile(filepath.Join(p.Root, ".orbit", "state", "engine.json"))
+	require.NoError(t, err)
+	var info engine.Info
+	require.NoError(t, json.Unmarshal(data, &info))
+	assert.True(t, strings.HasPrefix(info.URL, "nats://127.0.0.1:"), info.URL)
+	assert.False(t, info.Background)
+
+	nc, err := nats.Connect(info.URL)
+	require.NoError(t, err)
+	defer nc.Close()
+	msgs := make(chan *nats.Msg, 100)
+	sub, err := nc.ChanSubscribe("orbit.events.>", msgs)
+	require.NoError(t, err)
+	defer sub.Unsubscribe()
+	require.NoError(t, nc.Flush())
+
+	r := p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	var subjects []string
+	timeout := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case m := <-msgs:
+			subjects = append(subjects, m.Subject)
+			ev, err := events.DecodeEvent(m.Data)
+			require.NoError(t, err)
+			done = ev.Type == events.RunFinished
+		case <-timeout:
+			t.Fatalf("saw only %v", subjects)
+		}
+	}
+	assert.Equal(t, "orbit.events.run."+runID+".run.requested", subjects[0])
+	assert.Contains(t, subjects, "orbit.events.run."+runID+".step.finished")
+	assert.Equal(t, "orbit.events.run."+runID+".run.finished", subjects[len(subjects)-1])
+}
+
+func TestSecondEngineOnARootRefusesToStart(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	first := serve(t, p)
+	r := p.Orbit("serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 3, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "another engine is serving this root")
+	assert.Contains(t, r.Stderr, "pid "+strconv.Itoa(first.Process.Pid))
+}
