@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 )
@@ -298,17 +300,38 @@ func (o *Orchestrator) startLocked(ctx context.Context, rc *runCtl) {
 	go func() {
 		defer o.wg.Done()
 		defer cancel(nil)
-		err := o.execute(rctx, rc)
-		if err != nil && ctx.Err() == nil {
-			o.log.Error("run stopped", "run", rc.id, "err", err)
-		}
+		o.executeUntilDone(rctx, rc)
 		o.release(ctx, rc)
 	}()
 }
 
+// executeUntilDone interprets a run until it is finished or ctx ends. An
+// error is Orbit's own (the log unreachable, the lease lost), never the
+// run's: the run is interpreted again after a backoff, and the history
+// makes that pick up where it stopped.
+func (o *Orchestrator) executeUntilDone(ctx context.Context, rc *runCtl) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 500 * time.Millisecond
+	bo.MaxInterval = 30 * time.Second
+	bo.MaxElapsedTime = 0
+	for {
+		err := o.execute(ctx, rc)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		wait := bo.NextBackOff()
+		o.log.Error("run interrupted; resuming it", "run", rc.id, "in", wait, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // release frees a run's slot and starts the next queued run of its job. A
-// run that stopped without finishing (engine shutdown, lost lease) is
-// forgotten here and resumed by whichever engine recovers it.
+// run that stopped without finishing (the engine is stopping) is forgotten
+// here and resumed by whichever engine recovers it.
 func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
 )
@@ -141,4 +143,18 @@ func request(ctx context.Context, l *events.Log, endpoint string, req, resp any)
 		return &exitError{code: exitUnavailable, err: err}
 	}
 	return err
+}
+
+// withEngine adapts a command body that needs the engine to cobra: it
+// connects (starting an engine if need be) and closes the connection after.
+func (a *app) withEngine(run func(ctx context.Context, l *events.Log, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		l, err := a.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		return run(ctx, l, args)
+	}
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -16,13 +19,7 @@ func (a *app) replayCommand() *cobra.Command {
 it in. With --verify, compare the rebuilt views with the live ones instead and
 exit 1 on any difference.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			l, err := a.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
+		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
 			var report projector.ReplayReport
 			if err := request(ctx, l, engine.EndpointReplay, engine.ReplayRequest{Verify: verify}, &report); err != nil {
 				return err
@@ -43,7 +40,7 @@ exit 1 on any difference.`,
 				return unsuccessful
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&verify, "verify", false, "compare a rebuild with the live views; exit 1 on any difference")
 	return cmd

@@ -39,13 +39,7 @@ func (a *app) runShowCommand() *cobra.Command {
 		Use:   "show [run_id]",
 		Short: "Show a run (default: the latest) and its steps",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			l, err := a.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
+		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
 			view, err := getRun(ctx, l, optional(args))
 			if err != nil {
 				return err
@@ -58,7 +52,7 @@ func (a *app) runShowCommand() *cobra.Command {
 			}
 			a.showRun(view)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVarP(&step, "step", "s", "", "show one step instance (by key)")
 	return cmd
@@ -182,13 +176,7 @@ func (a *app) runHistoryCommand() *cobra.Command {
 		Use:   "history",
 		Short: "List runs, newest first",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			l, err := a.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
+		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
 			last, err := l.LastSeq(ctx)
 			if err != nil {
 				return &exitError{code: exitUnavailable, err: err}
@@ -209,7 +197,7 @@ func (a *app) runHistoryCommand() *cobra.Command {
 				t.row(r.ID, r.Job, r.State, timestamp(r.RequestedAt), took)
 			}
 			return t.flush()
-		},
+		}),
 	}
 	cmd.Flags().StringVarP(&job, "job", "j", "", "only runs of this job")
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "at most this many runs (0: all)")
@@ -240,13 +228,7 @@ func (a *app) runEventsCommand() *cobra.Command {
 		Use:   "events [run_id]",
 		Short: "Print a run's events (default: the latest run)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			l, err := a.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
+		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
 			runID, err := resolveRunID(ctx, l, optional(args))
 			if err != nil {
 				return err
@@ -272,7 +254,7 @@ func (a *app) runEventsCommand() *cobra.Command {
 				t.row(eventRow(ev)...)
 			}
 			return t.flush()
-		},
+		}),
 	}
 	cmd.Flags().StringVarP(&f.typ, "type", "t", "", "only events of this type (wildcards: step.*, step.>)")
 	cmd.Flags().StringVarP(&f.step, "step", "s", "", "only events of this step key (and the keys under it)")
@@ -308,13 +290,7 @@ func (a *app) runTailCommand() *cobra.Command {
 		Use:   "tail [run_id]",
 		Short: "Print a run's events as they happen until it ends (default: the latest run)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			l, err := a.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
+		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
 			runID, err := resolveRunID(ctx, l, optional(args))
 			if err != nil {
 				return err
@@ -343,6 +319,6 @@ func (a *app) runTailCommand() *cobra.Command {
 					return nil
 				}
 			}
-		},
+		}),
 	}
 }
