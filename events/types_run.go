@@ -137,18 +137,28 @@ type RunCancelRequestedData struct {
 	Requester string `json:"requester,omitempty"`
 }
 
-// StepStartedData records the dispatch of one attempt of a step instance.
+// StepStartedData records the start of one attempt of a step instance: the
+// dispatch of an activity, or the start of a structural step (ActivityType
+// parallel, fan_out or loop) or of a child job (ChildRunID).
 type StepStartedData struct {
 	Attempt      int    `json:"attempt"`
 	ActivityType string `json:"activity_type"`
 	Target       string `json:"target,omitempty"`
 	Input        any    `json:"input,omitempty"`
+	ChildRunID   string `json:"child_run_id,omitempty"`
 }
 
 // StepSkippedData records a step whose `when` was false.
 type StepSkippedData struct {
 	Condition string `json:"condition"`
 }
+
+// Structural activity types, as step.started records them.
+const (
+	TypeParallel = "parallel"
+	TypeFanOut   = "fan_out"
+	TypeLoop     = "loop"
+)
 
 // StepRetryScheduledData records the wait before a step's next attempt.
 type StepRetryScheduledData struct {

@@ -29,7 +29,7 @@ var actions = map[string]action{
 }
 
 func actionNames() string {
-	names := make([]string, 0, len(actions))
+	names := []string{actionInvoke, actionWait}
 	for n := range actions {
 		names = append(names, n)
 	}

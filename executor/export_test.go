@@ -17,7 +17,7 @@ func ResendStepCommand(ctx context.Context, log *events.Log, runID, key string, 
 		if st.ID != key {
 			continue
 		}
-		cmd, err := x.prepare(newScope(nil, root), st, key, attempt)
+		cmd, err := x.prepare(newScope(nil, root, ""), st, key, attempt, nil)
 		if err != nil {
 			return "", err
 		}

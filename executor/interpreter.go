@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
@@ -21,18 +22,28 @@ import (
 // IMPORTANT: decisions depend only on the job, the input and the history —
 // never on the wall clock, randomness or map order — so that running the
 // interpreter again makes the same decisions with the same derived ids.
+// Where a decision needs the clock (when a retry may start) the decision
+// records the time it computed, and a replay reads it back.
 type interpreter struct {
 	o       *Orchestrator
 	runID   string
 	job     *assets.Job
 	hist    *history
 	resumed bool // an earlier engine started this run
+
+	cancelOnce sync.Once
+	cancelled  chan struct{} // closed when run.cancel_requested arrives
+	cancelMsg  string
+}
+
+func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
+	return &interpreter{o: o, runID: rc.id, job: rc.job, cancelled: make(chan struct{})}
 }
 
 // run interprets the run to its end and records run.finished. It returns
 // without recording anything when ctx ends first (the engine is stopping).
 func (x *interpreter) run(ctx context.Context) error {
-	hist, err := openHistory(ctx, x.o.cfg.Log, x.runID, nil)
+	hist, err := openHistory(ctx, x.o.cfg.Log, x.runID, x.observe)
 	if err != nil {
 		return err
 	}
@@ -50,6 +61,11 @@ func (x *interpreter) run(ctx context.Context) error {
 	if err := reqEv.Decode(&req); err != nil {
 		return err
 	}
+	if x.isCancelled() {
+		if _, started := hist.get(events.DecisionID(events.RunStarted, x.runID)); !started {
+			return x.finish(ctx, reqEv, nil, x.cancelFailure(""))
+		}
+	}
 	started, err := x.start(ctx)
 	if err != nil {
 		return err
@@ -62,13 +78,48 @@ func (x *interpreter) run(ctx context.Context) error {
 	if err := ValidateJob(x.job); err != nil {
 		failed = &events.ErrorInfo{Kind: events.KindStructural, Message: err.Error()}
 	} else {
-		sc := newScope(req.Input, x.o.cfg.Root)
+		sc := newScope(req.Input, x.o.cfg.Root, started.ID)
 		output, failed = x.steps(ctx, sc, x.job.Spec.Steps)
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
+	if failed != nil && x.isCancelled() {
+		failed = x.cancelFailure(failed.StepKey)
+	}
 	return x.finish(ctx, started, output, failed)
+}
+
+// observe is called for every event of the run as it arrives.
+func (x *interpreter) observe(ev events.Event) {
+	if ev.Type != events.RunCancelRequested {
+		return
+	}
+	var d events.RunCancelRequestedData
+	_ = ev.Decode(&d)
+	x.cancelOnce.Do(func() {
+		x.cancelMsg = "cancelled"
+		if d.Requester != "" {
+			x.cancelMsg += " by " + d.Requester
+		}
+		if d.Reason != "" {
+			x.cancelMsg += ": " + d.Reason
+		}
+		close(x.cancelled)
+	})
+}
+
+func (x *interpreter) isCancelled() bool {
+	select {
+	case <-x.cancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+func (x *interpreter) cancelFailure(key string) *events.ErrorInfo {
+	return &events.ErrorInfo{Kind: events.KindCancelled, Message: x.cancelMsg, StepKey: key}
 }
 
 // start records run.started, or run.resumed when an earlier engine started
@@ -90,18 +141,20 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 	return x.hist.wait(ctx, id)
 }
 
-func (x *interpreter) finish(ctx context.Context, started events.Event, output any, failed *events.ErrorInfo) error {
+// finish records run.finished; from is the event the run's duration is
+// measured from (run.started, or run.requested for a run that never started).
+func (x *interpreter) finish(ctx context.Context, from events.Event, output any, failed *events.ErrorInfo) error {
 	data := events.RunFinishedData{State: events.StateSuccess, Output: output}
 	if failed != nil {
 		data.State, data.Output, data.Error = runState(failed), nil, failed
 	}
-	data.DurationMS = time.Since(started.Time).Milliseconds()
+	data.DurationMS = time.Since(from.Time).Milliseconds()
 	_, err := x.o.cfg.Log.Append(ctx, events.Event{
 		ID:       events.DecisionID(events.RunFinished, x.runID),
 		Type:     events.RunFinished,
 		RunID:    x.runID,
 		Job:      x.job.Name,
-		ParentID: started.ID,
+		ParentID: from.ID,
 	}, data)
 	return err
 }
@@ -114,13 +167,23 @@ func runState(failed *events.ErrorInfo) string {
 	return events.StateFailed
 }
 
+// record appends a decision event unless the history already holds it.
+func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) error {
+	if _, ok := x.hist.get(ev.ID); ok {
+		return nil
+	}
+	ev.RunID, ev.Job = x.runID, x.job.Name
+	_, err := x.o.cfg.Log.Append(ctx, ev, payload)
+	return err
+}
+
 // steps runs a step list in order and returns the last step's output. It
 // stops at the first step that fails.
 func (x *interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) (any, *events.ErrorInfo) {
 	var last any
 	for i := range list {
 		st := &list[i]
-		res, failed := x.step(ctx, sc, st)
+		res, failed := x.step(ctx, sc, st, sc.key(st.ID))
 		sc.record(st.ID, res)
 		if failed != nil {
 			return nil, failed
@@ -130,134 +193,159 @@ func (x *interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) 
 	return last, nil
 }
 
-// step runs one step of any kind and returns its result.
-func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step) (assets.StepResult, *events.ErrorInfo) {
-	key := sc.key(st.ID)
-	if st.Activity == nil {
-		return failedResult(key, &events.ErrorInfo{Kind: events.KindStructural,
-			Message: fmt.Sprintf("step %s: only activity steps can run", st.ID)})
+// step runs one step instance: its `when`, then attempts of its body under
+// its retry policy, then, if it still fails, its recovery activity and one
+// last attempt.
+func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key string) (assets.StepResult, *events.ErrorInfo) {
+	if st.When != "" {
+		run, failed := x.when(ctx, sc, st, key)
+		if failed != nil {
+			return failedResult(key, failed)
+		}
+		if !run {
+			return assets.StepResult{State: events.StateSkipped}, nil
+		}
 	}
-	out, failed := x.attempt(ctx, sc, st, key, 1)
-	if failed != nil {
-		return failedResult(key, failed)
+	policy := retryPolicy(st.Retry)
+	recovered := false
+	for attempt := 1; ; attempt++ {
+		res, failed := x.body(ctx, sc, st, key, attempt)
+		if failed == nil {
+			return res, nil
+		}
+		if failed.Kind == events.KindCancelled || x.isCancelled() || ctx.Err() != nil {
+			return failedResult(key, failed)
+		}
+		if !recovered && failed.Retryable && attempt < policy.MaxAttempts {
+			if failed := x.waitRetry(ctx, sc, key, attempt+1, failed, policy); failed != nil {
+				return failedResult(key, failed)
+			}
+			continue
+		}
+		rec := x.recoveryFor(st)
+		if recovered || rec == nil || failed.Kind == events.KindStructural {
+			return failedResult(key, failed)
+		}
+		recovered = true
+		if rf := x.recover(ctx, sc, st, key, attempt, failed, rec); rf != nil {
+			return failedResult(key, failed)
+		}
 	}
-	return assets.StepResult{State: events.StateSuccess, Output: out}, nil
+}
+
+// when evaluates a step's condition once, before any attempt, and records
+// step.skipped when it is false. A step that has started (or been skipped)
+// before is not evaluated again.
+func (x *interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key string) (bool, *events.ErrorInfo) {
+	skippedID := events.DecisionID(events.StepSkipped, x.runID, key)
+	if _, ok := x.hist.get(skippedID); ok {
+		return false, nil
+	}
+	if _, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, 1)); ok {
+		return true, nil
+	}
+	if _, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, 1)); ok {
+		return true, nil
+	}
+	cond, err := assets.ParseCondition(st.When)
+	if err == nil {
+		var ok bool
+		if ok, err = cond.Eval(sc.templates(sc.input, x.o.cfg.Env)); err == nil {
+			if ok {
+				return true, nil
+			}
+			return false, x.toFailure(key, x.record(ctx, events.Event{ID: skippedID, Type: events.StepSkipped, StepKey: key, ParentID: sc.parent},
+				events.StepSkippedData{Condition: st.When}))
+		}
+	}
+	failed := &events.ErrorInfo{Kind: events.KindValidation, Message: "when: " + err.Error(), StepKey: key}
+	if rerr := x.recordFinished(ctx, key, 1, sc.parent, assets.StepResult{}, failed); rerr != nil {
+		return false, internal(ctx, rerr)
+	}
+	return false, failed
+}
+
+// toFailure turns an error of Orbit's own into a failure, nil into nil.
+func (x *interpreter) toFailure(key string, err error) *events.ErrorInfo {
+	if err == nil {
+		return nil
+	}
+	f := internal(context.Background(), err)
+	f.StepKey = key
+	return f
+}
+
+// body runs one attempt of a step's body, whatever its kind.
+func (x *interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	switch {
+	case st.Parallel != nil:
+		return x.parallel(ctx, sc, st, key, attempt)
+	case st.FanOut != nil:
+		return x.fanOut(ctx, sc, st, key, attempt)
+	case st.Loop != nil:
+		return x.loop(ctx, sc, st, key, attempt)
+	case st.Activity != nil && isChildAction(st.Activity):
+		return x.child(ctx, sc, st, key, attempt)
+	case st.Activity != nil:
+		out, failed := x.attempt(ctx, sc, st, key, attempt, nil)
+		if failed != nil {
+			return failedResult(key, failed)
+		}
+		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
+	}
+	return failedResult(key, &events.ErrorInfo{Kind: events.KindStructural, Message: "step " + st.ID + " has no body"})
 }
 
 func failedResult(key string, failed *events.ErrorInfo) (assets.StepResult, *events.ErrorInfo) {
 	if failed.StepKey == "" {
 		failed.StepKey = key
 	}
-	state := events.StateFailed
+	return assets.StepResult{State: failedState(failed)}, failed
+}
+
+func failedState(failed *events.ErrorInfo) string {
 	switch failed.Kind {
 	case events.KindCancelled:
-		state = events.StateCancelled
+		return events.StateCancelled
 	case events.KindTimeout:
-		state = events.StateTimeout
+		return events.StateTimeout
 	}
-	return assets.StepResult{State: state}, failed
+	return events.StateFailed
 }
 
-// attempt runs one attempt of an activity step instance, or returns what
-// the history recorded for it.
-func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, key string, n int) (any, *events.ErrorInfo) {
-	finishedID := stepEventID(events.StepFinished, x.runID, key, n)
-	if ev, ok := x.hist.get(finishedID); ok {
-		return stepOutcome(ev)
-	}
-	startedID := stepEventID(events.StepStarted, x.runID, key, n)
-	if _, ok := x.hist.get(startedID); ok {
-		if ev, done, err := x.redispatch(ctx, sc, st, key, n); err != nil {
-			return nil, internal(ctx, err)
-		} else if done {
-			return stepOutcome(ev)
-		}
-	} else if failed, err := x.dispatch(ctx, sc, st, key, n); err != nil {
-		return nil, internal(ctx, err)
-	} else if failed != nil {
-		return nil, failed
-	}
-	ev, err := x.hist.wait(ctx, finishedID)
-	if err != nil {
-		return nil, internal(ctx, err)
-	}
-	return stepOutcome(ev)
+// structural opens the record of a structural step attempt: step.started
+// with the step's kind, whose id its children take as parent.
+func (x *interpreter) structural(ctx context.Context, sc *scope, key string, attempt int, kind string, input any) (string, error) {
+	id := stepEventID(events.StepStarted, x.runID, key, attempt)
+	return id, x.record(ctx, events.Event{ID: id, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
+		events.StepStartedData{Attempt: attempt, ActivityType: kind, Input: input})
 }
 
-// dispatch records step.started and sends the step command. The two go
-// out together: the command does not wait for the event to be stored, and
-// the attempt waits for both. A step whose input or activity cannot be
-// rendered fails here without being dispatched.
-//
-// In a resumed run a command may exist without its step.started (an engine
-// died between the two), so there the command is sent only if it is not
-// already queued.
-func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int) (*events.ErrorInfo, error) {
-	cmd, err := x.prepare(sc, st, key, n)
-	if err != nil {
-		failed := errorInfo(err)
-		failed.StepKey = key
-		_, err := x.o.cfg.Log.Append(ctx, events.Event{
-			ID: stepEventID(events.StepFinished, x.runID, key, n), Type: events.StepFinished,
-			RunID: x.runID, Job: x.job.Name, StepKey: key,
-		}, events.StepFinishedData{Attempt: n, State: events.StateFailed, Error: failed})
-		return failed, err
+// recordFinished records step.finished for an attempt the orchestrator
+// itself decided (a structural step, a child job, a step that could not be
+// dispatched).
+func (x *interpreter) recordFinished(ctx context.Context, key string, attempt int, parent string, res assets.StepResult, failed *events.ErrorInfo) error {
+	data := events.StepFinishedData{Attempt: attempt, State: events.StateSuccess, Output: res.Output}
+	if failed != nil {
+		data.State, data.Output, data.Error = failedState(failed), nil, failed
 	}
-	started, err := x.o.cfg.Log.AppendAsync(events.Event{
-		ID: cmd.StartedID, Type: events.StepStarted, RunID: x.runID, Job: x.job.Name, StepKey: key,
-	}, events.StepStartedData{Attempt: n, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input})
-	if err != nil {
-		return nil, err
-	}
-	send := true
-	if x.resumed {
-		pending, err := x.o.cfg.Log.Pending(ctx, stepCommandName(cmd.Activity.Type, x.runID, key, n))
-		if err != nil {
-			return nil, err
-		}
-		send = !pending
-	}
-	if send {
-		if err := x.send(ctx, cmd); err != nil {
-			return nil, err
-		}
-	}
-	_, err = started.Wait(ctx)
-	return nil, err
+	return x.record(ctx, events.Event{ID: stepEventID(events.StepFinished, x.runID, key, attempt), Type: events.StepFinished,
+		StepKey: key, ParentID: parent}, data)
 }
 
-// redispatch handles an attempt that an earlier incarnation dispatched but
-// that has not finished. If its command is still queued (or being worked
-// on) there is nothing to do. If not, either the attempt finished just now
-// — its step.finished is appended before its command is acknowledged, so
-// catching up with the log finds it — or the command was never sent, and
-// it is sent now.
-func (x *interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int) (events.Event, bool, error) {
-	name := stepCommandName(st.Activity.Type, x.runID, key, n)
-	pending, err := x.o.cfg.Log.Pending(ctx, name)
-	if err != nil || pending {
-		return events.Event{}, false, err
+// finishStructural records the end of a structural step attempt and
+// returns its result.
+func (x *interpreter) finishStructural(ctx context.Context, key string, attempt int, startedID string, res assets.StepResult, failed *events.ErrorInfo) (assets.StepResult, *events.ErrorInfo) {
+	if failed != nil && ctx.Err() != nil {
+		return failedResult(key, failed)
 	}
-	last, err := x.o.cfg.Log.LastMatching(ctx, []string{events.RunFilter(x.runID)})
-	if err != nil {
-		return events.Event{}, false, err
+	if err := x.recordFinished(ctx, key, attempt, startedID, res, failed); err != nil {
+		return failedResult(key, internal(ctx, err))
 	}
-	if err := x.hist.waitSeq(ctx, last); err != nil {
-		return events.Event{}, false, err
+	if failed != nil {
+		return failedResult(key, failed)
 	}
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, n)); ok {
-		return ev, true, nil
-	}
-	cmd, err := x.prepare(sc, st, key, n)
-	if err != nil {
-		return events.Event{}, false, err
-	}
-	return events.Event{}, false, x.send(ctx, cmd)
-}
-
-func (x *interpreter) send(ctx context.Context, cmd *stepCommand) error {
-	name := stepCommandName(cmd.Activity.Type, cmd.RunID, cmd.StepKey, cmd.Attempt)
-	return x.o.cfg.Log.Send(ctx, name, stepEventID("step.command", cmd.RunID, cmd.StepKey, cmd.Attempt), cmd)
+	return res, nil
 }
 
 // internal turns an error of Orbit itself into a step failure, unless the

@@ -28,6 +28,8 @@ type Config struct {
 	Engine string
 	// Root is the project directory: the default workspace of steps.
 	Root string
+	// Jobs looks jobs up by name for job.invoke (nil: child jobs fail).
+	Jobs func(name string) (*assets.Job, error)
 	// Env looks up environment variables for {{ env.NAME }} (default
 	// os.LookupEnv).
 	Env func(name string) (string, bool)
@@ -64,10 +66,6 @@ type Orchestrator struct {
 	queued map[string][]*runCtl // job → runs waiting for a slot, in arrival order
 	active map[string]int       // job → runs executing
 	wg     sync.WaitGroup
-
-	// before is the last command sequence stored before this orchestrator
-	// started on an embedded store (see events.ConsumerSpec.Reset).
-	before uint64
 }
 
 // runCtl is the orchestrator's handle on one run.
@@ -94,16 +92,14 @@ func NewOrchestrator(cfg Config) *Orchestrator {
 // in flight stop where they are (their lease lapses) and resume at the next
 // start.
 func (o *Orchestrator) Run(ctx context.Context) error {
-	if o.cfg.Log.Embedded() {
-		before, err := o.cfg.Log.CommandsLastSeq(ctx)
-		if err != nil {
-			return err
-		}
-		o.before = before
-	}
 	if err := o.recover(ctx); err != nil {
 		return fmt.Errorf("resuming runs: %w", err)
 	}
+	cancels, err := o.watchCancels(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancels.Stop()
 	stop, err := o.cfg.Log.Consume(ctx, events.ConsumerSpec{
 		Durable: "orchestrator",
 		Command: cmdRunRequest,
@@ -154,6 +150,48 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	return nil
 }
 
+// watchCancels starts the run of a queued run as soon as it is cancelled,
+// out of turn: its interpreter sees the request and finishes it cancelled
+// without running anything. (A running run sees the request in its own
+// history.)
+func (o *Orchestrator) watchCancels(ctx context.Context) (*events.Feed, error) {
+	last, err := o.cfg.Log.LastSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
+	feed, err := o.cfg.Log.Follow(ctx, events.FollowOptions{
+		Filters: []string{events.TypeFilter(events.AggregateRun, events.RunCancelRequested)},
+		FromSeq: last + 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for ev := range feed.Events() {
+			o.startQueued(ctx, ev.RunID)
+		}
+	}()
+	return feed, nil
+}
+
+// startQueued starts a queued run now, whatever its job's limit.
+func (o *Orchestrator) startQueued(ctx context.Context, runID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	rc, ok := o.runs[runID]
+	if !ok || rc.cancel != nil {
+		return
+	}
+	queue := o.queued[rc.job.Name]
+	for i, q := range queue {
+		if q == rc {
+			o.queued[rc.job.Name] = append(queue[:i:i], queue[i+1:]...)
+			break
+		}
+	}
+	o.startLocked(ctx, rc)
+}
+
 // loadRun reads what the log says about a run's request and start.
 func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) {
 	evs, err := o.cfg.Log.Read(ctx, events.FollowOptions{Filters: []string{
@@ -197,9 +235,9 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 	o.mu.Lock()
 	_, known := o.runs[req.RunID]
 	o.mu.Unlock()
-	if !known && (cmd.Delivery > 1 || cmd.StreamSeq <= o.before) {
-		// Possibly handled by an engine that died before acking: if the run
-		// was recorded, it was recovered (or has finished) already.
+	if !known {
+		// Handled before (by an engine that died before acking, or sent
+		// twice): if the run was recorded, it was recovered or has finished.
 		last, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, req.RunID, events.RunRequested)})
 		if err != nil {
 			_ = cmd.Nak(time.Second)
@@ -225,10 +263,11 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		return err
 	}
 	_, err = o.cfg.Log.Append(ctx, events.Event{
-		ID:    events.DecisionID(events.RunRequested, req.RunID),
-		Type:  events.RunRequested,
-		RunID: req.RunID,
-		Job:   req.Job.Name,
+		ID:       events.DecisionID(events.RunRequested, req.RunID),
+		Type:     events.RunRequested,
+		RunID:    req.RunID,
+		Job:      req.Job.Name,
+		ParentID: req.ParentEvent,
 	}, events.RunRequestedData{
 		JobName:   req.Job.Name,
 		Job:       job,
@@ -369,6 +408,5 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 		}
 	}()
 
-	x := &interpreter{o: o, runID: rc.id, job: rc.job}
-	return x.run(leaseCtx)
+	return newInterpreter(o, rc).run(leaseCtx)
 }

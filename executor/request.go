@@ -24,6 +24,9 @@ type RunRequest struct {
 	Input     any             `json:"input"` // merged: the job's default_input and the caller's input
 	Requester string          `json:"requester,omitempty"`
 	Parent    *events.RunLink `json:"parent,omitempty"`
+	// ParentEvent is the event of the parent run that started this one (the
+	// step.started of its job.invoke step): run.requested names it as parent.
+	ParentEvent string `json:"parent_event,omitempty"`
 }
 
 // NewRunRequest checks that the executor can run job and builds a request

@@ -9,20 +9,22 @@ import (
 )
 
 // scope is a pipeline context: the input the steps of one step list see,
-// the results of the steps that ran before, and the key prefix that makes
-// step instance keys unique (e.g. "per_item/3/").
+// the results of the steps that ran before, the key prefix that makes step
+// instance keys unique (e.g. "per_item/3/"), and the event that the steps'
+// first events name as their parent.
 type scope struct {
 	input     any
 	root      string
 	prefix    string
+	parent    string
 	results   map[string]assets.StepResult
 	item      any
 	hasItem   bool
 	iteration int
 }
 
-func newScope(input any, root string) *scope {
-	return &scope{input: input, root: root, results: make(map[string]assets.StepResult)}
+func newScope(input any, root, parent string) *scope {
+	return &scope{input: input, root: root, parent: parent, results: make(map[string]assets.StepResult)}
 }
 
 // key is the instance key of the step with the given id in this scope.
@@ -30,6 +32,33 @@ func (sc *scope) key(id string) string { return sc.prefix + id }
 
 // record makes a step's result visible to the steps after it.
 func (sc *scope) record(id string, res assets.StepResult) { sc.results[id] = res }
+
+// fork returns a pipeline context of its own for a parallel branch or a
+// fan-out item: it starts with the results visible here, and what it
+// records stays in it.
+func (sc *scope) fork(prefix, parent string) *scope {
+	c := *sc
+	c.prefix, c.parent = prefix, parent
+	c.results = make(map[string]assets.StepResult, len(sc.results))
+	for k, v := range sc.results {
+		c.results[k] = v
+	}
+	return &c
+}
+
+// within returns the same pipeline context under another key prefix and
+// parent, sharing results (the iterations of a loop).
+func (sc *scope) within(prefix, parent string) *scope {
+	c := *sc
+	c.prefix, c.parent = prefix, parent
+	return &c
+}
+
+// with returns the input with extra keys set (item, iteration): merged over
+// an object input, or an object of their own when the input is not one.
+func with(input any, extra map[string]any) any {
+	return assets.MergeInput(input, extra)
+}
 
 // workspace is the directory steps of this scope run in: workspace_path
 // from the input, else the project root.
@@ -59,10 +88,12 @@ func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.S
 // step: the step input (the pipeline input with the rendered default_input
 // merged over it) and the activity's own templated fields, rendered against
 // that input.
-func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int) (*stepCommand, error) {
+func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, override any) (*stepCommand, error) {
 	env := x.o.cfg.Env
 	input := sc.input
-	if st.DefaultInput != nil {
+	if override != nil {
+		input = override
+	} else if st.DefaultInput != nil {
 		rendered, err := assets.RenderValue(st.DefaultInput, sc.templates(sc.input, env))
 		if err != nil {
 			return nil, fail(events.KindValidation, false, "default_input: %v", err)
@@ -133,24 +164,46 @@ func ValidateJob(job *assets.Job) error {
 	if job.Spec.State == "disabled" {
 		return fmt.Errorf("%w: %s (%s)", ErrJobDisabled, job.Name, job.Source)
 	}
-	var walk func(path string, steps []assets.Step) error
-	walk = func(path string, steps []assets.Step) error {
-		for i := range steps {
-			st := &steps[i]
-			at := fmt.Sprintf("%s[%d]", path, i)
-			if st.Activity == nil {
-				return fmt.Errorf("%w: %s: %s: parallel, fan_out and loop steps are not supported", ErrInvalidJob, job.Source, at)
-			}
-			if err := validateActivity(st.Activity); err != nil {
-				if st.Target != "" {
-					return fmt.Errorf("%w: %s: %s.target: %s: %v", ErrInvalidJob, job.Source, at, st.Target, err)
-				}
-				return fmt.Errorf("%w: %s: %s.spec.%v", ErrInvalidJob, job.Source, at, err)
-			}
+	if rec := job.Spec.RecoveryActivity; rec != nil {
+		if err := validateActivity(&rec.Spec); err != nil {
+			return fmt.Errorf("%w: %s: spec.recovery_activity: %s: %v", ErrInvalidJob, job.Source, rec.Name, err)
 		}
-		return nil
 	}
-	return walk("spec.steps", job.Spec.Steps)
+	return validateSteps(job.Source, "spec.steps", job.Spec.Steps)
+}
+
+func validateSteps(source, path string, steps []assets.Step) error {
+	for i := range steps {
+		if err := validateStep(source, fmt.Sprintf("%s[%d]", path, i), &steps[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateStep(source, at string, st *assets.Step) error {
+	if rec := st.RecoveryActivity; rec != nil {
+		if err := validateActivity(&rec.Spec); err != nil {
+			return fmt.Errorf("%w: %s: %s.recovery_activity: %s: %v", ErrInvalidJob, source, at, rec.Name, err)
+		}
+	}
+	switch {
+	case st.Parallel != nil:
+		return validateSteps(source, at+".parallel.branches", st.Parallel.Branches)
+	case st.FanOut != nil:
+		return validateStep(source, at+".fan_out.worker", &st.FanOut.Worker)
+	case st.Loop != nil:
+		return validateSteps(source, at+".loop.steps", st.Loop.Steps)
+	case st.Activity == nil:
+		return fmt.Errorf("%w: %s: %s: the step has no body", ErrInvalidJob, source, at)
+	}
+	if err := validateActivity(st.Activity); err != nil {
+		if st.Target != "" {
+			return fmt.Errorf("%w: %s: %s.target: %s: %v", ErrInvalidJob, source, at, st.Target, err)
+		}
+		return fmt.Errorf("%w: %s: %s.spec.%v", ErrInvalidJob, source, at, err)
+	}
+	return nil
 }
 
 func validateActivity(spec *assets.ActivitySpec) error {
@@ -158,7 +211,7 @@ func validateActivity(spec *assets.ActivitySpec) error {
 	case assets.TypeShell:
 		return nil
 	case assets.TypeDeterministic:
-		if _, ok := actions[spec.Action]; !ok {
+		if _, ok := actions[spec.Action]; !ok && !isChildAction(spec) {
 			return fmt.Errorf("action: unknown deterministic action %q (known: %s)", spec.Action, actionNames())
 		}
 		return nil

@@ -69,14 +69,22 @@ type Worker struct {
 	// previous engine (see events.ConsumerSpec.Reset).
 	before uint64
 
-	mu       sync.Mutex
-	inFlight map[string]bool // command ids being executed by this worker
+	mu            sync.Mutex
+	inFlight      map[string]bool                               // command ids being executed by this worker
+	running       map[string]map[string]context.CancelCauseFunc // run → command → stop
+	cancelledRuns map[string]bool                               // runs with a cancel request
 }
 
 // NewWorker returns a worker; Run starts it.
 func NewWorker(cfg WorkerConfig) *Worker {
 	cfg.setDefaults()
-	return &Worker{cfg: cfg, log: cfg.Logger.With("component", "worker"), inFlight: make(map[string]bool)}
+	return &Worker{
+		cfg:           cfg,
+		log:           cfg.Logger.With("component", "worker"),
+		inFlight:      make(map[string]bool),
+		running:       make(map[string]map[string]context.CancelCauseFunc),
+		cancelledRuns: make(map[string]bool),
+	}
 }
 
 // runners maps activity types to what executes them.
@@ -107,7 +115,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		w.before = before
 	}
+	cancels, err := w.watchCancels(ctx)
+	if err != nil {
+		return err
+	}
 	var stops []events.Stopper
+	stops = append(stops, cancels)
 	defer func() {
 		for _, s := range stops {
 			s.Stop()
@@ -176,11 +189,8 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		return
 	}
 
-	actx, stopProgress := context.WithCancel(ctx)
-	go w.progress(actx, c)
 	began := time.Now()
-	output, err := runners[cmd.Activity.Type](actx, w, &cmd, emit)
-	stopProgress()
+	output, err := w.execute(ctx, c, &cmd, emit)
 	if ctx.Err() != nil {
 		_ = c.Nak(0) // the engine is stopping: leave the step to the next one
 		return
@@ -191,10 +201,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	if err != nil {
 		info = errorInfo(err)
 		info.StepKey = cmd.StepKey
-		state = events.StateFailed
-		if info.Kind == events.KindTimeout {
-			state = events.StateTimeout
-		}
+		state = failedState(info)
 		output = nil
 	}
 	pending := []*events.PendingAppend{started}
@@ -224,6 +231,94 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	// a finished step is acknowledged without running.
 	if err := c.AckNoWait(); err != nil {
 		w.log.Warn("acking step command", "id", c.ID, "err", err)
+	}
+}
+
+// Causes with which an activity's context ends early.
+var (
+	errRunCancelled = errors.New("the run was cancelled")
+	errStepTimeout  = errors.New("the step timed out")
+)
+
+// execute runs the activity of a command under its time limit, signalling
+// progress meanwhile, and stops it if its run is cancelled. A cancelled or
+// timed-out activity comes back as a failure of that kind.
+func (w *Worker) execute(ctx context.Context, c *events.Command, cmd *stepCommand, emit emitFunc) (any, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !w.track(cmd.RunID, c.ID, cancel) {
+		return nil, fail(events.KindCancelled, false, "cancelled before it started")
+	}
+	defer w.untrack(cmd.RunID, c.ID)
+	if cmd.Activity.Type != assets.TypeShell && cmd.Timeout > 0 {
+		// Shell steps enforce their own limit, to kill the process group.
+		var stop context.CancelFunc
+		actx, stop = context.WithTimeoutCause(actx, time.Duration(cmd.Timeout)*time.Second, errStepTimeout)
+		defer stop()
+	}
+	go w.progress(actx, c)
+	out, err := runners[cmd.Activity.Type](actx, w, cmd, emit)
+	if err == nil || ctx.Err() != nil {
+		return out, err
+	}
+	switch context.Cause(actx) {
+	case errRunCancelled:
+		return nil, fail(events.KindCancelled, false, "cancelled while running; stopped")
+	case errStepTimeout:
+		return nil, fail(events.KindTimeout, true, "timed out after %ds", cmd.Timeout)
+	}
+	return out, err
+}
+
+// track registers a running activity so that a cancellation of its run
+// can stop it; it reports false when the run is already cancelled.
+func (w *Worker) track(runID, cmdID string, cancel context.CancelCauseFunc) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancelledRuns[runID] {
+		return false
+	}
+	if w.running[runID] == nil {
+		w.running[runID] = map[string]context.CancelCauseFunc{}
+	}
+	w.running[runID][cmdID] = cancel
+	return true
+}
+
+func (w *Worker) untrack(runID, cmdID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.running[runID], cmdID)
+	if len(w.running[runID]) == 0 {
+		delete(w.running, runID)
+	}
+}
+
+// watchCancels follows every run.cancel_requested in the log, remembers the
+// cancelled runs and stops their running activities.
+func (w *Worker) watchCancels(ctx context.Context) (*events.Feed, error) {
+	feed, err := w.cfg.Log.Follow(ctx, events.FollowOptions{
+		Filters: []string{events.TypeFilter(events.AggregateRun, events.RunCancelRequested)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for ev := range feed.Events() {
+			w.mu.Lock()
+			w.cancelledRuns[ev.RunID] = true
+			for _, cancel := range w.running[ev.RunID] {
+				cancel(errRunCancelled)
+			}
+			w.mu.Unlock()
+		}
+	}()
+	select {
+	case <-feed.CaughtUp():
+		return feed, nil
+	case <-ctx.Done():
+		feed.Stop()
+		return nil, ctx.Err()
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/projector"
@@ -114,6 +115,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e.orch = executor.NewOrchestrator(executor.Config{
 		Log:        e.log,
 		ActiveRuns: e.activeRuns,
+		Jobs:       e.job,
 		Engine:     e.id,
 		Root:       root,
 		Logger:     cfg.Logger,
@@ -230,6 +232,24 @@ func (e *Engine) activeRuns(ctx context.Context) ([]string, error) {
 		ids[i] = r.ID
 	}
 	return ids, nil
+}
+
+// job looks a job up in the project's catalogs as they are now (child jobs
+// of job.invoke).
+func (e *Engine) job(name string) (*assets.Job, error) {
+	cfg, err := assets.LoadConfig(e.cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := assets.OpenCatalog(e.cfg.Root, assets.CatalogOptions{
+		ActivityDir: os.Getenv("ORBIT_ACTIVITY_DIR"),
+		JobDir:      os.Getenv("ORBIT_JOB_DIR"),
+		Backend:     cfg.Runtime.Backend,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cat.Job(name)
 }
 
 // Close releases the root: NATS store, views file and engine.json.

@@ -1,0 +1,149 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// cancelWait bounds how long a cancelled run waits for its running
+// activities to report: the workers' kill grace period and some slack.
+const cancelWait = killGrace + 5*time.Second
+
+// attempt runs one attempt of an activity step instance, or returns what
+// the history recorded for it. A non-nil input is used as the step input
+// as is, instead of rendering the step's default_input (recovery
+// activities get theirs this way).
+func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (any, *events.ErrorInfo) {
+	finishedID := stepEventID(events.StepFinished, x.runID, key, n)
+	if ev, ok := x.hist.get(finishedID); ok {
+		return stepOutcome(ev)
+	}
+	startedID := stepEventID(events.StepStarted, x.runID, key, n)
+	if _, ok := x.hist.get(startedID); ok {
+		if ev, done, err := x.redispatch(ctx, sc, st, key, n, input); err != nil {
+			return nil, internal(ctx, err)
+		} else if done {
+			return stepOutcome(ev)
+		}
+	} else {
+		if x.isCancelled() {
+			return nil, x.cancelFailure(key)
+		}
+		if failed, err := x.dispatch(ctx, sc, st, key, n, input); err != nil {
+			return nil, internal(ctx, err)
+		} else if failed != nil {
+			return nil, failed
+		}
+	}
+	ev, err := x.waitFinished(ctx, finishedID)
+	if err != nil {
+		return nil, internal(ctx, err)
+	}
+	if ev == nil {
+		return nil, x.cancelFailure(key)
+	}
+	return stepOutcome(*ev)
+}
+
+// waitFinished waits for a dispatched attempt's step.finished. When the run
+// is cancelled the workers stop the activity and report it; if none does
+// within cancelWait, it returns nil.
+func (x *interpreter) waitFinished(ctx context.Context, id string) (*events.Event, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-x.cancelled:
+		case <-wctx.Done():
+			return
+		}
+		select {
+		case <-time.After(cancelWait):
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	ev, err := x.hist.wait(wctx, id)
+	if err != nil {
+		if ctx.Err() == nil && x.isCancelled() {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &ev, nil
+}
+
+// dispatch records step.started and sends the step command. The two go
+// out together: the command does not wait for the event to be stored, and
+// the attempt waits for both. A step whose input or activity cannot be
+// rendered fails here without being dispatched.
+//
+// In a resumed run a command may exist without its step.started (an engine
+// died between the two), so there the command is sent only if it is not
+// already queued.
+func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (*events.ErrorInfo, error) {
+	cmd, err := x.prepare(sc, st, key, n, input)
+	if err != nil {
+		failed := errorInfo(err)
+		failed.StepKey = key
+		return failed, x.recordFinished(ctx, key, n, sc.parent, assets.StepResult{}, failed)
+	}
+	started, err := x.o.cfg.Log.AppendAsync(events.Event{
+		ID: cmd.StartedID, Type: events.StepStarted, RunID: x.runID, Job: x.job.Name, StepKey: key, ParentID: sc.parent,
+	}, events.StepStartedData{Attempt: n, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input})
+	if err != nil {
+		return nil, err
+	}
+	send := true
+	if x.resumed {
+		pending, err := x.o.cfg.Log.Pending(ctx, stepCommandName(cmd.Activity.Type, x.runID, key, n))
+		if err != nil {
+			return nil, err
+		}
+		send = !pending
+	}
+	if send {
+		if err := x.send(ctx, cmd); err != nil {
+			return nil, err
+		}
+	}
+	_, err = started.Wait(ctx)
+	return nil, err
+}
+
+// redispatch handles an attempt that an earlier incarnation dispatched but
+// that has not finished. If its command is still queued (or being worked
+// on) there is nothing to do. If not, either the attempt finished just now
+// — its step.finished is appended before its command is acknowledged, so
+// catching up with the log finds it — or the command was never sent, and
+// it is sent now.
+func (x *interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (events.Event, bool, error) {
+	name := stepCommandName(st.Activity.Type, x.runID, key, n)
+	pending, err := x.o.cfg.Log.Pending(ctx, name)
+	if err != nil || pending {
+		return events.Event{}, false, err
+	}
+	last, err := x.o.cfg.Log.LastMatching(ctx, []string{events.RunFilter(x.runID)})
+	if err != nil {
+		return events.Event{}, false, err
+	}
+	if err := x.hist.waitSeq(ctx, last); err != nil {
+		return events.Event{}, false, err
+	}
+	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, n)); ok {
+		return ev, true, nil
+	}
+	cmd, err := x.prepare(sc, st, key, n, input)
+	if err != nil {
+		return events.Event{}, false, err
+	}
+	return events.Event{}, false, x.send(ctx, cmd)
+}
+
+func (x *interpreter) send(ctx context.Context, cmd *stepCommand) error {
+	name := stepCommandName(cmd.Activity.Type, cmd.RunID, cmd.StepKey, cmd.Attempt)
+	return x.o.cfg.Log.Send(ctx, name, stepEventID("step.command", cmd.RunID, cmd.StepKey, cmd.Attempt), cmd)
+}

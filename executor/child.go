@@ -1,0 +1,172 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// Deterministic actions the orchestrator carries out itself, because they
+// start or wait for runs (as Temporal's child workflows are started by the
+// workflow, not by an activity).
+const (
+	actionInvoke = "job.invoke" // config: job, input, wait (default true)
+	actionWait   = "job.wait"   // config: run_id
+)
+
+func isChildAction(spec *assets.ActivitySpec) bool {
+	return spec.Type == assets.TypeDeterministic && (spec.Action == actionInvoke || spec.Action == actionWait)
+}
+
+// child runs a job.invoke or job.wait step attempt. job.invoke starts a
+// child run linked to this step — its id is chosen once and recorded in
+// step.started before the run is requested, so a replay finds the same
+// child — and, with wait, finishes with the child's output or error.
+// job.wait waits for a run started earlier with wait: false.
+func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+		out, failed := stepOutcome(ev)
+		if failed != nil {
+			return failedResult(key, failed)
+		}
+		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
+	}
+	cmd, err := x.prepare(sc, st, key, attempt, nil)
+	if err != nil {
+		failed := errorInfo(err)
+		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, failed)
+	}
+	cfg := cmd.Activity.Config
+	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
+	var childID string
+	var wait bool
+	switch st.Activity.Action {
+	case actionInvoke:
+		childID, wait, err = x.invoke(ctx, sc, st, key, attempt, cmd)
+	case actionWait:
+		wait = true
+		childID, _ = cfg["run_id"].(string)
+		if childID == "" {
+			err = fail(events.KindValidation, false, "job.wait: config.run_id is required")
+		} else {
+			err = x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
+				events.StepStartedData{Attempt: attempt, ActivityType: assets.TypeDeterministic, Target: st.Target, Input: cmd.Input, ChildRunID: childID})
+		}
+	}
+	if err != nil {
+		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, errorInfo(err))
+	}
+	if !wait {
+		return x.finishStructural(ctx, key, attempt, startedID, assets.StepResult{State: events.StateSuccess,
+			Output: map[string]any{"run_id": childID}}, nil)
+	}
+	fin, failed := x.waitRun(ctx, childID)
+	if failed != nil {
+		return failedResult(key, failed)
+	}
+	res := assets.StepResult{State: events.StateSuccess, Output: fin.Output}
+	if fin.State != events.StateSuccess {
+		failed = &events.ErrorInfo{Kind: events.KindActivity, Message: fmt.Sprintf("child run %s %s", childID, fin.State)}
+		if fin.Error != nil {
+			failed.Kind, failed.Retryable = fin.Error.Kind, fin.Error.Retryable
+			failed.Message += ": " + fin.Error.StepKey + ": " + fin.Error.Message
+		}
+		if failed.Kind == events.KindCancelled && !x.isCancelled() {
+			failed.Kind = events.KindActivity // a child cancelled on its own is a failure here
+		}
+	}
+	return x.finishStructural(ctx, key, attempt, startedID, res, failed)
+}
+
+// invoke starts (or, resumed, makes sure of) the child run of a job.invoke
+// attempt and returns its id and whether to wait for it.
+func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, cmd *stepCommand) (string, bool, error) {
+	cfg := cmd.Activity.Config
+	name, _ := cfg["job"].(string)
+	if name == "" {
+		return "", false, fail(events.KindValidation, false, "job.invoke: config.job is required")
+	}
+	wait := true
+	if w, ok := cfg["wait"].(bool); ok {
+		wait = w
+	}
+	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
+	var childID string
+	if ev, ok := x.hist.get(startedID); ok {
+		var d events.StepStartedData
+		if err := ev.Decode(&d); err != nil {
+			return "", false, err
+		}
+		childID = d.ChildRunID
+		last, err := x.o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, childID, events.RunRequested)})
+		if err != nil || last > 0 {
+			return childID, wait, err
+		}
+	} else {
+		if x.isCancelled() {
+			return "", false, &failure{info: *x.cancelFailure(key)}
+		}
+		childID = events.NewID()
+	}
+	if x.o.cfg.Jobs == nil {
+		return "", false, fail(events.KindValidation, false, "job.invoke: this engine has no job catalog")
+	}
+	job, err := x.o.cfg.Jobs(name)
+	if err != nil {
+		return "", false, fail(events.KindValidation, false, "job.invoke: %v", err)
+	}
+	if err := ValidateJob(job); err != nil {
+		return "", false, fail(events.KindStructural, false, "job.invoke: %v", err)
+	}
+	if err := x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
+		events.StepStartedData{Attempt: attempt, ActivityType: assets.TypeDeterministic, Target: st.Target, Input: cmd.Input, ChildRunID: childID}); err != nil {
+		return "", false, err
+	}
+	req := &RunRequest{
+		RunID:       childID,
+		Job:         *job,
+		Input:       assets.MergeInput(job.Spec.DefaultInput, cfg["input"]),
+		Requester:   "run:" + x.runID,
+		Parent:      &events.RunLink{RunID: x.runID, StepKey: key},
+		ParentEvent: startedID,
+	}
+	return childID, wait, Submit(ctx, x.o.cfg.Log, req)
+}
+
+// waitRun waits for a run's run.finished. If this run is cancelled
+// meanwhile, the awaited run is cancelled too, and waited for a little.
+func (x *interpreter) waitRun(ctx context.Context, runID string) (*events.RunFinishedData, *events.ErrorInfo) {
+	feed, err := x.o.cfg.Log.Follow(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
+	if err != nil {
+		return nil, internal(ctx, err)
+	}
+	defer feed.Stop()
+	cancelled := x.cancelled
+	var giveUp <-chan time.Time
+	for {
+		select {
+		case ev, ok := <-feed.Events():
+			if !ok {
+				return nil, internal(ctx, feed.Err())
+			}
+			var d events.RunFinishedData
+			if err := ev.Decode(&d); err != nil {
+				return nil, internal(ctx, err)
+			}
+			return &d, nil
+		case <-cancelled:
+			cancelled = nil
+			if err := RequestCancel(ctx, x.o.cfg.Log, runID, "run:"+x.runID, "parent run cancelled"); err != nil {
+				return nil, internal(ctx, err)
+			}
+			giveUp = time.After(cancelWait)
+		case <-giveUp:
+			return nil, x.cancelFailure("")
+		case <-ctx.Done():
+			return nil, internal(ctx, ctx.Err())
+		}
+	}
+}

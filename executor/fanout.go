@@ -1,0 +1,116 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// fanOut runs the worker step once per item, at most max_workers items at a
+// time, each in its own pipeline context whose input has `item` set (and
+// where {{ item }} is the item). Item i's worker instance key is <key>/<i>
+// (1-based). The output — also visible under fan_in.collect — is the list of
+// the workers' outputs in item order (null where one failed); fan_in.join
+// decides whether the step succeeded.
+func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	fo := st.FanOut
+	items, err := x.renderItems(sc, fo.Items)
+	if err != nil {
+		failed := &events.ErrorInfo{Kind: events.KindValidation, Message: "fan_out.items: " + err.Error(), StepKey: key}
+		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, failed)
+	}
+	startedID, err := x.structural(ctx, sc, key, attempt, events.TypeFanOut, map[string]any{"items": items, "max_workers": fo.MaxWorkers})
+	if err != nil {
+		return failedResult(key, internal(ctx, err))
+	}
+	prefix := childPrefix(key, attempt)
+	limit := max(1, fo.MaxWorkers)
+	slots := make(chan struct{}, limit)
+	results := make([]assets.StepResult, len(items))
+	failures := make([]*events.ErrorInfo, len(items))
+	var wg sync.WaitGroup
+	for i, item := range items {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			index := i + 1
+			itemKey := prefix + strconv.Itoa(index)
+			if x.isCancelled() {
+				results[i], failures[i] = failedResult(itemKey, x.cancelFailure(itemKey))
+				return
+			}
+			if err := x.record(ctx, events.Event{ID: events.DecisionID(events.FanoutItem, x.runID, key, strconv.Itoa(attempt), strconv.Itoa(index)),
+				Type: events.FanoutItem, StepKey: itemKey, ParentID: startedID},
+				events.FanoutItemData{Attempt: attempt, Index: index, Item: item}); err != nil {
+				results[i], failures[i] = failedResult(itemKey, internal(ctx, err))
+				return
+			}
+			wsc := sc.fork(itemKey+"/", startedID)
+			wsc.input = with(sc.input, map[string]any{"item": item})
+			wsc.item, wsc.hasItem = item, true
+			results[i], failures[i] = x.step(ctx, wsc, &fo.Worker, itemKey)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return failedResult(key, internal(ctx, ctx.Err()))
+	}
+
+	outputs := make([]any, len(items))
+	members := make([]events.JoinMember, len(items))
+	for i := range items {
+		members[i] = member(prefix+strconv.Itoa(i+1), results[i], failures[i])
+		if failures[i] == nil {
+			outputs[i] = results[i].Output
+		}
+	}
+	var join assets.Join
+	if st.FanIn != nil {
+		join = st.FanIn.Join
+	}
+	failed := x.joinResult(ctx, key, attempt, startedID, join, members)
+	res, failed := x.finishStructural(ctx, key, attempt, startedID, assets.StepResult{State: events.StateSuccess, Output: outputs}, failed)
+	if st.FanIn != nil && st.FanIn.Collect != "" {
+		sc.record(st.FanIn.Collect, res)
+	}
+	return res, failed
+}
+
+// renderItems renders an items template to a list: a JSON array as is,
+// anything else as a comma- or space-separated list of strings.
+func (x *interpreter) renderItems(sc *scope, text string) ([]any, error) {
+	v, err := assets.RenderValue(text, sc.templates(sc.input, x.o.cfg.Env))
+	if err != nil {
+		return nil, err
+	}
+	switch t := v.(type) {
+	case []any:
+		return t, nil
+	case string:
+		var list []any
+		if json.Unmarshal([]byte(t), &list) == nil {
+			return list, nil
+		}
+		items := []any{}
+		for _, f := range strings.FieldsFunc(t, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+			items = append(items, f)
+		}
+		return items, nil
+	case nil:
+		return []any{}, nil
+	}
+	return []any{v}, nil
+}
