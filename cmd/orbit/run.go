@@ -29,7 +29,7 @@ one of the subcommands below needs the long form.`,
 		},
 	}
 	opts.register(cmd)
-	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTailCommand())
+	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand())
 	return cmd
 }
 

@@ -1,0 +1,79 @@
+package main_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+func TestRunTraceNestsEventsUnderTheirCauses(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+
+	r = p.Orbit("run", "trace", "--json", runID)
+	require.Equal(t, 0, r.Code, r.String())
+	var tr events.Trace
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tr), r.Stdout)
+	assert.Empty(t, tr.Orphans)
+	require.Len(t, tr.Roots, 1, "one root")
+	root := tr.Roots[0]
+	assert.Equal(t, events.RunRequested, root.Event.Type)
+	assert.Equal(t, runID, root.Event.RunID)
+
+	require.Len(t, root.Children, 1, "run.requested caused run.started only")
+	started := root.Children[0]
+	require.Equal(t, events.RunStarted, started.Event.Type)
+	var steps []string
+	for _, c := range started.Children {
+		if c.Event.Type != events.StepStarted {
+			continue
+		}
+		steps = append(steps, c.Event.StepKey)
+		var under []string
+		for _, g := range c.Children {
+			assert.Equal(t, c.Event.StepKey, g.Event.StepKey, "a step's events hang under its own step.started")
+			under = append(under, g.Event.Type)
+		}
+		assert.Contains(t, under, events.ActivityStarted, c.Event.StepKey)
+		assert.Contains(t, under, events.ActivityFinished, c.Event.StepKey)
+		assert.Equal(t, events.StepFinished, under[len(under)-1], c.Event.StepKey)
+	}
+	assert.Equal(t, []string{"greet", "compose", "announce"}, steps)
+	last := started.Children[len(started.Children)-1]
+	assert.Equal(t, events.RunFinished, last.Event.Type)
+
+	// Every event of the run is in the trace, once.
+	assert.Equal(t, len(runEvents(t, p, runID)), countTrace(tr.Roots))
+
+	// The text form, for the latest run by default.
+	r = p.Orbit("run", "trace")
+	require.Equal(t, 0, r.Code, r.String())
+	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
+	require.Len(t, lines, countTrace(tr.Roots), r.Stdout)
+	assert.Regexp(t, `^\s*1  run\.requested\s+`+runID+`  hello\b`, lines[0])
+	assert.Regexp(t, `^\s*2  └─ run\.started$`, lines[1])
+	assert.Regexp(t, `(?m)^\s*\d+     ├─ step\.started\s+greet\s+deterministic`, r.Stdout)
+	assert.Regexp(t, `(?m)^\s*\d+     │  └─ step\.finished\s+announce\s+success \d+m?s$`, r.Stdout)
+	assert.Regexp(t, `^\s*\d+     └─ run\.finished\s+success \d+m?s$`, lines[len(lines)-1])
+	assert.NotContains(t, r.Stdout, "orphans:")
+
+	r = p.Orbit("run", "trace", "no-such-run")
+	assert.Equal(t, 2, r.Code, r.String())
+}
+
+func countTrace(ns []*events.TraceNode) int {
+	n := len(ns)
+	for _, c := range ns {
+		n += countTrace(c.Children)
+	}
+	return n
+}

@@ -1,0 +1,222 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+func submit(t *testing.T, log *events.Log, job *assets.Job, input any) string {
+	t.Helper()
+	req, err := executor.NewRunRequest(job, input, "test")
+	require.NoError(t, err)
+	require.NoError(t, executor.Submit(testkit.Context(t), log, req))
+	return req.RunID
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond, what)
+}
+
+func has(t *testing.T, log *events.Log, runID, typ, key string) bool {
+	for _, ev := range ofType(history(t, log, runID), typ) {
+		if key == "" || ev.StepKey == key {
+			return true
+		}
+	}
+	return false
+}
+
+const sleeper = `
+schemaVersion: 2
+kind: Job
+metadata: {name: sleeper}
+spec:
+  max_active_runs: 1
+  steps:
+    - id: nap
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "echo $$ > {{ input.name }}.pid; trap 'echo TERM >> {{ input.name }}.log' TERM; sleep 30 & wait; sleep 30"]
+        allowed_programs: [sh]
+`
+
+// TestCancel cancels a running run whose shell step sleeps (its process is
+// gone within the grace period) and a pending run queued behind it by
+// max_active_runs (cancelled at once, nothing run).
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	startEngine(t, log, dir, nil)
+	job := parseJob(t, sleeper)
+	ctx := testkit.Context(t)
+
+	running := submit(t, log, job, map[string]any{"name": "first"})
+	waitFor(t, "the first run's step to start", func() bool { return has(t, log, running, events.ActivityStarted, "nap") })
+	pending := submit(t, log, job, map[string]any{"name": "second"})
+	waitFor(t, "the second run to queue", func() bool { return has(t, log, pending, events.RunQueued, "") })
+
+	require.NoError(t, executor.RequestCancel(ctx, log, pending, "test", "not needed"))
+	fin := waitFinished(t, log, pending)
+	assert.Equal(t, events.StateCancelled, fin.State)
+	assert.Contains(t, fin.Error.Message, "cancelled by test: not needed")
+	assert.False(t, has(t, log, pending, events.RunStarted, ""), "a pending run is cancelled without starting")
+	assert.False(t, has(t, log, pending, events.StepStarted, ""))
+
+	waitFor(t, "the pid file", func() bool { _, err := os.Stat(filepath.Join(dir, "first.pid")); return err == nil })
+	data, err := os.ReadFile(filepath.Join(dir, "first.pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	require.NoError(t, err)
+	began := time.Now()
+	require.NoError(t, executor.RequestCancel(ctx, log, running, "test", ""))
+	fin = waitFinished(t, log, running)
+	assert.Equal(t, events.StateCancelled, fin.State)
+	assert.True(t, testkit.WaitGone(pid, time.Second), "the step's process is gone")
+	assert.Less(t, time.Since(began), 8*time.Second, "within the grace period")
+	logged, _ := os.ReadFile(filepath.Join(dir, "first.log"))
+	assert.Contains(t, string(logged), "TERM", "the process group got SIGTERM first")
+	steps := decodeAll[events.StepFinishedData](t, ofType(history(t, log, running), events.StepFinished))
+	require.Len(t, steps, 1)
+	assert.Equal(t, events.StateCancelled, steps[0].State)
+
+	// A finished run never changes: a late cancel request is recorded but
+	// nothing follows it.
+	require.NoError(t, executor.RequestCancel(ctx, log, running, "test", "again"))
+	assert.Len(t, ofType(history(t, log, running), events.RunFinished), 1)
+}
+
+func TestMaxActiveRunsQueuesInArrivalOrder(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: one_at_a_time}
+spec:
+  max_active_runs: 1
+  steps:
+    - id: nap
+      spec: {type: deterministic, action: sleep, config: {ms: 150}}
+`)
+	ids := []string{submit(t, log, job, nil)}
+	waitFor(t, "the first run to start", func() bool { return has(t, log, ids[0], events.RunStarted, "") })
+	for range 3 {
+		ids = append(ids, submit(t, log, job, nil))
+		time.Sleep(20 * time.Millisecond)
+	}
+	var starts, ends []time.Time
+	for _, id := range ids {
+		waitFinished(t, log, id)
+		evs := history(t, log, id)
+		starts = append(starts, ofType(evs, events.RunStarted)[0].Time)
+		ends = append(ends, ofType(evs, events.RunFinished)[0].Time)
+	}
+	for i := 1; i < len(ids); i++ {
+		assert.True(t, has(t, log, ids[i], events.RunQueued, ""), "run %d was queued", i)
+		assert.False(t, starts[i].Before(ends[i-1]), "run %d started after run %d finished", i, i-1)
+	}
+}
+
+func TestStepTimeoutAppliesToEveryActivity(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	_, fin := runJob(t, log, parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: slow}
+spec:
+  steps:
+    - id: nap
+      timeout_seconds: 1
+      spec: {type: deterministic, action: sleep, config: {ms: 5000}}
+`), nil)
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
+	assert.Contains(t, fin.Error.Message, "timed out after 1s")
+}
+
+func TestChildJobs(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	child := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: child}
+spec:
+  default_input: {greeting: hello}
+  steps:
+    - id: say
+      spec: {type: deterministic, action: echo, config: {said: "{{ input.greeting }} {{ input.name }}"}}
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(name string) (*assets.Job, error) {
+		if name == "child" {
+			return child, nil
+		}
+		return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
+	}})
+	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+	go func() { _ = worker.Run(ctx) }()
+	go func() { _ = orch.Run(ctx) }()
+
+	runID, fin := runJob(t, log, parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: parent}
+spec:
+  steps:
+    - id: call
+      spec: {type: deterministic, action: job.invoke, config: {job: child, input: {name: Ada}}}
+    - id: detach
+      spec: {type: deterministic, action: job.invoke, config: {job: child, input: {name: Bo}, wait: false}}
+    - id: join
+      spec: {type: deterministic, action: job.wait, config: {run_id: "{{ steps.detach.output.run_id }}"}}
+    - id: report
+      spec: {type: deterministic, action: echo, config: {a: "{{ steps.call.output.said }}", b: "{{ steps.join.output.said }}"}}
+`), nil)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, map[string]any{"a": "hello Ada", "b": "hello Bo"}, fin.Output)
+
+	started := decodeAll[events.StepStartedData](t, ofType(history(t, log, runID), events.StepStarted))
+	require.Len(t, started, 4)
+	childID := started[0].ChildRunID
+	require.NotEmpty(t, childID)
+	req := ofType(history(t, log, childID), events.RunRequested)[0]
+	assert.Equal(t, ofType(history(t, log, runID), events.StepStarted)[0].ID, req.ParentID, "the child run hangs under the parent's step")
+	var rd events.RunRequestedData
+	require.NoError(t, req.Decode(&rd))
+	assert.Equal(t, &events.RunLink{RunID: runID, StepKey: "call"}, rd.Parent)
+
+	_, fin = runJob(t, log, parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: orphan}
+spec:
+  steps:
+    - id: call
+      spec: {type: deterministic, action: job.invoke, config: {job: nowhere}}
+`), nil)
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindValidation, fin.Error.Kind)
+	assert.Contains(t, fin.Error.Message, "nowhere")
+}
