@@ -1,0 +1,158 @@
+package main_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// Each unit of work writes "began <x>" before its sleep and "<x>" into
+// done.txt after it, so a unit the kill interrupted has begun twice but is
+// done once, and a unit that finished before the kill has begun once.
+const fanOutCrashJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: crash_fan_out}
+spec:
+  steps:
+    - id: per_item
+      fan_out:
+        items: "a b c d e f"
+        max_workers: 2
+        worker:
+          id: work
+          spec:
+            type: shell
+            program: sh
+            args: ["-c", "echo $1 >> began.txt; sleep 0.7; echo $1 >> done.txt; printf 'did %s' $1", "sh", "{{ item }}"]
+            allowed_programs: [sh]
+      fan_in: {join: {mode: all}, collect: done}
+    - id: summary
+      spec: {type: deterministic, action: echo, config: {done: "{{ steps.done.output }}"}}
+`
+
+const loopCrashJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: crash_loop}
+spec:
+  steps:
+    - id: rounds
+      retry: {max_attempts: 2, initial_backoff_ms: 50}
+      loop:
+        max_iterations: 5
+        break_when: "{{ steps.work.output.stdout }} == round 4"
+        steps:
+          - id: work
+            spec:
+              type: shell
+              program: sh
+              args: ["-c", "echo $1 >> began.txt; sleep 0.7; echo $1 >> done.txt; printf 'round %s' $1", "sh", "{{ iteration }}"]
+              allowed_programs: [sh]
+          - id: note
+            spec: {type: deterministic, action: echo, config: {after: "{{ steps.work.output.stdout }}"}}
+`
+
+// crashRun runs a job on `orbit serve`, SIGKILLs the engine once at least
+// killAfter steps whose key starts with unit have finished, restarts it,
+// and returns the finished run's output, the contents of began.txt and
+// done.txt, and the units finished before the kill.
+func crashRun(t *testing.T, job, unit string, killAfter int) (output any, began, done []string, p *testkit.Project, runID string, before map[string]bool) {
+	p = testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/job.yaml", job)
+	engine := serve(t, p)
+	name := strings.Fields(strings.SplitN(strings.SplitN(job, "name: ", 2)[1], "}", 2)[0])[0]
+	r := p.Orbit("job", "run", name, "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID = strings.TrimSpace(r.Stdout)
+	before = map[string]bool{}
+	if killAfter > 0 {
+		waitFor(t, "work to be done before the kill", func() bool {
+			for _, ev := range runEvents(t, p, runID, "--type", events.StepFinished) {
+				if strings.HasPrefix(ev.StepKey, unit) {
+					before[ev.StepKey] = true
+				}
+			}
+			return len(before) >= killAfter
+		})
+		require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
+		_ = engine.Wait()
+		serve(t, p)
+	}
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	v := runView(t, p, runID)
+	require.Equal(t, events.StateSuccess, v.State, "%+v", v.Error)
+	return v.Output, readLines(t, filepath.Join(p.Root, "began.txt")), readLines(t, filepath.Join(p.Root, "done.txt")), p, runID, before
+}
+
+func activityStarts(t *testing.T, p *testkit.Project, runID string) map[string]int {
+	starts := map[string]int{}
+	for _, ev := range runEvents(t, p, runID, "--type", events.ActivityStarted) {
+		starts[ev.StepKey]++
+	}
+	return starts
+}
+
+func assertSameJSON(t *testing.T, want, got any) {
+	t.Helper()
+	w, err := json.Marshal(want)
+	require.NoError(t, err)
+	g, err := json.Marshal(got)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(w), string(g))
+}
+
+func TestKillInsideAFanOut(t *testing.T) {
+	t.Parallel()
+	want, _, _, _, _, _ := crashRun(t, fanOutCrashJob, "per_item/", 0)
+	got, began, done, p, runID, before := crashRun(t, fanOutCrashJob, "per_item/", 2)
+
+	assertSameJSON(t, want, got)
+	for _, item := range []string{"a", "b", "c", "d", "e", "f"} {
+		assert.Equal(t, 1, count(done, item), "item %s done exactly once: %v", item, done)
+	}
+	starts := activityStarts(t, p, runID)
+	for i, item := range []string{"a", "b", "c", "d", "e", "f"} {
+		key := "per_item/" + strconv.Itoa(i+1)
+		assert.Equal(t, count(began, item), starts[key], "every start of %s is on record", key)
+	}
+	require.GreaterOrEqual(t, len(before), 2)
+	for i, item := range []string{"a", "b", "c", "d", "e", "f"} {
+		if before["per_item/"+strconv.Itoa(i+1)] {
+			assert.Equal(t, 1, count(began, item), "item %s finished before the kill and never ran again", item)
+		}
+	}
+	assert.Equal(t, 0, p.Orbit("replay", "--verify").Code)
+}
+
+func TestKillInsideALoop(t *testing.T) {
+	t.Parallel()
+	want, _, _, _, _, _ := crashRun(t, loopCrashJob, "rounds/", 0)
+	got, began, done, p, runID, before := crashRun(t, loopCrashJob, "rounds/", 2)
+
+	assertSameJSON(t, want, got)
+	assert.Equal(t, []string{"1", "2", "3", "4"}, done, "each iteration done once, in order, and the loop broke after 4")
+	require.NotEmpty(t, before)
+	for key := range before {
+		if strings.HasSuffix(key, "/work") {
+			n := strings.Split(key, "/")[1]
+			assert.Equal(t, 1, count(began, n), "iteration %s finished before the kill and never ran again", n)
+		}
+	}
+	starts := activityStarts(t, p, runID)
+	for i := 1; i <= 4; i++ {
+		assert.Equal(t, count(began, strconv.Itoa(i)), starts["rounds/"+strconv.Itoa(i)+"/work"])
+	}
+	its := runEvents(t, p, runID, "--type", events.LoopIteration)
+	assert.Len(t, its, 4)
+	assert.Equal(t, 0, p.Orbit("replay", "--verify").Code)
+}
