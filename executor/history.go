@@ -27,7 +27,7 @@ type history struct {
 
 // openHistory follows the run's events and returns once every event already
 // in the log has been delivered. onEvent, if not nil, is called for every
-// event as it arrives (after it is recorded).
+// event as it arrives, before the history records it.
 func openHistory(ctx context.Context, log *events.Log, runID string, onEvent func(events.Event)) (*history, error) {
 	feed, err := log.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
 	if err != nil {
@@ -57,15 +57,17 @@ func openHistory(ctx context.Context, log *events.Log, runID string, onEvent fun
 func (h *history) follow() {
 	defer close(h.done)
 	for ev := range h.feed.Events() {
+		// onEvent runs first, so that whoever waits for the history to reach
+		// an event also sees what onEvent made of it.
+		if h.onEvent != nil {
+			h.onEvent(ev)
+		}
 		h.mu.Lock()
 		h.byID[ev.ID] = ev
 		h.lastSeq = ev.Seq
 		close(h.changed)
 		h.changed = make(chan struct{})
 		h.mu.Unlock()
-		if h.onEvent != nil {
-			h.onEvent(ev)
-		}
 	}
 	h.mu.Lock()
 	h.err = h.feed.Err()

@@ -99,17 +99,19 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer cancels.Stop()
 	stop, err := o.cfg.Log.Consume(ctx, events.ConsumerSpec{
 		Durable: "orchestrator",
 		Command: cmdRunRequest,
 		Reset:   o.cfg.Log.Embedded(),
 	}, func(cmd *events.Command) { o.handleRequest(ctx, cmd) })
 	if err != nil {
+		cancels()
 		return err
 	}
 	<-ctx.Done()
+	// Nothing may start a run once the wait for the running ones begins.
 	stop.Stop()
+	cancels()
 	o.wg.Wait()
 	return nil
 }
@@ -153,8 +155,8 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 // watchCancels starts the run of a queued run as soon as it is cancelled,
 // out of turn: its interpreter sees the request and finishes it cancelled
 // without running anything. (A running run sees the request in its own
-// history.)
-func (o *Orchestrator) watchCancels(ctx context.Context) (*events.Feed, error) {
+// history.) The returned func stops watching and waits until it has.
+func (o *Orchestrator) watchCancels(ctx context.Context) (func(), error) {
 	last, err := o.cfg.Log.LastSeq(ctx)
 	if err != nil {
 		return nil, err
@@ -166,12 +168,19 @@ func (o *Orchestrator) watchCancels(ctx context.Context) (*events.Feed, error) {
 	if err != nil {
 		return nil, err
 	}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for ev := range feed.Events() {
-			o.startQueued(ctx, ev.RunID)
+			if ctx.Err() == nil {
+				o.startQueued(ctx, ev.RunID)
+			}
 		}
 	}()
-	return feed, nil
+	return func() {
+		feed.Stop()
+		<-done
+	}, nil
 }
 
 // startQueued starts a queued run now, whatever its job's limit.
