@@ -1,0 +1,56 @@
+package executor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestRestartDuringARetryWaitWaitsTheRemainder stops the engine in the
+// middle of a 2 s retry backoff and starts a new one: the next attempt
+// starts when the recorded not_before says, not a full backoff after the
+// restart.
+func TestRestartDuringARetryWaitWaitsTheRemainder(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: patient}
+spec:
+  steps:
+    - id: flaky
+      retry: {max_attempts: 2, initial_backoff_ms: 2000}
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "test $ORBIT_STEP_ATTEMPT -ge 2"]
+        allowed_programs: [sh]
+`)
+	first := startEngine(t, log, dir, nil)
+	runID := submit(t, log, job, nil)
+	waitFor(t, "the retry to be scheduled", func() bool { return has(t, log, runID, events.StepRetryScheduled, "flaky") })
+	time.Sleep(time.Second)
+	first.stop()
+
+	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
+	startEngine(t, log, dir, active)
+	fin := waitFinished(t, log, runID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+
+	evs := history(t, log, runID)
+	var sched events.StepRetryScheduledData
+	require.NoError(t, ofType(evs, events.StepRetryScheduled)[0].Decode(&sched))
+	second := ofType(evs, events.StepStarted)[1]
+	assert.False(t, second.Time.Before(sched.NotBefore), "attempt 2 waited for not_before")
+	assert.Less(t, second.Time.Sub(sched.NotBefore), 700*time.Millisecond, "and no longer: only the remainder after the restart")
+	assert.Len(t, ofType(evs, events.RunResumed), 1)
+	assert.Len(t, ofType(evs, events.StepRetryScheduled), 1, "the retry was decided once")
+}
