@@ -220,3 +220,33 @@ spec:
 	assert.Equal(t, events.KindValidation, fin.Error.Kind)
 	assert.Contains(t, fin.Error.Message, "nowhere")
 }
+
+// TestChildOfTheSameJobIsNotQueuedBehindItsParent: a job with
+// max_active_runs 1 that invokes itself would wait forever for a child
+// queued behind it.
+func TestChildOfTheSameJobIsNotQueuedBehindItsParent(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	var self *assets.Job
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(string) (*assets.Job, error) { return self, nil }})
+	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+	go func() { _ = worker.Run(ctx) }()
+	go func() { _ = orch.Run(ctx) }()
+	self = parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: recursive}
+spec:
+  default_input: {depth: 0}
+  steps:
+    - id: again
+      when: "{{ input.depth }} != 2"
+      spec: {type: deterministic, action: job.invoke, config: {job: recursive, input: {depth: 2}}}
+    - id: out
+      spec: {type: deterministic, action: echo, config: {depth: "{{ input.depth }}"}}
+`)
+	_, fin := runJob(t, log, self, map[string]any{"depth": 1})
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+}

@@ -329,6 +329,9 @@ func (x *interpreter) recordFinished(ctx context.Context, key string, attempt in
 	if failed != nil {
 		data.State, data.Output, data.Error = failedState(failed), nil, failed
 	}
+	if started, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
+		data.DurationMS = time.Since(started.Time).Milliseconds()
+	}
 	return x.record(ctx, events.Event{ID: stepEventID(events.StepFinished, x.runID, key, attempt), Type: events.StepFinished,
 		StepKey: key, ParentID: parent}, data)
 }

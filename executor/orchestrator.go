@@ -72,7 +72,8 @@ type Orchestrator struct {
 type runCtl struct {
 	id      string
 	job     *assets.Job
-	started bool // run.started is in the log
+	parent  string // the run that started this one with job.invoke
+	started bool   // run.started is in the log
 	cancel  context.CancelCauseFunc
 }
 
@@ -221,6 +222,9 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 			if rc.job, err = decodeJob(d.Job); err != nil {
 				return nil, err
 			}
+			if d.Parent != nil {
+				rc.parent = d.Parent.RunID
+			}
 		case events.RunStarted:
 			rc.started = true
 		}
@@ -287,7 +291,11 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 	if err != nil {
 		return err
 	}
-	o.admit(ctx, &runCtl{id: req.RunID, job: &req.Job})
+	rc := &runCtl{id: req.RunID, job: &req.Job}
+	if req.Parent != nil {
+		rc.parent = req.Parent.RunID
+	}
+	o.admit(ctx, rc)
 	return nil
 }
 
@@ -300,7 +308,7 @@ func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 	}
 	o.runs[rc.id] = rc
 	job := rc.job.Name
-	if rc.started || o.active[job] < maxActive(rc.job) {
+	if rc.started || o.active[job] < maxActive(rc.job) || o.ancestorRunsLocked(rc) {
 		o.startLocked(ctx, rc)
 		return
 	}
@@ -319,6 +327,20 @@ func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 			o.log.Warn("recording queued run", "run", rc.id, "err", err)
 		}
 	}()
+}
+
+// ancestorRunsLocked reports whether a run of the same job is among a
+// run's running ancestors. Such a run holds the slot the child would wait
+// for while it waits for the child, so the child is never queued behind it.
+func (o *Orchestrator) ancestorRunsLocked(rc *runCtl) bool {
+	seen := map[string]bool{rc.id: true}
+	for p := o.runs[rc.parent]; p != nil && !seen[p.id]; p = o.runs[p.parent] {
+		if p.job.Name == rc.job.Name && p.cancel != nil {
+			return true
+		}
+		seen[p.id] = true
+	}
+	return false
 }
 
 func maxActive(job *assets.Job) int {
@@ -409,9 +431,14 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 		return fmt.Errorf("taking the lease: %w", err)
 	}
 	leaseCtx, lost := context.WithCancelCause(ctx)
-	defer lost(nil)
-	go ls.hold(leaseCtx, func(err error) { lost(fmt.Errorf("%w: lease lost: %v", ErrLeaseHeld, err)) })
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		ls.hold(leaseCtx, func(err error) { lost(fmt.Errorf("%w: lease lost: %v", ErrLeaseHeld, err)) })
+	}()
 	defer func() {
+		lost(nil)
+		<-held // the renewals have stopped: the lease is this goroutine's again
 		if err := ls.release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, events.ErrConflict) {
 			o.log.Warn("releasing lease", "run", rc.id, "err", err)
 		}

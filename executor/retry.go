@@ -124,11 +124,12 @@ func (x *interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, k
 		}
 	}
 	recInput := map[string]any{
-		"step_id":  st.ID,
-		"step_key": key,
-		"attempt":  float64(attempt),
-		"error":    map[string]any{"kind": failed.Kind, "message": failed.Message, "retryable": failed.Retryable},
-		"input":    input,
+		"step_id":        st.ID,
+		"step_key":       key,
+		"attempt":        float64(attempt),
+		"error":          map[string]any{"kind": failed.Kind, "message": failed.Message, "retryable": failed.Retryable},
+		"input":          input,
+		"workspace_path": sc.workspace(input), // the recovery runs where the step ran
 	}
 	recStep := &assets.Step{ID: "recovery", Target: "activity:" + rec.Name, Activity: &rec.Spec}
 	_, rf := x.attempt(ctx, sc, recStep, key+"/recovery", 1, recInput)

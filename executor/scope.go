@@ -71,7 +71,8 @@ func (sc *scope) workspace(input any) string {
 	return sc.root
 }
 
-// templates returns the template scope for rendering with the given input.
+// templates returns the template scope for rendering with the given input;
+// {{ workspace_path }} is the workspace that input selects.
 func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.Scope {
 	return &assets.Scope{
 		Input:         input,
@@ -80,7 +81,7 @@ func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.S
 		Item:          sc.item,
 		HasItem:       sc.hasItem,
 		Iteration:     sc.iteration,
-		WorkspacePath: sc.workspace(sc.input),
+		WorkspacePath: sc.workspace(input),
 	}
 }
 

@@ -18,6 +18,8 @@ type RunFilter struct {
 	Limit int
 	// States keeps runs in one of these states; empty means any state.
 	States []string
+	// TopLevel keeps runs that no other run started (no child runs).
+	TopLevel bool
 }
 
 // RunView returns a run with its steps, in the order they were first seen.
@@ -36,14 +38,15 @@ func (p *Projector) RunView(ctx context.Context, id string) (*RunView, error) {
 	return v, nil
 }
 
-// LatestRun returns the most recent run, of job when it is not empty, with
-// its steps. Runs are ordered by id, and run ids are ULIDs, so the most
-// recent run is the one requested last. No run at all is an error wrapping
+// LatestRun returns the most recent top-level run (not a child run started
+// by another), of job when it is not empty, with its steps. Runs are ordered
+// by id, and run ids are ULIDs, so the most recent run is the one requested
+// last. No run at all is an error wrapping
 // ErrNotFound.
 func (p *Projector) LatestRun(ctx context.Context, job string) (*RunView, error) {
 	var v *RunView
 	err := p.read(ctx, func(tx *bolt.Tx) error {
-		runs, err := scanRuns(tx, RunFilter{Job: job, Limit: 1})
+		runs, err := scanRuns(tx, RunFilter{Job: job, Limit: 1, TopLevel: true})
 		if err != nil {
 			return err
 		}
@@ -141,7 +144,7 @@ func loadSteps(tx *bolt.Tx, v *RunView) error {
 func scanRuns(tx *bolt.Tx, f RunFilter) ([]RunView, error) {
 	var runs []RunView
 	keep := func(v RunView) bool {
-		if len(f.States) == 0 || slices.Contains(f.States, v.State) {
+		if (len(f.States) == 0 || slices.Contains(f.States, v.State)) && (!f.TopLevel || v.Parent == nil) {
 			runs = append(runs, v)
 		}
 		return f.Limit <= 0 || len(runs) < f.Limit

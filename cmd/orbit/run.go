@@ -89,6 +89,12 @@ func (a *app) showRun(v *projector.RunView) {
 	if v.Parent != nil {
 		field("Parent", v.Parent.RunID+" step "+v.Parent.StepKey)
 	}
+	if len(v.Children) > 0 {
+		field("Children", strings.Join(v.Children, ", "))
+	}
+	if len(v.QueuedBehind) > 0 && v.StartedAt == nil {
+		field("Queued", "behind "+strings.Join(v.QueuedBehind, ", "))
+	}
 	field("Requested", timestamp(v.RequestedAt))
 	field("Started", timestamp(v.StartedAt))
 	finished := timestamp(v.FinishedAt)
