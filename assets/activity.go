@@ -14,19 +14,19 @@ import (
 const (
 	defaultShellTimeoutSeconds = 300
 	defaultOnDenial            = "terminate"
-	defaultBackend             = "auto"
 )
 
 var (
 	activityTypes = []string{TypeShell, TypeDeterministic, TypeAgentLoop, TypeGroundhog}
 	sharedFields  = []string{"type", "description", "input_schema_json", "output_schema_json", "fsProfile"}
-	agentFields   = []string{"instruction", "tools", "on_denial", "model", "max_iterations", "provider", "wall_clock_timeout_seconds", "fixture"}
+	agentFields   = []string{"instruction", "tools", "allowed_programs", "on_denial", "model", "max_iterations", "max_tokens",
+		"provider", "base_url", "wall_clock_timeout_seconds", "fixture"}
 
 	// typeFields are the fields each activity type has besides sharedFields.
 	typeFields = map[string][]string{
 		TypeShell:         {"program", "args", "allowed_programs", "timeout_seconds", "expected_exit_codes"},
 		TypeDeterministic: {"action", "config"},
-		TypeAgentLoop:     append(append([]string(nil), agentFields...), "backend"),
+		TypeAgentLoop:     append(append([]string(nil), agentFields...), "backend", "executor"),
 		TypeGroundhog:     append(append([]string(nil), agentFields...), "attempt_budget_default"),
 	}
 )
@@ -40,22 +40,23 @@ func article(typ string) string {
 }
 
 // activitySpec decodes an activity spec (an Activity's spec or a step's
-// inline spec) at path. Strings that contain templates are added to sites.
-// It returns nil only when the spec has no usable type.
-func (d *decoder) activitySpec(n *yaml.Node, path string, sites *[]site) (*ActivitySpec, bool) {
+// inline spec) at path, resolving an agent spec against o. Strings that
+// contain templates are added to sites. It returns nil only when the spec
+// has no usable type, and also the backend of an agent_loop as written
+// (auto when left out), which the resolved spec no longer shows.
+func (d *decoder) activitySpec(n *yaml.Node, path string, sites *[]site, o *loadOptions) (*ActivitySpec, string) {
 	m := d.mapping(n, path)
 	if m == nil {
-		return nil, false
+		return nil, ""
 	}
-	before := len(d.list)
 	tn := m.get("type")
 	if tn == nil {
 		d.add(m.line("type"), child(path, "type"), "is required (one of shell, deterministic, agent_loop, groundhog)")
-		return nil, false
+		return nil, ""
 	}
 	typ, ok := d.scalarString(tn, child(path, "type"))
 	if !ok {
-		return nil, false
+		return nil, ""
 	}
 	if !contains(activityTypes, typ) {
 		reason := fmt.Sprintf("%q is not one of shell, deterministic, agent_loop, groundhog", typ)
@@ -63,10 +64,13 @@ func (d *decoder) activitySpec(n *yaml.Node, path string, sites *[]site) (*Activ
 			reason += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		d.addAt(tn, child(path, "type"), reason)
-		return nil, false
+		return nil, ""
 	}
 	allowed := append(append([]string(nil), sharedFields...), typeFields[typ]...)
 	d.checkKeys(m, allowed, func(key string) string {
+		if key == "executor_spec" {
+			return "executor_spec cannot be written: it is filled in at load, from the executor named by executor: (or provider:)"
+		}
 		for _, other := range activityTypes {
 			if contains(typeFields[other], key) {
 				return fmt.Sprintf("%s is not a field of %s %s activity", key, article(typ), typ)
@@ -79,8 +83,9 @@ func (d *decoder) activitySpec(n *yaml.Node, path string, sites *[]site) (*Activ
 		Description:      d.str(m, "description"),
 		InputSchemaJSON:  d.schema(m, "input_schema_json"),
 		OutputSchemaJSON: d.schema(m, "output_schema_json"),
-		FSProfile:        d.str(m, "fsProfile"),
+		FSProfile:        d.fsProfile(m, o),
 	}
+	written := ""
 	switch typ {
 	case TypeShell:
 		d.shellSpec(m, spec, sites)
@@ -94,9 +99,9 @@ func (d *decoder) activitySpec(n *yaml.Node, path string, sites *[]site) (*Activ
 			}
 		}
 	default:
-		d.agentSpec(m, spec, sites)
+		written = d.agentSpec(m, spec, sites, o)
 	}
-	return spec, len(d.list) == before
+	return spec, written
 }
 
 func (d *decoder) shellSpec(m *mapping, spec *ActivitySpec, sites *[]site) {
@@ -143,27 +148,6 @@ func (d *decoder) shellSpec(m *mapping, spec *ActivitySpec, sites *[]site) {
 			}
 		}
 		spec.ExpectedExitCodes = codes
-	}
-}
-
-func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site) {
-	spec.Instruction = d.str(m, "instruction")
-	d.addSite(sites, m, "instruction", spec.Instruction)
-	if n := m.get("tools"); n != nil {
-		spec.Tools, _ = d.stringList(n, child(m.path, "tools"))
-	}
-	spec.OnDenial = d.oneOf(m, "on_denial", defaultOnDenial, "continue")
-	spec.Model = d.str(m, "model")
-	spec.MaxIterations = d.intAtLeast(m, "max_iterations", 1, 0)
-	spec.Provider = d.str(m, "provider")
-	spec.WallClockTimeoutSeconds = d.intAtLeast(m, "wall_clock_timeout_seconds", 1, 0)
-	spec.Fixture = d.str(m, "fixture")
-	if spec.Type == TypeAgentLoop {
-		spec.Backend = d.oneOf(m, "backend", defaultBackend, "http", "cli")
-	} else {
-		// The fallback of 3 attempts is applied at run time, so that the
-		// stored spec says whether the activity chose a budget.
-		spec.AttemptBudgetDefault = d.intAtLeast(m, "attempt_budget_default", 1, 0)
 	}
 }
 
@@ -251,6 +235,10 @@ func (s ActivitySpec) clone() ActivitySpec {
 	c.AllowedPrograms = slices.Clone(s.AllowedPrograms)
 	c.ExpectedExitCodes = slices.Clone(s.ExpectedExitCodes)
 	c.Tools = slices.Clone(s.Tools)
+	if s.ExecutorSpec != nil {
+		es := s.ExecutorSpec.clone()
+		c.ExecutorSpec = &es
+	}
 	if s.Config != nil {
 		c.Config = cloneValue(s.Config).(map[string]any)
 	}

@@ -43,28 +43,50 @@ func TestParseActivity(t *testing.T) {
   action: sleep
   config: {ms: 250, note: "{{ input.why }}"}`,
 			assets.ActivitySpec{Type: "deterministic", Action: "sleep", Config: map[string]any{"ms": float64(250), "note": "{{ input.why }}"}}},
-		{"agent_loop defaults", `
-  type: agent_loop`,
-			assets.ActivitySpec{Type: "agent_loop", OnDenial: "terminate", Backend: "auto"}},
+		{"agent_loop defaults: backend auto resolves to http", `
+  type: agent_loop
+  provider: claude`,
+			assets.ActivitySpec{Type: "agent_loop", OnDenial: "terminate", Backend: "http", Provider: "claude"}},
 		{"agent_loop, every field", `
   type: agent_loop
+  fsProfile: docs
   instruction: "Fix {{ input.issue }}"
-  tools: [fs.read, fs.write]
+  tools: [fs.read, fs.write, shell.exec]
+  allowed_programs: [go, git]
   on_denial: continue
   model: m1
   max_iterations: 12
-  backend: cli
-  provider: replay
+  max_tokens: 4096
+  backend: http
+  provider: openai_compat
+  base_url: http://localhost:11434/v1
+  executor: codex
   wall_clock_timeout_seconds: 600
   fixture: testdata/fix.json`,
-			assets.ActivitySpec{Type: "agent_loop", Instruction: "Fix {{ input.issue }}", Tools: []string{"fs.read", "fs.write"},
-				OnDenial: "continue", Model: "m1", MaxIterations: 12, Backend: "cli", Provider: "replay",
-				WallClockTimeoutSeconds: 600, Fixture: "testdata/fix.json"}},
+			assets.ActivitySpec{Type: "agent_loop", FSProfile: "docs", Instruction: "Fix {{ input.issue }}",
+				Tools: []string{"fs.read", "fs.write", "shell.exec"}, AllowedPrograms: []string{"go", "git"},
+				OnDenial: "continue", Model: "m1", MaxIterations: 12, MaxTokens: 4096, Backend: "http", Provider: "openai_compat",
+				BaseURL: "http://localhost:11434/v1", Executor: "codex", WallClockTimeoutSeconds: 600, Fixture: "testdata/fix.json"}},
+		{"agent_loop on cli gets its executor", `
+  type: agent_loop
+  provider: codex
+  backend: cli`,
+			assets.ActivitySpec{Type: "agent_loop", OnDenial: "terminate", Backend: "cli", Provider: "codex",
+				ExecutorSpec: &assets.ExecutorSpec{Command: "codex", Args: []string{"exec", "--json"}, Output: "codex_jsonl"}}},
 		{"groundhog", `
   type: groundhog
   provider: claude
   attempt_budget_default: 5`,
 			assets.ActivitySpec{Type: "groundhog", OnDenial: "terminate", Provider: "claude", AttemptBudgetDefault: 5}},
+		{"groundhog, agent fields", `
+  type: groundhog
+  provider: openai_compat
+  base_url: https://llm.example.com/v1
+  max_tokens: 1000
+  tools: [fs.read]
+  allowed_programs: [make]`,
+			assets.ActivitySpec{Type: "groundhog", OnDenial: "terminate", Provider: "openai_compat", BaseURL: "https://llm.example.com/v1",
+				MaxTokens: 1000, Tools: []string{"fs.read"}, AllowedPrograms: []string{"make"}}},
 		{"schemas as YAML are stored as compact JSON", `
   type: deterministic
   action: echo
@@ -105,9 +127,34 @@ func TestParseActivityProblems(t *testing.T) {
 			`act.yaml:8: spec.timeout_seconds: must be ≥ 1`},
 		{"empty action", "  type: deterministic\n  action: ''", `act.yaml:6: spec.action: must not be empty`},
 		{"config not a mapping", "  type: deterministic\n  action: echo\n  config: [1]", `act.yaml:7: spec.config: must be a mapping, not a list`},
-		{"backend on groundhog", "  type: groundhog\n  backend: http", `act.yaml:6: spec.backend: backend is not a field of a groundhog activity`},
-		{"budget on agent_loop", "  type: agent_loop\n  attempt_budget_default: 2", `act.yaml:6: spec.attempt_budget_default: attempt_budget_default is not a field of an agent_loop activity`},
-		{"budget 0", "  type: groundhog\n  attempt_budget_default: 0", `act.yaml:6: spec.attempt_budget_default: must be ≥ 1`},
+		{"backend on groundhog", "  type: groundhog\n  provider: claude\n  backend: http", `act.yaml:7: spec.backend: backend is not a field of a groundhog activity`},
+		{"executor on groundhog", "  type: groundhog\n  provider: claude\n  executor: claude", `act.yaml:7: spec.executor: executor is not a field of a groundhog activity`},
+		{"budget on agent_loop", "  type: agent_loop\n  provider: claude\n  attempt_budget_default: 2", `act.yaml:7: spec.attempt_budget_default: attempt_budget_default is not a field of an agent_loop activity`},
+		{"budget 0", "  type: groundhog\n  provider: claude\n  attempt_budget_default: 0", `act.yaml:7: spec.attempt_budget_default: must be ≥ 1`},
+		{"no provider on agent_loop", "  type: agent_loop", `act.yaml:5: spec.provider: is required: one of claude, openai_compat, replay, or on backend cli the name of an executor`},
+		{"no provider on groundhog", "  type: groundhog", `act.yaml:5: spec.provider: is required: one of claude, openai_compat, replay`},
+		{"empty provider", "  type: agent_loop\n  provider: ' '", `act.yaml:6: spec.provider: must not be empty`},
+		{"groundhog needs an http provider", "  type: groundhog\n  provider: codex",
+			`act.yaml:6: spec.provider: provider "codex" has no HTTP transport (http providers: claude, openai_compat, replay)`},
+		{"auto resolves to http, which codex lacks", "  type: agent_loop\n  provider: codex",
+			`act.yaml:6: spec.provider: provider "codex" has no HTTP transport (http providers: claude, openai_compat, replay); use backend: cli`},
+		{"no executor named like the provider", "  type: agent_loop\n  provider: openai_compat\n  backend: cli",
+			`act.yaml:6: spec: no executor "openai_compat" for backend cli (executors: claude, codex)`},
+		{"no executor by that name", "  type: agent_loop\n  provider: claude\n  backend: cli\n  executor: gemini",
+			`act.yaml:8: spec: no executor "gemini" for backend cli (executors: claude, codex)`},
+		{"executor_spec by hand", "  type: agent_loop\n  provider: claude\n  executor_spec: {command: x}",
+			`act.yaml:7: spec.executor_spec: executor_spec cannot be written: it is filled in at load, from the executor named by executor: (or provider:)`},
+		{"tools", "  type: agent_loop\n  provider: claude\n  tools: [fs.read, '', fs.read]",
+			"act.yaml:7: spec.tools[1]: must not be empty\nact.yaml:7: spec.tools[2]: \"fs.read\" is listed twice"},
+		{"empty program for shell.exec", "  type: agent_loop\n  provider: claude\n  allowed_programs: [go, '']",
+			`act.yaml:7: spec.allowed_programs: must not contain an empty program`},
+		{"max_tokens", "  type: agent_loop\n  provider: claude\n  max_tokens: 0", `act.yaml:7: spec.max_tokens: must be ≥ 1`},
+		{"base_url", "  type: agent_loop\n  provider: openai_compat\n  base_url: localhost:11434",
+			`act.yaml:7: spec.base_url: "localhost:11434" is not an http:// or https:// URL`},
+		{"base_url with credentials", "  type: agent_loop\n  provider: openai_compat\n  base_url: https://me:pw@llm.example.com",
+			`act.yaml:7: spec.base_url: must not contain credentials: name the key's variable with api_key_env in the config`},
+		{"unknown seeded fixture", "  type: agent_loop\n  provider: replay\n  fixture: seeded:fixtures/nope.json",
+			`act.yaml:7: spec.fixture: no seeded file "fixtures/nope.json"`},
 		{"schema not JSON", "  type: deterministic\n  action: echo\n  input_schema_json: '{nope'", `act.yaml:7: spec.input_schema_json: must be valid JSON`},
 		{"schema list", "  type: deterministic\n  action: echo\n  input_schema_json: [1]", `act.yaml:7: spec.input_schema_json: must be a JSON string or a mapping, not a list`},
 		{"bad template", "  type: deterministic\n  action: echo\n  config: {a: [\"{{ nope }}\"]}",

@@ -7,38 +7,50 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 )
 
-// CatalogOptions configures OpenCatalog. The zero value means no env layer
-// and backend auto resolving to http.
+// CatalogOptions configures OpenCatalog. The zero value means no env layer,
+// backend auto resolving to http, and fsProfile names not checked.
 type CatalogOptions struct {
-	// ActivityDir and JobDir are the env layer (the caller reads
-	// ORBIT_ACTIVITY_DIR and ORBIT_JOB_DIR); empty means no env layer.
-	ActivityDir, JobDir string
-	// Backend is what an agent_loop with backend: auto resolves to when jobs
-	// are checked (http, cli; empty or auto means http).
+	// ActivityDir, JobDir and ExecutorDir are the env layer (the caller
+	// reads ORBIT_ACTIVITY_DIR, ORBIT_JOB_DIR and ORBIT_EXECUTOR_DIR); empty
+	// means no env layer.
+	ActivityDir, JobDir, ExecutorDir string
+	// Backend is what an agent_loop with backend: auto resolves to when the
+	// catalog loads (http, cli; empty or auto means http).
 	Backend string
+	// FSProfiles are the filesystem profiles the project defines (see
+	// Config.FSProfileNames). When not nil, an fsProfile that names none of
+	// them, and is not "default", is a load error; nil accepts any name.
+	FSProfiles []string
 }
 
-// Catalog is every activity and job visible from a project root, loaded and
-// validated. Names resolve first match wins: the env layer, then
-// <root>/.orbit/activities and <root>/.orbit/jobs, then the seeded assets
+// Catalog is every executor, activity and job visible from a project root,
+// loaded and validated. Names resolve first match wins: the env layer, then
+// <root>/.orbit/executors, activities and jobs, then the seeded assets
 // built into the binary.
 //
+// Agent specs are resolved when the catalog opens (see ActivitySpec.Backend):
+// an activity's spec, and so every copy a job's target takes of it, holds
+// the backend the catalog's options resolved it to and, for cli, its
+// Executor.
+//
 // A Catalog does not change after OpenCatalog and is safe for concurrent
-// use. The *Job and *Activity values it returns are shared: callers must not
-// modify them.
+// use. The *Job, *Activity and *Executor values it returns are shared:
+// callers must not modify them.
 type Catalog struct {
-	backend    string
-	activities map[string][]*Activity // by name, highest layer first
+	opts       loadOptions
+	executors  map[string][]*Executor // by name, highest layer first
+	activities map[string][]*Activity
 	jobs       map[string][]*Job
 }
 
 // Entry describes one visible asset of a catalog listing.
 type Entry struct {
 	Name        string   `json:"name"`
-	Kind        string   `json:"kind"` // the activity's type, or the job's kind (workflow, subroutine)
+	Kind        string   `json:"kind"` // the activity's type, the job's kind (workflow, subroutine), or the executor's output
 	Description string   `json:"description,omitempty"`
 	Source      string   `json:"source"` // the file it was read from, or seeded:<file>
 	Layer       Layer    `json:"layer"`
@@ -71,47 +83,54 @@ func seededDir(sub string) dir {
 	return dir{layer: LayerSeeded, fsys: fsys, display: func(name string) string { return "seeded:" + sub + "/" + name }}
 }
 
-// OpenCatalog reads and validates every activity and job file of every layer
-// under root. Files are the *.yaml and *.yml files directly in each
-// directory; a missing directory is an empty layer. Jobs resolve their
-// targets across the whole catalog, first match wins.
+// OpenCatalog reads and validates every executor, activity and job file of
+// every layer under root. Files are the *.yaml and *.yml files directly in
+// each directory; a missing directory is an empty layer. Executors load
+// first, then activities (whose agent specs resolve against the executors),
+// then jobs (whose targets resolve across the whole catalog, first match
+// wins).
 //
 // Any problem in any file, or the same name defined twice inside one layer,
 // makes it return an *Error (matching ErrInvalid) listing every problem. A
 // directory or file that cannot be read gives the I/O error instead.
 func OpenCatalog(root string, opts CatalogOptions) (*Catalog, error) {
+	backend := BackendHTTP
 	switch opts.Backend {
-	case "", "auto", "http", "cli":
+	case "", backendAuto, BackendHTTP:
+	case BackendCLI:
+		backend = BackendCLI
 	default:
 		return nil, invalid(fmt.Sprintf("backend %q is not one of http, cli, auto", opts.Backend))
 	}
-	c := &Catalog{backend: opts.Backend, activities: map[string][]*Activity{}, jobs: map[string][]*Job{}}
+	c := &Catalog{executors: map[string][]*Executor{}, activities: map[string][]*Activity{}, jobs: map[string][]*Job{}}
 	orbit := filepath.Join(root, ".orbit")
-	activityDirs := []dir{
-		osDir(LayerEnv, opts.ActivityDir),
-		osDir(LayerWorkspace, filepath.Join(orbit, "activities")),
-		seededDir("activities"),
-	}
-	jobDirs := []dir{
-		osDir(LayerEnv, opts.JobDir),
-		osDir(LayerWorkspace, filepath.Join(orbit, "jobs")),
-		seededDir("jobs"),
+	layers := func(envDir, sub string) []dir {
+		return []dir{osDir(LayerEnv, envDir), osDir(LayerWorkspace, filepath.Join(orbit, sub)), seededDir(sub)}
 	}
 
 	var all []Problem
-	for _, d := range activityDirs {
-		probs, err := c.loadActivities(d)
-		if err != nil {
-			return nil, err
-		}
+	collect := func(probs []Problem, err error) error {
 		all = append(all, probs...)
+		return err
 	}
-	for _, d := range jobDirs {
-		probs, err := c.loadJobs(d)
-		if err != nil {
+	for _, d := range layers(opts.ExecutorDir, "executors") {
+		if err := collect(loadLayer(d, "executor", c.executors, parseExecutorFile)); err != nil {
 			return nil, err
 		}
-		all = append(all, probs...)
+	}
+	c.opts = loadOptions{backend: backend, executors: visible(c.executors)}
+	if opts.FSProfiles != nil {
+		c.opts.fsProfiles = slices.Clone(opts.FSProfiles)
+	}
+	for _, d := range layers(opts.ActivityDir, "activities") {
+		if err := collect(loadLayer(d, "activity", c.activities, c.parseActivityFile)); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range layers(opts.JobDir, "jobs") {
+		if err := collect(loadLayer(d, "job", c.jobs, c.parseJobFile)); err != nil {
+			return nil, err
+		}
 	}
 	if len(all) > 0 {
 		return nil, &Error{Problems: all}
@@ -153,7 +172,11 @@ func readDir(d dir) ([]assetFile, error) {
 	return files, nil
 }
 
-func (c *Catalog) loadActivities(d dir) ([]Problem, error) {
+// loadLayer reads the asset files of one layer directory with parse (which
+// returns an asset, its name and the line of its name) and adds each asset
+// to byName after those of higher layers. A name defined twice in the layer
+// is a problem naming both files; the second definition is dropped.
+func loadLayer[T any](d dir, what string, byName map[string][]*T, parse func(assetFile, Layer) (*T, string, int, error)) ([]Problem, error) {
 	files, err := readDir(d)
 	if err != nil {
 		return nil, err
@@ -161,44 +184,48 @@ func (c *Catalog) loadActivities(d dir) ([]Problem, error) {
 	var probs []Problem
 	seen := map[string]string{}
 	for _, f := range files {
-		a, line, err := parseActivity(f.source, f.data)
+		a, name, line, err := parse(f, d.layer)
 		if err != nil {
 			probs = append(probs, problemsOf(err)...)
 			continue
 		}
-		if first, dup := seen[a.Name]; dup {
-			probs = append(probs, duplicate(f.source, line, "activity", a.Name, first, d.layer))
+		if first, dup := seen[name]; dup {
+			probs = append(probs, duplicate(f.source, line, what, name, first, d.layer))
 			continue
 		}
-		seen[a.Name] = f.source
-		a.Layer = d.layer
-		c.activities[a.Name] = append(c.activities[a.Name], a)
+		seen[name] = f.source
+		byName[name] = append(byName[name], a)
 	}
 	return probs, nil
 }
 
-func (c *Catalog) loadJobs(d dir) ([]Problem, error) {
-	files, err := readDir(d)
+// parseActivityFile and parseJobFile parse a file of a layer with the
+// catalog's options, in the form loadLayer wants.
+func (c *Catalog) parseActivityFile(f assetFile, layer Layer) (*Activity, string, int, error) {
+	a, line, err := parseActivity(f.source, f.data, &c.opts)
 	if err != nil {
-		return nil, err
+		return nil, "", 0, err
 	}
-	var probs []Problem
-	seen := map[string]string{}
-	for _, f := range files {
-		j, line, err := parseJob(f.source, f.data, c.resolve, c.backend)
-		if err != nil {
-			probs = append(probs, problemsOf(err)...)
-			continue
-		}
-		if first, dup := seen[j.Name]; dup {
-			probs = append(probs, duplicate(f.source, line, "job", j.Name, first, d.layer))
-			continue
-		}
-		seen[j.Name] = f.source
-		j.Layer = d.layer
-		c.jobs[j.Name] = append(c.jobs[j.Name], j)
+	a.Layer = layer
+	return a, a.Name, line, nil
+}
+
+func (c *Catalog) parseJobFile(f assetFile, layer Layer) (*Job, string, int, error) {
+	j, line, err := parseJob(f.source, f.data, c.resolve, &c.opts)
+	if err != nil {
+		return nil, "", 0, err
 	}
-	return probs, nil
+	j.Layer = layer
+	return j, j.Name, line, nil
+}
+
+// visible returns the asset each name resolves to: its highest layer's.
+func visible[T any](byName map[string][]*T) map[string]*T {
+	out := make(map[string]*T, len(byName))
+	for name, list := range byName {
+		out[name] = list[0]
+	}
+	return out
 }
 
 func duplicate(source string, line int, what, name, first string, layer Layer) Problem {
@@ -239,16 +266,34 @@ func (c *Catalog) Job(name string) (*Job, error) {
 }
 
 // JobFile reads and validates a job file named on the command line. Its
-// targets resolve in the catalog; the job's Layer is LayerFile and its Source
-// is path. Problems are an *Error matching ErrInvalid; a file that cannot be
-// read gives the I/O error.
+// targets resolve in the catalog and its agent specs with the catalog's
+// options; the job's Layer is LayerFile and its Source is path. Problems are
+// an *Error matching ErrInvalid; a file that cannot be read gives the I/O
+// error.
 func (c *Catalog) JobFile(path string) (*Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading job file: %w", err)
 	}
-	j, _, err := parseJob(path, data, c.resolve, c.backend)
+	j, _, err := parseJob(path, data, c.resolve, &c.opts)
 	return j, err
+}
+
+// Executor returns the executor named name from the highest layer that
+// defines it, or an error matching ErrNotFound.
+func (c *Catalog) Executor(name string) (*Executor, error) {
+	if list := c.executors[name]; len(list) > 0 {
+		return list[0], nil
+	}
+	return nil, fmt.Errorf("executor %q %w", name, ErrNotFound)
+}
+
+// Executors lists every visible executor, sorted by name. Kind is the
+// executor's output format.
+func (c *Catalog) Executors() []Entry {
+	return entries(c.executors, func(e *Executor) Entry {
+		return Entry{Name: e.Name, Kind: e.Spec.Output, Description: e.Description, Source: e.Source, Layer: e.Layer}
+	})
 }
 
 // Jobs lists every visible job, sorted by name.

@@ -36,9 +36,11 @@ func TestCatalogSeededOnly(t *testing.T) {
 	c := seeded(t)
 	jobs := c.Jobs()
 	require.NotEmpty(t, jobs)
-	for _, e := range append(jobs, c.Activities()...) {
+	executors := c.Executors()
+	require.NotEmpty(t, executors)
+	for _, e := range append(append(jobs, c.Activities()...), executors...) {
 		assert.Equal(t, assets.LayerSeeded, e.Layer, e.Name)
-		assert.Regexp(t, `^seeded:(jobs|activities)/[a-z_]+\.yaml$`, e.Source)
+		assert.Regexp(t, `^seeded:(jobs|activities|executors)/[a-z_]+\.yaml$`, e.Source)
 		assert.NotEmpty(t, e.Description, e.Name)
 		assert.Empty(t, e.Shadows)
 	}

@@ -8,8 +8,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
 )
 
@@ -38,7 +41,37 @@ type Config struct {
 	Serve      ServeConfig   `json:"serve"`
 	Engine     EngineConfig  `json:"engine"`
 	Runtime    RuntimeConfig `json:"runtime"`
+	// FSProfiles are the named filesystem profiles an fsProfile may name,
+	// besides the built-in default (the whole workspace), which a profile
+	// named default redefines.
+	FSProfiles map[string]FSProfileConfig `json:"fs_profiles,omitempty"`
+	// Providers configure the HTTP providers by name: claude and
+	// openai_compat.
+	Providers map[string]ProviderConfig `json:"providers,omitempty"`
 }
+
+// FSProfileConfig says which paths the fs tools of an agent may read and
+// write: doublestar globs relative to the workspace ("**" is everything,
+// "docs/**" everything under docs/). A path matched by no glob is denied.
+type FSProfileConfig struct {
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
+}
+
+// ProviderConfig configures an HTTP provider. The API key itself is never
+// in the file: APIKeyEnv names the environment variable that holds it.
+type ProviderConfig struct {
+	// BaseURL overrides the provider's endpoint (an activity's base_url
+	// overrides this in turn).
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKeyEnv is the environment variable the key is read from; empty
+	// means the provider's usual one (ANTHROPIC_API_KEY for claude).
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+}
+
+// configurableProviders are the providers the providers section may
+// configure.
+var configurableProviders = []string{"claude", "openai_compat"}
 
 // ServeConfig configures orbit serve.
 type ServeConfig struct {
@@ -62,10 +95,12 @@ type RuntimeConfig struct {
 
 // configKeys are the keys of config.yaml, by the path of their mapping.
 var configKeys = map[string][]string{
-	"":        {"durability", "serve", "engine", "runtime"},
-	"serve":   {"listen"},
-	"engine":  {"idle_timeout_seconds"},
-	"runtime": {"backend"},
+	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers"},
+	"serve":       {"listen"},
+	"engine":      {"idle_timeout_seconds"},
+	"runtime":     {"backend"},
+	"fs_profiles": {"read", "write"},           // of each profile
+	"providers":   {"base_url", "api_key_env"}, // of each provider
 }
 
 func (c *Config) setDefaults() {
@@ -102,7 +137,80 @@ func (c *Config) Validate() error {
 	if v.Runtime.Backend != "http" && v.Runtime.Backend != "cli" {
 		ps.add(0, "runtime.backend", fmt.Sprintf("%q is not one of http, cli", v.Runtime.Backend))
 	}
+	for _, name := range sortedKeys(v.FSProfiles) {
+		path := child("fs_profiles", name)
+		if !assetName.MatchString(name) {
+			ps.add(0, path, fmt.Sprintf("%q must start with a letter or digit and contain only letters, digits, _, . and -", name))
+		}
+		p := v.FSProfiles[name]
+		for _, list := range []struct {
+			key   string
+			globs []string
+		}{{"read", p.Read}, {"write", p.Write}} {
+			for i, g := range list.globs {
+				if reason := checkGlob(g); reason != "" {
+					ps.add(0, index(child(path, list.key), i), reason)
+				}
+			}
+		}
+	}
+	for _, name := range sortedKeys(v.Providers) {
+		path := child("providers", name)
+		if !contains(configurableProviders, name) {
+			ps.add(0, path, fmt.Sprintf("provider %q cannot be configured (configurable: %s)", name, strings.Join(configurableProviders, ", ")))
+			continue
+		}
+		p := v.Providers[name]
+		if p.BaseURL != "" {
+			if reason := checkBaseURL(p.BaseURL); reason != "" {
+				ps.add(0, child(path, "base_url"), reason)
+			}
+		}
+		if p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv) {
+			ps.add(0, child(path, "api_key_env"), fmt.Sprintf("%q is not an environment variable name", p.APIKeyEnv))
+		}
+	}
 	return ps.err()
+}
+
+// FSProfileNames returns the names an fsProfile may have in this project,
+// sorted: default and every profile of FSProfiles. It is what
+// CatalogOptions.FSProfiles expects.
+func (c *Config) FSProfileNames() []string {
+	names := []string{defaultFSProfile}
+	for name := range c.FSProfiles {
+		if name != defaultFSProfile {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// checkGlob says why g is not a glob of an fs profile, or "" when it is.
+func checkGlob(g string) string {
+	switch {
+	case g == "":
+		return "must not be empty"
+	case !doublestar.ValidatePattern(g):
+		return fmt.Sprintf("%q is not a valid glob", g)
+	case strings.HasPrefix(g, "/"):
+		return fmt.Sprintf("%q must be relative to the workspace", g)
+	case g == ".." || strings.HasPrefix(g, "../") || strings.Contains(g, "/../") || strings.HasSuffix(g, "/.."):
+		return fmt.Sprintf("%q must not leave the workspace", g)
+	}
+	return ""
+}
+
+// sortedKeys returns the keys of m in order, so that problems are reported
+// in the same order every time.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func checkListen(addr string) string {
@@ -123,15 +231,26 @@ func checkListen(addr string) string {
 // the I/O error.
 func LoadConfig(root string) (*Config, error) {
 	file := filepath.Join(root, ".orbit", "config.yaml")
-	c := &Config{}
 	data, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
+		c := &Config{}
 		c.setDefaults()
 		return c, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
+	return ParseConfig(file, data)
+}
+
+// ParseConfig reads a config file's content; file is used only to locate
+// problems. It is LoadConfig without the file system: empty data gives the
+// defaults, and problems are an *Error matching ErrInvalid.
+//
+// IMPORTANT: a provider's api_key is refused, and its value never appears
+// in a problem: keys belong in the environment (api_key_env names where).
+func ParseConfig(file string, data []byte) (*Config, error) {
+	c := &Config{}
 	d := newDecoder(file)
 	lines := map[string]int{}
 	if n := d.parseDocument(data, true); n != nil {
@@ -161,7 +280,7 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 	}
 	d.checkKeys(top, configKeys[""], nil)
 	c.Durability = d.setting(top, "durability", lines)
-	for _, section := range []string{"serve", "engine", "runtime"} {
+	for _, section := range configKeys[""][1:] {
 		sn := top.get(section)
 		if sn == nil {
 			continue
@@ -170,19 +289,100 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 		if m == nil {
 			continue
 		}
-		d.checkKeys(m, configKeys[section], nil)
 		switch section {
 		case "serve":
+			d.checkKeys(m, configKeys[section], nil)
 			c.Serve.Listen = d.setting(m, "listen", lines)
 		case "engine":
+			d.checkKeys(m, configKeys[section], nil)
 			if vn := m.get("idle_timeout_seconds"); vn != nil {
 				lines[child(m.path, "idle_timeout_seconds")] = vn.Line
 				c.Engine.IdleTimeoutSeconds, _ = d.scalarInt(vn, child(m.path, "idle_timeout_seconds"))
 			}
 		case "runtime":
+			d.checkKeys(m, configKeys[section], nil)
 			c.Runtime.Backend = d.setting(m, "backend", lines)
+		case "fs_profiles":
+			c.FSProfiles = d.fsProfiles(m, lines)
+		case "providers":
+			c.Providers = d.providers(m, lines)
 		}
 	}
+}
+
+// fsProfiles decodes the fs_profiles section: a mapping of profile names to
+// {read, write}.
+func (d *decoder) fsProfiles(m *mapping, lines map[string]int) map[string]FSProfileConfig {
+	out := make(map[string]FSProfileConfig, len(m.keys))
+	for _, name := range m.keys {
+		path := child(m.path, name)
+		lines[path] = m.line(name)
+		pn := m.get(name)
+		if pn == nil {
+			out[name] = FSProfileConfig{}
+			continue
+		}
+		pm := d.mapping(pn, path)
+		if pm == nil {
+			continue
+		}
+		d.checkKeys(pm, configKeys["fs_profiles"], nil)
+		var p FSProfileConfig
+		for _, key := range []string{"read", "write"} {
+			ln := pm.get(key)
+			if ln == nil {
+				continue
+			}
+			kpath := child(path, key)
+			list, _ := d.stringList(ln, kpath)
+			for i := range list {
+				lines[index(kpath, i)] = ln.Content[i].Line
+			}
+			if key == "read" {
+				p.Read = list
+			} else {
+				p.Write = list
+			}
+		}
+		out[name] = p
+	}
+	return out
+}
+
+// providers decodes the providers section: a mapping of provider names to
+// {base_url, api_key_env}.
+func (d *decoder) providers(m *mapping, lines map[string]int) map[string]ProviderConfig {
+	out := make(map[string]ProviderConfig, len(m.keys))
+	for _, name := range m.keys {
+		path := child(m.path, name)
+		lines[path] = m.line(name)
+		pn := m.get(name)
+		if pn == nil {
+			out[name] = ProviderConfig{}
+			continue
+		}
+		if pn.Kind != yaml.MappingNode {
+			// Not kindName: a scalar here may well be a key, which must
+			// not be repeated in the message.
+			d.addAt(pn, path, "must be a mapping of base_url and api_key_env")
+			continue
+		}
+		pm := d.mapping(pn, path)
+		if pm == nil {
+			continue
+		}
+		d.checkKeys(pm, configKeys["providers"], func(key string) string {
+			if key == "api_key" {
+				return "a key does not belong in a file: put it in an environment variable and name that variable with api_key_env"
+			}
+			return ""
+		})
+		out[name] = ProviderConfig{
+			BaseURL:   d.setting(pm, "base_url", lines),
+			APIKeyEnv: d.setting(pm, "api_key_env", lines),
+		}
+	}
+	return out
 }
 
 // setting reads an optional string setting and records its line.

@@ -35,6 +35,25 @@ func TestLoadConfig(t *testing.T) {
 			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1},
 			Runtime: assets.RuntimeConfig{Backend: "cli"}}},
 		{"empty sections", ptr("serve:\nengine: {}\n"), defaults},
+		{"agent settings", ptr(`fs_profiles:
+  docs: {read: ["**"], write: ["docs/**", "*.md"]}
+  readonly: {read: ["**"]}
+  default: {read: ["src/**"], write: []}
+  nothing:
+providers:
+  openai_compat: {base_url: "http://localhost:11434/v1", api_key_env: OLLAMA_API_KEY}
+  claude: {api_key_env: MY_ANTHROPIC_KEY}
+`), assets.Config{Durability: "strict", Serve: defaults.Serve, Engine: defaults.Engine, Runtime: defaults.Runtime,
+			FSProfiles: map[string]assets.FSProfileConfig{
+				"docs":     {Read: []string{"**"}, Write: []string{"docs/**", "*.md"}},
+				"readonly": {Read: []string{"**"}},
+				"default":  {Read: []string{"src/**"}, Write: []string{}},
+				"nothing":  {},
+			},
+			Providers: map[string]assets.ProviderConfig{
+				"openai_compat": {BaseURL: "http://localhost:11434/v1", APIKeyEnv: "OLLAMA_API_KEY"},
+				"claude":        {APIKeyEnv: "MY_ANTHROPIC_KEY"},
+			}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +87,17 @@ func TestLoadConfigProblems(t *testing.T) {
 			"1: engine.idle_timeout_seconds: must be an integer, not \"soon\"\n" +
 				"FILE:2: runtime: must be a mapping, not a list"},
 		{"not a mapping", "- a\n", `1: must be a mapping, not a list`},
+		{"fs_profiles", "fs_profiles:\n  docs:\n    read: \"**\"\n    write:\n      - \"{a,b\"\n  w: [x]\n",
+			"3: fs_profiles.docs.read: must be a list of strings, not \"**\"\n" +
+				"FILE:5: fs_profiles.docs.write[0]: \"{a,b\" is not a valid glob\n" +
+				"FILE:6: fs_profiles.w: must be a mapping, not a list"},
+		{"providers", "providers:\n  claude: {base_url: ftp://x, api_key_env: 'MY KEY', api_kye: k}\n  openai: {}\n",
+			"2: providers.claude.api_kye: unknown key \"api_kye\"\n" +
+				"FILE:2: providers.claude.base_url: \"ftp://x\" is not an http:// or https:// URL\n" +
+				"FILE:2: providers.claude.api_key_env: \"MY KEY\" is not an environment variable name\n" +
+				"FILE:3: providers.openai: provider \"openai\" cannot be configured (configurable: claude, openai_compat)"},
+		{"api_key", "providers:\n  claude:\n    api_key: sk-ant-0123456789\n",
+			"3: providers.claude.api_key: a key does not belong in a file: put it in an environment variable and name that variable with api_key_env"},
 		{"malformed", "serve: [\n", `1: invalid YAML: did not find expected node content`},
 	}
 	for _, tt := range tests {
@@ -92,6 +122,34 @@ func TestConfigValidate(t *testing.T) {
 	err := bad.Validate()
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.EqualError(t, err, "durability: \"maybe\" is not one of strict, relaxed\nruntime.backend: \"x\" is not one of http, cli")
+
+	// Maps are checked in key order, so the message is the same every time.
+	agents := assets.Config{
+		FSProfiles: map[string]assets.FSProfileConfig{"z": {Write: []string{"/abs"}}, "a": {Read: []string{"x/../../y"}}},
+		Providers:  map[string]assets.ProviderConfig{"replay": {}, "claude": {BaseURL: "https://user:pw@api.example.com"}},
+	}
+	assert.EqualError(t, agents.Validate(), `fs_profiles.a.read[0]: "x/../../y" must not leave the workspace`+"\n"+
+		`fs_profiles.z.write[0]: "/abs" must be relative to the workspace`+"\n"+
+		`providers.claude.base_url: must not contain credentials: name the key's variable with api_key_env in the config`+"\n"+
+		`providers.replay: provider "replay" cannot be configured (configurable: claude, openai_compat)`)
+}
+
+func TestConfigFSProfileNames(t *testing.T) {
+	t.Parallel()
+	var zero assets.Config
+	assert.Equal(t, []string{"default"}, zero.FSProfileNames())
+	c := assets.Config{FSProfiles: map[string]assets.FSProfileConfig{"docs": {}, "default": {}, "build": {}}}
+	assert.Equal(t, []string{"build", "default", "docs"}, c.FSProfileNames())
+}
+
+// TestParseConfig is LoadConfig on bytes.
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	c, err := assets.ParseConfig("c.yaml", nil)
+	require.NoError(t, err)
+	assert.Equal(t, defaults, *c)
+	_, err = assets.ParseConfig("c.yaml", []byte("providers: {claude: sk-ant-secret}\n"))
+	assert.EqualError(t, err, "c.yaml:1: providers.claude: must be a mapping of base_url and api_key_env")
 }
 
 // TestScaffold writes what orbit init writes and loads it back.
@@ -112,6 +170,13 @@ func TestScaffold(t *testing.T) {
 	c, err := assets.LoadConfig(root)
 	require.NoError(t, err)
 	assert.Equal(t, defaults, *c, "the scaffolded config shows the defaults")
+	// Its commented-out examples are valid once uncommented.
+	uncommented := strings.NewReplacer("# fs_profiles:", "fs_profiles:", "#   ", "  ", "# providers:", "providers:").Replace(string(files["config.yaml"]))
+	require.NotEqual(t, string(files["config.yaml"]), uncommented)
+	ex, err := assets.ParseConfig("config.yaml", []byte(uncommented))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"default", "docs", "readonly"}, ex.FSProfileNames())
+	assert.Equal(t, "http://localhost:11434/v1", ex.Providers["openai_compat"].BaseURL)
 
 	cat, err := assets.OpenCatalog(root, assets.CatalogOptions{})
 	require.NoError(t, err)

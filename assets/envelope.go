@@ -74,17 +74,17 @@ func (d *decoder) schemaVersion(m *mapping) bool {
 
 // kind reports whether the document is of the wanted kind.
 func (d *decoder) kind(m *mapping, want string) bool {
-	kinds := []string{KindActivity, KindJob}
+	kinds := []string{KindActivity, KindJob, KindExecutor}
 	n := m.get("kind")
 	if n == nil {
-		d.add(m.line("kind"), "kind", "is required (Activity or Job)")
+		d.add(m.line("kind"), "kind", "is required (Activity, Job or Executor)")
 		return false
 	}
 	k, ok := d.scalarString(n, "kind")
 	switch {
 	case !ok:
 	case !contains(kinds, k):
-		reason := fmt.Sprintf("%q is not one of Activity, Job", k)
+		reason := fmt.Sprintf("%q is not one of Activity, Job, Executor", k)
 		if s := suggest(k, kinds); s != "" {
 			reason += fmt.Sprintf(" (did you mean %q?)", s)
 		}
@@ -132,14 +132,18 @@ func (d *decoder) metadata(n *yaml.Node, env *envelope) {
 // problem found in the file. Templates are checked for syntax; which steps
 // they may refer to depends on the job that uses the activity and is checked
 // there.
+//
+// An agent spec is resolved as a catalog with default options would: backend
+// auto is http, the executors are the seeded ones, and fsProfile names are
+// not checked. A Catalog resolves with its own options instead.
 func ParseActivity(file string, data []byte) (*Activity, error) {
-	a, _, err := parseActivity(file, data)
+	a, _, err := parseActivity(file, data, defaultLoadOptions())
 	return a, err
 }
 
-// parseActivity is ParseActivity that also returns the line of
-// metadata.name.
-func parseActivity(file string, data []byte) (*Activity, int, error) {
+// parseActivity is ParseActivity with the options agent specs resolve with,
+// that also returns the line of metadata.name.
+func parseActivity(file string, data []byte, o *loadOptions) (*Activity, int, error) {
 	d := newDecoder(file)
 	root := d.parseDocument(data, false)
 	if root == nil {
@@ -150,7 +154,7 @@ func parseActivity(file string, data []byte) (*Activity, int, error) {
 		return nil, 0, d.err()
 	}
 	var sites []site
-	spec, _ := d.activitySpec(env.spec, "spec", &sites)
+	spec, _ := d.activitySpec(env.spec, "spec", &sites, o)
 	for _, s := range sites {
 		if _, reason := s.parse(); reason != "" {
 			d.add(s.line, s.path, reason)
@@ -173,20 +177,20 @@ func parseActivity(file string, data []byte) (*Activity, int, error) {
 // problems and as the Job's Source. resolve looks up the activities named by
 // target: activity:<name> and recovery_activity; a nil resolve, or one that
 // returns an error matching ErrNotFound, makes every such name an unknown
-// activity. An agent_loop with backend auto is taken to resolve to http (a
-// Catalog applies its own backend instead).
+// activity. Inline agent specs are resolved as ParseActivity resolves them
+// (backend auto is http; a Catalog applies its own options instead).
 //
 // It returns the job with every default applied and every reference
 // resolved, or an *Error (matching ErrInvalid) listing every problem found in
 // the file, including templates that refer to steps that cannot have run.
 func ParseJob(file string, data []byte, resolve func(name string) (*Activity, error)) (*Job, error) {
-	j, _, err := parseJob(file, data, resolve, "")
+	j, _, err := parseJob(file, data, resolve, defaultLoadOptions())
 	return j, err
 }
 
-// parseJob is ParseJob with the backend that backend: auto resolves to, and
-// that also returns the line of metadata.name.
-func parseJob(file string, data []byte, resolve func(string) (*Activity, error), backend string) (*Job, int, error) {
+// parseJob is ParseJob with the options agent specs resolve with, that also
+// returns the line of metadata.name.
+func parseJob(file string, data []byte, resolve func(string) (*Activity, error), o *loadOptions) (*Job, int, error) {
 	d := newDecoder(file)
 	root := d.parseDocument(data, false)
 	if root == nil {
@@ -196,7 +200,7 @@ func parseJob(file string, data []byte, resolve func(string) (*Activity, error),
 	if env == nil {
 		return nil, 0, d.err()
 	}
-	l := newJobLoader(d, resolve, backend)
+	l := newJobLoader(d, resolve, o)
 	spec := l.jobSpec(env.spec, "spec")
 	l.validate()
 	if err := d.err(); err != nil {

@@ -12,8 +12,9 @@ import (
 // YAML. I/O errors (an unreadable file) are returned as they are instead.
 var ErrInvalid = errors.New("invalid")
 
-// ErrNotFound is matched by the error a catalog returns for a job or activity
-// name that no layer defines.
+// ErrNotFound is matched by the error a catalog returns for a job, activity
+// or executor name that no layer defines, and by SeededFile's for a name
+// that is not a seeded file.
 var ErrNotFound = errors.New("not found")
 
 // ErrMissingValue is matched by the error rendering returns when a template

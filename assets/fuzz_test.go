@@ -3,6 +3,8 @@ package assets_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/orbitrun/orbit/assets"
@@ -52,6 +54,9 @@ func checkSteps(t *testing.T, steps []assets.Step) {
 		if s.ID == "" || bodies != 1 || (s.FanOut != nil) != (s.FanIn != nil) {
 			t.Fatalf("accepted a malformed step: %+v", s)
 		}
+		if s.Activity != nil {
+			checkAgent(t, s.Activity)
+		}
 		switch {
 		case s.Parallel != nil:
 			checkSteps(t, s.Parallel.Branches)
@@ -60,6 +65,31 @@ func checkSteps(t *testing.T, steps []assets.Step) {
 		case s.Loop != nil:
 			checkSteps(t, s.Loop.Steps)
 		}
+	}
+}
+
+// checkAgent fails unless an accepted agent spec was resolved: an
+// agent_loop runs on http or cli and has an executor exactly on cli, and
+// every agent spec has a provider.
+func checkAgent(t *testing.T, spec *assets.ActivitySpec) {
+	t.Helper()
+	switch spec.Type {
+	case assets.TypeAgentLoop:
+		if spec.Backend != assets.BackendHTTP && spec.Backend != assets.BackendCLI {
+			t.Fatalf("accepted an unresolved backend %q", spec.Backend)
+		}
+		if (spec.Backend == assets.BackendCLI) != (spec.ExecutorSpec != nil) || spec.ExecutorSpec != nil && spec.ExecutorSpec.Command == "" {
+			t.Fatalf("backend %s with executor spec %+v", spec.Backend, spec.ExecutorSpec)
+		}
+	case assets.TypeGroundhog:
+		if spec.Backend != "" || spec.ExecutorSpec != nil {
+			t.Fatalf("a groundhog spec with backend %q, executor %+v", spec.Backend, spec.ExecutorSpec)
+		}
+	default:
+		return
+	}
+	if spec.Provider == "" {
+		t.Fatal("accepted an agent spec without a provider")
 	}
 }
 
@@ -88,8 +118,26 @@ func FuzzParseActivity(f *testing.F) {
 		if a == nil {
 			return
 		}
+		checkAgent(t, &a.Spec)
 		if _, err := json.Marshal(a); err != nil {
 			t.Fatalf("accepted activity does not encode: %v", err)
+		}
+	})
+}
+
+func FuzzParseExecutor(f *testing.F) {
+	outputs := []string{assets.OutputText, assets.OutputClaudeJSON, assets.OutputCodexJSONL}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := assets.ParseExecutor("fuzz.yaml", data)
+		checkRejection(t, e != nil, err)
+		if e == nil {
+			return
+		}
+		if strings.TrimSpace(e.Spec.Command) == "" || !slices.Contains(outputs, e.Spec.Output) {
+			t.Fatalf("accepted a malformed executor: %+v", e.Spec)
+		}
+		if _, err := json.Marshal(e); err != nil {
+			t.Fatalf("accepted executor does not encode: %v", err)
 		}
 	})
 }

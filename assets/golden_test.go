@@ -23,33 +23,43 @@ func seeded(t *testing.T) *assets.Catalog {
 	return c
 }
 
-// TestBadAssets loads every file of testdata/bad (files named activity-*
-// as activities, the others as jobs resolving against the seeded catalog)
-// and compares the error message with the .golden file next to it.
+// TestBadAssets loads every file of testdata/bad by the prefix of its name
+// (activity-*, executor-*, config-*, and jobs for the others, which load as
+// job files of a seeded catalog that knows the fsProfile docs) and compares
+// the error message with the .golden file next to it.
 func TestBadAssets(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("testdata/bad/*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	cat := seeded(t)
+	cat, err := assets.OpenCatalog(t.TempDir(), assets.CatalogOptions{FSProfiles: []string{"docs"}})
+	require.NoError(t, err)
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			data, err := os.ReadFile(file)
 			require.NoError(t, err)
-			if strings.HasPrefix(name, "activity-") {
+			var loaded bool
+			switch {
+			case strings.HasPrefix(name, "activity-"):
 				a, perr := assets.ParseActivity(file, data)
-				assert.Nil(t, a)
-				err = perr
-			} else {
-				j, perr := assets.ParseJob(file, data, cat.Activity)
-				assert.Nil(t, j)
-				err = perr
+				loaded, err = a != nil, perr
+			case strings.HasPrefix(name, "executor-"):
+				e, perr := assets.ParseExecutor(file, data)
+				loaded, err = e != nil, perr
+			case strings.HasPrefix(name, "config-"):
+				c, perr := assets.ParseConfig(file, data)
+				loaded, err = c != nil, perr
+			default:
+				j, perr := cat.JobFile(file)
+				loaded, err = j != nil, perr
 			}
+			assert.False(t, loaded)
 			require.Error(t, err)
 			require.ErrorIs(t, err, assets.ErrInvalid)
 			got := err.Error() + "\n"
+			assert.NotContains(t, got, "sk-", "a problem repeats what looks like a secret")
 			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
 			if *update {
 				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))

@@ -33,15 +33,15 @@ var (
 type jobLoader struct {
 	d       *decoder
 	resolve func(string) (*Activity, error)
-	backend string // what backend: auto resolves to; "" means http
+	opts    *loadOptions // what agent specs resolve with
 
 	byID    map[string]*stepNode // step ids and fan_in collect names
 	defPath map[string]string    // where each name in byID was first defined
 	all     []*stepNode          // every step, in document order
 }
 
-func newJobLoader(d *decoder, resolve func(string) (*Activity, error), backend string) *jobLoader {
-	return &jobLoader{d: d, resolve: resolve, backend: backend, byID: map[string]*stepNode{}, defPath: map[string]string{}}
+func newJobLoader(d *decoder, resolve func(string) (*Activity, error), o *loadOptions) *jobLoader {
+	return &jobLoader{d: d, resolve: resolve, opts: o, byID: map[string]*stepNode{}, defPath: map[string]string{}}
 }
 
 func (l *jobLoader) jobSpec(n *yaml.Node, path string) JobSpec {
@@ -183,7 +183,9 @@ func (l *jobLoader) activityBody(m *mapping, out *Step, sn *stepNode) {
 	d := l.d
 	sn.body = bodyActivity
 	if n := m.get("spec"); n != nil {
-		out.Activity, _ = d.activitySpec(n, child(m.path, "spec"), &sn.sites)
+		var written string
+		out.Activity, written = d.activitySpec(n, child(m.path, "spec"), &sn.sites, l.opts)
+		sn.backendAuto = written == backendAuto
 	} else {
 		out.Activity = l.target(m, out, sn)
 	}
@@ -194,7 +196,7 @@ func (l *jobLoader) activityBody(m *mapping, out *Step, sn *stepNode) {
 		out.DefaultInput, _ = d.value(n, child(m.path, "default_input"), &sn.sites)
 	}
 	out.TimeoutSeconds = d.intAtLeast(m, "timeout_seconds", 1, 0)
-	out.FSProfile = d.str(m, "fsProfile")
+	out.FSProfile = d.fsProfile(m, l.opts)
 	if out.Session = d.str(m, "session"); out.Session != "" {
 		sn.session, sn.sessionLine = out.Session, m.line("session")
 	}

@@ -32,13 +32,13 @@ func TestParseJobDefaults(t *testing.T) {
     - id: c
       fan_out:
         items: "{{ input.list }}"
-        worker: {id: w, spec: {type: agent_loop}}
+        worker: {id: w, spec: {type: agent_loop, provider: claude}}
       fan_in: {}
     - id: d
       loop:
         max_iterations: 2
         steps:
-          - {id: d1, spec: {type: groundhog}}
+          - {id: d1, spec: {type: groundhog, provider: claude}}
 `), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "j", j.Name)
@@ -65,13 +65,14 @@ func TestParseJobDefaults(t *testing.T) {
 	require.NotNil(t, c.FanOut)
 	assert.Equal(t, 4, c.FanOut.MaxWorkers)
 	assert.Equal(t, "{{ input.list }}", c.FanOut.Items)
-	assert.Equal(t, &assets.ActivitySpec{Type: "agent_loop", OnDenial: "terminate", Backend: "auto"}, c.FanOut.Worker.Activity)
+	assert.Equal(t, &assets.ActivitySpec{Type: "agent_loop", OnDenial: "terminate", Backend: "http", Provider: "claude"}, c.FanOut.Worker.Activity,
+		"backend auto is resolved at load")
 	assert.Equal(t, &assets.FanIn{Join: assets.Join{Mode: "all"}}, c.FanIn)
 
 	d := j.Spec.Steps[3]
 	require.NotNil(t, d.Loop)
 	assert.Equal(t, 2, d.Loop.MaxIterations)
-	assert.Equal(t, &assets.ActivitySpec{Type: "groundhog", OnDenial: "terminate"}, d.Loop.Steps[0].Activity,
+	assert.Equal(t, &assets.ActivitySpec{Type: "groundhog", OnDenial: "terminate", Provider: "claude"}, d.Loop.Steps[0].Activity,
 		"attempt_budget_default stays 0: the fallback to 3 is applied at run time")
 }
 
@@ -319,7 +320,7 @@ func TestSessionInLoopWithCLIBackend(t *testing.T) {
         steps:
           - id: talk
             session: chat
-            spec: {type: agent_loop, instruction: hi` + backend + `}
+            spec: {type: agent_loop, instruction: hi, provider: claude` + backend + `}
 `)
 	}
 	// Explicit cli is rejected whatever the default backend.

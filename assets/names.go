@@ -10,6 +10,10 @@ var (
 	// stepID is the form of a step id and of a fan_in collect name; ids
 	// appear in templates (steps.<id>) and in step keys (loop/2/review).
 	stepID = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+	// envName is the form of an environment variable's name that Orbit
+	// sets or reads.
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // suggest returns the candidate closest to word when it is within edit

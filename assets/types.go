@@ -22,6 +22,21 @@ const (
 const (
 	KindActivity = "Activity"
 	KindJob      = "Job"
+	KindExecutor = "Executor"
+)
+
+// Backends an agent_loop runs on. A spec's backend: auto is resolved to one
+// of them when the spec is loaded.
+const (
+	BackendHTTP = "http"
+	BackendCLI  = "cli"
+)
+
+// Output formats of an Executor: how the CLI agent's stdout is parsed.
+const (
+	OutputText       = "text"        // the whole of stdout is the final message
+	OutputClaudeJSON = "claude_json" // one JSON result object (claude -p --output-format json)
+	OutputCodexJSONL = "codex_jsonl" // one JSON event per line (codex exec --json)
 )
 
 // Layer says which catalog layer an asset was found in, highest priority first.
@@ -29,8 +44,8 @@ type Layer string
 
 // Catalog layers, in the order in which names are resolved.
 const (
-	LayerEnv       Layer = "env"       // ORBIT_ACTIVITY_DIR / ORBIT_JOB_DIR
-	LayerWorkspace Layer = "workspace" // <root>/.orbit/activities, <root>/.orbit/jobs
+	LayerEnv       Layer = "env"       // ORBIT_ACTIVITY_DIR / ORBIT_JOB_DIR / ORBIT_EXECUTOR_DIR
+	LayerWorkspace Layer = "workspace" // <root>/.orbit/activities, jobs, executors
 	LayerSeeded    Layer = "seeded"    // built into the binary
 	LayerFile      Layer = "file"      // a file named on the command line
 )
@@ -57,8 +72,11 @@ type ActivitySpec struct {
 	FSProfile        string `json:"fsProfile,omitempty"`
 
 	// shell
-	Program           string   `json:"program,omitempty"`
-	Args              []string `json:"args,omitempty"`
+	Program string   `json:"program,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	// AllowedPrograms are the programs a shell activity may run (required),
+	// or those an agent's shell.exec tool may run (optional; none when
+	// empty).
 	AllowedPrograms   []string `json:"allowed_programs,omitempty"`
 	TimeoutSeconds    int      `json:"timeout_seconds,omitempty"`     // default 300
 	ExpectedExitCodes []int    `json:"expected_exit_codes,omitempty"` // default [0]
@@ -68,16 +86,58 @@ type ActivitySpec struct {
 	Config map[string]any `json:"config,omitempty"`
 
 	// agent_loop and groundhog
-	Instruction             string   `json:"instruction,omitempty"`
-	Tools                   []string `json:"tools,omitempty"`
-	OnDenial                string   `json:"on_denial,omitempty"` // terminate (default) | continue
-	Model                   string   `json:"model,omitempty"`
-	MaxIterations           int      `json:"max_iterations,omitempty"`
-	Backend                 string   `json:"backend,omitempty"` // http | cli | auto (agent_loop only)
-	Provider                string   `json:"provider,omitempty"`
-	WallClockTimeoutSeconds int      `json:"wall_clock_timeout_seconds,omitempty"`
-	Fixture                 string   `json:"fixture,omitempty"`                // replay provider
-	AttemptBudgetDefault    int      `json:"attempt_budget_default,omitempty"` // groundhog only
+	Instruction   string   `json:"instruction,omitempty"`
+	Tools         []string `json:"tools,omitempty"`
+	OnDenial      string   `json:"on_denial,omitempty"` // terminate (default) | continue
+	Model         string   `json:"model,omitempty"`
+	MaxIterations int      `json:"max_iterations,omitempty"`
+	MaxTokens     int      `json:"max_tokens,omitempty"` // per-turn output limit; 0: the provider's default
+	// Backend is where an agent_loop runs (agent_loop only). A loaded spec
+	// holds http or cli: auto, as written, is resolved at load (DESIGN §6),
+	// so a run is pinned to the backend it was validated for.
+	Backend string `json:"backend,omitempty"`
+	// Provider is required. Over http it is one of claude, openai_compat,
+	// replay; over cli it names the Executor unless Executor does.
+	Provider string `json:"provider,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"` // overrides the provider's base URL (http)
+	// Executor names the Executor used on the cli backend (agent_loop only);
+	// empty means the one named like Provider.
+	Executor string `json:"executor,omitempty"`
+	// ExecutorSpec is a copy of the Executor's spec, filled in at load when
+	// Backend is cli and nil otherwise. It cannot be written in YAML.
+	ExecutorSpec            *ExecutorSpec `json:"executor_spec,omitempty"`
+	WallClockTimeoutSeconds int           `json:"wall_clock_timeout_seconds,omitempty"`
+	// Fixture is the replay provider's script: a file path, or
+	// seeded:<name> for one built into the binary (see SeededFile).
+	Fixture              string `json:"fixture,omitempty"`
+	AttemptBudgetDefault int    `json:"attempt_budget_default,omitempty"` // groundhog only
+}
+
+// Executor is a named, loaded Executor asset: how to run a CLI coding agent
+// for agent_loop activities on the cli backend.
+type Executor struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"` // metadata.description
+	Labels      map[string]string `json:"labels,omitempty"`      // metadata.labels
+	Source      string            `json:"source"`                // file path, or "seeded:<file>"
+	Layer       Layer             `json:"layer"`
+	Spec        ExecutorSpec      `json:"spec"`
+}
+
+// ExecutorSpec says how to start a CLI agent and read its answer. It is
+// copied into every agent_loop spec that resolves to it, so it is part of
+// the stored format of a job.
+type ExecutorSpec struct {
+	// Command is the program to run, found on PATH unless it is a path.
+	Command string `json:"command"`
+	// Args are static: they are passed as written, never rendered.
+	Args []string `json:"args,omitempty"`
+	// Output is how stdout is parsed: OutputText (the default),
+	// OutputClaudeJSON or OutputCodexJSONL.
+	Output string `json:"output"`
+	// Env is added to the engine's environment of the command. Values are
+	// literal.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Job is a named, loaded Job asset with every activity reference resolved.

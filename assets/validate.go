@@ -42,7 +42,8 @@ type stepNode struct {
 	loopItems    bool   // a loop over items
 	collect      string // fan_in collect name
 	activityType string
-	backend      string // the activity's backend field (agent_loop)
+	backend      string // the agent_loop's resolved backend
+	backendAuto  bool   // an inline agent_loop's backend was auto
 	session      string
 	sessionLine  int
 }
@@ -210,7 +211,8 @@ func (l *jobLoader) stepRefProblem(id string, visible map[string]bool) string {
 
 // checkSession enforces where a step may bind a session: never inside a
 // fan_out worker (workers run concurrently), and not inside a loop when the
-// step's agent_loop resolves to the cli backend (DESIGN §6).
+// step's agent_loop runs on the cli backend (DESIGN §6), as resolved when
+// its spec was loaded.
 func (l *jobLoader) checkSession(sn *stepNode) {
 	if sn.session == "" {
 		return
@@ -222,29 +224,17 @@ func (l *jobLoader) checkSession(sn *stepNode) {
 			return
 		}
 	}
-	if sn.activityType != TypeAgentLoop || l.resolveBackend(sn.backend) != "cli" {
+	if sn.activityType != TypeAgentLoop || sn.backend != BackendCLI {
 		return
 	}
 	for a := sn.parent; a != nil; a = a.parent {
 		if a.body == bodyLoop {
 			reason := "cannot be bound inside a loop when the agent_loop runs on the cli backend"
-			if sn.backend != "cli" {
+			if sn.backendAuto {
 				reason += " (backend auto resolves to cli)"
 			}
 			l.d.add(sn.sessionLine, path, reason)
 			return
 		}
 	}
-}
-
-// resolveBackend returns the backend an agent_loop runs on: its own backend
-// when it names one, else the loader's, else http.
-func (l *jobLoader) resolveBackend(backend string) string {
-	if backend == "http" || backend == "cli" {
-		return backend
-	}
-	if l.backend == "cli" {
-		return "cli"
-	}
-	return "http"
 }
