@@ -108,7 +108,10 @@ var (
 type runsView struct{}
 
 func (runsView) name() string { return "runs" }
-func (runsView) version() int { return 1 }
+
+// version history: 1 first format; 2 step ids drop the "@<attempt>" of a
+// retried structural step ("per_item@2/3" is step per_item).
+func (runsView) version() int { return 2 }
 func (runsView) buckets() [][]byte {
 	return [][]byte{bucketRuns, bucketSteps, bucketRunsByJob, bucketRunsActive}
 }

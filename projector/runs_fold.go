@@ -410,16 +410,28 @@ func jobKey(job, runID string) []byte { return []byte(job + "\x00" + runID) }
 // the order the orchestrator resumes runs in.
 func activeKey(seq uint64) []byte { return fmt.Appendf(nil, "%020d", seq) }
 
-// stepID is the last segment of a step key that is not a number: "build"
-// for "build", "review" for "loop/2/review", "per_item" for "per_item/3".
+// stepID is the last segment of a step key that is not a number, without
+// the "@<attempt>" a retry of a structural step adds to its children's
+// prefix: "build" for "build", "review" for "loop/2/review" and
+// "loop@2/1/review", "per_item" for "per_item/3" and "per_item@2/3". Step
+// ids cannot contain "@" or "/", so neither is ambiguous.
 func stepID(key string) string {
 	parts := strings.Split(key, "/")
 	for i := len(parts) - 1; i >= 0; i-- {
-		if _, err := strconv.ParseUint(parts[i], 10, 64); err != nil && parts[i] != "" {
-			return parts[i]
+		if parts[i] == "" || isNumber(parts[i]) {
+			continue
 		}
+		if id, attempt, ok := strings.Cut(parts[i], "@"); ok && id != "" && isNumber(attempt) {
+			return id
+		}
+		return parts[i]
 	}
 	return key
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil
 }
 
 // eventTime is the event's time in UTC, the only clock a view reads.

@@ -106,7 +106,8 @@ func TestStepIDIsTheLastNamedSegment(t *testing.T) {
 	id := runID(1)
 	e.append(events.Event{Type: events.RunRequested, RunID: id}, events.RunRequestedData{JobName: "j"})
 	var last uint64
-	for _, key := range []string{"build", "loop/2/review", "per_item/3", "fanned/branch_b", "outer/1/inner/12"} {
+	for _, key := range []string{"build", "loop/2/review", "per_item/3", "fanned/branch_b", "outer/1/inner/12",
+		"loop@2/1/review", "per_item@3/2", "fanned@2/branch_b"} {
 		last = e.append(events.Event{Type: events.StepSkipped, RunID: id, StepKey: key}, events.StepSkippedData{})
 	}
 	p := e.open(projector.Config{})
@@ -118,7 +119,7 @@ func TestStepIDIsTheLastNamedSegment(t *testing.T) {
 	for _, s := range v.Steps {
 		ids = append(ids, s.ID)
 	}
-	assert.Equal(t, []string{"build", "review", "per_item", "branch_b", "inner"}, ids)
+	assert.Equal(t, []string{"build", "review", "per_item", "branch_b", "inner", "review", "per_item", "branch_b"}, ids)
 }
 
 func TestRunQueries(t *testing.T) {

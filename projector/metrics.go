@@ -1,0 +1,166 @@
+package projector
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// Metrics is everything the metrics view counts (DESIGN §4), as of the last
+// committed batch. Maps are keyed by name; encoded as JSON their keys sort,
+// so equal metrics print equal.
+//
+// The counts are counts of events as the log holds them: the log's
+// deduplication of event ids is what keeps one decision from being counted
+// twice.
+type Metrics struct {
+	// Models is token usage by model. An event that names no model
+	// counts under what ran it in angle brackets, which no model name
+	// looks like: "<claude_code>" for a CLI invocation by that executor,
+	// "<replay>" for a turn of that provider.
+	Models map[string]ModelMetrics `json:"models"`
+	// Tools is agent tool calls and denials by tool name.
+	Tools map[string]ToolMetrics `json:"tools"`
+	// Steps is step durations by job, then by step id: every instance of
+	// a step (loop iterations, fan-out items, retries of the structural
+	// step around it) counts under the step's id.
+	Steps map[string]map[string]StepMetrics `json:"steps"`
+	// Jobs is finished runs by job.
+	Jobs map[string]JobMetrics `json:"jobs"`
+
+	// Groundhog metrics go here, each a map filled from its own key group
+	// of the metrics bucket (see metricsGroups): attempts per checkpoint,
+	// verifier passes and failures per criterion kind, rewinds and
+	// abandons per task. They are not folded yet.
+}
+
+// ModelMetrics is the token usage of one model.
+type ModelMetrics struct {
+	// Turns counts agent.turn events; Providers splits them by provider.
+	Turns     int64            `json:"turns,omitempty"`
+	Providers map[string]int64 `json:"providers,omitempty"`
+	// Invocations counts cli.invocation.finished events; Executors splits
+	// them by CLI executor.
+	Invocations int64            `json:"invocations,omitempty"`
+	Executors   map[string]int64 `json:"executors,omitempty"`
+	// Usage sums the tokens of both.
+	Usage events.TokenUsage `json:"usage"`
+}
+
+// ToolMetrics counts the calls of one agent tool.
+type ToolMetrics struct {
+	// Calls counts tool.called events, Errors those of them that carry an
+	// error, Denials the tool.denied events (calls refused, not run).
+	Calls   int64 `json:"calls,omitempty"`
+	Errors  int64 `json:"errors,omitempty"`
+	Denials int64 `json:"denials,omitempty"`
+}
+
+// StepMetrics is the durations of one step of one job: one count per
+// step.finished event, that is per attempt of each step instance.
+type StepMetrics struct {
+	Count           int64            `json:"count"`
+	TotalDurationMS int64            `json:"total_duration_ms"`
+	MaxDurationMS   int64            `json:"max_duration_ms"`
+	States          map[string]int64 `json:"states,omitempty"`
+}
+
+// JobMetrics is the finished runs of one job.
+type JobMetrics struct {
+	Runs int64 `json:"runs"`
+	// States counts the runs by terminal state.
+	States          map[string]int64 `json:"states,omitempty"`
+	TotalDurationMS int64            `json:"total_duration_ms"`
+}
+
+// The metrics view keeps one bbolt key per counter group, so that an event
+// re-encodes the one small record it changes. A key is the group's prefix
+// and the group's own key:
+//
+//	model/<model>            ModelMetrics
+//	tool/<tool>              ToolMetrics
+//	step/<job>\x00<step id>  StepMetrics
+//	job/<job>                JobMetrics
+//
+// Reserved for the Groundhog metrics, which will be more groups of the same
+// bucket (and a new version of the view):
+//
+//	checkpoint/<task>\x00<checkpoint>  attempts per checkpoint
+//	verifier/<criterion kind>          verifier passes and failures
+//	task/<task>                        rewinds and abandons
+//
+// Prefixes end with "/"; a key with two parts separates them with NUL, as
+// the runs view's indexes do, so neither part needs escaping.
+var bucketMetrics = []byte("metrics")
+
+const (
+	prefixModel = "model/"
+	prefixTool  = "tool/"
+	prefixStep  = "step/"
+	prefixJob   = "job/"
+)
+
+func modelKey(model string) string         { return prefixModel + model }
+func toolKey(name string) string           { return prefixTool + name }
+func stepMetricsKey(job, id string) string { return prefixStep + job + "\x00" + id }
+func jobMetricsKey(job string) string      { return prefixJob + job }
+
+// metricsGroups reads the records of each key group into a Metrics: add
+// decodes the record stored under a key, whose group prefix is already cut
+// off, and adds it. A group the table does not know is an error: the view
+// owns its bucket, and an older file with fewer groups is rebuilt, not read.
+var metricsGroups = []struct {
+	prefix string
+	add    func(m *Metrics, key string, raw []byte) error
+}{
+	{prefixModel, func(m *Metrics, model string, raw []byte) error {
+		return addRecord(m.Models, model, raw)
+	}},
+	{prefixTool, func(m *Metrics, tool string, raw []byte) error {
+		return addRecord(m.Tools, tool, raw)
+	}},
+	{prefixStep, func(m *Metrics, key string, raw []byte) error {
+		job, id, ok := strings.Cut(key, "\x00")
+		if !ok {
+			return errors.New("no step id in the key")
+		}
+		if m.Steps[job] == nil {
+			m.Steps[job] = map[string]StepMetrics{}
+		}
+		return addRecord(m.Steps[job], id, raw)
+	}},
+	{prefixJob, func(m *Metrics, job string, raw []byte) error {
+		return addRecord(m.Jobs, job, raw)
+	}},
+}
+
+func addRecord[T any](m map[string]T, key string, raw []byte) error {
+	var v T
+	if err := unmarshal(raw, &v); err != nil {
+		return err
+	}
+	m[key] = v
+	return nil
+}
+
+// metricsView folds agent, step and run events into counters.
+type metricsView struct{}
+
+func (metricsView) name() string { return "metrics" }
+
+// version history: 1 tokens per model, tool calls, step durations, runs.
+func (metricsView) version() int      { return 1 }
+func (metricsView) buckets() [][]byte { return [][]byte{bucketMetrics} }
+
+func (metricsView) begin(tx *bolt.Tx, _ *slog.Logger) (viewBatch, error) {
+	b := tx.Bucket(bucketMetrics)
+	if b == nil {
+		return nil, fmt.Errorf("the views file has no %s bucket", bucketMetrics)
+	}
+	return &metricsBatch{b: b, records: map[string]any{}}, nil
+}

@@ -1,0 +1,183 @@
+package projector
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// metricsFolds maps each event type the metrics view counts to its fold;
+// other types are skipped.
+var metricsFolds = map[string]func(*metricsBatch, events.Event) error{
+	events.AgentTurn:             (*metricsBatch).agentTurn,
+	events.CLIInvocationFinished: (*metricsBatch).cliInvocationFinished,
+	events.ToolCalled:            (*metricsBatch).toolCalled,
+	events.ToolDenied:            (*metricsBatch).toolDenied,
+	events.StepFinished:          (*metricsBatch).stepFinished,
+	events.RunFinished:           (*metricsBatch).runFinished,
+}
+
+// metricsBatch holds the records one transaction touches, decoded, by
+// bbolt key, and writes each once in flush: a batch of a hundred turns of
+// one model encodes its record once.
+type metricsBatch struct {
+	b       *bolt.Bucket
+	records map[string]any // bbolt key → *ModelMetrics, *ToolMetrics, …
+}
+
+func (b *metricsBatch) fold(ev events.Event) error {
+	f, ok := metricsFolds[ev.Type]
+	if !ok {
+		return nil
+	}
+	return f(b, ev)
+}
+
+// record returns the record under key, from the batch's cache, from the
+// bucket, or new.
+func record[T any](b *metricsBatch, key string) (*T, error) {
+	if r, ok := b.records[key]; ok {
+		return r.(*T), nil
+	}
+	r := new(T)
+	if raw := b.b.Get([]byte(key)); raw != nil {
+		if err := unmarshal(raw, r); err != nil {
+			return nil, fmt.Errorf("stored metrics %q: %w", key, err)
+		}
+	}
+	b.records[key] = r
+	return r, nil
+}
+
+func (b *metricsBatch) agentTurn(ev events.Event) error {
+	var d events.AgentTurnData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	m, err := record[ModelMetrics](b, modelKey(modelName(d.Model, d.Provider)))
+	if err != nil {
+		return err
+	}
+	m.Turns++
+	inc(&m.Providers, d.Provider)
+	addUsage(&m.Usage, d.Usage)
+	return nil
+}
+
+func (b *metricsBatch) cliInvocationFinished(ev events.Event) error {
+	var d events.CLIInvocationFinishedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	m, err := record[ModelMetrics](b, modelKey(modelName(d.Model, d.Executor)))
+	if err != nil {
+		return err
+	}
+	m.Invocations++
+	inc(&m.Executors, d.Executor)
+	addUsage(&m.Usage, d.Usage)
+	return nil
+}
+
+func (b *metricsBatch) toolCalled(ev events.Event) error {
+	var d events.ToolCalledData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	t, err := record[ToolMetrics](b, toolKey(d.Name))
+	if err != nil {
+		return err
+	}
+	t.Calls++
+	if d.Error != "" {
+		t.Errors++
+	}
+	return nil
+}
+
+func (b *metricsBatch) toolDenied(ev events.Event) error {
+	var d events.ToolDeniedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	t, err := record[ToolMetrics](b, toolKey(d.Name))
+	if err != nil {
+		return err
+	}
+	t.Denials++
+	return nil
+}
+
+func (b *metricsBatch) stepFinished(ev events.Event) error {
+	var d events.StepFinishedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	if ev.StepKey == "" {
+		return fmt.Errorf("%w: %s %s at sequence %d has no step key", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq)
+	}
+	s, err := record[StepMetrics](b, stepMetricsKey(ev.Job, stepID(ev.StepKey)))
+	if err != nil {
+		return err
+	}
+	s.Count++
+	s.TotalDurationMS += d.DurationMS
+	s.MaxDurationMS = max(s.MaxDurationMS, d.DurationMS)
+	inc(&s.States, d.State)
+	return nil
+}
+
+func (b *metricsBatch) runFinished(ev events.Event) error {
+	var d events.RunFinishedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	// The runs view refuses the same events.
+	if !events.Terminal(d.State) || d.State == events.StateSkipped {
+		return fmt.Errorf("%w: %s %s at sequence %d: %q is not a terminal run state",
+			events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, d.State)
+	}
+	j, err := record[JobMetrics](b, jobMetricsKey(ev.Job))
+	if err != nil {
+		return err
+	}
+	j.Runs++
+	inc(&j.States, d.State)
+	j.TotalDurationMS += d.DurationMS
+	return nil
+}
+
+// flush writes every touched record once, in key order.
+func (b *metricsBatch) flush() error {
+	for _, key := range sortedKeys(b.records) {
+		if err := putJSON(b.b, []byte(key), b.records[key]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// modelName is the key of a model's usage: the model, or, when the event
+// names none, what ran it in angle brackets.
+func modelName(model, via string) string {
+	if model != "" {
+		return model
+	}
+	return "<" + via + ">"
+}
+
+func inc(m *map[string]int64, key string) {
+	if *m == nil {
+		*m = map[string]int64{}
+	}
+	(*m)[key]++
+}
+
+func addUsage(sum *events.TokenUsage, u events.TokenUsage) {
+	sum.InputTokens += u.InputTokens
+	sum.OutputTokens += u.OutputTokens
+	sum.CacheReadTokens += u.CacheReadTokens
+	sum.CacheWriteTokens += u.CacheWriteTokens
+}
