@@ -1,0 +1,363 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// Output formats of CLI agents.
+const (
+	OutputClaudeJSON = "claude_json" // claude -p --output-format json: one result object
+	OutputCodexJSONL = "codex_jsonl" // codex exec --json: one event per line
+	OutputText       = "text"        // the whole of stdout is the final message
+)
+
+const (
+	cliLineEvents = 2000    // lines of a stream recorded as cli.output events
+	cliLineCap    = 4 << 10 // longest line recorded in a cli.output event
+	cliCapture    = 32 << 20
+	cliKillGrace  = 2 * time.Second
+)
+
+// Envelope is what a CLI agent reads on stdin, as one JSON object.
+type Envelope struct {
+	Instruction string   `json:"instruction"`
+	Prompt      string   `json:"prompt"`
+	Tools       []string `json:"tools"`
+	Model       string   `json:"model,omitempty"`
+	Input       any      `json:"input"`
+	RunID       string   `json:"run_id"`
+	StepKey     string   `json:"step_key"`
+	Attempt     int      `json:"attempt"`
+	Workspace   string   `json:"workspace"`
+}
+
+// CLIConfig is one invocation of a CLI agent.
+type CLIConfig struct {
+	Executor  string // its name, for the record
+	Spec      assets.ExecutorSpec
+	Envelope  Envelope
+	Workspace string
+	Env       []string      // nil: the engine's environment
+	Timeout   time.Duration // wall-clock limit (0: none but ctx)
+	Attempt   int
+	Emitter   Emitter
+}
+
+// RunCLI runs a CLI agent in its own process group in the workspace, with
+// the envelope on stdin. Its stdout and stderr are recorded line by line as
+// cli.output events and whole as blobs; at the wall-clock limit the group
+// gets SIGTERM, then SIGKILL, and whatever is left of it is killed when the
+// program exits. The final message and usage are parsed from stdout in the
+// executor's output format.
+func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
+	stdin, err := json.Marshal(cfg.Envelope)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cfg.Spec.Command, cfg.Spec.Args...)
+	cmd.Dir = cfg.Workspace
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Env = cfg.Env
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	for _, k := range sortedKeys(cfg.Spec.Env) {
+		cmd.Env = append(cmd.Env, k+"="+cfg.Spec.Env[k])
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Our own pipes rather than cmd's: Wait then returns when the program
+	// exits, even if something it started still holds its output open (that
+	// is killed with the group, which ends the reads).
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return nil, err
+	}
+	defer errR.Close()
+	cmd.Stdout, cmd.Stderr = outW, errW
+	began := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.Spec.Command, err)
+	}
+	pgid := cmd.Process.Pid
+	var wg sync.WaitGroup
+	stdout := &lineRecorder{stream: "stdout", cfg: &cfg}
+	stderr := &lineRecorder{stream: "stderr", cfg: &cfg}
+	defer wg.Wait()
+	defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }()
+	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationStarted, events.CLIInvocationStartedData{
+		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: cfg.Spec.Args, PID: pgid,
+	}); err != nil {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return nil, err
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); stdout.read(ctx, outR) }()
+	go func() { defer wg.Done(); stderr.read(ctx, errR) }()
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var timeout <-chan time.Time
+	if cfg.Timeout > 0 {
+		t := time.NewTimer(cfg.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var timedOut bool
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+	case <-timeout:
+		timedOut = true
+		waitErr = stopGroup(pgid, waited)
+	case <-ctx.Done():
+		waitErr = stopGroup(pgid, waited)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	wg.Wait()
+
+	fin := events.CLIInvocationFinishedData{Attempt: cfg.Attempt, Executor: cfg.Executor, TimedOut: timedOut,
+		DurationMS: time.Since(began).Milliseconds()}
+	fin.ExitCode, fin.Signal = exitStatus(cmd.ProcessState, waitErr)
+	if fin.Stdout, err = stdout.finish(ctx); err != nil {
+		return nil, err
+	}
+	if fin.Stderr, err = stderr.finish(ctx); err != nil {
+		return nil, err
+	}
+	out, perr := parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
+	fin.FinalMessage = capText(out.FinalMessage, textCap)
+	fin.Model, fin.Usage = out.Model, tokenUsage(out.Usage)
+	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationFinished, fin); err != nil {
+		return nil, err
+	}
+	switch {
+	case timedOut:
+		out.StopReason = StopTimeout
+		return out, fmt.Errorf("%w: %s ran past %s; its process group was killed", ErrTimeout, cfg.Spec.Command, cfg.Timeout)
+	case ctx.Err() != nil:
+		return out, ctx.Err()
+	case fin.Signal != "" || fin.ExitCode != 0:
+		return out, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("%s exited with %s%s",
+			cfg.Spec.Command, describeExit(fin.ExitCode, fin.Signal), lastLine(stderr.buf.Bytes())), Retryable: true}
+	case perr != nil:
+		return out, &ProviderError{Provider: cfg.Executor, Message: perr.Error()}
+	}
+	return out, nil
+}
+
+// lineRecorder records a stream line by line and keeps all of it.
+type lineRecorder struct {
+	stream string
+	cfg    *CLIConfig
+	buf    bytes.Buffer
+	size   int64
+	lines  int
+	err    error
+}
+
+func (r *lineRecorder) read(ctx context.Context, rd io.Reader) {
+	br := bufio.NewReaderSize(rd, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			r.size += int64(len(line))
+			if room := cliCapture - r.buf.Len(); room > 0 {
+				r.buf.Write(line[:min(room, len(line))])
+			}
+			r.lines++
+			if r.lines <= cliLineEvents && r.err == nil {
+				text := strings.TrimRight(string(line), "\r\n")
+				r.err = r.cfg.Emitter.Emit(ctx, events.CLIOutput, events.CLIOutputData{
+					Attempt: r.cfg.Attempt, Stream: r.stream, Line: r.lines, Text: capText(text, cliLineCap),
+				})
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// finish stores the whole stream as a blob and describes it.
+func (r *lineRecorder) finish(ctx context.Context) (events.OutputStream, error) {
+	data := r.buf.Bytes()
+	st := events.OutputStream{Size: r.size, Truncated: r.size > int64(len(data))}
+	st.Preview = string(data[max(0, len(data)-512):])
+	if r.err != nil {
+		return st, r.err
+	}
+	if len(data) > 0 {
+		ref, err := r.cfg.Emitter.PutBlob(ctx, data)
+		if err != nil {
+			return st, err
+		}
+		st.Blob = &ref
+	}
+	return st, nil
+}
+
+// parseCLIOutput reads the final message and usage from a CLI agent's
+// stdout.
+func parseCLIOutput(format string, stdout []byte) (*Outcome, error) {
+	out := &Outcome{StopReason: StopEndTurn}
+	switch format {
+	case OutputClaudeJSON:
+		var res struct {
+			Type     string `json:"type"`
+			Subtype  string `json:"subtype"`
+			IsError  bool   `json:"is_error"`
+			Result   string `json:"result"`
+			NumTurns int    `json:"num_turns"`
+			Usage    struct {
+				InputTokens              int64 `json:"input_tokens"`
+				OutputTokens             int64 `json:"output_tokens"`
+				CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+				CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+			} `json:"usage"`
+			ModelUsage map[string]json.RawMessage `json:"modelUsage"`
+		}
+		line := lastJSONLine(stdout)
+		if line == nil {
+			return out, errors.New("no JSON result object on stdout")
+		}
+		if err := json.Unmarshal(line, &res); err != nil {
+			return out, fmt.Errorf("result object: %v", err)
+		}
+		out.FinalMessage, out.Turns = res.Result, res.NumTurns
+		out.Usage = Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+			CacheReadTokens: res.Usage.CacheReadInputTokens, CacheWriteTokens: res.Usage.CacheCreationInputTokens}
+		out.Model = strings.Join(sortedKeys(res.ModelUsage), ",")
+		if res.IsError || (res.Subtype != "" && res.Subtype != "success") {
+			return out, fmt.Errorf("the agent reported %s: %s", res.Subtype, capText(res.Result, 200))
+		}
+	case OutputCodexJSONL:
+		var failure string
+		for _, line := range bytes.Split(stdout, []byte("\n")) {
+			var ev struct {
+				Type string `json:"type"`
+				Item struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"item"`
+				Usage struct {
+					InputTokens       int64 `json:"input_tokens"`
+					CachedInputTokens int64 `json:"cached_input_tokens"`
+					OutputTokens      int64 `json:"output_tokens"`
+				} `json:"usage"`
+				Error   struct{ Message string } `json:"error"`
+				Message string                   `json:"message"`
+			}
+			if json.Unmarshal(bytes.TrimSpace(line), &ev) != nil {
+				continue
+			}
+			switch ev.Type {
+			case "item.completed":
+				if ev.Item.Type == "agent_message" {
+					out.FinalMessage = ev.Item.Text
+				}
+			case "turn.completed":
+				out.Turns++
+				out.Usage = out.Usage.Add(Usage{InputTokens: ev.Usage.InputTokens, OutputTokens: ev.Usage.OutputTokens,
+					CacheReadTokens: ev.Usage.CachedInputTokens})
+			case "turn.failed":
+				failure = ev.Error.Message
+			case "error":
+				failure = ev.Message
+			}
+		}
+		if failure != "" {
+			return out, fmt.Errorf("the agent failed: %s", failure)
+		}
+	default:
+		out.FinalMessage = strings.TrimSpace(string(stdout))
+	}
+	return out, nil
+}
+
+func lastJSONLine(b []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := bytes.TrimSpace(lines[i]); len(l) > 0 && l[0] == '{' {
+			return l
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// stopGroup terminates a process group: SIGTERM, then SIGKILL after a grace
+// period, and waits for the program to be reaped.
+func stopGroup(pgid int, waited <-chan error) error {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case err := <-waited:
+		return err
+	case <-time.After(cliKillGrace):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return <-waited
+}
+
+func exitStatus(ps *os.ProcessState, waitErr error) (int, string) {
+	if ps == nil {
+		return -1, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal().String()
+	}
+	var exitErr *exec.ExitError
+	if errors.As(waitErr, &exitErr) {
+		return exitErr.ExitCode(), ""
+	}
+	return ps.ExitCode(), ""
+}
+
+func describeExit(code int, signal string) string {
+	if signal != "" {
+		return "signal " + signal
+	}
+	return fmt.Sprintf("code %d", code)
+}
+
+// lastLine returns ": <the last non-empty line>" of output, or "".
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return ": " + capText(last, 200)
+	}
+	return ""
+}
