@@ -81,6 +81,7 @@ const (
 	KindStructural    = "structural"     // the job's shape cannot run
 	KindInternal      = "internal"       // Orbit itself failed
 	KindDeadLetter    = "dead_letter"    // the command could not be delivered
+	KindToolDenied    = "tool_denied"    // an agent called a tool its policy refuses
 )
 
 // BlobRef names a blob in the orbit_blobs object store by its digest.

@@ -68,6 +68,7 @@ type stepCommand struct {
 	Workspace string              `json:"workspace"`
 	Timeout   int                 `json:"timeout_seconds"`
 	StartedID string              `json:"started_id"`
+	Session   string              `json:"session,omitempty"` // agent_loop: the named session to continue
 }
 
 // stepCommandName is the command name of one step attempt. It is unique per

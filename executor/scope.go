@@ -3,9 +3,11 @@ package executor
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // scope is a pipeline context: the input the steps of one step list see,
@@ -117,6 +119,12 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 			}
 		}
 		spec.Args = args
+	case assets.TypeAgentLoop:
+		instruction, err := renderText(spec.Instruction, ts)
+		if err != nil {
+			return nil, fail(events.KindValidation, false, "instruction: %v", err)
+		}
+		spec.Instruction = instruction
 	case assets.TypeDeterministic:
 		if spec.Config != nil {
 			cfg, err := assets.RenderValue(spec.Config, ts)
@@ -134,6 +142,9 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 	if st.TimeoutSeconds > 0 {
 		timeout = st.TimeoutSeconds
 	}
+	if st.FSProfile != "" {
+		spec.FSProfile = st.FSProfile
+	}
 	return &stepCommand{
 		RunID:     x.runID,
 		Job:       x.job.Name,
@@ -144,6 +155,7 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		Workspace: sc.workspace(input),
 		Timeout:   timeout,
 		StartedID: stepEventID(events.StepStarted, x.runID, key, n),
+		Session:   st.Session,
 	}, nil
 }
 
@@ -210,6 +222,13 @@ func validateStep(source, at string, st *assets.Step) error {
 func validateActivity(spec *assets.ActivitySpec) error {
 	switch spec.Type {
 	case assets.TypeShell:
+		return nil
+	case assets.TypeAgentLoop:
+		for _, name := range spec.Tools {
+			if _, ok := agent.Builtin(name); !ok {
+				return fmt.Errorf("tools: unknown tool %q (known: %s)", name, strings.Join(agent.BuiltinNames(), ", "))
+			}
+		}
 		return nil
 	case assets.TypeDeterministic:
 		if _, ok := actions[spec.Action]; !ok && !isChildAction(spec) {

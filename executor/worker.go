@@ -9,6 +9,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // WorkerConfig configures a Worker.
@@ -18,7 +19,7 @@ type WorkerConfig struct {
 	// Engine identifies the worker in activity.started events.
 	Engine string
 	// Concurrency bounds the activities of each type running at once
-	// (defaults: shell 8, deterministic 64).
+	// (defaults: shell 8, deterministic 64, agent_loop 4).
 	Concurrency map[string]int
 	// AckWait is how long a command may go without a progress signal before
 	// it is redelivered (default 30s); running activities signal progress
@@ -26,6 +27,13 @@ type WorkerConfig struct {
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one command (default 10).
 	MaxDeliver int
+	// FSProfiles are the named filesystem profiles of agent tools.
+	FSProfiles map[string]agent.FSProfile
+	// Providers configure HTTP providers of agent loops by name.
+	Providers map[string]ProviderSettings
+	// Env looks up environment variables for agent loops (provider keys,
+	// ORBIT_REPLAY_FIXTURE); nil means the process environment.
+	Env func(name string) (string, bool)
 	// Logger receives operational messages (nil discards them).
 	Logger *slog.Logger
 }
@@ -34,7 +42,7 @@ func (c *WorkerConfig) setDefaults() {
 	if c.Engine == "" {
 		c.Engine = events.NewID()
 	}
-	defaults := map[string]int{assets.TypeShell: 8, assets.TypeDeterministic: 64}
+	defaults := map[string]int{assets.TypeShell: 8, assets.TypeDeterministic: 64, assets.TypeAgentLoop: 4}
 	if c.Concurrency == nil {
 		c.Concurrency = map[string]int{}
 	}
@@ -94,6 +102,9 @@ var runners = map[string]func(ctx context.Context, w *Worker, cmd *stepCommand, 
 	},
 	assets.TypeDeterministic: func(ctx context.Context, _ *Worker, cmd *stepCommand, _ emitFunc) (any, error) {
 		return runAction(ctx, cmd)
+	},
+	assets.TypeAgentLoop: func(ctx context.Context, w *Worker, cmd *stepCommand, emit emitFunc) (any, error) {
+		return (&agentStep{w: w, cmd: cmd, emit: emit}).run(ctx)
 	},
 }
 

@@ -106,7 +106,9 @@ func (a *app) catalog(root string) (*assets.Catalog, error) {
 	return assets.OpenCatalog(root, assets.CatalogOptions{
 		ActivityDir: os.Getenv("ORBIT_ACTIVITY_DIR"),
 		JobDir:      os.Getenv("ORBIT_JOB_DIR"),
+		ExecutorDir: os.Getenv("ORBIT_EXECUTOR_DIR"),
 		Backend:     backend,
+		FSProfiles:  cfg.FSProfileNames(),
 	})
 }
 

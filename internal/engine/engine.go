@@ -18,6 +18,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -120,7 +121,18 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Root:       root,
 		Logger:     cfg.Logger,
 	})
-	e.worker = executor.NewWorker(executor.WorkerConfig{Log: e.log, Engine: e.id, Logger: cfg.Logger})
+	project, err := assets.LoadConfig(root)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.worker = executor.NewWorker(executor.WorkerConfig{
+		Log:        e.log,
+		Engine:     e.id,
+		FSProfiles: fsProfiles(project),
+		Providers:  providers(project),
+		Logger:     cfg.Logger,
+	})
 	e.info = Info{
 		PID:        os.Getpid(),
 		URL:        e.log.ClientURL(),
@@ -234,6 +246,24 @@ func (e *Engine) activeRuns(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// fsProfiles converts the project's filesystem profiles for agent tools.
+func fsProfiles(cfg *assets.Config) map[string]agent.FSProfile {
+	out := map[string]agent.FSProfile{}
+	for name, p := range cfg.FSProfiles {
+		out[name] = agent.FSProfile{Name: name, Read: p.Read, Write: p.Write}
+	}
+	return out
+}
+
+// providers converts the project's provider settings.
+func providers(cfg *assets.Config) map[string]executor.ProviderSettings {
+	out := map[string]executor.ProviderSettings{}
+	for name, p := range cfg.Providers {
+		out[name] = executor.ProviderSettings{BaseURL: p.BaseURL, APIKeyEnv: p.APIKeyEnv}
+	}
+	return out
+}
+
 // job looks a job up in the project's catalogs as they are now (child jobs
 // of job.invoke).
 func (e *Engine) job(name string) (*assets.Job, error) {
@@ -244,7 +274,9 @@ func (e *Engine) job(name string) (*assets.Job, error) {
 	cat, err := assets.OpenCatalog(e.cfg.Root, assets.CatalogOptions{
 		ActivityDir: os.Getenv("ORBIT_ACTIVITY_DIR"),
 		JobDir:      os.Getenv("ORBIT_JOB_DIR"),
+		ExecutorDir: os.Getenv("ORBIT_EXECUTOR_DIR"),
 		Backend:     cfg.Runtime.Backend,
+		FSProfiles:  cfg.FSProfileNames(),
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,329 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor/agent"
+)
+
+// Environment variables that switch every agent loop to the replay
+// provider with the named fixture: the offline switch for tests and demos.
+var replayEnv = []string{"ORBIT_REPLAY_FIXTURE", "ORBIT_V2_REPLAY_FIXTURE"}
+
+// ProviderSettings configure an HTTP provider for every agent loop of an
+// engine (from the project's config).
+type ProviderSettings struct {
+	BaseURL   string
+	APIKeyEnv string // the environment variable that holds the key
+}
+
+// agentStep executes one attempt of an agent_loop step.
+type agentStep struct {
+	w    *Worker
+	cmd  *stepCommand
+	emit emitFunc
+}
+
+// emitter adapts a worker's emit function to agent.Emitter.
+type emitter struct {
+	log  *events.Log
+	emit emitFunc
+}
+
+func (e emitter) Emit(ctx context.Context, typ string, payload any) error {
+	return e.emit(ctx, typ, payload)
+}
+
+func (e emitter) PutBlob(ctx context.Context, data []byte) (events.BlobRef, error) {
+	return e.log.PutBlob(ctx, data)
+}
+
+func (a *agentStep) run(ctx context.Context) (any, error) {
+	spec := &a.cmd.Activity
+	em := emitter{log: a.w.cfg.Log, emit: a.emit}
+	prompt := agentPrompt(a.cmd.Input)
+	if spec.Backend == "cli" {
+		return a.runCLI(ctx, spec, em, prompt)
+	}
+	provider, err := a.provider(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := a.toolContext(spec)
+	if err != nil {
+		return nil, err
+	}
+	var tools []agent.Tool
+	for _, name := range spec.Tools {
+		t, ok := agent.Builtin(name)
+		if !ok {
+			return nil, fail(events.KindValidation, false, "unknown tool %q (known: %s)", name, strings.Join(agent.BuiltinNames(), ", "))
+		}
+		tools = append(tools, t)
+	}
+	history, err := a.sessionHistory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, runErr := agent.Run(ctx, agent.Config{
+		Provider:  provider,
+		Model:     spec.Model,
+		System:    spec.Instruction,
+		Tools:     tools,
+		ToolCtx:   tc,
+		OnDenial:  spec.OnDenial,
+		MaxTurns:  spec.MaxIterations,
+		WallClock: time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
+		MaxTokens: spec.MaxTokens,
+		History:   history,
+		Session:   a.cmd.Session,
+		Attempt:   a.cmd.Attempt,
+		Emitter:   em,
+	}, prompt)
+	if err := a.saveSession(ctx, em, out); err != nil {
+		return nil, err
+	}
+	if runErr != nil {
+		return nil, agentFailure(runErr)
+	}
+	return agentOutput(out), nil
+}
+
+// agentPrompt is the user message of an agent step: input.prompt when it
+// is a string, else the whole step input as JSON.
+func agentPrompt(input any) string {
+	if m, ok := input.(map[string]any); ok {
+		if p, ok := m["prompt"].(string); ok {
+			return p
+		}
+	}
+	b, err := json.MarshalIndent(input, "", "  ")
+	if err != nil {
+		return fmt.Sprint(input)
+	}
+	return string(b)
+}
+
+func agentOutput(out *agent.Outcome) map[string]any {
+	return map[string]any{
+		"final_message": out.FinalMessage,
+		"stop_reason":   out.StopReason,
+		"turns":         float64(out.Turns),
+		"tool_calls":    float64(out.ToolCalls),
+		"model":         out.Model,
+		"usage": map[string]any{
+			"input_tokens":       float64(out.Usage.InputTokens),
+			"output_tokens":      float64(out.Usage.OutputTokens),
+			"cache_read_tokens":  float64(out.Usage.CacheReadTokens),
+			"cache_write_tokens": float64(out.Usage.CacheWriteTokens),
+		},
+	}
+}
+
+// agentFailure classifies how an agent step ended without an answer.
+func agentFailure(err error) error {
+	var denied *agent.DeniedError
+	var perr *agent.ProviderError
+	switch {
+	case errors.As(err, &denied):
+		return fail(events.KindToolDenied, false, "%v (on_denial: terminate)", denied)
+	case errors.Is(err, agent.ErrTimeout):
+		return fail(events.KindTimeout, true, "%v", err)
+	case errors.Is(err, agent.ErrTurnLimit):
+		return fail(events.KindActivity, true, "%v", err)
+	case errors.Is(err, agent.ErrFixture):
+		return fail(events.KindValidation, false, "%v", err)
+	case errors.As(err, &perr):
+		return fail(events.KindActivity, perr.Retryable, "%v", perr)
+	}
+	return err
+}
+
+// provider builds the step's provider: the replay provider when the engine
+// runs with ORBIT_REPLAY_FIXTURE set, else the one the spec names.
+func (a *agentStep) provider(ctx context.Context, spec *assets.ActivitySpec) (agent.Provider, error) {
+	opts := agent.ProviderOptions{Name: spec.Provider, Fixture: spec.Fixture, BaseURL: spec.BaseURL, Env: a.w.getenv}
+	for _, name := range replayEnv {
+		if f := a.w.getenv(name); f != "" {
+			opts.Name, opts.Fixture = "replay", f
+			break
+		}
+	}
+	if s, ok := a.w.cfg.Providers[opts.Name]; ok {
+		if opts.BaseURL == "" {
+			opts.BaseURL = s.BaseURL
+		}
+		if s.APIKeyEnv != "" {
+			opts.APIKey = a.w.getenv(s.APIKeyEnv)
+		}
+	}
+	if opts.Name == "replay" {
+		if opts.Fixture == "" {
+			return nil, fail(events.KindValidation, false, "the replay provider needs a fixture (spec fixture: or ORBIT_REPLAY_FIXTURE)")
+		}
+		if name, ok := strings.CutPrefix(opts.Fixture, "seeded:"); ok {
+			data, err := assets.SeededFile(name)
+			if err != nil {
+				return nil, fail(events.KindValidation, false, "fixture %s: %v", opts.Fixture, err)
+			}
+			opts.FixtureData = data
+		}
+		start, err := replayStart(ctx, a.w.cfg.Log, a.cmd.RunID, opts.Fixture)
+		if err != nil {
+			return nil, err
+		}
+		opts.Start = start
+	}
+	p, err := agent.NewProvider(opts)
+	if err != nil {
+		// A provider that cannot be built (unknown, no key, a bad fixture)
+		// will not be built by trying again.
+		return nil, fail(events.KindValidation, false, "%v", err)
+	}
+	return p, nil
+}
+
+// replayStart is where a replay fixture resumes within a run: after every
+// turn it gave to step attempts that have finished. Turns given to an
+// attempt that was cut short (the engine died) are given again to its
+// rerun, so a restarted run replays the same script.
+func replayStart(ctx context.Context, log *events.Log, runID, fixture string) (int, error) {
+	evs, err := log.Read(ctx, events.FollowOptions{Filters: []string{
+		events.EventSubject(events.AggregateRun, runID, events.AgentTurn),
+		events.EventSubject(events.AggregateRun, runID, events.StepFinished),
+	}})
+	if err != nil {
+		return 0, err
+	}
+	finished := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Type == events.StepFinished {
+			var d events.StepFinishedData
+			if ev.Decode(&d) == nil {
+				finished[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] = true
+			}
+		}
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Type != events.AgentTurn {
+			continue
+		}
+		var d events.AgentTurnData
+		if ev.Decode(&d) == nil && d.Fixture == fixture && finished[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// toolContext is what the step's tools may act on.
+func (a *agentStep) toolContext(spec *assets.ActivitySpec) (*agent.ToolContext, error) {
+	profile := agent.DefaultProfile
+	if name := spec.FSProfile; name != "" && name != agent.DefaultProfile.Name {
+		p, ok := a.w.cfg.FSProfiles[name]
+		if !ok {
+			return nil, fail(events.KindValidation, false, "fsProfile %q is not defined in .orbit/config.yaml", name)
+		}
+		profile = p
+	} else if p, ok := a.w.cfg.FSProfiles[agent.DefaultProfile.Name]; ok {
+		profile = p
+	}
+	return &agent.ToolContext{Workspace: a.cmd.Workspace, Profile: profile, AllowedPrograms: spec.AllowedPrograms}, nil
+}
+
+// sessionHistory returns the transcript of the step's named session as the
+// last step that used it in this run left it.
+func (a *agentStep) sessionHistory(ctx context.Context) ([]agent.Message, error) {
+	if a.cmd.Session == "" {
+		return nil, nil
+	}
+	evs, err := a.w.cfg.Log.Read(ctx, events.FollowOptions{Filters: []string{
+		events.EventSubject(events.AggregateRun, a.cmd.RunID, events.AgentSession),
+	}})
+	if err != nil {
+		return nil, err
+	}
+	var last *events.AgentSessionData
+	for _, ev := range evs {
+		var d events.AgentSessionData
+		if ev.Decode(&d) == nil && d.Session == a.cmd.Session {
+			last = &d
+		}
+	}
+	if last == nil {
+		return nil, nil
+	}
+	data, err := a.w.cfg.Log.GetBlob(ctx, last.Transcript.Digest)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []agent.Message
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		return nil, fmt.Errorf("session %s transcript: %w", a.cmd.Session, err)
+	}
+	return msgs, nil
+}
+
+// saveSession stores the step's transcript as a blob and records it, so a
+// later step of the same session — or this run after a restart — continues
+// from it, and an auditor can read the whole conversation.
+func (a *agentStep) saveSession(ctx context.Context, em emitter, out *agent.Outcome) error {
+	if out == nil || len(out.Transcript) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(out.Transcript)
+	if err != nil {
+		return err
+	}
+	ref, err := em.PutBlob(ctx, data)
+	if err != nil {
+		return err
+	}
+	return a.emit(ctx, events.AgentSession, events.AgentSessionData{
+		Attempt: a.cmd.Attempt, Session: a.cmd.Session, Messages: len(out.Transcript), Transcript: ref,
+	})
+}
+
+// runCLI runs the step on its CLI executor.
+func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em emitter, prompt string) (any, error) {
+	if spec.ExecutorSpec == nil {
+		return nil, fail(events.KindValidation, false, "backend cli: no executor definition in the job")
+	}
+	name := spec.Executor
+	if name == "" {
+		name = spec.Provider
+	}
+	out, err := agent.RunCLI(ctx, agent.CLIConfig{
+		Executor: name,
+		Spec:     *spec.ExecutorSpec,
+		Envelope: agent.Envelope{
+			Instruction: spec.Instruction, Prompt: prompt, Tools: spec.Tools, Model: spec.Model,
+			Input: a.cmd.Input, RunID: a.cmd.RunID, StepKey: a.cmd.StepKey, Attempt: a.cmd.Attempt, Workspace: a.cmd.Workspace,
+		},
+		Workspace: a.cmd.Workspace,
+		Timeout:   time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
+		Attempt:   a.cmd.Attempt,
+		Emitter:   em,
+	})
+	if err != nil {
+		return nil, agentFailure(err)
+	}
+	return agentOutput(out), nil
+}
+
+func (w *Worker) getenv(name string) string {
+	if w.cfg.Env != nil {
+		v, _ := w.cfg.Env(name)
+		return v
+	}
+	return os.Getenv(name)
+}
