@@ -99,6 +99,24 @@ var exampleChecks = map[string]func(t *testing.T, p *testkit.Project, v projecto
 		}
 		assert.Equal(t, map[string]any{"first": "Hello, Ada! Greeted Ada.\n", "second": "Hello, Grace! Greeted Grace.\n"}, v.Output)
 	},
+	"example_agent": func(t *testing.T, p *testkit.Project, v projector.RunView) {
+		out := v.Output.(map[string]any)
+		assert.Equal(t, "end_turn", out["stop_reason"])
+		assert.Equal(t, float64(3), out["turns"])
+		assert.Equal(t, float64(2), out["tool_calls"])
+		path := filepath.Join(p.Root, "hello.txt")
+		data, err := os.ReadFile(path)
+		require.NoError(t, err, "the agent wrote hello.txt into the project root")
+		assert.NotEmpty(t, data)
+		require.NoError(t, os.Remove(path))
+
+		r := p.Orbit("metrics", "--json")
+		require.Equal(t, 0, r.Code, r.String())
+		var m projector.Metrics
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m))
+		assert.GreaterOrEqual(t, m.Models["replay"].Turns, int64(3), "the metrics view counts the turns")
+		assert.GreaterOrEqual(t, m.Tools["fs.write"].Calls, int64(1))
+	},
 	"example_recovery": func(t *testing.T, p *testkit.Project, v projector.RunView) {
 		steps := stepsByKey(v)
 		assert.Equal(t, 3, steps["deploy"].Attempts, "two attempts, the recovery, one more")

@@ -51,6 +51,7 @@ nothing and re-runs nothing that finished.`,
 		a.runCommand(),
 		a.serveCommand(),
 		a.replayCommand(),
+		a.metricsCommand(),
 	)
 	return cmd
 }

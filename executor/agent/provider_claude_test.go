@@ -1,89 +1,19 @@
 package agent_test
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/internal/testkit"
 )
-
-// wireServer is a local stand-in for a provider's API: it records every
-// request and answers each with the next of its replies, written as the
-// real API writes them. The openai tests use it too.
-type wireServer struct {
-	t   *testing.T
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	requests []wireRequest
-	replies  []wireReply
-}
-
-type wireRequest struct {
-	Method string
-	Path   string
-	Header http.Header
-	Raw    []byte
-	Body   map[string]any
-}
-
-type wireReply struct {
-	Status      int
-	Body        string
-	ContentType string // default application/json
-}
-
-func newWireServer(t *testing.T, replies ...wireReply) *wireServer {
-	t.Helper()
-	ws := &wireServer{t: t, replies: replies}
-	ws.srv = httptest.NewServer(http.HandlerFunc(ws.serve))
-	t.Cleanup(ws.srv.Close)
-	return ws
-}
-
-func (ws *wireServer) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	req := wireRequest{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
-	_ = json.Unmarshal(raw, &req.Body)
-
-	ws.mu.Lock()
-	ws.requests = append(ws.requests, req)
-	var reply wireReply
-	if len(ws.replies) > 0 {
-		reply, ws.replies = ws.replies[0], ws.replies[1:]
-	} else {
-		reply = wireReply{Status: http.StatusInternalServerError, Body: `{"error":{"message":"test server: no reply left"}}`}
-	}
-	ws.mu.Unlock()
-
-	w.Header().Set("Content-Type", cmp.Or(reply.ContentType, "application/json"))
-	w.WriteHeader(cmp.Or(reply.Status, http.StatusOK))
-	_, _ = io.WriteString(w, reply.Body)
-}
-
-func (ws *wireServer) received() []wireRequest {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return append([]wireRequest(nil), ws.requests...)
-}
-
-func (ws *wireServer) only() wireRequest {
-	ws.t.Helper()
-	reqs := ws.received()
-	require.Len(ws.t, reqs, 1, "requests the server received")
-	return reqs[0]
-}
 
 // wireEnv returns an Env func that sees only vars.
 func wireEnv(vars map[string]string) func(string) string {
@@ -113,11 +43,11 @@ var wireTools = []agent.ToolSpec{
 	},
 }
 
-func newClaude(t *testing.T, ws *wireServer) agent.Provider {
+func newClaude(t *testing.T, ws *testkit.WireServer) agent.Provider {
 	t.Helper()
 	p, err := agent.NewProvider(agent.ProviderOptions{
 		Name:    agent.ProviderClaude,
-		BaseURL: ws.srv.URL,
+		BaseURL: ws.URL(),
 		APIKey:  fakeAnthropicKey,
 		Env:     wireEnv(nil),
 	})
@@ -156,7 +86,7 @@ const claudeToolUseReply = `{
 
 func TestClaudeTextTurn(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: claudeTextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: claudeTextReply})
 	p := newClaude(t, ws)
 	assert.Equal(t, "claude", p.Name())
 
@@ -174,7 +104,7 @@ func TestClaudeTextTurn(t *testing.T) {
 		Model:      "claude-sonnet-4-5-20250929",
 	}, resp)
 
-	req := ws.only()
+	req := ws.Only()
 	assert.Equal(t, http.MethodPost, req.Method)
 	assert.Equal(t, "/v1/messages", req.Path)
 	assert.Equal(t, fakeAnthropicKey, req.Header.Get("X-Api-Key"), "the key goes in x-api-key")
@@ -200,7 +130,7 @@ func TestClaudeTextTurn(t *testing.T) {
 
 func TestClaudeToolUseRoundTrip(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: claudeToolUseReply}, wireReply{Body: claudeTextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: claudeToolUseReply}, testkit.WireReply{Body: claudeTextReply})
 	p := newClaude(t, ws)
 	req := &agent.Request{
 		Model:     "claude-sonnet-4-5",
@@ -232,7 +162,7 @@ func TestClaudeToolUseRoundTrip(t *testing.T) {
 	_, err = p.Complete(context.Background(), req)
 	require.NoError(t, err)
 
-	reqs := ws.received()
+	reqs := ws.Received()
 	require.Len(t, reqs, 2)
 	assert.EqualValues(t, 1024, reqs[1].Body["max_tokens"])
 	assert.JSONEq(t, `[
@@ -245,7 +175,7 @@ func TestClaudeToolUseRoundTrip(t *testing.T) {
 	]`, wireJSON(t, reqs[1].Body["messages"]))
 
 	// The cached prefix is byte for byte the same on every turn.
-	prefix := func(r wireRequest) string {
+	prefix := func(r testkit.WireRequest) string {
 		var body struct{ System, Tools json.RawMessage }
 		require.NoError(t, json.Unmarshal(r.Raw, &body))
 		return string(body.Tools) + string(body.System)
@@ -255,7 +185,7 @@ func TestClaudeToolUseRoundTrip(t *testing.T) {
 
 func TestClaudeToolResultError(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: claudeTextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: claudeTextReply})
 	p := newClaude(t, ws)
 	_, err := p.Complete(context.Background(), &agent.Request{
 		Model: "claude-sonnet-4-5",
@@ -269,7 +199,7 @@ func TestClaudeToolResultError(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	body := ws.only().Body
+	body := ws.Only().Body
 	assert.NotContains(t, body, "system", "no system prompt, no system field")
 	assert.NotContains(t, body, "tools")
 	assert.JSONEq(t, `{"role":"user","content":[
@@ -291,7 +221,7 @@ func TestClaudeStopReasons(t *testing.T) {
 		t.Run(tc.wire, func(t *testing.T) {
 			t.Parallel()
 			body := strings.Replace(claudeTextReply, `"stop_reason": "end_turn"`, `"stop_reason": "`+tc.wire+`"`, 1)
-			ws := newWireServer(t, wireReply{Body: body})
+			ws := testkit.NewWireServer(t, testkit.WireReply{Body: body})
 			resp, err := newClaude(t, ws).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, resp.StopReason)
@@ -303,42 +233,42 @@ func TestClaudeErrorStatus(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name      string
-		reply     wireReply
+		reply     testkit.WireReply
 		message   string
 		retryable bool
 	}{
 		{
 			name:      "rate limit",
-			reply:     wireReply{Status: 429, Body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`},
+			reply:     testkit.WireReply{Status: 429, Body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`},
 			message:   "Number of request tokens has exceeded your per-minute rate limit (rate_limit_error)",
 			retryable: true,
 		},
 		{
 			name:    "bad request",
-			reply:   wireReply{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}`},
+			reply:   testkit.WireReply{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}`},
 			message: "messages: roles must alternate (invalid_request_error)",
 		},
 		{
 			name:    "bad key echoed",
-			reply:   wireReply{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + fakeAnthropicKey + `"}}`},
+			reply:   testkit.WireReply{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + fakeAnthropicKey + `"}}`},
 			message: "invalid x-api-key [redacted] (authentication_error)",
 		},
 		{
 			name:      "overloaded",
-			reply:     wireReply{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+			reply:     testkit.WireReply{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
 			message:   "Overloaded (overloaded_error)",
 			retryable: true,
 		},
 		{
 			name:      "gateway",
-			reply:     wireReply{Status: 502, ContentType: "text/html", Body: "<html><body>502 Bad Gateway</body></html>"},
+			reply:     testkit.WireReply{Status: 502, ContentType: "text/html", Body: "<html><body>502 Bad Gateway</body></html>"},
 			message:   "<html><body>502 Bad Gateway</body></html>",
 			retryable: true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ws := newWireServer(t, tc.reply, wireReply{Body: claudeTextReply})
+			ws := testkit.NewWireServer(t, tc.reply, testkit.WireReply{Body: claudeTextReply})
 			_, err := newClaude(t, ws).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 			perr, ok := errors.AsType[*agent.ProviderError](err)
 			require.True(t, ok, "want a *ProviderError, got %v", err)
@@ -349,7 +279,7 @@ func TestClaudeErrorStatus(t *testing.T) {
 			assert.NotContains(t, err.Error(), fakeAnthropicKey)
 			assert.NotContains(t, err.Error(), "ant-test-FAKE")
 
-			req := ws.only() // and the SDK did not retry
+			req := ws.Only() // and the SDK did not retry
 			assert.Equal(t, fakeAnthropicKey, req.Header.Get("X-Api-Key"))
 		})
 	}
@@ -359,17 +289,17 @@ func TestClaudeMalformedBody(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		reply wireReply
+		reply testkit.WireReply
 	}{
-		{"truncated", wireReply{Body: `{"content": [`}},
-		{"not json", wireReply{ContentType: "text/html", Body: "<html>hello</html>"}},
-		{"not a message", wireReply{Body: `{"ok": true}`}},
-		{"content not a list", wireReply{Body: `{"type":"message","content":"hello","stop_reason":"end_turn"}`}},
-		{"tool_use without id", wireReply{Body: `{"type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","name":"fs_read","input":{}}],"stop_reason":"tool_use"}`}},
+		{"truncated", testkit.WireReply{Body: `{"content": [`}},
+		{"not json", testkit.WireReply{ContentType: "text/html", Body: "<html>hello</html>"}},
+		{"not a message", testkit.WireReply{Body: `{"ok": true}`}},
+		{"content not a list", testkit.WireReply{Body: `{"type":"message","content":"hello","stop_reason":"end_turn"}`}},
+		{"tool_use without id", testkit.WireReply{Body: `{"type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","name":"fs_read","input":{}}],"stop_reason":"tool_use"}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ws := newWireServer(t, tc.reply)
+			ws := testkit.NewWireServer(t, tc.reply)
 			_, err := newClaude(t, ws).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 			perr, ok := errors.AsType[*agent.ProviderError](err)
 			require.True(t, ok, "want a *ProviderError, got %v", err)
@@ -384,9 +314,9 @@ func TestClaudeMalformedBody(t *testing.T) {
 
 func TestClaudeTransportFailure(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t)
-	url := ws.srv.URL
-	ws.srv.Close() // nothing listens any more
+	ws := testkit.NewWireServer(t)
+	url := ws.URL()
+	ws.Close() // nothing listens any more
 
 	p, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", BaseURL: url, APIKey: fakeAnthropicKey, Env: wireEnv(nil)})
 	require.NoError(t, err)
@@ -401,7 +331,7 @@ func TestClaudeTransportFailure(t *testing.T) {
 
 func TestClaudeCancelled(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: claudeTextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: claudeTextReply})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := newClaude(t, ws).Complete(ctx, &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
@@ -412,7 +342,7 @@ func TestClaudeCancelled(t *testing.T) {
 
 func TestClaudeBadRequest(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t)
+	ws := testkit.NewWireServer(t)
 	p := newClaude(t, ws)
 	for _, tc := range []struct {
 		name string
@@ -430,37 +360,37 @@ func TestClaudeBadRequest(t *testing.T) {
 			require.EqualError(t, err, tc.want)
 		})
 	}
-	assert.Empty(t, ws.received(), "nothing is sent for a request that cannot be expressed")
+	assert.Empty(t, ws.Received(), "nothing is sent for a request that cannot be expressed")
 }
 
 func TestClaudeEnvFallbacks(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: claudeTextReply}, wireReply{Body: claudeTextReply})
-	other := newWireServer(t)
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: claudeTextReply}, testkit.WireReply{Body: claudeTextReply})
+	other := testkit.NewWireServer(t)
 
 	// Both from the environment.
 	p, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  "sk-ant-from-env",
-		"ANTHROPIC_BASE_URL": ws.srv.URL,
+		"ANTHROPIC_BASE_URL": ws.URL(),
 	})})
 	require.NoError(t, err)
 	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 	require.NoError(t, err)
 
 	// The options win over the environment.
-	p, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", APIKey: fakeAnthropicKey, BaseURL: ws.srv.URL, Env: wireEnv(map[string]string{
+	p, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", APIKey: fakeAnthropicKey, BaseURL: ws.URL(), Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  "sk-ant-from-env",
-		"ANTHROPIC_BASE_URL": other.srv.URL,
+		"ANTHROPIC_BASE_URL": other.URL(),
 	})})
 	require.NoError(t, err)
 	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 	require.NoError(t, err)
 
-	reqs := ws.received()
+	reqs := ws.Received()
 	require.Len(t, reqs, 2)
 	assert.Equal(t, "sk-ant-from-env", reqs[0].Header.Get("X-Api-Key"))
 	assert.Equal(t, fakeAnthropicKey, reqs[1].Header.Get("X-Api-Key"))
-	assert.Empty(t, other.received())
+	assert.Empty(t, other.Received())
 
 	_, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(nil)})
 	require.EqualError(t, err, "claude: no API key (set ANTHROPIC_API_KEY)")
@@ -471,19 +401,19 @@ func TestClaudeEnvFallbacks(t *testing.T) {
 // The process environment is not consulted when Env is given: the SDK's
 // own lookup is off.
 func TestClaudeIgnoresProcessEnv(t *testing.T) {
-	ws := newWireServer(t, wireReply{Body: claudeTextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: claudeTextReply})
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-process")
 	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Leak: yes")
 
 	p, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  fakeAnthropicKey,
-		"ANTHROPIC_BASE_URL": ws.srv.URL,
+		"ANTHROPIC_BASE_URL": ws.URL(),
 	})})
 	require.NoError(t, err)
 	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 	require.NoError(t, err)
-	req := ws.only()
+	req := ws.Only()
 	assert.Equal(t, fakeAnthropicKey, req.Header.Get("X-Api-Key"))
 	assert.Empty(t, req.Header.Get("X-Leak"))
 }
@@ -492,10 +422,10 @@ func TestClaudeLargeMaxTokens(t *testing.T) {
 	t.Parallel()
 	// The SDK refuses non-streaming calls it expects to be long unless the
 	// caller sets a timeout; the provider does.
-	ws := newWireServer(t, wireReply{Body: claudeTextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: claudeTextReply})
 	_, err := newClaude(t, ws).Complete(context.Background(), &agent.Request{Model: "claude-opus-4-0", MaxTokens: 64000, Messages: []agent.Message{wireUser("hi")}})
 	require.NoError(t, err)
-	assert.EqualValues(t, 64000, ws.only().Body["max_tokens"])
+	assert.EqualValues(t, 64000, ws.Only().Body["max_tokens"])
 }
 
 func TestNewProviderUnknown(t *testing.T) {

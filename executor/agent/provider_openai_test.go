@@ -12,15 +12,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 const fakeOpenAIKey = "sk-proj-test-FAKE-KEY-9876543210"
 
-func newOpenAI(t *testing.T, ws *wireServer, key string) agent.Provider {
+func newOpenAI(t *testing.T, ws *testkit.WireServer, key string) agent.Provider {
 	t.Helper()
 	p, err := agent.NewProvider(agent.ProviderOptions{
 		Name:    agent.ProviderOpenAICompat,
-		BaseURL: ws.srv.URL + "/v1",
+		BaseURL: ws.URL() + "/v1",
 		APIKey:  key,
 		Env:     wireEnv(nil),
 	})
@@ -70,7 +71,7 @@ const openAIToolCallReply = `{
 
 func TestOpenAITextTurn(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: openAITextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: openAITextReply})
 	p := newOpenAI(t, ws, fakeOpenAIKey)
 	assert.Equal(t, "openai_compat", p.Name())
 
@@ -90,7 +91,7 @@ func TestOpenAITextTurn(t *testing.T) {
 		Model: "gpt-4.1-2025-04-14",
 	}, resp)
 
-	req := ws.only()
+	req := ws.Only()
 	assert.Equal(t, http.MethodPost, req.Method)
 	assert.Equal(t, "/v1/chat/completions", req.Path)
 	assert.Equal(t, "Bearer "+fakeOpenAIKey, req.Header.Get("Authorization"))
@@ -112,7 +113,7 @@ func TestOpenAITextTurn(t *testing.T) {
 
 func TestOpenAIToolUseRoundTrip(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: openAIToolCallReply}, wireReply{Body: openAITextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: openAIToolCallReply}, testkit.WireReply{Body: openAITextReply})
 	p := newOpenAI(t, ws, fakeOpenAIKey)
 	req := &agent.Request{
 		Model:    "gpt-4.1",
@@ -147,7 +148,7 @@ func TestOpenAIToolUseRoundTrip(t *testing.T) {
 	_, err = p.Complete(context.Background(), req)
 	require.NoError(t, err)
 
-	reqs := ws.received()
+	reqs := ws.Received()
 	require.Len(t, reqs, 2)
 	assert.JSONEq(t, `[
 	  {"role":"system","content":"You are a careful engineer."},
@@ -161,7 +162,7 @@ func TestOpenAIToolUseRoundTrip(t *testing.T) {
 	]`, wireJSON(t, reqs[1].Body["messages"]))
 
 	// The prefix OpenAI caches automatically is the same on every turn.
-	prefix := func(r wireRequest) string {
+	prefix := func(r testkit.WireRequest) string {
 		var body struct {
 			Tools    json.RawMessage
 			Messages []json.RawMessage
@@ -204,7 +205,7 @@ func TestOpenAIResponses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ws := newWireServer(t, wireReply{Body: tc.body})
+			ws := testkit.NewWireServer(t, testkit.WireReply{Body: tc.body})
 			resp, err := newOpenAI(t, ws, "").Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}, Tools: wireTools})
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, *resp)
@@ -216,47 +217,47 @@ func TestOpenAIErrorStatus(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name      string
-		reply     wireReply
+		reply     testkit.WireReply
 		message   string
 		retryable bool
 	}{
 		{
 			name:      "rate limit",
-			reply:     wireReply{Status: 429, Body: `{"error":{"message":"Rate limit reached for gpt-4.1 on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
+			reply:     testkit.WireReply{Status: 429, Body: `{"error":{"message":"Rate limit reached for gpt-4.1 on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
 			message:   "Rate limit reached for gpt-4.1 on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. (tokens)",
 			retryable: true,
 		},
 		{
 			name:    "bad request",
-			reply:   wireReply{Status: 400, Body: `{"error":{"message":"Invalid 'messages[2].tool_call_id': not found.","type":"invalid_request_error","param":"messages","code":null}}`},
+			reply:   testkit.WireReply{Status: 400, Body: `{"error":{"message":"Invalid 'messages[2].tool_call_id': not found.","type":"invalid_request_error","param":"messages","code":null}}`},
 			message: "Invalid 'messages[2].tool_call_id': not found. (invalid_request_error)",
 		},
 		{
 			name:    "bad key echoed",
-			reply:   wireReply{Status: 401, Body: `{"error":{"message":"Incorrect API key provided: ` + fakeOpenAIKey + `.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`},
+			reply:   testkit.WireReply{Status: 401, Body: `{"error":{"message":"Incorrect API key provided: ` + fakeOpenAIKey + `.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`},
 			message: "Incorrect API key provided: [redacted]. (invalid_request_error)",
 		},
 		{
 			name:    "ollama style",
-			reply:   wireReply{Status: 404, Body: `{"error":"model \"llama9\" not found, try pulling it first"}`},
+			reply:   testkit.WireReply{Status: 404, Body: `{"error":"model \"llama9\" not found, try pulling it first"}`},
 			message: `model "llama9" not found, try pulling it first`,
 		},
 		{
 			name:      "server error",
-			reply:     wireReply{Status: 503, Body: `{"object":"error","message":"The server is overloaded","type":"ServiceUnavailableError","code":503}`},
+			reply:     testkit.WireReply{Status: 503, Body: `{"object":"error","message":"The server is overloaded","type":"ServiceUnavailableError","code":503}`},
 			message:   "The server is overloaded",
 			retryable: true,
 		},
 		{
 			name:      "timeout",
-			reply:     wireReply{Status: 408, ContentType: "text/plain", Body: ""},
+			reply:     testkit.WireReply{Status: 408, ContentType: "text/plain", Body: ""},
 			message:   "Request Timeout",
 			retryable: true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ws := newWireServer(t, tc.reply, wireReply{Body: openAITextReply})
+			ws := testkit.NewWireServer(t, tc.reply, testkit.WireReply{Body: openAITextReply})
 			_, err := newOpenAI(t, ws, fakeOpenAIKey).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 			perr, ok := errors.AsType[*agent.ProviderError](err)
 			require.True(t, ok, "want a *ProviderError, got %v", err)
@@ -267,7 +268,7 @@ func TestOpenAIErrorStatus(t *testing.T) {
 			assert.NotContains(t, err.Error(), fakeOpenAIKey)
 			assert.NotContains(t, err.Error(), "test-FAKE")
 
-			req := ws.only() // and the SDK did not retry
+			req := ws.Only() // and the SDK did not retry
 			assert.Equal(t, "Bearer "+fakeOpenAIKey, req.Header.Get("Authorization"))
 		})
 	}
@@ -277,21 +278,21 @@ func TestOpenAIMalformedBody(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		reply wireReply
+		reply testkit.WireReply
 		want  string
 	}{
-		{"truncated", wireReply{Body: `{"choices": [`}, "openai_compat: malformed response: HTTP 200: "},
-		{"no choices", wireReply{Body: `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}`}, "openai_compat: malformed response: no choices"},
-		{"not json", wireReply{ContentType: "text/html", Body: "<html></html>"}, "openai_compat: malformed response: HTTP 200 with text/html, not JSON"},
+		{"truncated", testkit.WireReply{Body: `{"choices": [`}, "openai_compat: malformed response: HTTP 200: "},
+		{"no choices", testkit.WireReply{Body: `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}`}, "openai_compat: malformed response: no choices"},
+		{"not json", testkit.WireReply{ContentType: "text/html", Body: "<html></html>"}, "openai_compat: malformed response: HTTP 200 with text/html, not JSON"},
 		{
 			"invalid arguments",
-			wireReply{Body: strings.Replace(openAIToolCallReply, `{\"path\":\"a.txt\"}`, `{\"path\":`, 1)},
+			testkit.WireReply{Body: strings.Replace(openAIToolCallReply, `{\"path\":\"a.txt\"}`, `{\"path\":`, 1)},
 			"openai_compat: malformed response: tool_calls[0] (fs_read): arguments are not valid JSON",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ws := newWireServer(t, tc.reply)
+			ws := testkit.NewWireServer(t, tc.reply)
 			_, err := newOpenAI(t, ws, fakeOpenAIKey).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 			perr, ok := errors.AsType[*agent.ProviderError](err)
 			require.True(t, ok, "want a *ProviderError, got %v", err)
@@ -306,61 +307,61 @@ func TestOpenAIMalformedBody(t *testing.T) {
 func TestOpenAINoKey(t *testing.T) {
 	t.Parallel()
 	// Local servers need no key: none is sent.
-	ws := newWireServer(t, wireReply{Body: openAITextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: openAITextReply})
 	_, err := newOpenAI(t, ws, "").Complete(context.Background(), &agent.Request{Model: "llama3.2", Messages: []agent.Message{wireUser("hi")}})
 	require.NoError(t, err)
-	assert.Empty(t, ws.only().Header.Values("Authorization"))
+	assert.Empty(t, ws.Only().Header.Values("Authorization"))
 }
 
 func TestOpenAIEnvFallbacks(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: openAITextReply}, wireReply{Body: openAITextReply})
-	other := newWireServer(t)
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: openAITextReply}, testkit.WireReply{Body: openAITextReply})
+	other := testkit.NewWireServer(t)
 
 	p, err := agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
 		"OPENAI_API_KEY":  "sk-from-env",
-		"OPENAI_BASE_URL": ws.srv.URL + "/v1/",
+		"OPENAI_BASE_URL": ws.URL() + "/v1/",
 	})})
 	require.NoError(t, err)
 	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 	require.NoError(t, err)
 
-	p, err = agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", APIKey: fakeOpenAIKey, BaseURL: ws.srv.URL + "/api/v1", Env: wireEnv(map[string]string{
+	p, err = agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", APIKey: fakeOpenAIKey, BaseURL: ws.URL() + "/api/v1", Env: wireEnv(map[string]string{
 		"OPENAI_API_KEY":  "sk-from-env",
-		"OPENAI_BASE_URL": other.srv.URL,
+		"OPENAI_BASE_URL": other.URL(),
 	})})
 	require.NoError(t, err)
 	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 	require.NoError(t, err)
 
-	reqs := ws.received()
+	reqs := ws.Received()
 	require.Len(t, reqs, 2)
 	assert.Equal(t, "/v1/chat/completions", reqs[0].Path)
 	assert.Equal(t, "Bearer sk-from-env", reqs[0].Header.Get("Authorization"))
 	assert.Equal(t, "/api/v1/chat/completions", reqs[1].Path)
 	assert.Equal(t, "Bearer "+fakeOpenAIKey, reqs[1].Header.Get("Authorization"))
-	assert.Empty(t, other.received())
+	assert.Empty(t, other.Received())
 }
 
 // The SDK reads OPENAI_* from the process whatever it is told; the key and
 // the base URL are always set from Env, so the process's cannot leak in.
 func TestOpenAIIgnoresProcessEnv(t *testing.T) {
-	ws := newWireServer(t, wireReply{Body: openAITextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: openAITextReply})
 	t.Setenv("OPENAI_API_KEY", "sk-process-key")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
 
 	p, err := agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
-		"OPENAI_BASE_URL": ws.srv.URL + "/v1",
+		"OPENAI_BASE_URL": ws.URL() + "/v1",
 	})})
 	require.NoError(t, err)
 	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
 	require.NoError(t, err)
-	assert.Empty(t, ws.only().Header.Values("Authorization"))
+	assert.Empty(t, ws.Only().Header.Values("Authorization"))
 }
 
 func TestOpenAIBadRequest(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t)
+	ws := testkit.NewWireServer(t)
 	p := newOpenAI(t, ws, "")
 	for _, tc := range []struct {
 		name string
@@ -377,12 +378,12 @@ func TestOpenAIBadRequest(t *testing.T) {
 			require.EqualError(t, err, tc.want)
 		})
 	}
-	assert.Empty(t, ws.received())
+	assert.Empty(t, ws.Received())
 }
 
 func TestOpenAIEmptySchema(t *testing.T) {
 	t.Parallel()
-	ws := newWireServer(t, wireReply{Body: openAITextReply})
+	ws := testkit.NewWireServer(t, testkit.WireReply{Body: openAITextReply})
 	_, err := newOpenAI(t, ws, "").Complete(context.Background(), &agent.Request{
 		Model:    "m",
 		Messages: []agent.Message{wireUser("hi")},
@@ -395,5 +396,5 @@ func TestOpenAIEmptySchema(t *testing.T) {
 	assert.JSONEq(t, `[
 	  {"type":"function","function":{"name":"done","description":"Finish.","parameters":{"type":"object"}}},
 	  {"type":"function","function":{"name":"note","parameters":{"type":"object","properties":{"text":{"type":"string"}}}}}
-	]`, wireJSON(t, ws.only().Body["tools"]))
+	]`, wireJSON(t, ws.Only().Body["tools"]))
 }

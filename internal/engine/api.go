@@ -12,11 +12,18 @@ import (
 
 // API endpoints (requests go to orbit.api.<endpoint>).
 const (
-	EndpointInfo   = "engine.info"
-	EndpointRun    = "runs.get"
-	EndpointRuns   = "runs.list"
-	EndpointReplay = "views.replay"
+	EndpointInfo    = "engine.info"
+	EndpointRun     = "runs.get"
+	EndpointRuns    = "runs.list"
+	EndpointReplay  = "views.replay"
+	EndpointMetrics = "metrics.get"
 )
+
+// MetricsQuery asks for the metrics view, reflecting at least every event up
+// to MinSeq.
+type MetricsQuery struct {
+	MinSeq uint64 `json:"min_seq,omitempty"`
+}
 
 // RunQuery asks for one run: by id, else the latest (of Job, if set). The
 // answer reflects at least every event up to MinSeq.
@@ -49,10 +56,11 @@ type InfoReply struct {
 
 func (e *Engine) serveAPI() (events.Stopper, error) {
 	return e.log.Serve("orbit", Version, 5*time.Minute, map[string]events.Handler{
-		EndpointInfo:   e.handle(e.apiInfo),
-		EndpointRun:    e.handle(e.apiRun),
-		EndpointRuns:   e.handle(e.apiRuns),
-		EndpointReplay: e.handle(e.apiReplay),
+		EndpointInfo:    e.handle(e.apiInfo),
+		EndpointRun:     e.handle(e.apiRun),
+		EndpointRuns:    e.handle(e.apiRuns),
+		EndpointReplay:  e.handle(e.apiReplay),
+		EndpointMetrics: e.handle(e.apiMetrics),
 	})
 }
 
@@ -110,4 +118,15 @@ func (e *Engine) apiReplay(ctx context.Context, req json.RawMessage) (any, error
 		return nil, err
 	}
 	return e.proj.Replay(ctx, q.Verify)
+}
+
+func (e *Engine) apiMetrics(ctx context.Context, req json.RawMessage) (any, error) {
+	var q MetricsQuery
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := e.proj.WaitFor(ctx, q.MinSeq); err != nil {
+		return nil, err
+	}
+	return e.proj.Metrics(ctx)
 }

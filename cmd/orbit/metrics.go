@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/projector"
+)
+
+func (a *app) metricsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "metrics",
+		Short: "Show token usage per model, tool calls, and step and run durations",
+		Args:  cobra.NoArgs,
+		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
+			last, err := l.LastSeq(ctx)
+			if err != nil {
+				return &exitError{code: exitUnavailable, err: err}
+			}
+			var m projector.Metrics
+			if err := request(ctx, l, engine.EndpointMetrics, engine.MetricsQuery{MinSeq: last}, &m); err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(m)
+			}
+			a.printMetrics(&m)
+			return nil
+		}),
+	}
+}
+
+func (a *app) printMetrics(m *projector.Metrics) {
+	t := newTable(a.stdout, "MODEL", "TURNS", "INVOCATIONS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE")
+	for _, name := range sortedKeys(m.Models) {
+		x := m.Models[name]
+		t.row(name, fmt.Sprint(x.Turns), fmt.Sprint(x.Invocations), fmt.Sprint(x.Usage.InputTokens), fmt.Sprint(x.Usage.OutputTokens),
+			fmt.Sprint(x.Usage.CacheReadTokens), fmt.Sprint(x.Usage.CacheWriteTokens))
+	}
+	_ = t.flush()
+	a.printf("\n")
+	t = newTable(a.stdout, "TOOL", "CALLS", "ERRORS", "DENIALS")
+	for _, name := range sortedKeys(m.Tools) {
+		x := m.Tools[name]
+		t.row(name, fmt.Sprint(x.Calls), fmt.Sprint(x.Errors), fmt.Sprint(x.Denials))
+	}
+	_ = t.flush()
+	a.printf("\n")
+	t = newTable(a.stdout, "JOB", "STEP", "COUNT", "MEAN", "MAX", "STATES")
+	for _, job := range sortedKeys(m.Steps) {
+		for _, step := range sortedKeys(m.Steps[job]) {
+			x := m.Steps[job][step]
+			mean := int64(0)
+			if x.Count > 0 {
+				mean = x.TotalDurationMS / x.Count
+			}
+			t.row(job, step, fmt.Sprint(x.Count), duration(mean), duration(x.MaxDurationMS), states(x.States))
+		}
+	}
+	_ = t.flush()
+	a.printf("\n")
+	t = newTable(a.stdout, "JOB", "RUNS", "TOTAL", "STATES")
+	for _, job := range sortedKeys(m.Jobs) {
+		x := m.Jobs[job]
+		t.row(job, fmt.Sprint(x.Runs), duration(x.TotalDurationMS), states(x.States))
+	}
+	_ = t.flush()
+}
+
+func states(m map[string]int64) string {
+	s := ""
+	for _, k := range sortedKeys(m) {
+		if s != "" {
+			s += " "
+		}
+		s += fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
