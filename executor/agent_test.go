@@ -378,3 +378,31 @@ spec:
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "one two three", fin.Output.(map[string]any)["said"])
 }
+
+// TestDenialOverTheWireContinues: with on_denial continue, a denied call
+// goes back to the model as an error result and the session goes on.
+func TestDenialOverTheWireContinues(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	ws := testkit.NewWireServer(t,
+		claudeTurn("tool_use", 10, 5, toolUse("toolu_1", "fs_read", `{"path":"../outside.txt"}`)),
+		claudeTurn("end_turn", 10, 5, textBlock("I may not read that.")),
+	)
+	agentEngine(t, log, dir, map[string]string{"ANTHROPIC_API_KEY": fakeKey})
+	runID, fin := runJob(t, log, parseJob(t, agentJob(t, `        provider: claude
+        model: m
+        base_url: `+ws.URL()+`
+        tools: [fs.read]
+        on_denial: continue
+`, "")), nil)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "I may not read that.", fin.Output.(map[string]any)["final_message"])
+	denied := decodeAll[events.ToolDeniedData](t, ofType(history(t, log, runID), events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, "continue", denied[0].OnDenial)
+	assert.Contains(t, denied[0].Reason, "outside the workspace")
+	second := string(ws.Received()[1].Raw)
+	assert.Contains(t, second, `"is_error":true`)
+	assert.Contains(t, second, "denied: outside the workspace")
+}
