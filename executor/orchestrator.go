@@ -93,6 +93,14 @@ func NewOrchestrator(cfg Config) *Orchestrator {
 // in flight stop where they are (their lease lapses) and resume at the next
 // start.
 func (o *Orchestrator) Run(ctx context.Context) error {
+	err := o.run(ctx)
+	if ctx.Err() != nil {
+		return nil // stopped while starting: not a failure
+	}
+	return err
+}
+
+func (o *Orchestrator) run(ctx context.Context) error {
 	if err := o.recover(ctx); err != nil {
 		return fmt.Errorf("resuming runs: %w", err)
 	}

@@ -3,17 +3,15 @@ package executor
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/proc"
 )
 
 const (
@@ -50,11 +48,11 @@ type shellRun struct {
 	emit func(ctx context.Context, typ string, payload any) error
 }
 
-// run executes the program in its own process group. A timeout or an ended
-// ctx sends SIGTERM to the group, then SIGKILL after a grace period; when the
-// program exits, whatever is left of its group is killed, so a shell step
-// never leaves processes behind. Rendered arguments are passed as argv
-// elements, never re-split by a shell.
+// run executes the program in its own process group (package proc): a
+// timeout or an ended ctx stops the group, and whatever is left of it is
+// killed when the program exits, so a shell step never leaves processes
+// behind. Rendered arguments are passed as argv elements, never re-split by
+// a shell.
 func (s *shellRun) run(ctx context.Context) (any, error) {
 	spec := s.cmd.Activity
 	if !slices.Contains(spec.AllowedPrograms, spec.Program) {
@@ -79,41 +77,24 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 		"ORBIT_STEP_ATTEMPT="+strconv.Itoa(s.cmd.Attempt),
 		"ORBIT_WORKSPACE="+s.cmd.Workspace,
 	)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.WaitDelay = time.Second
-	if err := c.Start(); err != nil {
+	g, err := proc.Start(c)
+	if err != nil {
 		return nil, fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
 	}
-	pgid := c.Process.Pid
+	res := g.Wait(ctx, timeout, killGrace)
+	exitCode, signal, timedOut := res.ExitCode, res.Signal, res.TimedOut
 
-	waited := make(chan error, 1)
-	go func() { waited <- c.Wait() }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var timedOut bool
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-timer.C:
-		timedOut = true
-		waitErr = stopGroup(pgid, waited)
-	case <-ctx.Done():
-		waitErr = stopGroup(pgid, waited)
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL) // stragglers of a finished program
-
-	exitCode, signal := exitStatus(c.ProcessState, waitErr)
 	exited := events.ShellExitedData{
 		Attempt:  s.cmd.Attempt,
 		Program:  spec.Program,
 		Args:     spec.Args,
-		PID:      pgid,
+		PID:      g.PID(),
 		ExitCode: exitCode,
 		Signal:   signal,
 		TimedOut: timedOut,
 	}
 	out := map[string]any{"exit_code": exitCode}
-	var err error
 	if exited.Stdout, err = s.stream(ctx, stdout, out, "stdout"); err != nil {
 		return nil, err
 	}
@@ -134,7 +115,7 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 		expected = []int{0}
 	}
 	if signal != "" || !slices.Contains(expected, exitCode) {
-		return nil, fail(events.KindActivity, true, "%s %s%s", spec.Program, describeExit(exitCode, signal, expected), lastLine(stderr.buf.Bytes()))
+		return nil, fail(events.KindActivity, true, "%s %s%s", spec.Program, describeExit(exitCode, signal, expected), proc.LastLine(stderr.buf.Bytes()))
 	}
 	return out, nil
 }
@@ -161,48 +142,9 @@ func (s *shellRun) stream(ctx context.Context, c *capture, out map[string]any, n
 	return st, nil
 }
 
-// stopGroup terminates a process group: SIGTERM, then SIGKILL after the grace
-// period, and waits for the program to be reaped.
-func stopGroup(pgid int, waited <-chan error) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case err := <-waited:
-		return err
-	case <-time.After(killGrace):
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	return <-waited
-}
-
-func exitStatus(ps *os.ProcessState, waitErr error) (int, string) {
-	if ps == nil {
-		return -1, ""
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, ws.Signal().String()
-	}
-	var exitErr *exec.ExitError
-	if errors.As(waitErr, &exitErr) {
-		return exitErr.ExitCode(), ""
-	}
-	return ps.ExitCode(), ""
-}
-
 func describeExit(code int, signal string, expected []int) string {
 	if signal != "" {
 		return "was killed by " + signal
 	}
 	return fmt.Sprintf("exited with code %d (expected %v)", code, expected)
-}
-
-// lastLine returns ": <the last non-empty line>" of output, or "".
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
-		if len(last) > 200 {
-			last = last[:200] + "…"
-		}
-		return ": " + last
-	}
-	return ""
 }

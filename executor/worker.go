@@ -118,6 +118,14 @@ type emitFunc func(ctx context.Context, typ string, payload any) error
 // wait: the consumers are reset, and every command stored before the reset
 // is checked against the log before it runs.
 func (w *Worker) Run(ctx context.Context) error {
+	err := w.run(ctx)
+	if ctx.Err() != nil {
+		return nil // stopped while starting: not a failure
+	}
+	return err
+}
+
+func (w *Worker) run(ctx context.Context) error {
 	reset := w.cfg.Log.Embedded()
 	if reset {
 		before, err := w.cfg.Log.CommandsLastSeq(ctx)

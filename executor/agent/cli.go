@@ -13,11 +13,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/proc"
 )
 
 // Output formats of CLI agents.
@@ -80,10 +80,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	for _, k := range sortedKeys(cfg.Spec.Env) {
 		cmd.Env = append(cmd.Env, k+"="+cfg.Spec.Env[k])
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// Our own pipes rather than cmd's: Wait then returns when the program
-	// exits, even if something it started still holds its output open (that
-	// is killed with the group, which ends the reads).
+	// Our own pipes rather than cmd's: the program's exit is then seen when
+	// it exits, even if something it started still holds its output open
+	// (that is killed with the group, which ends the reads).
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -97,53 +96,30 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	defer errR.Close()
 	cmd.Stdout, cmd.Stderr = outW, errW
 	began := time.Now()
-	err = cmd.Start()
+	g, err := proc.Start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", cfg.Spec.Command, err)
 	}
-	pgid := cmd.Process.Pid
 	var wg sync.WaitGroup
 	stdout := &lineRecorder{stream: "stdout", cfg: &cfg}
 	stderr := &lineRecorder{stream: "stderr", cfg: &cfg}
 	defer wg.Wait()
-	defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }()
+	defer g.Kill()
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationStarted, events.CLIInvocationStartedData{
-		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: cfg.Spec.Args, PID: pgid,
+		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: cfg.Spec.Args, PID: g.PID(),
 	}); err != nil {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		_ = cmd.Wait()
 		return nil, err
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); stdout.read(ctx, outR) }()
 	go func() { defer wg.Done(); stderr.read(ctx, errR) }()
-
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	var timeout <-chan time.Time
-	if cfg.Timeout > 0 {
-		t := time.NewTimer(cfg.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var timedOut bool
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-timeout:
-		timedOut = true
-		waitErr = stopGroup(pgid, waited)
-	case <-ctx.Done():
-		waitErr = stopGroup(pgid, waited)
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	res := g.Wait(ctx, cfg.Timeout, cliKillGrace)
 	wg.Wait()
 
-	fin := events.CLIInvocationFinishedData{Attempt: cfg.Attempt, Executor: cfg.Executor, TimedOut: timedOut,
-		DurationMS: time.Since(began).Milliseconds()}
-	fin.ExitCode, fin.Signal = exitStatus(cmd.ProcessState, waitErr)
+	fin := events.CLIInvocationFinishedData{Attempt: cfg.Attempt, Executor: cfg.Executor, TimedOut: res.TimedOut,
+		DurationMS: time.Since(began).Milliseconds(), ExitCode: res.ExitCode, Signal: res.Signal}
 	if fin.Stdout, err = stdout.finish(ctx); err != nil {
 		return nil, err
 	}
@@ -157,14 +133,14 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return nil, err
 	}
 	switch {
-	case timedOut:
+	case res.TimedOut:
 		out.StopReason = StopTimeout
 		return out, fmt.Errorf("%w: %s ran past %s; its process group was killed", ErrTimeout, cfg.Spec.Command, cfg.Timeout)
 	case ctx.Err() != nil:
 		return out, ctx.Err()
 	case fin.Signal != "" || fin.ExitCode != 0:
 		return out, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("%s exited with %s%s",
-			cfg.Spec.Command, describeExit(fin.ExitCode, fin.Signal), lastLine(stderr.buf.Bytes())), Retryable: true}
+			cfg.Spec.Command, describeExit(fin.ExitCode, fin.Signal), proc.LastLine(stderr.buf.Bytes())), Retryable: true}
 	case perr != nil:
 		return out, &ProviderError{Provider: cfg.Executor, Message: perr.Error()}
 	}
@@ -319,45 +295,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// stopGroup terminates a process group: SIGTERM, then SIGKILL after a grace
-// period, and waits for the program to be reaped.
-func stopGroup(pgid int, waited <-chan error) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case err := <-waited:
-		return err
-	case <-time.After(cliKillGrace):
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	return <-waited
-}
-
-func exitStatus(ps *os.ProcessState, waitErr error) (int, string) {
-	if ps == nil {
-		return -1, ""
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, ws.Signal().String()
-	}
-	var exitErr *exec.ExitError
-	if errors.As(waitErr, &exitErr) {
-		return exitErr.ExitCode(), ""
-	}
-	return ps.ExitCode(), ""
-}
-
 func describeExit(code int, signal string) string {
 	if signal != "" {
 		return "signal " + signal
 	}
 	return fmt.Sprintf("code %d", code)
-}
-
-// lastLine returns ": <the last non-empty line>" of output, or "".
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
-		return ": " + capText(last, 200)
-	}
-	return ""
 }

@@ -8,9 +8,10 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/orbitrun/orbit/internal/proc"
 )
 
 const (
@@ -86,67 +87,26 @@ func runExec(ctx context.Context, tc *ToolContext, in *execInput) (string, error
 	c.Dir = tc.Workspace
 	c.Env = tc.Env // nil: the engine's environment
 	c.Stdout, c.Stderr = stdout, stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A background child that keeps the output pipes open must not hold
 	// the call: stop waiting for output a second after the program exits.
 	c.WaitDelay = time.Second
-	if err := c.Start(); err != nil {
+	g, err := proc.Start(c)
+	if err != nil {
 		return "", fmt.Errorf("starting %s: %w", in.Program, err)
 	}
-	pgid := c.Process.Pid
-
-	waited := make(chan error, 1)
-	go func() { waited <- c.Wait() }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var timedOut bool
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-timer.C:
-		timedOut = true
-		waitErr = stopExecGroup(pgid, waited)
-	case <-ctx.Done():
-		waitErr = stopExecGroup(pgid, waited)
+	res := g.Wait(ctx, timeout, execKillGrace)
+	status := fmt.Sprintf("exit code %d", res.ExitCode)
+	if res.Signal != "" {
+		status = "killed by signal: " + res.Signal
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL) // stragglers of a finished program
-
-	status := execStatus(c.ProcessState, waitErr)
 	switch {
-	case timedOut:
+	case res.TimedOut:
 		return "", fmt.Errorf("%s timed out after %s; its process group was killed\n%s",
 			in.Program, timeout, formatExec(status, stdout, stderr))
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s was stopped: %w", in.Program, ctx.Err())
 	}
 	return formatExec(status, stdout, stderr), nil
-}
-
-// stopExecGroup terminates a process group: SIGTERM, then SIGKILL after the
-// grace period, and waits for the program to be reaped.
-func stopExecGroup(pgid int, waited <-chan error) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	t := time.NewTimer(execKillGrace)
-	defer t.Stop()
-	select {
-	case err := <-waited:
-		return err
-	case <-t.C:
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	return <-waited
-}
-
-// execStatus describes how a program ended: "exit code N" or "killed by
-// signal S".
-func execStatus(ps *os.ProcessState, waitErr error) string {
-	if ps == nil {
-		return fmt.Sprintf("exit code -1 (%v)", waitErr)
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return "killed by signal: " + ws.Signal().String()
-	}
-	return fmt.Sprintf("exit code %d", ps.ExitCode())
 }
 
 // formatExec is the text a model sees of a finished program.

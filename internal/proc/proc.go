@@ -1,0 +1,114 @@
+// Package proc runs programs the way Orbit runs every program it starts —
+// shell steps, shell.exec calls, CLI agents: in a process group of their
+// own that dies with the engine (Pdeathsig), stopped as a group (SIGTERM,
+// a grace period, SIGKILL), and never leaving processes behind.
+package proc
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Group is a started program and its process group.
+type Group struct {
+	cmd    *exec.Cmd
+	waited chan error
+}
+
+// Result says how a program ended.
+type Result struct {
+	ExitCode int    // -1 when it was killed by a signal or never reaped
+	Signal   string // the signal that killed it, if one did
+	TimedOut bool   // the timeout stopped it
+	Stopped  bool   // ctx ended and stopped it
+	Err      error  // what Wait returned
+}
+
+// Start starts cmd in a new process group whose leader gets SIGKILL if the
+// engine dies.
+func Start(cmd *exec.Cmd) (*Group, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	g := &Group{cmd: cmd, waited: make(chan error, 1)}
+	go func() { g.waited <- cmd.Wait() }()
+	return g, nil
+}
+
+// PID is the program's pid, which is also its process group id.
+func (g *Group) PID() int { return g.cmd.Process.Pid }
+
+// Wait waits for the program to exit. When timeout (if positive) passes or
+// ctx ends first, the group gets SIGTERM, then SIGKILL after grace. When
+// the program has exited, whatever is left of its group is killed.
+func (g *Group) Wait(ctx context.Context, timeout, grace time.Duration) Result {
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	var r Result
+	select {
+	case r.Err = <-g.waited:
+	case <-expired:
+		r.TimedOut = true
+		r.Err = g.stop(grace)
+	case <-ctx.Done():
+		r.Stopped = true
+		r.Err = g.stop(grace)
+	}
+	g.Kill()
+	r.ExitCode, r.Signal = exitStatus(g.cmd, r.Err)
+	return r
+}
+
+// Kill sends SIGKILL to the whole group.
+func (g *Group) Kill() { _ = syscall.Kill(-g.PID(), syscall.SIGKILL) }
+
+func (g *Group) stop(grace time.Duration) error {
+	_ = syscall.Kill(-g.PID(), syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err := <-g.waited:
+		return err
+	case <-t.C:
+	}
+	g.Kill()
+	return <-g.waited
+}
+
+func exitStatus(cmd *exec.Cmd, waitErr error) (int, string) {
+	ps := cmd.ProcessState
+	if ps == nil {
+		return -1, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal().String()
+	}
+	var exitErr *exec.ExitError
+	if errors.As(waitErr, &exitErr) {
+		return exitErr.ExitCode(), ""
+	}
+	return ps.ExitCode(), ""
+}
+
+// LastLine returns ": <the last non-empty line of output>", capped, or "":
+// the tail of an error message about a failed program.
+func LastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return ""
+	}
+	if len(last) > 200 {
+		last = last[:200] + "…"
+	}
+	return ": " + last
+}
