@@ -1,0 +1,350 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// CurrentBranch returns the branch HEAD is on (without refs/heads/), also
+// when it has no commit yet. It fails with ErrDetachedHead when HEAD does
+// not name a branch.
+func (r *Repo) CurrentBranch(ctx context.Context) (string, error) {
+	out, err := r.run(ctx, call{args: []string{"symbolic-ref", "--quiet", "HEAD"}, readOnly: true})
+	if exitCode(err) == 1 {
+		return "", fmt.Errorf("%w (in %s)", ErrDetachedHead, r.Dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading HEAD: %w", err)
+	}
+	ref := strings.TrimSpace(string(out))
+	branch, ok := strings.CutPrefix(ref, "refs/heads/")
+	if !ok || branch == "" {
+		return "", fmt.Errorf("%w: HEAD points at %s (in %s)", ErrDetachedHead, ref, r.Dir)
+	}
+	return branch, nil
+}
+
+// BranchSHA returns the commit a local branch points at. It fails with
+// ErrBranchNotFound when there is no such branch.
+func (r *Repo) BranchSHA(ctx context.Context, branch string) (string, error) {
+	sha, ok, err := r.branchHead(ctx, branch)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: %s", ErrBranchNotFound, branch)
+	}
+	return sha, nil
+}
+
+// branchHead returns the commit a local branch points at, and false when
+// there is no such branch.
+func (r *Repo) branchHead(ctx context.Context, branch string) (string, bool, error) {
+	if err := checkBranchName("branch", branch); err != nil {
+		return "", false, err
+	}
+	// for-each-ref matches exactly this ref (and, as a prefix, refs under
+	// it: hence the comparison); rev-parse would fall back to other refs
+	// that happen to end in the same name.
+	ref := "refs/heads/" + branch
+	out, err := r.run(ctx, call{
+		args:     []string{"for-each-ref", "--format=%(objectname)%00%(refname)", ref},
+		readOnly: true,
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("reading branch %s: %w", branch, err)
+	}
+	for _, l := range lines(out) {
+		sha, name, _ := strings.Cut(l, "\x00")
+		if name == ref {
+			if !isObjectID(sha) {
+				return "", false, fmt.Errorf("reading branch %s: unexpected output %q", branch, l)
+			}
+			return sha, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// resolve returns the full id of the commit rev names, and false when it
+// names none.
+func (r *Repo) resolve(ctx context.Context, rev string) (string, bool, error) {
+	out, err := r.run(ctx, call{
+		args:     []string{"rev-parse", "--verify", "--quiet", rev + "^{commit}"},
+		readOnly: true,
+	})
+	if exitCode(err) == 1 {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("resolving %s: %w", rev, err)
+	}
+	sha := strings.TrimSpace(string(out))
+	if !isObjectID(sha) {
+		return "", false, fmt.Errorf("resolving %s: unexpected output %q", rev, sha)
+	}
+	return sha, true, nil
+}
+
+// CommitExists reports whether sha (or any revision) names a commit that is
+// present in the repository.
+func (r *Repo) CommitExists(ctx context.Context, sha string) (bool, error) {
+	if err := checkRev("commit", sha); err != nil {
+		return false, err
+	}
+	_, ok, err := r.resolve(ctx, sha)
+	return ok, err
+}
+
+// IsAncestor reports whether ancestor is reachable from descendant (a
+// commit is its own ancestor).
+func (r *Repo) IsAncestor(ctx context.Context, ancestor, descendant string) (bool, error) {
+	if err := checkRev("ancestor", ancestor); err != nil {
+		return false, err
+	}
+	if err := checkRev("descendant", descendant); err != nil {
+		return false, err
+	}
+	_, err := r.run(ctx, call{
+		args:     []string{"merge-base", "--is-ancestor", ancestor, descendant},
+		readOnly: true,
+	})
+	switch exitCode(err) {
+	case 0:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return false, fmt.Errorf("is %s an ancestor of %s: %w", ancestor, descendant, err)
+}
+
+// FirstParent returns the first parent of a commit, or "" for a root
+// commit.
+func (r *Repo) FirstParent(ctx context.Context, sha string) (string, error) {
+	id, err := r.commitID(ctx, sha)
+	if err != nil {
+		return "", err
+	}
+	out, err := r.run(ctx, call{args: []string{"rev-list", "--parents", "-n", "1", id}, readOnly: true})
+	if err != nil {
+		return "", fmt.Errorf("reading the parents of %s: %w", sha, err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 2 {
+		return "", nil
+	}
+	return f[1], nil
+}
+
+// commitID resolves rev to the full id of an existing commit.
+func (r *Repo) commitID(ctx context.Context, rev string) (string, error) {
+	if err := checkRev("commit", rev); err != nil {
+		return "", err
+	}
+	id, ok, err := r.resolve(ctx, rev)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: no commit %s", ErrInvalidArgument, rev)
+	}
+	return id, nil
+}
+
+// Trailers returns the trailers of a commit's message, as
+// git interpret-trailers --parse reads them (continuation lines unfolded; a
+// "---" line does not end the message). When a key appears more than once
+// the last value wins.
+func (r *Repo) Trailers(ctx context.Context, sha string) (map[string]string, error) {
+	id, err := r.commitID(ctx, sha)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := r.run(ctx, call{args: []string{"cat-file", "commit", id}, readOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", sha, err)
+	}
+	// The message follows the header lines and one blank line.
+	_, msg, _ := bytes.Cut(raw, []byte("\n\n"))
+	out, err := r.run(ctx, call{
+		args:     []string{"interpret-trailers", "--parse", "--no-divider"},
+		stdin:    msg,
+		readOnly: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the trailers of %s: %w", sha, err)
+	}
+	res := map[string]string{}
+	for _, l := range lines(out) {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			res[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return res, nil
+}
+
+// ChangedPaths returns the paths that differ from the snapshot: tracked
+// paths added, modified or deleted since s.SnapshotRef (a rename is its two
+// paths), whether committed on the scratch branch, staged or only in the
+// work tree; and untracked files that are not in s.Untracked (nor under an
+// untracked directory recorded there). Ignored files are not reported, nor
+// changes to the pre-existing untracked files (git has no copy of them to
+// compare with). Paths are relative to the top level, slash-separated,
+// sorted and unique.
+func (r *Repo) ChangedPaths(ctx context.Context, s *Snapshot) ([]string, error) {
+	if s == nil || !isObjectID(s.SnapshotRef) {
+		return nil, fmt.Errorf("%w: snapshot without a snapshot ref", ErrInvalidArgument)
+	}
+	tracked, err := r.diffPaths(ctx, s.SnapshotRef)
+	if err != nil {
+		return nil, err
+	}
+	untracked, err := r.newUntracked(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var res []string
+	for _, p := range append(tracked, untracked...) {
+		if !seen[p] {
+			seen[p] = true
+			res = append(res, p)
+		}
+	}
+	sort.Strings(res)
+	return res, nil
+}
+
+// diffPaths returns the tracked paths whose content in the work tree
+// differs from their content in rev (present in only one of them
+// included).
+func (r *Repo) diffPaths(ctx context.Context, rev string) ([]string, error) {
+	out, err := r.run(ctx, call{
+		args:     []string{"diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", rev, "--"},
+		readOnly: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("comparing the work tree with %s: %w", rev, err)
+	}
+	return nulFields(out), nil
+}
+
+// diffDeleted returns the paths of rev that are not in the index (or whose
+// file is missing from the work tree).
+func (r *Repo) diffDeleted(ctx context.Context, rev string) ([]string, error) {
+	out, err := r.run(ctx, call{
+		args:     []string{"diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--diff-filter=D", rev, "--"},
+		readOnly: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("comparing the work tree with %s: %w", rev, err)
+	}
+	return nulFields(out), nil
+}
+
+// newUntracked returns the untracked, not ignored files that are not
+// covered by s.Untracked.
+func (r *Repo) newUntracked(ctx context.Context, s *Snapshot) ([]string, error) {
+	out, err := r.run(ctx, call{
+		args:     []string{"ls-files", "-z", "--others", "--exclude-standard"},
+		readOnly: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing untracked files: %w", err)
+	}
+	pre := newPreexisting(s.Untracked)
+	var res []string
+	for _, p := range nulFields(out) {
+		if !pre.covers(p) {
+			res = append(res, p)
+		}
+	}
+	return res, nil
+}
+
+// preexisting is the set of untracked paths of a snapshot. An entry ending
+// in "/" (an embedded repository, which git lists as a directory) covers
+// everything under it.
+type preexisting map[string]bool
+
+func newPreexisting(paths []string) preexisting {
+	pre := preexisting{}
+	for _, p := range paths {
+		pre[p] = true
+	}
+	return pre
+}
+
+func (pre preexisting) covers(p string) bool {
+	if pre[p] {
+		return true
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && pre[p[:i+1]] {
+			return true
+		}
+	}
+	return false
+}
+
+// DirtyTracked returns the tracked files with staged or unstaged changes
+// (added, modified, deleted, unmerged), sorted, slash-separated, relative
+// to the top level. Untracked and ignored files are not reported.
+func (r *Repo) DirtyTracked(ctx context.Context) ([]string, error) {
+	dirty, _, err := r.status(ctx)
+	return dirty, err
+}
+
+// status returns the tracked paths with staged or unstaged changes, and the
+// untracked (not ignored) files, one by one.
+func (r *Repo) status(ctx context.Context) (dirty, untracked []string, err error) {
+	out, err := r.run(ctx, call{
+		args:     []string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"},
+		readOnly: true,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the status of the work tree: %w", err)
+	}
+	for _, e := range nulFields(out) {
+		if len(e) < 4 || e[2] != ' ' {
+			return nil, nil, fmt.Errorf("reading the status of the work tree: unexpected entry %q", e)
+		}
+		xy, p := e[:2], e[3:]
+		switch xy {
+		case "??":
+			untracked = append(untracked, p)
+		case "!!":
+		default:
+			dirty = append(dirty, p)
+		}
+	}
+	sort.Strings(dirty)
+	sort.Strings(untracked)
+	return dirty, untracked, nil
+}
+
+// checkRefFormat asks git whether name is a valid branch name.
+func (r *Repo) checkRefFormat(ctx context.Context, what, name string) error {
+	if err := checkBranchName(what, name); err != nil {
+		return err
+	}
+	_, err := r.run(ctx, call{args: []string{"check-ref-format", "refs/heads/" + name}, readOnly: true})
+	if exitCode(err) == 1 {
+		return fmt.Errorf("%w: %s %q is not a valid branch name", ErrInvalidArgument, what, name)
+	}
+	if err != nil {
+		return fmt.Errorf("checking branch name %q: %w", name, err)
+	}
+	return nil
+}
+
+// listPaths formats at most max paths for an error message.
+func listPaths(paths []string, max int) string {
+	if len(paths) <= max {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:max], ", "), len(paths)-max)
+}
