@@ -16,8 +16,9 @@ var (
 	// root.
 	ErrLocked = errors.New("views file is locked by another process")
 
-	// ErrNotFound is returned by queries for a run that the views do not
-	// hold. It wraps events.ErrNotFound, so the API layer answers 404.
+	// ErrNotFound is returned by queries for a run or a task that the
+	// views do not hold. It wraps events.ErrNotFound, so the API layer
+	// answers 404.
 	ErrNotFound = fmt.Errorf("projector: %w", events.ErrNotFound)
 
 	// ErrClosed is returned by every method of a Projector after Close.

@@ -33,15 +33,18 @@ type Metrics struct {
 	// Jobs is finished runs by job.
 	Jobs map[string]JobMetrics `json:"jobs"`
 
-	// Groundhog metrics go here, each a map filled from its own key group
-	// of the metrics bucket (see metricsGroups): attempts per checkpoint,
-	// verifier passes and failures per criterion kind, rewinds and
-	// abandons per task. They are not folded yet.
+	// Checkpoints is Groundhog attempts by task, then by checkpoint.
+	Checkpoints map[string]map[string]CheckpointMetrics `json:"checkpoints"`
+	// Verifier is the verifier's criterion results by criterion kind.
+	Verifier map[string]VerifierMetrics `json:"verifier"`
+	// Tasks is Groundhog rewinds and abandons by task.
+	Tasks map[string]TaskMetrics `json:"tasks"`
 }
 
 // ModelMetrics is the token usage of one model.
 type ModelMetrics struct {
-	// Turns counts agent.turn events; Providers splits them by provider.
+	// Turns counts agent.turn and groundhog.agent.turn events; Providers
+	// splits them by provider.
 	Turns     int64            `json:"turns,omitempty"`
 	Providers map[string]int64 `json:"providers,omitempty"`
 	// Invocations counts cli.invocation.finished events; Executors splits
@@ -54,8 +57,9 @@ type ModelMetrics struct {
 
 // ToolMetrics counts the calls of one agent tool.
 type ToolMetrics struct {
-	// Calls counts tool.called events, Errors those of them that carry an
-	// error, Denials the tool.denied events (calls refused, not run).
+	// Calls counts tool.called and groundhog.tool.called events, Errors
+	// those of them that carry an error, Denials the tool.denied and
+	// groundhog.tool.denied events (calls refused, not run).
 	Calls   int64 `json:"calls,omitempty"`
 	Errors  int64 `json:"errors,omitempty"`
 	Denials int64 `json:"denials,omitempty"`
@@ -87,12 +91,9 @@ type JobMetrics struct {
 //	step/<job>\x00<step id>  StepMetrics
 //	job/<job>                JobMetrics
 //
-// Reserved for the Groundhog metrics, which will be more groups of the same
-// bucket (and a new version of the view):
-//
-//	checkpoint/<task>\x00<checkpoint>  attempts per checkpoint
-//	verifier/<criterion kind>          verifier passes and failures
-//	task/<task>                        rewinds and abandons
+//	checkpoint/<task>\x00<checkpoint>  CheckpointMetrics
+//	verifier/<criterion kind>          VerifierMetrics
+//	task/<task>                        TaskMetrics
 //
 // Prefixes end with "/"; a key with two parts separates them with NUL, as
 // the runs view's indexes do, so neither part needs escaping.
@@ -103,12 +104,22 @@ const (
 	prefixTool  = "tool/"
 	prefixStep  = "step/"
 	prefixJob   = "job/"
+
+	prefixCheckpoint = "checkpoint/"
+	prefixVerifier   = "verifier/"
+	prefixTask       = "task/"
 )
 
 func modelKey(model string) string         { return prefixModel + model }
 func toolKey(name string) string           { return prefixTool + name }
 func stepMetricsKey(job, id string) string { return prefixStep + job + "\x00" + id }
 func jobMetricsKey(job string) string      { return prefixJob + job }
+
+func checkpointMetricsKey(task, checkpoint string) string {
+	return prefixCheckpoint + task + "\x00" + checkpoint
+}
+func verifierKey(kind string) string    { return prefixVerifier + kind }
+func taskMetricsKey(task string) string { return prefixTask + task }
 
 // metricsGroups reads the records of each key group into a Metrics: add
 // decodes the record stored under a key, whose group prefix is already cut
@@ -137,6 +148,22 @@ var metricsGroups = []struct {
 	{prefixJob, func(m *Metrics, job string, raw []byte) error {
 		return addRecord(m.Jobs, job, raw)
 	}},
+	{prefixCheckpoint, func(m *Metrics, key string, raw []byte) error {
+		task, checkpoint, ok := strings.Cut(key, "\x00")
+		if !ok {
+			return errors.New("no checkpoint in the key")
+		}
+		if m.Checkpoints[task] == nil {
+			m.Checkpoints[task] = map[string]CheckpointMetrics{}
+		}
+		return addRecord(m.Checkpoints[task], checkpoint, raw)
+	}},
+	{prefixVerifier, func(m *Metrics, kind string, raw []byte) error {
+		return addRecord(m.Verifier, kind, raw)
+	}},
+	{prefixTask, func(m *Metrics, task string, raw []byte) error {
+		return addRecord(m.Tasks, task, raw)
+	}},
 }
 
 func addRecord[T any](m map[string]T, key string, raw []byte) error {
@@ -148,13 +175,16 @@ func addRecord[T any](m map[string]T, key string, raw []byte) error {
 	return nil
 }
 
-// metricsView folds agent, step and run events into counters.
+// metricsView folds agent, step, run and Groundhog events into counters.
 type metricsView struct{}
 
 func (metricsView) name() string { return "metrics" }
 
-// version history: 1 tokens per model, tool calls, step durations, runs.
-func (metricsView) version() int      { return 1 }
+// version history: 1 tokens per model, tool calls, step durations, runs;
+// 2 Groundhog attempts per checkpoint, verifier results per criterion
+// kind, rewinds and abandons per task, and the turns and tool calls of
+// Groundhog attempts in the models and tools.
+func (metricsView) version() int      { return 2 }
 func (metricsView) buckets() [][]byte { return [][]byte{bucketMetrics} }
 
 func (metricsView) begin(tx *bolt.Tx, _ *slog.Logger) (viewBatch, error) {

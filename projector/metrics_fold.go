@@ -17,6 +17,16 @@ var metricsFolds = map[string]func(*metricsBatch, events.Event) error{
 	events.ToolDenied:            (*metricsBatch).toolDenied,
 	events.StepFinished:          (*metricsBatch).stepFinished,
 	events.RunFinished:           (*metricsBatch).runFinished,
+
+	events.GroundhogTurn:         (*metricsBatch).groundhogTurn,
+	events.GroundhogToolCalled:   (*metricsBatch).groundhogToolCalled,
+	events.GroundhogToolDenied:   (*metricsBatch).groundhogToolDenied,
+	events.GroundhogAttempt:      (*metricsBatch).groundhogAttempt,
+	events.GroundhogCommitted:    (*metricsBatch).groundhogCommitted,
+	events.GroundhogRewound:      (*metricsBatch).groundhogRewound,
+	events.GroundhogInterrupted:  (*metricsBatch).groundhogInterrupted,
+	events.GroundhogAbandoned:    (*metricsBatch).groundhogAbandoned,
+	events.GroundhogVerification: (*metricsBatch).groundhogVerification,
 }
 
 // metricsBatch holds the records one transaction touches, decoded, by
@@ -56,6 +66,12 @@ func (b *metricsBatch) agentTurn(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
+	return b.countTurn(d)
+}
+
+// countTurn counts a model turn of an agent step or of a Groundhog
+// attempt.
+func (b *metricsBatch) countTurn(d events.AgentTurnData) error {
 	m, err := record[ModelMetrics](b, modelKey(modelName(d.Model, d.Provider)))
 	if err != nil {
 		return err
@@ -86,6 +102,12 @@ func (b *metricsBatch) toolCalled(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
+	return b.countToolCall(d)
+}
+
+// countToolCall counts a tool call of an agent step or of a Groundhog
+// attempt.
+func (b *metricsBatch) countToolCall(d events.ToolCalledData) error {
 	t, err := record[ToolMetrics](b, toolKey(d.Name))
 	if err != nil {
 		return err
@@ -102,6 +124,12 @@ func (b *metricsBatch) toolDenied(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
+	return b.countDenial(d)
+}
+
+// countDenial counts a refused tool call of an agent step or of a
+// Groundhog attempt.
+func (b *metricsBatch) countDenial(d events.ToolDeniedData) error {
 	t, err := record[ToolMetrics](b, toolKey(d.Name))
 	if err != nil {
 		return err

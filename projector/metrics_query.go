@@ -19,6 +19,10 @@ func (p *Projector) Metrics(ctx context.Context) (*Metrics, error) {
 		Tools:  map[string]ToolMetrics{},
 		Steps:  map[string]map[string]StepMetrics{},
 		Jobs:   map[string]JobMetrics{},
+
+		Checkpoints: map[string]map[string]CheckpointMetrics{},
+		Verifier:    map[string]VerifierMetrics{},
+		Tasks:       map[string]TaskMetrics{},
 	}
 	err := p.read(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketMetrics)

@@ -137,6 +137,9 @@ func (e *env) agentHistory() (uint64, *projector.Metrics) {
 			"review": {Runs: 2, States: map[string]int64{"success": 1, "cancelled": 1}, TotalDurationMS: 9040},
 			"ci":     {Runs: 1, States: map[string]int64{"failed": 1}, TotalDurationMS: 5200},
 		},
+		Checkpoints: map[string]map[string]projector.CheckpointMetrics{},
+		Verifier:    map[string]projector.VerifierMetrics{},
+		Tasks:       map[string]projector.TaskMetrics{},
 	}
 }
 
@@ -178,6 +181,10 @@ func TestMetricsOfNoEventsAreEmpty(t *testing.T) {
 		Tools:  map[string]projector.ToolMetrics{},
 		Steps:  map[string]map[string]projector.StepMetrics{},
 		Jobs:   map[string]projector.JobMetrics{},
+
+		Checkpoints: map[string]map[string]projector.CheckpointMetrics{},
+		Verifier:    map[string]projector.VerifierMetrics{},
+		Tasks:       map[string]projector.TaskMetrics{},
 	}, got)
 }
 

@@ -44,9 +44,9 @@ type viewBatch interface {
 }
 
 // views is every view the projector maintains, in the order each batch folds
-// them. Later views (tasks, groundhog_memory, groundhog_run, metrics) are
-// added here, each in its own file.
-var views = []view{runsView{}, metricsView{}}
+// them. Each view reads only its own buckets, so the order changes nothing
+// that they store.
+var views = []view{runsView{}, tasksView{}, memoryView{}, groundhogRunView{}, metricsView{}}
 
 // decodeData unmarshals an event's data like events.Event.Decode, except
 // that numbers inside untyped values stay json.Number: a view re-encodes

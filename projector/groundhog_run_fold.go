@@ -1,0 +1,464 @@
+package projector
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// groundhogRunFolds maps each event type the audit record knows to its
+// fold; other types are skipped.
+var groundhogRunFolds = map[string]func(*groundhogRunBatch, events.Event) error{
+	events.TaskCreated:            (*groundhogRunBatch).taskCreated,
+	events.GroundhogRunStarted:    (*groundhogRunBatch).runStarted,
+	events.GroundhogRunFinished:   (*groundhogRunBatch).runFinished,
+	events.GroundhogAttempt:       (*groundhogRunBatch).attemptStarted,
+	events.GroundhogTurn:          (*groundhogRunBatch).turn,
+	events.GroundhogToolCalled:    (*groundhogRunBatch).toolCalled,
+	events.GroundhogToolDenied:    (*groundhogRunBatch).toolDenied,
+	events.GroundhogSideEffect:    (*groundhogRunBatch).sideEffect,
+	events.GroundhogVerb:          (*groundhogRunBatch).verb,
+	events.GroundhogVerification:  (*groundhogRunBatch).verification,
+	events.GroundhogCommitted:     (*groundhogRunBatch).committed,
+	events.GroundhogRewound:       (*groundhogRunBatch).rewound,
+	events.GroundhogAttemptFailed: (*groundhogRunBatch).attemptFailed,
+	events.GroundhogInterrupted:   (*groundhogRunBatch).interrupted,
+	events.GroundhogAbandoned:     (*groundhogRunBatch).abandoned,
+	events.GroundhogDrift:         (*groundhogRunBatch).drift,
+	events.GroundhogGrounding:     (*groundhogRunBatch).grounding,
+}
+
+// groundhogRunBatch holds the task records and attempts one transaction
+// touches, decoded, and writes each of them once in flush: the turns and
+// tool calls of an attempt re-encode that attempt once per batch.
+type groundhogRunBatch struct {
+	log              *slog.Logger
+	tasksB, attemptB *bolt.Bucket
+	tasks            map[string]*ghTaskEntry    // by task id; run nil = no such task
+	attempts         map[string]*ghAttemptEntry // by attemptKey; only touched ones
+}
+
+type ghTaskEntry struct {
+	run   *GroundhogRun
+	dirty bool
+}
+
+type ghAttemptEntry struct {
+	rec   *AttemptRecord
+	dirty bool
+}
+
+func (b *groundhogRunBatch) fold(ev events.Event) error {
+	f, ok := groundhogRunFolds[ev.Type]
+	if !ok {
+		return nil
+	}
+	return f(b, ev)
+}
+
+func (b *groundhogRunBatch) task(id string) (*ghTaskEntry, error) {
+	if e, ok := b.tasks[id]; ok {
+		return e, nil
+	}
+	e := &ghTaskEntry{}
+	if raw := b.tasksB.Get([]byte(id)); raw != nil {
+		var r GroundhogRun
+		if err := unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("stored groundhog record of task %s: %w", id, err)
+		}
+		e.run = &r
+	}
+	b.tasks[id] = e
+	return e, nil
+}
+
+// existing returns the record of ev's task, or nil, after a debug line,
+// when the task was never created.
+func (b *groundhogRunBatch) existing(ev events.Event) (*ghTaskEntry, error) {
+	e, err := b.task(ev.TaskID)
+	if err != nil || e.run != nil {
+		return e, err
+	}
+	b.log.Debug("ignoring an event of a task that was never created", "seq", ev.Seq, "type", ev.Type, "task", ev.TaskID)
+	return nil, nil
+}
+
+// checkpoint returns the checkpoint of the task's record, adding it as
+// pending when the record does not list it yet.
+func (e *ghTaskEntry) checkpoint(id string) *CheckpointRecord {
+	cps := e.run.Checkpoints
+	if i := slices.IndexFunc(cps, func(c CheckpointRecord) bool { return c.ID == id }); i >= 0 {
+		return &cps[i]
+	}
+	e.run.Checkpoints = append(cps, CheckpointRecord{ID: id, Status: CheckpointPending})
+	e.dirty = true
+	return &e.run.Checkpoints[len(e.run.Checkpoints)-1]
+}
+
+// runRecord returns the run of the task's record, adding it when a
+// run.finished comes without its run.started.
+func (e *ghTaskEntry) runRecord(id string) *GroundhogRunRecord {
+	runs := e.run.Runs
+	if i := slices.IndexFunc(runs, func(r GroundhogRunRecord) bool { return r.RunID == id }); i >= 0 {
+		return &runs[i]
+	}
+	e.run.Runs = append(runs, GroundhogRunRecord{RunID: id})
+	return &e.run.Runs[len(e.run.Runs)-1]
+}
+
+// attempt returns the task's record and the attempt a decoded event names,
+// loading the attempt or creating it: an event of an attempt whose start
+// the log does not hold still gets recorded. Both are nil when the task
+// was never created.
+func (b *groundhogRunBatch) attempt(ev events.Event, a events.Attempt) (*ghTaskEntry, *ghAttemptEntry, error) {
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return nil, nil, err
+	}
+	key := attemptKey(ev.TaskID, a.Day)
+	if at, ok := b.attempts[key]; ok {
+		return e, at, nil
+	}
+	at := &ghAttemptEntry{}
+	if raw := b.attemptB.Get([]byte(key)); raw != nil {
+		at.rec = &AttemptRecord{}
+		if err := unmarshal(raw, at.rec); err != nil {
+			return nil, nil, fmt.Errorf("stored attempt day %d of task %s: %w", a.Day, ev.TaskID, err)
+		}
+	} else {
+		at.rec = &AttemptRecord{Checkpoint: a.Checkpoint, Attempt: a.Attempt, Day: a.Day, Outcome: AttemptOpen}
+		at.dirty = true
+		e.checkpoint(a.Checkpoint)
+	}
+	b.attempts[key] = at
+	return e, at, nil
+}
+
+func (b *groundhogRunBatch) taskCreated(ev events.Event) error {
+	var d events.TaskCreatedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.task(ev.TaskID)
+	if err != nil || e.run != nil {
+		return err // a second task.created changes nothing
+	}
+	e.run = &GroundhogRun{TaskID: ev.TaskID}
+	e.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) runStarted(ev events.Event) error {
+	var d events.GroundhogRunStartedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	r := e.runRecord(d.RunID)
+	r.StepKey, r.Activity, r.PlanVersion = d.StepKey, d.Activity, d.PlanVersion
+	r.Checkpoints, r.Budgets = d.Checkpoints, d.Budgets
+	if r.StartedAt == nil {
+		r.StartedAt = eventTime(ev)
+	}
+	for i, id := range d.Checkpoints {
+		c := e.checkpoint(id)
+		if i < len(d.Budgets) {
+			c.Budget = d.Budgets[i]
+		}
+	}
+	e.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) runFinished(ev events.Event) error {
+	var d events.GroundhogRunFinishedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	r := e.runRecord(d.RunID)
+	r.State, r.Committed, r.Message = d.State, d.Committed, d.Message
+	r.FinishedAt = eventTime(ev)
+	e.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) attemptStarted(ev events.Event) error {
+	var d events.GroundhogAttemptData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	e, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	r := at.rec
+	r.RunID, r.TaskBranch, r.ScratchBranch, r.SnapshotRef = d.RunID, d.TaskBranch, d.ScratchBranch, d.SnapshotRef
+	r.PlanVersion, r.Untracked, r.ReplayStart = d.PlanVersion, d.Untracked, d.ReplayStart
+	if r.StartedAt == nil {
+		r.StartedAt = eventTime(ev)
+	}
+	at.dirty = true
+	e.checkpoint(d.Checkpoint).Status = CheckpointActive
+	e.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) turn(ev events.Event) error {
+	var d events.GroundhogTurnData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	t := d.Turn
+	at.rec.Turns = append(at.rec.Turns, TurnRecord{
+		Turn: t.Turn, Provider: t.Provider, Model: t.Model, Fixture: t.Fixture, FixtureTurn: t.FixtureTurn,
+		StopReason: t.StopReason, Usage: t.Usage, Text: t.Text, ToolUses: t.ToolUses, Response: t.Response,
+		At: ev.Time.UTC(),
+	})
+	at.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) toolCalled(ev events.Event) error {
+	var d events.GroundhogToolCalledData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	c := d.Call
+	at.rec.ToolCalls = append(at.rec.ToolCalls, ToolCallRecord{
+		Turn: c.Turn, ToolUseID: c.ToolUseID, Name: c.Name, InputDigest: c.InputDigest,
+		InputSize: c.InputSize, ResultSize: c.ResultSize, DurationMS: c.DurationMS,
+		Error: c.Error, Result: c.Result, At: ev.Time.UTC(),
+	})
+	at.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) toolDenied(ev events.Event) error {
+	var d events.GroundhogToolDeniedData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	n := d.Denial
+	at.rec.Denials = append(at.rec.Denials, DenialRecord{
+		Turn: n.Turn, ToolUseID: n.ToolUseID, Name: n.Name, Reason: n.Reason, Path: n.Path,
+		OnDenial: n.OnDenial, At: ev.Time.UTC(),
+	})
+	at.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) sideEffect(ev events.Event) error {
+	var d events.GroundhogSideEffectData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	at.rec.SideEffects = append(at.rec.SideEffects, SideEffectRecord{SideEffect: d.SideEffect, At: ev.Time.UTC()})
+	at.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) verb(ev events.Event) error {
+	var d events.GroundhogVerbData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	at.rec.Verb = &VerbRecord{
+		Verb: d.Verb, Summary: d.Summary, SideEffects: d.SideEffects, WhatTried: d.WhatTried,
+		WhatHappened: d.WhatHappened, NextAttemptPlan: d.NextAttemptPlan, At: ev.Time.UTC(),
+	}
+	at.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) verification(ev events.Event) error {
+	var d events.GroundhogVerificationData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	at.rec.Verifications = append(at.rec.Verifications, VerificationRecord{Passed: d.Passed, Results: d.Results, At: ev.Time.UTC()})
+	at.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) committed(ev events.Event) error {
+	var d events.GroundhogCommittedData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	e, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	at.rec.Commit = &CommitRecord{SHA: d.SHA, NoChange: d.NoChange, Summary: d.Summary, SideEffects: d.SideEffects, At: ev.Time.UTC()}
+	at.close(ev, AttemptCommitted)
+	c := e.checkpoint(d.Checkpoint)
+	c.Status, c.SHA = CheckpointCommitted, d.SHA
+	e.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) rewound(ev events.Event) error {
+	var d events.GroundhogRewoundData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	at.rec.Rewind = &RewindRecord{ScratchBranch: d.ScratchBranch, ScratchSHA: d.ScratchSHA, Reason: d.Reason, At: ev.Time.UTC()}
+	at.close(ev, AttemptRewound)
+	return nil
+}
+
+func (b *groundhogRunBatch) interrupted(ev events.Event) error {
+	var d events.GroundhogInterruptedData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	at.rec.InterruptedBy = d.RunID
+	at.close(ev, AttemptInterrupted)
+	return nil
+}
+
+// close records how the attempt ended. The first closing event sets
+// EndedAt; a commit is final, and an interrupted attempt, which is also
+// rewound, stays interrupted.
+func (at *ghAttemptEntry) close(ev events.Event, outcome string) {
+	r := at.rec
+	at.dirty = true
+	if r.EndedAt == nil {
+		r.EndedAt = eventTime(ev)
+	}
+	switch {
+	case r.Outcome == AttemptCommitted:
+	case r.Outcome == AttemptInterrupted && outcome == AttemptRewound:
+	default:
+		r.Outcome = outcome
+	}
+}
+
+func (b *groundhogRunBatch) attemptFailed(ev events.Event) error {
+	var d events.GroundhogAttemptFailedData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	report := d.Report
+	at.rec.Failure = &report
+	at.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) abandoned(ev events.Event) error {
+	var d events.GroundhogAbandonedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	if d.Checkpoint == "" {
+		return fmt.Errorf("%w: %s %s at sequence %d names no checkpoint", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq)
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	c := e.checkpoint(d.Checkpoint)
+	c.Status = CheckpointAbandoned
+	c.Abandoned = &AbandonRecord{Attempts: d.Attempts, Budget: d.Budget, At: ev.Time.UTC()}
+	e.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) drift(ev events.Event) error {
+	var d events.GroundhogDriftData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	e.run.Drifts = append(e.run.Drifts, DriftRecord{
+		RunID: d.RunID, PinnedVersion: d.PinnedVersion, CurrentVersion: d.CurrentVersion, At: ev.Time.UTC(),
+	})
+	e.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) grounding(ev events.Event) error {
+	var d events.GroundhogGroundingData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	e.run.Groundings = append(e.run.Groundings, GroundingRecord{
+		Checkpoint: d.Checkpoint, Attempt: d.Attempt.Attempt, Day: d.Day,
+		SHA: d.SHA, PrevHash: d.PrevHash, StateHash: d.StateHash, At: ev.Time.UTC(),
+	})
+	e.dirty = true
+	return nil
+}
+
+// flush writes every changed task record and attempt once, in key order.
+func (b *groundhogRunBatch) flush() error {
+	for _, id := range sortedKeys(b.tasks) {
+		if e := b.tasks[id]; e.dirty {
+			if err := putJSON(b.tasksB, []byte(id), e.run); err != nil {
+				return err
+			}
+		}
+	}
+	for _, key := range sortedKeys(b.attempts) {
+		if at := b.attempts[key]; at.dirty {
+			if err := putJSON(b.attemptB, []byte(key), at.rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// GroundhogMemory is what later prompts of a task may see (DESIGN §5): the
+// plan version, the checkpoints committed so far and the failure report of
+// the checkpoint being worked on.
+//
+// IMPORTANT: the memory is prompt-facing, and holds nothing else. Turns,
+// tool calls, denials, verbs, verifier output, scratch branches and
+// transcripts are audit records (GroundhogRun) and must never reach it: a
+// prompt built from the memory sees only what a successful checkpoint or a
+// failure report chose to say.
+type GroundhogMemory struct {
+	TaskID string `json:"task_id"`
+	// PlanVersion is the version of task.created or of the last
+	// task.plan_changed.
+	PlanVersion int `json:"plan_version"`
+	// Checkpoints are the committed checkpoints in the order they were
+	// first committed; committing one again (a plan replayed after a
+	// drift) neither adds nor changes an entry, so the rendered memory
+	// only ever grows at its end.
+	Checkpoints []MemoryCheckpoint `json:"checkpoints,omitempty"`
+	// Active is the checkpoint being worked on, nil when none is.
+	Active *ActiveCheckpoint `json:"active,omitempty"`
+}
+
+// MemoryCheckpoint is a committed checkpoint as later prompts see it.
+type MemoryCheckpoint struct {
+	ID          string              `json:"id"`
+	Summary     string              `json:"summary"`
+	Commit      string              `json:"commit"`
+	SideEffects []events.SideEffect `json:"side_effects,omitempty"`
+}
+
+// ActiveCheckpoint is the checkpoint being worked on and the failure
+// report of its latest failed attempt, if it has one.
+type ActiveCheckpoint struct {
+	ID          string                `json:"id"`
+	LastFailure *events.FailureReport `json:"last_failure,omitempty"`
+}
+
+// Buckets of the groundhog_memory view.
+var (
+	// task id → GroundhogMemory
+	bucketMemory = []byte("groundhog_memory")
+)
+
+// memoryView folds the events that make a task's prompt-facing memory.
+type memoryView struct{}
+
+func (memoryView) name() string { return "groundhog_memory" }
+
+// version history: 1 first format.
+func (memoryView) version() int      { return 1 }
+func (memoryView) buckets() [][]byte { return [][]byte{bucketMemory} }
+
+func (memoryView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
+	b := tx.Bucket(bucketMemory)
+	if b == nil {
+		return nil, fmt.Errorf("the views file has no %s bucket", bucketMemory)
+	}
+	return &memoryBatch{log: log, b: b, tasks: map[string]*memoryEntry{}}, nil
+}
+
+// memoryFolds maps each event type the memory is made of to its fold.
+// Every other type, and every other Groundhog type in particular, is
+// skipped: that is what keeps the memory prompt-facing.
+var memoryFolds = map[string]func(*memoryBatch, events.Event) error{
+	events.TaskCreated:            (*memoryBatch).taskCreated,
+	events.TaskPlanChanged:        (*memoryBatch).taskPlanChanged,
+	events.GroundhogAttempt:       (*memoryBatch).attemptStarted,
+	events.GroundhogAttemptFailed: (*memoryBatch).attemptFailed,
+	events.GroundhogCommitted:     (*memoryBatch).committed,
+}
+
+// memoryBatch holds the memories one transaction touches and writes each
+// of them once, in flush.
+type memoryBatch struct {
+	log   *slog.Logger
+	b     *bolt.Bucket
+	tasks map[string]*memoryEntry // by task id; mem nil = no such task
+}
+
+type memoryEntry struct {
+	mem   *GroundhogMemory
+	dirty bool
+}
+
+func (b *memoryBatch) fold(ev events.Event) error {
+	f, ok := memoryFolds[ev.Type]
+	if !ok {
+		return nil
+	}
+	return f(b, ev)
+}
+
+func (b *memoryBatch) task(id string) (*memoryEntry, error) {
+	if e, ok := b.tasks[id]; ok {
+		return e, nil
+	}
+	e := &memoryEntry{}
+	if raw := b.b.Get([]byte(id)); raw != nil {
+		var m GroundhogMemory
+		if err := unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("stored memory of task %s: %w", id, err)
+		}
+		e.mem = &m
+	}
+	b.tasks[id] = e
+	return e, nil
+}
+
+// existing returns the memory of ev's task, or nil, after a debug line,
+// when the task was never created.
+func (b *memoryBatch) existing(ev events.Event) (*memoryEntry, error) {
+	e, err := b.task(ev.TaskID)
+	if err != nil || e.mem != nil {
+		return e, err
+	}
+	b.log.Debug("ignoring an event of a task that was never created", "seq", ev.Seq, "type", ev.Type, "task", ev.TaskID)
+	return nil, nil
+}
+
+func (b *memoryBatch) taskCreated(ev events.Event) error {
+	var d events.TaskCreatedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.task(ev.TaskID)
+	if err != nil || e.mem != nil {
+		return err // a second task.created changes nothing
+	}
+	e.mem = &GroundhogMemory{TaskID: ev.TaskID, PlanVersion: d.PlanVersion}
+	e.dirty = true
+	return nil
+}
+
+func (b *memoryBatch) taskPlanChanged(ev events.Event) error {
+	var d events.TaskPlanChangedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	e.mem.PlanVersion = d.PlanVersion
+	e.dirty = true
+	return nil
+}
+
+// attemptStarted makes the attempt's checkpoint the active one. The last
+// failure report is kept only when the checkpoint already was active: it
+// is what this attempt learns from the previous one.
+func (b *memoryBatch) attemptStarted(ev events.Event) error {
+	var d events.GroundhogAttemptData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	if a := e.mem.Active; a == nil || a.ID != d.Checkpoint {
+		e.mem.Active = &ActiveCheckpoint{ID: d.Checkpoint}
+		e.dirty = true
+	}
+	return nil
+}
+
+// attemptFailed records the report as the active checkpoint's last
+// failure. A report about a checkpoint that is not the active one (its
+// attempt.started was not seen) makes that checkpoint the active one.
+func (b *memoryBatch) attemptFailed(ev events.Event) error {
+	var d events.GroundhogAttemptFailedData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	report := d.Report
+	e.mem.Active = &ActiveCheckpoint{ID: d.Checkpoint, LastFailure: &report}
+	e.dirty = true
+	return nil
+}
+
+// committed adds the checkpoint to the committed ones, unless it is there
+// already, and ends it being active.
+func (b *memoryBatch) committed(ev events.Event) error {
+	var d events.GroundhogCommittedData
+	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	m := e.mem
+	if !slices.ContainsFunc(m.Checkpoints, func(c MemoryCheckpoint) bool { return c.ID == d.Checkpoint }) {
+		m.Checkpoints = append(m.Checkpoints, MemoryCheckpoint{
+			ID: d.Checkpoint, Summary: d.Summary, Commit: d.SHA, SideEffects: d.SideEffects,
+		})
+		e.dirty = true
+	}
+	if m.Active != nil && m.Active.ID == d.Checkpoint {
+		m.Active = nil
+		e.dirty = true
+	}
+	return nil
+}
+
+// flush writes every changed memory once, in key order.
+func (b *memoryBatch) flush() error {
+	for _, id := range sortedKeys(b.tasks) {
+		if e := b.tasks[id]; e.dirty {
+			if err := putJSON(b.b, []byte(id), e.mem); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// GroundhogMemory returns the prompt-facing memory of a task. A task that
+// was never created is an error wrapping ErrNotFound; a task without
+// Groundhog events has an empty memory at its plan version.
+func (p *Projector) GroundhogMemory(ctx context.Context, task string) (*GroundhogMemory, error) {
+	var m GroundhogMemory
+	err := p.read(ctx, func(tx *bolt.Tx) error {
+		return getTaskRecord(tx, bucketMemory, task, &m)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// decodeAttempt decodes the data of a Groundhog event about an attempt into
+// v, whose embedded events.Attempt is a, and checks that it names one: a
+// checkpoint and a day of at least 1.
+func decodeAttempt(ev events.Event, v any, a *events.Attempt) error {
+	if err := decodeData(ev, v); err != nil {
+		return err
+	}
+	if a.Checkpoint == "" || a.Day < 1 {
+		return fmt.Errorf("%w: %s %s at sequence %d names no attempt (checkpoint %q, day %d)",
+			events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, a.Checkpoint, a.Day)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package projector
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// TaskView is what the views know about one Groundhog task (DESIGN §4).
+// It is encoded as JSON in the tasks bucket and returned by the queries.
+type TaskView struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Status string `json:"status"` // events.TaskActive, TaskRunning, TaskDone or TaskBlocked
+	// StatusReason is the reason the last task.status_changed gave.
+	StatusReason string `json:"status_reason,omitempty"`
+
+	Workspace string `json:"workspace"`
+	Branch    string `json:"branch"`
+
+	Plan        string `json:"plan"`
+	PlanVersion int    `json:"plan_version"`
+	PlanDigest  string `json:"plan_digest"`
+
+	// CreatedAt is the time of task.created; UpdatedAt that of the last
+	// event that changed this record (a task.* event or
+	// groundhog.run.started), not of every Groundhog event of the task.
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+
+	// LastRunID is the run of the last groundhog.run.started of the task.
+	LastRunID string `json:"last_run_id,omitempty"`
+}
+
+// Buckets of the tasks view.
+var (
+	// task id → TaskView
+	bucketTasks = []byte("tasks")
+)
+
+// tasksView folds task.* events, and the start of Groundhog runs, into the
+// tasks bucket.
+type tasksView struct{}
+
+func (tasksView) name() string { return "tasks" }
+
+// version history: 1 first format.
+func (tasksView) version() int      { return 1 }
+func (tasksView) buckets() [][]byte { return [][]byte{bucketTasks} }
+
+func (tasksView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
+	b := tx.Bucket(bucketTasks)
+	if b == nil {
+		return nil, fmt.Errorf("the views file has no %s bucket", bucketTasks)
+	}
+	return &tasksBatch{log: log, b: b, tasks: map[string]*taskEntry{}}, nil
+}
+
+// taskFolds maps each event type the tasks view knows to its fold; other
+// types are skipped.
+var taskFolds = map[string]func(*tasksBatch, events.Event) error{
+	events.TaskCreated:         (*tasksBatch).taskCreated,
+	events.TaskPlanChanged:     (*tasksBatch).taskPlanChanged,
+	events.TaskStatusChanged:   (*tasksBatch).taskStatusChanged,
+	events.GroundhogRunStarted: (*tasksBatch).runStarted,
+}
+
+// tasksBatch holds the task records one transaction touches and writes each
+// of them once, in flush.
+type tasksBatch struct {
+	log   *slog.Logger
+	b     *bolt.Bucket
+	tasks map[string]*taskEntry // by task id; view nil = no such task
+}
+
+type taskEntry struct {
+	view  *TaskView
+	dirty bool
+}
+
+func (b *tasksBatch) fold(ev events.Event) error {
+	f, ok := taskFolds[ev.Type]
+	if !ok {
+		return nil
+	}
+	return f(b, ev)
+}
+
+// task returns the cached entry of a task, loading it on first use.
+func (b *tasksBatch) task(id string) (*taskEntry, error) {
+	if e, ok := b.tasks[id]; ok {
+		return e, nil
+	}
+	e := &taskEntry{}
+	if raw := b.b.Get([]byte(id)); raw != nil {
+		var v TaskView
+		if err := unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("stored task %s: %w", id, err)
+		}
+		e.view = &v
+	}
+	b.tasks[id] = e
+	return e, nil
+}
+
+// existing returns the task ev is about, or nil, after a debug line, when
+// the task was never created.
+func (b *tasksBatch) existing(ev events.Event) (*taskEntry, error) {
+	e, err := b.task(ev.TaskID)
+	if err != nil || e.view != nil {
+		return e, err
+	}
+	b.log.Debug("ignoring an event of a task that was never created", "seq", ev.Seq, "type", ev.Type, "task", ev.TaskID)
+	return nil, nil
+}
+
+func (e *taskEntry) touch(ev events.Event) {
+	e.view.UpdatedAt = eventTime(ev)
+	e.dirty = true
+}
+
+func (b *tasksBatch) taskCreated(ev events.Event) error {
+	var d events.TaskCreatedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.task(ev.TaskID)
+	if err != nil {
+		return err
+	}
+	if e.view != nil {
+		b.log.Debug("ignoring a second task.created", "seq", ev.Seq, "task", ev.TaskID)
+		return nil
+	}
+	e.view = &TaskView{
+		ID:          ev.TaskID,
+		Title:       d.Title,
+		Status:      events.TaskActive,
+		Workspace:   d.Workspace,
+		Branch:      d.Branch,
+		Plan:        d.Plan,
+		PlanVersion: d.PlanVersion,
+		PlanDigest:  d.PlanDigest,
+		CreatedAt:   eventTime(ev),
+	}
+	e.touch(ev)
+	return nil
+}
+
+func (b *tasksBatch) taskPlanChanged(ev events.Event) error {
+	var d events.TaskPlanChangedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	e.view.Plan = d.Plan
+	e.view.PlanVersion = d.PlanVersion
+	e.view.PlanDigest = d.PlanDigest
+	e.touch(ev)
+	return nil
+}
+
+func (b *tasksBatch) taskStatusChanged(ev events.Event) error {
+	var d events.TaskStatusChangedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	switch d.Status {
+	case events.TaskActive, events.TaskRunning, events.TaskDone, events.TaskBlocked:
+	default:
+		return fmt.Errorf("%w: %s %s at sequence %d: %q is not a task status",
+			events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, d.Status)
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	e.view.Status = d.Status
+	e.view.StatusReason = d.Reason
+	e.touch(ev)
+	return nil
+}
+
+func (b *tasksBatch) runStarted(ev events.Event) error {
+	var d events.GroundhogRunStartedData
+	if err := decodeData(ev, &d); err != nil {
+		return err
+	}
+	e, err := b.existing(ev)
+	if e == nil || err != nil {
+		return err
+	}
+	e.view.LastRunID = d.RunID
+	e.touch(ev)
+	return nil
+}
+
+// flush writes every changed task once, in key order.
+func (b *tasksBatch) flush() error {
+	for _, id := range sortedKeys(b.tasks) {
+		if e := b.tasks[id]; e.dirty {
+			if err := putJSON(b.b, []byte(id), e.view); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
