@@ -2,6 +2,8 @@ package events_test
 
 import (
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,4 +81,53 @@ func TestEveryRegisteredTypeHasASubject(t *testing.T) {
 	}
 	_, err := events.Event{Type: "nope"}.Payload()
 	assert.True(t, errors.Is(err, events.ErrUnknownType))
+}
+
+// TestPayloadsHaveNoShadowedFields: encoding/json silently drops a field
+// name that two embedded structs share, so every registered payload must
+// round-trip every field it has.
+func TestPayloadsHaveNoShadowedFields(t *testing.T) {
+	t.Parallel()
+	for _, typ := range events.Types() {
+		p, err := events.Event{Type: typ}.Payload()
+		require.NoError(t, err)
+		assertNoDuplicateJSONNames(t, typ, reflect.TypeOf(p).Elem())
+	}
+}
+
+func assertNoDuplicateJSONNames(t *testing.T, typ string, rt reflect.Type) {
+	t.Helper()
+	seen := map[string]string{}
+	var walk func(rt reflect.Type, path string)
+	walk = func(rt reflect.Type, path string) {
+		for i := 0; i < rt.NumField(); i++ {
+			f := rt.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" {
+				walk(f.Type, path+f.Name+".")
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if other, dup := seen[name]; dup {
+				t.Errorf("%s: JSON field %q is both %s and %s", typ, name, other, path+f.Name)
+			}
+			seen[name] = path + f.Name
+		}
+	}
+	walk(rt, "")
+}
+
+func TestAppendFirstRefusesASecondCreation(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l := testkit.StartLog(t, events.Config{})
+	ev := events.Event{Type: events.TaskCreated, TaskID: "T-1"}
+	_, err := l.AppendFirst(ctx, ev, events.TaskCreatedData{Title: "first"})
+	require.NoError(t, err)
+	_, err = l.AppendFirst(ctx, ev, events.TaskCreatedData{Title: "second"})
+	assert.ErrorIs(t, err, events.ErrConflict)
+	_, err = l.AppendFirst(ctx, events.Event{Type: events.TaskCreated, TaskID: "T-2"}, events.TaskCreatedData{Title: "other"})
+	require.NoError(t, err)
 }

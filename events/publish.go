@@ -38,6 +38,26 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
 
+// AppendFirst is Append for an event that must be the first on its subject
+// (the creation of an aggregate, such as task.created): if the subject
+// already holds an event, nothing is stored and the error wraps
+// ErrConflict.
+func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended, error) {
+	msg, err := l.eventMsg(&ev, payload)
+	if err != nil {
+		return Appended{}, err
+	}
+	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectLastSequencePerSubject(0))
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return Appended{}, fmt.Errorf("%w: %s already exists", ErrConflict, msg.Subject)
+		}
+		return Appended{}, publishError(ev.Type, err)
+	}
+	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
 // PendingAppend is an append that has been sent and not yet confirmed.
 type PendingAppend struct {
 	typ string

@@ -150,37 +150,45 @@ func agentFailure(err error) error {
 // provider builds the step's provider: the replay provider when the engine
 // runs with ORBIT_REPLAY_FIXTURE set, else the one the spec names.
 func (a *agentStep) provider(ctx context.Context, spec *assets.ActivitySpec) (agent.Provider, error) {
-	opts := agent.ProviderOptions{Name: spec.Provider, Fixture: spec.Fixture, BaseURL: spec.BaseURL, Env: a.w.getenv}
+	return a.w.newProvider(ctx, spec, func(fixture string) (int, error) {
+		return replayStart(ctx, a.w.cfg.Log, a.cmd.RunID, fixture)
+	})
+}
+
+// newProvider builds an agent provider for a spec; start says where a
+// replay fixture resumes.
+func (w *Worker) newProvider(ctx context.Context, spec *assets.ActivitySpec, start func(fixture string) (int, error)) (agent.Provider, error) {
+	opts := agent.ProviderOptions{Name: spec.Provider, Fixture: spec.Fixture, BaseURL: spec.BaseURL, Env: w.getenv}
 	for _, name := range replayEnv {
-		if f := a.w.getenv(name); f != "" {
+		if f := w.getenv(name); f != "" {
 			opts.Name, opts.Fixture = "replay", f
 			break
 		}
 	}
-	if s, ok := a.w.cfg.Providers[opts.Name]; ok {
+	if s, ok := w.cfg.Providers[opts.Name]; ok {
 		if opts.BaseURL == "" {
 			opts.BaseURL = s.BaseURL
 		}
 		if s.APIKeyEnv != "" {
-			opts.APIKey = a.w.getenv(s.APIKeyEnv)
+			opts.APIKey = w.getenv(s.APIKeyEnv)
 		}
 	}
 	if opts.Name == "replay" {
 		if opts.Fixture == "" {
 			return nil, fail(events.KindValidation, false, "the replay provider needs a fixture (spec fixture: or ORBIT_REPLAY_FIXTURE)")
 		}
-		if name, ok := strings.CutPrefix(opts.Fixture, "seeded:"); ok {
+		if name, ok := strings.CutPrefix(opts.Fixture, assets.SeededPrefix); ok {
 			data, err := assets.SeededFile(name)
 			if err != nil {
 				return nil, fail(events.KindValidation, false, "fixture %s: %v", opts.Fixture, err)
 			}
 			opts.FixtureData = data
 		}
-		start, err := replayStart(ctx, a.w.cfg.Log, a.cmd.RunID, opts.Fixture)
+		n, err := start(opts.Fixture)
 		if err != nil {
 			return nil, err
 		}
-		opts.Start = start
+		opts.Start = n
 	}
 	p, err := agent.NewProvider(opts)
 	if err != nil {
@@ -227,15 +235,9 @@ func replayStart(ctx context.Context, log *events.Log, runID, fixture string) (i
 
 // toolContext is what the step's tools may act on.
 func (a *agentStep) toolContext(spec *assets.ActivitySpec) (*agent.ToolContext, error) {
-	profile := agent.DefaultProfile
-	if name := spec.FSProfile; name != "" && name != agent.DefaultProfile.Name {
-		p, ok := a.w.cfg.FSProfiles[name]
-		if !ok {
-			return nil, fail(events.KindValidation, false, "fsProfile %q is not defined in .orbit/config.yaml", name)
-		}
-		profile = p
-	} else if p, ok := a.w.cfg.FSProfiles[agent.DefaultProfile.Name]; ok {
-		profile = p
+	profile, err := a.w.profile(spec.FSProfile)
+	if err != nil {
+		return nil, err
 	}
 	return &agent.ToolContext{Workspace: a.cmd.Workspace, Profile: profile, AllowedPrograms: spec.AllowedPrograms}, nil
 }

@@ -69,6 +69,8 @@ type stepCommand struct {
 	Timeout   int                 `json:"timeout_seconds"`
 	StartedID string              `json:"started_id"`
 	Session   string              `json:"session,omitempty"` // agent_loop: the named session to continue
+	// ActivityName is the catalog name of a targeted activity (empty inline).
+	ActivityName string `json:"activity_name,omitempty"`
 }
 
 // stepCommandName is the command name of one step attempt. It is unique per

@@ -119,7 +119,7 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 			}
 		}
 		spec.Args = args
-	case assets.TypeAgentLoop:
+	case assets.TypeAgentLoop, assets.TypeGroundhog:
 		instruction, err := renderText(spec.Instruction, ts)
 		if err != nil {
 			return nil, fail(events.KindValidation, false, "instruction: %v", err)
@@ -146,16 +146,17 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		spec.FSProfile = st.FSProfile
 	}
 	return &stepCommand{
-		RunID:     x.runID,
-		Job:       x.job.Name,
-		StepKey:   key,
-		Attempt:   n,
-		Activity:  spec,
-		Input:     input,
-		Workspace: sc.workspace(input),
-		Timeout:   timeout,
-		StartedID: stepEventID(events.StepStarted, x.runID, key, n),
-		Session:   st.Session,
+		RunID:        x.runID,
+		Job:          x.job.Name,
+		StepKey:      key,
+		Attempt:      n,
+		Activity:     spec,
+		Input:        input,
+		Workspace:    sc.workspace(input),
+		Timeout:      timeout,
+		StartedID:    stepEventID(events.StepStarted, x.runID, key, n),
+		Session:      st.Session,
+		ActivityName: strings.TrimPrefix(st.Target, "activity:"),
 	}, nil
 }
 
@@ -223,7 +224,7 @@ func validateActivity(spec *assets.ActivitySpec) error {
 	switch spec.Type {
 	case assets.TypeShell:
 		return nil
-	case assets.TypeAgentLoop:
+	case assets.TypeAgentLoop, assets.TypeGroundhog:
 		for _, name := range spec.Tools {
 			if _, ok := agent.Builtin(name); !ok {
 				return fmt.Errorf("tools: unknown tool %q (known: %s)", name, strings.Join(agent.BuiltinNames(), ", "))

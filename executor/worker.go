@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -19,7 +20,7 @@ type WorkerConfig struct {
 	// Engine identifies the worker in activity.started events.
 	Engine string
 	// Concurrency bounds the activities of each type running at once
-	// (defaults: shell 8, deterministic 64, agent_loop 4).
+	// (defaults: shell 8, deterministic 64, agent_loop 4, groundhog 2).
 	Concurrency map[string]int
 	// AckWait is how long a command may go without a progress signal before
 	// it is redelivered (default 30s); running activities signal progress
@@ -34,6 +35,10 @@ type WorkerConfig struct {
 	// Env looks up environment variables for agent loops (provider keys,
 	// ORBIT_REPLAY_FIXTURE); nil means the process environment.
 	Env func(name string) (string, bool)
+	// GroundhogMemory returns a task's GroundhogMemory view (JSON),
+	// reflecting at least every event up to minSeq; groundhog steps build
+	// their prompts from it alone.
+	GroundhogMemory func(ctx context.Context, taskID string, minSeq uint64) (json.RawMessage, error)
 	// Logger receives operational messages (nil discards them).
 	Logger *slog.Logger
 }
@@ -42,7 +47,7 @@ func (c *WorkerConfig) setDefaults() {
 	if c.Engine == "" {
 		c.Engine = events.NewID()
 	}
-	defaults := map[string]int{assets.TypeShell: 8, assets.TypeDeterministic: 64, assets.TypeAgentLoop: 4}
+	defaults := map[string]int{assets.TypeShell: 8, assets.TypeDeterministic: 64, assets.TypeAgentLoop: 4, assets.TypeGroundhog: 2}
 	if c.Concurrency == nil {
 		c.Concurrency = map[string]int{}
 	}
@@ -105,6 +110,9 @@ var runners = map[string]func(ctx context.Context, w *Worker, cmd *stepCommand, 
 	},
 	assets.TypeAgentLoop: func(ctx context.Context, w *Worker, cmd *stepCommand, emit emitFunc) (any, error) {
 		return (&agentStep{w: w, cmd: cmd, emit: emit}).run(ctx)
+	},
+	assets.TypeGroundhog: func(ctx context.Context, w *Worker, cmd *stepCommand, _ emitFunc) (any, error) {
+		return w.runGroundhog(ctx, cmd)
 	},
 }
 

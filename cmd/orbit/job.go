@@ -175,9 +175,15 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 		return err
 	}
 	defer l.Close()
+	return a.submit(ctx, l, req, opts.detach)
+}
 
+// submit sends a run request and, unless detached, follows the run to its
+// end. The run id goes to stdout (or, with --json, the final run view).
+func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunRequest, detach bool) error {
 	var feed *events.Feed
-	if !opts.detach {
+	if !detach {
+		var err error
 		if feed, err = l.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(req.RunID)}}); err != nil {
 			return &exitError{code: exitUnavailable, err: err}
 		}
@@ -186,9 +192,9 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 	if err := executor.Submit(ctx, l, req); err != nil {
 		return &exitError{code: exitUnavailable, err: err}
 	}
-	if opts.detach {
+	if detach {
 		if a.json {
-			return a.printJSON(map[string]string{"run_id": req.RunID, "job": job.Name})
+			return a.printJSON(map[string]string{"run_id": req.RunID, "job": req.Job.Name})
 		}
 		a.printf("%s\n", req.RunID)
 		return nil
@@ -196,7 +202,7 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 	if !a.json {
 		a.printf("%s\n", req.RunID)
 	}
-	return a.follow(ctx, l, feed, req.RunID, job.Name)
+	return a.follow(ctx, l, feed, req.RunID, req.Job.Name)
 }
 
 // follow prints a run's progress from feed until run.finished, then the

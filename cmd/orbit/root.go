@@ -52,6 +52,8 @@ nothing and re-runs nothing that finished.`,
 		a.serveCommand(),
 		a.replayCommand(),
 		a.metricsCommand(),
+		a.taskCommand(),
+		a.groundhogCommand(),
 	)
 	return cmd
 }

@@ -55,13 +55,17 @@ type InfoReply struct {
 }
 
 func (e *Engine) serveAPI() (events.Stopper, error) {
-	return e.log.Serve("orbit", Version, 5*time.Minute, map[string]events.Handler{
+	endpoints := map[string]events.Handler{
 		EndpointInfo:    e.handle(e.apiInfo),
 		EndpointRun:     e.handle(e.apiRun),
 		EndpointRuns:    e.handle(e.apiRuns),
 		EndpointReplay:  e.handle(e.apiReplay),
 		EndpointMetrics: e.handle(e.apiMetrics),
-	})
+	}
+	for name, h := range e.taskEndpoints() {
+		endpoints[name] = h
+	}
+	return e.log.Serve("orbit", Version, 5*time.Minute, endpoints)
 }
 
 // handle marks the engine busy while a request is answered.

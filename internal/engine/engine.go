@@ -127,11 +127,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.worker = executor.NewWorker(executor.WorkerConfig{
-		Log:        e.log,
-		Engine:     e.id,
-		FSProfiles: fsProfiles(project),
-		Providers:  providers(project),
-		Logger:     cfg.Logger,
+		Log:             e.log,
+		Engine:          e.id,
+		FSProfiles:      fsProfiles(project),
+		Providers:       providers(project),
+		GroundhogMemory: e.groundhogMemory,
+		Logger:          cfg.Logger,
 	})
 	e.info = Info{
 		PID:        os.Getpid(),

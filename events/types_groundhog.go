@@ -1,0 +1,218 @@
+package events
+
+// Groundhog event types, stored under orbit.events.task.<task>.groundhog.*.
+// Every event of an attempt names the checkpoint and the day (the task-wide
+// attempt number that names the scratch branch groundhog/<task>/day-<n>).
+const (
+	GroundhogRunStarted    = "groundhog.run.started"
+	GroundhogRunFinished   = "groundhog.run.finished"
+	GroundhogAttempt       = "groundhog.attempt.started"
+	GroundhogTurn          = "groundhog.agent.turn"
+	GroundhogToolCalled    = "groundhog.tool.called"
+	GroundhogToolDenied    = "groundhog.tool.denied"
+	GroundhogSideEffect    = "groundhog.side_effect"
+	GroundhogVerb          = "groundhog.verb"
+	GroundhogVerification  = "groundhog.verification"
+	GroundhogCommitted     = "groundhog.committed"
+	GroundhogRewound       = "groundhog.rewound"
+	GroundhogAttemptFailed = "groundhog.attempt.failed"
+	GroundhogInterrupted   = "groundhog.interrupted"
+	GroundhogAbandoned     = "groundhog.abandoned"
+	GroundhogDrift         = "groundhog.drift_detected"
+	GroundhogGrounding     = "groundhog.grounding"
+)
+
+func init() {
+	register(GroundhogRunStarted, AggregateTask, GroundhogRunStartedData{})
+	register(GroundhogRunFinished, AggregateTask, GroundhogRunFinishedData{})
+	register(GroundhogAttempt, AggregateTask, GroundhogAttemptData{})
+	register(GroundhogTurn, AggregateTask, GroundhogTurnData{})
+	register(GroundhogToolCalled, AggregateTask, GroundhogToolCalledData{})
+	register(GroundhogToolDenied, AggregateTask, GroundhogToolDeniedData{})
+	register(GroundhogSideEffect, AggregateTask, GroundhogSideEffectData{})
+	register(GroundhogVerb, AggregateTask, GroundhogVerbData{})
+	register(GroundhogVerification, AggregateTask, GroundhogVerificationData{})
+	register(GroundhogCommitted, AggregateTask, GroundhogCommittedData{})
+	register(GroundhogRewound, AggregateTask, GroundhogRewoundData{})
+	register(GroundhogAttemptFailed, AggregateTask, GroundhogAttemptFailedData{})
+	register(GroundhogInterrupted, AggregateTask, GroundhogInterruptedData{})
+	register(GroundhogAbandoned, AggregateTask, GroundhogAbandonedData{})
+	register(GroundhogDrift, AggregateTask, GroundhogDriftData{})
+	register(GroundhogGrounding, AggregateTask, GroundhogGroundingData{})
+}
+
+// States a Groundhog run ends in.
+const (
+	GroundhogDone      = "done"      // every checkpoint committed
+	GroundhogBlocked   = "blocked"   // a checkpoint's budget was spent
+	GroundhogDrifted   = "drifted"   // the plan changed under the run
+	GroundhogFailed    = "failed"    // Orbit or git failed; the workspace is clean
+	GroundhogCancelled = "cancelled" // the run was cancelled
+)
+
+// Attempt identifies an attempt in every event about it.
+type Attempt struct {
+	Checkpoint string `json:"checkpoint"`
+	Attempt    int    `json:"attempt"` // 1-based within the checkpoint
+	Day        int    `json:"day"`     // 1-based within the task
+}
+
+// SideEffect is what an agent declared it did beyond its edits, with the
+// orbit.groundhog.side_effect verb or in checkpoint_success.
+type SideEffect struct {
+	Kind       string `json:"kind"` // file_write | file_delete | git_commit | db_mutation | other
+	Target     string `json:"target"`
+	Reversible bool   `json:"reversible"`
+}
+
+// FailureReport is what the next attempt of a checkpoint learns about the
+// last one: the agent's own account, or the verifier's, or that the
+// attempt ended without a verdict.
+type FailureReport struct {
+	Source          string   `json:"source"` // agent | verifier | synthetic | interrupted
+	WhatTried       string   `json:"what_tried,omitempty"`
+	WhatHappened    string   `json:"what_happened"`
+	NextAttemptPlan string   `json:"next_attempt_plan,omitempty"`
+	FailedCriteria  []string `json:"failed_criteria,omitempty"`
+}
+
+// GroundhogRunStartedData records a run taking on a task, and the plan
+// version it pins.
+type GroundhogRunStartedData struct {
+	RunID       string   `json:"run_id"`
+	StepKey     string   `json:"step_key"`
+	Activity    string   `json:"activity,omitempty"`
+	PlanVersion int      `json:"plan_version"`
+	Checkpoints []string `json:"checkpoints"`
+	Budgets     []int    `json:"budgets"` // attempt budget of each checkpoint, in order
+}
+
+// GroundhogRunFinishedData records how a run left the task.
+type GroundhogRunFinishedData struct {
+	RunID     string `json:"run_id"`
+	State     string `json:"state"`
+	Committed int    `json:"committed"` // checkpoints committed, in all runs
+	Message   string `json:"message,omitempty"`
+}
+
+// GroundhogAttemptData records the start of an attempt on a clean snapshot.
+type GroundhogAttemptData struct {
+	Attempt
+	RunID         string   `json:"run_id"`
+	TaskBranch    string   `json:"task_branch"`
+	ScratchBranch string   `json:"scratch_branch"`
+	SnapshotRef   string   `json:"snapshot_ref"`
+	PlanVersion   int      `json:"plan_version"`
+	Untracked     []string `json:"untracked,omitempty"` // untracked files before the attempt, never absorbed
+	ReplayStart   int      `json:"replay_start,omitempty"`
+}
+
+// GroundhogTurnData is a model turn of an attempt.
+type GroundhogTurnData struct {
+	Attempt
+	Turn AgentTurnData `json:"turn"`
+}
+
+// GroundhogToolCalledData is a tool call of an attempt.
+type GroundhogToolCalledData struct {
+	Attempt
+	Call ToolCalledData `json:"call"`
+}
+
+// GroundhogToolDeniedData is a refused tool call of an attempt.
+type GroundhogToolDeniedData struct {
+	Attempt
+	Denial ToolDeniedData `json:"denial"`
+}
+
+// GroundhogSideEffectData records a side effect the agent declared.
+type GroundhogSideEffectData struct {
+	Attempt
+	SideEffect
+}
+
+// GroundhogVerbData records the terminal verb that closed an attempt's
+// session: checkpoint_success or checkpoint_failure, with what it said.
+type GroundhogVerbData struct {
+	Attempt
+	Verb            string       `json:"verb"`
+	Summary         string       `json:"summary,omitempty"`
+	SideEffects     []SideEffect `json:"side_effects,omitempty"`
+	WhatTried       string       `json:"what_tried,omitempty"`
+	WhatHappened    string       `json:"what_happened,omitempty"`
+	NextAttemptPlan string       `json:"next_attempt_plan,omitempty"`
+}
+
+// CriterionResult is one criterion as the verifier found it.
+type CriterionResult struct {
+	Index    int    `json:"index"`
+	Kind     string `json:"kind"`
+	Anti     bool   `json:"anti,omitempty"`
+	Outcome  string `json:"outcome"` // pass | fail | skipped
+	Detail   string `json:"detail"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Output   string `json:"output,omitempty"` // capped at 4 KiB
+}
+
+// GroundhogVerificationData records one run of the verifier, pass or fail.
+type GroundhogVerificationData struct {
+	Attempt
+	Passed  bool              `json:"passed"`
+	Results []CriterionResult `json:"results"`
+}
+
+// GroundhogCommittedData records a checkpoint's success: one squash commit
+// on the task branch (or none, when the attempt changed nothing).
+type GroundhogCommittedData struct {
+	Attempt
+	SHA         string       `json:"sha"`
+	NoChange    bool         `json:"no_change,omitempty"`
+	Summary     string       `json:"summary"`
+	SideEffects []SideEffect `json:"side_effects,omitempty"`
+}
+
+// GroundhogRewoundData records that an attempt's work was captured on its
+// scratch branch and the workspace reset to the snapshot.
+type GroundhogRewoundData struct {
+	Attempt
+	ScratchBranch string `json:"scratch_branch"`
+	ScratchSHA    string `json:"scratch_sha"`
+	Reason        string `json:"reason"`
+}
+
+// GroundhogAttemptFailedData records the failure report of an attempt.
+type GroundhogAttemptFailedData struct {
+	Attempt
+	Report FailureReport `json:"report"`
+}
+
+// GroundhogInterruptedData records an attempt found open after a crash,
+// whose work was rewound.
+type GroundhogInterruptedData struct {
+	Attempt
+	RunID string `json:"run_id"`
+}
+
+// GroundhogAbandonedData records a checkpoint whose budget was spent.
+type GroundhogAbandonedData struct {
+	Checkpoint string `json:"checkpoint"`
+	Attempts   int    `json:"attempts"`
+	Budget     int    `json:"budget"`
+}
+
+// GroundhogDriftData records that the task's plan changed under a run.
+type GroundhogDriftData struct {
+	RunID          string `json:"run_id"`
+	PinnedVersion  int    `json:"pinned_version"`
+	CurrentVersion int    `json:"current_version"`
+}
+
+// GroundhogGroundingData is the post-commit grounding record: the commit
+// and a hash chained from the previous record, so an auditor can recompute
+// the chain from the task's events.
+type GroundhogGroundingData struct {
+	Attempt
+	SHA       string `json:"sha"`
+	PrevHash  string `json:"prev_hash"`
+	StateHash string `json:"state_hash"`
+}

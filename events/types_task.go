@@ -1,0 +1,46 @@
+package events
+
+// Task event types: the life of a Groundhog task record.
+const (
+	TaskCreated       = "task.created"
+	TaskPlanChanged   = "task.plan_changed"
+	TaskStatusChanged = "task.status_changed"
+)
+
+func init() {
+	register(TaskCreated, AggregateTask, TaskCreatedData{})
+	register(TaskPlanChanged, AggregateTask, TaskPlanChangedData{})
+	register(TaskStatusChanged, AggregateTask, TaskStatusChangedData{})
+}
+
+// Task statuses.
+const (
+	TaskActive  = "active"  // created, or ready for another run
+	TaskRunning = "running" // a Groundhog run works on it
+	TaskDone    = "done"    // every checkpoint committed
+	TaskBlocked = "blocked" // a checkpoint's attempt budget was spent
+)
+
+// TaskCreatedData is a task as it was created: version 1 of its plan.
+type TaskCreatedData struct {
+	Title       string `json:"title"`
+	Workspace   string `json:"workspace"`
+	Branch      string `json:"branch"`
+	Plan        string `json:"plan"`
+	PlanVersion int    `json:"plan_version"`
+	PlanDigest  string `json:"plan_digest"`
+}
+
+// TaskPlanChangedData records a new version of a task's plan.
+type TaskPlanChangedData struct {
+	Plan        string `json:"plan"`
+	PlanVersion int    `json:"plan_version"`
+	PlanDigest  string `json:"plan_digest"`
+}
+
+// TaskStatusChangedData records a task's new status and why.
+type TaskStatusChangedData struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	RunID  string `json:"run_id,omitempty"`
+}

@@ -1,0 +1,284 @@
+// Package groundhog runs a task's checkpoint plan one checkpoint at a time.
+// Every attempt starts from a clean git snapshot on a scratch branch with a
+// fresh agent session that knows only the plan, the memory of completed
+// checkpoints and the last failure of the current one. Success is decided
+// by the runtime's verifier and lands as one squash commit; failure rewinds
+// the workspace and retries until the checkpoint's budget is spent.
+//
+// Everything the runner does is an event of the task, and its own state is
+// a fold of those events: after a crash it finds the attempt it left open,
+// rewinds it (or completes the commit a verified attempt was making), and
+// carries on.
+package groundhog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/gitops"
+)
+
+// Config is one Groundhog run: the task, the activity that runs it, and
+// what the runner needs from the engine.
+type Config struct {
+	Log      *events.Log
+	TaskID   string
+	RunID    string
+	StepKey  string
+	Job      string
+	Activity string              // the activity's name, for the record
+	Spec     assets.ActivitySpec // a groundhog activity
+	// NewProvider returns the attempt's model provider; start is where a
+	// replay fixture resumes (see state.replayPosition), and fixture reports
+	// the fixture a replay provider reads (empty otherwise).
+	NewProvider func(ctx context.Context, start func(fixture string) int) (agent.Provider, error)
+	// Memory returns the task's GroundhogMemory view reflecting at least
+	// every event up to minSeq.
+	Memory func(ctx context.Context, taskID string, minSeq uint64) (*Memory, error)
+	// Profile and Env bound the agent's tools (the workspace is the task's).
+	Profile agent.FSProfile
+	Env     []string
+	// GitEnv is extra environment for git (tests isolate it from the
+	// machine's configuration).
+	GitEnv []string
+	Logger *slog.Logger
+}
+
+// Result is how a run left the task.
+type Result struct {
+	State     string `json:"state"` // events.GroundhogDone, …Blocked, …Drifted, …Cancelled
+	Committed int    `json:"committed"`
+	Message   string `json:"message"`
+}
+
+// runner is one Run.
+type runner struct {
+	cfg  Config
+	st   *state
+	repo *gitops.Repo
+	plan *assets.Plan
+	pin  int // the plan version this run pinned
+	log  *slog.Logger
+}
+
+// Run executes the task's plan until every checkpoint is committed, a
+// checkpoint's budget is spent (blocked), the plan changes (drifted), or
+// ctx ends (the open attempt is rewound first). It returns an error only
+// when Orbit or git fails; the workspace is then left clean on the task
+// branch, or the error says why it could not be.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	r := &runner{cfg: cfg, log: cfg.Logger}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	st, err := loadState(ctx, cfg.Log, cfg.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	r.st = st
+	if r.repo, err = gitops.Open(st.task.Workspace, gitops.WithEnv(cfg.GitEnv...)); err != nil {
+		return nil, fmt.Errorf("task %s workspace: %w", cfg.TaskID, err)
+	}
+	if err := r.pinPlan(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.recoverOpen(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.recoverStale(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.groundCommits(ctx); err != nil {
+		return nil, err
+	}
+	res, err := r.loop(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return res, r.finish(ctx, res)
+}
+
+// pinPlan records the run's start and the plan version it works on, or
+// reads them back when the run is resumed.
+func (r *runner) pinPlan(ctx context.Context) error {
+	if started, ok := r.st.runs[r.cfg.RunID+"|"+r.cfg.StepKey]; ok {
+		r.pin = started.PlanVersion
+	} else {
+		r.pin = r.st.planVersion
+	}
+	plan, err := assets.ParsePlan(fmt.Sprintf("%s plan v%d", r.cfg.TaskID, r.pin), []byte(r.st.plans[r.pin]))
+	if err != nil {
+		return err
+	}
+	r.plan = plan
+	if _, ok := r.st.runs[r.cfg.RunID+"|"+r.cfg.StepKey]; ok {
+		return nil
+	}
+	data := events.GroundhogRunStartedData{RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Activity: r.cfg.Activity, PlanVersion: r.pin}
+	for i := range plan.Checkpoints {
+		data.Checkpoints = append(data.Checkpoints, plan.Checkpoints[i].ID)
+		data.Budgets = append(data.Budgets, plan.Checkpoints[i].Budget(r.cfg.Spec.AttemptBudgetDefault))
+	}
+	if err := r.record(ctx, events.GroundhogRunStarted, events.DecisionID(events.GroundhogRunStarted, r.cfg.TaskID, r.cfg.RunID, r.cfg.StepKey), data); err != nil {
+		return err
+	}
+	return r.setStatus(ctx, events.TaskRunning, "")
+}
+
+// loop works through the checkpoints in order.
+func (r *runner) loop(ctx context.Context) (*Result, error) {
+	for i := range r.plan.Checkpoints {
+		cp := &r.plan.Checkpoints[i]
+		if r.st.committed(cp.ID) != nil {
+			continue
+		}
+		for {
+			budget := cp.Budget(r.cfg.Spec.AttemptBudgetDefault)
+			n := r.st.attemptsOf(cp.ID, r.pin)
+			if r.st.abandoned[abandonKey(r.pin, cp.ID)] || n >= budget {
+				if err := r.abandon(ctx, cp, n, budget); err != nil {
+					return nil, err
+				}
+				return &Result{State: events.GroundhogBlocked, Committed: r.committedCount(),
+					Message: fmt.Sprintf("checkpoint %s: %d of %d attempts spent", cp.ID, n, budget)}, nil
+			}
+			if drifted, current, err := r.drifted(ctx); err != nil {
+				return nil, err
+			} else if drifted {
+				return &Result{State: events.GroundhogDrifted, Committed: r.committedCount(),
+					Message: fmt.Sprintf("the plan changed from version %d to %d", r.pin, current)}, nil
+			}
+			done, err := r.attempt(ctx, cp, n+1)
+			if err != nil {
+				if ctx.Err() != nil {
+					return &Result{State: events.GroundhogCancelled, Committed: r.committedCount(), Message: context.Cause(ctx).Error()}, ctx.Err()
+				}
+				return nil, err
+			}
+			if done {
+				break
+			}
+		}
+	}
+	return &Result{State: events.GroundhogDone, Committed: r.committedCount(), Message: "every checkpoint committed"}, nil
+}
+
+func (r *runner) committedCount() int {
+	n := 0
+	for i := range r.plan.Checkpoints {
+		if r.st.committed(r.plan.Checkpoints[i].ID) != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// drifted is the grounding check before an attempt: the task's plan
+// version must still be the pinned one. On a change it records
+// groundhog.drift_detected; the workspace is clean at this point.
+func (r *runner) drifted(ctx context.Context) (bool, int, error) {
+	if err := r.refresh(ctx); err != nil {
+		return false, 0, err
+	}
+	if r.st.planVersion == r.pin {
+		return false, r.pin, nil
+	}
+	err := r.record(ctx, events.GroundhogDrift, events.DecisionID(events.GroundhogDrift, r.cfg.TaskID, r.cfg.RunID, strconv.Itoa(r.st.planVersion)),
+		events.GroundhogDriftData{RunID: r.cfg.RunID, PinnedVersion: r.pin, CurrentVersion: r.st.planVersion})
+	return true, r.st.planVersion, err
+}
+
+// refresh folds the task's events again (a plan edit comes from outside).
+func (r *runner) refresh(ctx context.Context) error {
+	st, err := loadState(ctx, r.cfg.Log, r.cfg.TaskID)
+	if err != nil {
+		return err
+	}
+	r.st = st
+	return nil
+}
+
+func (r *runner) abandon(ctx context.Context, cp *assets.Checkpoint, attempts, budget int) error {
+	if !r.st.abandoned[abandonKey(r.pin, cp.ID)] {
+		if err := r.record(ctx, events.GroundhogAbandoned, events.DecisionID(events.GroundhogAbandoned, r.cfg.TaskID, strconv.Itoa(r.pin), cp.ID),
+			events.GroundhogAbandonedData{Checkpoint: cp.ID, Attempts: attempts, Budget: budget}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish records the run's end and the task's new status.
+func (r *runner) finish(ctx context.Context, res *Result) error {
+	ctx = context.WithoutCancel(ctx)
+	if err := r.record(ctx, events.GroundhogRunFinished, events.DecisionID(events.GroundhogRunFinished, r.cfg.TaskID, r.cfg.RunID, r.cfg.StepKey),
+		events.GroundhogRunFinishedData{RunID: r.cfg.RunID, State: res.State, Committed: res.Committed, Message: res.Message}); err != nil {
+		return err
+	}
+	status := events.TaskActive
+	switch res.State {
+	case events.GroundhogDone:
+		status = events.TaskDone
+	case events.GroundhogBlocked:
+		status = events.TaskBlocked
+	}
+	return r.setStatus(ctx, status, res.Message)
+}
+
+func (r *runner) setStatus(ctx context.Context, status, reason string) error {
+	return r.record(ctx, events.TaskStatusChanged, "", events.TaskStatusChangedData{Status: status, Reason: reason, RunID: r.cfg.RunID})
+}
+
+// record appends an event of the task and folds it into the runner's state.
+func (r *runner) record(ctx context.Context, typ, id string, payload any) error {
+	ev := events.Event{ID: id, Type: typ, TaskID: r.cfg.TaskID, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Job: r.cfg.Job}
+	a, err := r.cfg.Log.Append(ctx, ev, payload)
+	if err != nil {
+		return err
+	}
+	ev.Seq, ev.Time = a.Seq, time.Now().UTC()
+	if ev.Data, err = jsonOf(payload); err != nil {
+		return err
+	}
+	if !a.Duplicate {
+		return r.st.apply(ev)
+	}
+	return nil
+}
+
+// groundCommits records the grounding record of every commit that lacks
+// one (a crash between the two).
+func (r *runner) groundCommits(ctx context.Context) error {
+	for _, a := range r.st.attempts {
+		if a.committed != nil && !r.st.grounded[a.started.Day] {
+			if err := r.ground(ctx, a.committed); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ground records the post-commit grounding record: the commit and a hash
+// chained from the previous record.
+func (r *runner) ground(ctx context.Context, c *events.GroundhogCommittedData) error {
+	hash := StateHash(r.st.lastHash, r.cfg.TaskID, c)
+	return r.record(ctx, events.GroundhogGrounding, events.DecisionID(events.GroundhogGrounding, r.cfg.TaskID, strconv.Itoa(c.Day)),
+		events.GroundhogGroundingData{Attempt: c.Attempt, SHA: c.SHA, PrevHash: r.st.lastHash, StateHash: hash})
+}
+
+// StateHash chains a commit onto the previous grounding hash: sha256 of the
+// previous hash, the task, the checkpoint, the day, the commit and its
+// summary, one per line.
+func StateHash(prev, task string, c *events.GroundhogCommittedData) string {
+	sum := sha256.Sum256([]byte(prev + "\n" + task + "\n" + c.Checkpoint + "\n" + strconv.Itoa(c.Day) + "\n" + c.SHA + "\n" + c.Summary))
+	return "sha256-" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,197 @@
+package groundhog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// state is the runner's knowledge of a task: a fold of the task's events.
+// It is all the runner remembers, so a restarted runner picks up exactly
+// where the log says the last one was.
+type state struct {
+	task        *events.TaskCreatedData
+	planVersion int
+	plans       map[int]string // plan text by version
+	lastSeq     uint64
+
+	runs     map[string]events.GroundhogRunStartedData // by run id + "|" + step key
+	attempts []*attemptState                           // in day order; days may skip (a stale scratch branch)
+	// grounding is the last grounding record's hash; grounded the days
+	// whose commit has one.
+	lastHash string
+	grounded map[int]bool
+	// abandoned checkpoints, by plan version and checkpoint id.
+	abandoned map[string]bool
+}
+
+// attemptState is what the log says about one attempt.
+type attemptState struct {
+	started      events.GroundhogAttemptData
+	verb         *events.GroundhogVerbData
+	verification *events.GroundhogVerificationData
+	failed       *events.GroundhogAttemptFailedData
+	committed    *events.GroundhogCommittedData
+	rewound      *events.GroundhogRewoundData
+	interrupted  bool
+	turns        []events.AgentTurnData
+}
+
+// closed reports whether the attempt has its closing record.
+func (a *attemptState) closed() bool { return a.committed != nil || a.rewound != nil }
+
+// loadState reads every event of the task and folds them.
+func loadState(ctx context.Context, log *events.Log, taskID string) (*state, error) {
+	evs, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.TaskFilter(taskID)}})
+	if err != nil {
+		return nil, err
+	}
+	st := &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, abandoned: map[string]bool{}}
+	for _, ev := range evs {
+		if err := st.apply(ev); err != nil {
+			return nil, err
+		}
+	}
+	if st.task == nil {
+		return nil, fmt.Errorf("%w: task %s", events.ErrNotFound, taskID)
+	}
+	return st, nil
+}
+
+func (st *state) byDay(day int) *attemptState {
+	for i := len(st.attempts) - 1; i >= 0; i-- {
+		if st.attempts[i].started.Day == day {
+			return st.attempts[i]
+		}
+	}
+	return nil
+}
+
+// lastDay is the day of the latest attempt, 0 before the first.
+func (st *state) lastDay() int {
+	if n := len(st.attempts); n > 0 {
+		return st.attempts[n-1].started.Day
+	}
+	return 0
+}
+
+func (st *state) apply(ev events.Event) error {
+	st.lastSeq = ev.Seq
+	p, err := ev.Payload()
+	if err != nil {
+		return err
+	}
+	switch d := p.(type) {
+	case *events.TaskCreatedData:
+		st.task, st.planVersion = d, d.PlanVersion
+		st.plans[d.PlanVersion] = d.Plan
+	case *events.TaskPlanChangedData:
+		st.planVersion = d.PlanVersion
+		st.plans[d.PlanVersion] = d.Plan
+	case *events.GroundhogRunStartedData:
+		st.runs[d.RunID+"|"+d.StepKey] = *d
+	case *events.GroundhogAttemptData:
+		if d.Day > st.lastDay() {
+			st.attempts = append(st.attempts, &attemptState{started: *d})
+		}
+	case *events.GroundhogTurnData:
+		if a := st.byDay(d.Day); a != nil {
+			a.turns = append(a.turns, d.Turn)
+		}
+	case *events.GroundhogVerbData:
+		if a := st.byDay(d.Day); a != nil {
+			a.verb = d
+		}
+	case *events.GroundhogVerificationData:
+		if a := st.byDay(d.Day); a != nil {
+			a.verification = d
+		}
+	case *events.GroundhogAttemptFailedData:
+		if a := st.byDay(d.Day); a != nil {
+			a.failed = d
+		}
+	case *events.GroundhogCommittedData:
+		if a := st.byDay(d.Day); a != nil {
+			a.committed = d
+		}
+	case *events.GroundhogRewoundData:
+		if a := st.byDay(d.Day); a != nil {
+			a.rewound = d
+		}
+	case *events.GroundhogInterruptedData:
+		if a := st.byDay(d.Day); a != nil {
+			a.interrupted = true
+		}
+	case *events.GroundhogAbandonedData:
+		st.abandoned[abandonKey(st.attemptVersion(d.Checkpoint), d.Checkpoint)] = true
+	case *events.GroundhogGroundingData:
+		st.lastHash = d.StateHash
+		st.grounded[d.Day] = true
+	}
+	return nil
+}
+
+// attemptVersion is the plan version of the last attempt of a checkpoint
+// (the version an abandonment applies to).
+func (st *state) attemptVersion(checkpoint string) int {
+	for i := len(st.attempts) - 1; i >= 0; i-- {
+		if st.attempts[i].started.Checkpoint == checkpoint {
+			return st.attempts[i].started.PlanVersion
+		}
+	}
+	return st.planVersion
+}
+
+func abandonKey(version int, checkpoint string) string {
+	return fmt.Sprintf("%d|%s", version, checkpoint)
+}
+
+// committed returns the commit of a checkpoint, if one of its attempts (of
+// any plan version) committed.
+func (st *state) committed(checkpoint string) *events.GroundhogCommittedData {
+	for _, a := range st.attempts {
+		if a.started.Checkpoint == checkpoint && a.committed != nil {
+			return a.committed
+		}
+	}
+	return nil
+}
+
+// attemptsOf counts the attempts of a checkpoint under a plan version.
+func (st *state) attemptsOf(checkpoint string, version int) int {
+	n := 0
+	for _, a := range st.attempts {
+		if a.started.Checkpoint == checkpoint && a.started.PlanVersion == version {
+			n++
+		}
+	}
+	return n
+}
+
+// open returns the attempt that was started and never closed, if any.
+func (st *state) open() *attemptState {
+	if n := len(st.attempts); n > 0 && !st.attempts[n-1].closed() {
+		return st.attempts[n-1]
+	}
+	return nil
+}
+
+// replayPosition is where a replay fixture resumes: after every turn of
+// attempts that closed normally. The turns of an interrupted attempt are
+// given again to the attempt that follows it, so a restarted run replays
+// the same script.
+func (st *state) replayPosition(fixture string) int {
+	n := 0
+	for _, a := range st.attempts {
+		if !a.closed() || a.interrupted {
+			continue
+		}
+		for _, t := range a.turns {
+			if t.Fixture == fixture {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,135 @@
+package groundhog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/gitops"
+)
+
+// Check is one finding of Verify.
+type Check struct {
+	OK     bool   `json:"ok"`
+	What   string `json:"what"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Report is what Verify found.
+type Report struct {
+	TaskID  string  `json:"task_id"`
+	Commits int     `json:"commits"`
+	Checks  []Check `json:"checks"`
+	OK      bool    `json:"ok"`
+}
+
+func (rep *Report) add(ok bool, what, format string, args ...any) {
+	rep.Checks = append(rep.Checks, Check{OK: ok, What: what, Detail: fmt.Sprintf(format, args...)})
+	if !ok {
+		rep.OK = false
+	}
+}
+
+// Verify replays a task's events against its repository, as an auditor
+// would: every committed sha exists and is on the task branch, in the order
+// the events recorded them; every commit has its grounding record, and the
+// chain of state hashes recomputes; no attempt is left open; and the
+// workspace is on the task branch with no uncommitted change to tracked
+// files.
+func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report, error) {
+	st := &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, abandoned: map[string]bool{}}
+	var groundings []events.GroundhogGroundingData
+	for _, ev := range evs {
+		if err := st.apply(ev); err != nil {
+			return nil, err
+		}
+		if ev.Type == events.GroundhogGrounding {
+			var g events.GroundhogGroundingData
+			if err := ev.Decode(&g); err != nil {
+				return nil, err
+			}
+			groundings = append(groundings, g)
+		}
+	}
+	if st.task == nil {
+		return nil, fmt.Errorf("%w: no task.created among the events", events.ErrNotFound)
+	}
+	rep := &Report{OK: true}
+	head, err := repo.BranchSHA(ctx, st.task.Branch)
+	if err != nil {
+		return nil, err
+	}
+	var commits []*events.GroundhogCommittedData
+	for _, a := range st.attempts {
+		if a.committed != nil {
+			commits = append(commits, a.committed)
+		}
+	}
+	rep.Commits = len(commits)
+	prev := ""
+	for _, c := range commits {
+		if c.NoChange {
+			rep.add(true, "checkpoint "+c.Checkpoint, "succeeded without changes: no commit")
+		} else {
+			exists, err := repo.CommitExists(ctx, c.SHA)
+			if err != nil {
+				return nil, err
+			}
+			onBranch := false
+			if exists {
+				if onBranch, err = repo.IsAncestor(ctx, c.SHA, head); err != nil {
+					return nil, err
+				}
+			}
+			rep.add(exists && onBranch, "checkpoint "+c.Checkpoint, "commit %s exists: %t, on %s: %t", shortSHA(c.SHA), exists, st.task.Branch, onBranch)
+			if prev != "" && exists {
+				inOrder, err := repo.IsAncestor(ctx, prev, c.SHA)
+				if err != nil {
+					return nil, err
+				}
+				rep.add(inOrder, "order", "%s comes after %s", shortSHA(c.SHA), shortSHA(prev))
+			}
+			prev = c.SHA
+		}
+	}
+	// The chain: one grounding record per commit, in the same order, each
+	// hash recomputed from the one before it.
+	chainOK := len(groundings) == len(commits)
+	last := ""
+	for i, g := range groundings {
+		if i >= len(commits) {
+			break
+		}
+		want := StateHash(last, taskOf(evs), commits[i])
+		if g.SHA != commits[i].SHA || g.PrevHash != last || g.StateHash != want {
+			chainOK = false
+			rep.add(false, "grounding", "record %d (%s) does not recompute", i+1, commits[i].Checkpoint)
+		}
+		last = g.StateHash
+	}
+	rep.add(chainOK, "grounding chain", "%d records for %d commits", len(groundings), len(commits))
+	if open := st.open(); open != nil {
+		rep.add(false, "attempts", "day %d (%s) is still open", open.started.Day, open.started.Checkpoint)
+	} else {
+		rep.add(true, "attempts", "%d attempts, none open", len(st.attempts))
+	}
+	branch, err := repo.CurrentBranch(ctx)
+	onTask := err == nil && branch == st.task.Branch
+	rep.add(onTask, "workspace branch", "on %q (task branch %q)", branch, st.task.Branch)
+	dirty, err := repo.DirtyTracked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.add(len(dirty) == 0, "workspace", "%d tracked files with uncommitted changes", len(dirty))
+	rep.TaskID = taskOf(evs)
+	return rep, nil
+}
+
+func taskOf(evs []events.Event) string {
+	for _, ev := range evs {
+		if ev.TaskID != "" {
+			return ev.TaskID
+		}
+	}
+	return ""
+}
