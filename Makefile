@@ -6,7 +6,7 @@ BIN      := bin/orbit
 PKGS     := ./...
 DEMO     := .demo
 
-.PHONY: all build test bench lint demo clean
+.PHONY: all build test bench lint demo demo-groundhog clean
 
 all: build
 
@@ -36,5 +36,9 @@ demo: build
 	$(BIN) --root $(DEMO) run events
 	$(BIN) --root $(DEMO) run show
 
+# A two-checkpoint Groundhog plan on a throwaway repository, offline.
+demo-groundhog: build
+	ORBIT=$(BIN) scripts/demo-groundhog.sh
+
 clean:
-	rm -rf bin $(DEMO)
+	rm -rf bin $(DEMO) .demo-groundhog

@@ -13,6 +13,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/gitops"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // cleanupTimeout bounds rewinding after ctx ended.
@@ -84,6 +85,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 			return false, r.abort(ctx, a, err)
 		}
 		if passed {
+			failpoint.Hit("groundhog-after-verification")
 			return true, r.commit(ctx, a)
 		}
 		report = verifierReport(results)

@@ -70,6 +70,26 @@ func (a *app) printMetrics(m *projector.Metrics) {
 		t.row(job, fmt.Sprint(x.Runs), duration(x.TotalDurationMS), states(x.States))
 	}
 	_ = t.flush()
+	if len(m.Checkpoints) == 0 {
+		return
+	}
+	a.printf("\n")
+	t = newTable(a.stdout, "TASK", "CHECKPOINT", "ATTEMPTS", "COMMITTED", "REWOUND", "INTERRUPTED", "ABANDONED")
+	for _, task := range sortedKeys(m.Checkpoints) {
+		for _, cp := range sortedKeys(m.Checkpoints[task]) {
+			x := m.Checkpoints[task][cp]
+			t.row(task, cp, fmt.Sprint(x.Started), fmt.Sprint(x.Committed), fmt.Sprint(x.Rewound), fmt.Sprint(x.Interrupted), fmt.Sprint(x.Abandoned))
+		}
+	}
+	_ = t.flush()
+	a.printf("\n")
+	t = newTable(a.stdout, "CRITERION", "PASS", "FAIL", "SKIPPED", "ANTI PASS", "ANTI FAIL")
+	for _, kind := range sortedKeys(m.Verifier) {
+		x := m.Verifier[kind]
+		t.row(kind, fmt.Sprint(x.Criteria.Pass), fmt.Sprint(x.Criteria.Fail), fmt.Sprint(x.Criteria.Skipped),
+			fmt.Sprint(x.AntiCriteria.Pass), fmt.Sprint(x.AntiCriteria.Fail))
+	}
+	_ = t.flush()
 }
 
 func states(m map[string]int64) string {

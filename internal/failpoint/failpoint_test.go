@@ -1,0 +1,40 @@
+package failpoint_test
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/internal/failpoint"
+)
+
+// TestHitKillsOnlyAtNamedPoints re-runs this test binary as a child that
+// hits two points with one of them named: it must die by SIGKILL at it.
+func TestHitKillsOnlyAtNamedPoints(t *testing.T) {
+	if os.Getenv("FAILPOINT_CHILD") == "1" {
+		failpoint.Hit("not-named")
+		os.Stdout.WriteString("passed the first point\n")
+		failpoint.Hit("named")
+		os.Stdout.WriteString("passed the second point\n")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHitKillsOnlyAtNamedPoints$")
+	cmd.Env = append(os.Environ(), "FAILPOINT_CHILD=1", failpoint.Env+"=other, named")
+	out, err := cmd.Output()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr)
+	status := exitErr.Sys().(syscall.WaitStatus)
+	assert.True(t, status.Signaled())
+	assert.Equal(t, syscall.SIGKILL, status.Signal())
+	assert.Contains(t, string(out), "passed the first point")
+	assert.NotContains(t, string(out), "passed the second point")
+}
+
+func TestHitWithoutTheVariableDoesNothing(t *testing.T) {
+	t.Setenv(failpoint.Env, "")
+	failpoint.Hit("anything")
+}
