@@ -6,6 +6,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // cancelWait bounds how long a cancelled run waits for its running
@@ -111,6 +112,7 @@ func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 		}
 	}
 	_, err = started.Wait(ctx)
+	failpoint.Hit("orchestrator-after-dispatch")
 	return nil, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // WorkerConfig configures a Worker.
@@ -216,8 +217,10 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		return
 	}
 
+	failpoint.Hit("worker-before-activity")
 	began := time.Now()
 	output, err := w.execute(ctx, c, &cmd, emit)
+	failpoint.Hit("worker-after-side-effect")
 	if ctx.Err() != nil {
 		_ = c.Nak(0) // the engine is stopping: leave the step to the next one
 		return
@@ -254,6 +257,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 			return
 		}
 	}
+	failpoint.Hit("worker-after-finished")
 	// A lost ack only redelivers the command, and a redelivered command of
 	// a finished step is acknowledged without running.
 	if err := c.AckNoWait(); err != nil {

@@ -97,6 +97,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	if err := r.record(ctx, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 		return false, r.abort(ctx, a, err)
 	}
+	failpoint.Hit("groundhog-before-rewind")
 	return false, r.rewind(ctx, a.id, snap, "attempt failed ("+report.Source+"): "+firstLine(report.WhatHappened))
 }
 
@@ -175,6 +176,7 @@ func (r *runner) rewind(ctx context.Context, id events.Attempt, snap *gitops.Sna
 	if err != nil {
 		return fmt.Errorf("checkpoint %s day %d: rewinding: %w", id.Checkpoint, id.Day, err)
 	}
+	failpoint.Hit("groundhog-after-rewind")
 	return r.record(ctx, events.GroundhogRewound, events.DecisionID(events.GroundhogRewound, r.cfg.TaskID, strconv.Itoa(id.Day)),
 		events.GroundhogRewoundData{Attempt: id, ScratchBranch: snap.ScratchBranch, ScratchSHA: sha, Reason: reason})
 }

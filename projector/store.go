@@ -15,6 +15,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // The meta bucket records how far the views got and in which format.
@@ -227,6 +228,7 @@ func applyBatch(db *bolt.DB, log *slog.Logger, evs []events.Event, beforeCommit 
 			return cursor{}, 0, err
 		}
 	}
+	failpoint.Hit("projector-mid-batch")
 	if err := tx.Commit(); err != nil {
 		return cursor{}, 0, fmt.Errorf("projector: committing through sequence %d: %w", to.Seq, err)
 	}

@@ -1,27 +1,49 @@
 // Package failpoint lets crash tests stop the engine at chosen points. The
-// environment variable ORBIT_FAILPOINT names points (comma-separated);
-// reaching a named point kills the process with SIGKILL, exactly as a crash
-// would: no deferred function runs, nothing is flushed. With the variable
-// unset — always, outside those tests — Hit does nothing.
+// environment variable ORBIT_FAILPOINT names points, comma-separated, each
+// optionally with the hit to crash at (`worker-after-finished@3`: the third
+// time the point is reached; default the first). Reaching it kills the
+// process with SIGKILL, exactly as a crash would: no deferred function
+// runs, nothing is flushed. With the variable unset — always, outside those
+// tests — Hit does nothing.
 package failpoint
 
 import (
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
 // Env is the variable that names the points to crash at.
 const Env = "ORBIT_FAILPOINT"
 
-// Hit kills the process if name is one of the points ORBIT_FAILPOINT names.
+var (
+	mu   sync.Mutex
+	hits = map[string]int{}
+)
+
+// Hit kills the process if name is one of the points ORBIT_FAILPOINT names
+// and this is the hit it names.
 func Hit(name string) {
 	points := os.Getenv(Env)
 	if points == "" {
 		return
 	}
 	for _, p := range strings.Split(points, ",") {
-		if strings.TrimSpace(p) == name {
+		point, nth, _ := strings.Cut(strings.TrimSpace(p), "@")
+		if point != name {
+			continue
+		}
+		want := 1
+		if n, err := strconv.Atoi(nth); err == nil && n > 0 {
+			want = n
+		}
+		mu.Lock()
+		hits[name]++
+		now := hits[name]
+		mu.Unlock()
+		if now == want {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}

@@ -19,11 +19,13 @@ func TestHitKillsOnlyAtNamedPoints(t *testing.T) {
 		failpoint.Hit("not-named")
 		os.Stdout.WriteString("passed the first point\n")
 		failpoint.Hit("named")
+		os.Stdout.WriteString("passed the named point once\n")
+		failpoint.Hit("named")
 		os.Stdout.WriteString("passed the second point\n")
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHitKillsOnlyAtNamedPoints$")
-	cmd.Env = append(os.Environ(), "FAILPOINT_CHILD=1", failpoint.Env+"=other, named")
+	cmd.Env = append(os.Environ(), "FAILPOINT_CHILD=1", failpoint.Env+"=other, named@2")
 	out, err := cmd.Output()
 	var exitErr *exec.ExitError
 	require.ErrorAs(t, err, &exitErr)
@@ -31,6 +33,7 @@ func TestHitKillsOnlyAtNamedPoints(t *testing.T) {
 	assert.True(t, status.Signaled())
 	assert.Equal(t, syscall.SIGKILL, status.Signal())
 	assert.Contains(t, string(out), "passed the first point")
+	assert.Contains(t, string(out), "passed the named point once", "@2: not at the first hit")
 	assert.NotContains(t, string(out), "passed the second point")
 }
 
