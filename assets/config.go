@@ -30,7 +30,11 @@ const (
 const (
 	DefaultListen             = "127.0.0.1:4222"
 	DefaultIdleTimeoutSeconds = 60
-	defaultRuntimeBackend     = "http"
+	// DefaultAckWaitSeconds is engine.ack_wait_seconds when not set.
+	DefaultAckWaitSeconds = 30
+	// DefaultMaxDeliveries is engine.max_deliveries when not set.
+	DefaultMaxDeliveries  = 5
+	defaultRuntimeBackend = "http"
 )
 
 // Config is a project's .orbit/config.yaml. The zero value means every
@@ -84,6 +88,12 @@ type EngineConfig struct {
 	// IdleTimeoutSeconds is how long an auto-started engine waits with
 	// nothing to do before it exits.
 	IdleTimeoutSeconds int `json:"idle_timeout_seconds"`
+	// AckWaitSeconds is how long a step may go without a sign of life from
+	// the worker running it before it is given to another (default 30).
+	AckWaitSeconds int `json:"ack_wait_seconds"`
+	// MaxDeliveries bounds how many times one step attempt is started
+	// (default 5): a command that keeps failing is then dead-lettered.
+	MaxDeliveries int `json:"max_deliveries"`
 }
 
 // RuntimeConfig configures how activities run.
@@ -97,7 +107,7 @@ type RuntimeConfig struct {
 var configKeys = map[string][]string{
 	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers"},
 	"serve":       {"listen"},
-	"engine":      {"idle_timeout_seconds"},
+	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries"},
 	"runtime":     {"backend"},
 	"fs_profiles": {"read", "write"},           // of each profile
 	"providers":   {"base_url", "api_key_env"}, // of each provider
@@ -112,6 +122,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Engine.IdleTimeoutSeconds == 0 {
 		c.Engine.IdleTimeoutSeconds = DefaultIdleTimeoutSeconds
+	}
+	if c.Engine.AckWaitSeconds == 0 {
+		c.Engine.AckWaitSeconds = DefaultAckWaitSeconds
+	}
+	if c.Engine.MaxDeliveries == 0 {
+		c.Engine.MaxDeliveries = DefaultMaxDeliveries
 	}
 	if c.Runtime.Backend == "" {
 		c.Runtime.Backend = defaultRuntimeBackend
@@ -133,6 +149,12 @@ func (c *Config) Validate() error {
 	}
 	if v.Engine.IdleTimeoutSeconds < 1 {
 		ps.add(0, "engine.idle_timeout_seconds", "must be ≥ 1")
+	}
+	if v.Engine.AckWaitSeconds < 1 {
+		ps.add(0, "engine.ack_wait_seconds", "must be ≥ 1")
+	}
+	if v.Engine.MaxDeliveries < 1 {
+		ps.add(0, "engine.max_deliveries", "must be ≥ 1")
 	}
 	if v.Runtime.Backend != "http" && v.Runtime.Backend != "cli" {
 		ps.add(0, "runtime.backend", fmt.Sprintf("%q is not one of http, cli", v.Runtime.Backend))
@@ -295,9 +317,15 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 			c.Serve.Listen = d.setting(m, "listen", lines)
 		case "engine":
 			d.checkKeys(m, configKeys[section], nil)
-			if vn := m.get("idle_timeout_seconds"); vn != nil {
-				lines[child(m.path, "idle_timeout_seconds")] = vn.Line
-				c.Engine.IdleTimeoutSeconds, _ = d.scalarInt(vn, child(m.path, "idle_timeout_seconds"))
+			for key, dst := range map[string]*int{
+				"idle_timeout_seconds": &c.Engine.IdleTimeoutSeconds,
+				"ack_wait_seconds":     &c.Engine.AckWaitSeconds,
+				"max_deliveries":       &c.Engine.MaxDeliveries,
+			} {
+				if vn := m.get(key); vn != nil {
+					lines[child(m.path, key)] = vn.Line
+					*dst, _ = d.scalarInt(vn, child(m.path, key))
+				}
 			}
 		case "runtime":
 			d.checkKeys(m, configKeys[section], nil)

@@ -14,7 +14,7 @@ import (
 var defaults = assets.Config{
 	Durability: "strict",
 	Serve:      assets.ServeConfig{Listen: "127.0.0.1:4222"},
-	Engine:     assets.EngineConfig{IdleTimeoutSeconds: 60},
+	Engine:     assets.EngineConfig{IdleTimeoutSeconds: 60, AckWaitSeconds: 30, MaxDeliveries: 5},
 	Runtime:    assets.RuntimeConfig{Backend: "http"},
 }
 
@@ -30,9 +30,9 @@ func TestLoadConfig(t *testing.T) {
 		{"comments only", ptr("# nothing set\n"), defaults},
 		{"empty document", ptr("---\n"), defaults},
 		{"partial", ptr("durability: relaxed\nengine: {idle_timeout_seconds: 5}\n"), assets.Config{
-			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5}, Runtime: defaults.Runtime}},
+			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5}, Runtime: defaults.Runtime}},
 		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\nengine:\n  idle_timeout_seconds: 1\nruntime:\n  backend: cli\n"), assets.Config{
-			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1},
+			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5},
 			Runtime: assets.RuntimeConfig{Backend: "cli"}}},
 		{"empty sections", ptr("serve:\nengine: {}\n"), defaults},
 		{"agent settings", ptr(`fs_profiles:

@@ -1,8 +1,10 @@
 package assets_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,8 +17,9 @@ import (
 //	go test -run='^$' -fuzz=FuzzParseJob -fuzztime=60s ./assets/
 
 // checkRejection fails unless exactly one of ok and err is set, and a
-// rejection is an *Error whose problems all say something.
-func checkRejection(t *testing.T, ok bool, err error) {
+// rejection is an *Error whose problems all say something, name file (empty
+// for text parsed outside a file) and come in document order.
+func checkRejection(t *testing.T, file string, ok bool, err error) {
 	t.Helper()
 	if ok == (err != nil) {
 		t.Fatalf("got a value and error %v, or neither", err)
@@ -34,10 +37,32 @@ func checkRejection(t *testing.T, ok bool, err error) {
 	if !errors.As(err, &e) || len(e.Problems) == 0 {
 		t.Fatalf("error is not an *Error with problems: %v", err)
 	}
-	for _, p := range e.Problems {
+	for i, p := range e.Problems {
 		if p.Reason == "" {
 			t.Fatalf("problem without a reason: %+v", p)
 		}
+		if p.File != file || p.Line < 0 || i > 0 && p.Line < e.Problems[i-1].Line {
+			t.Fatalf("problem %d is not in %q in document order: %+v", i, file, e.Problems)
+		}
+	}
+}
+
+// checkStored fails unless v, an accepted asset, is stored as JSON that
+// decodes to a value encoding to the same JSON (IMPORTANT in types.go: the
+// encoding lives in the log, and a run executes the job decoded from it).
+func checkStored[T any](t *testing.T, v *T) {
+	t.Helper()
+	stored, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("accepted %T does not encode: %v", v, err)
+	}
+	var back T
+	if err := json.Unmarshal(stored, &back); err != nil {
+		t.Fatalf("stored %T does not decode: %v\n%s", v, err, stored)
+	}
+	again, err := json.Marshal(&back)
+	if err != nil || !bytes.Equal(stored, again) {
+		t.Fatalf("stored %T changes when decoded (%v):\n%s\n%s", v, err, stored, again)
 	}
 }
 
@@ -100,28 +125,30 @@ func FuzzParseJob(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		j, err := assets.ParseJob("fuzz.yaml", data, cat.Activity)
-		checkRejection(t, j != nil, err)
+		checkRejection(t, "fuzz.yaml", j != nil, err)
 		if j == nil {
 			return
 		}
-		checkSteps(t, j.Spec.Steps)
-		if _, err := json.Marshal(j); err != nil {
-			t.Fatalf("accepted job does not encode: %v", err)
+		if j.Name == "" || j.Source != "fuzz.yaml" || j.Layer != assets.LayerFile || len(j.Spec.Steps) == 0 {
+			t.Fatalf("accepted a job without a name, source or steps: %+v", j)
 		}
+		checkSteps(t, j.Spec.Steps)
+		checkStored(t, j)
 	})
 }
 
 func FuzzParseActivity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := assets.ParseActivity("fuzz.yaml", data)
-		checkRejection(t, a != nil, err)
+		checkRejection(t, "fuzz.yaml", a != nil, err)
 		if a == nil {
 			return
 		}
-		checkAgent(t, &a.Spec)
-		if _, err := json.Marshal(a); err != nil {
-			t.Fatalf("accepted activity does not encode: %v", err)
+		if a.Name == "" || a.Source != "fuzz.yaml" || a.Layer != assets.LayerFile {
+			t.Fatalf("accepted an activity without a name or source: %+v", a)
 		}
+		checkAgent(t, &a.Spec)
+		checkStored(t, a)
 	})
 }
 
@@ -129,49 +156,97 @@ func FuzzParseExecutor(f *testing.F) {
 	outputs := []string{assets.OutputText, assets.OutputClaudeJSON, assets.OutputCodexJSONL}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := assets.ParseExecutor("fuzz.yaml", data)
-		checkRejection(t, e != nil, err)
+		checkRejection(t, "fuzz.yaml", e != nil, err)
 		if e == nil {
 			return
 		}
-		if strings.TrimSpace(e.Spec.Command) == "" || !slices.Contains(outputs, e.Spec.Output) {
-			t.Fatalf("accepted a malformed executor: %+v", e.Spec)
+		if e.Name == "" || strings.TrimSpace(e.Spec.Command) == "" || !slices.Contains(outputs, e.Spec.Output) {
+			t.Fatalf("accepted a malformed executor: %+v", e)
 		}
-		if _, err := json.Marshal(e); err != nil {
-			t.Fatalf("accepted executor does not encode: %v", err)
-		}
+		checkStored(t, e)
 	})
 }
 
+// FuzzTemplate checks that ParseTemplate accepts exactly the text whose
+// {{ }} references are well formed, that its references are the ones
+// written, in order, and that rendering never panics and never fails
+// without a message.
 func FuzzTemplate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		tmpl, err := assets.ParseTemplate(s)
-		checkRejection(t, tmpl != nil, err)
+		checkRejection(t, "", tmpl != nil, err)
 		if tmpl == nil {
+			if !strings.Contains(s, "{{") {
+				t.Fatalf("rejected text without a template: %v", err)
+			}
 			return
+		}
+		refs := tmpl.Refs()
+		rest := s
+		for _, r := range refs {
+			i := strings.Index(rest, r.Raw)
+			if i < 0 {
+				t.Fatalf("reference %q is not in %q in order", r.Raw, s)
+			}
+			rest = rest[i+len(r.Raw):]
+			// A reference parsed on its own is the same reference.
+			one, err := assets.ParseTemplate(r.Raw)
+			if err != nil || !reflect.DeepEqual(one.Refs(), []assets.Ref{r}) {
+				t.Fatalf("reference %q parses alone to %+v, %v", r.Raw, one, err)
+			}
 		}
 		out, err := tmpl.Render(scope())
 		if err != nil && err.Error() == "" {
 			t.Fatal("empty render error")
 		}
-		if len(tmpl.Refs()) == 0 && (err != nil || out != s) {
+		if len(refs) == 0 && (err != nil || out != s) {
 			t.Fatalf("text without references rendered to %q, %v", out, err)
 		}
-		if _, err := assets.RenderValue(map[string]any{"k": []any{s}}, scope()); err != nil && err.Error() == "" {
-			t.Fatal("empty RenderValue error")
+		// With no scope every value is missing or null.
+		if _, err := tmpl.Render(nil); err != nil && (len(refs) == 0 || !errors.Is(err, assets.ErrMissingValue)) {
+			t.Fatalf("rendering %d references with no scope: %v", len(refs), err)
+		}
+		_, err = assets.RenderValue(map[string]any{"k": []any{s}}, scope())
+		if err != nil && (err.Error() == "" || !errors.Is(err, assets.ErrMissingValue) && !errors.Is(err, assets.ErrInvalid)) {
+			t.Fatalf("RenderValue error matches neither ErrMissingValue nor ErrInvalid: %q", err)
 		}
 	})
 }
 
+// FuzzCondition checks that ParseCondition never panics, that every
+// rejection says something, and that an accepted condition means the same
+// in parentheses: same references, same value or failure.
 func FuzzCondition(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := assets.ParseCondition(s)
-		checkRejection(t, c != nil, err)
+		checkRejection(t, "", c != nil, err)
 		if c == nil {
 			return
 		}
-		c.Refs()
-		if _, err := c.Eval(scope()); err != nil && err.Error() == "" {
+		refs := c.Refs()
+		for _, r := range refs {
+			if !strings.Contains(s, r.Raw) {
+				t.Fatalf("reference %q is not in %q", r.Raw, s)
+			}
+		}
+		v, err := c.Eval(scope())
+		if err != nil && err.Error() == "" {
 			t.Fatal("empty eval error")
+		}
+		wrapped, werr := assets.ParseCondition("(" + s + ")")
+		if werr != nil {
+			// Only the nesting limit may refuse what was accepted bare.
+			if strings.Count(s, "(") < 63 {
+				t.Fatalf("(%s) is rejected: %v", s, werr)
+			}
+			return
+		}
+		if !reflect.DeepEqual(wrapped.Refs(), refs) {
+			t.Fatalf("(%s) has other references: %+v, %+v", s, wrapped.Refs(), refs)
+		}
+		wv, werr := wrapped.Eval(scope())
+		if wv != v || (werr == nil) != (err == nil) {
+			t.Fatalf("(%s) evaluates to %v, %v; bare to %v, %v", s, wv, werr, v, err)
 		}
 	})
 }

@@ -329,7 +329,7 @@ func FuzzParsePlan(f *testing.F) {
 	id := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := assets.ParsePlan("fuzz.yaml", data)
-		checkRejection(t, p != nil, err)
+		checkRejection(t, "fuzz.yaml", p != nil, err)
 		if p == nil {
 			return
 		}

@@ -66,8 +66,8 @@ type ConsumerSpec struct {
 	// AckWait is how long a delivered command may go without an ack or a
 	// progress signal before it is redelivered (default 30s).
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one command (default 10); see
-	// Command.Delivery and Consume for what happens at the limit.
+	// MaxDeliver bounds deliveries of one command (default 10; -1: no
+	// bound); after the last, JetStream stops delivering it.
 	MaxDeliver int
 	// MaxAckPending bounds commands delivered and not yet acknowledged
 	// (default 64): the consumer's concurrency.
@@ -103,9 +103,7 @@ type Command struct {
 	Delivery int // 1 on first delivery
 	// StreamSeq is the command's sequence in ORBIT_COMMANDS.
 	StreamSeq uint64
-	// LastDelivery is true when this is the final delivery MaxDeliver allows.
-	LastDelivery bool
-	msg          jetstream.Msg
+	msg       jetstream.Msg
 }
 
 // Decode unmarshals the command's payload.
@@ -178,7 +176,6 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 		if meta, err := msg.Metadata(); err == nil {
 			cmd.Delivery = int(meta.NumDelivered)
 			cmd.StreamSeq = meta.Sequence.Stream
-			cmd.LastDelivery = cmd.Delivery >= spec.MaxDeliver
 		}
 		handle(cmd)
 	}, jetstream.PullMaxMessages(spec.MaxAckPending), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {

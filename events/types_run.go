@@ -18,6 +18,7 @@ const (
 	StepSkipped        = "step.skipped"
 	StepRetryScheduled = "step.retry_scheduled"
 	StepFinished       = "step.finished"
+	StepDeadLettered   = "step.dead_lettered"
 
 	ActivityStarted  = "activity.started"
 	ActivityFinished = "activity.finished"
@@ -35,6 +36,7 @@ func init() {
 	register(StepSkipped, AggregateRun, StepSkippedData{})
 	register(StepRetryScheduled, AggregateRun, StepRetryScheduledData{})
 	register(StepFinished, AggregateRun, StepFinishedData{})
+	register(StepDeadLettered, AggregateRun, StepDeadLetteredData{})
 	register(ActivityStarted, AggregateRun, ActivityStartedData{})
 	register(ActivityFinished, AggregateRun, ActivityFinishedData{})
 	register(ShellExited, AggregateRun, ShellExitedData{})
@@ -176,6 +178,14 @@ type StepFinishedData struct {
 	Output     any        `json:"output,omitempty"`
 	Error      *ErrorInfo `json:"error,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
+}
+
+// StepDeadLetteredData records that a step attempt's command was started
+// Deliveries times without finishing and was removed: the attempt failed.
+type StepDeadLetteredData struct {
+	Attempt    int    `json:"attempt"`
+	Deliveries int    `json:"deliveries"`
+	Command    string `json:"command"`
 }
 
 // ActivityStartedData records that a worker began executing an attempt.

@@ -28,9 +28,19 @@ var actions = map[string]action{
 	"fail":  failAction,
 }
 
+// workerActions are the deterministic actions that act on the engine's
+// stores, and so need the worker.
+var workerActions = map[string]func(ctx context.Context, w *Worker, cmd *stepCommand) (any, error){
+	"locks.reserve": reserveAction,
+	"locks.release": releaseAction,
+}
+
 func actionNames() string {
 	names := []string{actionInvoke, actionWait}
 	for n := range actions {
+		names = append(names, n)
+	}
+	for n := range workerActions {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -101,7 +111,10 @@ func intConfig(cfg map[string]any, key string) (int64, error) {
 }
 
 // runAction executes a deterministic step command.
-func runAction(ctx context.Context, cmd *stepCommand) (any, error) {
+func runAction(ctx context.Context, w *Worker, cmd *stepCommand) (any, error) {
+	if act, ok := workerActions[cmd.Activity.Action]; ok {
+		return act(ctx, w, cmd)
+	}
 	act, ok := actions[cmd.Activity.Action]
 	if !ok {
 		return nil, fail(events.KindUnknownAction, false, "unknown deterministic action %q (known: %s)", cmd.Activity.Action, actionNames())

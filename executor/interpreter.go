@@ -156,7 +156,17 @@ func (x *interpreter) finish(ctx context.Context, from events.Event, output any,
 		Job:      x.job.Name,
 		ParentID: from.ID,
 	}, data)
-	return err
+	if err != nil {
+		return err
+	}
+	// A finished run holds no reservations. (Should this fail, the next
+	// reserver finds the run finished and takes them back.)
+	if released, err := newLocks(x.o.cfg.Log).release(ctx, x.runID, nil); err != nil {
+		x.o.log.Warn("releasing a finished run's reservations", "run", x.runID, "err", err)
+	} else if len(released) > 0 {
+		x.o.log.Info("released a finished run's reservations", "run", x.runID, "resources", released)
+	}
+	return nil
 }
 
 // runState maps the error that ended a run to its terminal state.

@@ -232,7 +232,7 @@ func validateActivity(spec *assets.ActivitySpec) error {
 		}
 		return nil
 	case assets.TypeDeterministic:
-		if _, ok := actions[spec.Action]; !ok && !isChildAction(spec) {
+		if _, ok := actions[spec.Action]; !ok && !isChildAction(spec) && workerActions[spec.Action] == nil {
 			return fmt.Errorf("action: unknown deterministic action %q (known: %s)", spec.Action, actionNames())
 		}
 		return nil

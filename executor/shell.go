@@ -43,9 +43,10 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // shellRun is one execution of a shell step attempt.
 type shellRun struct {
-	cmd  *stepCommand
-	log  *events.Log
-	emit func(ctx context.Context, typ string, payload any) error
+	cmd     *stepCommand
+	log     *events.Log
+	emit    func(ctx context.Context, typ string, payload any) error
+	started func(ctx context.Context, pgid int) // the program's process group, for fencing
 }
 
 // run executes the program in its own process group (package proc): a
@@ -82,6 +83,7 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
 	}
+	s.started(ctx, g.PID())
 	res := g.Wait(ctx, timeout, killGrace)
 	exitCode, signal, timedOut := res.ExitCode, res.Signal, res.TimedOut
 

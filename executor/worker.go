@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -27,7 +28,8 @@ type WorkerConfig struct {
 	// it is redelivered (default 30s); running activities signal progress
 	// every third of it.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one command (default 10).
+	// MaxDeliver bounds how many times one step attempt is started
+	// (default 5); a command that reaches it is dead-lettered.
 	MaxDeliver int
 	// FSProfiles are the named filesystem profiles of agent tools.
 	FSProfiles map[string]agent.FSProfile
@@ -61,7 +63,7 @@ func (c *WorkerConfig) setDefaults() {
 		c.AckWait = 30 * time.Second
 	}
 	if c.MaxDeliver == 0 {
-		c.MaxDeliver = 10
+		c.MaxDeliver = 5
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -83,6 +85,8 @@ type Worker struct {
 	// previous engine (see events.ConsumerSpec.Reset).
 	before uint64
 
+	locks *locks
+
 	mu            sync.Mutex
 	inFlight      map[string]bool                               // command ids being executed by this worker
 	running       map[string]map[string]context.CancelCauseFunc // run → command → stop
@@ -96,24 +100,25 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		cfg:           cfg,
 		log:           cfg.Logger.With("component", "worker"),
 		inFlight:      make(map[string]bool),
+		locks:         newLocks(cfg.Log),
 		running:       make(map[string]map[string]context.CancelCauseFunc),
 		cancelledRuns: make(map[string]bool),
 	}
 }
 
 // runners maps activity types to what executes them.
-var runners = map[string]func(ctx context.Context, w *Worker, cmd *stepCommand, emit emitFunc) (any, error){
-	assets.TypeShell: func(ctx context.Context, w *Worker, cmd *stepCommand, emit emitFunc) (any, error) {
-		return (&shellRun{cmd: cmd, log: w.cfg.Log, emit: emit}).run(ctx)
+var runners = map[string]func(ctx context.Context, w *Worker, ex *execution) (any, error){
+	assets.TypeShell: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
+		return (&shellRun{cmd: ex.cmd, log: w.cfg.Log, emit: ex.emit, started: ex.started}).run(ctx)
 	},
-	assets.TypeDeterministic: func(ctx context.Context, _ *Worker, cmd *stepCommand, _ emitFunc) (any, error) {
-		return runAction(ctx, cmd)
+	assets.TypeDeterministic: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
+		return runAction(ctx, w, ex.cmd)
 	},
-	assets.TypeAgentLoop: func(ctx context.Context, w *Worker, cmd *stepCommand, emit emitFunc) (any, error) {
-		return (&agentStep{w: w, cmd: cmd, emit: emit}).run(ctx)
+	assets.TypeAgentLoop: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
+		return (&agentStep{w: w, cmd: ex.cmd, emit: ex.emit}).run(ctx)
 	},
-	assets.TypeGroundhog: func(ctx context.Context, w *Worker, cmd *stepCommand, _ emitFunc) (any, error) {
-		return w.runGroundhog(ctx, cmd)
+	assets.TypeGroundhog: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
+		return w.runGroundhog(ctx, ex.cmd)
 	},
 }
 
@@ -160,7 +165,7 @@ func (w *Worker) run(ctx context.Context) error {
 			Durable:       "worker-" + typ,
 			Command:       cmdStepPrefix + typ + ".>",
 			AckWait:       w.cfg.AckWait,
-			MaxDeliver:    w.cfg.MaxDeliver,
+			MaxDeliver:    -1, // bounded by MaxDeliver starts, counted in the log
 			MaxAckPending: w.cfg.Concurrency[typ],
 			Reset:         reset,
 		}, func(cmd *events.Command) {
@@ -191,38 +196,64 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	}
 	defer w.unclaim(c.ID)
 	finishedID := stepEventID(events.StepFinished, cmd.RunID, cmd.StepKey, cmd.Attempt)
-	if c.Delivery > 1 || c.StreamSeq <= w.before {
-		done, err := w.finished(ctx, &cmd, finishedID)
-		if err != nil {
+	redelivered := c.Delivery > 1 || c.StreamSeq <= w.before
+	if redelivered {
+		done, starts, err := w.history(ctx, &cmd, finishedID)
+		switch {
+		case err != nil:
 			w.retryLater(c, err)
 			return
-		}
-		if done {
+		case done:
 			w.ack(ctx, c)
 			return
+		case starts >= w.cfg.MaxDeliver:
+			w.deadLetter(ctx, c, &cmd, finishedID, starts)
+			return
 		}
+	}
+	lease := w.stepLease(&cmd)
+	if err := lease.acquire(ctx); err != nil {
+		if errors.Is(err, errStepBusy) {
+			_ = c.Nak(w.cfg.AckWait / 2) // the holder is alive: let it finish
+			return
+		}
+		w.retryLater(c, err)
+		return
 	}
 	emit := func(ctx context.Context, typ string, payload any) error {
 		_, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, typ, ""), payload)
 		return err
 	}
-	// activity.started is sent without waiting: it is stored before anything
-	// this worker appends later, and is confirmed with the step's end.
+	// activity.started is sent without waiting — it is stored before
+	// anything this worker appends later, and is confirmed with the step's
+	// end — except on a redelivery, where it counts the deliveries that
+	// bound a command that keeps failing, and so must be stored first.
 	started, err := w.cfg.Log.AppendAsync(w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
 		Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
-		Delivery: c.Delivery, Redelivered: c.Delivery > 1 || c.StreamSeq <= w.before,
+		Delivery: c.Delivery, Redelivered: redelivered,
 	})
+	if err == nil && redelivered {
+		_, err = started.Wait(ctx)
+	}
 	if err != nil {
+		lease.release(ctx)
 		w.retryLater(c, err)
 		return
 	}
 
 	failpoint.Hit("worker-before-activity")
 	began := time.Now()
-	output, err := w.execute(ctx, c, &cmd, emit)
+	output, err := w.execute(ctx, c, &execution{cmd: &cmd, emit: emit, lease: lease})
 	failpoint.Hit("worker-after-side-effect")
 	if ctx.Err() != nil {
+		lease.release(context.WithoutCancel(ctx))
 		_ = c.Nak(0) // the engine is stopping: leave the step to the next one
+		return
+	}
+	if !lease.held(ctx) {
+		// Another worker took the step over while this one was silent: its
+		// copy is the one that counts. This late result is dropped.
+		w.log.Warn("step lease lost while running; result dropped", "run", cmd.RunID, "step", cmd.StepKey, "attempt", cmd.Attempt)
 		return
 	}
 	elapsed := time.Since(began).Milliseconds()
@@ -263,6 +294,52 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	if err := c.AckNoWait(); err != nil {
 		w.log.Warn("acking step command", "id", c.ID, "err", err)
 	}
+	lease.release(ctx)
+}
+
+// stepLease returns the lease a step attempt runs under. On an embedded
+// store there is one engine and so one worker: nothing can run the step
+// alongside it, and the lease is a no-op (it costs writes to the store).
+func (w *Worker) stepLease(cmd *stepCommand) *stepLease {
+	if w.cfg.Log.Embedded() {
+		return &stepLease{}
+	}
+	return &stepLease{kv: w.cfg.Log.Leases(), key: stepLeaseKey(cmd), ttl: w.cfg.AckWait, engine: w.cfg.Engine}
+}
+
+// execution is one run of a command's activity.
+type execution struct {
+	cmd   *stepCommand
+	emit  emitFunc
+	lease *stepLease
+}
+
+// started records the process group an activity started, so that a worker
+// taking the step over can fence it.
+func (ex *execution) started(ctx context.Context, pgid int) {
+	_ = ex.lease.update(ctx, func(r *stepLeaseRecord) { r.PGID = pgid })
+}
+
+// deadLetter ends a step attempt whose command was delivered
+// MaxDeliver times without finishing (its worker keeps dying on it): the
+// attempt fails, is recorded as dead-lettered, and its command is removed.
+func (w *Worker) deadLetter(ctx context.Context, c *events.Command, cmd *stepCommand, finishedID string, starts int) {
+	info := &events.ErrorInfo{Kind: events.KindDeadLetter, StepKey: cmd.StepKey, Message: fmt.Sprintf(
+		"started %d times without finishing (engine.max_deliveries is %d): dead-lettered, not run again", starts, w.cfg.MaxDeliver)}
+	if _, err := w.cfg.Log.Append(ctx, w.stepEvent(cmd, events.StepDeadLettered, ""), events.StepDeadLetteredData{
+		Attempt: cmd.Attempt, Deliveries: starts, Command: c.Subject,
+	}); err != nil {
+		w.retryLater(c, err)
+		return
+	}
+	if _, err := w.cfg.Log.Append(ctx, w.stepEvent(cmd, events.StepFinished, finishedID), events.StepFinishedData{
+		Attempt: cmd.Attempt, State: events.StateFailed, Error: info,
+	}); err != nil {
+		w.retryLater(c, err)
+		return
+	}
+	w.log.Error("step dead-lettered", "run", cmd.RunID, "step", cmd.StepKey, "attempt", cmd.Attempt, "starts", starts)
+	w.ack(ctx, c)
 }
 
 // Causes with which an activity's context ends early.
@@ -274,7 +351,8 @@ var (
 // execute runs the activity of a command under its time limit, signalling
 // progress meanwhile, and stops it if its run is cancelled. A cancelled or
 // timed-out activity comes back as a failure of that kind.
-func (w *Worker) execute(ctx context.Context, c *events.Command, cmd *stepCommand, emit emitFunc) (any, error) {
+func (w *Worker) execute(ctx context.Context, c *events.Command, ex *execution) (any, error) {
+	cmd := ex.cmd
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if !w.track(cmd.RunID, c.ID, cancel) {
@@ -287,8 +365,8 @@ func (w *Worker) execute(ctx context.Context, c *events.Command, cmd *stepComman
 		actx, stop = context.WithTimeoutCause(actx, time.Duration(cmd.Timeout)*time.Second, errStepTimeout)
 		defer stop()
 	}
-	go w.progress(actx, c)
-	out, err := runners[cmd.Activity.Type](actx, w, cmd, emit)
+	go w.progress(actx, c, ex.lease)
+	out, err := runners[cmd.Activity.Type](actx, w, ex)
 	if err == nil || ctx.Err() != nil {
 		return out, err
 	}
@@ -358,21 +436,29 @@ func (w *Worker) stepEvent(cmd *stepCommand, typ, id string) events.Event {
 	return events.Event{ID: id, Type: typ, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID}
 }
 
-// finished reports whether the step attempt a command is for has already
-// finished, by looking for its step.finished event in the run's history.
-func (w *Worker) finished(ctx context.Context, cmd *stepCommand, finishedID string) (bool, error) {
+// history looks up a redelivered command's attempt in the run's log:
+// whether it finished, and how many times it was started.
+func (w *Worker) history(ctx context.Context, cmd *stepCommand, finishedID string) (bool, int, error) {
 	evs, err := w.cfg.Log.Read(ctx, events.FollowOptions{Filters: []string{
 		events.EventSubject(events.AggregateRun, cmd.RunID, events.StepFinished),
+		events.EventSubject(events.AggregateRun, cmd.RunID, events.ActivityStarted),
 	}})
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
+	starts := 0
 	for _, ev := range evs {
 		if ev.ID == finishedID {
-			return true, nil
+			return true, starts, nil
+		}
+		if ev.Type == events.ActivityStarted && ev.StepKey == cmd.StepKey {
+			var d events.ActivityStartedData
+			if ev.Decode(&d) == nil && d.Attempt == cmd.Attempt {
+				starts++
+			}
 		}
 	}
-	return false, nil
+	return false, starts, nil
 }
 
 func (w *Worker) claim(id string) bool {
@@ -391,8 +477,9 @@ func (w *Worker) unclaim(id string) {
 	w.mu.Unlock()
 }
 
-// progress keeps a command from being redelivered while its activity runs.
-func (w *Worker) progress(ctx context.Context, c *events.Command) {
+// progress keeps a command from being redelivered, and its lease alive,
+// while its activity runs.
+func (w *Worker) progress(ctx context.Context, c *events.Command, lease *stepLease) {
 	tick := time.NewTicker(w.cfg.AckWait / 3)
 	defer tick.Stop()
 	for {
@@ -401,6 +488,7 @@ func (w *Worker) progress(ctx context.Context, c *events.Command) {
 			return
 		case <-tick.C:
 			_ = c.InProgress()
+			_ = lease.update(ctx, func(*stepLeaseRecord) {})
 		}
 	}
 }
@@ -411,7 +499,10 @@ func (w *Worker) ack(ctx context.Context, c *events.Command) {
 	}
 }
 
+// retryLater leaves a command for redelivery, after a delay that grows
+// with its deliveries (never a hot loop).
 func (w *Worker) retryLater(c *events.Command, err error) {
-	w.log.Warn("step command will be redelivered", "id", c.ID, "err", err)
-	_ = c.Nak(time.Second)
+	delay := min(time.Second<<min(max(c.Delivery-1, 0), 5), 30*time.Second)
+	w.log.Warn("step command will be redelivered", "id", c.ID, "in", delay, "err", err)
+	_ = c.Nak(delay)
 }

@@ -181,6 +181,10 @@ func FuzzParseFixture(f *testing.F) {
 			require.Nil(t, fx)
 			require.NotEmpty(t, err.Error())
 			require.ErrorIs(t, err, agent.ErrFixture)
+			fe, ok := errors.AsType[*agent.FixtureError](err)
+			require.True(t, ok, "rejection is not a *FixtureError: %v", err)
+			require.NotEmpty(t, fe.Reason, "rejection without a reason: %+v", fe)
+			require.Empty(t, fe.File, "ParseFixture names no file")
 			return
 		}
 		require.NotEmpty(t, fx.Turns)
@@ -206,6 +210,8 @@ func FuzzParseFixture(f *testing.F) {
 			require.Contains(t, []string{agent.StopEndTurn, agent.StopToolUse, agent.StopMaxTokens}, turn.StopReason)
 			require.False(t, turn.StopReason == agent.StopToolUse && calls == 0)
 			require.NotEmpty(t, turn.Model)
+			u := turn.Usage
+			require.True(t, u.InputTokens >= 0 && u.OutputTokens >= 0 && u.CacheReadTokens >= 0 && u.CacheWriteTokens >= 0, "turns[%d]: usage %+v", i, u)
 		}
 
 		again, err := agent.ParseFixture(writeFixture(t, fx))

@@ -129,6 +129,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e.worker = executor.NewWorker(executor.WorkerConfig{
 		Log:             e.log,
 		Engine:          e.id,
+		AckWait:         time.Duration(project.Engine.AckWaitSeconds) * time.Second,
+		MaxDeliver:      project.Engine.MaxDeliveries,
 		FSProfiles:      fsProfiles(project),
 		Providers:       providers(project),
 		GroundhogMemory: e.groundhogMemory,

@@ -1,0 +1,245 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// Task lock reservations live in one record of orbit_locks, changed only by
+// compare-and-set: two runs reserving overlapping resources at the same time
+// cannot both win, whatever the resources (a glob overlapping another is
+// not a key collision, so per-key creation would not do).
+const reservationsKey = "reservations"
+
+// reservation is one resource held by a run.
+type reservation struct {
+	Owner    string    `json:"owner"` // the run
+	Step     string    `json:"step"`
+	Acquired time.Time `json:"acquired"`
+	Expires  time.Time `json:"expires,omitzero"` // zero: until the run ends
+}
+
+// lockConfig is the config of locks.reserve and locks.release.
+type lockConfig struct {
+	Tasks      []string `json:"tasks"`       // task ids
+	Paths      []string `json:"paths"`       // file globs (doublestar, relative to the workspace)
+	TTLSeconds int      `json:"ttl_seconds"` // reserve: how long, at most (0: until the run ends)
+}
+
+func (c lockConfig) resources() []string {
+	var out []string
+	for _, t := range c.Tasks {
+		out = append(out, "task:"+t)
+	}
+	for _, p := range c.Paths {
+		out = append(out, "files:"+p)
+	}
+	return out
+}
+
+// locks reserves and releases resources for runs.
+type locks struct {
+	kv *events.KV
+	// finished reports whether a run has reached a terminal state.
+	finished func(ctx context.Context, runID string) (bool, error)
+}
+
+func newLocks(log *events.Log) *locks {
+	return &locks{kv: log.Locks(), finished: func(ctx context.Context, runID string) (bool, error) {
+		last, err := log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)})
+		return last > 0, err
+	}}
+}
+
+// reserve takes resources for a run. A resource that conflicts with one
+// held by another live run fails the call, naming the holder; a holder run
+// that has finished, or a reservation past its TTL, is stale and taken
+// back. Reserving what the run already holds renews it.
+func (l *locks) reserve(ctx context.Context, runID, step string, resources []string, ttl time.Duration) ([]string, error) {
+	return nil, l.change(ctx, func(held map[string]reservation) error {
+		now := time.Now().UTC()
+		for _, want := range resources {
+			for res, h := range held {
+				if h.Owner == runID || !overlaps(want, res) {
+					continue
+				}
+				stale := !h.Expires.IsZero() && now.After(h.Expires)
+				if !stale {
+					done, err := l.finished(ctx, h.Owner)
+					if err != nil {
+						return err
+					}
+					stale = done
+				}
+				if stale {
+					delete(held, res)
+					continue
+				}
+				return fail(events.KindActivity, true, "%s is held by run %s (step %s) since %s; it overlaps %s",
+					res, h.Owner, h.Step, h.Acquired.Format(time.RFC3339), want)
+			}
+		}
+		for _, want := range resources {
+			r := reservation{Owner: runID, Step: step, Acquired: now}
+			if ttl > 0 {
+				r.Expires = now.Add(ttl)
+			}
+			held[want] = r
+		}
+		return nil
+	})
+}
+
+// release gives back resources of a run (all of them when resources is
+// empty).
+func (l *locks) release(ctx context.Context, runID string, resources []string) ([]string, error) {
+	var released []string
+	err := l.change(ctx, func(held map[string]reservation) error {
+		released = released[:0]
+		for res, h := range held {
+			if h.Owner == runID && (len(resources) == 0 || contains(resources, res)) {
+				delete(held, res)
+				released = append(released, res)
+			}
+		}
+		if len(released) == 0 {
+			return errUnchanged
+		}
+		return nil
+	})
+	sort.Strings(released)
+	return released, err
+}
+
+// errUnchanged tells change that there is nothing to write.
+var errUnchanged = errors.New("unchanged")
+
+// change applies a change to the reservations by compare-and-set, retrying
+// when another writer got there first.
+func (l *locks) change(ctx context.Context, apply func(map[string]reservation) error) error {
+	for try := 0; try < 20; try++ {
+		held := map[string]reservation{}
+		cur, err := l.kv.Get(ctx, reservationsKey)
+		switch {
+		case errors.Is(err, events.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			if err := json.Unmarshal(cur.Value, &held); err != nil {
+				return fmt.Errorf("orbit_locks %s: %w", reservationsKey, err)
+			}
+		}
+		if err := apply(held); errors.Is(err, errUnchanged) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		value, err := json.Marshal(held)
+		if err != nil {
+			return err
+		}
+		if cur.Revision == 0 {
+			_, err = l.kv.Create(ctx, reservationsKey, value)
+		} else {
+			_, err = l.kv.Update(ctx, reservationsKey, value, cur.Revision)
+		}
+		if !errors.Is(err, events.ErrConflict) {
+			return err
+		}
+	}
+	return errors.New("orbit_locks: too much contention; try again")
+}
+
+// overlaps reports whether two resources cannot be held by two runs at
+// once: the same task, or file globs that may match a common path. Globs
+// are compared conservatively by their literal prefixes: `src/**` and
+// `src/a.go` overlap, `src/**` and `docs/**` do not, `*.go` overlaps any
+// glob.
+func overlaps(a, b string) bool {
+	if a == b {
+		return true
+	}
+	pa, aok := strings.CutPrefix(a, "files:")
+	pb, bok := strings.CutPrefix(b, "files:")
+	if !aok || !bok {
+		return false
+	}
+	la, lb := literalPrefix(pa), literalPrefix(pb)
+	return strings.HasPrefix(la, lb) || strings.HasPrefix(lb, la)
+}
+
+// literalPrefix is a glob up to its first meta character; a glob with no
+// meta character is a path, compared whole (plus a slash, so that `src`
+// also covers `src/a.go` but `srcx` does not).
+func literalPrefix(glob string) string {
+	if i := strings.IndexAny(glob, "*?[{\\\\"); i >= 0 {
+		return glob[:i]
+	}
+	return glob + "/"
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// reserveAction is the locks.reserve action.
+func reserveAction(ctx context.Context, w *Worker, cmd *stepCommand) (any, error) {
+	var cfg lockConfig
+	if err := decodeConfig(cmd.Activity.Config, &cfg); err != nil {
+		return nil, err
+	}
+	resources := cfg.resources()
+	if len(resources) == 0 {
+		return nil, fail(events.KindValidation, false, "locks.reserve: config names no tasks and no paths")
+	}
+	if _, err := w.locks.reserve(ctx, cmd.RunID, cmd.StepKey, resources, time.Duration(cfg.TTLSeconds)*time.Second); err != nil {
+		return nil, err
+	}
+	return map[string]any{"reserved": toAny(resources), "owner": cmd.RunID}, nil
+}
+
+// releaseAction is the locks.release action.
+func releaseAction(ctx context.Context, w *Worker, cmd *stepCommand) (any, error) {
+	var cfg lockConfig
+	if err := decodeConfig(cmd.Activity.Config, &cfg); err != nil {
+		return nil, err
+	}
+	released, err := w.locks.release(ctx, cmd.RunID, cfg.resources())
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"released": toAny(released)}, nil
+}
+
+func decodeConfig(cfg map[string]any, v any) error {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fail(events.KindValidation, false, "config: %v", err)
+	}
+	return nil
+}
+
+func toAny(list []string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = s
+	}
+	return out
+}
