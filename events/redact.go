@@ -2,7 +2,9 @@ package events
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"regexp"
 	"sort"
@@ -182,4 +184,54 @@ func redactKeys(v any) bool {
 		}
 	}
 	return changed
+}
+
+// Handler wraps a log handler so that every message and attribute it logs
+// is redacted first: operators' logs are no place for secrets either.
+func (r *Redactor) Handler(h slog.Handler) slog.Handler { return &redactingHandler{h: h, r: r} }
+
+type redactingHandler struct {
+	h slog.Handler
+	r *Redactor
+}
+
+func (rh *redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return rh.h.Enabled(ctx, l)
+}
+
+func (rh *redactingHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, rh.r.String(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(rh.attr(a))
+		return true
+	})
+	return rh.h.Handle(ctx, out)
+}
+
+func (rh *redactingHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindGroup:
+		group := v.Group()
+		attrs := make([]any, len(group))
+		for i, g := range group {
+			attrs[i] = rh.attr(g)
+		}
+		return slog.Group(a.Key, attrs...)
+	case slog.KindString, slog.KindAny:
+		return slog.String(a.Key, rh.r.String(v.String()))
+	}
+	return a
+}
+
+func (rh *redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		out[i] = rh.attr(a)
+	}
+	return &redactingHandler{h: rh.h.WithAttrs(out), r: rh.r}
+}
+
+func (rh *redactingHandler) WithGroup(name string) slog.Handler {
+	return &redactingHandler{h: rh.h.WithGroup(name), r: rh.r}
 }

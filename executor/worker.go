@@ -242,6 +242,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	}
 
 	failpoint.Hit("worker-before-activity")
+	w.resolveSecrets(&cmd)
 	began := time.Now()
 	output, err := w.execute(ctx, c, &execution{cmd: &cmd, emit: emit, lease: lease})
 	failpoint.Hit("worker-after-side-effect")

@@ -68,6 +68,8 @@ func codeFor(err error) int {
 		return exitUsage
 	case errors.Is(err, events.ErrUnavailable), errors.Is(err, engine.ErrAlreadyRunning):
 		return exitUnavailable
+	case errors.Is(err, engine.ErrInsecureListen):
+		return exitUsage
 	}
 	return exitUsage
 }

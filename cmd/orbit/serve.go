@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
 )
 
@@ -42,7 +43,7 @@ engine uses that NATS server instead of its embedded one.`,
 			if verbose {
 				level = slog.LevelDebug
 			}
-			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			logger := slog.New(events.RedactorFromEnv().Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
 			e, err := engine.Open(cmd.Context(), engine.Config{
 				Root:        root,
 				NATSURL:     a.natsURL,

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -61,8 +62,13 @@ type Engine struct {
 	info         Info
 }
 
-// ErrAlreadyRunning is returned by Open when another engine serves the root.
-var ErrAlreadyRunning = errors.New("another engine is serving this root")
+// Errors of Open.
+var (
+	// ErrAlreadyRunning: another engine serves the root.
+	ErrAlreadyRunning = errors.New("another engine is serving this root")
+	// ErrInsecureListen: a listen address beyond loopback without a token.
+	ErrInsecureListen = errors.New("refusing to listen beyond loopback without a token")
+)
 
 // Open takes the root: it opens the views file first — its lock makes a
 // second engine on the same root fail here, before it could touch the NATS
@@ -74,6 +80,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:4222"
+	}
+	if cfg.NATSURL == "" && cfg.Token == "" && !loopback(cfg.Listen) {
+		return nil, fmt.Errorf("%w: %s would let anyone who can reach it run commands on this machine; set --token or ORBIT_TOKEN (clients pass the same)", ErrInsecureListen, cfg.Listen)
 	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
@@ -146,6 +155,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Background: cfg.Background,
 	}
 	return e, nil
+}
+
+// loopback reports whether a listen address only accepts local clients.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Info describes the running engine.

@@ -1,0 +1,174 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
+)
+
+func TestListeningBeyondLoopbackNeedsAToken(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("serve", "--listen", "0.0.0.0:0")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "refusing to listen beyond loopback without a token")
+	assert.Contains(t, r.Stderr, "ORBIT_TOKEN")
+
+	const token = "a-long-random-engine-token-for-tests"
+	cmd := p.Command("serve", "--listen", "0.0.0.0:0", "--token", token)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+
+	r = p.Orbit("run", "history")
+	assert.Equal(t, 3, r.Code, "a client without the token gets nowhere:\n%s", r)
+	p.Env = append(p.Env, "ORBIT_TOKEN="+token)
+	r = p.Orbit("job", "run", "hello")
+	assert.Equal(t, 0, r.Code, r.String())
+}
+
+// TestSecretsNeverReachTheStore runs steps that use two secrets — one the
+// shell inherits, one passed through a template — prints them, fails with
+// one in its error, and then searches every byte Orbit stored (the NATS
+// store, the views, the engine's log) for them.
+func TestSecretsNeverReachTheStore(t *testing.T) {
+	t.Parallel()
+	const apiKey = "sk-ant-api03-FAKE-key-that-must-never-be-stored-7731"
+	const deployToken = "tok-FAKE-deploy-token-that-must-never-be-stored-4420"
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "ANTHROPIC_API_KEY="+apiKey, "DEPLOY_TOKEN="+deployToken)
+	p.WriteFile(".orbit/jobs/leaky.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: leaky}
+spec:
+  steps:
+    - id: use
+      default_input: {token: "{{ env.DEPLOY_TOKEN }}"}
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "echo key=$ANTHROPIC_API_KEY token=$1; printf %s \"$1\" > used-token.txt", "sh", "{{ input.token }}"]
+        allowed_programs: [sh]
+    - id: fail
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "echo \"auth failed for $ANTHROPIC_API_KEY\" >&2; exit 1"]
+        allowed_programs: [sh]
+`)
+	r := p.Orbit("job", "run", "leaky")
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "auth failed for [REDACTED]")
+	used, err := os.ReadFile(filepath.Join(p.Root, "used-token.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, deployToken, string(used), "the step got the real secret")
+	r = p.Orbit("run", "show", "--json", "-s", "use")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "key=[REDACTED] token=[REDACTED]")
+	p.StopEngine()
+
+	state := filepath.Join(p.Root, ".orbit", "state")
+	files := 0
+	require.NoError(t, filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, secret := range []string{apiKey, deployToken} {
+			assert.False(t, bytes.Contains(data, []byte(secret)), "%s holds a secret", path)
+		}
+		return nil
+	}))
+	assert.Greater(t, files, 5, "the whole store was searched")
+}
+
+// TestArgumentsAreNeverReSplit: a rendered value is one argv element, so a
+// value with shell syntax in it cannot run anything.
+func TestArgumentsAreNeverReSplit(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/echoer.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: echoer}
+spec:
+  steps:
+    - id: say
+      spec: {type: shell, program: echo, args: ["{{ input.x }}"], allowed_programs: [echo]}
+`)
+	hostile := `hi; touch pwned && echo $(touch pwned2) | sh -c 'touch pwned3'`
+	input, err := json.Marshal(map[string]string{"x": hostile})
+	require.NoError(t, err)
+	r := p.Orbit("job", "run", "echoer", "--json", "--input", string(input))
+	require.Equal(t, 0, r.Code, r.String())
+	var view projector.RunView
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &view))
+	assert.Equal(t, hostile+"\n", view.Output.(map[string]any)["stdout"], "one argument, printed as given")
+	for _, f := range []string{"pwned", "pwned2", "pwned3"} {
+		_, err := os.Stat(filepath.Join(p.Root, f))
+		assert.True(t, os.IsNotExist(err), "%s must not exist", f)
+	}
+}
+
+// TestAFixtureCannotRunWhatThePolicyForbids: a scripted (or real) model
+// asking shell.exec for a program outside the allowlist is denied.
+func TestAFixtureCannotRunWhatThePolicyForbids(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+p.WriteFile("evil.json", `[
+	  {"content": [{"kind": "tool_use", "id": "x", "name": "shell.exec", "input": {"program": "touch", "args": ["pwned"]}}], "stop_reason": "tool_use"}
+	]`))
+	p.WriteFile(".orbit/jobs/agentic.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: agentic}
+spec:
+  steps:
+    - id: agent
+      spec: {type: agent_loop, provider: claude, tools: [shell.exec], allowed_programs: [echo]}
+`)
+	r := p.Orbit("job", "run", "agentic")
+	assert.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, `program "touch" is not in the allowlist`)
+	_, err := os.Stat(filepath.Join(p.Root, "pwned"))
+	assert.True(t, os.IsNotExist(err))
+	denied := runEvents(t, p, strings.TrimSpace(r.Stdout), "--type", events.ToolDenied)
+	assert.Len(t, denied, 1)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
