@@ -15,20 +15,38 @@ import (
 
 // Handler answers one API request. The returned value is sent as JSON; an
 // error is sent as an error reply whose kind (ErrNotFound,
-// ErrInvalidRequest, or anything else) the requester gets back.
+// ErrInvalidRequest, ErrStoreFull, or anything else) the requester gets
+// back.
 type Handler func(ctx context.Context, req json.RawMessage) (any, error)
 
-// Error codes on the wire.
+// Error codes on the wire, and the errors they stand for.
 const (
 	codeNotFound = "404"
 	codeInvalid  = "400"
 	codeInternal = "500"
+	codeFull     = "507"
 )
+
+var codeErrors = map[string]error{
+	codeNotFound: ErrNotFound,
+	codeInvalid:  ErrInvalidRequest,
+	codeFull:     ErrStoreFull,
+}
+
+// replyError is an error reply: the server's message, of a known kind.
+type replyError struct {
+	kind error
+	text string
+}
+
+func (e *replyError) Error() string { return e.text }
+func (e *replyError) Unwrap() error { return e.kind }
 
 // Serve registers endpoints as a NATS micro service named name: each
 // endpoint (a dotted name such as "runs.get") answers on
-// orbit.api.<endpoint>. Every request runs in its own
-// goroutine with a context that ends at Stop or after timeout.
+// orbit.api.<endpoint>. The endpoints answer as soon as Serve returns.
+// Every request runs in its own goroutine with a context that ends at Stop
+// or after timeout.
 func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[string]Handler) (Stopper, error) {
 	svc, err := micro.AddService(l.nc, micro.Config{Name: name, Version: version, Description: "Orbit engine API"})
 	if err != nil {
@@ -37,7 +55,6 @@ func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[s
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &apiService{svc: svc, cancel: cancel}
 	for endpoint, h := range endpoints {
-		h := h
 		err := svc.AddEndpoint(strings.ReplaceAll(endpoint, ".", "_"), micro.HandlerFunc(func(req micro.Request) {
 			s.wg.Add(1)
 			go func() {
@@ -52,6 +69,12 @@ func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[s
 			return nil, fmt.Errorf("events: API endpoint %s: %w", endpoint, err)
 		}
 	}
+	// The server has the endpoints' subscriptions once a round trip after
+	// them is done: from here on, a request finds its responder.
+	if err := l.nc.Flush(); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("events: starting API service: %w", err)
+	}
 	return s, nil
 }
 
@@ -65,11 +88,10 @@ func (s *apiService) answer(ctx context.Context, req micro.Request, h Handler) {
 	resp, err := h(ctx, json.RawMessage(req.Data()))
 	if err != nil {
 		code := codeInternal
-		switch {
-		case errors.Is(err, ErrNotFound):
-			code = codeNotFound
-		case errors.Is(err, ErrInvalidRequest):
-			code = codeInvalid
+		for c, kind := range codeErrors {
+			if errors.Is(err, kind) {
+				code = c
+			}
 		}
 		_ = req.Error(code, err.Error(), nil)
 		return
@@ -84,9 +106,9 @@ func (s *apiService) Stop() {
 }
 
 // Request sends req to an API endpoint and decodes the answer into resp. An
-// error reply comes back wrapping ErrNotFound, ErrInvalidRequest or
-// ErrUnavailable with the server's message; no answer at all is
-// ErrUnavailable.
+// error reply comes back with the server's message, wrapping ErrNotFound,
+// ErrInvalidRequest or ErrStoreFull when it is of that kind; no answer at
+// all is ErrUnavailable.
 func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error {
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -103,11 +125,8 @@ func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error
 	}
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
 		text := msg.Header.Get(micro.ErrorHeader)
-		switch code {
-		case codeNotFound:
-			return fmt.Errorf("%w: %s", ErrNotFound, text)
-		case codeInvalid:
-			return fmt.Errorf("%w: %s", ErrInvalidRequest, text)
+		if kind, ok := codeErrors[code]; ok {
+			return &replyError{kind: kind, text: text}
 		}
 		return errors.New(text)
 	}

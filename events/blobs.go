@@ -15,6 +15,9 @@ import (
 // digest, after redacting secrets from it, and returns a reference for an
 // event to carry. Storing the same bytes twice stores them once.
 func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
+	if err := l.room(ctx); err != nil {
+		return BlobRef{}, err
+	}
 	data = l.cfg.Redactor.Bytes(data)
 	sum := sha256.Sum256(data)
 	ref := BlobRef{Digest: "sha256-" + hex.EncodeToString(sum[:]), Size: int64(len(data))}

@@ -17,6 +17,9 @@ import (
 // NOT redacted: commands carry what workers need to act, are deleted once
 // acknowledged, and never enter the event log.
 func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
+	if err := l.room(ctx); err != nil {
+		return err
+	}
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("events: encoding command %s: %w", name, err)

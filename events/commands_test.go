@@ -94,7 +94,7 @@ func TestAppendAsyncKeepsOrder(t *testing.T) {
 	l := testkit.StartLog(t, events.Config{})
 	var pending []*events.PendingAppend
 	for i := 1; i <= 20; i++ {
-		p, err := l.AppendAsync(events.Event{Type: events.StepStarted, RunID: "R"}, events.StepStartedData{Attempt: i})
+		p, err := l.AppendAsync(ctx, events.Event{Type: events.StepStarted, RunID: "R"}, events.StepStartedData{Attempt: i})
 		require.NoError(t, err)
 		pending = append(pending, p)
 	}

@@ -39,6 +39,12 @@ type Config struct {
 	DuplicateWindow time.Duration
 	// Name identifies the connection in server monitoring.
 	Name string
+	// MinFreeBytes is the free space an embedded store's disk keeps in
+	// reserve (default DefaultMinFreeBytes; negative: no reserve).
+	MinFreeBytes int64
+	// FreeSpace reports the free space of a directory's disk (default:
+	// statfs). Tests replace it to simulate a full disk.
+	FreeSpace func(dir string) (uint64, error)
 	// Redactor removes secrets from everything published. Nil means one
 	// built from the process environment.
 	Redactor *Redactor
@@ -58,6 +64,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Name == "" {
 		c.Name = "orbit"
+	}
+	if c.MinFreeBytes == 0 {
+		c.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if c.FreeSpace == nil {
+		c.FreeSpace = statfsFree
 	}
 	if c.Redactor == nil {
 		c.Redactor = RedactorFromEnv()

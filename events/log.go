@@ -34,6 +34,7 @@ type Log struct {
 	leases jetstream.KeyValue
 	locks  jetstream.KeyValue
 	blobs  jetstream.ObjectStore
+	space  *spaceGuard // nil: no reserve (an external server manages its own disk)
 	log    *slog.Logger
 }
 
@@ -52,6 +53,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 			return nil, err
 		}
 		l.srv = srv
+		if cfg.MinFreeBytes > 0 {
+			l.space = &spaceGuard{dir: cfg.StoreDir, min: uint64(cfg.MinFreeBytes), free: cfg.FreeSpace}
+		}
 	}
 	if err := l.connect(); err != nil {
 		l.Close()

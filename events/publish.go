@@ -27,6 +27,9 @@ type Appended struct {
 // is stored and the result says Duplicate with the original sequence. A ctx
 // without a deadline gets JetStream's default request timeout.
 func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, error) {
+	if err := l.room(ctx); err != nil {
+		return Appended{}, err
+	}
 	msg, err := l.eventMsg(&ev, payload)
 	if err != nil {
 		return Appended{}, err
@@ -43,6 +46,9 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 // already holds an event, nothing is stored and the error wraps
 // ErrConflict.
 func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended, error) {
+	if err := l.room(ctx); err != nil {
+		return Appended{}, err
+	}
 	msg, err := l.eventMsg(&ev, payload)
 	if err != nil {
 		return Appended{}, err
@@ -68,8 +74,11 @@ type PendingAppend struct {
 // confirm it; Wait does. Appends sent on one Log are stored in the order
 // they were sent, so a later Append that succeeds comes after this one.
 // Use it to overlap an append with other work; an unconfirmed append may
-// be lost in a crash.
-func (l *Log) AppendAsync(ev Event, payload any) (*PendingAppend, error) {
+// be lost in a crash. ctx bounds only a wait for space (see WaitForSpace).
+func (l *Log) AppendAsync(ctx context.Context, ev Event, payload any) (*PendingAppend, error) {
+	if err := l.room(ctx); err != nil {
+		return nil, err
+	}
 	msg, err := l.eventMsg(&ev, payload)
 	if err != nil {
 		return nil, err

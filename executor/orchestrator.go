@@ -91,9 +91,9 @@ func NewOrchestrator(cfg Config) *Orchestrator {
 
 // Run resumes unfinished runs, then takes run requests until ctx ends. Runs
 // in flight stop where they are (their lease lapses) and resume at the next
-// start.
+// start. A full disk pauses the orchestrator: its writes wait for space.
 func (o *Orchestrator) Run(ctx context.Context) error {
-	err := o.run(ctx)
+	err := o.run(events.WaitForSpace(ctx))
 	if ctx.Err() != nil {
 		return nil // stopped while starting: not a failure
 	}

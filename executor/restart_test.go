@@ -2,6 +2,9 @@ package executor_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,4 +56,42 @@ spec:
 	assert.Less(t, second.Time.Sub(sched.NotBefore), 700*time.Millisecond, "and no longer: only the remainder after the restart")
 	assert.Len(t, ofType(evs, events.RunResumed), 1)
 	assert.Len(t, ofType(evs, events.StepRetryScheduled), 1, "the retry was decided once")
+}
+
+// TestARunPausesWhileTheDiskIsFullAndGoesOnAfter fills the disk while a
+// step runs: the step's end cannot be recorded, so the run waits — neither
+// failed nor lost — and finishes as soon as space is freed, with the step
+// run once.
+func TestARunPausesWhileTheDiskIsFullAndGoesOnAfter(t *testing.T) {
+	t.Parallel()
+	var free atomic.Uint64
+	free.Store(1 << 30)
+	log := testkit.StartLog(t, events.Config{FreeSpace: func(string) (uint64, error) { return free.Load(), nil }})
+	dir := t.TempDir()
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: patient}
+spec:
+  steps:
+    - id: slow
+      spec: {type: shell, program: sh, args: ["-c", "sleep 1; echo done >> runs"], allowed_programs: [sh]}
+    - id: next
+      spec: {type: shell, program: "true", allowed_programs: ["true"]}
+`)
+	startEngine(t, log, dir, nil)
+	runID := submit(t, log, job, nil)
+	waitFor(t, "the step to start", func() bool { return has(t, log, runID, events.StepStarted, "slow") })
+	free.Store(1 << 20)
+
+	time.Sleep(3 * time.Second)
+	assert.False(t, has(t, log, runID, events.StepFinished, "slow"), "nothing is written while the disk is full")
+	assert.Empty(t, ofType(history(t, log, runID), events.RunFinished), "and the run is not given up")
+
+	free.Store(1 << 30)
+	fin := waitFinished(t, log, runID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	out, err := os.ReadFile(filepath.Join(dir, "runs"))
+	require.NoError(t, err)
+	assert.Equal(t, "done\n", string(out), "the step ran once")
 }

@@ -131,8 +131,10 @@ type emitFunc func(ctx context.Context, typ string, payload any) error
 // engine had taken are redelivered at once rather than after their ack
 // wait: the consumers are reset, and every command stored before the reset
 // is checked against the log before it runs.
+//
+// A full disk pauses the worker: its writes wait for space.
 func (w *Worker) Run(ctx context.Context) error {
-	err := w.run(ctx)
+	err := w.run(events.WaitForSpace(ctx))
 	if ctx.Err() != nil {
 		return nil // stopped while starting: not a failure
 	}
@@ -220,22 +222,22 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		w.retryLater(c, err)
 		return
 	}
+	// From here until the step's end is stored the command is kept from
+	// redelivery, even while writes wait for disk space.
+	pctx, stopProgress := context.WithCancel(ctx)
+	defer stopProgress()
+	go w.progress(pctx, c, lease)
 	emit := func(ctx context.Context, typ string, payload any) error {
 		_, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, typ, ""), payload)
 		return err
 	}
-	// activity.started is sent without waiting — it is stored before
-	// anything this worker appends later, and is confirmed with the step's
-	// end — except on a redelivery, where it counts the deliveries that
-	// bound a command that keeps failing, and so must be stored first.
-	started, err := w.cfg.Log.AppendAsync(w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
+	// activity.started is stored before the activity runs: it is the
+	// record that an execution began, and counts the deliveries that bound
+	// a command that keeps failing.
+	if _, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
 		Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
 		Delivery: c.Delivery, Redelivered: redelivered,
-	})
-	if err == nil && redelivered {
-		_, err = started.Wait(ctx)
-	}
-	if err != nil {
+	}); err != nil {
 		lease.release(ctx)
 		w.retryLater(c, err)
 		return
@@ -266,28 +268,20 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		state = failedState(info)
 		output = nil
 	}
-	pending := []*events.PendingAppend{started}
-	for _, item := range []struct {
-		ev      events.Event
-		payload any
-	}{
+	end := []endEvent{
 		{w.stepEvent(&cmd, events.ActivityFinished, ""), events.ActivityFinishedData{
 			Attempt: cmd.Attempt, State: state, DurationMS: elapsed, Error: info}},
 		{w.stepEvent(&cmd, events.StepFinished, finishedID), events.StepFinishedData{
 			Attempt: cmd.Attempt, State: state, Output: output, Error: info, DurationMS: elapsed}},
-	} {
-		p, err := w.cfg.Log.AppendAsync(item.ev, item.payload)
-		if err != nil {
-			w.retryLater(c, err)
-			return
-		}
-		pending = append(pending, p)
 	}
-	for _, p := range pending {
-		if _, err := p.Wait(ctx); err != nil {
-			w.retryLater(c, err)
+	if err := w.appendAll(ctx, end); err != nil {
+		if ctx.Err() != nil {
+			lease.release(context.WithoutCancel(ctx))
+			_ = c.Nak(0)
 			return
 		}
+		w.retryLater(c, err)
+		return
 	}
 	failpoint.Hit("worker-after-finished")
 	// A lost ack only redelivers the command, and a redelivered command of
@@ -296,6 +290,31 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		w.log.Warn("acking step command", "id", c.ID, "err", err)
 	}
 	lease.release(ctx)
+}
+
+// endEvent is one of the events that record the end of a step attempt.
+type endEvent struct {
+	ev      events.Event
+	payload any
+}
+
+// appendAll appends events in order without waiting for each, then waits
+// for them all.
+func (w *Worker) appendAll(ctx context.Context, end []endEvent) error {
+	pending := make([]*events.PendingAppend, 0, len(end))
+	for _, e := range end {
+		p, err := w.cfg.Log.AppendAsync(ctx, e.ev, e.payload)
+		if err != nil {
+			return err
+		}
+		pending = append(pending, p)
+	}
+	for _, p := range pending {
+		if _, err := p.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stepLease returns the lease a step attempt runs under. On an embedded
@@ -366,7 +385,6 @@ func (w *Worker) execute(ctx context.Context, c *events.Command, ex *execution) 
 		actx, stop = context.WithTimeoutCause(actx, time.Duration(cmd.Timeout)*time.Second, errStepTimeout)
 		defer stop()
 	}
-	go w.progress(actx, c, ex.lease)
 	out, err := runners[cmd.Activity.Type](actx, w, ex)
 	if err == nil || ctx.Err() != nil {
 		return out, err
@@ -479,7 +497,7 @@ func (w *Worker) unclaim(id string) {
 }
 
 // progress keeps a command from being redelivered, and its lease alive,
-// while its activity runs.
+// while its step is handled.
 func (w *Worker) progress(ctx context.Context, c *events.Command, lease *stepLease) {
 	tick := time.NewTicker(w.cfg.AckWait / 3)
 	defer tick.Stop()

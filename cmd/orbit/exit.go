@@ -66,7 +66,7 @@ func codeFor(err error) int {
 		errors.Is(err, executor.ErrInvalidJob), errors.Is(err, executor.ErrJobDisabled),
 		errors.Is(err, events.ErrInvalidRequest), errors.Is(err, events.ErrNotFound):
 		return exitUsage
-	case errors.Is(err, events.ErrUnavailable), errors.Is(err, engine.ErrAlreadyRunning):
+	case errors.Is(err, events.ErrUnavailable), errors.Is(err, events.ErrStoreFull), errors.Is(err, engine.ErrAlreadyRunning):
 		return exitUnavailable
 	case errors.Is(err, engine.ErrInsecureListen):
 		return exitUsage

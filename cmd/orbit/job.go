@@ -181,6 +181,9 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 // submit sends a run request and, unless detached, follows the run to its
 // end. The run id goes to stdout (or, with --json, the final run view).
 func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunRequest, detach bool) error {
+	if err := storeAccepts(ctx, l); err != nil {
+		return err
+	}
 	var feed *events.Feed
 	if !detach {
 		var err error
@@ -190,7 +193,7 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 		defer feed.Stop()
 	}
 	if err := executor.Submit(ctx, l, req); err != nil {
-		return &exitError{code: exitUnavailable, err: err}
+		return &exitError{code: exitUnavailable, err: fmt.Errorf("submitting the run: %w", err)}
 	}
 	if detach {
 		if a.json {
@@ -203,6 +206,19 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 		a.printf("%s\n", req.RunID)
 	}
 	return a.follow(ctx, l, feed, req.RunID, req.Job.Name)
+}
+
+// storeAccepts asks the engine whether its event store takes writes: a
+// run submitted to a full store would wait, unseen, until space is freed.
+func storeAccepts(ctx context.Context, l *events.Log) error {
+	var info engine.InfoReply
+	if err := request(ctx, l, engine.EndpointInfo, nil, &info); err != nil {
+		return err
+	}
+	if info.StoreFull != "" {
+		return fmt.Errorf("submitting the run: %w: %s", events.ErrStoreFull, info.StoreFull)
+	}
+	return nil
 }
 
 // follow prints a run's progress from feed until run.finished, then the

@@ -52,6 +52,9 @@ type InfoReply struct {
 	Version string `json:"version"`
 	Applied uint64 `json:"applied"`
 	Busy    int    `json:"busy"`
+	// StoreFull says why the event store refuses writes ("" while it
+	// takes them).
+	StoreFull string `json:"store_full,omitempty"`
 }
 
 func (e *Engine) serveAPI() (events.Stopper, error) {
@@ -88,7 +91,8 @@ func decode(req json.RawMessage, v any) error {
 }
 
 func (e *Engine) apiInfo(_ context.Context, _ json.RawMessage) (any, error) {
-	return InfoReply{Info: e.info, Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy()}, nil
+	return InfoReply{Info: e.info, Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
+		StoreFull: e.log.SpaceShortage()}, nil
 }
 
 func (e *Engine) apiRun(ctx context.Context, req json.RawMessage) (any, error) {
