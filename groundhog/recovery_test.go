@@ -90,6 +90,26 @@ func TestResumeRewindsAnInterruptedAttempt(t *testing.T) {
 	require.Len(t, mem.Checkpoints, 1)
 }
 
+// TestAnInterruptedAttemptSpendsNoBudget: with a budget of one attempt,
+// the attempt a crash interrupted does not block the checkpoint — the next
+// attempt still runs (numbered 2, on day 2) and commits.
+func TestAnInterruptedAttemptSpendsNoBudget(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	crashedAttempt(t, h, "editing")
+	s := spec("fs.write")
+	s.AttemptBudgetDefault = 1
+
+	_, err := h.run("R1", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"))))
+	require.Error(t, err, "the fixture has no turn for farewell")
+	require.Empty(t, h.events(events.GroundhogAbandoned))
+	var committed events.GroundhogCommittedData
+	require.Len(t, h.events(events.GroundhogCommitted), 1)
+	require.NoError(t, h.events(events.GroundhogCommitted)[0].Decode(&committed))
+	assert.Equal(t, events.Attempt{Checkpoint: "greeting", Attempt: 2, Day: 2}, committed.Attempt)
+	assert.Equal(t, "hello again", h.git("show", "main:greet.txt"))
+}
+
 func TestResumeCommitsAVerifiedAttemptOnce(t *testing.T) {
 	t.Parallel()
 	for _, stage := range []string{"verified", "committed"} {

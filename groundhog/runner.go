@@ -142,13 +142,13 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		}
 		for {
 			budget := cp.Budget(r.cfg.Spec.AttemptBudgetDefault)
-			n := r.st.attemptsOf(cp.ID, r.pin)
-			if r.st.abandoned[abandonKey(r.pin, cp.ID)] || n >= budget {
-				if err := r.abandon(ctx, cp, n, budget); err != nil {
+			n, spent := r.st.attemptsOf(cp.ID, r.pin)
+			if r.st.abandoned[abandonKey(r.pin, cp.ID)] || spent >= budget {
+				if err := r.abandon(ctx, cp, spent, budget); err != nil {
 					return nil, err
 				}
 				return &Result{State: events.GroundhogBlocked, Committed: r.committedCount(),
-					Message: fmt.Sprintf("checkpoint %s: %d of %d attempts spent", cp.ID, n, budget)}, nil
+					Message: fmt.Sprintf("checkpoint %s: %d of %d attempts spent", cp.ID, spent, budget)}, nil
 			}
 			if drifted, current, err := r.drifted(ctx); err != nil {
 				return nil, err

@@ -158,15 +158,21 @@ func (st *state) committed(checkpoint string) *events.GroundhogCommittedData {
 	return nil
 }
 
-// attemptsOf counts the attempts of a checkpoint under a plan version.
-func (st *state) attemptsOf(checkpoint string, version int) int {
-	n := 0
+// attemptsOf counts the attempts of a checkpoint under a plan version:
+// all of them (which numbers the next), and those that spent the budget.
+// An interrupted attempt — its run stopped under it — is not the agent's
+// failure and spends nothing; a step that keeps killing its engine is
+// bounded by dead-lettering instead.
+func (st *state) attemptsOf(checkpoint string, version int) (all, spent int) {
 	for _, a := range st.attempts {
 		if a.started.Checkpoint == checkpoint && a.started.PlanVersion == version {
-			n++
+			all++
+			if !a.interrupted {
+				spent++
+			}
 		}
 	}
-	return n
+	return all, spent
 }
 
 // open returns the attempt that was started and never closed, if any.
