@@ -51,6 +51,9 @@ func FuzzDecodeEvent(f *testing.F) {
 			checkDecodeError(t, err)
 			return
 		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted a body that is not one JSON value: %q", body)
+		}
 		if ev.ID == "" || ev.Seq != 0 {
 			t.Fatalf("accepted an event with id %q, seq %d", ev.ID, ev.Seq)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -78,7 +79,7 @@ func DecodeEvent(body []byte) (Event, error) {
 	if err := dec.Decode(&e); err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return Event{}, fmt.Errorf("%w: trailing data after the envelope", ErrInvalidEvent)
 	}
 	if e.ID == "" || e.Type == "" {
