@@ -6,6 +6,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// ErrDamaged is wrapped by errors about a views file that cannot be read.
+var ErrDamaged = errDamaged
+
 // SetBeforeCommit installs a failpoint called with the batch's last sequence
 // just before each batch commits; an error aborts the commit as a crash
 // would.

@@ -1,6 +1,8 @@
 package projector
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -263,4 +265,27 @@ func (v groundhogRunView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error
 		tasks:    map[string]*ghTaskEntry{},
 		attempts: map[string]*ghAttemptEntry{},
 	}, nil
+}
+
+func (groundhogRunView) recordChecks() []recordCheck {
+	return []recordCheck{
+		records(bucketGroundhogRuns, func(k []byte, r *GroundhogRun) error {
+			for _, c := range r.Checkpoints {
+				if len(c.Attempts) > 0 {
+					return errors.New("the record holds attempts, which are stored apart")
+				}
+			}
+			return mustMatch("task id", r.TaskID, string(k))
+		}),
+		records(bucketGroundhogAttempts, func(k []byte, a *AttemptRecord) error {
+			task, _, ok := bytes.Cut(k, []byte{0})
+			if !ok {
+				return errors.New("the key names no day")
+			}
+			if attemptKey(string(task), a.Day) != string(k) {
+				return fmt.Errorf("the record is of day %d, which is not its key's", a.Day)
+			}
+			return nil
+		}),
+	}
 }

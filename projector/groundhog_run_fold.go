@@ -67,7 +67,7 @@ func (b *groundhogRunBatch) task(id string) (*ghTaskEntry, error) {
 	e := &ghTaskEntry{}
 	if raw := b.tasksB.Get([]byte(id)); raw != nil {
 		var r GroundhogRun
-		if err := unmarshal(raw, &r); err != nil {
+		if err := decodeStored(raw, &r); err != nil {
 			return nil, fmt.Errorf("stored groundhog record of task %s: %w", id, err)
 		}
 		e.run = &r
@@ -126,7 +126,7 @@ func (b *groundhogRunBatch) attempt(ev events.Event, a events.Attempt) (*ghTaskE
 	at := &ghAttemptEntry{}
 	if raw := b.attemptB.Get([]byte(key)); raw != nil {
 		at.rec = &AttemptRecord{}
-		if err := unmarshal(raw, at.rec); err != nil {
+		if err := decodeStored(raw, at.rec); err != nil {
 			return nil, nil, fmt.Errorf("stored attempt day %d of task %s: %w", a.Day, ev.TaskID, err)
 		}
 	} else {

@@ -72,6 +72,12 @@ func (memoryView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
 	return &memoryBatch{log: log, b: b, tasks: map[string]*memoryEntry{}}, nil
 }
 
+func (memoryView) recordChecks() []recordCheck {
+	return []recordCheck{records(bucketMemory, func(k []byte, m *GroundhogMemory) error {
+		return mustMatch("task id", m.TaskID, string(k))
+	})}
+}
+
 // memoryFolds maps each event type the memory is made of to its fold.
 // Every other type, and every other Groundhog type in particular, is
 // skipped: that is what keeps the memory prompt-facing.
@@ -111,7 +117,7 @@ func (b *memoryBatch) task(id string) (*memoryEntry, error) {
 	e := &memoryEntry{}
 	if raw := b.b.Get([]byte(id)); raw != nil {
 		var m GroundhogMemory
-		if err := unmarshal(raw, &m); err != nil {
+		if err := decodeStored(raw, &m); err != nil {
 			return nil, fmt.Errorf("stored memory of task %s: %w", id, err)
 		}
 		e.mem = &m

@@ -128,13 +128,16 @@ func taskMetricsKey(task string) string { return prefixTask + task }
 var metricsGroups = []struct {
 	prefix string
 	add    func(m *Metrics, key string, raw []byte) error
+	// canonical checks that a record is stored exactly as the view
+	// encodes it (see recordChecks).
+	canonical func(raw []byte) error
 }{
 	{prefixModel, func(m *Metrics, model string, raw []byte) error {
 		return addRecord(m.Models, model, raw)
-	}},
+	}, canonicalAs[ModelMetrics]},
 	{prefixTool, func(m *Metrics, tool string, raw []byte) error {
 		return addRecord(m.Tools, tool, raw)
-	}},
+	}, canonicalAs[ToolMetrics]},
 	{prefixStep, func(m *Metrics, key string, raw []byte) error {
 		job, id, ok := strings.Cut(key, "\x00")
 		if !ok {
@@ -144,10 +147,10 @@ var metricsGroups = []struct {
 			m.Steps[job] = map[string]StepMetrics{}
 		}
 		return addRecord(m.Steps[job], id, raw)
-	}},
+	}, canonicalAs[StepMetrics]},
 	{prefixJob, func(m *Metrics, job string, raw []byte) error {
 		return addRecord(m.Jobs, job, raw)
-	}},
+	}, canonicalAs[JobMetrics]},
 	{prefixCheckpoint, func(m *Metrics, key string, raw []byte) error {
 		task, checkpoint, ok := strings.Cut(key, "\x00")
 		if !ok {
@@ -157,13 +160,18 @@ var metricsGroups = []struct {
 			m.Checkpoints[task] = map[string]CheckpointMetrics{}
 		}
 		return addRecord(m.Checkpoints[task], checkpoint, raw)
-	}},
+	}, canonicalAs[CheckpointMetrics]},
 	{prefixVerifier, func(m *Metrics, kind string, raw []byte) error {
 		return addRecord(m.Verifier, kind, raw)
-	}},
+	}, canonicalAs[VerifierMetrics]},
 	{prefixTask, func(m *Metrics, task string, raw []byte) error {
 		return addRecord(m.Tasks, task, raw)
-	}},
+	}, canonicalAs[TaskMetrics]},
+}
+
+func canonicalAs[T any](raw []byte) error {
+	var v T
+	return canonical(raw, &v)
 }
 
 func addRecord[T any](m map[string]T, key string, raw []byte) error {
@@ -186,6 +194,20 @@ func (metricsView) name() string { return "metrics" }
 // Groundhog attempts in the models and tools.
 func (metricsView) version() int      { return 2 }
 func (metricsView) buckets() [][]byte { return [][]byte{bucketMetrics} }
+
+func (metricsView) recordChecks() []recordCheck {
+	return []recordCheck{{bucket: bucketMetrics, check: func(k, raw []byte) error {
+		for _, g := range metricsGroups {
+			if rest, ok := strings.CutPrefix(string(k), g.prefix); ok {
+				if err := g.add(newMetrics(), rest, raw); err != nil {
+					return err
+				}
+				return g.canonical(raw)
+			}
+		}
+		return errors.New("no metrics group has this key")
+	}}}
+}
 
 func (metricsView) begin(tx *bolt.Tx, _ *slog.Logger) (viewBatch, error) {
 	b := tx.Bucket(bucketMetrics)

@@ -53,7 +53,7 @@ func record[T any](b *metricsBatch, key string) (*T, error) {
 	}
 	r := new(T)
 	if raw := b.b.Get([]byte(key)); raw != nil {
-		if err := unmarshal(raw, r); err != nil {
+		if err := decodeStored(raw, r); err != nil {
 			return nil, fmt.Errorf("stored metrics %q: %w", key, err)
 		}
 	}

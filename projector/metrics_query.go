@@ -14,16 +14,7 @@ import (
 // no group claims, or a record that does not decode, is an error: the
 // views file is damaged, and Replay repairs it.
 func (p *Projector) Metrics(ctx context.Context) (*Metrics, error) {
-	m := &Metrics{
-		Models: map[string]ModelMetrics{},
-		Tools:  map[string]ToolMetrics{},
-		Steps:  map[string]map[string]StepMetrics{},
-		Jobs:   map[string]JobMetrics{},
-
-		Checkpoints: map[string]map[string]CheckpointMetrics{},
-		Verifier:    map[string]VerifierMetrics{},
-		Tasks:       map[string]TaskMetrics{},
-	}
+	m := newMetrics()
 	err := p.read(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketMetrics)
 		if b == nil {
@@ -40,6 +31,20 @@ func (p *Projector) Metrics(ctx context.Context) (*Metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// newMetrics returns empty metrics, no map nil.
+func newMetrics() *Metrics {
+	return &Metrics{
+		Models: map[string]ModelMetrics{},
+		Tools:  map[string]ToolMetrics{},
+		Steps:  map[string]map[string]StepMetrics{},
+		Jobs:   map[string]JobMetrics{},
+
+		Checkpoints: map[string]map[string]CheckpointMetrics{},
+		Verifier:    map[string]VerifierMetrics{},
+		Tasks:       map[string]TaskMetrics{},
+	}
 }
 
 // addMetric adds the record stored under key to m.

@@ -64,6 +64,16 @@ type Projector struct {
 // Open opens (or creates) the views file. It waits up to cfg.LockTimeout for
 // the file lock and fails with an error wrapping ErrLocked when another
 // process keeps it. Open reads nothing from the log; Run does.
+//
+// Before it serves anything, Open reads the whole file: the structure of
+// its pages, bbolt's consistency check, and every record of every view,
+// decoded. A file that is damaged (truncated, bit-flipped, not a bbolt
+// file) is set aside as <Path>.corrupt-<unix time>, with a warning naming
+// it and the damage, and an empty file takes its place, which Run rebuilds
+// from the log. The three newest damaged files are kept for inspection.
+// The check costs what decoding every record does: with 10,000 runs (a
+// 34 MB file), about 0.3 to 0.5 s of CPU, spread over the CPUs; the page
+// checks alone take some 20 ms.
 func Open(ctx context.Context, cfg Config) (*Projector, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -73,7 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Projector, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "projector")
-	db, err := openDB(cfg.Path, cfg.LockTimeout, false)
+	db, err := openViews(cfg.Path, cfg.LockTimeout, log)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +127,12 @@ func (p *Projector) source() (Source, error) {
 // follows the log from the event after the last applied one, applying what
 // the feed has buffered (up to BatchSize events) in each transaction.
 //
+// A batch that finds the views file damaged (a stored record that does not
+// decode, or bbolt panicking on a page) is not committed: the file is set
+// aside as Open does it, and the views are rebuilt from sequence 1 in a
+// fresh one. If the rebuild meets damage again before it gets past that
+// batch, the fault is not the file's, and Run returns the error.
+//
 // Run returns an error when the views cannot be written or the log stops
 // delivering; calling it again resumes from the last committed batch. It
 // returns ErrRunning if Run is already running, ErrNoSource without a
@@ -134,21 +150,45 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 	defer p.running.Store(false)
 
+	var (
+		repaired        bool
+		repairedThrough uint64 // the last event of the batch that found the damage
+	)
+	for {
+		from, through, err := p.follow(ctx, src)
+		if !errors.Is(err, errDamaged) {
+			return err
+		}
+		if repaired && from < repairedThrough {
+			return fmt.Errorf("%w (again, in views rebuilt from the log: the fault is not the file's)", err)
+		}
+		if err := p.replaceDamaged(err); err != nil {
+			return p.ended(ctx, err)
+		}
+		repaired, repairedThrough = true, through
+	}
+}
+
+// follow checks the anchor, then applies the log's events until Run must
+// stop. When it stops on damage, from is the sequence the views had applied
+// and through the last sequence of the batch that found it.
+func (p *Projector) follow(ctx context.Context, src Source) (from, through uint64, err error) {
 	if err := p.checkAnchor(ctx, src); err != nil {
-		return p.ended(ctx, err)
+		return 0, 0, p.ended(ctx, err)
 	}
 	feed, err := src.Follow(ctx, events.FollowOptions{FromSeq: p.Applied() + 1})
 	if err != nil {
-		return p.ended(ctx, fmt.Errorf("projector: following the log: %w", err))
+		return 0, 0, p.ended(ctx, fmt.Errorf("projector: following the log: %w", err))
 	}
 	defer feed.Stop()
 	for {
 		batch, err := p.nextBatch(ctx, feed)
 		if batch == nil || err != nil {
-			return err
+			return 0, 0, err
 		}
+		from := p.Applied()
 		if err := p.apply(batch); err != nil {
-			return err
+			return from, batch[len(batch)-1].Seq, err
 		}
 	}
 }
@@ -204,13 +244,18 @@ func feedEnded(feed *events.Feed) error {
 }
 
 // apply commits one batch to the live file and publishes the new cursor.
+// A panic while applying (bbolt meeting a damaged page) is damage.
 func (p *Projector) apply(batch []events.Event) error {
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
 	if p.db == nil {
 		return ErrClosed
 	}
-	to, _, err := applyBatch(p.db, p.log, batch, p.beforeCommit)
+	var to cursor
+	err := guard(func() (err error) {
+		to, _, err = applyBatch(p.db, p.log, batch, p.beforeCommit)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -289,7 +334,8 @@ func (p *Projector) isClosed() bool {
 	}
 }
 
-// read runs fn in a read-only transaction of the live file.
+// read runs fn in a read-only transaction of the live file. A panic of
+// bbolt on a damaged page is an error, not a crash of the engine.
 func (p *Projector) read(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -299,7 +345,7 @@ func (p *Projector) read(ctx context.Context, fn func(tx *bolt.Tx) error) error 
 	if p.db == nil {
 		return ErrClosed
 	}
-	return p.db.View(fn)
+	return guard(func() error { return p.db.View(fn) })
 }
 
 // removeStaleReplays deletes fresh files a Replay left behind when its

@@ -1,6 +1,8 @@
 package projector
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -131,4 +133,34 @@ func (v runsView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
 		runs:    map[string]*runEntry{},
 		steps:   map[string]*StepView{},
 	}, nil
+}
+
+func (runsView) recordChecks() []recordCheck {
+	return []recordCheck{
+		records(bucketRuns, func(k []byte, v *RunView) error {
+			if len(v.Steps) > 0 {
+				return errors.New("the record holds steps, which are stored apart")
+			}
+			return mustMatch("id", v.ID, string(k))
+		}),
+		records(bucketSteps, func(k []byte, s *StepView) error {
+			_, key, ok := bytes.Cut(k, []byte{0})
+			if !ok {
+				return errors.New("the key names no step")
+			}
+			return mustMatch("key", s.Key, string(key))
+		}),
+		{bucket: bucketRunsByJob, check: func(k, raw []byte) error {
+			if !bytes.Contains(k, []byte{0}) {
+				return errors.New("the key names no run")
+			}
+			if !isDecimal(raw) {
+				return fmt.Errorf("the value %q is not a sequence", raw)
+			}
+			return nil
+		}},
+		records(bucketRunsActive, func(k []byte, a *ActiveRun) error {
+			return mustMatch("requested sequence", string(activeKey(a.RequestedSeq)), string(k))
+		}),
+	}
 }

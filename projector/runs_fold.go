@@ -63,7 +63,7 @@ func (b *runsBatch) run(id string) (*runEntry, error) {
 	e := &runEntry{}
 	if raw := b.runsB.Get([]byte(id)); raw != nil {
 		var v RunView
-		if err := unmarshal(raw, &v); err != nil {
+		if err := decodeStored(raw, &v); err != nil {
 			return nil, fmt.Errorf("stored run %s: %w", id, err)
 		}
 		e.view = &v
@@ -250,7 +250,7 @@ func (b *runsBatch) step(ev events.Event) (*runEntry, *StepView, error) {
 	s := &StepView{Key: ev.StepKey, ID: stepID(ev.StepKey), Order: ev.Seq}
 	if raw := b.stepsB.Get([]byte(key)); raw != nil {
 		s = &StepView{}
-		if err := unmarshal(raw, s); err != nil {
+		if err := decodeStored(raw, s); err != nil {
 			return nil, nil, fmt.Errorf("stored step %s of run %s: %w", ev.StepKey, ev.RunID, err)
 		}
 	}

@@ -139,7 +139,7 @@ func readCursor(tx *bolt.Tx) (cursor, error) {
 	if raw := meta.Get(keyAppliedSeq); raw != nil {
 		seq, err := strconv.ParseUint(string(raw), 10, 64)
 		if err != nil {
-			return cursor{}, fmt.Errorf("projector: meta %s is %q: %w", keyAppliedSeq, raw, err)
+			return cursor{}, fmt.Errorf("projector: %w: meta %s is %q: %w", errDamaged, keyAppliedSeq, raw, err)
 		}
 		c.Seq = seq
 	}

@@ -60,6 +60,12 @@ func (tasksView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
 	return &tasksBatch{log: log, b: b, tasks: map[string]*taskEntry{}}, nil
 }
 
+func (tasksView) recordChecks() []recordCheck {
+	return []recordCheck{records(bucketTasks, func(k []byte, v *TaskView) error {
+		return mustMatch("id", v.ID, string(k))
+	})}
+}
+
 // taskFolds maps each event type the tasks view knows to its fold; other
 // types are skipped.
 var taskFolds = map[string]func(*tasksBatch, events.Event) error{
@@ -98,7 +104,7 @@ func (b *tasksBatch) task(id string) (*taskEntry, error) {
 	e := &taskEntry{}
 	if raw := b.b.Get([]byte(id)); raw != nil {
 		var v TaskView
-		if err := unmarshal(raw, &v); err != nil {
+		if err := decodeStored(raw, &v); err != nil {
 			return nil, fmt.Errorf("stored task %s: %w", id, err)
 		}
 		e.view = &v

@@ -29,6 +29,9 @@ type view interface {
 	buckets() [][]byte
 	// begin starts folding one batch of events in tx.
 	begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error)
+	// recordChecks say how to check each record of each of the view's
+	// buckets, as Open does to find a damaged file (see recordCheck).
+	recordChecks() []recordCheck
 }
 
 // A viewBatch folds the events of one transaction. It may keep the records
