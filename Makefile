@@ -5,24 +5,46 @@ GO       ?= go
 BIN      := bin/orbit
 PKGS     := ./...
 DEMO     := .demo
+FUZZTIME ?= 30s
 
-.PHONY: all build test bench lint demo demo-groundhog clean
+.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/orbit
 
-# The test suite: vet, then every test with the race detector.
+# The test suite: vet, then every test with the race detector (which runs
+# each fuzz target's seed corpus), then every fuzz target for 3s.
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh
+
+# Every fuzz target for FUZZTIME each (default 30s; make fuzz FUZZTIME=10m
+# for a long run), one after another since Go fuzzes one target per process,
+# then a summary of executions and findings. A failing input is written to
+# the package's testdata/fuzz/<Target>/: keep it there as the regression test
+# of the fix. scripts/fuzz.sh <Target>... runs only those.
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # Benchmarks print their figures as ratios against the raw JetStream / bbolt
 # baseline measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench Append -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
+
+# The soak test: 200 concurrent short runs and a fan_out of 1,000 items on
+# an `orbit serve` process; prints wall time, rates and the engine's peak RSS.
+soak:
+	ORBIT_SOAK=1 $(GO) test -count=1 -run Soak -v -timeout 20m ./internal/soak/
+
+# The chaos suite in full: every job killed (SIGKILL) at every failpoint that
+# applies and at random moments; prints a table of trials and the seed
+# (CHAOS_SEED=<n> repeats a run). make test runs a quick subset of it.
+chaos:
+	CHAOS=full $(GO) test -count=1 -run Chaos -v -timeout 30m ./internal/chaos/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Runs Orbit's fuzz targets one after another, each for FUZZTIME (default
+# 30s), and prints a summary: executions, new interesting inputs, result.
+#
+#   scripts/fuzz.sh                          every target
+#   FUZZTIME=5m scripts/fuzz.sh FuzzParseJob  some of them, by name
+#
+# Go fuzzes one target per `go test` and the machines this runs on have few
+# cores, so targets run in sequence, each with all the cores. Inputs that
+# widen coverage go to Go's cache ($(go env GOCACHE)/fuzz), not to the tree;
+# a failing input is written to the package's testdata/fuzz/<Target>/, where
+# it becomes a regression test: copy in only what is worth keeping.
+#
+# Environment:
+#   GO                default go
+#   FUZZTIME          per target: a duration like 30s, or Nx for N executions
+#   FUZZMINIMIZETIME  default 2s: how long a new or failing input is
+#                     minimised; 0 turns minimising off
+#   FUZZFRESH=1       start from the committed corpus alone, with a throwaway
+#                     cache instead of Go's
+# make test sets FUZZMINIMIZETIME=0 and FUZZFRESH=1: in a few seconds a
+# run would otherwise spend its time minimising, or replaying the hundreds of
+# inputs Go's cache gathers over long runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+go=${GO:-go}
+fuzztime=${FUZZTIME:-30s}
+minimizetime=${FUZZMINIMIZETIME:-2s}
+
+# package target
+all=(
+	"./assets FuzzParseJob"
+	"./assets FuzzParseActivity"
+	"./assets FuzzParseExecutor"
+	"./assets FuzzParsePlan"
+	"./assets FuzzTemplate"
+	"./assets FuzzCondition"
+	"./executor/agent FuzzParseFixture"
+	"./events FuzzDecodeEvent"
+	"./gitops FuzzScratchBranchName"
+)
+
+selected=()
+if [ $# -eq 0 ]; then
+	selected=("${all[@]}")
+else
+	for name in "$@"; do
+		found=
+		for entry in "${all[@]}"; do
+			if [ "${entry#* }" = "$name" ]; then
+				selected+=("$entry")
+				found=1
+			fi
+		done
+		if [ -z "$found" ]; then
+			echo "fuzz.sh: unknown target $name" >&2
+			exit 2
+		fi
+	done
+fi
+
+log=$(mktemp)
+cache=
+trap 'rm -rf "$log" $cache' EXIT
+cacheargs=()
+if [ -n "${FUZZFRESH:-}" ]; then
+	cache=$(mktemp -d)
+	cacheargs=(-args -test.fuzzcachedir="$cache")
+fi
+summary=()
+failed=0
+for entry in "${selected[@]}"; do
+	pkg=${entry% *}
+	target=${entry#* }
+	echo "== $target ($pkg, $fuzztime)"
+	status=ok
+	if ! "$go" test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" \
+		-fuzzminimizetime="$minimizetime" "$pkg" "${cacheargs[@]}" 2>&1 | tee "$log"; then
+		status=FAIL
+		# Go's fuzzing coordinator sometimes reports the end of -fuzztime
+		# as "context deadline exceeded", with no failing input and no
+		# panic. That is not a finding; anything else is.
+		if grep -q 'context deadline exceeded' "$log" &&
+			! grep -qE 'Failing input written to|panic:|--- FAIL: .*/' "$log"; then
+			status="ok (deadline reported as a failure by go test; ignored)"
+		fi
+	fi
+	[ "${status%% *}" = ok ] || failed=1
+	last=$(grep -E '^fuzz: elapsed: .*execs: ' "$log" | tail -n 1 || true)
+	execs=$(sed -nE 's/.*execs: ([0-9]+).*/\1/p' <<<"$last")
+	found=$(sed -nE 's/.*new interesting: ([0-9]+).*/\1/p' <<<"$last")
+	if [ -z "$execs" ] && [ "${status%% *}" = ok ]; then
+		status="ok, but no fuzzing: FUZZTIME ran out replaying the cached corpus (raise it, or set FUZZFRESH=1)"
+	fi
+	summary+=("$(printf '%-22s %10s execs %5s new  %s' "$target" "${execs:-?}" "${found:-?}" "$status")")
+done
+
+echo "== fuzz summary ($fuzztime per target)"
+printf '%s\n' "${summary[@]}"
+exit "$failed"
