@@ -1,0 +1,70 @@
+package chaos_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// job is one of the jobs the suite kills the engine in. Its YAML is
+// testdata/<name>.yaml and defines the job chaos_<name>.
+type job struct {
+	name string
+	// mid is the hit of the worker and orchestrator failpoints that lands
+	// in the middle of the job: those points are reached once per activity
+	// the engine runs (or dispatches), in the order the job runs them.
+	mid int
+	// batch, when positive, is the hit of projector-mid-batch that lands
+	// mid-job; zero means the point is not tried on this job. The
+	// projector folds whatever events have arrived in one batch, so a
+	// loaded machine makes fewer, larger batches: the hit is kept below
+	// the bursts of events the job's sleeps separate.
+	batch int
+	// groundhog jobs run a task's plan on a fresh repository.
+	groundhog bool
+}
+
+// jobs is the job table. The order is the order of the result table.
+var jobs = []*job{
+	// fetch, build, test, ship: killed around build.
+	{name: "sequential", mid: 2, batch: 4},
+	// prepare, then lint, unit and docs at once, then merge: killed while
+	// the branches run.
+	{name: "parallel", mid: 3},
+	// seven items on three workers, then summary: killed mid fan-out.
+	{name: "fan_out", mid: 4, batch: 5},
+	// rounds/1/work, rounds/1/note, rounds/2/work (attempt 1 fails), ...:
+	// killed at the attempt that fails.
+	{name: "loop", mid: 3},
+	// prepare, groundhog, report: killed around the Groundhog step.
+	{name: "groundhog", mid: 2, groundhog: true},
+}
+
+// jobName is the name the job's YAML gives it.
+func (j *job) jobName() string { return "chaos_" + j.name }
+
+// yaml reads the job's definition from testdata.
+func (j *job) yaml(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", j.name+".yaml"))
+	if err != nil {
+		t.Fatalf("reading the job %s: %v", j.name, err)
+	}
+	return string(data)
+}
+
+// groundhogFiles returns the plan and replay fixture of the Groundhog
+// example: two checkpoints, the second of which fails verification once,
+// is rewound and succeeds on its second attempt.
+func groundhogFiles(t *testing.T) (plan, fixture string) {
+	t.Helper()
+	dir := filepath.Join(testkit.ModuleRoot(t), "examples", "groundhog")
+	return filepath.Join(dir, "plan.yaml"), filepath.Join(dir, "fixture.json")
+}
+
+// groundhogCheckpoints are the checkpoints of the example plan, in order:
+// a finished task branch has one squash commit for each, newest first in
+// git log.
+var groundhogCheckpoints = []string{"greet", "test"}
