@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -103,4 +104,9 @@ func TestAppendAsyncKeepsOrder(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, uint64(i+1), a.Seq)
 	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	again, err := pending[0].Wait(short)
+	require.NoError(t, err, "waiting again returns the outcome at once")
+	assert.Equal(t, uint64(1), again.Seq)
 }

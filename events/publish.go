@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,6 +69,11 @@ func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended,
 type PendingAppend struct {
 	typ string
 	fut jetstream.PubAckFuture
+
+	mu   sync.Mutex
+	done bool // the outcome below is known
+	res  Appended
+	err  error
 }
 
 // AppendAsync sends ev like Append but does not wait for the store to
@@ -90,16 +96,24 @@ func (l *Log) AppendAsync(ctx context.Context, ev Event, payload any) (*PendingA
 	return &PendingAppend{typ: ev.Type, fut: fut}, nil
 }
 
-// Wait blocks until the append is confirmed or has failed.
+// Wait blocks until the append is confirmed or has failed. Once it has
+// returned the outcome, later calls return it again at once.
 func (p *PendingAppend) Wait(ctx context.Context) (Appended, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return p.res, p.err
+	}
 	select {
 	case ack := <-p.fut.Ok():
-		return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+		p.res = Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}
 	case err := <-p.fut.Err():
-		return Appended{}, publishError(p.typ, err)
+		p.err = publishError(p.typ, err)
 	case <-ctx.Done():
 		return Appended{}, fmt.Errorf("waiting for %s to be stored: %w", p.typ, ctx.Err())
 	}
+	p.done = true
+	return p.res, p.err
 }
 
 // eventMsg validates and encodes ev into the message Append publishes.

@@ -231,13 +231,20 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		_, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, typ, ""), payload)
 		return err
 	}
-	// activity.started is stored before the activity runs: it is the
-	// record that an execution began, and counts the deliveries that bound
-	// a command that keeps failing.
-	if _, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
+	// activity.started records that an execution began. It is stored
+	// before an activity with effects outside the log runs (a shell
+	// command, an agent, Groundhog), so that every such execution has its
+	// record, and before any redelivered one, whose starts bound a command
+	// that keeps failing. A deterministic action's effects are idempotent:
+	// its start is stored together with its end.
+	started, err := w.cfg.Log.AppendAsync(ctx, w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
 		Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
 		Delivery: c.Delivery, Redelivered: redelivered,
-	}); err != nil {
+	})
+	if err == nil && (redelivered || cmd.Activity.Type != assets.TypeDeterministic) {
+		_, err = started.Wait(ctx)
+	}
+	if err != nil {
 		lease.release(ctx)
 		w.retryLater(c, err)
 		return
@@ -274,7 +281,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		{w.stepEvent(&cmd, events.StepFinished, finishedID), events.StepFinishedData{
 			Attempt: cmd.Attempt, State: state, Output: output, Error: info, DurationMS: elapsed}},
 	}
-	if err := w.appendAll(ctx, end); err != nil {
+	if err := w.appendAll(ctx, started, end); err != nil {
 		if ctx.Err() != nil {
 			lease.release(context.WithoutCancel(ctx))
 			_ = c.Nak(0)
@@ -298,10 +305,10 @@ type endEvent struct {
 	payload any
 }
 
-// appendAll appends events in order without waiting for each, then waits
-// for them all.
-func (w *Worker) appendAll(ctx context.Context, end []endEvent) error {
-	pending := make([]*events.PendingAppend, 0, len(end))
+// appendAll appends the events that end a step attempt without waiting for
+// each, then waits for them and for its activity.started.
+func (w *Worker) appendAll(ctx context.Context, started *events.PendingAppend, end []endEvent) error {
+	pending := []*events.PendingAppend{started}
 	for _, e := range end {
 		p, err := w.cfg.Log.AppendAsync(ctx, e.ev, e.payload)
 		if err != nil {
