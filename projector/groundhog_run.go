@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -241,6 +242,13 @@ var (
 // task + "\x00", in day order.
 func attemptKey(task string, day int) string { return fmt.Sprintf("%s\x00%010d", task, day) }
 
+// attemptName names the attempt under an attemptKey in errors: "attempt
+// day 3 of task T-7".
+func attemptName(key string) string {
+	task, day, _ := strings.Cut(key, "\x00")
+	return fmt.Sprintf("attempt day %s of task %s", strings.TrimLeft(day, "0"), task)
+}
+
 // groundhogRunView folds every Groundhog event into the audit record.
 type groundhogRunView struct{}
 
@@ -258,12 +266,11 @@ func (v groundhogRunView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error
 			return nil, fmt.Errorf("the views file has no %s bucket", name)
 		}
 	}
+	taskName := func(id string) string { return "groundhog record of task " + id }
 	return &groundhogRunBatch{
 		log:      log,
-		tasksB:   tx.Bucket(bucketGroundhogRuns),
-		attemptB: tx.Bucket(bucketGroundhogAttempts),
-		tasks:    map[string]*ghTaskEntry{},
-		attempts: map[string]*ghAttemptEntry{},
+		tasks:    newBatchCache[GroundhogRun](tx.Bucket(bucketGroundhogRuns), taskName),
+		attempts: newBatchCache[AttemptRecord](tx.Bucket(bucketGroundhogAttempts), attemptName),
 	}, nil
 }
 

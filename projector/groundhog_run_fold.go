@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"slices"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/orbitrun/orbit/events"
 )
 
@@ -36,20 +34,9 @@ var groundhogRunFolds = map[string]func(*groundhogRunBatch, events.Event) error{
 // touches, decoded, and writes each of them once in flush: the turns and
 // tool calls of an attempt re-encode that attempt once per batch.
 type groundhogRunBatch struct {
-	log              *slog.Logger
-	tasksB, attemptB *bolt.Bucket
-	tasks            map[string]*ghTaskEntry    // by task id; run nil = no such task
-	attempts         map[string]*ghAttemptEntry // by attemptKey; only touched ones
-}
-
-type ghTaskEntry struct {
-	run   *GroundhogRun
-	dirty bool
-}
-
-type ghAttemptEntry struct {
-	rec   *AttemptRecord
-	dirty bool
+	log      *slog.Logger
+	tasks    *batchCache[GroundhogRun]  // by task id
+	attempts *batchCache[AttemptRecord] // by attemptKey
 }
 
 func (b *groundhogRunBatch) fold(ev events.Event) error {
@@ -60,81 +47,47 @@ func (b *groundhogRunBatch) fold(ev events.Event) error {
 	return f(b, ev)
 }
 
-func (b *groundhogRunBatch) task(id string) (*ghTaskEntry, error) {
-	if e, ok := b.tasks[id]; ok {
-		return e, nil
-	}
-	e := &ghTaskEntry{}
-	if raw := b.tasksB.Get([]byte(id)); raw != nil {
-		var r GroundhogRun
-		if err := decodeStored(raw, &r); err != nil {
-			return nil, fmt.Errorf("stored groundhog record of task %s: %w", id, err)
-		}
-		e.run = &r
-	}
-	b.tasks[id] = e
-	return e, nil
-}
-
-// existing returns the record of ev's task, or nil, after a debug line,
-// when the task was never created.
-func (b *groundhogRunBatch) existing(ev events.Event) (*ghTaskEntry, error) {
-	e, err := b.task(ev.TaskID)
-	if err != nil || e.run != nil {
-		return e, err
-	}
-	b.log.Debug("ignoring an event of a task that was never created", "seq", ev.Seq, "type", ev.Type, "task", ev.TaskID)
-	return nil, nil
-}
-
-// checkpoint returns the checkpoint of the task's record, adding it as
+// taskCheckpoint returns the checkpoint of the task's record, adding it as
 // pending when the record does not list it yet.
-func (e *ghTaskEntry) checkpoint(id string) *CheckpointRecord {
-	cps := e.run.Checkpoints
+func taskCheckpoint(e *cached[GroundhogRun], id string) *CheckpointRecord {
+	cps := e.rec.Checkpoints
 	if i := slices.IndexFunc(cps, func(c CheckpointRecord) bool { return c.ID == id }); i >= 0 {
 		return &cps[i]
 	}
-	e.run.Checkpoints = append(cps, CheckpointRecord{ID: id, Status: CheckpointPending})
+	e.rec.Checkpoints = append(cps, CheckpointRecord{ID: id, Status: CheckpointPending})
 	e.dirty = true
-	return &e.run.Checkpoints[len(e.run.Checkpoints)-1]
+	return &e.rec.Checkpoints[len(e.rec.Checkpoints)-1]
 }
 
-// runRecord returns the run of the task's record, adding it when a
+// taskRun returns the run of the task's record, adding it when a
 // run.finished comes without its run.started.
-func (e *ghTaskEntry) runRecord(id string) *GroundhogRunRecord {
-	runs := e.run.Runs
+func taskRun(e *cached[GroundhogRun], id string) *GroundhogRunRecord {
+	runs := e.rec.Runs
 	if i := slices.IndexFunc(runs, func(r GroundhogRunRecord) bool { return r.RunID == id }); i >= 0 {
 		return &runs[i]
 	}
-	e.run.Runs = append(runs, GroundhogRunRecord{RunID: id})
-	return &e.run.Runs[len(e.run.Runs)-1]
+	e.rec.Runs = append(runs, GroundhogRunRecord{RunID: id})
+	return &e.rec.Runs[len(e.rec.Runs)-1]
 }
 
 // attempt returns the task's record and the attempt a decoded event names,
 // loading the attempt or creating it: an event of an attempt whose start
 // the log does not hold still gets recorded. Both are nil when the task
 // was never created.
-func (b *groundhogRunBatch) attempt(ev events.Event, a events.Attempt) (*ghTaskEntry, *ghAttemptEntry, error) {
-	e, err := b.existing(ev)
+func (b *groundhogRunBatch) attempt(ev events.Event, a events.Attempt) (*cached[GroundhogRun], *cached[AttemptRecord], error) {
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return nil, nil, err
 	}
-	key := attemptKey(ev.TaskID, a.Day)
-	if at, ok := b.attempts[key]; ok {
-		return e, at, nil
+	at, err := b.attempts.get(attemptKey(ev.TaskID, a.Day))
+	if err != nil {
+		return nil, nil, err
 	}
-	at := &ghAttemptEntry{}
-	if raw := b.attemptB.Get([]byte(key)); raw != nil {
-		at.rec = &AttemptRecord{}
-		if err := decodeStored(raw, at.rec); err != nil {
-			return nil, nil, fmt.Errorf("stored attempt day %d of task %s: %w", a.Day, ev.TaskID, err)
-		}
-	} else {
+	if at.rec == nil {
 		at.rec = &AttemptRecord{Checkpoint: a.Checkpoint, Attempt: a.Attempt, Day: a.Day, Outcome: AttemptOpen}
 		at.dirty = true
-		e.checkpoint(a.Checkpoint)
+		taskCheckpoint(e, a.Checkpoint)
 	}
-	b.attempts[key] = at
 	return e, at, nil
 }
 
@@ -143,11 +96,11 @@ func (b *groundhogRunBatch) taskCreated(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.task(ev.TaskID)
-	if err != nil || e.run != nil {
+	e, err := b.tasks.get(ev.TaskID)
+	if err != nil || e.rec != nil {
 		return err // a second task.created changes nothing
 	}
-	e.run = &GroundhogRun{TaskID: ev.TaskID}
+	e.rec = &GroundhogRun{TaskID: ev.TaskID}
 	e.dirty = true
 	return nil
 }
@@ -157,18 +110,18 @@ func (b *groundhogRunBatch) runStarted(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	r := e.runRecord(d.RunID)
+	r := taskRun(e, d.RunID)
 	r.StepKey, r.Activity, r.PlanVersion = d.StepKey, d.Activity, d.PlanVersion
 	r.Checkpoints, r.Budgets = d.Checkpoints, d.Budgets
 	if r.StartedAt == nil {
 		r.StartedAt = eventTime(ev)
 	}
 	for i, id := range d.Checkpoints {
-		c := e.checkpoint(id)
+		c := taskCheckpoint(e, id)
 		if i < len(d.Budgets) {
 			c.Budget = d.Budgets[i]
 		}
@@ -182,11 +135,11 @@ func (b *groundhogRunBatch) runFinished(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	r := e.runRecord(d.RunID)
+	r := taskRun(e, d.RunID)
 	r.State, r.Committed, r.Message = d.State, d.Committed, d.Message
 	r.FinishedAt = eventTime(ev)
 	e.dirty = true
@@ -209,7 +162,7 @@ func (b *groundhogRunBatch) attemptStarted(ev events.Event) error {
 		r.StartedAt = eventTime(ev)
 	}
 	at.dirty = true
-	e.checkpoint(d.Checkpoint).Status = CheckpointActive
+	taskCheckpoint(e, d.Checkpoint).Status = CheckpointActive
 	e.dirty = true
 	return nil
 }
@@ -325,8 +278,8 @@ func (b *groundhogRunBatch) committed(ev events.Event) error {
 		return err
 	}
 	at.rec.Commit = &CommitRecord{SHA: d.SHA, NoChange: d.NoChange, Summary: d.Summary, SideEffects: d.SideEffects, At: ev.Time.UTC()}
-	at.close(ev, AttemptCommitted)
-	c := e.checkpoint(d.Checkpoint)
+	closeAttempt(at, ev, AttemptCommitted)
+	c := taskCheckpoint(e, d.Checkpoint)
 	c.Status, c.SHA = CheckpointCommitted, d.SHA
 	e.dirty = true
 	return nil
@@ -342,7 +295,7 @@ func (b *groundhogRunBatch) rewound(ev events.Event) error {
 		return err
 	}
 	at.rec.Rewind = &RewindRecord{ScratchBranch: d.ScratchBranch, ScratchSHA: d.ScratchSHA, Reason: d.Reason, At: ev.Time.UTC()}
-	at.close(ev, AttemptRewound)
+	closeAttempt(at, ev, AttemptRewound)
 	return nil
 }
 
@@ -356,14 +309,14 @@ func (b *groundhogRunBatch) interrupted(ev events.Event) error {
 		return err
 	}
 	at.rec.InterruptedBy = d.RunID
-	at.close(ev, AttemptInterrupted)
+	closeAttempt(at, ev, AttemptInterrupted)
 	return nil
 }
 
-// close records how the attempt ended. The first closing event sets
+// closeAttempt records how the attempt ended. The first closing event sets
 // EndedAt; a commit is final, and an interrupted attempt, which is also
 // rewound, stays interrupted.
-func (at *ghAttemptEntry) close(ev events.Event, outcome string) {
+func closeAttempt(at *cached[AttemptRecord], ev events.Event, outcome string) {
 	r := at.rec
 	at.dirty = true
 	if r.EndedAt == nil {
@@ -400,11 +353,11 @@ func (b *groundhogRunBatch) abandoned(ev events.Event) error {
 	if d.Checkpoint == "" {
 		return fmt.Errorf("%w: %s %s at sequence %d names no checkpoint", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq)
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	c := e.checkpoint(d.Checkpoint)
+	c := taskCheckpoint(e, d.Checkpoint)
 	c.Status = CheckpointAbandoned
 	c.Abandoned = &AbandonRecord{Attempts: d.Attempts, Budget: d.Budget, At: ev.Time.UTC()}
 	e.dirty = true
@@ -416,11 +369,11 @@ func (b *groundhogRunBatch) drift(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	e.run.Drifts = append(e.run.Drifts, DriftRecord{
+	e.rec.Drifts = append(e.rec.Drifts, DriftRecord{
 		RunID: d.RunID, PinnedVersion: d.PinnedVersion, CurrentVersion: d.CurrentVersion, At: ev.Time.UTC(),
 	})
 	e.dirty = true
@@ -432,11 +385,11 @@ func (b *groundhogRunBatch) grounding(ev events.Event) error {
 	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	e.run.Groundings = append(e.run.Groundings, GroundingRecord{
+	e.rec.Groundings = append(e.rec.Groundings, GroundingRecord{
 		Checkpoint: d.Checkpoint, Attempt: d.Attempt.Attempt, Day: d.Day,
 		SHA: d.SHA, PrevHash: d.PrevHash, StateHash: d.StateHash, At: ev.Time.UTC(),
 	})
@@ -446,19 +399,8 @@ func (b *groundhogRunBatch) grounding(ev events.Event) error {
 
 // flush writes every changed task record and attempt once, in key order.
 func (b *groundhogRunBatch) flush() error {
-	for _, id := range sortedKeys(b.tasks) {
-		if e := b.tasks[id]; e.dirty {
-			if err := putJSON(b.tasksB, []byte(id), e.run); err != nil {
-				return err
-			}
-		}
+	if err := b.tasks.flush(); err != nil {
+		return err
 	}
-	for _, key := range sortedKeys(b.attempts) {
-		if at := b.attempts[key]; at.dirty {
-			if err := putJSON(b.attemptB, []byte(key), at.rec); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return b.attempts.flush()
 }

@@ -69,7 +69,8 @@ func (memoryView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
 	if b == nil {
 		return nil, fmt.Errorf("the views file has no %s bucket", bucketMemory)
 	}
-	return &memoryBatch{log: log, b: b, tasks: map[string]*memoryEntry{}}, nil
+	name := func(id string) string { return "memory of task " + id }
+	return &memoryBatch{log: log, tasks: newBatchCache[GroundhogMemory](b, name)}, nil
 }
 
 func (memoryView) recordChecks() []recordCheck {
@@ -93,13 +94,7 @@ var memoryFolds = map[string]func(*memoryBatch, events.Event) error{
 // of them once, in flush.
 type memoryBatch struct {
 	log   *slog.Logger
-	b     *bolt.Bucket
-	tasks map[string]*memoryEntry // by task id; mem nil = no such task
-}
-
-type memoryEntry struct {
-	mem   *GroundhogMemory
-	dirty bool
+	tasks *batchCache[GroundhogMemory] // by task id
 }
 
 func (b *memoryBatch) fold(ev events.Event) error {
@@ -110,43 +105,16 @@ func (b *memoryBatch) fold(ev events.Event) error {
 	return f(b, ev)
 }
 
-func (b *memoryBatch) task(id string) (*memoryEntry, error) {
-	if e, ok := b.tasks[id]; ok {
-		return e, nil
-	}
-	e := &memoryEntry{}
-	if raw := b.b.Get([]byte(id)); raw != nil {
-		var m GroundhogMemory
-		if err := decodeStored(raw, &m); err != nil {
-			return nil, fmt.Errorf("stored memory of task %s: %w", id, err)
-		}
-		e.mem = &m
-	}
-	b.tasks[id] = e
-	return e, nil
-}
-
-// existing returns the memory of ev's task, or nil, after a debug line,
-// when the task was never created.
-func (b *memoryBatch) existing(ev events.Event) (*memoryEntry, error) {
-	e, err := b.task(ev.TaskID)
-	if err != nil || e.mem != nil {
-		return e, err
-	}
-	b.log.Debug("ignoring an event of a task that was never created", "seq", ev.Seq, "type", ev.Type, "task", ev.TaskID)
-	return nil, nil
-}
-
 func (b *memoryBatch) taskCreated(ev events.Event) error {
 	var d events.TaskCreatedData
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.task(ev.TaskID)
-	if err != nil || e.mem != nil {
+	e, err := b.tasks.get(ev.TaskID)
+	if err != nil || e.rec != nil {
 		return err // a second task.created changes nothing
 	}
-	e.mem = &GroundhogMemory{TaskID: ev.TaskID, PlanVersion: d.PlanVersion}
+	e.rec = &GroundhogMemory{TaskID: ev.TaskID, PlanVersion: d.PlanVersion}
 	e.dirty = true
 	return nil
 }
@@ -156,11 +124,11 @@ func (b *memoryBatch) taskPlanChanged(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	e.mem.PlanVersion = d.PlanVersion
+	e.rec.PlanVersion = d.PlanVersion
 	e.dirty = true
 	return nil
 }
@@ -173,12 +141,12 @@ func (b *memoryBatch) attemptStarted(ev events.Event) error {
 	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	if a := e.mem.Active; a == nil || a.ID != d.Checkpoint {
-		e.mem.Active = &ActiveCheckpoint{ID: d.Checkpoint}
+	if a := e.rec.Active; a == nil || a.ID != d.Checkpoint {
+		e.rec.Active = &ActiveCheckpoint{ID: d.Checkpoint}
 		e.dirty = true
 	}
 	return nil
@@ -192,12 +160,12 @@ func (b *memoryBatch) attemptFailed(ev events.Event) error {
 	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
 	report := d.Report
-	e.mem.Active = &ActiveCheckpoint{ID: d.Checkpoint, LastFailure: &report}
+	e.rec.Active = &ActiveCheckpoint{ID: d.Checkpoint, LastFailure: &report}
 	e.dirty = true
 	return nil
 }
@@ -209,11 +177,11 @@ func (b *memoryBatch) committed(ev events.Event) error {
 	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	m := e.mem
+	m := e.rec
 	if !slices.ContainsFunc(m.Checkpoints, func(c MemoryCheckpoint) bool { return c.ID == d.Checkpoint }) {
 		m.Checkpoints = append(m.Checkpoints, MemoryCheckpoint{
 			ID: d.Checkpoint, Summary: d.Summary, Commit: d.SHA, SideEffects: d.SideEffects,
@@ -227,17 +195,7 @@ func (b *memoryBatch) committed(ev events.Event) error {
 	return nil
 }
 
-// flush writes every changed memory once, in key order.
-func (b *memoryBatch) flush() error {
-	for _, id := range sortedKeys(b.tasks) {
-		if e := b.tasks[id]; e.dirty {
-			if err := putJSON(b.b, []byte(id), e.mem); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func (b *memoryBatch) flush() error { return b.tasks.flush() }
 
 // GroundhogMemory returns the prompt-facing memory of a task. A task that
 // was never created is an error wrapping ErrNotFound; a task without

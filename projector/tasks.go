@@ -57,7 +57,8 @@ func (tasksView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
 	if b == nil {
 		return nil, fmt.Errorf("the views file has no %s bucket", bucketTasks)
 	}
-	return &tasksBatch{log: log, b: b, tasks: map[string]*taskEntry{}}, nil
+	name := func(id string) string { return "task " + id }
+	return &tasksBatch{log: log, tasks: newBatchCache[TaskView](b, name)}, nil
 }
 
 func (tasksView) recordChecks() []recordCheck {
@@ -79,13 +80,7 @@ var taskFolds = map[string]func(*tasksBatch, events.Event) error{
 // of them once, in flush.
 type tasksBatch struct {
 	log   *slog.Logger
-	b     *bolt.Bucket
-	tasks map[string]*taskEntry // by task id; view nil = no such task
-}
-
-type taskEntry struct {
-	view  *TaskView
-	dirty bool
+	tasks *batchCache[TaskView] // by task id
 }
 
 func (b *tasksBatch) fold(ev events.Event) error {
@@ -96,36 +91,9 @@ func (b *tasksBatch) fold(ev events.Event) error {
 	return f(b, ev)
 }
 
-// task returns the cached entry of a task, loading it on first use.
-func (b *tasksBatch) task(id string) (*taskEntry, error) {
-	if e, ok := b.tasks[id]; ok {
-		return e, nil
-	}
-	e := &taskEntry{}
-	if raw := b.b.Get([]byte(id)); raw != nil {
-		var v TaskView
-		if err := decodeStored(raw, &v); err != nil {
-			return nil, fmt.Errorf("stored task %s: %w", id, err)
-		}
-		e.view = &v
-	}
-	b.tasks[id] = e
-	return e, nil
-}
-
-// existing returns the task ev is about, or nil, after a debug line, when
-// the task was never created.
-func (b *tasksBatch) existing(ev events.Event) (*taskEntry, error) {
-	e, err := b.task(ev.TaskID)
-	if err != nil || e.view != nil {
-		return e, err
-	}
-	b.log.Debug("ignoring an event of a task that was never created", "seq", ev.Seq, "type", ev.Type, "task", ev.TaskID)
-	return nil, nil
-}
-
-func (e *taskEntry) touch(ev events.Event) {
-	e.view.UpdatedAt = eventTime(ev)
+// touchTask marks a task changed by ev.
+func touchTask(e *cached[TaskView], ev events.Event) {
+	e.rec.UpdatedAt = eventTime(ev)
 	e.dirty = true
 }
 
@@ -134,15 +102,15 @@ func (b *tasksBatch) taskCreated(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.task(ev.TaskID)
+	e, err := b.tasks.get(ev.TaskID)
 	if err != nil {
 		return err
 	}
-	if e.view != nil {
+	if e.rec != nil {
 		b.log.Debug("ignoring a second task.created", "seq", ev.Seq, "task", ev.TaskID)
 		return nil
 	}
-	e.view = &TaskView{
+	e.rec = &TaskView{
 		ID:          ev.TaskID,
 		Title:       d.Title,
 		Status:      events.TaskActive,
@@ -153,7 +121,7 @@ func (b *tasksBatch) taskCreated(ev events.Event) error {
 		PlanDigest:  d.PlanDigest,
 		CreatedAt:   eventTime(ev),
 	}
-	e.touch(ev)
+	touchTask(e, ev)
 	return nil
 }
 
@@ -162,14 +130,14 @@ func (b *tasksBatch) taskPlanChanged(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	e.view.Plan = d.Plan
-	e.view.PlanVersion = d.PlanVersion
-	e.view.PlanDigest = d.PlanDigest
-	e.touch(ev)
+	e.rec.Plan = d.Plan
+	e.rec.PlanVersion = d.PlanVersion
+	e.rec.PlanDigest = d.PlanDigest
+	touchTask(e, ev)
 	return nil
 }
 
@@ -184,13 +152,13 @@ func (b *tasksBatch) taskStatusChanged(ev events.Event) error {
 		return fmt.Errorf("%w: %s %s at sequence %d: %q is not a task status",
 			events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, d.Status)
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	e.view.Status = d.Status
-	e.view.StatusReason = d.Reason
-	e.touch(ev)
+	e.rec.Status = d.Status
+	e.rec.StatusReason = d.Reason
+	touchTask(e, ev)
 	return nil
 }
 
@@ -199,23 +167,13 @@ func (b *tasksBatch) runStarted(ev events.Event) error {
 	if err := decodeData(ev, &d); err != nil {
 		return err
 	}
-	e, err := b.existing(ev)
+	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
 	}
-	e.view.LastRunID = d.RunID
-	e.touch(ev)
+	e.rec.LastRunID = d.RunID
+	touchTask(e, ev)
 	return nil
 }
 
-// flush writes every changed task once, in key order.
-func (b *tasksBatch) flush() error {
-	for _, id := range sortedKeys(b.tasks) {
-		if e := b.tasks[id]; e.dirty {
-			if err := putJSON(b.b, []byte(id), e.view); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func (b *tasksBatch) flush() error { return b.tasks.flush() }
