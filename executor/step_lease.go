@@ -10,10 +10,10 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/proc"
 )
 
 // stepLease is a worker's claim on executing one step attempt, in
@@ -91,10 +91,12 @@ func (l *stepLease) acquire(ctx context.Context) error {
 }
 
 // fence kills what is left of an expired holder's activity, when it ran on
-// this host: its process group must not run alongside the new copy.
+// this host, and waits until none of it runs: its process group must not
+// run alongside the new copy. (A process stuck in uninterruptible sleep is
+// waited for a few seconds; it dies as soon as that sleep ends.)
 func fence(held stepLeaseRecord) {
 	if held.PGID > 0 && held.Host == hostname {
-		_ = syscall.Kill(-held.PGID, syscall.SIGKILL)
+		proc.KillGroup(held.PGID, 5*time.Second)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -47,12 +48,16 @@ spec:
 	r := p.Orbit("job", "run", "poison", "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	runID := strings.TrimSpace(r.Stdout)
-	for restarts := 0; ; restarts++ {
-		_ = engine.Wait() // the failpoint kills it
-		require.Less(t, restarts, 5, "the command must be dead-lettered, not retried forever")
-		engine = serveUntilDead(t, p)
-		if terminal(t, p, runID) {
-			break
+	// Each engine dies at the failpoint, until one dead-letters the
+	// command and lives on.
+	pid := engine.Process.Pid
+	deadline := time.Now().Add(2 * time.Minute)
+	for restarts := 0; !terminal(p, runID); time.Sleep(200 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the run never ended")
+		if deadOrZombie(pid) {
+			restarts++
+			require.Less(t, restarts, 5, "the command must be dead-lettered, not retried forever")
+			pid = serveUntilDead(t, p).Process.Pid
 		}
 	}
 	p.Env = p.Env[:len(p.Env)-1]
@@ -77,12 +82,16 @@ func serveUntilDead(t *testing.T, p *testkit.Project) *exec.Cmd {
 	return cmd
 }
 
-// terminal reports whether a run has finished, asking whatever engine
-// serves (or starting one).
-func terminal(t *testing.T, p *testkit.Project, runID string) bool {
-	t.Helper()
-	evs, err := readFinished(p, runID)
-	return err == nil && evs
+// terminal reports whether a run has finished, asking the engine that
+// serves the root, if one does: it never starts one (an engine started
+// with the failpoint would die in its turn).
+func terminal(p *testkit.Project, runID string) bool {
+	info, err := engine.ReadInfo(p.Root)
+	if err != nil {
+		return false
+	}
+	r := p.Orbit("--nats-url", info.URL, "run", "events", "--json", "--type", events.RunFinished, runID)
+	return r.Code == 0 && strings.Contains(r.Stdout, events.RunFinished)
 }
 
 func readFinished(p *testkit.Project, runID string) (bool, error) {

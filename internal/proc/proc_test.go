@@ -87,3 +87,22 @@ func TestLastLine(t *testing.T) {
 	assert.Equal(t, "", proc.LastLine([]byte("  \n")))
 	assert.Len(t, proc.LastLine([]byte(strings.Repeat("x", 500))), 2+200+len("…"))
 }
+
+// TestKillGroupWaitsUntilNothingRuns kills a group whose leader nobody
+// reaps yet: KillGroup returns once every process of it has stopped
+// running, the leader left a zombie.
+func TestKillGroupWaitsUntilNothingRuns(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL); _ = cmd.Wait() })
+
+	require.True(t, proc.KillGroup(pgid, 5*time.Second))
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pgid), "stat"))
+	require.NoError(t, err, "the leader is not reaped yet")
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	assert.Equal(t, "Z", strings.Fields(rest)[0], "and it no longer runs")
+	assert.True(t, proc.KillGroup(pgid, time.Second), "a group already gone is gone")
+}
