@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,57 @@ spec:
 	held := reservations(t, log)
 	assert.Equal(t, "someone-alive", held["task:T-11"]["owner"], "a live holder's reservation is kept")
 	assert.NotEqual(t, runID, held["task:T-11"]["owner"])
+}
+
+const racer = `
+schemaVersion: 2
+kind: Job
+metadata: {name: racer}
+spec:
+  max_active_runs: 8
+  steps:
+    - id: lock
+      spec: {type: deterministic, action: locks.reserve, config: {tasks: [T-7]}}
+    - id: work
+      spec: {type: deterministic, action: sleep, config: {ms: 300}}
+`
+
+// TestReservationsRace submits several runs that reach for the same task at
+// once. Whatever the timing, no two of them hold it together: a winner
+// takes it only after the previous winner's run has finished (in log
+// order), and every loser names a run of the race as the holder.
+func TestReservationsRace(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+
+	job := parseJob(t, racer)
+	var runs []string
+	for range 5 {
+		runs = append(runs, submit(t, log, job, nil))
+	}
+	type hold struct{ from, to uint64 }
+	var holds []hold
+	for _, runID := range runs {
+		fin := waitFinished(t, log, runID)
+		evs := history(t, log, runID)
+		if fin.State == events.StateFailed {
+			assert.Equal(t, "lock", fin.Error.StepKey)
+			assert.Regexp(t, `task:T-7 is held by run (`+strings.Join(runs, "|")+`) \(step lock\)`, fin.Error.Message)
+			continue
+		}
+		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+		locked := ofType(evs, events.StepFinished)[0]
+		require.Equal(t, "lock", locked.StepKey)
+		finished := ofType(evs, events.RunFinished)
+		require.Len(t, finished, 1)
+		holds = append(holds, hold{locked.Seq, finished[0].Seq})
+	}
+	require.NotEmpty(t, holds, "someone wins the race")
+	for i, a := range holds {
+		for _, b := range holds[i+1:] {
+			assert.True(t, a.to < b.from || b.to < a.from, "two runs held task T-7 at once: %v and %v", a, b)
+		}
+	}
+	waitFor(t, "every reservation to be released", func() bool { return len(reservations(t, log)) == 0 })
 }
