@@ -30,6 +30,10 @@ type Event struct {
 	Seq uint64 `json:"seq,omitempty"`
 }
 
+// Placeholder reports whether e only marks the place of a message that did
+// not decode (see FollowOptions.Placeholders): every stored event has an ID.
+func (e Event) Placeholder() bool { return e.ID == "" }
+
 // Decode unmarshals the event's data into v.
 func (e Event) Decode(v any) error {
 	if len(e.Data) == 0 {

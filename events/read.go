@@ -16,6 +16,10 @@ type FollowOptions struct {
 	Filters []string
 	// FromSeq is the first stream sequence to deliver; 0 means the start.
 	FromSeq uint64
+	// Placeholders delivers, in place of a message that does not decode, an
+	// Event with only Seq set (see Event.Placeholder), so that a consumer
+	// that records its position in the log moves past it.
+	Placeholders bool
 }
 
 // Feed delivers events in stream order, first those already in the log and
@@ -25,6 +29,7 @@ type Feed struct {
 	events   chan Event
 	caughtUp chan struct{}
 	last     uint64
+	marks    bool
 	mc       jetstream.MessagesContext
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -33,8 +38,10 @@ type Feed struct {
 	err      error
 }
 
-// Follow starts a Feed. Malformed messages (which only a foreign publisher
-// could have written) are skipped and logged, never delivered.
+// Follow starts a Feed. Messages that do not decode (written by a foreign
+// publisher, or by a newer Orbit with event types this one does not know)
+// are logged and skipped: never delivered, or delivered as placeholders
+// when opts.Placeholders is set.
 func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	last, err := l.LastMatching(ctx, opts.Filters)
 	if err != nil {
@@ -59,6 +66,7 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 		events:   make(chan Event, 64),
 		caughtUp: make(chan struct{}),
 		last:     last,
+		marks:    opts.Placeholders,
 		mc:       mc,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -118,7 +126,9 @@ func (f *Feed) run(l *Log) {
 		ev, err := DecodeEvent(msg.Data())
 		if err != nil {
 			l.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
-		} else {
+			ev = Event{}
+		}
+		if err == nil || f.marks {
 			ev.Seq = seq
 			select {
 			case f.events <- ev:

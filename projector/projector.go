@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -176,7 +177,7 @@ func (p *Projector) follow(ctx context.Context, src Source) (from, through uint6
 	if err := p.checkAnchor(ctx, src); err != nil {
 		return 0, 0, p.ended(ctx, err)
 	}
-	feed, err := src.Follow(ctx, events.FollowOptions{FromSeq: p.Applied() + 1})
+	feed, err := src.Follow(ctx, events.FollowOptions{FromSeq: p.Applied() + 1, Placeholders: true})
 	if err != nil {
 		return 0, 0, p.ended(ctx, fmt.Errorf("projector: following the log: %w", err))
 	}
@@ -244,22 +245,28 @@ func feedEnded(feed *events.Feed) error {
 }
 
 // apply commits one batch to the live file and publishes the new cursor.
-// A panic while applying (bbolt meeting a damaged page) is damage.
+// A panic while applying (bbolt meeting a damaged page) is damage. The
+// places of messages that did not decode count as applied, so that WaitFor
+// a sequence at or past them returns, but the file's cursor stays on the
+// last event it holds: that is what the anchor check finds in the log.
 func (p *Projector) apply(batch []events.Event) error {
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
 	if p.db == nil {
 		return ErrClosed
 	}
-	var to cursor
-	err := guard(func() (err error) {
-		to, _, err = applyBatch(p.db, p.log, batch, p.beforeCommit)
-		return err
-	})
-	if err != nil {
-		return err
+	through := batch[len(batch)-1].Seq
+	batch = slices.DeleteFunc(batch, events.Event.Placeholder)
+	if len(batch) > 0 {
+		err := guard(func() error {
+			_, _, err := applyBatch(p.db, p.log, batch, p.beforeCommit)
+			return err
+		})
+		if err != nil {
+			return err
+		}
 	}
-	p.setApplied(to.Seq)
+	p.setApplied(through)
 	return nil
 }
 
