@@ -27,8 +27,9 @@ type Metrics struct {
 	// Tools is agent tool calls and denials by tool name.
 	Tools map[string]ToolMetrics `json:"tools"`
 	// Steps is step durations by job, then by step id: every instance of
-	// a step (loop iterations, fan-out items, retries of the structural
-	// step around it) counts under the step's id.
+	// a step (loop iterations, retries of the structural step around it)
+	// counts under the step's id, and the items of fan-out <id> under
+	// "<id>/*", apart from the fan-out's own.
 	Steps map[string]map[string]StepMetrics `json:"steps"`
 	// Jobs is finished runs by job.
 	Jobs map[string]JobMetrics `json:"jobs"`
@@ -191,8 +192,9 @@ func (metricsView) name() string { return "metrics" }
 // version history: 1 tokens per model, tool calls, step durations, runs;
 // 2 Groundhog attempts per checkpoint, verifier results per criterion
 // kind, rewinds and abandons per task, and the turns and tool calls of
-// Groundhog attempts in the models and tools.
-func (metricsView) version() int      { return 2 }
+// Groundhog attempts in the models and tools; 3 the durations of fan-out
+// items apart from the fan-out's own.
+func (metricsView) version() int      { return 3 }
 func (metricsView) buckets() [][]byte { return [][]byte{bucketMetrics} }
 
 func (metricsView) recordChecks() []recordCheck {

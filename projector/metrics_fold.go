@@ -2,6 +2,7 @@ package projector
 
 import (
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -146,7 +147,7 @@ func (b *metricsBatch) stepFinished(ev events.Event) error {
 	if ev.StepKey == "" {
 		return fmt.Errorf("%w: %s %s at sequence %d has no step key", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq)
 	}
-	s, err := record[StepMetrics](b, stepMetricsKey(ev.Job, stepID(ev.StepKey)))
+	s, err := record[StepMetrics](b, stepMetricsKey(ev.Job, stepMetricsName(ev.StepKey)))
 	if err != nil {
 		return err
 	}
@@ -155,6 +156,17 @@ func (b *metricsBatch) stepFinished(ev events.Event) error {
 	s.MaxDurationMS = max(s.MaxDurationMS, d.DurationMS)
 	inc(&s.States, d.State)
 	return nil
+}
+
+// stepMetricsName is the name a step instance's durations count under: its
+// step id, or "<id>/*" for an item of fan-out <id> (whose key ends in the
+// item's number), so that the items' durations do not mix with the
+// fan-out's own.
+func stepMetricsName(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 && isNumber(key[i+1:]) {
+		return stepID(key) + "/*"
+	}
+	return stepID(key)
 }
 
 func (b *metricsBatch) runFinished(ev events.Event) error {
