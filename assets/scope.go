@@ -168,9 +168,10 @@ func text(v any) (string, error) {
 // map[string]any and []any; map keys are not rendered) and returns a new
 // value; v is not modified.
 //
-// A string without a template is returned exactly as it is. A string with at
-// least one template whose rendered text parses as JSON becomes that JSON
-// value, with numbers as float64: "{{ input.count }}" with count 3 becomes
+// A string without a template is returned exactly as it is, and one whose
+// templates are all quoted literals as the text they render to. A string
+// with at least one reference whose rendered text parses as JSON becomes
+// that JSON value, with numbers as float64: "{{ input.count }}" with count 3 becomes
 // 3.0, and "{{ input }}" passes a whole object through. Errors name the key
 // path of the string inside v; missing values match ErrMissingValue and
 // syntax errors match ErrInvalid.
@@ -228,8 +229,8 @@ func renderString(s string, sc *Scope) (any, error) {
 		return nil, err
 	}
 	rendered, err := t.Render(sc)
-	if err != nil {
-		return nil, err
+	if err != nil || len(t.Refs()) == 0 {
+		return rendered, err
 	}
 	var out any
 	if json.Unmarshal([]byte(rendered), &out) == nil {

@@ -26,6 +26,8 @@ func TestRenderValue(t *testing.T) {
 		{"text around a template stays text", "n={{ input.count }}", "n=3"},
 		{"rendered text that is not JSON", "{{ input.name }}", "world"},
 		{"rendered text that is JSON", "[{{ input.count }}, {{ iteration }}]", []any{float64(3), float64(2)}},
+		{"quoted literals stay text", `{{ "{" }}"a":1}`, `{"a":1}`},
+		{"a reference beside a literal converts", `{{ "[" }}{{ input.count }}]`, []any{float64(3)}},
 		{"non-strings untouched", float64(7), float64(7)},
 		{"nil untouched", nil, nil},
 		{

@@ -3,6 +3,7 @@ package assets
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -48,10 +49,12 @@ type part struct {
 	ref *Ref
 }
 
-// ParseTemplate parses s. Text outside {{ }} is literal; there is no escape.
-// The error, which matches ErrInvalid, names the offending token: an
-// unterminated {{, an empty {{ }}, a bad path segment, an unknown root or a
-// path its root does not allow.
+// ParseTemplate parses s. Text outside {{ }} is literal. Inside, a Go
+// string literal stands for its text, which is how braces are written:
+// `{{ "{{" }}.ID}}` renders `{{.ID}}`. The error, which matches ErrInvalid,
+// names the offending token: an unterminated {{, an empty {{ }}, a bad
+// quoted literal, a bad path segment, an unknown root or a path its root
+// does not allow.
 func ParseTemplate(s string) (*Template, error) {
 	t, reason := parseTemplate(s)
 	if reason != "" {
@@ -77,12 +80,21 @@ func parseTemplate(s string) (*Template, string) {
 			return nil, fmt.Sprintf("unterminated template %q", quoteStart(s[start:]))
 		}
 		raw := s[start : start+2+end+2]
-		ref, reason := parseRef(strings.TrimSpace(s[start+2:start+2+end]), raw)
+		inner := strings.TrimSpace(s[start+2 : start+2+end])
+		s = s[start+2+end+2:]
+		if strings.HasPrefix(inner, `"`) {
+			lit, err := strconv.Unquote(inner)
+			if err != nil {
+				return nil, raw + `: expected one Go string literal, such as {{ "{{" }}`
+			}
+			t.parts = append(t.parts, part{lit: lit})
+			continue
+		}
+		ref, reason := parseRef(inner, raw)
 		if reason != "" {
 			return nil, raw + ": " + reason
 		}
 		t.parts = append(t.parts, part{ref: ref})
-		s = s[start+2+end+2:]
 	}
 	return t, ""
 }
@@ -105,6 +117,9 @@ func quoteStart(s string) string {
 func parseRef(inner, raw string) (*Ref, string) {
 	if inner == "" {
 		return nil, "empty template"
+	}
+	if strings.HasPrefix(inner, ".") {
+		return nil, `a path starts with its root, such as input (for literal braces, write {{ "{{" }})`
 	}
 	segs := strings.Split(inner, ".")
 	for _, s := range segs {

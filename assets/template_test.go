@@ -74,6 +74,9 @@ func TestTemplateRender(t *testing.T) {
 		{"iteration", "try {{ iteration }}", "try 2"},
 		{"workspace", "{{ workspace_path }}/go.mod", "/work/space/go.mod"},
 		{"several", "{{ input.name }}-{{ iteration }}-{{ steps.build.state }}", "world-2-success"},
+		{"literal braces", `docker inspect -f '{{ "{{" }}.State.Status}}' {{ input.name }}`, `docker inspect -f '{{.State.Status}}' world`},
+		{"quoted literal", `{{"a \"b\" \u00e9"}}`, `a "b" é`},
+		{"quoted template is not rendered", `{{ "{{ input.name" }} }}`, `{{ input.name }}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,7 +160,10 @@ func TestParseTemplateErrors(t *testing.T) {
 		{"{{ input.a b }}", `{{ input.a b }}: invalid path segment "a b" (segments are names or array indexes)`},
 		{"{{ input.-1 }}", `{{ input.-1 }}: invalid path segment "-1" (segments are names or array indexes)`},
 		{"{{ input. }}", `{{ input. }}: invalid path segment "" (segments are names or array indexes)`},
-		{"{{ .Name }}", `{{ .Name }}: invalid path segment "" (segments are names or array indexes)`},
+		{"{{ .Name }}", `{{ .Name }}: a path starts with its root, such as input (for literal braces, write {{ "{{" }})`},
+		{`{{ "{{ }}`, `{{ "{{ }}: expected one Go string literal, such as {{ "{{" }}`},
+		{`{{ "a" "b" }}`, `{{ "a" "b" }}: expected one Go string literal, such as {{ "{{" }}`},
+		{`{{ "}}" }}`, `{{ "}}: expected one Go string literal, such as {{ "{{" }}`},
 		{"{{ foo }}", `{{ foo }}: unknown root "foo" (expected input, steps, env, item, iteration or workspace_path)`},
 		{"{{ step.a.output }}", `{{ step.a.output }}: unknown root "step" (did you mean "steps"?)`},
 		{"{{ 0 }}", `{{ 0 }}: unknown root "0" (expected input, steps, env, item, iteration or workspace_path)`},

@@ -121,7 +121,7 @@ spec:
       spec:
         type: shell
         program: sh
-        args: ["-c", "printf '%s|%s' \"$1\" \"$2\"", "sh", "{{ steps.first.output.greeting }}", "{{ steps.first.state }}"]
+        args: ["-c", "printf '%s|%s|%s' \"$1\" \"$2\" \"$3\"", "sh", "{{ steps.first.output.greeting }}", "{{ steps.first.state }}", '{{ "{{" }}.State}}']
         allowed_programs: [sh]
 `
 
@@ -133,7 +133,7 @@ func TestSequentialJobPassesDataBetweenSteps(t *testing.T) {
 	runID, fin := runJob(t, log, parseJob(t, pipeline), map[string]any{"name": "Ada"})
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	out := fin.Output.(map[string]any)
-	assert.Equal(t, "hi Ada|success", out["stdout"])
+	assert.Equal(t, "hi Ada|success|{{.State}}", out["stdout"])
 
 	evs := history(t, log, runID)
 	started := ofType(evs, events.StepStarted)
