@@ -43,10 +43,9 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // shellRun is one execution of a shell step attempt.
 type shellRun struct {
-	cmd     *stepCommand
-	log     *events.Log
-	emit    func(ctx context.Context, typ string, payload any) error
-	started func(ctx context.Context, pgid int) // the program's process group, for fencing
+	cmd  *stepCommand
+	log  *events.Log
+	emit func(ctx context.Context, typ string, payload any) error
 }
 
 // run executes the program in its own process group (package proc): a
@@ -79,11 +78,10 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 		"ORBIT_WORKSPACE="+s.cmd.Workspace,
 	)
 	c.WaitDelay = time.Second
-	g, err := proc.Start(c)
+	g, err := proc.Start(ctx, c)
 	if err != nil {
 		return nil, fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
 	}
-	s.started(ctx, g.PID())
 	res := g.Wait(ctx, timeout, killGrace)
 	exitCode, signal, timedOut := res.ExitCode, res.Signal, res.TimedOut
 

@@ -21,7 +21,9 @@ import (
 // when a worker stops answering (a stopped process, a partition): its
 // command is redelivered after the ack wait, but another worker runs it
 // only when the lease has expired — and first, on the same host, kills the
-// process group the silent worker had started (fencing). A worker whose
+// processes the silent worker had started for it (fencing): every program
+// an execution starts, and all they start, carry the lease's scope in
+// their environment (proc.WithScope). A worker whose
 // lease was taken over records nothing of its late result.
 //
 // The zero stepLease (kv nil) is held by definition and does nothing: the
@@ -40,7 +42,7 @@ type stepLease struct {
 type stepLeaseRecord struct {
 	Engine  string    `json:"engine"`
 	Host    string    `json:"host"`
-	PGID    int       `json:"pgid,omitempty"` // the activity's process group, once it has one
+	Scope   string    `json:"scope"` // the mark of the processes the execution starts
 	Expires time.Time `json:"expires"`
 }
 
@@ -55,12 +57,12 @@ func stepLeaseKey(cmd *stepCommand) string {
 }
 
 // acquire takes the lease. A live lease of another worker is errStepBusy;
-// an expired one is taken over after fencing its process group.
+// an expired one is taken over after fencing its processes.
 func (l *stepLease) acquire(ctx context.Context) error {
 	if l.kv == nil {
 		return nil
 	}
-	l.rec = stepLeaseRecord{Engine: l.engine, Host: hostname, Expires: time.Now().Add(l.ttl).UTC()}
+	l.rec = stepLeaseRecord{Engine: l.engine, Host: hostname, Scope: proc.NewScope(), Expires: time.Now().Add(l.ttl).UTC()}
 	value, err := json.Marshal(l.rec)
 	if err != nil {
 		return err
@@ -91,13 +93,22 @@ func (l *stepLease) acquire(ctx context.Context) error {
 }
 
 // fence kills what is left of an expired holder's activity, when it ran on
-// this host, and waits until none of it runs: its process group must not
-// run alongside the new copy. (A process stuck in uninterruptible sleep is
+// this host, and waits until none of it runs: its processes must not run
+// alongside the new copy. (A process stuck in uninterruptible sleep is
 // waited for a few seconds; it dies as soon as that sleep ends.)
 func fence(held stepLeaseRecord) {
-	if held.PGID > 0 && held.Host == hostname {
-		proc.KillGroup(held.PGID, 5*time.Second)
+	if held.Scope != "" && held.Host == hostname {
+		proc.KillScope(held.Scope, 5*time.Second)
 	}
+}
+
+// within returns ctx under which the programs the execution starts carry
+// the lease's scope.
+func (l *stepLease) within(ctx context.Context) context.Context {
+	if l.kv == nil {
+		return ctx
+	}
+	return proc.WithScope(ctx, l.rec.Scope)
 }
 
 // update rewrites the lease (renewing it), failing with events.ErrConflict

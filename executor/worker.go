@@ -109,7 +109,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 // runners maps activity types to what executes them.
 var runners = map[string]func(ctx context.Context, w *Worker, ex *execution) (any, error){
 	assets.TypeShell: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
-		return (&shellRun{cmd: ex.cmd, log: w.cfg.Log, emit: ex.emit, started: ex.started}).run(ctx)
+		return (&shellRun{cmd: ex.cmd, log: w.cfg.Log, emit: ex.emit}).run(ctx)
 	},
 	assets.TypeDeterministic: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
 		return runAction(ctx, w, ex.cmd)
@@ -253,7 +253,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	failpoint.Hit("worker-before-activity")
 	w.resolveSecrets(&cmd)
 	began := time.Now()
-	output, err := w.execute(ctx, c, &execution{cmd: &cmd, emit: emit, lease: lease})
+	output, err := w.execute(lease.within(ctx), c, &execution{cmd: &cmd, emit: emit, lease: lease})
 	failpoint.Hit("worker-after-side-effect")
 	if ctx.Err() != nil {
 		lease.release(context.WithoutCancel(ctx))
@@ -339,12 +339,6 @@ type execution struct {
 	cmd   *stepCommand
 	emit  emitFunc
 	lease *stepLease
-}
-
-// started records the process group an activity started, so that a worker
-// taking the step over can fence it.
-func (ex *execution) started(ctx context.Context, pgid int) {
-	_ = ex.lease.update(ctx, func(r *stepLeaseRecord) { r.PGID = pgid })
 }
 
 // deadLetter ends a step attempt whose command was delivered

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -153,4 +154,60 @@ func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
 
 	r = p.Orbit("replay", "--verify")
 	assert.Equal(t, 0, r.Code, r.String())
+}
+
+// leaverJob's step, on its first execution, leaves a background child in
+// its process group and a daemon in a session of its own, then waits; on
+// the next it succeeds at once.
+const leaverJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: leaver}
+spec:
+  steps:
+    - id: leave
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "if [ -e started ]; then exit 0; fi; touch started; sleep 300 & echo $! > child.pid; setsid sleep 300 > /dev/null 2>&1 & echo $! > daemon.pid; wait"]
+        allowed_programs: [sh]
+`
+
+// TestAKilledEnginesLeftoversDieBeforeItsStepRunsAgain: SIGKILL takes an
+// engine and, by Pdeathsig, the leader of the step's process group, but not
+// what that started. The next engine on the root kills those before the
+// step runs again.
+func TestAKilledEnginesLeftoversDieBeforeItsStepRunsAgain(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/leaver.yaml", leaverJob)
+	pidIn := func(name string) int {
+		data, err := os.ReadFile(filepath.Join(p.Root, name))
+		require.NoError(t, err)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		return pid
+	}
+
+	engine := serve(t, p)
+	r := p.Orbit("job", "run", "leaver", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the step to start its daemon", func() bool {
+		data, err := os.ReadFile(filepath.Join(p.Root, "daemon.pid"))
+		return err == nil && len(data) > 0
+	})
+	child, daemon := pidIn("child.pid"), pidIn("daemon.pid")
+	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
+	_ = engine.Wait()
+	time.Sleep(200 * time.Millisecond)
+	require.True(t, testkit.Runs(child), "the background child outlives the engine")
+	require.True(t, testkit.Runs(daemon), "the daemon outlives the engine")
+
+	serve(t, p)
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
+	assert.False(t, testkit.Runs(child), "the background child was killed")
+	assert.False(t, testkit.Runs(daemon), "the daemon was killed")
 }

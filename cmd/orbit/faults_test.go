@@ -54,7 +54,7 @@ spec:
 	deadline := time.Now().Add(2 * time.Minute)
 	for restarts := 0; !terminal(p, runID); time.Sleep(200 * time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "the run never ended")
-		if deadOrZombie(pid) {
+		if !testkit.Runs(pid) {
 			restarts++
 			require.Less(t, restarts, 5, "the command must be dead-lettered, not retried forever")
 			pid = serveUntilDead(t, p).Process.Pid
@@ -146,7 +146,7 @@ spec:
 	first := copies(t, logFile, "start")[0]
 	// A, stopped, cannot reap its child: killed, the child is a zombie
 	// until A is continued.
-	assert.True(t, deadOrZombie(first), "A's copy (pid %d) was killed before B's started", first)
+	assert.False(t, testkit.Runs(first), "A's copy (pid %d) was killed before B's started", first)
 	require.NoError(t, engineA.Process.Signal(syscall.SIGCONT))
 	assert.True(t, testkit.WaitGone(first, 5*time.Second))
 
@@ -162,17 +162,6 @@ spec:
 	var second events.ActivityStartedData
 	require.NoError(t, starts[1].Decode(&second))
 	assert.True(t, second.Redelivered)
-}
-
-// deadOrZombie reports whether a process has exited (reaped or not).
-func deadOrZombie(pid int) bool {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true
-	}
-	// pid (comm) state ...: the state follows the last ')'.
-	rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
-	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
 
 // copies returns the pids a copies log records for a word.

@@ -96,7 +96,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	defer errR.Close()
 	cmd.Stdout, cmd.Stderr = outW, errW
 	began := time.Now()
-	g, err := proc.Start(cmd)
+	g, err := proc.Start(ctx, cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -90,7 +90,7 @@ func runExec(ctx context.Context, tc *ToolContext, in *execInput) (string, error
 	// A background child that keeps the output pipes open must not hold
 	// the call: stop waiting for output a second after the program exits.
 	c.WaitDelay = time.Second
-	g, err := proc.Start(c)
+	g, err := proc.Start(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("starting %s: %w", in.Program, err)
 	}

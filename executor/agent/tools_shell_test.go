@@ -48,7 +48,8 @@ func TestShellExecRunsInWorkspace(t *testing.T) {
 	tc.Env = []string{"ORBIT_TOOL_TEST=1"}
 	out, err = callBuiltin(t, tc, "shell.exec", map[string]any{"program": "env"})
 	require.NoError(t, err)
-	assert.Equal(t, "exit code 0\n--- stdout ---\nORBIT_TOOL_TEST=1\n--- stderr ---\n", out)
+	assert.Regexp(t, `^exit code 0\n--- stdout ---\nORBIT_TOOL_TEST=1\nORBIT_PROCESS_TAG=[0-9a-f]+\n--- stderr ---\n$`, out,
+		"the environment given, and the mark every program gets")
 }
 
 func TestShellExecNonZeroExitIsAResult(t *testing.T) {

@@ -6,6 +6,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +22,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -170,6 +173,13 @@ func loopback(listen string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// rootScope is the scope (see proc.WithScope) of every program an engine on
+// root starts.
+func rootScope(root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return "root-" + hex.EncodeToString(sum[:8])
+}
+
 // Info describes the running engine.
 func (e *Engine) Info() Info { return e.info }
 
@@ -209,7 +219,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.proj.WaitFor(ctx, last); err != nil {
 		return fmt.Errorf("catching up views: %w", context.Cause(ctx))
 	}
-	stopWorker := start("worker", e.worker.Run)
+	// Only one engine runs on a root, so a process marked with the root's
+	// scope is one an earlier engine left: kill -9 takes a program's leader
+	// (Pdeathsig) but not what it started. It goes before a redelivered
+	// step could run beside it.
+	scope := rootScope(e.cfg.Root)
+	if killed, gone := proc.KillScope(scope, 5*time.Second); killed > 0 {
+		e.logger.Warn("killed processes an earlier engine on this root left running", "count", killed, "all_gone", gone)
+	}
+	stopWorker := start("worker", func(ctx context.Context) error { return e.worker.Run(proc.WithScope(ctx, scope)) })
 	defer stopWorker()
 	stopOrch := start("orchestrator", e.orch.Run)
 	defer stopOrch()

@@ -1,7 +1,9 @@
 // Package proc runs programs the way Orbit runs every program it starts —
-// shell steps, shell.exec calls, CLI agents: in a process group of their
-// own that dies with the engine (Pdeathsig), stopped as a group (SIGTERM,
-// a grace period, SIGKILL), and never leaving processes behind.
+// shell steps, shell.exec calls, CLI agents, verifier commands: in a
+// process group of their own whose leader dies with the engine (Pdeathsig),
+// marked in their environment (TagVar) so that what leaves the group is
+// still found, stopped as a group (SIGTERM, a grace period, SIGKILL), and
+// never leaving processes behind.
 package proc
 
 import (
@@ -16,6 +18,7 @@ import (
 // Group is a started program and its process group.
 type Group struct {
 	cmd    *exec.Cmd
+	tag    string
 	waited chan error
 }
 
@@ -29,13 +32,15 @@ type Result struct {
 }
 
 // Start starts cmd in a new process group whose leader gets SIGKILL if the
-// engine dies.
-func Start(cmd *exec.Cmd) (*Group, error) {
+// engine dies, marked with TagVar under ctx's scope (see WithScope).
+func Start(ctx context.Context, cmd *exec.Cmd) (*Group, error) {
+	tag := within(scopeOf(ctx), newTag())
+	cmd.Env = append(cmd.Environ(), TagVar+"="+tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	g := &Group{cmd: cmd, waited: make(chan error, 1)}
+	g := &Group{cmd: cmd, tag: tag, waited: make(chan error, 1)}
 	go func() { g.waited <- cmd.Wait() }()
 	return g, nil
 }
@@ -68,8 +73,12 @@ func (g *Group) Wait(ctx context.Context, timeout, grace time.Duration) Result {
 	return r
 }
 
-// Kill sends SIGKILL to the whole group.
-func (g *Group) Kill() { _ = syscall.Kill(-g.PID(), syscall.SIGKILL) }
+// Kill sends SIGKILL to the whole group and to every process that carries
+// the program's mark, in the group or not.
+func (g *Group) Kill() {
+	_ = syscall.Kill(-g.PID(), syscall.SIGKILL)
+	killMarked(isTag(g.tag), map[int]bool{})
+}
 
 func (g *Group) stop(grace time.Duration) error {
 	_ = syscall.Kill(-g.PID(), syscall.SIGTERM)

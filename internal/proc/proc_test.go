@@ -35,7 +35,7 @@ func TestExitCodesAndSignals(t *testing.T) {
 		"kill -9 $$":    {ExitCode: -1, Signal: "killed"},
 		"kill -TERM $$": {ExitCode: -1, Signal: "terminated"},
 	} {
-		g, err := proc.Start(exec.Command("sh", "-c", script))
+		g, err := proc.Start(context.Background(), exec.Command("sh", "-c", script))
 		require.NoError(t, err)
 		r := g.Wait(context.Background(), 0, time.Second)
 		assert.Equal(t, want.ExitCode, r.ExitCode, script)
@@ -51,7 +51,7 @@ func TestTimeoutStopsTheWholeGroup(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 60 & echo $! > child.pid; sleep 60")
 	cmd.Dir = dir
-	g, err := proc.Start(cmd)
+	g, err := proc.Start(context.Background(), cmd)
 	require.NoError(t, err)
 	began := time.Now()
 	r := g.Wait(context.Background(), 300*time.Millisecond, 300*time.Millisecond)
@@ -66,14 +66,14 @@ func TestCancelAndLeftoversAreKilled(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("sh", "-c", "sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
 	cmd.Dir = dir
-	g, err := proc.Start(cmd)
+	g, err := proc.Start(context.Background(), cmd)
 	require.NoError(t, err)
 	r := g.Wait(context.Background(), 0, time.Second)
 	assert.Equal(t, 0, r.ExitCode)
 	assert.True(t, testkit.WaitGone(childPID(t, dir), 3*time.Second), "a finished program's leftovers are killed")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	g, err = proc.Start(exec.Command("sleep", "60"))
+	g, err = proc.Start(ctx, exec.Command("sleep", "60"))
 	require.NoError(t, err)
 	cancel()
 	r = g.Wait(ctx, 0, time.Second)
@@ -88,21 +88,78 @@ func TestLastLine(t *testing.T) {
 	assert.Len(t, proc.LastLine([]byte(strings.Repeat("x", 500))), 2+200+len("…"))
 }
 
-// TestKillGroupWaitsUntilNothingRuns kills a group whose leader nobody
-// reaps yet: KillGroup returns once every process of it has stopped
-// running, the leader left a zombie.
-func TestKillGroupWaitsUntilNothingRuns(t *testing.T) {
+// TestLeftoversThatLeaveTheGroupAreKilled: a child that made itself a
+// session of its own (as daemons do) is out of reach of the group kill,
+// but it still carries its program's mark.
+func TestLeftoversThatLeaveTheGroupAreKilled(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30")
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
+	cmd.Dir = dir
+	g, err := proc.Start(context.Background(), cmd)
+	require.NoError(t, err)
+	r := g.Wait(context.Background(), 0, time.Second)
+	assert.Equal(t, 0, r.ExitCode)
+	pid := childPID(t, dir)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	assert.True(t, testkit.WaitDead(pid, 3*time.Second), "the daemon is killed with its program")
+}
+
+// TestKillScopeKillsWhatRunsWithinIt starts, within one scope, a program
+// with a background child and a daemon that left its group, and a program
+// outside it. KillScope kills the first three and waits until none of them
+// runs, though the leader stays a zombie (its parent, this test, does not
+// reap it yet), and spares the fourth.
+func TestKillScopeKillsWhatRunsWithinIt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	scoped := proc.WithScope(proc.WithScope(context.Background(), proc.NewScope()), proc.NewScope())
+	g, err := proc.Start(scoped, exec.Command("sleep", "60"))
+	require.NoError(t, err)
+	t.Cleanup(g.Kill)
+	tag := tagOf(t, g.PID())
+	outer := strings.Split(tag, "/")[0]
+
+	// Marked as Start marks, but not reaped behind the test's back.
+	cmd := exec.Command("sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & echo $! > child.pid; sleep 60 & sleep 60")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), proc.TagVar+"="+tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
-	pgid := cmd.Process.Pid
-	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL); _ = cmd.Wait() })
+	leader := cmd.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(-leader, syscall.SIGKILL); _ = cmd.Wait() })
+	other, err := proc.Start(context.Background(), exec.Command("sleep", "60"))
+	require.NoError(t, err)
+	t.Cleanup(other.Kill)
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(dir, "child.pid")); return err == nil }, 5*time.Second, 5*time.Millisecond)
+	daemon := childPID(t, dir)
 
-	require.True(t, proc.KillGroup(pgid, 5*time.Second))
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pgid), "stat"))
-	require.NoError(t, err, "the leader is not reaped yet")
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-	assert.Equal(t, "Z", strings.Fields(rest)[0], "and it no longer runs")
-	assert.True(t, proc.KillGroup(pgid, time.Second), "a group already gone is gone")
+	killed, gone := proc.KillScope(outer, 5*time.Second)
+	assert.True(t, gone)
+	assert.Equal(t, 5, killed, "the scoped sleep; sh, its two sleeps and the daemon")
+	assert.False(t, testkit.Runs(daemon))
+	assert.False(t, testkit.Runs(leader))
+	assert.True(t, testkit.Runs(other.PID()), "a program outside the scope runs on")
+
+	killed, gone = proc.KillScope(outer, time.Second)
+	assert.True(t, gone, "what is gone is gone")
+	assert.Zero(t, killed)
+	killed, _ = proc.KillScope("", time.Second)
+	assert.Zero(t, killed, "no scope is not every scope")
+	assert.True(t, testkit.Runs(other.PID()))
+}
+
+// tagOf returns the mark of a program started within two scopes.
+func tagOf(t *testing.T, pid int) string {
+	t.Helper()
+	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	require.NoError(t, err)
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if tag, ok := strings.CutPrefix(kv, proc.TagVar+"="); ok {
+			require.Len(t, strings.Split(tag, "/"), 3, "outer scope, inner scope, program: %s", tag)
+			return tag
+		}
+	}
+	t.Fatalf("process %d carries no %s", pid, proc.TagVar)
+	return ""
 }

@@ -159,6 +159,31 @@ func (p *Project) StopEngine() {
 	}
 }
 
+// Runs reports whether process pid runs: it exists and is not a zombie
+// (exited, its parent not having reaped it: a parent that is stopped, or a
+// pid 1 that reaps nothing, as in some containers).
+func Runs(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+// WaitDead waits until process pid no longer runs (see Runs).
+func WaitDead(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for Runs(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
 // WaitGone waits until no process has the given pid.
 func WaitGone(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)

@@ -1,0 +1,140 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// TagVar is the environment variable that marks every process Orbit starts
+// and, by inheritance, everything those start: `<scope>/<program>`, where
+// the scope is what the program runs for (an engine's root, then one step
+// execution; see WithScope) and the program part is new for each Start. A
+// process that leaves its process group (setsid, a daemon's double fork)
+// keeps its environment, and with it the mark by which it is found and
+// killed. One that clears its environment and leaves its group escapes: the
+// mark is a best effort below what a cgroup would give.
+const TagVar = "ORBIT_PROCESS_TAG"
+
+type scopeKey struct{}
+
+// WithScope returns a context under which Start marks programs as run for
+// scope, within ctx's scope if it has one: KillScope of either finds them
+// and what they started.
+func WithScope(ctx context.Context, scope string) context.Context {
+	return context.WithValue(ctx, scopeKey{}, within(scopeOf(ctx), scope))
+}
+
+func within(outer, inner string) string {
+	if outer == "" {
+		return inner
+	}
+	return outer + "/" + inner
+}
+
+// NewScope returns a fresh scope for WithScope.
+func NewScope() string { return newTag() }
+
+func scopeOf(ctx context.Context) string {
+	s, _ := ctx.Value(scopeKey{}).(string)
+	return s
+}
+
+func newTag() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// marked returns the pids of the processes whose environment holds TagVar
+// with a value that match accepts. Zombies have no environment any more,
+// and processes of other users cannot be read: neither is returned.
+func marked(match func(value []byte) bool) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	prefix := []byte(TagVar + "=")
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for entry := range bytes.SplitSeq(env, []byte{0}) {
+			if value, ok := bytes.CutPrefix(entry, prefix); ok {
+				if match(value) {
+					pids = append(pids, pid)
+				}
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// killMarked sends SIGKILL to the processes marked as match accepts until
+// a look finds none it has not killed already (a process that forks while
+// it is killed leaves a child that the next look finds), adding them to
+// killed. It does not wait for them to die.
+func killMarked(match func(value []byte) bool, killed map[int]bool) {
+	for range 50 {
+		fresh := 0
+		for _, pid := range marked(match) {
+			if !killed[pid] {
+				killed[pid] = true
+				fresh++
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if fresh == 0 {
+			return
+		}
+	}
+}
+
+// inScope matches the tags of programs run within scope, wherever it
+// stands among the scopes a tag nests: scopes are unique names (random, or
+// a root's hash), so that is never a different one.
+func inScope(scope string) func([]byte) bool {
+	first, inner := []byte(scope+"/"), []byte("/"+scope+"/")
+	return func(value []byte) bool {
+		return scope != "" && (bytes.HasPrefix(value, first) || bytes.Contains(value, inner))
+	}
+}
+
+func isTag(tag string) func([]byte) bool {
+	return func(value []byte) bool { return string(value) == tag }
+}
+
+// KillScope sends SIGKILL to every process marked as run within scope (see
+// WithScope) and waits, up to patience, until none of them runs: how a
+// worker fences what another worker, stopped or dead, had started for a
+// step, and how an engine clears what an earlier one on its root left. It
+// returns how many processes it killed and whether they were gone in time;
+// a process in uninterruptible sleep dies only when that sleep ends.
+func KillScope(scope string, patience time.Duration) (killed int, gone bool) {
+	match := inScope(scope)
+	deadline := time.Now().Add(patience)
+	dead := map[int]bool{}
+	for {
+		killMarked(match, dead)
+		if len(marked(match)) == 0 {
+			return len(dead), true
+		}
+		if time.Now().After(deadline) {
+			return len(dead), false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
