@@ -30,6 +30,11 @@ type Config struct {
 	// Token, when set, is required from every client (embedded) or sent to
 	// the server (external).
 	Token string
+	// NKeySeedFile, when set, names a file holding an nkey user seed: the
+	// embedded server admits only clients that sign its challenge with that
+	// key, and the client signs with it (for an external server too). Unlike
+	// a token, the secret never crosses the wire. Not with Token.
+	NKeySeedFile string
 	// Durability is DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
 	// Replicas is the replica count of streams on an external cluster
@@ -94,6 +99,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		return fmt.Errorf("events: replicas %d: want 1 to 5", c.Replicas)
+	}
+	if c.Token != "" && c.NKeySeedFile != "" {
+		return fmt.Errorf("events: a token and an nkey seed: want one of them")
 	}
 	return nil
 }

@@ -22,6 +22,10 @@ var (
 	// JetStream does not answer.
 	ErrUnavailable = errors.New("event log unavailable")
 
+	// ErrUnauthorized is returned, with ErrUnavailable, when the server
+	// refuses the client's credentials (or their absence).
+	ErrUnauthorized = errors.New("not authorized")
+
 	// ErrNotFound is returned by reads of a sequence, blob, key or API
 	// resource that does not exist.
 	ErrNotFound = errors.New("not found")

@@ -74,6 +74,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 func Dial(ctx context.Context, url string, cfg Config) (*Log, error) {
 	cfg.URL = url
 	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events")}
 	if err := l.connect(); err != nil {
 		return nil, err
@@ -94,6 +97,13 @@ func (l *Log) connect() error {
 	if l.cfg.Token != "" {
 		opts = append(opts, nats.Token(l.cfg.Token))
 	}
+	if l.cfg.NKeySeedFile != "" {
+		opt, err := nats.NkeyOptionFromSeed(l.cfg.NKeySeedFile)
+		if err != nil {
+			return fmt.Errorf("events: nkey seed %s: %w", l.cfg.NKeySeedFile, err)
+		}
+		opts = append(opts, opt)
+	}
 	url := l.cfg.URL
 	if l.srv != nil {
 		opts = append(opts, nats.InProcessServer(l.srv))
@@ -102,6 +112,9 @@ func (l *Log) connect() error {
 		opts = append(opts, nats.RetryOnFailedConnect(false), nats.Timeout(2*time.Second))
 	}
 	nc, err := nats.Connect(url, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return fmt.Errorf("%w (%w): connecting to %s: %v", ErrUnavailable, ErrUnauthorized, l.cfg.URL, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: connecting to %s: %v", ErrUnavailable, l.cfg.URL, err)
 	}

@@ -41,6 +41,13 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		}
 		opts.Host, opts.Port = host, port
 	}
+	if cfg.NKeySeedFile != "" {
+		public, err := nkeyPublic(cfg.NKeySeedFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Nkeys = []*server.NkeyUser{{Nkey: public}}
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("events: starting embedded NATS: %w", err)

@@ -33,15 +33,22 @@ func (a *app) connect(ctx context.Context) (*events.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l, err := a.dialRoot(ctx, root); err == nil {
+	l, err := a.dialRoot(ctx, root)
+	if errors.Is(err, events.ErrUnauthorized) {
+		return nil, refused("the engine serving "+root, err)
+	}
+	if err == nil {
 		return l, nil
 	}
 	return a.startEngine(ctx, root)
 }
 
 func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
-	l, err := events.Dial(ctx, url, events.Config{Token: a.token, Name: "orbit-cli"})
+	l, err := events.Dial(ctx, url, a.clientConfig())
 	if err != nil {
+		if errors.Is(err, events.ErrUnauthorized) {
+			return nil, refused("the engine at "+url, err)
+		}
 		return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("no Orbit engine at %s: %w", url, err)}
 	}
 	return l, nil
@@ -52,7 +59,17 @@ func (a *app) dialRoot(ctx context.Context, root string) (*events.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return events.Dial(ctx, info.URL, events.Config{Token: a.token, Name: "orbit-cli"})
+	return events.Dial(ctx, info.URL, a.clientConfig())
+}
+
+// refused is the error for an engine that turned this client's credentials
+// down: it says what to pass rather than starting an engine of its own.
+func refused(engine string, err error) error {
+	return &exitError{code: exitUnavailable, err: fmt.Errorf("%s refused this client (%w); pass the engine's --nkey or --token (ORBIT_NKEY, ORBIT_TOKEN)", engine, err)}
+}
+
+func (a *app) clientConfig() events.Config {
+	return events.Config{Token: a.token, NKeySeedFile: a.nkey, Name: "orbit-cli"}
 }
 
 // startEngine starts a background engine for root and waits until it

@@ -20,6 +20,7 @@ type app struct {
 	rootFlag string
 	natsURL  string
 	token    string
+	nkey     string
 	json     bool
 }
 
@@ -42,6 +43,7 @@ nothing and re-runs nothing that finished.`,
 	pf.StringVar(&a.rootFlag, "root", "", "project directory (default: nearest ancestor with .orbit/, else the current directory)")
 	pf.StringVar(&a.natsURL, "nats-url", os.Getenv("ORBIT_NATS_URL"), "use the engine on this NATS server instead of the root's own (env ORBIT_NATS_URL)")
 	pf.StringVar(&a.token, "token", os.Getenv("ORBIT_TOKEN"), "token for a NATS server that requires one (env ORBIT_TOKEN)")
+	pf.StringVar(&a.nkey, "nkey", os.Getenv("ORBIT_NKEY"), "nkey seed file for a NATS server that requires one (env ORBIT_NKEY)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 
 	cmd.AddCommand(
@@ -54,6 +56,7 @@ nothing and re-runs nothing that finished.`,
 		a.metricsCommand(),
 		a.taskCommand(),
 		a.groundhogCommand(),
+		a.nkeyCommand(),
 	)
 	return cmd
 }

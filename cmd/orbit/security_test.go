@@ -41,6 +41,34 @@ func TestListeningBeyondLoopbackNeedsAToken(t *testing.T) {
 	assert.Equal(t, 0, r.Code, r.String())
 }
 
+// TestListeningBeyondLoopbackWithAnNKey: an nkey made by orbit nkey new
+// opens the engine to clients that hold its seed, and to no other.
+func TestListeningBeyondLoopbackWithAnNKey(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	seed := filepath.Join(t.TempDir(), "engine.nk")
+	r := p.Orbit("nkey", "new", seed)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Regexp(t, `^U[A-Z2-7]{55}\n$`, r.Stdout)
+
+	cmd := p.Command("serve", "--listen", "0.0.0.0:0", "--nkey", seed)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+
+	r = p.Orbit("run", "history")
+	assert.Equal(t, 3, r.Code, "a client without the seed gets nowhere:\n%s", r)
+	assert.Contains(t, r.Stderr, "Authorization Violation")
+	r = p.Orbit("job", "run", "hello", "--nkey", seed)
+	assert.Equal(t, 0, r.Code, r.String())
+	p.Env = append(p.Env, "ORBIT_NKEY="+seed)
+	r = p.Orbit("run", "history")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "hello")
+}
+
 // TestSecretsNeverReachTheStore runs steps that use two secrets — one the
 // shell inherits, one passed through a template — prints them, fails with
 // one in its error, and then searches every byte Orbit stored (the NATS

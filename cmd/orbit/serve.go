@@ -45,14 +45,15 @@ engine uses that NATS server instead of its embedded one.`,
 			}
 			logger := slog.New(events.RedactorFromEnv().Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
 			e, err := engine.Open(cmd.Context(), engine.Config{
-				Root:        root,
-				NATSURL:     a.natsURL,
-				Listen:      listen,
-				Token:       a.token,
-				Durability:  cfg.Durability,
-				IdleTimeout: idleTimeout,
-				Background:  background,
-				Logger:      logger,
+				Root:         root,
+				NATSURL:      a.natsURL,
+				Listen:       listen,
+				Token:        a.token,
+				NKeySeedFile: a.nkey,
+				Durability:   cfg.Durability,
+				IdleTimeout:  idleTimeout,
+				Background:   background,
+				Logger:       logger,
 			})
 			if err != nil {
 				return err

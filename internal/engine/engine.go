@@ -40,6 +40,9 @@ type Config struct {
 	Listen string
 	// Token is required from clients (and sent to an external server).
 	Token string
+	// NKeySeedFile names an nkey user seed: only clients that sign with it
+	// are admitted (and it signs for the engine on an external server).
+	NKeySeedFile string
 	// Durability is events.DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
 	// IdleTimeout, when positive, stops the engine after it has had no run
@@ -69,8 +72,9 @@ type Engine struct {
 var (
 	// ErrAlreadyRunning: another engine serves the root.
 	ErrAlreadyRunning = errors.New("another engine is serving this root")
-	// ErrInsecureListen: a listen address beyond loopback without a token.
-	ErrInsecureListen = errors.New("refusing to listen beyond loopback without a token")
+	// ErrInsecureListen: a listen address beyond loopback without a token
+	// or an nkey.
+	ErrInsecureListen = errors.New("refusing to listen beyond loopback without a token or an nkey")
 )
 
 // Open takes the root: it opens the views file first — its lock makes a
@@ -84,8 +88,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:4222"
 	}
-	if cfg.NATSURL == "" && cfg.Token == "" && !loopback(cfg.Listen) {
-		return nil, fmt.Errorf("%w: %s would let anyone who can reach it run commands on this machine; set --token or ORBIT_TOKEN (clients pass the same)", ErrInsecureListen, cfg.Listen)
+	if cfg.NATSURL == "" && cfg.Token == "" && cfg.NKeySeedFile == "" && !loopback(cfg.Listen) {
+		return nil, fmt.Errorf("%w: %s would let anyone who can reach it run commands on this machine; set --nkey or ORBIT_NKEY to a seed file (orbit nkey new makes one), or --token or ORBIT_TOKEN; clients pass the same", ErrInsecureListen, cfg.Listen)
 	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
@@ -112,13 +116,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.log, err = events.Open(ctx, events.Config{
-		StoreDir:   filepath.Join(StateDir(root), "nats"),
-		URL:        cfg.NATSURL,
-		Listen:     cfg.Listen,
-		Token:      cfg.Token,
-		Durability: cfg.Durability,
-		Name:       "orbit-engine",
-		Logger:     cfg.Logger,
+		StoreDir:     filepath.Join(StateDir(root), "nats"),
+		URL:          cfg.NATSURL,
+		Listen:       cfg.Listen,
+		Token:        cfg.Token,
+		NKeySeedFile: cfg.NKeySeedFile,
+		Durability:   cfg.Durability,
+		Name:         "orbit-engine",
+		Logger:       cfg.Logger,
 	})
 	if err != nil {
 		e.proj.Close()
