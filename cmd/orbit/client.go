@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/internal/proc"
 )
 
 // startTimeout bounds how long a command waits for an engine it started.
@@ -97,6 +99,10 @@ func (a *app) startEngine(ctx context.Context, root string) (*events.Log, error)
 		"--idle-timeout", strconv.Itoa(cfg.Engine.IdleTimeoutSeconds)+"s", "--background")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// The engine serves whatever comes after this command: it is not part
+	// of the step or program that happened to start it, and must not die
+	// with that one's processes (see proc.TagVar).
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, proc.TagVar+"=") })
 	if err := cmd.Start(); err != nil {
 		return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("starting an engine: %w", err)}
 	}

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,4 +211,30 @@ func TestAKilledEnginesLeftoversDieBeforeItsStepRunsAgain(t *testing.T) {
 	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
 	assert.False(t, testkit.Runs(child), "the background child was killed")
 	assert.False(t, testkit.Runs(daemon), "the daemon was killed")
+}
+
+// TestAnEngineAStepStartsOutlivesTheStep: a step that runs orbit on
+// another project starts that project's engine, which serves whatever
+// comes later; killing the step's processes at its end spares it.
+func TestAnEngineAStepStartsOutlivesTheStep(t *testing.T) {
+	t.Parallel()
+	p, other := testkit.NewProject(t), testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/nested.yaml", fmt.Sprintf(`
+schemaVersion: 2
+kind: Job
+metadata: {name: nested}
+spec:
+  steps:
+    - id: other
+      spec: {type: shell, program: %q, args: ["--root", %q, "job", "run", "hello"], allowed_programs: [%q]}
+`, p.Bin, other.Root, p.Bin))
+	r := p.Orbit("job", "run", "nested")
+	require.Equal(t, 0, r.Code, r.String())
+	pid := other.EnginePID()
+	require.NotZero(t, pid)
+	time.Sleep(300 * time.Millisecond)
+	assert.True(t, testkit.Runs(pid), "the other project's engine runs on")
+	r = other.Orbit("run", "history")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, pid, other.EnginePID(), "and serves the next command")
 }
