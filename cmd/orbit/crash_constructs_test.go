@@ -123,7 +123,11 @@ func TestKillInsideAFanOut(t *testing.T) {
 	starts := activityStarts(t, p, runID)
 	for i, item := range []string{"a", "b", "c", "d", "e", "f"} {
 		key := "per_item/" + strconv.Itoa(i+1)
-		assert.Equal(t, count(began, item), starts[key], "every start of %s is on record", key)
+		// Every execution that began is on record. A recorded start may
+		// not have begun: the kill came between activity.started and the
+		// program's first line, when the next items were just dispatched.
+		assert.LessOrEqual(t, count(began, item), starts[key], "every start of %s is on record", key)
+		assert.LessOrEqual(t, starts[key], count(began, item)+1, "one kill cuts at most one start of %s short", key)
 	}
 	require.GreaterOrEqual(t, len(before), 2)
 	for i, item := range []string{"a", "b", "c", "d", "e", "f"} {
