@@ -111,15 +111,14 @@ func (l *stepLease) within(ctx context.Context) context.Context {
 	return proc.WithScope(ctx, l.rec.Scope)
 }
 
-// update rewrites the lease (renewing it), failing with events.ErrConflict
-// when another worker took it over.
-func (l *stepLease) update(ctx context.Context, change func(*stepLeaseRecord)) error {
+// renew extends the lease, failing with events.ErrConflict when another
+// worker took it over.
+func (l *stepLease) renew(ctx context.Context) error {
 	if l.kv == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	change(&l.rec)
 	l.rec.Expires = time.Now().Add(l.ttl).UTC()
 	value, err := json.Marshal(l.rec)
 	if err != nil {

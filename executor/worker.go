@@ -253,7 +253,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	failpoint.Hit("worker-before-activity")
 	w.resolveSecrets(&cmd)
 	began := time.Now()
-	output, err := w.execute(lease.within(ctx), c, &execution{cmd: &cmd, emit: emit, lease: lease})
+	output, err := w.execute(lease.within(ctx), c, &execution{cmd: &cmd, emit: emit})
 	failpoint.Hit("worker-after-side-effect")
 	if ctx.Err() != nil {
 		lease.release(context.WithoutCancel(ctx))
@@ -336,9 +336,8 @@ func (w *Worker) stepLease(cmd *stepCommand) *stepLease {
 
 // execution is one run of a command's activity.
 type execution struct {
-	cmd   *stepCommand
-	emit  emitFunc
-	lease *stepLease
+	cmd  *stepCommand
+	emit emitFunc
 }
 
 // deadLetter ends a step attempt whose command was delivered
@@ -508,7 +507,7 @@ func (w *Worker) progress(ctx context.Context, c *events.Command, lease *stepLea
 			return
 		case <-tick.C:
 			_ = c.InProgress()
-			_ = lease.update(ctx, func(*stepLeaseRecord) {})
+			_ = lease.renew(ctx)
 		}
 	}
 }
