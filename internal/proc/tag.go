@@ -86,11 +86,14 @@ func marked(match func(value []byte) bool) []int {
 // killMarked sends SIGKILL to the processes marked as match accepts until
 // a look finds none it has not killed already (a process that forks while
 // it is killed leaves a child that the next look finds), adding them to
-// killed. It does not wait for them to die.
-func killMarked(match func(value []byte) bool, killed map[int]bool) {
+// killed. It does not wait for them to die, and returns how many its last
+// look found still running.
+func killMarked(match func(value []byte) bool, killed map[int]bool) int {
+	var running []int
 	for range 50 {
+		running = marked(match)
 		fresh := 0
-		for _, pid := range marked(match) {
+		for _, pid := range running {
 			if !killed[pid] {
 				killed[pid] = true
 				fresh++
@@ -98,9 +101,10 @@ func killMarked(match func(value []byte) bool, killed map[int]bool) {
 			}
 		}
 		if fresh == 0 {
-			return
+			break
 		}
 	}
+	return len(running)
 }
 
 // inScope matches the tags of programs run within scope, wherever it
@@ -128,8 +132,7 @@ func KillScope(scope string, patience time.Duration) (killed int, gone bool) {
 	deadline := time.Now().Add(patience)
 	dead := map[int]bool{}
 	for {
-		killMarked(match, dead)
-		if len(marked(match)) == 0 {
+		if killMarked(match, dead) == 0 {
 			return len(dead), true
 		}
 		if time.Now().After(deadline) {
