@@ -229,7 +229,7 @@ func renderString(s string, sc *Scope) (any, error) {
 		return nil, err
 	}
 	rendered, err := t.Render(sc)
-	if err != nil || len(t.Refs()) == 0 {
+	if err != nil || !t.hasRefs() {
 		return rendered, err
 	}
 	var out any

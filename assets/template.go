@@ -169,6 +169,16 @@ func (t *Template) Refs() []Ref {
 	return refs
 }
 
+// hasRefs reports whether the template has a reference, not only literals.
+func (t *Template) hasRefs() bool {
+	for _, p := range t.parts {
+		if p.ref != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Render substitutes every reference with its value from sc (see Scope for
 // how values become text). A reference to a value sc does not have is an
 // error that matches ErrMissingValue and names the reference. A nil sc is an
