@@ -262,20 +262,7 @@ func apiErrorMessage(status int, body []byte) string {
 }
 
 // shorten keeps the start of a long text.
-func shorten(s string) string {
-	const limit = 300
-	if len(s) <= limit {
-		return s
-	}
-	// Cut on a rune boundary.
-	cut := limit
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+func shorten(s string) string { return capText(s, 300) }
 
 // redact removes a credential from a text that may have picked it up (a
 // URL, an echoed header).

@@ -323,9 +323,11 @@ func tokenUsage(u Usage) events.TokenUsage {
 		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
 }
 
+// capText keeps at most the first n bytes of s, cut on a character
+// boundary, and marks a cut with an ellipsis.
 func capText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return s[:runeCut(s, n)] + "…"
 }
