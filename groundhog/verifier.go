@@ -145,7 +145,7 @@ func (v *verifier) command(ctx context.Context, c *assets.Criterion) (events.Cri
 	if c.TimeoutSeconds > 0 {
 		timeout = time.Duration(c.TimeoutSeconds) * time.Second
 	}
-	var out tailBuffer
+	out := tailBuffer{Tail: proc.Tail{Max: outputCap}}
 	cmd := exec.Command("sh", "-c", c.Command)
 	cmd.Dir = v.repo.Dir
 	cmd.Env = v.env
@@ -194,30 +194,14 @@ func (v *verifier) contains(c *assets.Criterion) (bool, string) {
 	return false, fmt.Sprintf("%s does not match /%s/", c.Path, c.Pattern)
 }
 
-// tailBuffer keeps the last outputCap bytes written to it: the end of a
-// failing command's output is where its error is.
-type tailBuffer struct {
-	mu   sync.Mutex
-	buf  []byte
-	size int64
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.size += int64(len(p))
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > outputCap {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-outputCap:]...)
-	}
-	return len(p), nil
-}
+// tailBuffer is the end of a command's output, which says what it left
+// out: the end of a failing command's output is where its error is.
+type tailBuffer struct{ proc.Tail }
 
 func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.size > int64(len(t.buf)) {
-		return fmt.Sprintf("[… %d bytes before]\n", t.size-int64(len(t.buf))) + string(t.buf)
+	kept := t.Bytes()
+	if t.Size() > int64(len(kept)) {
+		return fmt.Sprintf("[… %d bytes before]\n", t.Size()-int64(len(kept))) + string(kept)
 	}
-	return string(t.buf)
+	return string(kept)
 }

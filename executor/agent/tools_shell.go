@@ -82,7 +82,7 @@ func runExec(ctx context.Context, tc *ToolContext, in *execInput) (string, error
 		return "", fmt.Errorf("workspace %s is not a directory", tc.Workspace)
 	}
 
-	stdout, stderr := &execCapture{}, &execCapture{}
+	stdout, stderr := newExecCapture(), newExecCapture()
 	c := exec.Command(in.Program, in.Args...)
 	c.Dir = tc.Workspace
 	c.Env = tc.Env // nil: the engine's environment
@@ -147,9 +147,12 @@ func splitBudget(a, b int64, total int) (int, int) {
 // bytes written to it and counts all. One goroutine writes it; it is read
 // after the writer is done.
 type execCapture struct {
-	head, tail []byte
-	size       int64
+	head []byte
+	tail proc.Tail // what comes after head
+	size int64
 }
+
+func newExecCapture() *execCapture { return &execCapture{tail: proc.Tail{Max: streamKeep}} }
 
 func (c *execCapture) Write(p []byte) (int, error) {
 	c.size += int64(len(p))
@@ -160,10 +163,7 @@ func (c *execCapture) Write(p []byte) (int, error) {
 		q = q[n:]
 	}
 	if len(q) > 0 {
-		c.tail = append(c.tail, q...)
-		if len(c.tail) > streamKeep {
-			c.tail = append(c.tail[:0], c.tail[len(c.tail)-streamKeep:]...)
-		}
+		_, _ = c.tail.Write(q)
 	}
 	return len(p), nil
 }
@@ -171,7 +171,7 @@ func (c *execCapture) Write(p []byte) (int, error) {
 // show returns the stream when it fits in budget bytes, else its start and
 // its end with a note of what was left out between them.
 func (c *execCapture) show(budget int) string {
-	kept := string(c.head) + string(c.tail)
+	kept := string(c.head) + string(c.tail.Bytes())
 	if c.size <= int64(budget) && c.size == int64(len(kept)) {
 		return kept
 	}
