@@ -3,8 +3,8 @@ package assets
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -58,7 +58,7 @@ func (d *decoder) activitySpec(n *yaml.Node, path string, sites *[]site, o *load
 	if !ok {
 		return nil, ""
 	}
-	if !contains(activityTypes, typ) {
+	if !slices.Contains(activityTypes, typ) {
 		reason := fmt.Sprintf("%q is not one of shell, deterministic, agent_loop, groundhog", typ)
 		if s := suggest(typ, activityTypes); s != "" {
 			reason += fmt.Sprintf(" (did you mean %q?)", s)
@@ -72,7 +72,7 @@ func (d *decoder) activitySpec(n *yaml.Node, path string, sites *[]site, o *load
 			return "executor_spec cannot be written: it is filled in at load, from the executor named by executor: (or provider:)"
 		}
 		for _, other := range activityTypes {
-			if contains(typeFields[other], key) {
+			if slices.Contains(typeFields[other], key) {
 				return fmt.Sprintf("%s is not a field of %s %s activity", key, article(typ), typ)
 			}
 		}
@@ -124,7 +124,7 @@ func (d *decoder) shellSpec(m *mapping, spec *ActivitySpec, sites *[]site) {
 		switch {
 		case len(list) == 0:
 			d.addAt(n, child(m.path, "allowed_programs"), "must list at least one program")
-		case contains(list, ""):
+		case slices.Contains(list, ""):
 			d.addAt(n, child(m.path, "allowed_programs"), "must not contain an empty program")
 		default:
 			allowedOK = true
@@ -132,7 +132,7 @@ func (d *decoder) shellSpec(m *mapping, spec *ActivitySpec, sites *[]site) {
 	}
 	// A templated program is only known at run time, where the executor
 	// checks it against allowed_programs.
-	if hasProgram && allowedOK && !strings.Contains(program, "{{") && !contains(spec.AllowedPrograms, program) {
+	if hasProgram && allowedOK && !strings.Contains(program, "{{") && !slices.Contains(spec.AllowedPrograms, program) {
 		d.addAt(m.get("program"), child(m.path, "program"), fmt.Sprintf("%q is not in allowed_programs (%s)", program, strings.Join(spec.AllowedPrograms, ", ")))
 	}
 	spec.TimeoutSeconds = d.intAtLeast(m, "timeout_seconds", 1, defaultShellTimeoutSeconds)
@@ -211,12 +211,7 @@ func specTexts(spec *ActivitySpec) []site {
 				walk(index(path, i), e)
 			}
 		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				walk(child(path, k), x[k])
 			}
 		}

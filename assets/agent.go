@@ -2,6 +2,7 @@ package assets
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -63,12 +64,7 @@ var seededExecutors = sync.OnceValue(func() map[string]*Executor {
 
 // executorNames returns the names of the visible Executors, sorted.
 func (o *loadOptions) executorNames() []string {
-	names := make([]string, 0, len(o.executors))
-	for name := range o.executors {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(o.executors))
 }
 
 // agentSpec decodes the fields of an agent_loop or groundhog spec and
@@ -82,7 +78,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 		path := child(m.path, "allowed_programs")
 		if list, ok := d.stringList(n, path); ok {
 			spec.AllowedPrograms = list
-			if contains(list, "") {
+			if slices.Contains(list, "") {
 				d.addAt(n, path, "must not contain an empty program")
 			}
 		}
@@ -160,7 +156,7 @@ func (d *decoder) provider(m *mapping, typ string) (string, bool) {
 // needHTTP reports a provider that the http backend cannot reach. There is
 // never a fallback to another transport (DESIGN §6).
 func (d *decoder) needHTTP(m *mapping, spec *ActivitySpec) {
-	if contains(httpProviders, spec.Provider) {
+	if slices.Contains(httpProviders, spec.Provider) {
 		return
 	}
 	reason := fmt.Sprintf("provider %q has no HTTP transport (http providers: %s)", spec.Provider, strings.Join(httpProviders, ", "))
@@ -228,7 +224,7 @@ func (d *decoder) fixture(m *mapping) string {
 // name against the project's profiles when o knows them.
 func (d *decoder) fsProfile(m *mapping, o *loadOptions) string {
 	name := d.str(m, "fsProfile")
-	if name == "" || o.fsProfiles == nil || name == defaultFSProfile || contains(o.fsProfiles, name) {
+	if name == "" || o.fsProfiles == nil || name == defaultFSProfile || slices.Contains(o.fsProfiles, name) {
 		return name
 	}
 	known := append([]string{defaultFSProfile}, o.fsProfiles...)

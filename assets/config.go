@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,7 +161,7 @@ func (c *Config) Validate() error {
 	if v.Runtime.Backend != "http" && v.Runtime.Backend != "cli" {
 		ps.add(0, "runtime.backend", fmt.Sprintf("%q is not one of http, cli", v.Runtime.Backend))
 	}
-	for _, name := range sortedKeys(v.FSProfiles) {
+	for _, name := range slices.Sorted(maps.Keys(v.FSProfiles)) {
 		path := child("fs_profiles", name)
 		if !assetName.MatchString(name) {
 			ps.add(0, path, fmt.Sprintf("%q must start with a letter or digit and contain only letters, digits, _, . and -", name))
@@ -176,9 +178,9 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(v.Providers) {
+	for _, name := range slices.Sorted(maps.Keys(v.Providers)) {
 		path := child("providers", name)
-		if !contains(configurableProviders, name) {
+		if !slices.Contains(configurableProviders, name) {
 			ps.add(0, path, fmt.Sprintf("provider %q cannot be configured (configurable: %s)", name, strings.Join(configurableProviders, ", ")))
 			continue
 		}
@@ -222,17 +224,6 @@ func checkGlob(g string) string {
 		return fmt.Sprintf("%q must not leave the workspace", g)
 	}
 	return ""
-}
-
-// sortedKeys returns the keys of m in order, so that problems are reported
-// in the same order every time.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func checkListen(addr string) string {

@@ -2,6 +2,7 @@ package assets
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
@@ -83,7 +84,7 @@ func (d *decoder) kind(m *mapping, want string) bool {
 	k, ok := d.scalarString(n, "kind")
 	switch {
 	case !ok:
-	case !contains(kinds, k):
+	case !slices.Contains(kinds, k):
 		reason := fmt.Sprintf("%q is not one of Activity, Job, Executor", k)
 		if s := suggest(k, kinds); s != "" {
 			reason += fmt.Sprintf(" (did you mean %q?)", s)

@@ -3,6 +3,7 @@ package assets
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -109,7 +110,7 @@ func (m *mapping) line(key string) int {
 // the key is reported as unknown, with a suggestion when one is close.
 func (d *decoder) checkKeys(m *mapping, allowed []string, explain func(key string) string) {
 	for _, k := range m.keys {
-		if contains(allowed, k) {
+		if slices.Contains(allowed, k) {
 			continue
 		}
 		reason := ""
@@ -129,15 +130,6 @@ func unknownKey(key string, allowed []string) string {
 		reason += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return reason
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // str reads an optional string field.
@@ -190,7 +182,7 @@ func (d *decoder) oneOf(m *mapping, key string, choices ...string) string {
 		return choices[0]
 	}
 	s, ok := d.scalarString(n, child(m.path, key))
-	if ok && !contains(choices, s) {
+	if ok && !slices.Contains(choices, s) {
 		d.addAt(n, child(m.path, key), fmt.Sprintf("%q is not one of %s", s, strings.Join(choices, ", ")))
 	}
 	return s

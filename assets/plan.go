@@ -8,6 +8,7 @@ import (
 	"path"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -192,7 +193,7 @@ func (d *decoder) plan(n *yaml.Node) *Plan {
 		return nil
 	}
 	d.checkKeys(top, []string{"checkpoints"}, func(key string) string {
-		if contains(checkpointKeys, key) {
+		if slices.Contains(checkpointKeys, key) {
 			return key + " is a field of a checkpoint: list the checkpoints under checkpoints:"
 		}
 		return ""
@@ -242,7 +243,7 @@ func (d *decoder) checkpoint(n *yaml.Node, path string, firstAt map[string]strin
 		}
 	}
 	d.checkKeys(m, checkpointKeys, func(key string) string {
-		if contains(criterionKeys, key) {
+		if slices.Contains(criterionKeys, key) {
 			return key + " is a field of a criterion: put it in an item of success_criteria or anti_criteria"
 		}
 		return ""
@@ -304,7 +305,7 @@ func (d *decoder) criterion(n *yaml.Node, path string, success bool, t *planTall
 	kind, ok := "", false
 	if kn == nil {
 		d.add(m.line("kind"), kpath, "is required (one of "+strings.Join(criterionKinds, ", ")+")")
-	} else if kind, ok = d.scalarString(kn, kpath); ok && !contains(criterionKinds, kind) {
+	} else if kind, ok = d.scalarString(kn, kpath); ok && !slices.Contains(criterionKinds, kind) {
 		reason := fmt.Sprintf("%q is not one of %s", kind, strings.Join(criterionKinds, ", "))
 		if s := suggest(kind, criterionKinds); s != "" {
 			reason += fmt.Sprintf(" (did you mean %q?)", s)
@@ -326,7 +327,7 @@ func (d *decoder) criterion(n *yaml.Node, path string, success bool, t *planTall
 		d.addAt(kn, kpath, "paths_untouched is only valid in anti_criteria, where it means the attempt must not change the files its globs match")
 	}
 	d.checkKeys(m, append([]string{"kind"}, criterionFields[kind]...), func(key string) string {
-		if contains(criterionKeys, key) {
+		if slices.Contains(criterionKeys, key) {
 			return fmt.Sprintf("%s is not a field of %s %s criterion", key, article(kind), kind)
 		}
 		return ""

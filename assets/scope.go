@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -191,14 +192,9 @@ func renderValue(v any, sc *Scope, path string) (any, error) {
 		out, err := renderString(x, sc)
 		return out, wrap(err)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		// Sorted, so that the error reported first does not depend on map order.
-		sort.Strings(keys)
 		out := make(map[string]any, len(x))
-		for _, k := range keys {
+		// Sorted, so that the error reported first does not depend on map order.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			r, err := renderValue(x[k], sc, child(path, k))
 			if err != nil {
 				return nil, err

@@ -2,7 +2,8 @@ package assets
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // bodyKind says what a step does.
@@ -191,12 +192,7 @@ func (l *jobLoader) stepRefProblem(id string, visible map[string]bool) string {
 	target, ok := l.byID[id]
 	if !ok {
 		reason := fmt.Sprintf("unknown step %q", id)
-		names := make([]string, 0, len(l.byID))
-		for n := range l.byID {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		if s := suggest(id, names); s != "" {
+		if s := suggest(id, slices.Sorted(maps.Keys(l.byID))); s != "" {
 			reason += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		return reason

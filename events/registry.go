@@ -2,8 +2,9 @@ package events
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 )
 
 // TypeInfo describes a registered event type.
@@ -37,12 +38,7 @@ func Lookup(name string) (TypeInfo, bool) {
 
 // Types returns the names of all registered event types, sorted.
 func Types() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(registry))
 }
 
 // checkPayload verifies that payload is of the Go type registered for typ

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -104,7 +105,7 @@ func (l *locks) release(ctx context.Context, runID string, resources []string) (
 	err := l.change(ctx, func(held map[string]reservation) error {
 		released = released[:0]
 		for res, h := range held {
-			if h.Owner == runID && (len(resources) == 0 || contains(resources, res)) {
+			if h.Owner == runID && (len(resources) == 0 || slices.Contains(resources, res)) {
 				delete(held, res)
 				released = append(released, res)
 			}
@@ -183,15 +184,6 @@ func literalPrefix(glob string) string {
 		return glob[:i]
 	}
 	return glob + "/"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // reserveAction is the locks.reserve action.

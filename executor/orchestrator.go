@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -366,7 +367,7 @@ func (o *Orchestrator) activeRunsLocked(job string) []string {
 			ids = append(ids, id)
 		}
 	}
-	sortStrings(ids)
+	slices.Sort(ids)
 	return ids
 }
 

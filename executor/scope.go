@@ -2,7 +2,6 @@ package executor
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/orbitrun/orbit/assets"
@@ -167,8 +166,6 @@ func renderText(s string, sc *assets.Scope) (string, error) {
 	}
 	return t.Render(sc)
 }
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // ValidateJob reports what in a loaded job this executor cannot run: an
 // activity type without a runner, or a deterministic action that does not

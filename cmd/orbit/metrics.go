@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +38,7 @@ func (a *app) metricsCommand() *cobra.Command {
 
 func (a *app) printMetrics(m *projector.Metrics) {
 	t := newTable(a.stdout, "MODEL", "TURNS", "INVOCATIONS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE")
-	for _, name := range sortedKeys(m.Models) {
+	for _, name := range slices.Sorted(maps.Keys(m.Models)) {
 		x := m.Models[name]
 		t.row(name, fmt.Sprint(x.Turns), fmt.Sprint(x.Invocations), fmt.Sprint(x.Usage.InputTokens), fmt.Sprint(x.Usage.OutputTokens),
 			fmt.Sprint(x.Usage.CacheReadTokens), fmt.Sprint(x.Usage.CacheWriteTokens))
@@ -45,15 +46,15 @@ func (a *app) printMetrics(m *projector.Metrics) {
 	_ = t.flush()
 	a.printf("\n")
 	t = newTable(a.stdout, "TOOL", "CALLS", "ERRORS", "DENIALS")
-	for _, name := range sortedKeys(m.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(m.Tools)) {
 		x := m.Tools[name]
 		t.row(name, fmt.Sprint(x.Calls), fmt.Sprint(x.Errors), fmt.Sprint(x.Denials))
 	}
 	_ = t.flush()
 	a.printf("\n")
 	t = newTable(a.stdout, "JOB", "STEP", "COUNT", "MEAN", "MAX", "STATES")
-	for _, job := range sortedKeys(m.Steps) {
-		for _, step := range sortedKeys(m.Steps[job]) {
+	for _, job := range slices.Sorted(maps.Keys(m.Steps)) {
+		for _, step := range slices.Sorted(maps.Keys(m.Steps[job])) {
 			x := m.Steps[job][step]
 			mean := int64(0)
 			if x.Count > 0 {
@@ -65,7 +66,7 @@ func (a *app) printMetrics(m *projector.Metrics) {
 	_ = t.flush()
 	a.printf("\n")
 	t = newTable(a.stdout, "JOB", "RUNS", "TOTAL", "STATES")
-	for _, job := range sortedKeys(m.Jobs) {
+	for _, job := range slices.Sorted(maps.Keys(m.Jobs)) {
 		x := m.Jobs[job]
 		t.row(job, fmt.Sprint(x.Runs), duration(x.TotalDurationMS), states(x.States))
 	}
@@ -75,8 +76,8 @@ func (a *app) printMetrics(m *projector.Metrics) {
 	}
 	a.printf("\n")
 	t = newTable(a.stdout, "TASK", "CHECKPOINT", "ATTEMPTS", "COMMITTED", "REWOUND", "INTERRUPTED", "ABANDONED")
-	for _, task := range sortedKeys(m.Checkpoints) {
-		for _, cp := range sortedKeys(m.Checkpoints[task]) {
+	for _, task := range slices.Sorted(maps.Keys(m.Checkpoints)) {
+		for _, cp := range slices.Sorted(maps.Keys(m.Checkpoints[task])) {
 			x := m.Checkpoints[task][cp]
 			t.row(task, cp, fmt.Sprint(x.Started), fmt.Sprint(x.Committed), fmt.Sprint(x.Rewound), fmt.Sprint(x.Interrupted), fmt.Sprint(x.Abandoned))
 		}
@@ -84,7 +85,7 @@ func (a *app) printMetrics(m *projector.Metrics) {
 	_ = t.flush()
 	a.printf("\n")
 	t = newTable(a.stdout, "CRITERION", "PASS", "FAIL", "SKIPPED", "ANTI PASS", "ANTI FAIL")
-	for _, kind := range sortedKeys(m.Verifier) {
+	for _, kind := range slices.Sorted(maps.Keys(m.Verifier)) {
 		x := m.Verifier[kind]
 		t.row(kind, fmt.Sprint(x.Criteria.Pass), fmt.Sprint(x.Criteria.Fail), fmt.Sprint(x.Criteria.Skipped),
 			fmt.Sprint(x.AntiCriteria.Pass), fmt.Sprint(x.AntiCriteria.Fail))
@@ -94,20 +95,11 @@ func (a *app) printMetrics(m *projector.Metrics) {
 
 func states(m map[string]int64) string {
 	s := ""
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if s != "" {
 			s += " "
 		}
 		s += fmt.Sprintf("%s=%d", k, m[k])
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

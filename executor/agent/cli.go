@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,7 +78,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	for _, k := range sortedKeys(cfg.Spec.Env) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Spec.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+cfg.Spec.Env[k])
 	}
 	// Our own pipes rather than cmd's: the program's exit is then seen when
@@ -228,7 +229,7 @@ func parseCLIOutput(format string, stdout []byte) (*Outcome, error) {
 		out.FinalMessage, out.Turns = res.Result, res.NumTurns
 		out.Usage = Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadTokens: res.Usage.CacheReadInputTokens, CacheWriteTokens: res.Usage.CacheCreationInputTokens}
-		out.Model = strings.Join(sortedKeys(res.ModelUsage), ",")
+		out.Model = strings.Join(slices.Sorted(maps.Keys(res.ModelUsage)), ",")
 		if res.IsError || (res.Subtype != "" && res.Subtype != "success") {
 			return out, fmt.Errorf("the agent reported %s: %s", res.Subtype, capText(res.Result, 200))
 		}
@@ -284,15 +285,6 @@ func lastJSONLine(b []byte) []byte {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func describeExit(code int, signal string) string {
