@@ -24,7 +24,7 @@ import (
 // evaluated by git check-ignore in a scratch repository outside the work
 // tree that holds nothing but the snapshot's .gitignore files.
 func (r *Repo) ignoredBySnapshot(ctx context.Context, s *Snapshot) ([]string, error) {
-	changed, err := r.diffPaths(ctx, s.SnapshotRef)
+	changed, err := r.diffNames(ctx, s.SnapshotRef, false, "")
 	if err != nil {
 		return nil, err
 	}
@@ -32,16 +32,13 @@ func (r *Repo) ignoredBySnapshot(ctx context.Context, s *Snapshot) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.run(ctx, call{
-		args:     []string{"diff", "--cached", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--diff-filter=A", s.SnapshotRef, "--"},
-		readOnly: true,
-	})
+	inIndex, err := r.diffNames(ctx, s.SnapshotRef, true, "A")
 	if err != nil {
-		return nil, fmt.Errorf("comparing the index with %s: %w", s.SnapshotRef, err)
+		return nil, err
 	}
 	pre := newPreexisting(s.Untracked)
 	var added []string
-	for _, p := range nulFields(out) {
+	for _, p := range inIndex {
 		if !pre.covers(p) {
 			added = append(added, p)
 		}
@@ -77,7 +74,7 @@ func (r *Repo) ignoredBySnapshot(ctx context.Context, s *Snapshot) ([]string, er
 	}
 
 	// The snapshot's .gitignore files.
-	out, err = r.run(ctx, call{args: []string{"ls-tree", "-r", "-z", "--full-tree", s.SnapshotRef}, readOnly: true})
+	out, err := r.run(ctx, call{args: []string{"ls-tree", "-r", "-z", "--full-tree", s.SnapshotRef}, readOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("listing the snapshot's files: %w", err)
 	}

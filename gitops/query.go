@@ -198,7 +198,7 @@ func (r *Repo) ChangedPaths(ctx context.Context, s *Snapshot) ([]string, error) 
 	if s == nil || !isObjectID(s.SnapshotRef) {
 		return nil, fmt.Errorf("%w: snapshot without a snapshot ref", ErrInvalidArgument)
 	}
-	tracked, err := r.diffPaths(ctx, s.SnapshotRef)
+	tracked, err := r.diffNames(ctx, s.SnapshotRef, false, "")
 	if err != nil {
 		return nil, err
 	}
@@ -206,41 +206,25 @@ func (r *Repo) ChangedPaths(ctx context.Context, s *Snapshot) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var res []string
-	for _, p := range append(tracked, untracked...) {
-		if !seen[p] {
-			seen[p] = true
-			res = append(res, p)
-		}
-	}
-	sort.Strings(res)
-	return res, nil
+	return uniqueSorted(append(tracked, untracked...)), nil
 }
 
-// diffPaths returns the tracked paths whose content in the work tree
-// differs from their content in rev (present in only one of them
-// included).
-func (r *Repo) diffPaths(ctx context.Context, rev string) ([]string, error) {
-	out, err := r.run(ctx, call{
-		args:     []string{"diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", rev, "--"},
-		readOnly: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("comparing the work tree with %s: %w", rev, err)
+// diffNames returns the paths whose content in the work tree (or, with
+// cached, in the index) differs from rev, narrowed by filter (letters of
+// git's --diff-filter, or "" for all). External diff and textconv programs
+// a repository configures are never run.
+func (r *Repo) diffNames(ctx context.Context, rev string, cached bool, filter string) ([]string, error) {
+	args := []string{"diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"}
+	what := "the work tree"
+	if cached {
+		args, what = append(args, "--cached"), "the index"
 	}
-	return nulFields(out), nil
-}
-
-// diffDeleted returns the paths of rev that are not in the index (or whose
-// file is missing from the work tree).
-func (r *Repo) diffDeleted(ctx context.Context, rev string) ([]string, error) {
-	out, err := r.run(ctx, call{
-		args:     []string{"diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--diff-filter=D", rev, "--"},
-		readOnly: true,
-	})
+	if filter != "" {
+		args = append(args, "--diff-filter="+filter)
+	}
+	out, err := r.run(ctx, call{args: append(args, rev, "--"), readOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("comparing the work tree with %s: %w", rev, err)
+		return nil, fmt.Errorf("comparing %s with %s: %w", what, rev, err)
 	}
 	return nulFields(out), nil
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -70,14 +70,14 @@ func (r *Repo) resetHard(ctx context.Context, s *Snapshot) error {
 func (r *Repo) unrecoverable(ctx context.Context, s *Snapshot, scratchHead string) ([]string, error) {
 	var lost []string
 	for _, cached := range []bool{false, true} {
-		fromSnap, err := r.diffAgainst(ctx, s.SnapshotRef, cached)
+		fromSnap, err := r.diffNames(ctx, s.SnapshotRef, cached, "")
 		if err != nil {
 			return nil, err
 		}
 		if len(fromSnap) == 0 {
 			continue
 		}
-		fromScratch, err := r.diffAgainst(ctx, scratchHead, cached)
+		fromScratch, err := r.diffNames(ctx, scratchHead, cached, "")
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +94,7 @@ func (r *Repo) unrecoverable(ctx context.Context, s *Snapshot, scratchHead strin
 	// diff reports a path of the snapshot that is not in the index as
 	// deleted without looking at the work tree; a file there would be
 	// overwritten by the reset.
-	deleted, err := r.diffDeleted(ctx, s.SnapshotRef)
+	deleted, err := r.diffNames(ctx, s.SnapshotRef, false, "D")
 	if err != nil {
 		return nil, err
 	}
@@ -104,22 +104,6 @@ func (r *Repo) unrecoverable(ctx context.Context, s *Snapshot, scratchHead strin
 		}
 	}
 	return uniqueSorted(lost), nil
-}
-
-// diffAgainst returns the paths whose content in the work tree (or, with
-// cached, in the index) differs from rev.
-func (r *Repo) diffAgainst(ctx context.Context, rev string, cached bool) ([]string, error) {
-	if !cached {
-		return r.diffPaths(ctx, rev)
-	}
-	out, err := r.run(ctx, call{
-		args:     []string{"diff", "--cached", "--name-only", "-z", "--no-renames", "--no-ext-diff", rev, "--"},
-		readOnly: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("comparing the index with %s: %w", rev, err)
-	}
-	return nulFields(out), nil
 }
 
 // removeCopies removes the untracked files that did not exist at the
@@ -195,12 +179,6 @@ func (r *Repo) path(p string) string {
 }
 
 func uniqueSorted(ps []string) []string {
-	sort.Strings(ps)
-	res := ps[:0]
-	for i, p := range ps {
-		if i == 0 || p != ps[i-1] {
-			res = append(res, p)
-		}
-	}
-	return res
+	slices.Sort(ps)
+	return slices.Compact(ps)
 }
