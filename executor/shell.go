@@ -77,7 +77,6 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 		"ORBIT_STEP_ATTEMPT="+strconv.Itoa(s.cmd.Attempt),
 		"ORBIT_WORKSPACE="+s.cmd.Workspace,
 	)
-	c.WaitDelay = time.Second
 	g, err := proc.Start(ctx, c)
 	if err != nil {
 		return nil, fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)

@@ -87,9 +87,6 @@ func runExec(ctx context.Context, tc *ToolContext, in *execInput) (string, error
 	c.Dir = tc.Workspace
 	c.Env = tc.Env // nil: the engine's environment
 	c.Stdout, c.Stderr = stdout, stderr
-	// A background child that keeps the output pipes open must not hold
-	// the call: stop waiting for output a second after the program exits.
-	c.WaitDelay = time.Second
 	g, err := proc.Start(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("starting %s: %w", in.Program, err)

@@ -15,6 +15,9 @@ import (
 	"time"
 )
 
+// outputDelay is how long Wait waits for output after the program exits.
+const outputDelay = time.Second
+
 // Group is a started program and its process group.
 type Group struct {
 	cmd    *exec.Cmd
@@ -32,10 +35,16 @@ type Result struct {
 }
 
 // Start starts cmd in a new process group whose leader gets SIGKILL if the
-// engine dies, marked with TagVar under ctx's scope (see WithScope).
+// engine dies, marked with TagVar under ctx's scope (see WithScope). Unless
+// cmd says otherwise, Wait stops waiting for output a second after the
+// program exits: a background child that keeps its output pipes open must
+// not hold it.
 func Start(ctx context.Context, cmd *exec.Cmd) (*Group, error) {
 	tag := within(scopeOf(ctx), newTag())
 	cmd.Env = append(cmd.Environ(), TagVar+"="+tag)
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = outputDelay
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
