@@ -1,10 +1,8 @@
 package events
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 )
 
@@ -79,12 +77,9 @@ func (e Event) Subject() (string, error) {
 // bad input; every rejection wraps ErrInvalidEvent or ErrUnknownType.
 func DecodeEvent(body []byte) (Event, error) {
 	var e Event
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&e); err != nil {
+	// Unmarshal, unlike a Decoder, refuses anything after the one value.
+	if err := json.Unmarshal(body, &e); err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Event{}, fmt.Errorf("%w: trailing data after the envelope", ErrInvalidEvent)
 	}
 	if e.ID == "" || e.Type == "" {
 		return Event{}, fmt.Errorf("%w: id and type are required", ErrInvalidEvent)
