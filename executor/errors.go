@@ -17,7 +17,8 @@ var (
 	// ErrJobDisabled is returned when a disabled job is submitted.
 	ErrJobDisabled = errors.New("job is disabled")
 
-	// ErrLeaseHeld is returned when another live engine owns a run.
+	// ErrLeaseHeld is returned when another live engine owns a run (or
+	// another live worker a step attempt).
 	ErrLeaseHeld = errors.New("run is owned by another engine")
 )
 

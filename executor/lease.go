@@ -2,34 +2,66 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/proc"
 )
 
-// lease is an engine's claim on a run in the orbit_leases bucket. Only the
-// holder interprets the run. A lease that is not renewed within its TTL may
-// be taken over; on an embedded store, where the file lock guarantees a
-// single engine, any lease held by another engine id is a dead engine's and
-// is taken over at once.
+// lease is a claim in the orbit_leases bucket: an engine's on a run (only
+// the holder interprets it) or a worker's on a step attempt (only the
+// holder executes it). A lease that is not renewed within its TTL may be
+// taken over.
+//
+// A run lease on an embedded store, where the file lock guarantees a single
+// engine, is taken over at once from any other engine id: that is a dead
+// engine's (takeOver).
+//
+// A step lease is what keeps two copies of a step from running at once when
+// a worker stops answering (a stopped process, a partition): its command is
+// redelivered after the ack wait, but another worker runs it only when the
+// lease has expired — and first, on the same host, kills the processes the
+// silent worker had started for it (fencing): every program an execution
+// starts, and all they start, carry the lease's scope in their environment
+// (proc.WithScope). A worker whose lease was taken over records nothing of
+// its late result. The step lease of a worker on an embedded store, the
+// only one, has no kv: it is held by definition and does nothing.
 type lease struct {
 	kv       *events.KV
 	key      string
 	engine   string
 	ttl      time.Duration
-	takeOver bool // steal leases of other engines without waiting for expiry
-	rev      uint64
+	takeOver bool   // steal leases of other engines without waiting for expiry
+	scope    string // step leases: the mark of the processes the execution starts
+	fence    bool   // before taking over an expired lease, kill its holder's processes on this host
+
+	mu  sync.Mutex // renewals run beside the holder's other calls
+	rev uint64
 }
 
 type leaseRecord struct {
 	Engine  string    `json:"engine"`
+	Host    string    `json:"host,omitempty"`
+	Scope   string    `json:"scope,omitempty"`
 	Expires time.Time `json:"expires"`
 }
 
+var hostname, _ = os.Hostname()
+
 func leaseKey(runID string) string { return "run." + events.Token(runID) }
+
+func stepLeaseKey(cmd *stepCommand) string {
+	sum := sha256.Sum256([]byte(cmd.RunID + "|" + cmd.StepKey + "|" + strconv.Itoa(cmd.Attempt)))
+	return "step." + hex.EncodeToString(sum[:16])
+}
 
 // acquire takes the lease, waiting (and retrying) while a live engine holds it.
 func (l *lease) acquire(ctx context.Context) error {
@@ -46,8 +78,15 @@ func (l *lease) acquire(ctx context.Context) error {
 	}
 }
 
+// try takes the lease once. A live lease of another engine is ErrLeaseHeld;
+// losing a race for it is events.ErrConflict.
 func (l *lease) try(ctx context.Context) error {
-	value, err := json.Marshal(leaseRecord{Engine: l.engine, Expires: time.Now().Add(l.ttl).UTC()})
+	if l.kv == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	value, err := l.record()
 	if err != nil {
 		return err
 	}
@@ -60,17 +99,34 @@ func (l *lease) try(ctx context.Context) error {
 		return err
 	}
 	var held leaseRecord
-	if json.Unmarshal(cur.Value, &held) == nil && held.Engine != l.engine && !l.takeOver && time.Now().Before(held.Expires) {
-		return fmt.Errorf("%w: %s until %s", ErrLeaseHeld, held.Engine, held.Expires.Format(time.RFC3339))
+	if json.Unmarshal(cur.Value, &held) == nil && held.Engine != l.engine {
+		if !l.takeOver && time.Now().Before(held.Expires) {
+			return fmt.Errorf("%w: %s until %s", ErrLeaseHeld, held.Engine, held.Expires.Format(time.RFC3339))
+		}
+		if l.fence && held.Scope != "" && held.Host == hostname {
+			// A process stuck in uninterruptible sleep is waited for a
+			// few seconds; it dies as soon as that sleep ends.
+			proc.KillScope(held.Scope, 5*time.Second)
+		}
 	}
 	l.rev, err = l.kv.Update(ctx, l.key, value, cur.Revision)
 	return err
 }
 
+// record is the lease's value, expiring a TTL from now.
+func (l *lease) record() ([]byte, error) {
+	return json.Marshal(leaseRecord{Engine: l.engine, Host: hostname, Scope: l.scope, Expires: time.Now().Add(l.ttl).UTC()})
+}
+
 // renew extends the lease. It fails with events.ErrConflict when another
 // engine took the lease over.
 func (l *lease) renew(ctx context.Context) error {
-	value, err := json.Marshal(leaseRecord{Engine: l.engine, Expires: time.Now().Add(l.ttl).UTC()})
+	if l.kv == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	value, err := l.record()
 	if err != nil {
 		return err
 	}
@@ -82,9 +138,34 @@ func (l *lease) renew(ctx context.Context) error {
 	return nil
 }
 
+// held reports whether the lease is still this holder's.
+func (l *lease) held(ctx context.Context) bool {
+	if l.kv == nil {
+		return true
+	}
+	cur, err := l.kv.Get(ctx, l.key)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return err == nil && cur.Revision == l.rev
+}
+
 // release gives the lease up.
 func (l *lease) release(ctx context.Context) error {
+	if l.kv == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.kv.Delete(ctx, l.key, l.rev)
+}
+
+// within returns ctx under which the programs an execution starts carry
+// the lease's scope.
+func (l *lease) within(ctx context.Context) context.Context {
+	if l.scope == "" {
+		return ctx
+	}
+	return proc.WithScope(ctx, l.scope)
 }
 
 // hold renews the lease until ctx ends, and calls lost if it cannot (another

@@ -13,6 +13,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/internal/failpoint"
+	"github.com/orbitrun/orbit/internal/proc"
 )
 
 // WorkerConfig configures a Worker.
@@ -214,8 +215,8 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		}
 	}
 	lease := w.stepLease(&cmd)
-	if err := lease.acquire(ctx); err != nil {
-		if errors.Is(err, errStepBusy) {
+	if err := lease.try(ctx); err != nil {
+		if errors.Is(err, ErrLeaseHeld) || errors.Is(err, events.ErrConflict) {
 			_ = c.Nak(w.cfg.AckWait / 2) // the holder is alive: let it finish
 			return
 		}
@@ -245,7 +246,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		_, err = started.Wait(ctx)
 	}
 	if err != nil {
-		lease.release(ctx)
+		_ = lease.release(ctx)
 		w.retryLater(c, err)
 		return
 	}
@@ -256,7 +257,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	output, err := w.execute(lease.within(ctx), c, &execution{cmd: &cmd, emit: emit})
 	failpoint.Hit("worker-after-side-effect")
 	if ctx.Err() != nil {
-		lease.release(context.WithoutCancel(ctx))
+		_ = lease.release(context.WithoutCancel(ctx))
 		_ = c.Nak(0) // the engine is stopping: leave the step to the next one
 		return
 	}
@@ -283,7 +284,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	}
 	if err := w.appendAll(ctx, started, end); err != nil {
 		if ctx.Err() != nil {
-			lease.release(context.WithoutCancel(ctx))
+			_ = lease.release(context.WithoutCancel(ctx))
 			_ = c.Nak(0)
 			return
 		}
@@ -296,7 +297,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	if err := c.AckNoWait(); err != nil {
 		w.log.Warn("acking step command", "id", c.ID, "err", err)
 	}
-	lease.release(ctx)
+	_ = lease.release(ctx)
 }
 
 // endEvent is one of the events that record the end of a step attempt.
@@ -327,11 +328,12 @@ func (w *Worker) appendAll(ctx context.Context, started *events.PendingAppend, e
 // stepLease returns the lease a step attempt runs under. On an embedded
 // store there is one engine and so one worker: nothing can run the step
 // alongside it, and the lease is a no-op (it costs writes to the store).
-func (w *Worker) stepLease(cmd *stepCommand) *stepLease {
+func (w *Worker) stepLease(cmd *stepCommand) *lease {
 	if w.cfg.Log.Embedded() {
-		return &stepLease{}
+		return &lease{}
 	}
-	return &stepLease{kv: w.cfg.Log.Leases(), key: stepLeaseKey(cmd), ttl: w.cfg.AckWait, engine: w.cfg.Engine}
+	return &lease{kv: w.cfg.Log.Leases(), key: stepLeaseKey(cmd), ttl: w.cfg.AckWait, engine: w.cfg.Engine,
+		scope: proc.NewScope(), fence: true}
 }
 
 // execution is one run of a command's activity.
@@ -498,7 +500,7 @@ func (w *Worker) unclaim(id string) {
 
 // progress keeps a command from being redelivered, and its lease alive,
 // while its step is handled.
-func (w *Worker) progress(ctx context.Context, c *events.Command, lease *stepLease) {
+func (w *Worker) progress(ctx context.Context, c *events.Command, lease *lease) {
 	tick := time.NewTicker(w.cfg.AckWait / 3)
 	defer tick.Stop()
 	for {
