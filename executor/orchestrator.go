@@ -65,7 +65,6 @@ type Orchestrator struct {
 	mu     sync.Mutex
 	runs   map[string]*runCtl   // every run admitted or queued by this engine
 	queued map[string][]*runCtl // job → runs waiting for a slot, in arrival order
-	active map[string]int       // job → runs executing
 	wg     sync.WaitGroup
 }
 
@@ -86,7 +85,6 @@ func NewOrchestrator(cfg Config) *Orchestrator {
 		log:    cfg.Logger.With("component", "orchestrator"),
 		runs:   make(map[string]*runCtl),
 		queued: make(map[string][]*runCtl),
-		active: make(map[string]int),
 	}
 }
 
@@ -317,7 +315,7 @@ func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 	}
 	o.runs[rc.id] = rc
 	job := rc.job.Name
-	if rc.started || o.active[job] < maxActive(rc.job) || o.ancestorRunsLocked(rc) {
+	if rc.started || len(o.activeRunsLocked(job)) < maxActive(rc.job) || o.ancestorRunsLocked(rc) {
 		o.startLocked(ctx, rc)
 		return
 	}
@@ -372,7 +370,6 @@ func (o *Orchestrator) activeRunsLocked(job string) []string {
 }
 
 func (o *Orchestrator) startLocked(ctx context.Context, rc *runCtl) {
-	o.active[rc.job.Name]++
 	rctx, cancel := context.WithCancelCause(ctx)
 	rc.cancel = cancel
 	o.wg.Add(1)
@@ -416,11 +413,10 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	defer o.mu.Unlock()
 	delete(o.runs, rc.id)
 	job := rc.job.Name
-	o.active[job]--
 	if ctx.Err() != nil {
 		return
 	}
-	for o.active[job] < maxActive(rc.job) && len(o.queued[job]) > 0 {
+	for len(o.activeRunsLocked(job)) < maxActive(rc.job) && len(o.queued[job]) > 0 {
 		next := o.queued[job][0]
 		o.queued[job] = o.queued[job][1:]
 		o.startLocked(ctx, next)
