@@ -79,7 +79,7 @@ type fsTarget struct {
 //
 // The lexical checks run before the filesystem is touched, so a refused
 // path reveals nothing about what exists.
-func resolvePath(tc *ToolContext, tool, path string, acc fsAccess) (*fsTarget, error) {
+func resolvePath(tc *ToolContext, tool, path string, accs ...fsAccess) (*fsTarget, error) {
 	if tc == nil || tc.Workspace == "" || !filepath.IsAbs(tc.Workspace) {
 		return nil, errors.New("no workspace: the tool context needs an absolute workspace directory")
 	}
@@ -100,8 +100,10 @@ func resolvePath(tc *ToolContext, tool, path string, acc fsAccess) (*fsTarget, e
 		return nil, deny("outside the workspace")
 	}
 	rel := filepath.ToSlash(clean)
-	if reason := pathPolicy(tc.Profile, rel, acc); reason != "" {
-		return nil, deny(reason)
+	for _, acc := range accs {
+		if reason := pathPolicy(tc.Profile, rel, acc); reason != "" {
+			return nil, deny(reason)
+		}
 	}
 
 	root, err := filepath.EvalSymlinks(tc.Workspace)
@@ -165,8 +167,10 @@ func resolvePath(tc *ToolContext, tool, path string, acc fsAccess) (*fsTarget, e
 		if p == rel {
 			continue
 		}
-		if reason := pathPolicy(tc.Profile, p, acc); reason != "" {
-			return nil, deny(fmt.Sprintf("resolves through a symlink to %s: %s", p, reason))
+		for _, acc := range accs {
+			if reason := pathPolicy(tc.Profile, p, acc); reason != "" {
+				return nil, deny(fmt.Sprintf("resolves through a symlink to %s: %s", p, reason))
+			}
 		}
 	}
 	return t, nil

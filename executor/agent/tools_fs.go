@@ -69,14 +69,24 @@ var fsDelete = newBuiltin("fs.delete",
 	"Delete a file of the workspace. Directories are not deleted.",
 	[]toolField{pathField}, runDelete)
 
-func runRead(_ context.Context, tc *ToolContext, in *pathInput) (string, error) {
-	t, err := resolvePath(tc, "fs.read", in.Path, accessRead)
+// openTarget resolves path for a tool under every access it needs and
+// opens the workspace root the operation then goes through.
+func openTarget(tc *ToolContext, tool, path string, accs ...fsAccess) (*os.Root, *fsTarget, error) {
+	t, err := resolvePath(tc, tool, path, accs...)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	root, err := os.OpenRoot(t.root)
 	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
+		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
+	return root, t, nil
+}
+
+func runRead(_ context.Context, tc *ToolContext, in *pathInput) (string, error) {
+	root, t, err := openTarget(tc, "fs.read", in.Path, accessRead)
+	if err != nil {
+		return "", err
 	}
 	defer root.Close()
 	f, fi, err := openChecked(root, t, false)
@@ -92,13 +102,9 @@ func runRead(_ context.Context, tc *ToolContext, in *pathInput) (string, error) 
 }
 
 func runWrite(_ context.Context, tc *ToolContext, in *writeInput) (string, error) {
-	t, err := resolvePath(tc, "fs.write", in.Path, accessWrite)
+	root, t, err := openTarget(tc, "fs.write", in.Path, accessWrite)
 	if err != nil {
 		return "", err
-	}
-	root, err := os.OpenRoot(t.root)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
 	}
 	defer root.Close()
 	if err := replaceFile(root, t, []byte(in.Content)); err != nil {
@@ -110,21 +116,14 @@ func runWrite(_ context.Context, tc *ToolContext, in *writeInput) (string, error
 // runEdit needs the path to be writable and readable: an edit that may
 // fail on "not found" tells what a file holds.
 func runEdit(_ context.Context, tc *ToolContext, in *editInput) (string, error) {
-	t, err := resolvePath(tc, "fs.edit", in.Path, accessWrite)
+	root, t, err := openTarget(tc, "fs.edit", in.Path, accessWrite, accessRead)
 	if err != nil {
 		return "", err
 	}
-	if _, err := resolvePath(tc, "fs.edit", in.Path, accessRead); err != nil {
-		return "", err
-	}
+	defer root.Close()
 	if in.Old == "" {
 		return "", errors.New("old must not be empty")
 	}
-	root, err := os.OpenRoot(t.root)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	defer root.Close()
 	f, fi, err := openChecked(root, t, false)
 	if err != nil {
 		return "", err
@@ -154,13 +153,9 @@ func runEdit(_ context.Context, tc *ToolContext, in *editInput) (string, error) 
 }
 
 func runList(_ context.Context, tc *ToolContext, in *pathInput) (string, error) {
-	t, err := resolvePath(tc, "fs.list", in.Path, accessRead)
+	root, t, err := openTarget(tc, "fs.list", in.Path, accessRead)
 	if err != nil {
 		return "", err
-	}
-	root, err := os.OpenRoot(t.root)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
 	}
 	defer root.Close()
 	f, _, err := openChecked(root, t, true)
@@ -191,13 +186,9 @@ func runList(_ context.Context, tc *ToolContext, in *pathInput) (string, error) 
 }
 
 func runDelete(_ context.Context, tc *ToolContext, in *pathInput) (string, error) {
-	t, err := resolvePath(tc, "fs.delete", in.Path, accessWrite)
+	root, t, err := openTarget(tc, "fs.delete", in.Path, accessWrite)
 	if err != nil {
 		return "", err
-	}
-	root, err := os.OpenRoot(t.root)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
 	}
 	defer root.Close()
 	// The entry, not what it resolves to: deleting a symlink removes the
