@@ -2,7 +2,6 @@ package groundhog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -48,7 +47,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 		break
 	}
 	a := &attempt{r: r, id: events.Attempt{Checkpoint: cp.ID, Attempt: n, Day: day}, snap: snap}
-	if err := r.record(ctx, events.GroundhogAttempt, events.DecisionID(events.GroundhogAttempt, r.cfg.TaskID, strconv.Itoa(day)), events.GroundhogAttemptData{
+	if err := record(ctx, r, events.GroundhogAttempt, events.DecisionID(events.GroundhogAttempt, r.cfg.TaskID, strconv.Itoa(day)), events.GroundhogAttemptData{
 		Attempt: a.id, RunID: r.cfg.RunID, TaskBranch: snap.TaskBranch, ScratchBranch: snap.ScratchBranch,
 		SnapshotRef: snap.SnapshotRef, PlanVersion: r.pin, Untracked: snap.Untracked,
 	}); err != nil {
@@ -66,13 +65,13 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 		// Not the agent's failure: the provider could not be reached or
 		// built. The attempt is closed and the run stops with the error.
 		report := syntheticReport(out, runErr)
-		if err := r.record(ctx, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
+		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 			return false, r.abort(ctx, a, err)
 		}
 		return false, errors.Join(runErr, r.rewind(ctx, a.id, snap, "stopped: "+firstLine(runErr.Error())))
 	}
 	if a.verdict != nil {
-		if err := r.record(ctx, events.GroundhogVerb, "", a.verbData()); err != nil {
+		if err := record(ctx, r, events.GroundhogVerb, "", a.verbData()); err != nil {
 			return false, r.abort(ctx, a, err)
 		}
 	}
@@ -81,7 +80,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	case a.verdict != nil && a.verdict.verb == VerbSuccess:
 		v := &verifier{repo: r.repo, snap: snap, env: r.cfg.Env}
 		results, passed := v.check(ctx, cp)
-		if err := r.record(ctx, events.GroundhogVerification, "", events.GroundhogVerificationData{Attempt: a.id, Passed: passed, Results: results}); err != nil {
+		if err := record(ctx, r, events.GroundhogVerification, "", events.GroundhogVerificationData{Attempt: a.id, Passed: passed, Results: results}); err != nil {
 			return false, r.abort(ctx, a, err)
 		}
 		if passed {
@@ -94,7 +93,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	default:
 		report = syntheticReport(out, runErr)
 	}
-	if err := r.record(ctx, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
+	if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 		return false, r.abort(ctx, a, err)
 	}
 	failpoint.Hit("groundhog-before-rewind")
@@ -151,7 +150,7 @@ func (r *runner) commit(ctx context.Context, a *attempt) error {
 
 func (r *runner) recordCommit(ctx context.Context, c *events.GroundhogCommittedData) error {
 	ctx = context.WithoutCancel(ctx)
-	if err := r.record(ctx, events.GroundhogCommitted, events.DecisionID(events.GroundhogCommitted, r.cfg.TaskID, strconv.Itoa(c.Day)), *c); err != nil {
+	if err := record(ctx, r, events.GroundhogCommitted, events.DecisionID(events.GroundhogCommitted, r.cfg.TaskID, strconv.Itoa(c.Day)), *c); err != nil {
 		return err
 	}
 	return r.ground(ctx, c)
@@ -177,7 +176,7 @@ func (r *runner) rewind(ctx context.Context, id events.Attempt, snap *gitops.Sna
 		return fmt.Errorf("checkpoint %s day %d: rewinding: %w", id.Checkpoint, id.Day, err)
 	}
 	failpoint.Hit("groundhog-after-rewind")
-	return r.record(ctx, events.GroundhogRewound, events.DecisionID(events.GroundhogRewound, r.cfg.TaskID, strconv.Itoa(id.Day)),
+	return record(ctx, r, events.GroundhogRewound, events.DecisionID(events.GroundhogRewound, r.cfg.TaskID, strconv.Itoa(id.Day)),
 		events.GroundhogRewoundData{Attempt: id, ScratchBranch: snap.ScratchBranch, ScratchSHA: sha, Reason: reason})
 }
 
@@ -227,7 +226,7 @@ func (r *runner) recoverOpen(ctx context.Context) error {
 	}
 	// The next attempt learns that this one was cut short: its work, which
 	// was never verified, is gone from the workspace.
-	if err := r.record(ctx, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: s.Attempt, Report: events.FailureReport{
+	if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: s.Attempt, Report: events.FailureReport{
 		Source: "interrupted", WhatHappened: "the previous attempt was interrupted before it finished (its run stopped); its work was rewound and kept on " + s.ScratchBranch,
 	}}); err != nil {
 		return err
@@ -235,7 +234,7 @@ func (r *runner) recoverOpen(ctx context.Context) error {
 	if err := r.rewind(ctx, s.Attempt, snap, "interrupted: the attempt was open when its run stopped"); err != nil {
 		return err
 	}
-	return r.record(ctx, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(s.Day)),
+	return record(ctx, r, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(s.Day)),
 		events.GroundhogInterruptedData{Attempt: s.Attempt, RunID: r.cfg.RunID})
 }
 
@@ -356,8 +355,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-func jsonOf(v any) (json.RawMessage, error) { return json.Marshal(v) }
-
 // emitter records an attempt's agent events as Groundhog events of the
 // task.
 type emitter struct{ a *attempt }
@@ -365,11 +362,11 @@ type emitter struct{ a *attempt }
 func (e *emitter) Emit(ctx context.Context, typ string, payload any) error {
 	switch d := payload.(type) {
 	case events.AgentTurnData:
-		return e.a.r.record(ctx, events.GroundhogTurn, "", events.GroundhogTurnData{Attempt: e.a.id, Turn: d})
+		return record(ctx, e.a.r, events.GroundhogTurn, "", events.GroundhogTurnData{Attempt: e.a.id, Turn: d})
 	case events.ToolCalledData:
-		return e.a.r.record(ctx, events.GroundhogToolCalled, "", events.GroundhogToolCalledData{Attempt: e.a.id, Call: d})
+		return record(ctx, e.a.r, events.GroundhogToolCalled, "", events.GroundhogToolCalledData{Attempt: e.a.id, Call: d})
 	case events.ToolDeniedData:
-		return e.a.r.record(ctx, events.GroundhogToolDenied, "", events.GroundhogToolDeniedData{Attempt: e.a.id, Denial: d})
+		return record(ctx, e.a.r, events.GroundhogToolDenied, "", events.GroundhogToolDeniedData{Attempt: e.a.id, Denial: d})
 	}
 	return fmt.Errorf("groundhog: no task event for %s", typ)
 }

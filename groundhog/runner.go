@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"time"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -127,7 +126,7 @@ func (r *runner) pinPlan(ctx context.Context) error {
 		data.Checkpoints = append(data.Checkpoints, plan.Checkpoints[i].ID)
 		data.Budgets = append(data.Budgets, plan.Checkpoints[i].Budget(r.cfg.Spec.AttemptBudgetDefault))
 	}
-	if err := r.record(ctx, events.GroundhogRunStarted, events.DecisionID(events.GroundhogRunStarted, r.cfg.TaskID, r.cfg.RunID, r.cfg.StepKey), data); err != nil {
+	if err := record(ctx, r, events.GroundhogRunStarted, events.DecisionID(events.GroundhogRunStarted, r.cfg.TaskID, r.cfg.RunID, r.cfg.StepKey), data); err != nil {
 		return err
 	}
 	return r.setStatus(ctx, events.TaskRunning, "")
@@ -191,7 +190,7 @@ func (r *runner) drifted(ctx context.Context) (bool, int, error) {
 	if r.st.planVersion == r.pin {
 		return false, r.pin, nil
 	}
-	err := r.record(ctx, events.GroundhogDrift, events.DecisionID(events.GroundhogDrift, r.cfg.TaskID, r.cfg.RunID, strconv.Itoa(r.st.planVersion)),
+	err := record(ctx, r, events.GroundhogDrift, events.DecisionID(events.GroundhogDrift, r.cfg.TaskID, r.cfg.RunID, strconv.Itoa(r.st.planVersion)),
 		events.GroundhogDriftData{RunID: r.cfg.RunID, PinnedVersion: r.pin, CurrentVersion: r.st.planVersion})
 	return true, r.st.planVersion, err
 }
@@ -208,7 +207,7 @@ func (r *runner) refresh(ctx context.Context) error {
 
 func (r *runner) abandon(ctx context.Context, cp *assets.Checkpoint, attempts, budget int) error {
 	if !r.st.abandoned[abandonKey(r.pin, cp.ID)] {
-		if err := r.record(ctx, events.GroundhogAbandoned, events.DecisionID(events.GroundhogAbandoned, r.cfg.TaskID, strconv.Itoa(r.pin), cp.ID),
+		if err := record(ctx, r, events.GroundhogAbandoned, events.DecisionID(events.GroundhogAbandoned, r.cfg.TaskID, strconv.Itoa(r.pin), cp.ID),
 			events.GroundhogAbandonedData{Checkpoint: cp.ID, Attempts: attempts, Budget: budget}); err != nil {
 			return err
 		}
@@ -219,7 +218,7 @@ func (r *runner) abandon(ctx context.Context, cp *assets.Checkpoint, attempts, b
 // finish records the run's end and the task's new status.
 func (r *runner) finish(ctx context.Context, res *Result) error {
 	ctx = context.WithoutCancel(ctx)
-	if err := r.record(ctx, events.GroundhogRunFinished, events.DecisionID(events.GroundhogRunFinished, r.cfg.TaskID, r.cfg.RunID, r.cfg.StepKey),
+	if err := record(ctx, r, events.GroundhogRunFinished, events.DecisionID(events.GroundhogRunFinished, r.cfg.TaskID, r.cfg.RunID, r.cfg.StepKey),
 		events.GroundhogRunFinishedData{RunID: r.cfg.RunID, State: res.State, Committed: res.Committed, Message: res.Message}); err != nil {
 		return err
 	}
@@ -234,23 +233,21 @@ func (r *runner) finish(ctx context.Context, res *Result) error {
 }
 
 func (r *runner) setStatus(ctx context.Context, status, reason string) error {
-	return r.record(ctx, events.TaskStatusChanged, "", events.TaskStatusChangedData{Status: status, Reason: reason, RunID: r.cfg.RunID})
+	return record(ctx, r, events.TaskStatusChanged, "", events.TaskStatusChangedData{Status: status, Reason: reason, RunID: r.cfg.RunID})
 }
 
-// record appends an event of the task and folds it into the runner's state.
-func (r *runner) record(ctx context.Context, typ, id string, payload any) error {
+// record appends an event of the task and folds its payload into the
+// runner's state as it is, not re-read from the log (unless the log already
+// held the event: a duplicate is already folded, or is another writer's).
+// The state gets a pointer to its own copy of payload, the form
+// events.Event.Payload returns.
+func record[T any](ctx context.Context, r *runner, typ, id string, payload T) error {
 	ev := events.Event{ID: id, Type: typ, TaskID: r.cfg.TaskID, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Job: r.cfg.Job}
 	a, err := r.cfg.Log.Append(ctx, ev, payload)
-	if err != nil {
+	if err != nil || a.Duplicate {
 		return err
 	}
-	ev.Seq, ev.Time = a.Seq, time.Now().UTC()
-	if ev.Data, err = jsonOf(payload); err != nil {
-		return err
-	}
-	if !a.Duplicate {
-		return r.st.apply(ev)
-	}
+	r.st.fold(a.Seq, &payload)
 	return nil
 }
 
@@ -271,7 +268,7 @@ func (r *runner) groundCommits(ctx context.Context) error {
 // chained from the previous record.
 func (r *runner) ground(ctx context.Context, c *events.GroundhogCommittedData) error {
 	hash := StateHash(r.st.lastHash, r.cfg.TaskID, c)
-	return r.record(ctx, events.GroundhogGrounding, events.DecisionID(events.GroundhogGrounding, r.cfg.TaskID, strconv.Itoa(c.Day)),
+	return record(ctx, r, events.GroundhogGrounding, events.DecisionID(events.GroundhogGrounding, r.cfg.TaskID, strconv.Itoa(c.Day)),
 		events.GroundhogGroundingData{Attempt: c.Attempt, SHA: c.SHA, PrevHash: r.st.lastHash, StateHash: hash})
 }
 

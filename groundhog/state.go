@@ -41,15 +41,20 @@ type attemptState struct {
 // closed reports whether the attempt has its closing record.
 func (a *attemptState) closed() bool { return a.committed != nil || a.rewound != nil }
 
+// newState is the fold of no events.
+func newState() *state {
+	return &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, abandoned: map[string]bool{}}
+}
+
 // loadState reads every event of the task and folds them.
 func loadState(ctx context.Context, log *events.Log, taskID string) (*state, error) {
 	evs, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.TaskFilter(taskID)}})
 	if err != nil {
 		return nil, err
 	}
-	st := &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, abandoned: map[string]bool{}}
+	st := newState()
 	for _, ev := range evs {
-		if err := st.apply(ev); err != nil {
+		if _, err := st.apply(ev); err != nil {
 			return nil, err
 		}
 	}
@@ -76,13 +81,27 @@ func (st *state) lastDay() int {
 	return 0
 }
 
-func (st *state) apply(ev events.Event) error {
-	st.lastSeq = ev.Seq
+// apply decodes an event read from the log, folds it, and returns its
+// payload.
+func (st *state) apply(ev events.Event) (any, error) {
 	p, err := ev.Payload()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	switch d := p.(type) {
+	st.fold(ev.Seq, p)
+	return p, nil
+}
+
+// fold folds the payload of the event stored at seq. payload is a pointer
+// to the event's registered type, as events.Event.Payload returns it; any
+// other type (a value in particular) is ignored like an event the state
+// does not need.
+//
+// IMPORTANT: the state keeps the pointers it is given, so a payload must
+// not change after it is folded.
+func (st *state) fold(seq uint64, payload any) {
+	st.lastSeq = seq
+	switch d := payload.(type) {
 	case *events.TaskCreatedData:
 		st.task, st.planVersion = d, d.PlanVersion
 		st.plans[d.PlanVersion] = d.Plan
@@ -129,7 +148,6 @@ func (st *state) apply(ev events.Event) error {
 		st.lastHash = d.StateHash
 		st.grounded[d.Day] = true
 	}
-	return nil
 }
 
 // attemptVersion is the plan version of the last attempt of a checkpoint

@@ -123,7 +123,7 @@ func (a *attempt) verbs() []agent.Tool {
 			return "", err
 		}
 		a.sideEffects = append(a.sideEffects, se)
-		if err := a.r.record(ctx, events.GroundhogSideEffect, "", events.GroundhogSideEffectData{Attempt: a.id, SideEffect: se}); err != nil {
+		if err := record(ctx, a.r, events.GroundhogSideEffect, "", events.GroundhogSideEffectData{Attempt: a.id, SideEffect: se}); err != nil {
 			return "", err
 		}
 		return "Recorded.", nil

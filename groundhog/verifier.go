@@ -150,7 +150,6 @@ func (v *verifier) command(ctx context.Context, c *assets.Criterion) (events.Cri
 	cmd.Dir = v.repo.Dir
 	cmd.Env = v.env
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = time.Second
 	g, err := proc.Start(ctx, cmd)
 	if err != nil {
 		return events.CriterionResult{Detail: "starting sh: " + err.Error()}, false

@@ -37,24 +37,21 @@ func (rep *Report) add(ok bool, what, format string, args ...any) {
 // workspace is on the task branch with no uncommitted change to tracked
 // files.
 func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report, error) {
-	st := &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, abandoned: map[string]bool{}}
-	var groundings []events.GroundhogGroundingData
+	st := newState()
+	var groundings []*events.GroundhogGroundingData
 	for _, ev := range evs {
-		if err := st.apply(ev); err != nil {
+		p, err := st.apply(ev)
+		if err != nil {
 			return nil, err
 		}
-		if ev.Type == events.GroundhogGrounding {
-			var g events.GroundhogGroundingData
-			if err := ev.Decode(&g); err != nil {
-				return nil, err
-			}
+		if g, ok := p.(*events.GroundhogGroundingData); ok {
 			groundings = append(groundings, g)
 		}
 	}
 	if st.task == nil {
 		return nil, fmt.Errorf("%w: no task.created among the events", events.ErrNotFound)
 	}
-	rep := &Report{OK: true}
+	rep := &Report{OK: true, TaskID: taskOf(evs)}
 	head, err := repo.BranchSHA(ctx, st.task.Branch)
 	if err != nil {
 		return nil, err
@@ -100,7 +97,7 @@ func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report
 		if i >= len(commits) {
 			break
 		}
-		want := StateHash(last, taskOf(evs), commits[i])
+		want := StateHash(last, rep.TaskID, commits[i])
 		if g.SHA != commits[i].SHA || g.PrevHash != last || g.StateHash != want {
 			chainOK = false
 			rep.add(false, "grounding", "record %d (%s) does not recompute", i+1, commits[i].Checkpoint)
@@ -121,7 +118,6 @@ func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report
 		return nil, err
 	}
 	rep.add(len(dirty) == 0, "workspace", "%d tracked files with uncommitted changes", len(dirty))
-	rep.TaskID = taskOf(evs)
 	return rep, nil
 }
 
