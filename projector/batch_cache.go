@@ -25,6 +25,9 @@ type cached[T any] struct {
 	// rec is nil while the bucket holds no record under the key and the
 	// batch has made none.
 	rec *T
+	// stored means the bucket held a record under the key when the batch
+	// first read it.
+	stored bool
 	// dirty means the batch changed rec, so flush writes it.
 	dirty bool
 }
@@ -41,7 +44,7 @@ func (c *batchCache[T]) get(key string) (*cached[T], error) {
 	}
 	e := &cached[T]{}
 	if raw := c.b.Get([]byte(key)); raw != nil {
-		e.rec = new(T)
+		e.rec, e.stored = new(T), true
 		if err := decodeStored(raw, e.rec); err != nil {
 			return nil, fmt.Errorf("stored %s: %w", c.name(key), err)
 		}
@@ -50,12 +53,19 @@ func (c *batchCache[T]) get(key string) (*cached[T], error) {
 	return e, nil
 }
 
-// flush writes every changed record once, in key order: what a batch
-// writes never depends on the order of a map.
+// flush writes every changed record once, in key order.
 func (c *batchCache[T]) flush() error {
+	return c.eachChanged(func(key string, e *cached[T]) error {
+		return putJSON(c.b, []byte(key), e.rec)
+	})
+}
+
+// eachChanged calls f with every changed entry, in key order: what a batch
+// writes never depends on the order of a map.
+func (c *batchCache[T]) eachChanged(f func(key string, e *cached[T]) error) error {
 	for _, key := range sortedKeys(c.entries) {
 		if e := c.entries[key]; e.dirty {
-			if err := putJSON(c.b, []byte(key), e.rec); err != nil {
+			if err := f(key, e); err != nil {
 				return err
 			}
 		}

@@ -260,18 +260,14 @@ func (groundhogRunView) buckets() [][]byte {
 	return [][]byte{bucketGroundhogRuns, bucketGroundhogAttempts}
 }
 
-func (v groundhogRunView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
-	for _, name := range v.buckets() {
-		if tx.Bucket(name) == nil {
-			return nil, fmt.Errorf("the views file has no %s bucket", name)
-		}
-	}
+func (groundhogRunView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
 	taskName := func(id string) string { return "groundhog record of task " + id }
-	return &groundhogRunBatch{
+	batch := &groundhogRunBatch{
 		log:      log,
 		tasks:    newBatchCache[GroundhogRun](tx.Bucket(bucketGroundhogRuns), taskName),
 		attempts: newBatchCache[AttemptRecord](tx.Bucket(bucketGroundhogAttempts), attemptName),
-	}, nil
+	}
+	return folding[*groundhogRunBatch]{batch, groundhogRunFolds}, nil
 }
 
 func (groundhogRunView) recordChecks() []recordCheck {

@@ -1,7 +1,6 @@
 package projector
 
 import (
-	"fmt"
 	"log/slog"
 	"slices"
 
@@ -10,24 +9,24 @@ import (
 
 // groundhogRunFolds maps each event type the audit record knows to its
 // fold; other types are skipped.
-var groundhogRunFolds = map[string]func(*groundhogRunBatch, events.Event) error{
-	events.TaskCreated:            (*groundhogRunBatch).taskCreated,
-	events.GroundhogRunStarted:    (*groundhogRunBatch).runStarted,
-	events.GroundhogRunFinished:   (*groundhogRunBatch).runFinished,
-	events.GroundhogAttempt:       (*groundhogRunBatch).attemptStarted,
-	events.GroundhogTurn:          (*groundhogRunBatch).turn,
-	events.GroundhogToolCalled:    (*groundhogRunBatch).toolCalled,
-	events.GroundhogToolDenied:    (*groundhogRunBatch).toolDenied,
-	events.GroundhogSideEffect:    (*groundhogRunBatch).sideEffect,
-	events.GroundhogVerb:          (*groundhogRunBatch).verb,
-	events.GroundhogVerification:  (*groundhogRunBatch).verification,
-	events.GroundhogCommitted:     (*groundhogRunBatch).committed,
-	events.GroundhogRewound:       (*groundhogRunBatch).rewound,
-	events.GroundhogAttemptFailed: (*groundhogRunBatch).attemptFailed,
-	events.GroundhogInterrupted:   (*groundhogRunBatch).interrupted,
-	events.GroundhogAbandoned:     (*groundhogRunBatch).abandoned,
-	events.GroundhogDrift:         (*groundhogRunBatch).drift,
-	events.GroundhogGrounding:     (*groundhogRunBatch).grounding,
+var groundhogRunFolds = foldTable[*groundhogRunBatch]{
+	events.TaskCreated:            on((*groundhogRunBatch).taskCreated),
+	events.GroundhogRunStarted:    on((*groundhogRunBatch).runStarted),
+	events.GroundhogRunFinished:   on((*groundhogRunBatch).runFinished),
+	events.GroundhogAttempt:       on((*groundhogRunBatch).attemptStarted),
+	events.GroundhogTurn:          on((*groundhogRunBatch).turn),
+	events.GroundhogToolCalled:    on((*groundhogRunBatch).toolCalled),
+	events.GroundhogToolDenied:    on((*groundhogRunBatch).toolDenied),
+	events.GroundhogSideEffect:    on((*groundhogRunBatch).sideEffect),
+	events.GroundhogVerb:          on((*groundhogRunBatch).verb),
+	events.GroundhogVerification:  on((*groundhogRunBatch).verification),
+	events.GroundhogCommitted:     on((*groundhogRunBatch).committed),
+	events.GroundhogRewound:       on((*groundhogRunBatch).rewound),
+	events.GroundhogAttemptFailed: on((*groundhogRunBatch).attemptFailed),
+	events.GroundhogInterrupted:   on((*groundhogRunBatch).interrupted),
+	events.GroundhogAbandoned:     on((*groundhogRunBatch).abandoned),
+	events.GroundhogDrift:         on((*groundhogRunBatch).drift),
+	events.GroundhogGrounding:     on((*groundhogRunBatch).grounding),
 }
 
 // groundhogRunBatch holds the task records and attempts one transaction
@@ -37,14 +36,6 @@ type groundhogRunBatch struct {
 	log      *slog.Logger
 	tasks    *batchCache[GroundhogRun]  // by task id
 	attempts *batchCache[AttemptRecord] // by attemptKey
-}
-
-func (b *groundhogRunBatch) fold(ev events.Event) error {
-	f, ok := groundhogRunFolds[ev.Type]
-	if !ok {
-		return nil
-	}
-	return f(b, ev)
 }
 
 // taskCheckpoint returns the checkpoint of the task's record, adding it as
@@ -91,11 +82,7 @@ func (b *groundhogRunBatch) attempt(ev events.Event, a events.Attempt) (*cached[
 	return e, at, nil
 }
 
-func (b *groundhogRunBatch) taskCreated(ev events.Event) error {
-	var d events.TaskCreatedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) taskCreated(ev events.Event, _ *events.TaskCreatedData) error {
 	e, err := b.tasks.get(ev.TaskID)
 	if err != nil || e.rec != nil {
 		return err // a second task.created changes nothing
@@ -105,11 +92,7 @@ func (b *groundhogRunBatch) taskCreated(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) runStarted(ev events.Event) error {
-	var d events.GroundhogRunStartedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) runStarted(ev events.Event, d *events.GroundhogRunStartedData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -130,11 +113,7 @@ func (b *groundhogRunBatch) runStarted(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) runFinished(ev events.Event) error {
-	var d events.GroundhogRunFinishedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) runFinished(ev events.Event, d *events.GroundhogRunFinishedData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -146,11 +125,7 @@ func (b *groundhogRunBatch) runFinished(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) attemptStarted(ev events.Event) error {
-	var d events.GroundhogAttemptData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) attemptStarted(ev events.Event, d *events.GroundhogAttemptData) error {
 	e, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -167,11 +142,7 @@ func (b *groundhogRunBatch) attemptStarted(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) turn(ev events.Event) error {
-	var d events.GroundhogTurnData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) turn(ev events.Event, d *events.GroundhogTurnData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -186,11 +157,7 @@ func (b *groundhogRunBatch) turn(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) toolCalled(ev events.Event) error {
-	var d events.GroundhogToolCalledData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) toolCalled(ev events.Event, d *events.GroundhogToolCalledData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -205,11 +172,7 @@ func (b *groundhogRunBatch) toolCalled(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) toolDenied(ev events.Event) error {
-	var d events.GroundhogToolDeniedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) toolDenied(ev events.Event, d *events.GroundhogToolDeniedData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -223,11 +186,7 @@ func (b *groundhogRunBatch) toolDenied(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) sideEffect(ev events.Event) error {
-	var d events.GroundhogSideEffectData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) sideEffect(ev events.Event, d *events.GroundhogSideEffectData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -237,11 +196,7 @@ func (b *groundhogRunBatch) sideEffect(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) verb(ev events.Event) error {
-	var d events.GroundhogVerbData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) verb(ev events.Event, d *events.GroundhogVerbData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -254,11 +209,7 @@ func (b *groundhogRunBatch) verb(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) verification(ev events.Event) error {
-	var d events.GroundhogVerificationData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) verification(ev events.Event, d *events.GroundhogVerificationData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -268,11 +219,7 @@ func (b *groundhogRunBatch) verification(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) committed(ev events.Event) error {
-	var d events.GroundhogCommittedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) committed(ev events.Event, d *events.GroundhogCommittedData) error {
 	e, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -285,11 +232,7 @@ func (b *groundhogRunBatch) committed(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) rewound(ev events.Event) error {
-	var d events.GroundhogRewoundData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) rewound(ev events.Event, d *events.GroundhogRewoundData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -299,11 +242,7 @@ func (b *groundhogRunBatch) rewound(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) interrupted(ev events.Event) error {
-	var d events.GroundhogInterruptedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) interrupted(ev events.Event, d *events.GroundhogInterruptedData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -330,11 +269,7 @@ func closeAttempt(at *cached[AttemptRecord], ev events.Event, outcome string) {
 	}
 }
 
-func (b *groundhogRunBatch) attemptFailed(ev events.Event) error {
-	var d events.GroundhogAttemptFailedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) attemptFailed(ev events.Event, d *events.GroundhogAttemptFailedData) error {
 	_, at, err := b.attempt(ev, d.Attempt)
 	if at == nil || err != nil {
 		return err
@@ -345,14 +280,7 @@ func (b *groundhogRunBatch) attemptFailed(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) abandoned(ev events.Event) error {
-	var d events.GroundhogAbandonedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
-	if d.Checkpoint == "" {
-		return fmt.Errorf("%w: %s %s at sequence %d names no checkpoint", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq)
-	}
+func (b *groundhogRunBatch) abandoned(ev events.Event, d *events.GroundhogAbandonedData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -364,11 +292,7 @@ func (b *groundhogRunBatch) abandoned(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) drift(ev events.Event) error {
-	var d events.GroundhogDriftData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) drift(ev events.Event, d *events.GroundhogDriftData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -380,11 +304,7 @@ func (b *groundhogRunBatch) drift(ev events.Event) error {
 	return nil
 }
 
-func (b *groundhogRunBatch) grounding(ev events.Event) error {
-	var d events.GroundhogGroundingData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *groundhogRunBatch) grounding(ev events.Event, d *events.GroundhogGroundingData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err

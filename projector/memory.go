@@ -2,7 +2,6 @@ package projector
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 
@@ -66,11 +65,9 @@ func (memoryView) buckets() [][]byte { return [][]byte{bucketMemory} }
 
 func (memoryView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
 	b := tx.Bucket(bucketMemory)
-	if b == nil {
-		return nil, fmt.Errorf("the views file has no %s bucket", bucketMemory)
-	}
 	name := func(id string) string { return "memory of task " + id }
-	return &memoryBatch{log: log, tasks: newBatchCache[GroundhogMemory](b, name)}, nil
+	batch := &memoryBatch{log: log, tasks: newBatchCache[GroundhogMemory](b, name)}
+	return folding[*memoryBatch]{batch, memoryFolds}, nil
 }
 
 func (memoryView) recordChecks() []recordCheck {
@@ -82,12 +79,12 @@ func (memoryView) recordChecks() []recordCheck {
 // memoryFolds maps each event type the memory is made of to its fold.
 // Every other type, and every other Groundhog type in particular, is
 // skipped: that is what keeps the memory prompt-facing.
-var memoryFolds = map[string]func(*memoryBatch, events.Event) error{
-	events.TaskCreated:            (*memoryBatch).taskCreated,
-	events.TaskPlanChanged:        (*memoryBatch).taskPlanChanged,
-	events.GroundhogAttempt:       (*memoryBatch).attemptStarted,
-	events.GroundhogAttemptFailed: (*memoryBatch).attemptFailed,
-	events.GroundhogCommitted:     (*memoryBatch).committed,
+var memoryFolds = foldTable[*memoryBatch]{
+	events.TaskCreated:            on((*memoryBatch).taskCreated),
+	events.TaskPlanChanged:        on((*memoryBatch).taskPlanChanged),
+	events.GroundhogAttempt:       on((*memoryBatch).attemptStarted),
+	events.GroundhogAttemptFailed: on((*memoryBatch).attemptFailed),
+	events.GroundhogCommitted:     on((*memoryBatch).committed),
 }
 
 // memoryBatch holds the memories one transaction touches and writes each
@@ -97,19 +94,7 @@ type memoryBatch struct {
 	tasks *batchCache[GroundhogMemory] // by task id
 }
 
-func (b *memoryBatch) fold(ev events.Event) error {
-	f, ok := memoryFolds[ev.Type]
-	if !ok {
-		return nil
-	}
-	return f(b, ev)
-}
-
-func (b *memoryBatch) taskCreated(ev events.Event) error {
-	var d events.TaskCreatedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *memoryBatch) taskCreated(ev events.Event, d *events.TaskCreatedData) error {
 	e, err := b.tasks.get(ev.TaskID)
 	if err != nil || e.rec != nil {
 		return err // a second task.created changes nothing
@@ -119,11 +104,7 @@ func (b *memoryBatch) taskCreated(ev events.Event) error {
 	return nil
 }
 
-func (b *memoryBatch) taskPlanChanged(ev events.Event) error {
-	var d events.TaskPlanChangedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *memoryBatch) taskPlanChanged(ev events.Event, d *events.TaskPlanChangedData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -136,11 +117,7 @@ func (b *memoryBatch) taskPlanChanged(ev events.Event) error {
 // attemptStarted makes the attempt's checkpoint the active one. The last
 // failure report is kept only when the checkpoint already was active: it
 // is what this attempt learns from the previous one.
-func (b *memoryBatch) attemptStarted(ev events.Event) error {
-	var d events.GroundhogAttemptData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *memoryBatch) attemptStarted(ev events.Event, d *events.GroundhogAttemptData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -155,11 +132,7 @@ func (b *memoryBatch) attemptStarted(ev events.Event) error {
 // attemptFailed records the report as the active checkpoint's last
 // failure. A report about a checkpoint that is not the active one (its
 // attempt.started was not seen) makes that checkpoint the active one.
-func (b *memoryBatch) attemptFailed(ev events.Event) error {
-	var d events.GroundhogAttemptFailedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *memoryBatch) attemptFailed(ev events.Event, d *events.GroundhogAttemptFailedData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -172,11 +145,7 @@ func (b *memoryBatch) attemptFailed(ev events.Event) error {
 
 // committed adds the checkpoint to the committed ones, unless it is there
 // already, and ends it being active.
-func (b *memoryBatch) committed(ev events.Event) error {
-	var d events.GroundhogCommittedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *memoryBatch) committed(ev events.Event, d *events.GroundhogCommittedData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -209,18 +178,4 @@ func (p *Projector) GroundhogMemory(ctx context.Context, task string) (*Groundho
 		return nil, err
 	}
 	return &m, nil
-}
-
-// decodeAttempt decodes the data of a Groundhog event about an attempt into
-// v, whose embedded events.Attempt is a, and checks that it names one: a
-// checkpoint and a day of at least 1.
-func decodeAttempt(ev events.Event, v any, a *events.Attempt) error {
-	if err := decodeData(ev, v); err != nil {
-		return err
-	}
-	if a.Checkpoint == "" || a.Day < 1 {
-		return fmt.Errorf("%w: %s %s at sequence %d names no attempt (checkpoint %q, day %d)",
-			events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, a.Checkpoint, a.Day)
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package projector
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 
@@ -213,8 +212,6 @@ func (metricsView) recordChecks() []recordCheck {
 
 func (metricsView) begin(tx *bolt.Tx, _ *slog.Logger) (viewBatch, error) {
 	b := tx.Bucket(bucketMetrics)
-	if b == nil {
-		return nil, fmt.Errorf("the views file has no %s bucket", bucketMetrics)
-	}
-	return &metricsBatch{b: b, records: map[string]any{}}, nil
+	batch := &metricsBatch{b: b, records: map[string]any{}}
+	return folding[*metricsBatch]{batch, metricsFolds}, nil
 }

@@ -11,23 +11,23 @@ import (
 
 // metricsFolds maps each event type the metrics view counts to its fold;
 // other types are skipped.
-var metricsFolds = map[string]func(*metricsBatch, events.Event) error{
-	events.AgentTurn:             (*metricsBatch).agentTurn,
-	events.CLIInvocationFinished: (*metricsBatch).cliInvocationFinished,
-	events.ToolCalled:            (*metricsBatch).toolCalled,
-	events.ToolDenied:            (*metricsBatch).toolDenied,
-	events.StepFinished:          (*metricsBatch).stepFinished,
-	events.RunFinished:           (*metricsBatch).runFinished,
+var metricsFolds = foldTable[*metricsBatch]{
+	events.AgentTurn:             on((*metricsBatch).agentTurn),
+	events.CLIInvocationFinished: on((*metricsBatch).cliInvocationFinished),
+	events.ToolCalled:            on((*metricsBatch).toolCalled),
+	events.ToolDenied:            on((*metricsBatch).toolDenied),
+	events.StepFinished:          on((*metricsBatch).stepFinished),
+	events.RunFinished:           on((*metricsBatch).runFinished),
 
-	events.GroundhogTurn:         (*metricsBatch).groundhogTurn,
-	events.GroundhogToolCalled:   (*metricsBatch).groundhogToolCalled,
-	events.GroundhogToolDenied:   (*metricsBatch).groundhogToolDenied,
-	events.GroundhogAttempt:      (*metricsBatch).groundhogAttempt,
-	events.GroundhogCommitted:    (*metricsBatch).groundhogCommitted,
-	events.GroundhogRewound:      (*metricsBatch).groundhogRewound,
-	events.GroundhogInterrupted:  (*metricsBatch).groundhogInterrupted,
-	events.GroundhogAbandoned:    (*metricsBatch).groundhogAbandoned,
-	events.GroundhogVerification: (*metricsBatch).groundhogVerification,
+	events.GroundhogTurn:         on((*metricsBatch).groundhogTurn),
+	events.GroundhogToolCalled:   on((*metricsBatch).groundhogToolCalled),
+	events.GroundhogToolDenied:   on((*metricsBatch).groundhogToolDenied),
+	events.GroundhogAttempt:      on((*metricsBatch).groundhogAttempt),
+	events.GroundhogCommitted:    on((*metricsBatch).groundhogCommitted),
+	events.GroundhogRewound:      on((*metricsBatch).groundhogRewound),
+	events.GroundhogInterrupted:  on((*metricsBatch).groundhogInterrupted),
+	events.GroundhogAbandoned:    on((*metricsBatch).groundhogAbandoned),
+	events.GroundhogVerification: on((*metricsBatch).groundhogVerification),
 }
 
 // metricsBatch holds the records one transaction touches, decoded, by
@@ -36,14 +36,6 @@ var metricsFolds = map[string]func(*metricsBatch, events.Event) error{
 type metricsBatch struct {
 	b       *bolt.Bucket
 	records map[string]any // bbolt key → *ModelMetrics, *ToolMetrics, …
-}
-
-func (b *metricsBatch) fold(ev events.Event) error {
-	f, ok := metricsFolds[ev.Type]
-	if !ok {
-		return nil
-	}
-	return f(b, ev)
 }
 
 // record returns the record under key, from the batch's cache, from the
@@ -62,17 +54,13 @@ func record[T any](b *metricsBatch, key string) (*T, error) {
 	return r, nil
 }
 
-func (b *metricsBatch) agentTurn(ev events.Event) error {
-	var d events.AgentTurnData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *metricsBatch) agentTurn(ev events.Event, d *events.AgentTurnData) error {
 	return b.countTurn(d)
 }
 
 // countTurn counts a model turn of an agent step or of a Groundhog
 // attempt.
-func (b *metricsBatch) countTurn(d events.AgentTurnData) error {
+func (b *metricsBatch) countTurn(d *events.AgentTurnData) error {
 	m, err := record[ModelMetrics](b, modelKey(modelName(d.Model, d.Provider)))
 	if err != nil {
 		return err
@@ -83,11 +71,7 @@ func (b *metricsBatch) countTurn(d events.AgentTurnData) error {
 	return nil
 }
 
-func (b *metricsBatch) cliInvocationFinished(ev events.Event) error {
-	var d events.CLIInvocationFinishedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *metricsBatch) cliInvocationFinished(ev events.Event, d *events.CLIInvocationFinishedData) error {
 	m, err := record[ModelMetrics](b, modelKey(modelName(d.Model, d.Executor)))
 	if err != nil {
 		return err
@@ -98,17 +82,13 @@ func (b *metricsBatch) cliInvocationFinished(ev events.Event) error {
 	return nil
 }
 
-func (b *metricsBatch) toolCalled(ev events.Event) error {
-	var d events.ToolCalledData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *metricsBatch) toolCalled(ev events.Event, d *events.ToolCalledData) error {
 	return b.countToolCall(d)
 }
 
 // countToolCall counts a tool call of an agent step or of a Groundhog
 // attempt.
-func (b *metricsBatch) countToolCall(d events.ToolCalledData) error {
+func (b *metricsBatch) countToolCall(d *events.ToolCalledData) error {
 	t, err := record[ToolMetrics](b, toolKey(d.Name))
 	if err != nil {
 		return err
@@ -120,17 +100,13 @@ func (b *metricsBatch) countToolCall(d events.ToolCalledData) error {
 	return nil
 }
 
-func (b *metricsBatch) toolDenied(ev events.Event) error {
-	var d events.ToolDeniedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *metricsBatch) toolDenied(ev events.Event, d *events.ToolDeniedData) error {
 	return b.countDenial(d)
 }
 
 // countDenial counts a refused tool call of an agent step or of a
 // Groundhog attempt.
-func (b *metricsBatch) countDenial(d events.ToolDeniedData) error {
+func (b *metricsBatch) countDenial(d *events.ToolDeniedData) error {
 	t, err := record[ToolMetrics](b, toolKey(d.Name))
 	if err != nil {
 		return err
@@ -139,14 +115,7 @@ func (b *metricsBatch) countDenial(d events.ToolDeniedData) error {
 	return nil
 }
 
-func (b *metricsBatch) stepFinished(ev events.Event) error {
-	var d events.StepFinishedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
-	if ev.StepKey == "" {
-		return fmt.Errorf("%w: %s %s at sequence %d has no step key", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq)
-	}
+func (b *metricsBatch) stepFinished(ev events.Event, d *events.StepFinishedData) error {
 	s, err := record[StepMetrics](b, stepMetricsKey(ev.Job, stepMetricsName(ev.StepKey)))
 	if err != nil {
 		return err
@@ -169,16 +138,7 @@ func stepMetricsName(key string) string {
 	return stepID(key)
 }
 
-func (b *metricsBatch) runFinished(ev events.Event) error {
-	var d events.RunFinishedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
-	// The runs view refuses the same events.
-	if !events.Terminal(d.State) || d.State == events.StateSkipped {
-		return fmt.Errorf("%w: %s %s at sequence %d: %q is not a terminal run state",
-			events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, d.State)
-	}
+func (b *metricsBatch) runFinished(ev events.Event, d *events.RunFinishedData) error {
 	j, err := record[JobMetrics](b, jobMetricsKey(ev.Job))
 	if err != nil {
 		return err

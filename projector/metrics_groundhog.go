@@ -57,28 +57,16 @@ type TaskMetrics struct {
 // of the task rather than agent events of a run: their turns and tool
 // calls count in Models and Tools like those of agent steps.
 
-func (b *metricsBatch) groundhogTurn(ev events.Event) error {
-	var d events.GroundhogTurnData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
-	return b.countTurn(d.Turn)
+func (b *metricsBatch) groundhogTurn(ev events.Event, d *events.GroundhogTurnData) error {
+	return b.countTurn(&d.Turn)
 }
 
-func (b *metricsBatch) groundhogToolCalled(ev events.Event) error {
-	var d events.GroundhogToolCalledData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
-	return b.countToolCall(d.Call)
+func (b *metricsBatch) groundhogToolCalled(ev events.Event, d *events.GroundhogToolCalledData) error {
+	return b.countToolCall(&d.Call)
 }
 
-func (b *metricsBatch) groundhogToolDenied(ev events.Event) error {
-	var d events.GroundhogToolDeniedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
-	return b.countDenial(d.Denial)
+func (b *metricsBatch) groundhogToolDenied(ev events.Event, d *events.GroundhogToolDeniedData) error {
+	return b.countDenial(&d.Denial)
 }
 
 // checkpointRecord returns the counters of the checkpoint a Groundhog event
@@ -87,11 +75,7 @@ func (b *metricsBatch) checkpointRecord(ev events.Event, checkpoint string) (*Ch
 	return record[CheckpointMetrics](b, checkpointMetricsKey(ev.TaskID, checkpoint))
 }
 
-func (b *metricsBatch) groundhogAttempt(ev events.Event) error {
-	var d events.GroundhogAttemptData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *metricsBatch) groundhogAttempt(ev events.Event, d *events.GroundhogAttemptData) error {
 	c, err := b.checkpointRecord(ev, d.Checkpoint)
 	if err != nil {
 		return err
@@ -100,11 +84,7 @@ func (b *metricsBatch) groundhogAttempt(ev events.Event) error {
 	return nil
 }
 
-func (b *metricsBatch) groundhogCommitted(ev events.Event) error {
-	var d events.GroundhogCommittedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *metricsBatch) groundhogCommitted(ev events.Event, d *events.GroundhogCommittedData) error {
 	c, err := b.checkpointRecord(ev, d.Checkpoint)
 	if err != nil {
 		return err
@@ -113,11 +93,7 @@ func (b *metricsBatch) groundhogCommitted(ev events.Event) error {
 	return nil
 }
 
-func (b *metricsBatch) groundhogRewound(ev events.Event) error {
-	var d events.GroundhogRewoundData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *metricsBatch) groundhogRewound(ev events.Event, d *events.GroundhogRewoundData) error {
 	c, err := b.checkpointRecord(ev, d.Checkpoint)
 	if err != nil {
 		return err
@@ -131,11 +107,7 @@ func (b *metricsBatch) groundhogRewound(ev events.Event) error {
 	return nil
 }
 
-func (b *metricsBatch) groundhogInterrupted(ev events.Event) error {
-	var d events.GroundhogInterruptedData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *metricsBatch) groundhogInterrupted(ev events.Event, d *events.GroundhogInterruptedData) error {
 	c, err := b.checkpointRecord(ev, d.Checkpoint)
 	if err != nil {
 		return err
@@ -144,14 +116,7 @@ func (b *metricsBatch) groundhogInterrupted(ev events.Event) error {
 	return nil
 }
 
-func (b *metricsBatch) groundhogAbandoned(ev events.Event) error {
-	var d events.GroundhogAbandonedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
-	if d.Checkpoint == "" {
-		return fmt.Errorf("%w: %s %s at sequence %d names no checkpoint", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq)
-	}
+func (b *metricsBatch) groundhogAbandoned(ev events.Event, d *events.GroundhogAbandonedData) error {
 	c, err := b.checkpointRecord(ev, d.Checkpoint)
 	if err != nil {
 		return err
@@ -168,11 +133,7 @@ func (b *metricsBatch) groundhogAbandoned(ev events.Event) error {
 // groundhogVerification counts every result of a verification. A result
 // whose outcome is not pass, fail or skipped makes the whole event
 // invalid, before anything is counted.
-func (b *metricsBatch) groundhogVerification(ev events.Event) error {
-	var d events.GroundhogVerificationData
-	if err := decodeAttempt(ev, &d, &d.Attempt); err != nil {
-		return err
-	}
+func (b *metricsBatch) groundhogVerification(ev events.Event, d *events.GroundhogVerificationData) error {
 	for _, r := range d.Results {
 		switch r.Outcome {
 		case outcomePass, outcomeFail, outcomeSkipped:

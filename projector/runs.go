@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -118,21 +119,19 @@ func (runsView) buckets() [][]byte {
 	return [][]byte{bucketRuns, bucketSteps, bucketRunsByJob, bucketRunsActive}
 }
 
-func (v runsView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
-	for _, name := range v.buckets() {
-		if tx.Bucket(name) == nil {
-			return nil, fmt.Errorf("the views file has no %s bucket", name)
-		}
+func (runsView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
+	stepName := func(key string) string {
+		run, step, _ := strings.Cut(key, "\x00")
+		return "step " + step + " of run " + run
 	}
-	return &runsBatch{
+	batch := &runsBatch{
 		log:     log,
-		runsB:   tx.Bucket(bucketRuns),
-		stepsB:  tx.Bucket(bucketSteps),
+		runs:    newBatchCache[RunView](tx.Bucket(bucketRuns), func(id string) string { return "run " + id }),
+		steps:   newBatchCache[StepView](tx.Bucket(bucketSteps), stepName),
 		byJobB:  tx.Bucket(bucketRunsByJob),
 		activeB: tx.Bucket(bucketRunsActive),
-		runs:    map[string]*runEntry{},
-		steps:   map[string]*StepView{},
-	}, nil
+	}
+	return folding[*runsBatch]{batch, runFolds}, nil
 }
 
 func (runsView) recordChecks() []recordCheck {

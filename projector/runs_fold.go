@@ -16,109 +16,74 @@ import (
 
 // runFolds maps each event type the runs view knows to its fold; other
 // types are skipped.
-var runFolds = map[string]func(*runsBatch, events.Event) error{
-	events.RunRequested:       (*runsBatch).runRequested,
-	events.RunQueued:          (*runsBatch).runQueued,
-	events.RunStarted:         (*runsBatch).runStarted,
-	events.RunResumed:         (*runsBatch).runResumed,
-	events.RunCancelRequested: (*runsBatch).runCancelRequested,
-	events.RunFinished:        (*runsBatch).runFinished,
-	events.StepStarted:        (*runsBatch).stepStarted,
-	events.StepSkipped:        (*runsBatch).stepSkipped,
-	events.StepRetryScheduled: (*runsBatch).stepRetryScheduled,
-	events.StepFinished:       (*runsBatch).stepFinished,
-	events.ActivityStarted:    (*runsBatch).activityStarted,
-	events.ShellExited:        (*runsBatch).shellExited,
+var runFolds = foldTable[*runsBatch]{
+	events.RunRequested:       on((*runsBatch).runRequested),
+	events.RunQueued:          on((*runsBatch).runQueued),
+	events.RunStarted:         on((*runsBatch).runStarted),
+	events.RunResumed:         on((*runsBatch).runResumed),
+	events.RunCancelRequested: on((*runsBatch).runCancelRequested),
+	events.RunFinished:        on((*runsBatch).runFinished),
+	events.StepStarted:        on((*runsBatch).stepStarted),
+	events.StepSkipped:        on((*runsBatch).stepSkipped),
+	events.StepRetryScheduled: on((*runsBatch).stepRetryScheduled),
+	events.StepFinished:       on((*runsBatch).stepFinished),
+	events.ActivityStarted:    on((*runsBatch).activityStarted),
+	events.ShellExited:        on((*runsBatch).shellExited),
 }
 
 // runsBatch holds the run and step records one transaction touches,
 // decoded, and writes each of them once in flush: a batch of a thousand
 // step events of one run encodes the run once, not a thousand times.
 type runsBatch struct {
-	log                            *slog.Logger
-	runsB, stepsB, byJobB, activeB *bolt.Bucket
-	runs                           map[string]*runEntry // by run id; view nil = no such run
-	steps                          map[string]*StepView // by stepKey(run, key); only touched ones
-}
-
-type runEntry struct {
-	view  *RunView
-	isNew bool // requested in this batch: the job index needs its entry
-	dirty bool
-}
-
-func (b *runsBatch) fold(ev events.Event) error {
-	f, ok := runFolds[ev.Type]
-	if !ok {
-		return nil
-	}
-	return f(b, ev)
-}
-
-// run returns the cached entry of a run, loading it on first use.
-func (b *runsBatch) run(id string) (*runEntry, error) {
-	if e, ok := b.runs[id]; ok {
-		return e, nil
-	}
-	e := &runEntry{}
-	if raw := b.runsB.Get([]byte(id)); raw != nil {
-		var v RunView
-		if err := decodeStored(raw, &v); err != nil {
-			return nil, fmt.Errorf("stored run %s: %w", id, err)
-		}
-		e.view = &v
-	}
-	b.runs[id] = e
-	return e, nil
+	log             *slog.Logger
+	runs            *batchCache[RunView]  // by run id
+	steps           *batchCache[StepView] // by stepKey(run, key)
+	byJobB, activeB *bolt.Bucket
 }
 
 // openRun returns the run a run- or step-level event applies to. It returns
 // nil, after a debug line, when the run was never requested or, for a
 // run-level event (changesRun), when the run is already terminal: terminal
 // runs never change again.
-func (b *runsBatch) openRun(ev events.Event, changesRun bool) (*runEntry, error) {
-	e, err := b.run(ev.RunID)
+func (b *runsBatch) openRun(ev events.Event, changesRun bool) (*cached[RunView], error) {
+	e, err := b.runs.get(ev.RunID)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case e.view == nil:
+	case e.rec == nil:
 		b.log.Debug("ignoring an event of a run that was never requested", "seq", ev.Seq, "type", ev.Type, "run", ev.RunID)
 		return nil, nil
-	case changesRun && events.Terminal(e.view.State):
-		b.log.Debug("ignoring an event of a finished run", "seq", ev.Seq, "type", ev.Type, "run", ev.RunID, "state", e.view.State)
+	case changesRun && events.Terminal(e.rec.State):
+		b.log.Debug("ignoring an event of a finished run", "seq", ev.Seq, "type", ev.Type, "run", ev.RunID, "state", e.rec.State)
 		return nil, nil
 	}
 	return e, nil
 }
 
-// touch marks a run changed by ev, unless it is terminal.
-func (e *runEntry) touch(ev events.Event) {
-	if events.Terminal(e.view.State) {
+// touchRun marks a run changed by ev, unless it is terminal.
+func touchRun(e *cached[RunView], ev events.Event) {
+	if events.Terminal(e.rec.State) {
 		return
 	}
-	e.view.LastSeq = ev.Seq
+	e.rec.LastSeq = ev.Seq
 	e.dirty = true
 }
 
-func (b *runsBatch) runRequested(ev events.Event) error {
-	var d events.RunRequestedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
-	e, err := b.run(ev.RunID)
+func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) error {
+	e, err := b.runs.get(ev.RunID)
 	if err != nil {
 		return err
 	}
-	if e.view != nil {
-		b.log.Debug("ignoring a second run.requested", "seq", ev.Seq, "run", ev.RunID, "first", e.view.RequestedSeq)
+	if e.rec != nil {
+		b.log.Debug("ignoring a second run.requested", "seq", ev.Seq, "run", ev.RunID, "first", e.rec.RequestedSeq)
 		return nil
 	}
 	job := d.JobName
 	if job == "" {
 		job = ev.Job
 	}
-	e.view = &RunView{
+	e.rec = &RunView{
 		ID:           ev.RunID,
 		Job:          job,
 		State:        events.StatePending,
@@ -128,141 +93,106 @@ func (b *runsBatch) runRequested(ev events.Event) error {
 		RequestedAt:  eventTime(ev),
 		RequestedSeq: ev.Seq,
 	}
-	e.isNew = true
-	e.touch(ev)
+	touchRun(e, ev)
 	if d.Parent == nil || d.Parent.RunID == "" {
 		return nil
 	}
-	parent, err := b.run(d.Parent.RunID)
+	parent, err := b.runs.get(d.Parent.RunID)
 	if err != nil {
 		return err
 	}
 	switch {
-	case parent.view == nil:
+	case parent.rec == nil:
 		b.log.Debug("child run names a parent that was never requested", "seq", ev.Seq, "run", ev.RunID, "parent", d.Parent.RunID)
-	case events.Terminal(parent.view.State):
+	case events.Terminal(parent.rec.State):
 		b.log.Debug("child run names a finished parent", "seq", ev.Seq, "run", ev.RunID, "parent", d.Parent.RunID)
 	default:
-		parent.view.Children = append(parent.view.Children, ev.RunID)
-		parent.touch(ev)
+		parent.rec.Children = append(parent.rec.Children, ev.RunID)
+		touchRun(parent, ev)
 	}
 	return nil
 }
 
-func (b *runsBatch) runQueued(ev events.Event) error {
-	var d events.RunQueuedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) runQueued(ev events.Event, d *events.RunQueuedData) error {
 	e, err := b.openRun(ev, true)
 	if e == nil || err != nil {
 		return err
 	}
-	e.view.QueuedBehind = d.Active
-	e.touch(ev)
+	e.rec.QueuedBehind = d.Active
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) runStarted(ev events.Event) error {
-	var d events.RunStartedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) runStarted(ev events.Event, d *events.RunStartedData) error {
 	e, err := b.openRun(ev, true)
 	if e == nil || err != nil {
 		return err
 	}
-	e.view.State = events.StateRunning
-	e.view.Engine = d.Engine
-	if e.view.StartedAt == nil {
-		e.view.StartedAt = eventTime(ev)
+	e.rec.State = events.StateRunning
+	e.rec.Engine = d.Engine
+	if e.rec.StartedAt == nil {
+		e.rec.StartedAt = eventTime(ev)
 	}
-	e.touch(ev)
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) runResumed(ev events.Event) error {
-	var d events.RunResumedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) runResumed(ev events.Event, d *events.RunResumedData) error {
 	e, err := b.openRun(ev, true)
 	if e == nil || err != nil {
 		return err
 	}
-	e.view.Engine = d.Engine
-	e.view.Resumes++
-	e.touch(ev)
+	e.rec.Engine = d.Engine
+	e.rec.Resumes++
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) runCancelRequested(ev events.Event) error {
-	var d events.RunCancelRequestedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) runCancelRequested(ev events.Event, _ *events.RunCancelRequestedData) error {
 	e, err := b.openRun(ev, true)
 	if e == nil || err != nil {
 		return err
 	}
-	e.view.CancelRequested = true
-	e.touch(ev)
+	e.rec.CancelRequested = true
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) runFinished(ev events.Event) error {
-	var d events.RunFinishedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
-	if !events.Terminal(d.State) || d.State == events.StateSkipped {
-		return fmt.Errorf("%w: %s %s at sequence %d: %q is not a terminal run state",
-			events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, d.State)
-	}
+func (b *runsBatch) runFinished(ev events.Event, d *events.RunFinishedData) error {
 	e, err := b.openRun(ev, true)
 	if e == nil || err != nil {
 		return err
 	}
 	// touch before the state turns terminal, which freezes the record.
-	e.touch(ev)
-	e.view.State = d.State
-	e.view.Output = d.Output
-	e.view.Error = d.Error
-	e.view.FinishedAt = eventTime(ev)
-	e.view.DurationMS = d.DurationMS
+	touchRun(e, ev)
+	e.rec.State = d.State
+	e.rec.Output = d.Output
+	e.rec.Error = d.Error
+	e.rec.FinishedAt = eventTime(ev)
+	e.rec.DurationMS = d.DurationMS
 	return nil
 }
 
-// step returns the cached step of ev's run, loading or creating it, and the
-// run entry; nil when the run was never requested.
-func (b *runsBatch) step(ev events.Event) (*runEntry, *StepView, error) {
-	if ev.StepKey == "" {
-		return nil, nil, fmt.Errorf("%w: %s %s at sequence %d has no step key", events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq)
-	}
+// step returns the run entry of ev's run and its step, loading or creating
+// the step, which the caller changes; nil when the run was never requested.
+// ev has a step key: eventData refuses step events without one.
+func (b *runsBatch) step(ev events.Event) (*cached[RunView], *StepView, error) {
 	e, err := b.openRun(ev, false)
 	if e == nil || err != nil {
 		return nil, nil, err
 	}
-	key := stepKey(ev.RunID, ev.StepKey)
-	if s, ok := b.steps[key]; ok {
-		return e, s, nil
+	s, err := b.steps.get(stepKey(ev.RunID, ev.StepKey))
+	if err != nil {
+		return nil, nil, err
 	}
-	s := &StepView{Key: ev.StepKey, ID: stepID(ev.StepKey), Order: ev.Seq}
-	if raw := b.stepsB.Get([]byte(key)); raw != nil {
-		s = &StepView{}
-		if err := decodeStored(raw, s); err != nil {
-			return nil, nil, fmt.Errorf("stored step %s of run %s: %w", ev.StepKey, ev.RunID, err)
-		}
+	if s.rec == nil {
+		s.rec = &StepView{Key: ev.StepKey, ID: stepID(ev.StepKey), Order: ev.Seq}
 	}
-	b.steps[key] = s
-	return e, s, nil
+	s.dirty = true
+	return e, s.rec, nil
 }
 
-func (b *runsBatch) stepStarted(ev events.Event) error {
-	var d events.StepStartedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) stepStarted(ev events.Event, d *events.StepStartedData) error {
 	e, s, err := b.step(ev)
 	if s == nil || err != nil {
 		return err
@@ -275,43 +205,31 @@ func (b *runsBatch) stepStarted(ev events.Event) error {
 	if s.StartedAt == nil {
 		s.StartedAt = eventTime(ev)
 	}
-	e.touch(ev)
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) stepSkipped(ev events.Event) error {
-	var d events.StepSkippedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) stepSkipped(ev events.Event, _ *events.StepSkippedData) error {
 	e, s, err := b.step(ev)
 	if s == nil || err != nil {
 		return err
 	}
 	s.State = events.StateSkipped
-	e.touch(ev)
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) stepRetryScheduled(ev events.Event) error {
-	var d events.StepRetryScheduledData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) stepRetryScheduled(ev events.Event, _ *events.StepRetryScheduledData) error {
 	e, s, err := b.step(ev)
 	if s == nil || err != nil {
 		return err
 	}
 	s.State = StateRetrying
-	e.touch(ev)
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) stepFinished(ev events.Event) error {
-	var d events.StepFinishedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) stepFinished(ev events.Event, d *events.StepFinishedData) error {
 	e, s, err := b.step(ev)
 	if s == nil || err != nil {
 		return err
@@ -322,65 +240,49 @@ func (b *runsBatch) stepFinished(ev events.Event) error {
 	s.Error = d.Error
 	s.FinishedAt = eventTime(ev)
 	s.DurationMS = d.DurationMS
-	e.touch(ev)
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) activityStarted(ev events.Event) error {
-	var d events.ActivityStartedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) activityStarted(ev events.Event, d *events.ActivityStartedData) error {
 	e, s, err := b.step(ev)
 	if s == nil || err != nil {
 		return err
 	}
 	s.Deliveries = max(s.Deliveries, d.Delivery)
-	e.touch(ev)
+	touchRun(e, ev)
 	return nil
 }
 
-func (b *runsBatch) shellExited(ev events.Event) error {
-	var d events.ShellExitedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *runsBatch) shellExited(ev events.Event, d *events.ShellExitedData) error {
 	e, s, err := b.step(ev)
 	if s == nil || err != nil {
 		return err
 	}
 	code := d.ExitCode
 	s.ExitCode = &code
-	e.touch(ev)
+	touchRun(e, ev)
 	return nil
 }
 
 // flush writes every touched record once, in key order, and keeps the job
 // and active-runs indexes in step with the runs.
 func (b *runsBatch) flush() error {
-	for _, id := range sortedKeys(b.runs) {
-		e := b.runs[id]
-		if !e.dirty {
-			continue
-		}
-		if err := b.putRun(e); err != nil {
-			return err
-		}
-	}
-	for _, key := range sortedKeys(b.steps) {
-		if err := putJSON(b.stepsB, []byte(key), b.steps[key]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (b *runsBatch) putRun(e *runEntry) error {
-	v := e.view
-	if err := putJSON(b.runsB, []byte(v.ID), v); err != nil {
+	if err := b.runs.flush(); err != nil {
 		return err
 	}
-	if e.isNew {
+	if err := b.runs.eachChanged(b.putIndexes); err != nil {
+		return err
+	}
+	return b.steps.flush()
+}
+
+// putIndexes keeps the indexes of a changed run in step with it: a run
+// requested in this batch gets its job index entry, and the active-runs
+// index holds the run until it is terminal.
+func (b *runsBatch) putIndexes(_ string, e *cached[RunView]) error {
+	v := e.rec
+	if !e.stored {
 		if err := b.byJobB.Put(jobKey(v.Job, v.ID), []byte(strconv.FormatUint(v.RequestedSeq, 10))); err != nil {
 			return err
 		}

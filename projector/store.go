@@ -189,16 +189,23 @@ func applyBatch(db *bolt.DB, log *slog.Logger, evs []events.Event, beforeCommit 
 	if err != nil {
 		return cursor{}, 0, err
 	}
-	fresh := evs[:0:0]
+	// Each event's data is decoded once, here, for every view that folds
+	// it.
+	fresh := make([]decodedEvent, 0, len(evs))
 	for _, ev := range evs {
 		if ev.Seq > from.Seq {
-			fresh = append(fresh, ev)
+			fresh = append(fresh, decodeEvent(ev))
 		}
 	}
 	if len(fresh) == 0 {
 		return from, 0, nil
 	}
 	for _, v := range views {
+		for _, name := range v.buckets() {
+			if tx.Bucket(name) == nil {
+				return cursor{}, 0, fmt.Errorf("projector: view %s: the views file has no %s bucket", v.name(), name)
+			}
+		}
 		b, err := v.begin(tx, log)
 		if err != nil {
 			return cursor{}, 0, fmt.Errorf("projector: view %s: %w", v.name(), err)

@@ -54,11 +54,9 @@ func (tasksView) buckets() [][]byte { return [][]byte{bucketTasks} }
 
 func (tasksView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
 	b := tx.Bucket(bucketTasks)
-	if b == nil {
-		return nil, fmt.Errorf("the views file has no %s bucket", bucketTasks)
-	}
 	name := func(id string) string { return "task " + id }
-	return &tasksBatch{log: log, tasks: newBatchCache[TaskView](b, name)}, nil
+	batch := &tasksBatch{log: log, tasks: newBatchCache[TaskView](b, name)}
+	return folding[*tasksBatch]{batch, taskFolds}, nil
 }
 
 func (tasksView) recordChecks() []recordCheck {
@@ -69,11 +67,11 @@ func (tasksView) recordChecks() []recordCheck {
 
 // taskFolds maps each event type the tasks view knows to its fold; other
 // types are skipped.
-var taskFolds = map[string]func(*tasksBatch, events.Event) error{
-	events.TaskCreated:         (*tasksBatch).taskCreated,
-	events.TaskPlanChanged:     (*tasksBatch).taskPlanChanged,
-	events.TaskStatusChanged:   (*tasksBatch).taskStatusChanged,
-	events.GroundhogRunStarted: (*tasksBatch).runStarted,
+var taskFolds = foldTable[*tasksBatch]{
+	events.TaskCreated:         on((*tasksBatch).taskCreated),
+	events.TaskPlanChanged:     on((*tasksBatch).taskPlanChanged),
+	events.TaskStatusChanged:   on((*tasksBatch).taskStatusChanged),
+	events.GroundhogRunStarted: on((*tasksBatch).runStarted),
 }
 
 // tasksBatch holds the task records one transaction touches and writes each
@@ -83,25 +81,13 @@ type tasksBatch struct {
 	tasks *batchCache[TaskView] // by task id
 }
 
-func (b *tasksBatch) fold(ev events.Event) error {
-	f, ok := taskFolds[ev.Type]
-	if !ok {
-		return nil
-	}
-	return f(b, ev)
-}
-
 // touchTask marks a task changed by ev.
 func touchTask(e *cached[TaskView], ev events.Event) {
 	e.rec.UpdatedAt = eventTime(ev)
 	e.dirty = true
 }
 
-func (b *tasksBatch) taskCreated(ev events.Event) error {
-	var d events.TaskCreatedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *tasksBatch) taskCreated(ev events.Event, d *events.TaskCreatedData) error {
 	e, err := b.tasks.get(ev.TaskID)
 	if err != nil {
 		return err
@@ -125,11 +111,7 @@ func (b *tasksBatch) taskCreated(ev events.Event) error {
 	return nil
 }
 
-func (b *tasksBatch) taskPlanChanged(ev events.Event) error {
-	var d events.TaskPlanChangedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *tasksBatch) taskPlanChanged(ev events.Event, d *events.TaskPlanChangedData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err
@@ -141,11 +123,7 @@ func (b *tasksBatch) taskPlanChanged(ev events.Event) error {
 	return nil
 }
 
-func (b *tasksBatch) taskStatusChanged(ev events.Event) error {
-	var d events.TaskStatusChangedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *tasksBatch) taskStatusChanged(ev events.Event, d *events.TaskStatusChangedData) error {
 	switch d.Status {
 	case events.TaskActive, events.TaskRunning, events.TaskDone, events.TaskBlocked:
 	default:
@@ -162,11 +140,7 @@ func (b *tasksBatch) taskStatusChanged(ev events.Event) error {
 	return nil
 }
 
-func (b *tasksBatch) runStarted(ev events.Event) error {
-	var d events.GroundhogRunStartedData
-	if err := decodeData(ev, &d); err != nil {
-		return err
-	}
+func (b *tasksBatch) runStarted(ev events.Event, d *events.GroundhogRunStartedData) error {
 	e, err := existingTask(b.tasks, b.log, ev)
 	if e == nil || err != nil {
 		return err

@@ -27,7 +27,8 @@ type view interface {
 	version() int
 	// buckets are the top-level buckets the view owns.
 	buckets() [][]byte
-	// begin starts folding one batch of events in tx.
+	// begin starts folding one batch of events in tx, which holds the
+	// view's buckets.
 	begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error)
 	// recordChecks say how to check each record of each of the view's
 	// buckets, as Open does to find a damaged file (see recordCheck).
@@ -38,13 +39,51 @@ type view interface {
 // it touches in memory and write them once, in flush.
 type viewBatch interface {
 	// fold applies one event. An error wrapping events.ErrInvalidEvent
-	// means the event's data does not decode: the event is skipped and the
-	// batch goes on, so a fold must decode before it changes anything.
-	// Any other error aborts the whole transaction.
-	fold(ev events.Event) error
+	// means the event's data does not decode or is invalid: the event is
+	// skipped and the batch goes on, so a fold must check all it refuses
+	// before it changes anything. Any other error aborts the whole
+	// transaction.
+	fold(ev decodedEvent) error
 	// flush writes what the batch changed.
 	flush() error
 }
+
+// A foldTable maps each event type a view's batch B folds to its fold;
+// the batch skips every other type.
+type foldTable[B any] map[string]func(b B, ev events.Event, data any) error
+
+// on makes a foldTable entry of a fold of an event whose data decodes
+// into a D (the type eventData gives the event's type). The fold must not
+// change the data (see decodedEvent).
+func on[B, D any](fold func(B, events.Event, *D) error) func(B, events.Event, any) error {
+	return func(b B, ev events.Event, data any) error {
+		d, ok := data.(*D)
+		if !ok {
+			return fmt.Errorf("%s %s: the data is decoded as %T, the fold takes %T", ev.Type, ev.ID, data, d)
+		}
+		return fold(b, ev, d)
+	}
+}
+
+// folding is the viewBatch of a batch B that folds events by the table
+// folds.
+type folding[B interface{ flush() error }] struct {
+	batch B
+	folds foldTable[B]
+}
+
+func (f folding[B]) fold(ev decodedEvent) error {
+	fold, ok := f.folds[ev.Type]
+	switch {
+	case !ok:
+		return nil
+	case ev.err != nil:
+		return ev.err
+	}
+	return fold(f.batch, ev.Event, ev.data)
+}
+
+func (f folding[B]) flush() error { return f.batch.flush() }
 
 // views is every view the projector maintains, in the order each batch folds
 // them. Each view reads only its own buckets, so the order changes nothing
