@@ -17,6 +17,8 @@ const (
 	exitUnsuccess   = 1
 	exitUsage       = 2
 	exitUnavailable = 3
+	// exitInterrupted ends a command stopped by SIGINT (128 + 2).
+	exitInterrupted = 130
 )
 
 // exitError carries an exit code. A nil err means the message was already

@@ -184,13 +184,13 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 	if err := storeAccepts(ctx, l); err != nil {
 		return err
 	}
-	var feed *events.Feed
+	var feed *runFeed
 	if !detach {
 		var err error
-		if feed, err = l.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(req.RunID)}}); err != nil {
-			return &exitError{code: exitUnavailable, err: err}
+		if feed, err = a.followRun(ctx, l, req.RunID, []string{events.RunFilter(req.RunID)}); err != nil {
+			return err
 		}
-		defer feed.Stop()
+		defer feed.stop()
 	}
 	if err := executor.Submit(ctx, l, req); err != nil {
 		return &exitError{code: exitUnavailable, err: fmt.Errorf("submitting the run: %w", err)}
@@ -205,7 +205,7 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 	if !a.json {
 		a.printf("%s\n", req.RunID)
 	}
-	return a.follow(ctx, l, feed, req.RunID, req.Job.Name)
+	return a.follow(ctx, feed, req.Job.Name)
 }
 
 // storeAccepts asks the engine whether its event store takes writes: a
@@ -223,40 +223,41 @@ func storeAccepts(ctx context.Context, l *events.Log) error {
 
 // follow prints a run's progress from feed until run.finished, then the
 // final state (or with --json the final run view), and maps the state to
-// the exit code.
-func (a *app) follow(ctx context.Context, l *events.Log, feed *events.Feed, runID, job string) error {
+// the exit code. Interrupted, it says how to cancel the run, which goes on,
+// and ends with exit code 130 (128 + SIGINT), as shells do.
+func (a *app) follow(ctx context.Context, feed *runFeed, job string) error {
+	runID := feed.runID
 	p := newProgress(a.stderr, runID, job)
 	for {
-		select {
-		case ev, ok := <-feed.Events():
-			if !ok {
-				return &exitError{code: exitUnavailable, err: fmt.Errorf("lost the engine while following run %s: %v", runID, feed.Err())}
-			}
-			p.event(ev)
-			if ev.Type != events.RunFinished {
-				continue
-			}
-			var d events.RunFinishedData
-			if err := ev.Decode(&d); err != nil {
+		ev, err := feed.next(ctx)
+		if ctx.Err() != nil {
+			a.errorf("stopped following run %s; it goes on (orbit run tail %s; orbit run cancel %s)\n", runID, runID, runID)
+			return &exitError{code: exitInterrupted}
+		}
+		if err != nil {
+			return err
+		}
+		p.event(ev)
+		if ev.Type != events.RunFinished {
+			continue
+		}
+		var d events.RunFinishedData
+		if err := ev.Decode(&d); err != nil {
+			return err
+		}
+		if a.json {
+			var view json.RawMessage
+			if err := request(ctx, feed.log(), engine.EndpointRun, engine.RunQuery{RunID: runID, MinSeq: ev.Seq}, &view); err != nil {
 				return err
 			}
-			if a.json {
-				var view json.RawMessage
-				if err := request(ctx, l, engine.EndpointRun, engine.RunQuery{RunID: runID, MinSeq: ev.Seq}, &view); err != nil {
-					return err
-				}
-				if err := a.printJSON(view); err != nil {
-					return err
-				}
+			if err := a.printJSON(view); err != nil {
+				return err
 			}
-			if d.State != events.StateSuccess {
-				return unsuccessful
-			}
-			return nil
-		case <-ctx.Done():
-			a.errorf("stopped following run %s; it goes on (orbit run tail %s)\n", runID, runID)
-			return &exitError{code: exitUnsuccess}
 		}
+		if d.State != events.StateSuccess {
+			return unsuccessful
+		}
+		return nil
 	}
 }
 

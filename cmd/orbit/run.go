@@ -301,27 +301,26 @@ func (a *app) runTailCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			feed, err := l.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
+			feed, err := a.followRun(ctx, l, runID, []string{events.RunFilter(runID)})
 			if err != nil {
-				return &exitError{code: exitUnavailable, err: err}
+				return err
 			}
-			defer feed.Stop()
+			defer feed.stop()
 			enc := json.NewEncoder(a.stdout)
 			for {
-				select {
-				case ev, ok := <-feed.Events():
-					if !ok {
-						return &exitError{code: exitUnavailable, err: fmt.Errorf("lost the engine: %v", feed.Err())}
-					}
-					if a.json {
-						_ = enc.Encode(ev)
-					} else {
-						a.printf("%s\n", strings.Join(eventRow(ev), "  "))
-					}
-					if ev.Type == events.RunFinished {
-						return nil
-					}
-				case <-ctx.Done():
+				ev, err := feed.next(ctx)
+				if ctx.Err() != nil {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if a.json {
+					_ = enc.Encode(ev)
+				} else {
+					a.printf("%s\n", strings.Join(eventRow(ev), "  "))
+				}
+				if ev.Type == events.RunFinished {
 					return nil
 				}
 			}

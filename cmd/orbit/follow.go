@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
+)
+
+const (
+	// livenessInterval is how long a command following a run goes without
+	// an event before it asks whether the engine still answers.
+	livenessInterval = 2 * time.Second
+	// livenessTimeout bounds that question: an engine that does not answer
+	// within it is taken for dead.
+	livenessTimeout = 3 * time.Second
+)
+
+// runFeed follows one run's events across the death of the engine. The log
+// may outlive the engine (an external NATS server), and a dead embedded
+// engine leaves a client reconnecting forever, so neither the feed nor the
+// connection says the engine is gone: the engine's API does, by not
+// answering. Then runFeed connects again as every command does (starting a
+// background engine for the root) and resumes after the last event it
+// delivered, so that no event is delivered twice and none is lost.
+type runFeed struct {
+	a       *app
+	runID   string
+	filters []string
+	conn    *events.Log
+	opened  *events.Log // a connection runFeed made itself, closed by stop
+	feed    *events.Feed
+	last    uint64
+}
+
+// followRun starts following runID's events matching filters on l.
+func (a *app) followRun(ctx context.Context, l *events.Log, runID string, filters []string) (*runFeed, error) {
+	feed, err := l.Follow(ctx, events.FollowOptions{Filters: filters})
+	if err != nil {
+		return nil, &exitError{code: exitUnavailable, err: err}
+	}
+	return &runFeed{a: a, runID: runID, filters: filters, conn: l, feed: feed}, nil
+}
+
+// log returns the connection the feed currently reads from.
+func (f *runFeed) log() *events.Log { return f.conn }
+
+// next returns the run's next event. It fails with exit code 3, naming
+// `orbit run tail`, when the engine is gone and no other can be reached, and
+// with ctx's error when ctx ends.
+func (f *runFeed) next(ctx context.Context) (events.Event, error) {
+	quiet := time.NewTimer(livenessInterval)
+	defer quiet.Stop()
+	for {
+		select {
+		case ev, ok := <-f.feed.Events():
+			if !ok {
+				if err := f.resume(ctx, f.feed.Err()); err != nil {
+					return events.Event{}, err
+				}
+				continue
+			}
+			if ev.Seq <= f.last {
+				continue
+			}
+			f.last = ev.Seq
+			return ev, nil
+		case <-quiet.C:
+			if err := f.answers(ctx); err != nil {
+				if err := f.resume(ctx, err); err != nil {
+					return events.Event{}, err
+				}
+			}
+			quiet.Reset(livenessInterval)
+		case <-ctx.Done():
+			return events.Event{}, ctx.Err()
+		}
+	}
+}
+
+// answers asks the engine's API for its info, briefly.
+func (f *runFeed) answers(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, livenessTimeout)
+	defer cancel()
+	var info engine.InfoReply
+	return f.conn.Request(ctx, engine.EndpointInfo, nil, &info)
+}
+
+// resume replaces a feed whose engine stopped answering (because of cause):
+// it connects again, starting an engine for the root if need be, and
+// follows on from the last event delivered.
+func (f *runFeed) resume(ctx context.Context, cause error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	lost := func(err error) error {
+		return &exitError{code: exitUnavailable, err: fmt.Errorf("lost the engine while following run %s (%w); the run goes on when an engine serves it again: orbit run tail %s", f.runID, err, f.runID)}
+	}
+	if cause == nil {
+		cause = errors.New("the event feed ended")
+	}
+	if f.a.natsURL != "" {
+		return lost(cause)
+	}
+	f.a.errorf("lost the engine while following run %s (%v); reconnecting\n", f.runID, cause)
+	f.feed.Stop()
+	f.closeOpened()
+	l, err := f.a.connect(ctx)
+	if err != nil {
+		return lost(err)
+	}
+	f.conn, f.opened = l, l
+	if err := f.answers(ctx); err != nil {
+		return lost(err)
+	}
+	feed, err := l.Follow(ctx, events.FollowOptions{Filters: f.filters, FromSeq: f.last + 1})
+	if err != nil {
+		return lost(err)
+	}
+	f.feed = feed
+	return nil
+}
+
+func (f *runFeed) closeOpened() {
+	if f.opened != nil {
+		_ = f.opened.Close()
+		f.opened = nil
+	}
+}
+
+// stop ends the feed and closes any connection it made.
+func (f *runFeed) stop() {
+	f.feed.Stop()
+	f.closeOpened()
+}
