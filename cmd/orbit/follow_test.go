@@ -89,3 +89,31 @@ func TestJobRunOnAnExternalEngineThatDiesSaysHowToFollowOn(t *testing.T) {
 	runID := strings.TrimSpace(buf.String())
 	assert.Contains(t, stderr.String(), "orbit run tail "+runID)
 }
+
+// TestInterruptedJobRunExits130AndLeavesTheRunRunning: Ctrl-C of a followed
+// `job run` stops following, not the run: exit 130 (as shells report
+// SIGINT, and not 1, which means the run failed), with the commands that
+// follow or cancel the run, which goes on to its end.
+func TestInterruptedJobRunExits130AndLeavesTheRunRunning(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/appender.yaml", appendJob)
+	lines := filepath.Join(p.Root, "lines.txt")
+
+	cmd := p.Command("job", "run", "appender")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitFor(t, "step one to write", func() bool { return count(readLines(t, lines), "one") == 1 })
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+
+	err := cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, stderr.String())
+	assert.Equal(t, 130, exitErr.ExitCode(), stderr.String())
+	runID := strings.TrimSpace(stdout.String())
+	require.NotEmpty(t, runID)
+	assert.Contains(t, stderr.String(), "orbit run cancel "+runID)
+	waitFor(t, "the run to go on to step three", func() bool { return count(readLines(t, lines), "three") == 1 })
+}
