@@ -21,7 +21,7 @@ only clients that sign its challenge with that key: they pass the same
 An existing file is never overwritten.`,
 		Example: `  orbit nkey new ~/.orbit-engine.nk
   orbit serve --listen 0.0.0.0:4222 --nkey ~/.orbit-engine.nk
-  ORBIT_NKEY=~/.orbit-engine.nk orbit run list --nats-url nats://host:4222`,
+  ORBIT_NKEY=~/.orbit-engine.nk orbit run history --nats-url nats://host:4222`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			public, err := events.NewNKeySeed(args[0])

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,8 +12,12 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// printJSON writes v as indented JSON on stdout.
+// printJSON writes v as indented JSON on stdout. An empty list is `[]`,
+// never `null`, so that scripts can iterate over what they get.
 func (a *app) printJSON(v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
+		v = []any{}
+	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

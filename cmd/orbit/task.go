@@ -23,10 +23,10 @@ func (a *app) taskCommand() *cobra.Command {
 	return cmd
 }
 
-// readPlan reads and validates a plan file.
-func readPlan(path string) ([]byte, *assets.Plan, error) {
+// readPlan reads and validates the plan file given with flag.
+func readPlan(flag, path string) ([]byte, *assets.Plan, error) {
 	if path == "" {
-		return nil, nil, usageErr("--plan FILE is required")
+		return nil, nil, usageErr("%s FILE is required", flag)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -51,7 +51,7 @@ branch defaults to the workspace's current branch. Prints the task id.`,
 			if strings.TrimSpace(title) == "" {
 				return usageErr("--title is required")
 			}
-			data, _, err := readPlan(planFile)
+			data, _, err := readPlan("--plan", planFile)
 			if err != nil {
 				return err
 			}
@@ -176,7 +176,7 @@ func (a *app) taskPlanCommand() *cobra.Command {
 version stops before its next attempt (drift) and leaves the workspace clean.`,
 		Args: exactArgs(1, "a task id"),
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
-			data, _, err := readPlan(planFile)
+			data, _, err := readPlan("--file", planFile)
 			if err != nil {
 				return err
 			}
