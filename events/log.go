@@ -197,6 +197,19 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
+// Consumers returns how many consumers the event stream has: the engine's
+// own feeds and every client's that is following a run. It stays bounded
+// because a feed deletes its consumer when it stops.
+func (l *Log) Consumers(ctx context.Context) (int, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	info, err := l.events.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return info.State.Consumers, nil
+}
+
 // EventAt returns the event stored at seq, or ErrNotFound.
 func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	ctx, cancel := withDefaultTimeout(ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,7 +26,11 @@ type FollowOptions struct {
 // Feed delivers events in stream order, first those already in the log and
 // then new ones as they are appended, until Stop. It is backed by an ordered
 // consumer: no event is skipped or delivered twice, even across reconnects.
+// The consumer is deleted when the feed ends; one whose client died without
+// stopping it is removed by the server after feedInactiveThreshold.
 type Feed struct {
+	log      *Log
+	cons     jetstream.Consumer
 	events   chan Event
 	caughtUp chan struct{}
 	last     uint64
@@ -47,7 +52,7 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: opts.Filters}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: opts.Filters, InactiveThreshold: feedInactiveThreshold}
 	if opts.FromSeq > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = opts.FromSeq
@@ -63,6 +68,8 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 		return nil, fmt.Errorf("%w: following events: %v", ErrUnavailable, err)
 	}
 	f := &Feed{
+		log:      l,
+		cons:     cons,
 		events:   make(chan Event, 64),
 		caughtUp: make(chan struct{}),
 		last:     last,
@@ -74,8 +81,28 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	if last == 0 || last < opts.FromSeq {
 		close(f.caughtUp)
 	}
-	go f.run(l)
+	go f.run()
 	return f, nil
+}
+
+// feedInactiveThreshold is how long the server keeps the consumer of a feed
+// whose client went away without stopping it (a killed process). A live
+// feed always has a pull request waiting, so it is never idle that long.
+const feedInactiveThreshold = time.Minute
+
+// deleteConsumer removes the feed's consumer from the server, so that the
+// stream's consumer count does not grow with every feed ever started.
+func (f *Feed) deleteConsumer() {
+	info := f.cons.CachedInfo()
+	if info == nil || f.log.nc.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := f.log.js.DeleteConsumer(ctx, EventsStream, info.Name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		f.log.log.Debug("feed consumer not deleted; the server drops it when idle", "consumer", info.Name, "err", err)
+	}
 }
 
 // LastMatching returns the sequence of the last event matching any of the
@@ -100,8 +127,9 @@ func (l *Log) LastMatching(ctx context.Context, filters []string) (uint64, error
 	return last, nil
 }
 
-func (f *Feed) run(l *Log) {
+func (f *Feed) run() {
 	defer close(f.done)
+	defer f.deleteConsumer()
 	defer close(f.events)
 	caught := false
 	select {
@@ -125,7 +153,7 @@ func (f *Feed) run(l *Log) {
 		seq := meta.Sequence.Stream
 		ev, err := DecodeEvent(msg.Data())
 		if err != nil {
-			l.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
+			f.log.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
 			ev = Event{}
 		}
 		if err == nil || f.marks {
@@ -172,41 +200,4 @@ func (f *Feed) setErr(err error) {
 	f.mu.Lock()
 	f.err = err
 	f.mu.Unlock()
-}
-
-// Read returns every event currently in the log that matches opts, in
-// order. Use it for bounded reads; use Follow to keep up with new events.
-func (l *Log) Read(ctx context.Context, opts FollowOptions) ([]Event, error) {
-	f, err := l.Follow(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Stop()
-	var out []Event
-	for {
-		select {
-		case <-f.CaughtUp():
-			// Drain what is already buffered up to the caught-up point.
-			for {
-				select {
-				case ev, ok := <-f.Events():
-					if !ok || ev.Seq > f.last {
-						return out, f.Err()
-					}
-					out = append(out, ev)
-				default:
-					return out, nil
-				}
-			}
-		case ev, ok := <-f.Events():
-			if !ok {
-				return out, f.Err()
-			}
-			if ev.Seq <= f.last {
-				out = append(out, ev)
-			}
-		case <-ctx.Done():
-			return out, ctx.Err()
-		}
-	}
 }

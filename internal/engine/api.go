@@ -52,6 +52,9 @@ type InfoReply struct {
 	Version string `json:"version"`
 	Applied uint64 `json:"applied"`
 	Busy    int    `json:"busy"`
+	// Consumers is how many consumers the event stream has (see
+	// events.Log.Consumers); the server refuses new ones past its limit.
+	Consumers int `json:"consumers"`
 	// StoreFull says why the event store refuses writes ("" while it
 	// takes them).
 	StoreFull string `json:"store_full,omitempty"`
@@ -90,9 +93,13 @@ func decode(req json.RawMessage, v any) error {
 	return nil
 }
 
-func (e *Engine) apiInfo(_ context.Context, _ json.RawMessage) (any, error) {
+func (e *Engine) apiInfo(ctx context.Context, _ json.RawMessage) (any, error) {
+	consumers, err := e.log.Consumers(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return InfoReply{Info: e.info, Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
-		StoreFull: e.log.SpaceShortage()}, nil
+		Consumers: consumers, StoreFull: e.log.SpaceShortage()}, nil
 }
 
 func (e *Engine) apiRun(ctx context.Context, req json.RawMessage) (any, error) {

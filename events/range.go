@@ -1,0 +1,147 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Read returns every event currently in the log that matches opts, in
+// order. Use it for bounded reads; use Follow to keep up with new events.
+//
+// Read asks the stream for batches of messages directly (JetStream's batched
+// direct get) instead of creating a consumer, so a read costs the server
+// nothing once it returns, however many clients read at once.
+func (l *Log) Read(ctx context.Context, opts FollowOptions) ([]Event, error) {
+	last, err := l.LastMatching(ctx, opts.Filters)
+	if err != nil {
+		return nil, err
+	}
+	from := max(opts.FromSeq, 1)
+	if last < from {
+		return nil, nil
+	}
+	filters := opts.Filters
+	if len(filters) == 0 {
+		filters = []string{""}
+	}
+	var out []Event
+	for _, filter := range filters {
+		evs, err := l.readRange(ctx, filter, from, last, opts.Placeholders)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+	}
+	if len(filters) > 1 {
+		slices.SortFunc(out, func(a, b Event) int { return compareSeq(a.Seq, b.Seq) })
+		out = slices.CompactFunc(out, func(a, b Event) bool { return a.Seq == b.Seq })
+	}
+	return out, nil
+}
+
+func compareSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Batched direct gets: how many messages, and how many bytes, one request
+// asks for.
+const (
+	readBatch    = 512
+	readMaxBytes = 8 << 20
+)
+
+// directGetRequest is the body of a JetStream direct get ($JS.API.DIRECT.GET).
+type directGetRequest struct {
+	Seq      uint64 `json:"seq"`
+	NextFor  string `json:"next_by_subj,omitempty"`
+	Batch    int    `json:"batch"`
+	MaxBytes int    `json:"max_bytes"`
+}
+
+// readRange returns the events on subject filter (every subject when empty)
+// with sequences from..upTo.
+func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, placeholders bool) ([]Event, error) {
+	inbox := l.nc.NewInbox()
+	sub, err := l.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		return nil, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
+	}
+	var out []Event
+	next := from
+	for next <= upTo {
+		req, err := json.Marshal(directGetRequest{Seq: next, NextFor: filter, Batch: readBatch, MaxBytes: readMaxBytes})
+		if err != nil {
+			return nil, err
+		}
+		if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+EventsStream, inbox, req); err != nil {
+			return nil, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
+		}
+		more, err := l.readBatch(ctx, sub, upTo, placeholders, &next, &out)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+	}
+	return out, nil
+}
+
+// readBatch collects one batch's answer: messages, then an end-of-batch
+// status. It moves *next past every message received and reports whether
+// the stream holds more matching messages after them.
+func (l *Log) readBatch(ctx context.Context, sub *nats.Subscription, upTo uint64, placeholders bool, next *uint64, out *[]Event) (bool, error) {
+	bctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	for {
+		msg, err := sub.NextMsgWithContext(bctx)
+		if err != nil {
+			return false, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
+		}
+		switch msg.Header.Get("Status") {
+		case "":
+		case "204": // end of batch
+			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+			return pending > 0 && *next <= upTo, nil
+		case "404": // nothing at or after *next
+			return false, nil
+		case "503":
+			return false, fmt.Errorf("%w: reading events: no responders", ErrUnavailable)
+		default:
+			return false, fmt.Errorf("%w: reading events: %s %s", ErrUnavailable, msg.Header.Get("Status"), msg.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
+		if err != nil {
+			return false, fmt.Errorf("%w: direct get answer without a sequence: %v", ErrInvalidEvent, err)
+		}
+		*next = seq + 1
+		if seq > upTo {
+			continue
+		}
+		ev, err := DecodeEvent(msg.Data)
+		if err != nil {
+			l.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Header.Get("Nats-Subject"), "err", err)
+			if !placeholders {
+				continue
+			}
+			ev = Event{}
+		}
+		ev.Seq = seq
+		*out = append(*out, ev)
+	}
+}

@@ -1,0 +1,90 @@
+package events_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// Reads and feeds leave no consumer behind: the stream's limit is reached
+// by clients that come and go, not by clients that are there.
+func TestReadsAndFeedsLeaveNoConsumers(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l := testkit.StartLog(t, events.Config{})
+	for i := range 3 {
+		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
+		require.NoError(t, err)
+	}
+	before, err := l.Consumers(ctx)
+	require.NoError(t, err)
+
+	const n = 1500 // past the server's limit of consumers per stream
+	for i := range n {
+		evs, err := l.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter("R1")}})
+		require.NoError(t, err, "read %d", i)
+		require.Len(t, evs, 3)
+	}
+	for i := range n {
+		f, err := l.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter("R1")}})
+		require.NoError(t, err, "feed %d", i)
+		<-f.CaughtUp()
+		f.Stop()
+	}
+	after, err := l.Consumers(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+
+	f, err := l.Follow(ctx, events.FollowOptions{})
+	require.NoError(t, err)
+	defer f.Stop()
+	got := <-f.Events()
+	assert.Equal(t, uint64(1), got.Seq)
+}
+
+// A read spans many batches, merges several filters in stream order and
+// starts where it is told.
+func TestReadAcrossBatchesAndFilters(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l := testkit.StartLog(t, events.Config{})
+	big := strings.Repeat("x", 20_000) // 1,200 of these are past one batch's byte budget
+	const n = 1200
+	for i := range n {
+		run := fmt.Sprintf("R%d", i%3)
+		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: run, StepKey: "s"},
+			events.StepStartedData{Attempt: i + 1, Input: big})
+		require.NoError(t, err)
+	}
+
+	all, err := l.Read(ctx, events.FollowOptions{})
+	require.NoError(t, err)
+	require.Len(t, all, n)
+	for i, ev := range all {
+		require.Equal(t, uint64(i+1), ev.Seq)
+	}
+
+	two, err := l.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter("R2"), events.RunFilter("R0")}})
+	require.NoError(t, err)
+	require.Len(t, two, 2*n/3)
+	for i := 1; i < len(two); i++ {
+		require.Less(t, two[i-1].Seq, two[i].Seq)
+		require.NotEqual(t, "R1", two[i].RunID)
+	}
+
+	tail, err := l.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter("R1")}, FromSeq: 1000})
+	require.NoError(t, err)
+	require.NotEmpty(t, tail)
+	assert.GreaterOrEqual(t, tail[0].Seq, uint64(1000))
+	assert.Equal(t, uint64(1199), tail[len(tail)-1].Seq)
+
+	none, err := l.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter("NOPE")}})
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
