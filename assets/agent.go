@@ -51,9 +51,9 @@ func defaultLoadOptions() *loadOptions {
 // seededExecutors are the Executors built into the binary, by name.
 var seededExecutors = sync.OnceValue(func() map[string]*Executor {
 	byName := map[string][]*Executor{}
-	probs, err := loadLayer(seededDir("executors"), "executor", byName, parseExecutorFile)
-	if err == nil && len(probs) > 0 {
-		err = &Error{Problems: probs}
+	broken, err := loadLayer(seededDir("executors"), "executor", byName, parseExecutorFile)
+	if err == nil && len(broken) > 0 {
+		err = &Error{Problems: broken[0].problems}
 	}
 	if err != nil {
 		// The files are compiled in, and a test loads them.

@@ -86,7 +86,7 @@ func TestGroundhogHasNoBackend(t *testing.T) {
 	// Its provider must have an HTTP transport, whatever the catalog's
 	// backend.
 	writeFile(t, root, ".orbit/activities/gh.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: gh}\nspec: {type: groundhog, provider: codex}\n")
-	_, err = assets.OpenCatalog(root, assets.CatalogOptions{Backend: "cli"})
+	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.Contains(t, err.Error(), `spec.provider: provider "codex" has no HTTP transport (http providers: claude, openai_compat, replay)`)
 	assert.NotContains(t, err.Error(), "use backend: cli")
@@ -98,16 +98,16 @@ func TestBackendProblemsDependOnTheOption(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	file := writeFile(t, root, ".orbit/activities/a.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: a}\nspec:\n  type: agent_loop\n  provider: openai_compat\n")
-	_, err := assets.OpenCatalog(root, assets.CatalogOptions{})
+	_, err := openStrict(root, assets.CatalogOptions{})
 	require.NoError(t, err)
-	_, err = assets.OpenCatalog(root, assets.CatalogOptions{Backend: "cli"})
+	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.EqualError(t, err, file+`:6: spec: no executor "openai_compat" for backend cli (executors: claude, codex)`)
 
 	writeFile(t, root, ".orbit/activities/a.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: a}\nspec:\n  type: agent_loop\n  provider: codex\n")
-	_, err = assets.OpenCatalog(root, assets.CatalogOptions{Backend: "cli"})
+	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.NoError(t, err)
-	_, err = assets.OpenCatalog(root, assets.CatalogOptions{})
+	_, err = openStrict(root, assets.CatalogOptions{})
 	assert.EqualError(t, err, file+`:6: spec.provider: provider "codex" has no HTTP transport (http providers: claude, openai_compat, replay); use backend: cli`)
 }
 
@@ -144,7 +144,7 @@ func TestExecutorAttachment(t *testing.T) {
 	// The message lists what the catalog has.
 	writeFile(t, root, ".orbit/jobs/j.yaml", "schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n  steps:\n"+
 		"    - {id: a, spec: {type: agent_loop, provider: claude, executor: gemini}}\n")
-	_, err = assets.OpenCatalog(root, assets.CatalogOptions{Backend: "cli"})
+	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.Contains(t, err.Error(), `spec.steps[0].spec: no executor "gemini" for backend cli (executors: aider, claude, codex)`)
 }
@@ -185,7 +185,7 @@ func TestFSProfileNames(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := assets.OpenCatalog(root, assets.CatalogOptions{FSProfiles: tt.profiles})
+			_, err := openStrict(root, assets.CatalogOptions{FSProfiles: tt.profiles})
 			if tt.want == "" {
 				require.NoError(t, err)
 				return

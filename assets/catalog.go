@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // CatalogOptions configures OpenCatalog. The zero value means no env layer,
@@ -45,6 +49,11 @@ type Catalog struct {
 	executors  map[string][]*Executor // by name, highest layer first
 	activities map[string][]*Activity
 	jobs       map[string][]*Job
+	// problems are those of the files that could not be loaded; broken
+	// holds them by the name each such file declares, when it could be
+	// read.
+	problems []Problem
+	broken   map[string][]Problem
 }
 
 // Entry describes one visible asset of a catalog listing.
@@ -90,9 +99,11 @@ func seededDir(sub string) dir {
 // then jobs (whose targets resolve across the whole catalog, first match
 // wins).
 //
-// Any problem in any file, or the same name defined twice inside one layer,
-// makes it return an *Error (matching ErrInvalid) listing every problem. A
-// directory or file that cannot be read gives the I/O error instead.
+// A file with a problem (or a second definition of a name inside one layer,
+// or a job that always invokes itself) is left out and its problems are
+// kept (see Problems): the rest of the catalog loads, so that one broken
+// file stops only what depends on it. A directory or file that cannot be
+// read gives the I/O error instead.
 func OpenCatalog(root string, opts CatalogOptions) (*Catalog, error) {
 	backend := BackendHTTP
 	switch opts.Backend {
@@ -102,15 +113,20 @@ func OpenCatalog(root string, opts CatalogOptions) (*Catalog, error) {
 	default:
 		return nil, invalid(fmt.Sprintf("backend %q is not one of http, cli, auto", opts.Backend))
 	}
-	c := &Catalog{executors: map[string][]*Executor{}, activities: map[string][]*Activity{}, jobs: map[string][]*Job{}}
+	c := &Catalog{executors: map[string][]*Executor{}, activities: map[string][]*Activity{}, jobs: map[string][]*Job{},
+		broken: map[string][]Problem{}}
 	orbit := filepath.Join(root, ".orbit")
 	layers := func(envDir, sub string) []dir {
 		return []dir{osDir(LayerEnv, envDir), osDir(LayerWorkspace, filepath.Join(orbit, sub)), seededDir(sub)}
 	}
 
-	var all []Problem
-	collect := func(probs []Problem, err error) error {
-		all = append(all, probs...)
+	collect := func(probs []brokenFile, err error) error {
+		for _, b := range probs {
+			c.problems = append(c.problems, b.problems...)
+			if b.name != "" {
+				c.broken[b.name] = append(c.broken[b.name], b.problems...)
+			}
+		}
 		return err
 	}
 	for _, d := range layers(opts.ExecutorDir, "executors") {
@@ -132,10 +148,27 @@ func OpenCatalog(root string, opts CatalogOptions) (*Catalog, error) {
 			return nil, err
 		}
 	}
-	if len(all) > 0 {
-		return nil, &Error{Problems: all}
+	cycles := invokeCycles(visible(c.jobs))
+	for _, name := range slices.Sorted(maps.Keys(cycles)) {
+		p := cycles[name]
+		c.problems = append(c.problems, p)
+		c.broken[name] = append(c.broken[name], p)
+		delete(c.jobs, name)
 	}
 	return c, nil
+}
+
+// Problems returns the problems of every file the catalog left out, in
+// layer and file order; nil when every file loaded.
+func (c *Catalog) Problems() []Problem { return c.problems }
+
+// Err returns the problems as an *Error (matching ErrInvalid), nil when
+// every file loaded.
+func (c *Catalog) Err() error {
+	if len(c.problems) == 0 {
+		return nil
+	}
+	return &Error{Problems: c.problems}
 }
 
 // assetFile is one file of a layer directory.
@@ -160,7 +193,7 @@ func readDir(d dir) ([]assetFile, error) {
 	var files []assetFile
 	for _, e := range entries {
 		ext := path.Ext(e.Name())
-		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") || hidden(e.Name()) {
 			continue
 		}
 		data, err := fs.ReadFile(d.fsys, e.Name())
@@ -172,31 +205,59 @@ func readDir(d dir) ([]assetFile, error) {
 	return files, nil
 }
 
+// hidden reports whether a file name is a dotfile or an editor's backup or
+// lock file, which are never assets.
+func hidden(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") || strings.HasSuffix(name, "~")
+}
+
+// brokenFile is a file of a layer that was left out, with the name it
+// declares when that could be read.
+type brokenFile struct {
+	name     string
+	problems []Problem
+}
+
 // loadLayer reads the asset files of one layer directory with parse (which
 // returns an asset, its name and the line of its name) and adds each asset
-// to byName after those of higher layers. A name defined twice in the layer
-// is a problem naming both files; the second definition is dropped.
-func loadLayer[T any](d dir, what string, byName map[string][]*T, parse func(assetFile, Layer) (*T, string, int, error)) ([]Problem, error) {
+// to byName after those of higher layers. A file that does not parse is
+// returned as broken; a name defined twice in the layer is a problem
+// naming both files, and the second definition is left out.
+func loadLayer[T any](d dir, what string, byName map[string][]*T, parse func(assetFile, Layer) (*T, string, int, error)) ([]brokenFile, error) {
 	files, err := readDir(d)
 	if err != nil {
 		return nil, err
 	}
-	var probs []Problem
+	var broken []brokenFile
 	seen := map[string]string{}
 	for _, f := range files {
 		a, name, line, err := parse(f, d.layer)
 		if err != nil {
-			probs = append(probs, problemsOf(err)...)
+			broken = append(broken, brokenFile{name: declaredName(f.data), problems: problemsOf(err)})
 			continue
 		}
 		if first, dup := seen[name]; dup {
-			probs = append(probs, duplicate(f.source, line, what, name, first, d.layer))
+			broken = append(broken, brokenFile{problems: []Problem{duplicate(f.source, line, what, name, first, d.layer)}})
 			continue
 		}
 		seen[name] = f.source
 		byName[name] = append(byName[name], a)
 	}
-	return probs, nil
+	return broken, nil
+}
+
+// declaredName returns the metadata.name a file that does not load
+// declares, "" when even that cannot be read.
+func declaredName(data []byte) string {
+	var doc struct {
+		Metadata struct {
+			Name string `yaml:"name"`
+		} `yaml:"metadata"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return ""
+	}
+	return doc.Metadata.Name
 }
 
 // parseActivityFile and parseJobFile parse a file of a layer with the
@@ -252,17 +313,31 @@ func (c *Catalog) Activity(name string) (*Activity, error) {
 	if list := c.activities[name]; len(list) > 0 {
 		return list[0], nil
 	}
-	return nil, fmt.Errorf("activity %q %w", name, ErrNotFound)
+	return nil, c.missing("activity", name)
 }
 
-// Job returns the job named name from the highest layer that defines it, or
-// an error matching ErrNotFound. A disabled job is returned like any other;
-// refusing to run it is the caller's decision.
+// Job returns the job named name from the highest layer that defines it.
+// A job whose file was left out gives its problems (an *Error matching
+// ErrInvalid); a name nothing defines, an error matching ErrNotFound. A
+// disabled job is returned like any other; refusing to run it is the
+// caller's decision.
 func (c *Catalog) Job(name string) (*Job, error) {
 	if list := c.jobs[name]; len(list) > 0 {
 		return list[0], nil
 	}
-	return nil, fmt.Errorf("job %q %w", name, ErrNotFound)
+	return nil, c.missing("job", name)
+}
+
+// missing is the error for a name the catalog has no asset of: the
+// problems of a file that declares it and was left out, else not found.
+func (c *Catalog) missing(what, name string) error {
+	if probs := c.broken[name]; len(probs) > 0 {
+		return &Error{Problems: probs}
+	}
+	if len(c.problems) > 0 {
+		return fmt.Errorf("%s %q %w (some catalog files could not be loaded: orbit job list shows why)", what, name, ErrNotFound)
+	}
+	return fmt.Errorf("%s %q %w", what, name, ErrNotFound)
 }
 
 // JobFile reads and validates a job file named on the command line. Its
@@ -285,7 +360,7 @@ func (c *Catalog) Executor(name string) (*Executor, error) {
 	if list := c.executors[name]; len(list) > 0 {
 		return list[0], nil
 	}
-	return nil, fmt.Errorf("executor %q %w", name, ErrNotFound)
+	return nil, c.missing("executor", name)
 }
 
 // Executors lists every visible executor, sorted by name. Kind is the

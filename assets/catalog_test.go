@@ -21,6 +21,16 @@ func writeFile(t *testing.T, root, rel, content string) string {
 	return p
 }
 
+// openStrict opens a catalog and returns the problems of the files it left
+// out as its error.
+func openStrict(root string, opts assets.CatalogOptions) (*assets.Catalog, error) {
+	c, err := assets.OpenCatalog(root, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.Err()
+}
+
 func activityYAML(name, program string) string {
 	return "schemaVersion: 2\nkind: Activity\nmetadata: {name: " + name + ", description: " + program + " things}\n" +
 		"spec: {type: shell, program: " + program + ", allowed_programs: [" + program + "]}\n"
@@ -126,7 +136,7 @@ func TestCatalogDuplicateInOneLayer(t *testing.T) {
 	root := t.TempDir()
 	a := writeFile(t, root, ".orbit/jobs/a.yaml", jobYAML("same", "shell_reference"))
 	b := writeFile(t, root, ".orbit/jobs/b.yaml", jobYAML("same", "shell_reference"))
-	_, err := assets.OpenCatalog(root, assets.CatalogOptions{})
+	_, err := openStrict(root, assets.CatalogOptions{})
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.EqualError(t, err, b+`:3: metadata.name: job "same" is defined twice in the workspace layer: `+a+" and "+b)
 }
@@ -136,7 +146,7 @@ func TestCatalogReportsEveryBadFile(t *testing.T) {
 	root := t.TempDir()
 	act := writeFile(t, root, ".orbit/activities/bad.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: bad}\nspec: {type: shel}\n")
 	job := writeFile(t, root, ".orbit/jobs/bad.yaml", jobYAML("bad", "missing"))
-	_, err := assets.OpenCatalog(root, assets.CatalogOptions{})
+	_, err := openStrict(root, assets.CatalogOptions{})
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.EqualError(t, err, act+`:4: spec.type: "shel" is not one of shell, deterministic, agent_loop, groundhog (did you mean "shell"?)`+"\n"+
 		job+`:6: spec.steps[0].target: unknown activity "missing"`)
@@ -144,7 +154,7 @@ func TestCatalogReportsEveryBadFile(t *testing.T) {
 
 func TestCatalogOptionsBackend(t *testing.T) {
 	t.Parallel()
-	_, err := assets.OpenCatalog(t.TempDir(), assets.CatalogOptions{Backend: "grpc"})
+	_, err := openStrict(t.TempDir(), assets.CatalogOptions{Backend: "grpc"})
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.EqualError(t, err, `backend "grpc" is not one of http, cli, auto`)
 }
@@ -154,7 +164,7 @@ func TestCatalogUnreadableDir(t *testing.T) {
 	root := t.TempDir()
 	// A file where a directory should be is an I/O error, not a validation one.
 	writeFile(t, root, ".orbit/jobs", "")
-	_, err := assets.OpenCatalog(root, assets.CatalogOptions{})
+	_, err := openStrict(root, assets.CatalogOptions{})
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, assets.ErrInvalid)
 }
@@ -192,4 +202,41 @@ func TestCatalogDisabledJobLoads(t *testing.T) {
 	j, err := c.Job("off")
 	require.NoError(t, err)
 	assert.Equal(t, "disabled", j.Spec.State)
+}
+
+// TestABrokenFileStopsOnlyItself: the rest of the catalog loads; asking for
+// the broken job gives its problems; dotfiles and editor backups are not
+// read at all.
+func TestABrokenFileStopsOnlyItself(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	bad := writeFile(t, root, ".orbit/jobs/bad.yaml", jobYAML("bad", "missing"))
+	writeFile(t, root, ".orbit/jobs/good.yaml", jobYAML("good", "shell_reference"))
+	garbage := writeFile(t, root, ".orbit/jobs/garbage.yaml", "{{{ not yaml")
+	writeFile(t, root, ".orbit/jobs/.hidden.yaml", "not: [a job")
+	writeFile(t, root, ".orbit/jobs/good.yaml~", "not: [a job")
+	writeFile(t, root, ".orbit/jobs/#good.yaml#", "not: [a job")
+
+	c, err := assets.OpenCatalog(root, assets.CatalogOptions{})
+	require.NoError(t, err)
+	for _, name := range []string{"good", "hello"} {
+		_, err := c.Job(name)
+		assert.NoError(t, err, name)
+	}
+	_, err = c.Job("bad")
+	require.ErrorIs(t, err, assets.ErrInvalid)
+	assert.EqualError(t, err, bad+`:6: spec.steps[0].target: unknown activity "missing"`)
+	_, err = c.Job("nowhere")
+	require.ErrorIs(t, err, assets.ErrNotFound)
+	assert.Contains(t, err.Error(), "some catalog files could not be loaded")
+
+	require.Len(t, c.Problems(), 2)
+	assert.Equal(t, bad, c.Problems()[0].File, "in file name order")
+	assert.Equal(t, garbage, c.Problems()[1].File)
+	var names []string
+	for _, e := range c.Jobs() {
+		names = append(names, e.Name)
+	}
+	assert.Contains(t, names, "good")
+	assert.NotContains(t, names, "bad")
 }

@@ -35,7 +35,9 @@ const (
 	// DefaultAckWaitSeconds is engine.ack_wait_seconds when not set.
 	DefaultAckWaitSeconds = 30
 	// DefaultMaxDeliveries is engine.max_deliveries when not set.
-	DefaultMaxDeliveries  = 5
+	DefaultMaxDeliveries = 5
+	// DefaultMaxChildDepth is engine.max_child_depth when not set.
+	DefaultMaxChildDepth  = 16
 	defaultRuntimeBackend = "http"
 )
 
@@ -96,6 +98,10 @@ type EngineConfig struct {
 	// MaxDeliveries bounds how many times one step attempt is started
 	// (default 5): a command that keeps failing is then dead-lettered.
 	MaxDeliveries int `json:"max_deliveries"`
+	// MaxChildDepth bounds how deep job.invoke may nest runs (default 16): a
+	// run started by a run started by … a root run is at depth n, and a
+	// job.invoke that would start one deeper than this fails.
+	MaxChildDepth int `json:"max_child_depth"`
 }
 
 // RuntimeConfig configures how activities run.
@@ -109,7 +115,7 @@ type RuntimeConfig struct {
 var configKeys = map[string][]string{
 	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers"},
 	"serve":       {"listen"},
-	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries"},
+	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth"},
 	"runtime":     {"backend"},
 	"fs_profiles": {"read", "write"},           // of each profile
 	"providers":   {"base_url", "api_key_env"}, // of each provider
@@ -130,6 +136,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Engine.MaxDeliveries == 0 {
 		c.Engine.MaxDeliveries = DefaultMaxDeliveries
+	}
+	if c.Engine.MaxChildDepth == 0 {
+		c.Engine.MaxChildDepth = DefaultMaxChildDepth
 	}
 	if c.Runtime.Backend == "" {
 		c.Runtime.Backend = defaultRuntimeBackend
@@ -157,6 +166,9 @@ func (c *Config) Validate() error {
 	}
 	if v.Engine.MaxDeliveries < 1 {
 		ps.add(0, "engine.max_deliveries", "must be ≥ 1")
+	}
+	if v.Engine.MaxChildDepth < 1 {
+		ps.add(0, "engine.max_child_depth", "must be ≥ 1")
 	}
 	if v.Runtime.Backend != "http" && v.Runtime.Backend != "cli" {
 		ps.add(0, "runtime.backend", fmt.Sprintf("%q is not one of http, cli", v.Runtime.Backend))
@@ -312,6 +324,7 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 				"idle_timeout_seconds": &c.Engine.IdleTimeoutSeconds,
 				"ack_wait_seconds":     &c.Engine.AckWaitSeconds,
 				"max_deliveries":       &c.Engine.MaxDeliveries,
+				"max_child_depth":      &c.Engine.MaxChildDepth,
 			} {
 				if vn := m.get(key); vn != nil {
 					lines[child(m.path, key)] = vn.Line

@@ -14,7 +14,7 @@ import (
 var defaults = assets.Config{
 	Durability: "strict",
 	Serve:      assets.ServeConfig{Listen: "127.0.0.1:4222"},
-	Engine:     assets.EngineConfig{IdleTimeoutSeconds: 60, AckWaitSeconds: 30, MaxDeliveries: 5},
+	Engine:     assets.EngineConfig{IdleTimeoutSeconds: 60, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16},
 	Runtime:    assets.RuntimeConfig{Backend: "http"},
 }
 
@@ -30,9 +30,9 @@ func TestLoadConfig(t *testing.T) {
 		{"comments only", ptr("# nothing set\n"), defaults},
 		{"empty document", ptr("---\n"), defaults},
 		{"partial", ptr("durability: relaxed\nengine: {idle_timeout_seconds: 5}\n"), assets.Config{
-			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5}, Runtime: defaults.Runtime}},
-		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\nengine:\n  idle_timeout_seconds: 1\nruntime:\n  backend: cli\n"), assets.Config{
-			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5},
+			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16}, Runtime: defaults.Runtime}},
+		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\nengine:\n  idle_timeout_seconds: 1\n  max_child_depth: 3\nruntime:\n  backend: cli\n"), assets.Config{
+			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3},
 			Runtime: assets.RuntimeConfig{Backend: "cli"}}},
 		{"empty sections", ptr("serve:\nengine: {}\n"), defaults},
 		{"agent settings", ptr(`fs_profiles:
@@ -82,6 +82,7 @@ func TestLoadConfigProblems(t *testing.T) {
 				"FILE:3: serve.listen: \"localhost\" is not host:port\n" +
 				"FILE:5: engine.idle_timeout_seconds: must be ≥ 1\n" +
 				"FILE:7: runtime.backend: \"auto\" is not one of http, cli"},
+		{"bad child depth", "engine:\n  max_child_depth: -2\n", `2: engine.max_child_depth: must be ≥ 1`},
 		{"bad port", "serve: {listen: \"h:99999\"}\n", `1: serve.listen: "h:99999" has no valid port`},
 		{"wrong types", "engine: {idle_timeout_seconds: soon}\nruntime: [http]\n",
 			"1: engine.idle_timeout_seconds: must be an integer, not \"soon\"\n" +

@@ -104,14 +104,14 @@ func TestCatalogExecutorProblems(t *testing.T) {
 	a := writeFile(t, root, ".orbit/executors/a.yaml", executorYAML("same", "one", "text"))
 	b := writeFile(t, root, ".orbit/executors/b.yaml", executorYAML("same", "two", "text"))
 	bad := writeFile(t, root, ".orbit/executors/bad.yaml", "schemaVersion: 2\nkind: Executor\nmetadata: {name: bad}\nspec: {output: text}\n")
-	_, err := assets.OpenCatalog(root, assets.CatalogOptions{})
+	_, err := openStrict(root, assets.CatalogOptions{})
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.EqualError(t, err, b+`:3: metadata.name: executor "same" is defined twice in the workspace layer: `+a+" and "+b+"\n"+
 		bad+`:4: spec.command: is required`)
 
 	// A file where the env layer's directory should be is an I/O error.
 	file := writeFile(t, root, "not_a_dir", "")
-	_, err = assets.OpenCatalog(t.TempDir(), assets.CatalogOptions{ExecutorDir: file})
+	_, err = openStrict(t.TempDir(), assets.CatalogOptions{ExecutorDir: file})
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, assets.ErrInvalid)
 }

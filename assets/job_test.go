@@ -333,14 +333,14 @@ func TestSessionInLoopWithCLIBackend(t *testing.T) {
 	// A catalog whose backend is cli resolves auto to cli.
 	root := t.TempDir()
 	writeFile(t, root, ".orbit/jobs/j.yaml", string(steps("")))
-	_, err = assets.OpenCatalog(root, assets.CatalogOptions{Backend: "cli"})
+	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.Contains(t, err.Error(), "on the cli backend (backend auto resolves to cli)")
-	_, err = assets.OpenCatalog(root, assets.CatalogOptions{Backend: "http"})
+	_, err = openStrict(root, assets.CatalogOptions{Backend: "http"})
 	require.NoError(t, err)
 	// http explicitly is fine even when the default is cli.
 	writeFile(t, root, ".orbit/jobs/j.yaml", string(steps(", backend: http")))
-	_, err = assets.OpenCatalog(root, assets.CatalogOptions{Backend: "cli"})
+	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.NoError(t, err)
 }
 

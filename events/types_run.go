@@ -84,6 +84,7 @@ const (
 	KindInternal      = "internal"       // Orbit itself failed
 	KindDeadLetter    = "dead_letter"    // the command could not be delivered
 	KindToolDenied    = "tool_denied"    // an agent called a tool its policy refuses
+	KindLimit         = "limit"          // a configured limit of the engine was reached
 )
 
 // BlobRef names a blob in the orbit_blobs object store by its digest.
@@ -106,6 +107,9 @@ type RunRequestedData struct {
 	Input     any             `json:"input"`
 	Requester string          `json:"requester,omitempty"`
 	Parent    *RunLink        `json:"parent,omitempty"`
+	// Depth is how many job.invoke steps lie between the run and the run
+	// someone requested: 0 for that one, its parent's + 1 for a child.
+	Depth int `json:"depth,omitempty"`
 }
 
 // RunQueuedData records that a run waits because its job already has

@@ -13,8 +13,8 @@ import (
 // start or wait for runs (as Temporal's child workflows are started by the
 // workflow, not by an activity).
 const (
-	actionInvoke = "job.invoke" // config: job, input, wait (default true)
-	actionWait   = "job.wait"   // config: run_id
+	actionInvoke = assets.ActionJobInvoke // config: job, input, wait (default true)
+	actionWait   = "job.wait"             // config: run_id
 )
 
 func isChildAction(spec *assets.ActivitySpec) bool {
@@ -109,6 +109,11 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		if x.isCancelled() {
 			return "", false, &failure{info: *x.cancelFailure(key)}
 		}
+		if limit := x.o.cfg.MaxChildDepth; x.depth+1 > limit {
+			return "", false, fail(events.KindLimit, false,
+				"job.invoke: a run of %q here would be at depth %d, past engine.max_child_depth (%d); a job that invokes itself needs a condition that ends it, and deeper nesting that is meant needs a higher engine.max_child_depth in .orbit/config.yaml",
+				name, x.depth+1, limit)
+		}
 		childID = events.NewID()
 	}
 	if x.o.cfg.Jobs == nil {
@@ -132,6 +137,7 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		Requester:   "run:" + x.runID,
 		Parent:      &events.RunLink{RunID: x.runID, StepKey: key},
 		ParentEvent: startedID,
+		Depth:       x.depth + 1,
 	}
 	return childID, wait, Submit(ctx, x.o.cfg.Log, req)
 }

@@ -28,6 +28,7 @@ type interpreter struct {
 	o       *Orchestrator
 	runID   string
 	job     *assets.Job
+	depth   int
 	hist    *history
 	resumed bool // an earlier engine started this run
 
@@ -37,7 +38,7 @@ type interpreter struct {
 }
 
 func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
-	return &interpreter{o: o, runID: rc.id, job: rc.job, cancelled: make(chan struct{})}
+	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, cancelled: make(chan struct{})}
 }
 
 // run interprets the run to its end and records run.finished. It returns

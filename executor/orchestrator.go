@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -34,6 +35,10 @@ type Config struct {
 	// Env looks up environment variables for {{ env.NAME }} (default
 	// os.LookupEnv).
 	Env func(name string) (string, bool)
+	// MaxChildDepth bounds the depth of child runs (default
+	// assets.DefaultMaxChildDepth): a job.invoke that would start a run
+	// deeper fails.
+	MaxChildDepth int
 	// LeaseTTL is how long a run lease lasts without renewal (default 15s).
 	LeaseTTL time.Duration
 	// Logger receives operational messages (nil discards them).
@@ -46,6 +51,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Env == nil {
 		c.Env = os.LookupEnv
+	}
+	if c.MaxChildDepth == 0 {
+		c.MaxChildDepth = assets.DefaultMaxChildDepth
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 15 * time.Second
@@ -73,6 +81,7 @@ type runCtl struct {
 	id      string
 	job     *assets.Job
 	parent  string // the run that started this one with job.invoke
+	depth   int    // see events.RunRequestedData.Depth
 	started bool   // run.started is in the log
 	cancel  context.CancelCauseFunc
 }
@@ -157,6 +166,15 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	for _, rc := range pending {
 		o.admit(ctx, rc)
 	}
+	// A cancel recorded while no engine ran reached no watch.
+	o.mu.Lock()
+	resumed := slices.Collect(maps.Values(o.runs))
+	o.mu.Unlock()
+	for _, rc := range resumed {
+		if err := o.cancelIfParentCancelled(ctx, rc.id, rc.parent); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -182,6 +200,7 @@ func (o *Orchestrator) watchCancels(ctx context.Context) (func(), error) {
 		for ev := range feed.Events() {
 			if ctx.Err() == nil {
 				o.startQueued(ctx, ev.RunID)
+				o.cancelChildren(ctx, ev.RunID)
 			}
 		}
 	}()
@@ -189,6 +208,40 @@ func (o *Orchestrator) watchCancels(ctx context.Context) (func(), error) {
 		feed.Stop()
 		<-done
 	}, nil
+}
+
+// cancelChildren asks every run of this engine that runID started to
+// cancel. Their cancellations reach this watch in turn, so a cancel goes
+// down a whole tree of runs, waited for or not, queued or running.
+func (o *Orchestrator) cancelChildren(ctx context.Context, runID string) {
+	o.mu.Lock()
+	var children []string
+	for id, rc := range o.runs {
+		if rc.parent == runID {
+			children = append(children, id)
+		}
+	}
+	o.mu.Unlock()
+	for _, id := range children {
+		if err := RequestCancel(ctx, o.cfg.Log, id, "run:"+runID, "parent run "+runID+" cancelled"); err != nil && ctx.Err() == nil {
+			o.log.Warn("cancelling a child run", "run", id, "parent", runID, "err", err)
+		}
+	}
+}
+
+// cancelIfParentCancelled cancels a child run whose parent was cancelled
+// before the child was admitted: cancelChildren did not see it then. The
+// child is in o.runs before this looks, so a cancel recorded later reaches
+// it through cancelChildren.
+func (o *Orchestrator) cancelIfParentCancelled(ctx context.Context, runID, parent string) error {
+	if parent == "" {
+		return nil
+	}
+	last, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, parent, events.RunCancelRequested)})
+	if err != nil || last == 0 {
+		return err
+	}
+	return RequestCancel(ctx, o.cfg.Log, runID, "run:"+parent, "parent run "+parent+" cancelled")
 }
 
 // startQueued starts a queued run now, whatever its job's limit.
@@ -232,6 +285,7 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 			if d.Parent != nil {
 				rc.parent = d.Parent.RunID
 			}
+			rc.depth = d.Depth
 		case events.RunStarted:
 			rc.started = true
 		}
@@ -272,6 +326,13 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 			return
 		}
 	}
+	if req.Parent != nil {
+		if err := o.cancelIfParentCancelled(ctx, req.RunID, req.Parent.RunID); err != nil {
+			o.log.Warn("checking a child run's parent for a cancel; will retry", "run", req.RunID, "err", err)
+			_ = cmd.Nak(time.Second)
+			return
+		}
+	}
 	if err := cmd.Ack(ctx); err != nil {
 		o.log.Warn("acking run request", "run", req.RunID, "err", err)
 	}
@@ -294,11 +355,12 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		Input:     req.Input,
 		Requester: req.Requester,
 		Parent:    req.Parent,
+		Depth:     req.Depth,
 	})
 	if err != nil {
 		return err
 	}
-	rc := &runCtl{id: req.RunID, job: &req.Job}
+	rc := &runCtl{id: req.RunID, job: &req.Job, depth: req.Depth}
 	if req.Parent != nil {
 		rc.parent = req.Parent.RunID
 	}
@@ -315,7 +377,7 @@ func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 	}
 	o.runs[rc.id] = rc
 	job := rc.job.Name
-	if rc.started || len(o.activeRunsLocked(job)) < maxActive(rc.job) || o.ancestorRunsLocked(rc) {
+	if o.admissibleLocked(rc) {
 		o.startLocked(ctx, rc)
 		return
 	}
@@ -336,18 +398,43 @@ func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 	}()
 }
 
-// ancestorRunsLocked reports whether a run of the same job is among a
-// run's running ancestors. Such a run holds the slot the child would wait
-// for while it waits for the child, so the child is never queued behind it.
-func (o *Orchestrator) ancestorRunsLocked(rc *runCtl) bool {
+// admissibleLocked reports whether a run may start now: it started before
+// (it holds its slot), its job has a free slot, or it may borrow the slot
+// of an ancestor.
+func (o *Orchestrator) admissibleLocked(rc *runCtl) bool {
+	return rc.started || len(o.activeRunsLocked(rc.job.Name)) < maxActive(rc.job) || o.borrowsLocked(rc)
+}
+
+// borrowsLocked reports whether a run may run in the slot of its nearest
+// running ancestor of the same job. That ancestor holds the slot the run
+// would wait for while it waits for the run, so queueing the run behind it
+// would never end. But it lends its slot to one such descendant at a time:
+// a recursive job runs one chain of runs, never a tree of them, and the
+// other jobs keep their share of the engine.
+func (o *Orchestrator) borrowsLocked(rc *runCtl) bool {
+	lender := o.lenderLocked(rc)
+	if lender == nil {
+		return false
+	}
+	for _, other := range o.runs {
+		if other != rc && other.cancel != nil && other.job.Name == rc.job.Name && o.lenderLocked(other) == lender {
+			return false
+		}
+	}
+	return true
+}
+
+// lenderLocked returns a run's nearest running ancestor of the same job,
+// nil when it has none.
+func (o *Orchestrator) lenderLocked(rc *runCtl) *runCtl {
 	seen := map[string]bool{rc.id: true}
 	for p := o.runs[rc.parent]; p != nil && !seen[p.id]; p = o.runs[p.parent] {
 		if p.job.Name == rc.job.Name && p.cancel != nil {
-			return true
+			return p
 		}
 		seen[p.id] = true
 	}
-	return false
+	return nil
 }
 
 func maxActive(job *assets.Job) int {
@@ -416,9 +503,16 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	if ctx.Err() != nil {
 		return
 	}
-	for len(o.activeRunsLocked(job)) < maxActive(rc.job) && len(o.queued[job]) > 0 {
-		next := o.queued[job][0]
-		o.queued[job] = o.queued[job][1:]
+	// In arrival order, every queued run that may start now: the first ones
+	// take the free slots, and descendants of running runs may borrow
+	// theirs (see borrowsLocked) past runs that must wait for a free one.
+	for i := 0; i < len(o.queued[job]); {
+		next := o.queued[job][i]
+		if !o.admissibleLocked(next) {
+			i++
+			continue
+		}
+		o.queued[job] = slices.Delete(o.queued[job], i, i+1)
 		o.startLocked(ctx, next)
 	}
 }

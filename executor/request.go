@@ -27,6 +27,9 @@ type RunRequest struct {
 	// ParentEvent is the event of the parent run that started this one (the
 	// step.started of its job.invoke step): run.requested names it as parent.
 	ParentEvent string `json:"parent_event,omitempty"`
+	// Depth is the run's depth below the run someone requested (see
+	// events.RunRequestedData.Depth).
+	Depth int `json:"depth,omitempty"`
 }
 
 // NewRunRequest checks that the executor can run job and builds a request

@@ -52,6 +52,7 @@ Exit status: 0 every checkpoint committed; 1 blocked, drifted or failed.`,
 			if err != nil {
 				return err
 			}
+			a.warnCatalog(cat)
 			if act.Spec.Type != assets.TypeGroundhog {
 				return usageErr("activity %s is a %s activity, not a groundhog one", activity, act.Spec.Type)
 			}

@@ -83,6 +83,9 @@ func (a *app) listAssets(entries func(*assets.Catalog) []assets.Entry) error {
 		return err
 	}
 	list := entries(cat)
+	for _, p := range cat.Problems() {
+		a.errorf("orbit: warning: left out of the catalog: %s\n", p)
+	}
 	if a.json {
 		return a.printJSON(list)
 	}
@@ -95,6 +98,18 @@ func (a *app) listAssets(entries func(*assets.Catalog) []assets.Entry) error {
 		t.row(e.Name, e.Kind, string(e.Layer), source, firstLine(e.Description))
 	}
 	return t.flush()
+}
+
+// warnCatalog says, in one line, that files of the catalog were left out:
+// a job that does not depend on them runs, and `orbit job list` says why.
+func (a *app) warnCatalog(cat *assets.Catalog) {
+	files := map[string]bool{}
+	for _, p := range cat.Problems() {
+		files[p.File] = true
+	}
+	if len(files) > 0 {
+		a.errorf("orbit: warning: %d catalog file(s) could not be loaded and were left out (orbit job list shows why)\n", len(files))
+	}
 }
 
 // loadJob finds a job by catalog name, or reads it from a file when the
@@ -162,6 +177,7 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 	if err != nil {
 		return err
 	}
+	a.warnCatalog(cat)
 	input, err := a.parseInput(opts.input)
 	if err != nil {
 		return err

@@ -130,19 +130,20 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.proj.SetSource(e.log)
-	e.orch = executor.NewOrchestrator(executor.Config{
-		Log:        e.log,
-		ActiveRuns: e.activeRuns,
-		Jobs:       e.job,
-		Engine:     e.id,
-		Root:       root,
-		Logger:     cfg.Logger,
-	})
 	project, err := assets.LoadConfig(root)
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
+	e.orch = executor.NewOrchestrator(executor.Config{
+		Log:           e.log,
+		ActiveRuns:    e.activeRuns,
+		Jobs:          e.job,
+		Engine:        e.id,
+		Root:          root,
+		MaxChildDepth: project.Engine.MaxChildDepth,
+		Logger:        cfg.Logger,
+	})
 	e.worker = executor.NewWorker(executor.WorkerConfig{
 		Log:             e.log,
 		Engine:          e.id,

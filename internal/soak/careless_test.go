@@ -15,7 +15,8 @@ import (
 )
 
 // Careless use, at scale: more reads and child runs than the stream has
-// room for consumers, after which the engine must still run a job at once.
+// room for consumers, and a job that invokes itself without end, after
+// which the engine must still run a job at once.
 const (
 	carelessReads    = 1200
 	carelessChildren = 2500
@@ -40,6 +41,20 @@ spec:
       fan_in: {join: {mode: all}}
 `
 
+// endlessJob passes the load check (its invocation has a condition) and
+// never stops invoking itself: the depth limit ends it.
+var endlessJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: endless}
+spec:
+  default_input: {more: yes}
+  steps:
+    - id: again
+      when: "{{ input.more }} == yes"
+      spec: {type: deterministic, action: job.invoke, config: {job: endless}}
+`
+
 var leafJob = `
 schemaVersion: 2
 kind: Job
@@ -58,6 +73,7 @@ func TestSoakCarelessUse(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/children.yaml", childrenJob)
 	p.WriteFile(".orbit/jobs/leaf.yaml", leafJob)
+	p.WriteFile(".orbit/jobs/endless.yaml", endlessJob)
 	eng := startEngine(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -104,6 +120,13 @@ func TestSoakCarelessUse(t *testing.T) {
 	children := time.Since(start)
 
 	start = time.Now()
+	r := p.Orbit("job", "run", "endless")
+	recursion := time.Since(start)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "past engine.max_child_depth (16)") {
+		t.Errorf("orbit job run endless: want exit 1 at the depth limit, got %s", r)
+	}
+
+	start = time.Now()
 	mustRun("job", "run", "hello")
 	hello := time.Since(start)
 	after := consumers()
@@ -130,6 +153,7 @@ func TestSoakCarelessUse(t *testing.T) {
 	printSummary(t, [][2]string{
 		{"reads", fmt.Sprintf("%d `orbit run events` in %s", carelessReads, reads.Round(time.Millisecond))},
 		{"child runs", fmt.Sprintf("%d in %d runs in %s", carelessChildren, carelessChildren/childrenPerRun, children.Round(time.Millisecond))},
+		{"endless recursion", fmt.Sprintf("failed at depth 17 after %s", recursion.Round(time.Millisecond))},
 		{"job run hello after", hello.Round(time.Millisecond).String()},
 		{"consumers", fmt.Sprintf("%d idle, %d after", idle, after)},
 	})

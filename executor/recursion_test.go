@@ -1,0 +1,202 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// startWithJobs starts an orchestrator and a worker whose job.invoke finds
+// the given jobs by name.
+func startWithJobs(t *testing.T, log *events.Log, maxDepth int, jobs ...*assets.Job) {
+	t.Helper()
+	byName := map[string]*assets.Job{}
+	for _, j := range jobs {
+		byName[j.Name] = j
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), MaxChildDepth: maxDepth,
+		Jobs: func(name string) (*assets.Job, error) {
+			if j, ok := byName[name]; ok {
+				return j, nil
+			}
+			return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
+		}})
+	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+	go func() { _ = worker.Run(ctx) }()
+	go func() { _ = orch.Run(ctx) }()
+}
+
+// runsOf returns the run.requested events of job, in log order.
+func runsOf(t *testing.T, log *events.Log, job string) []events.Event {
+	t.Helper()
+	evs, err := log.Read(testkit.Context(t), events.FollowOptions{Filters: []string{events.TypeFilter(events.AggregateRun, events.RunRequested)}})
+	require.NoError(t, err)
+	var out []events.Event
+	for _, ev := range evs {
+		if ev.Job == job {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// endless passes the load check (its invocation has a condition) but never
+// stops recursing.
+const endless = `
+schemaVersion: 2
+kind: Job
+metadata: {name: endless}
+spec:
+  default_input: {more: yes}
+  steps:
+    - id: again
+      when: "{{ input.more }} == yes"
+      spec: {type: deterministic, action: job.invoke, config: {job: endless}}
+`
+
+func TestChildDepthIsBounded(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	job := parseJob(t, endless)
+	startWithJobs(t, log, 3, job)
+
+	_, fin := runJob(t, log, job, nil)
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindLimit, fin.Error.Kind)
+	assert.False(t, fin.Error.Retryable)
+	assert.Contains(t, fin.Error.Message, `job.invoke: a run of "endless" here would be at depth 4, past engine.max_child_depth (3)`)
+
+	runs := runsOf(t, log, "endless")
+	require.Len(t, runs, 4, "the root and three levels of children")
+	for i, ev := range runs {
+		var d events.RunRequestedData
+		require.NoError(t, ev.Decode(&d))
+		assert.Equal(t, i, d.Depth)
+		fin := waitFinished(t, log, ev.RunID)
+		assert.Equal(t, events.StateFailed, fin.State, "run at depth %d", i)
+	}
+}
+
+// TestARecursiveFanOutRunsOneChainAtATime: a job with max_active_runs 1
+// that fans out over invocations of itself lends its slot to one child at
+// a time; the children run one after the other, not as a tree all at once.
+func TestARecursiveFanOutRunsOneChainAtATime(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: spread}
+spec:
+  max_active_runs: 1
+  default_input: {leaf: no}
+  steps:
+    - id: kids
+      when: "{{ input.leaf }} != yes"
+      fan_out:
+        items: "a, b, c, d"
+        max_workers: 4
+        worker:
+          id: kid
+          spec: {type: deterministic, action: job.invoke, config: {job: spread, input: {leaf: yes}}}
+      fan_in: {join: {mode: all}}
+    - id: nap
+      spec: {type: deterministic, action: sleep, config: {ms: 100}}
+`)
+	startWithJobs(t, log, 0, job)
+	root, fin := runJob(t, log, job, nil)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+
+	type span struct{ start, end uint64 }
+	var spans []span
+	for _, ev := range runsOf(t, log, "spread") {
+		if ev.RunID == root {
+			continue
+		}
+		h := history(t, log, ev.RunID)
+		started, finished := ofType(h, events.RunStarted), ofType(h, events.RunFinished)
+		require.Len(t, started, 1)
+		require.Len(t, finished, 1)
+		spans = append(spans, span{started[0].Seq, finished[0].Seq})
+	}
+	require.Len(t, spans, 4)
+	slices.SortFunc(spans, func(a, b span) int { return int(a.start) - int(b.start) })
+	for i := 1; i < len(spans); i++ {
+		assert.Greater(t, spans[i].start, spans[i-1].end, "child %d started before child %d finished", i, i-1)
+	}
+}
+
+// TestCancelReachesEveryDescendant cancels the root of a tree of runs:
+// children waited for, detached ones, queued ones and grandchildren all end
+// cancelled.
+func TestCancelReachesEveryDescendant(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	nap := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: nap}
+spec:
+  max_active_runs: 2
+  steps:
+    - id: sleep
+      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
+`)
+	middle := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: middle}
+spec:
+  steps:
+    - id: detached
+      spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
+    - id: waited
+      spec: {type: deterministic, action: job.invoke, config: {job: nap}}
+`)
+	root := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: root}
+spec:
+  steps:
+    - id: detached
+      spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
+    - id: queued
+      spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
+    - id: deeper
+      spec: {type: deterministic, action: job.invoke, config: {job: middle}}
+`)
+	startWithJobs(t, log, 0, nap, middle, root)
+	rootID := submit(t, log, root, nil)
+	waitFor(t, "four nap runs, one queued", func() bool { return len(runsOf(t, log, "nap")) == 4 })
+	waitFor(t, "the middle run to wait", func() bool {
+		return len(runsOf(t, log, "middle")) == 1 && has(t, log, runsOf(t, log, "middle")[0].RunID, events.StepStarted, "waited")
+	})
+
+	require.NoError(t, executor.RequestCancel(testkit.Context(t), log, rootID, "test", "enough"))
+	assert.Equal(t, events.StateCancelled, waitFinished(t, log, rootID).State)
+	for _, job := range []string{"middle", "nap"} {
+		for _, ev := range runsOf(t, log, job) {
+			done := make(chan events.RunFinishedData, 1)
+			go func() { done <- waitFinished(t, log, ev.RunID) }()
+			select {
+			case fin := <-done:
+				assert.Equal(t, events.StateCancelled, fin.State, "%s run %s", job, ev.RunID)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s run %s was not cancelled", job, ev.RunID)
+			}
+		}
+	}
+}
