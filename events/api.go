@@ -53,7 +53,7 @@ func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[s
 		return nil, fmt.Errorf("events: starting API service: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &apiService{svc: svc, cancel: cancel}
+	s := &apiService{svc: svc, cancel: cancel, log: l}
 	for endpoint, h := range endpoints {
 		err := svc.AddEndpoint(strings.ReplaceAll(endpoint, ".", "_"), micro.HandlerFunc(func(req micro.Request) {
 			s.wg.Add(1)
@@ -79,6 +79,7 @@ func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[s
 }
 
 type apiService struct {
+	log    *Log
 	svc    micro.Service
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -86,6 +87,17 @@ type apiService struct {
 
 func (s *apiService) answer(ctx context.Context, req micro.Request, h Handler) {
 	resp, err := h(ctx, json.RawMessage(req.Data()))
+	var data []byte
+	if err == nil {
+		data, err = json.Marshal(resp)
+	}
+	if err == nil && len(data) > s.log.maxReply() {
+		var name string
+		if name, err = s.log.putReply(ctx, data); err == nil {
+			_ = req.Respond(nil, micro.WithHeaders(micro.Headers{replyObjectHeader: []string{name}}))
+			return
+		}
+	}
 	if err != nil {
 		code := codeInternal
 		for c, kind := range codeErrors {
@@ -96,7 +108,39 @@ func (s *apiService) answer(ctx context.Context, req micro.Request, h Handler) {
 		_ = req.Error(code, err.Error(), nil)
 		return
 	}
-	_ = req.RespondJSON(resp)
+	_ = req.Respond(data)
+}
+
+// Answers too large for one message. The server's max_payload bounds a
+// message, headers included; an answer over it is stored in orbit_replies
+// and the reply names the object instead.
+const (
+	replyObjectHeader = "Orbit-Reply-Object"
+	replyHeadroom     = 8 << 10
+	repliesTTL        = 10 * time.Minute
+)
+
+// maxReply is the largest answer sent as a message.
+func (l *Log) maxReply() int { return int(l.nc.MaxPayload()) - replyHeadroom }
+
+func (l *Log) putReply(ctx context.Context, data []byte) (string, error) {
+	name := NewID()
+	if _, err := l.replies.PutBytes(ctx, name, data); err != nil {
+		return "", publishError("reply "+name, err)
+	}
+	return name, nil
+}
+
+// takeReply fetches a stored answer and deletes it.
+func (l *Log) takeReply(ctx context.Context, name string) ([]byte, error) {
+	data, err := l.replies.GetBytes(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading a large answer (%s): %v", ErrUnavailable, name, err)
+	}
+	if err := l.replies.Delete(ctx, name); err != nil {
+		l.log.Debug("large answer not deleted; it expires", "object", name, "err", err)
+	}
+	return data, nil
 }
 
 func (s *apiService) Stop() {
@@ -133,7 +177,13 @@ func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error
 	if resp == nil {
 		return nil
 	}
-	if err := json.Unmarshal(msg.Data, resp); err != nil {
+	answer := msg.Data
+	if name := msg.Header.Get(replyObjectHeader); name != "" {
+		if answer, err = l.takeReply(ctx, name); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(answer, resp); err != nil {
 		return fmt.Errorf("events: decoding %s answer: %w", endpoint, err)
 	}
 	return nil

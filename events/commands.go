@@ -24,6 +24,9 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 	if err != nil {
 		return fmt.Errorf("events: encoding command %s: %w", name, err)
 	}
+	if data, err = l.shrink(ctx, data); err != nil {
+		return fmt.Errorf("events: storing the large values of command %s: %w", name, err)
+	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	msg := &nats.Msg{Subject: CommandSubject(name), Data: data}
@@ -175,7 +178,13 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 		return nil, fmt.Errorf("%w: consumer %s: %v", ErrUnavailable, spec.Durable, err)
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		cmd := &Command{Subject: msg.Subject(), Data: msg.Data(), msg: msg, ID: msg.Headers().Get(jetstream.MsgIDHeader)}
+		data, err := l.expand(ctx, msg.Data())
+		if err != nil {
+			l.log.Warn("command's large values not readable; redelivering", "subject", msg.Subject(), "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		cmd := &Command{Subject: msg.Subject(), Data: data, msg: msg, ID: msg.Headers().Get(jetstream.MsgIDHeader)}
 		if meta, err := msg.Metadata(); err == nil {
 			cmd.Delivery = int(meta.NumDelivered)
 			cmd.StreamSeq = meta.Sequence.Stream

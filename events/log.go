@@ -19,6 +19,7 @@ const (
 	LeasesBucket   = "orbit_leases"
 	LocksBucket    = "orbit_locks"
 	BlobsStore     = "orbit_blobs"
+	RepliesStore   = "orbit_replies"
 )
 
 // Log is a connection to Orbit's event log: the streams, buckets and object
@@ -34,8 +35,11 @@ type Log struct {
 	leases jetstream.KeyValue
 	locks  jetstream.KeyValue
 	blobs  jetstream.ObjectStore
-	space  *spaceGuard // nil: no reserve (an external server manages its own disk)
-	log    *slog.Logger
+	// replies holds API answers too large for one message, for the
+	// requester to fetch, for repliesTTL.
+	replies jetstream.ObjectStore
+	space   *spaceGuard // nil: no reserve (an external server manages its own disk)
+	log     *slog.Logger
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
@@ -146,6 +150,9 @@ func (l *Log) bind(ctx context.Context) error {
 	}
 	if l.blobs, err = l.js.ObjectStore(ctx, BlobsStore); err != nil {
 		return fmt.Errorf("%w: object store %s: %v", ErrUnavailable, BlobsStore, err)
+	}
+	if l.replies, err = l.js.ObjectStore(ctx, RepliesStore); err != nil {
+		return fmt.Errorf("%w: object store %s: %v", ErrUnavailable, RepliesStore, err)
 	}
 	return nil
 }

@@ -70,6 +70,15 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("events: object store %s: %w", BlobsStore, err)
 	}
+	if l.replies, err = l.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      RepliesStore,
+		Description: "API answers too large for one message, until their requester fetched them",
+		TTL:         repliesTTL,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}); err != nil {
+		return fmt.Errorf("events: object store %s: %w", RepliesStore, err)
+	}
 	return nil
 }
 

@@ -31,7 +31,7 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 	if err := l.room(ctx); err != nil {
 		return Appended{}, err
 	}
-	msg, err := l.eventMsg(&ev, payload)
+	msg, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return Appended{}, err
 	}
@@ -50,7 +50,7 @@ func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended,
 	if err := l.room(ctx); err != nil {
 		return Appended{}, err
 	}
-	msg, err := l.eventMsg(&ev, payload)
+	msg, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return Appended{}, err
 	}
@@ -85,7 +85,7 @@ func (l *Log) AppendAsync(ctx context.Context, ev Event, payload any) (*PendingA
 	if err := l.room(ctx); err != nil {
 		return nil, err
 	}
-	msg, err := l.eventMsg(&ev, payload)
+	msg, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (p *PendingAppend) Wait(ctx context.Context) (Appended, error) {
 }
 
 // eventMsg validates and encodes ev into the message Append publishes.
-func (l *Log) eventMsg(ev *Event, payload any) (*nats.Msg, error) {
+func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, error) {
 	if err := checkPayload(ev.Type, payload); err != nil {
 		return nil, err
 	}
@@ -133,7 +133,9 @@ func (l *Log) eventMsg(ev *Event, payload any) (*nats.Msg, error) {
 		if err != nil {
 			return nil, fmt.Errorf("events: encoding %s payload: %w", ev.Type, err)
 		}
-		ev.Data = data
+		if ev.Data, err = l.shrink(ctx, data); err != nil {
+			return nil, fmt.Errorf("events: storing the large values of %s: %w", ev.Type, err)
+		}
 	}
 	subject, err := ev.Subject()
 	if err != nil {

@@ -31,7 +31,7 @@ func (l *Log) Read(ctx context.Context, opts FollowOptions) ([]Event, error) {
 	}
 	var out []Event
 	for _, filter := range filters {
-		evs, err := l.readRange(ctx, filter, from, last, opts.Placeholders)
+		evs, err := l.readRange(ctx, filter, from, last, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +71,7 @@ type directGetRequest struct {
 
 // readRange returns the events on subject filter (every subject when empty)
 // with sequences from..upTo.
-func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, placeholders bool) ([]Event, error) {
+func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, opts FollowOptions) ([]Event, error) {
 	inbox := l.nc.NewInbox()
 	sub, err := l.nc.SubscribeSync(inbox)
 	if err != nil {
@@ -91,12 +91,19 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, p
 		if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+EventsStream, inbox, req); err != nil {
 			return nil, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
 		}
-		more, err := l.readBatch(ctx, sub, upTo, placeholders, &next, &out)
+		more, err := l.readBatch(ctx, sub, upTo, opts.Placeholders, &next, &out)
 		if err != nil {
 			return nil, err
 		}
 		if !more {
 			break
+		}
+	}
+	if !opts.BlobRefs {
+		for i := range out {
+			if out[i].Data, err = l.expand(ctx, out[i].Data); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil

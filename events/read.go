@@ -21,6 +21,9 @@ type FollowOptions struct {
 	// Event with only Seq set (see Event.Placeholder), so that a consumer
 	// that records its position in the log moves past it.
 	Placeholders bool
+	// BlobRefs delivers events as stored: values moved to blobs (see
+	// BlobValue) stay references instead of being read back.
+	BlobRefs bool
 }
 
 // Feed delivers events in stream order, first those already in the log and
@@ -35,6 +38,7 @@ type Feed struct {
 	caughtUp chan struct{}
 	last     uint64
 	marks    bool
+	refs     bool
 	mc       jetstream.MessagesContext
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -74,6 +78,7 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 		caughtUp: make(chan struct{}),
 		last:     last,
 		marks:    opts.Placeholders,
+		refs:     opts.BlobRefs,
 		mc:       mc,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -155,6 +160,11 @@ func (f *Feed) run() {
 		if err != nil {
 			f.log.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
 			ev = Event{}
+		} else if !f.refs {
+			if ev.Data, err = f.expand(ev.Data); err != nil {
+				f.setErr(err)
+				return
+			}
 		}
 		if err == nil || f.marks {
 			ev.Seq = seq
@@ -169,6 +179,24 @@ func (f *Feed) run() {
 			close(f.caughtUp)
 		}
 	}
+}
+
+// expand reads back the values of an event's data that were moved to
+// blobs, giving up when the feed stops.
+func (f *Feed) expand(data []byte) ([]byte, error) {
+	if !hasBlobRefs(data) {
+		return data, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-f.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return f.log.expand(ctx, data)
 }
 
 // Events returns the channel events are delivered on. It is closed after

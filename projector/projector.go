@@ -177,7 +177,7 @@ func (p *Projector) follow(ctx context.Context, src Source) (from, through uint6
 	if err := p.checkAnchor(ctx, src); err != nil {
 		return 0, 0, p.ended(ctx, err)
 	}
-	feed, err := src.Follow(ctx, events.FollowOptions{FromSeq: p.Applied() + 1, Placeholders: true})
+	feed, err := src.Follow(ctx, events.FollowOptions{FromSeq: p.Applied() + 1, Placeholders: true, BlobRefs: true})
 	if err != nil {
 		return 0, 0, p.ended(ctx, fmt.Errorf("projector: following the log: %w", err))
 	}

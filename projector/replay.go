@@ -99,7 +99,7 @@ func build(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int, erro
 	if err != nil || from.Seq >= upTo {
 		return 0, err
 	}
-	feed, err := src.Follow(ctx, events.FollowOptions{FromSeq: from.Seq + 1})
+	feed, err := src.Follow(ctx, events.FollowOptions{FromSeq: from.Seq + 1, BlobRefs: true})
 	if err != nil {
 		return 0, fmt.Errorf("projector: reading the log: %w", err)
 	}

@@ -38,7 +38,7 @@ type runFeed struct {
 
 // followRun starts following runID's events matching filters on l.
 func (a *app) followRun(ctx context.Context, l *events.Log, runID string, filters []string) (*runFeed, error) {
-	feed, err := l.Follow(ctx, events.FollowOptions{Filters: filters})
+	feed, err := l.Follow(ctx, events.FollowOptions{Filters: filters, BlobRefs: true})
 	if err != nil {
 		return nil, &exitError{code: exitUnavailable, err: err}
 	}
@@ -116,7 +116,7 @@ func (f *runFeed) resume(ctx context.Context, cause error) error {
 	if err := f.answers(ctx); err != nil {
 		return lost(err)
 	}
-	feed, err := l.Follow(ctx, events.FollowOptions{Filters: f.filters, FromSeq: f.last + 1})
+	feed, err := l.Follow(ctx, events.FollowOptions{Filters: f.filters, FromSeq: f.last + 1, BlobRefs: true})
 	if err != nil {
 		return lost(err)
 	}

@@ -144,12 +144,21 @@ func (a *app) parseInput(text string) (any, error) {
 			return nil, usageErr("--input: %v", err)
 		}
 	}
+	if len(data) > maxInputBytes {
+		return nil, usageErr("%s: the input is %.1f MiB, over the limit of %d MiB on a run's input (it is recorded in the log; pass a path to large data instead)",
+			source, float64(len(data))/(1<<20), maxInputBytes>>20)
+	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, usageErr("%s: not valid JSON: %v", source, err)
 	}
 	return v, nil
 }
+
+// maxInputBytes bounds a run's input. Inputs past the size of one message
+// are stored as blobs, but a run's input is read whole by every engine
+// that resumes it.
+const maxInputBytes = 16 << 20
 
 func requester() string {
 	name := "unknown"

@@ -57,6 +57,7 @@ nothing and re-runs nothing that finished.`,
 		a.taskCommand(),
 		a.groundhogCommand(),
 		a.nkeyCommand(),
+		a.blobCommand(),
 	)
 	return cmd
 }

@@ -239,7 +239,7 @@ func (a *app) runEventsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			evs, err := l.Read(ctx, events.FollowOptions{Filters: f.subjects(runID)})
+			evs, err := l.Read(ctx, events.FollowOptions{Filters: f.subjects(runID), BlobRefs: true})
 			if err != nil {
 				return &exitError{code: exitUnavailable, err: err}
 			}

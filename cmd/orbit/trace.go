@@ -53,7 +53,7 @@ func traceEvents(ctx context.Context, l *events.Log, id string) ([]events.Event,
 	for len(queue) > 0 {
 		v := queue[0]
 		queue = queue[1:]
-		evs, err := l.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(v.ID)}})
+		evs, err := l.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(v.ID)}, BlobRefs: true})
 		if err != nil {
 			return nil, &exitError{code: exitUnavailable, err: err}
 		}

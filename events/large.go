@@ -1,0 +1,220 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+)
+
+// Large values. A message on a NATS server is at most its max_payload (1 MiB
+// by default), and an event or a command may carry values bigger than
+// that: a fan_out's collected outputs, a large --input. Before a payload
+// whose encoding is over inlineBudget is published, its largest values are
+// stored as blobs (content-addressed, redacted like the log) and replaced by
+// a reference, until it fits:
+//
+//	{"$blob": "sha256-…", "size": 2712345, "preview": "[{\"exit_code\":0,…"}
+//
+// The reference depends only on the value, so a decision recorded again
+// (a replay, a redelivery) records the same bytes. Feeds, reads and command
+// consumers put the values back before they deliver (unless
+// FollowOptions.BlobRefs asks for the log as stored, as the views do).
+const (
+	inlineBudget = 256 << 10
+	// minBlobValue is the smallest value worth a blob of its own.
+	minBlobValue = 1 << 10
+	previewBytes = 200
+)
+
+// blobKey is the key that marks a reference to a value stored as a blob.
+const blobKey = "$blob"
+
+// BlobValue is the reference that stands in a payload for a value stored as
+// a blob.
+type BlobValue struct {
+	Blob    string `json:"$blob"`
+	Size    int64  `json:"size"`
+	Preview string `json:"preview"`
+}
+
+// shrink returns data, a JSON document, with its largest values moved to
+// blobs until it is at most inlineBudget bytes. Data within the budget is
+// returned as it is.
+func (l *Log) shrink(ctx context.Context, data []byte) ([]byte, error) {
+	if len(data) <= inlineBudget {
+		return data, nil
+	}
+	doc, err := decodeJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	var sites []*valueSite
+	collectSites(doc, nil, &sites)
+	total := len(data)
+	for total > inlineBudget {
+		next := largestLeaf(sites)
+		if next == nil {
+			break
+		}
+		enc, err := json.Marshal(next.value)
+		if err != nil {
+			return nil, err
+		}
+		ref, err := l.PutBlob(ctx, enc)
+		if err != nil {
+			return nil, err
+		}
+		stub := map[string]any{blobKey: ref.Digest, "size": ref.Size, "preview": preview(enc)}
+		stubEnc, _ := json.Marshal(stub)
+		next.set(stub)
+		next.moved = true
+		saved := next.size - len(stubEnc)
+		for p := next.parent; p != nil; p = p.parent {
+			p.size -= saved
+			p.open--
+		}
+		total -= saved
+	}
+	return json.Marshal(doc)
+}
+
+// expand returns data with every blob reference replaced by the value it
+// stands for. Data without references is returned as it is.
+func (l *Log) expand(ctx context.Context, data []byte) ([]byte, error) {
+	if !hasBlobRefs(data) {
+		return data, nil
+	}
+	doc, err := decodeJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.expandValue(ctx, &doc); err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
+}
+
+// hasBlobRefs reports whether data may hold a blob reference.
+func hasBlobRefs(data []byte) bool { return bytes.Contains(data, []byte(`"`+blobKey+`"`)) }
+
+func (l *Log) expandValue(ctx context.Context, v *any) error {
+	switch x := (*v).(type) {
+	case map[string]any:
+		if digest, ok := blobRef(x); ok {
+			data, err := l.GetBlob(ctx, digest)
+			if err != nil {
+				return err
+			}
+			val, err := decodeJSON(data)
+			if err != nil {
+				return fmt.Errorf("%w: blob %s: %v", ErrInvalidEvent, digest, err)
+			}
+			*v = val
+			return l.expandValue(ctx, v) // a moved value may hold values moved before it
+		}
+		for k := range x {
+			val := x[k]
+			if err := l.expandValue(ctx, &val); err != nil {
+				return err
+			}
+			x[k] = val
+		}
+	case []any:
+		for i := range x {
+			if err := l.expandValue(ctx, &x[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// blobRef reports whether m is a reference written by shrink, and its
+// digest.
+func blobRef(m map[string]any) (string, bool) {
+	digest, ok := m[blobKey].(string)
+	if !ok || len(m) != 3 {
+		return "", false
+	}
+	_, sized := m["size"]
+	_, previewed := m["preview"]
+	return digest, sized && previewed
+}
+
+// valueSite is a value inside a decoded document that shrink may move.
+type valueSite struct {
+	value  any
+	set    func(any) // replaces the value in its map or list
+	size   int       // of its encoding, less what moving sites inside it saved
+	parent *valueSite
+	open   int // sites inside it, at any depth, not moved
+	moved  bool
+}
+
+// largestLeaf returns the largest site not moved that has no site inside
+// it left to move: the values deepest in the document go first, so that
+// the shape around them (a list of outputs, an exit code) stays in the
+// event.
+func largestLeaf(sites []*valueSite) *valueSite {
+	var best *valueSite
+	for _, s := range sites {
+		if !s.moved && s.open == 0 && s.size >= minBlobValue && (best == nil || s.size > best.size) {
+			best = s
+		}
+	}
+	return best
+}
+
+// collectSites lists the values under v (not v itself, the document's
+// shape) whose encoding is at least minBlobValue bytes.
+func collectSites(v any, parent *valueSite, out *[]*valueSite) {
+	visit := func(child any, set func(any)) {
+		enc, err := json.Marshal(child)
+		if err != nil || len(enc) < minBlobValue {
+			return
+		}
+		site := &valueSite{value: child, set: set, size: len(enc), parent: parent}
+		*out = append(*out, site)
+		for p := parent; p != nil; p = p.parent {
+			p.open++
+		}
+		collectSites(child, site, out)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			visit(x[k], func(nv any) { x[k] = nv })
+		}
+	case []any:
+		for i, child := range x {
+			visit(child, func(nv any) { x[i] = nv })
+		}
+	}
+}
+
+// decodeJSON decodes a JSON document keeping numbers as they were written.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// preview is the start of an encoded value, cut at a character boundary.
+func preview(enc []byte) string {
+	if len(enc) <= previewBytes {
+		return string(enc)
+	}
+	cut := previewBytes
+	for cut > 0 && !utf8.RuneStart(enc[cut]) {
+		cut--
+	}
+	return string(enc[:cut]) + "…"
+}
