@@ -38,6 +38,10 @@ var (
 	// refers to something that cannot be done.
 	ErrInvalidRequest = errors.New("invalid request")
 
+	// ErrAddressInUse is returned by Open when the embedded server cannot
+	// listen on its address.
+	ErrAddressInUse = errors.New("cannot listen")
+
 	// ErrStoreFull is returned when the store has no space left for a write.
 	ErrStoreFull = errors.New("event store is full")
 )

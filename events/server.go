@@ -38,6 +38,11 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		}
 		if port == 0 {
 			port = server.RANDOM_PORT
+		} else if ln, err := net.Listen("tcp", cfg.Listen); err != nil {
+			// The server would retry for as long as it is let; say now.
+			return nil, fmt.Errorf("%w: %s: %v (choose another with --listen or serve.listen in .orbit/config.yaml)", ErrAddressInUse, cfg.Listen, err)
+		} else {
+			ln.Close()
 		}
 		opts.Host, opts.Port = host, port
 	}

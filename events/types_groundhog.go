@@ -6,6 +6,7 @@ package events
 const (
 	GroundhogRunStarted    = "groundhog.run.started"
 	GroundhogRunFinished   = "groundhog.run.finished"
+	GroundhogRunWaiting    = "groundhog.run.waiting"
 	GroundhogAttempt       = "groundhog.attempt.started"
 	GroundhogTurn          = "groundhog.agent.turn"
 	GroundhogToolCalled    = "groundhog.tool.called"
@@ -25,6 +26,7 @@ const (
 func init() {
 	register(GroundhogRunStarted, AggregateTask, GroundhogRunStartedData{})
 	register(GroundhogRunFinished, AggregateTask, GroundhogRunFinishedData{})
+	register(GroundhogRunWaiting, AggregateTask, GroundhogRunWaitingData{})
 	register(GroundhogAttempt, AggregateTask, GroundhogAttemptData{})
 	register(GroundhogTurn, AggregateTask, GroundhogTurnData{})
 	register(GroundhogToolCalled, AggregateTask, GroundhogToolCalledData{})
@@ -49,6 +51,15 @@ const (
 	GroundhogFailed    = "failed"    // Orbit or git failed; the workspace is clean
 	GroundhogCancelled = "cancelled" // the run was cancelled
 )
+
+// GroundhogRunWaitingData records that a Groundhog run waits for its
+// workspace, which another run holds: one Groundhog run works in a
+// repository at a time.
+type GroundhogRunWaitingData struct {
+	RunID     string `json:"run_id"`
+	Workspace string `json:"workspace"`
+	HeldBy    string `json:"held_by"` // who holds it, as the lock says
+}
 
 // Attempt identifies an attempt in every event about it.
 type Attempt struct {

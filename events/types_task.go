@@ -19,6 +19,10 @@ const (
 	TaskRunning = "running" // a Groundhog run works on it
 	TaskDone    = "done"    // every checkpoint committed
 	TaskBlocked = "blocked" // a checkpoint's attempt budget was spent
+
+	// GroundhogJobPrefix starts the name of the one-step job a Groundhog
+	// run of a task is: groundhog-<task id>.
+	GroundhogJobPrefix = "groundhog-"
 )
 
 // TaskCreatedData is a task as it was created: version 1 of its plan.

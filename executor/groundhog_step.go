@@ -49,7 +49,14 @@ func (w *Worker) runGroundhog(ctx context.Context, cmd *stepCommand) (any, error
 			return &m, nil
 		},
 		Profile: profile,
-		Logger:  w.log,
+		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
+			return w.locks.tryReserve(ctx, cmd.RunID, cmd.StepKey, []string{"workspace:" + path}, 0)
+		},
+		ReleaseWorkspace: func(ctx context.Context, path string) error {
+			_, err := w.locks.release(ctx, cmd.RunID, []string{"workspace:" + path})
+			return err
+		},
+		Logger: w.log,
 	})
 	if err != nil {
 		return nil, err

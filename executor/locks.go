@@ -64,7 +64,19 @@ func newLocks(log *events.Log) *locks {
 // that has finished, or a reservation past its TTL, is stale and taken
 // back. Reserving what the run already holds renews it.
 func (l *locks) reserve(ctx context.Context, runID, step string, resources []string, ttl time.Duration) ([]string, error) {
-	return nil, l.change(ctx, func(held map[string]reservation) error {
+	holder, err := l.tryReserve(ctx, runID, step, resources, ttl)
+	if err == nil && holder != "" {
+		err = fail(events.KindActivity, true, "%s", holder)
+	}
+	return nil, err
+}
+
+// tryReserve is reserve that says who holds a conflicting resource ("" when
+// the resources were taken) instead of failing.
+func (l *locks) tryReserve(ctx context.Context, runID, step string, resources []string, ttl time.Duration) (string, error) {
+	var holder string
+	return holder, l.change(ctx, func(held map[string]reservation) error {
+		holder = ""
 		now := time.Now().UTC()
 		for _, want := range resources {
 			for res, h := range held {
@@ -83,8 +95,9 @@ func (l *locks) reserve(ctx context.Context, runID, step string, resources []str
 					delete(held, res)
 					continue
 				}
-				return fail(events.KindActivity, true, "%s is held by run %s (step %s) since %s; it overlaps %s",
+				holder = fmt.Sprintf("%s is held by run %s (step %s) since %s; it overlaps %s",
 					res, h.Owner, h.Step, h.Acquired.Format(time.RFC3339), want)
+				return errUnchanged
 			}
 		}
 		for _, want := range resources {

@@ -30,6 +30,12 @@ type attempt struct {
 // attempt runs one attempt of a checkpoint and reports whether it
 // committed.
 func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (bool, error) {
+	// The provider is built before anything is touched: a missing key or
+	// an unreadable fixture stops the run without spending an attempt.
+	provider, err := r.cfg.NewProvider(ctx, r.st.replayPosition)
+	if err != nil {
+		return false, fmt.Errorf("checkpoint %s: no attempt was started: the agent's provider: %w", cp.ID, err)
+	}
 	// A day whose scratch branch exists without an attempt on record (a
 	// crash right after the snapshot, or a branch someone made) is skipped:
 	// scratch branches are never overwritten.
@@ -57,18 +63,24 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	if err != nil {
 		return false, r.abort(ctx, a, err)
 	}
-	out, runErr := a.session(ctx, cp, mem)
+	out, runErr := a.session(ctx, provider, cp, mem)
 	if ctx.Err() != nil {
 		return false, r.abort(ctx, a, ctx.Err())
 	}
 	if infrastructure(runErr) {
-		// Not the agent's failure: the provider could not be reached or
-		// built. The attempt is closed and the run stops with the error.
+		// Not the agent's failure: the provider failed under it. The
+		// attempt is closed as interrupted, which spends none of the
+		// budget, and the run stops with the error.
 		report := syntheticReport(out, runErr)
+		report.Source = "infrastructure"
 		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 			return false, r.abort(ctx, a, err)
 		}
-		return false, errors.Join(runErr, r.rewind(ctx, a.id, snap, "stopped: "+firstLine(runErr.Error())))
+		if err := r.rewind(ctx, a.id, snap, "stopped: "+firstLine(runErr.Error())); err != nil {
+			return false, errors.Join(runErr, err)
+		}
+		return false, errors.Join(runErr, record(ctx, r, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(a.id.Day)),
+			events.GroundhogInterruptedData{Attempt: a.id, RunID: r.cfg.RunID}))
 	}
 	if a.verdict != nil {
 		if err := record(ctx, r, events.GroundhogVerb, "", a.verbData()); err != nil {
@@ -103,12 +115,8 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 // session runs the attempt's agent: a fresh session whose prompt is built
 // from the plan, the memory and the checkpoint, with the three verbs added
 // to the activity's tools.
-func (a *attempt) session(ctx context.Context, cp *assets.Checkpoint, mem *Memory) (*agent.Outcome, error) {
+func (a *attempt) session(ctx context.Context, provider agent.Provider, cp *assets.Checkpoint, mem *Memory) (*agent.Outcome, error) {
 	spec := &a.r.cfg.Spec
-	provider, err := a.r.cfg.NewProvider(ctx, a.r.st.replayPosition)
-	if err != nil {
-		return nil, err
-	}
 	tools := a.verbs()
 	for _, name := range spec.Tools {
 		if t, ok := agent.Builtin(name); ok {

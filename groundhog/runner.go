@@ -15,9 +15,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -48,7 +50,14 @@ type Config struct {
 	// GitEnv is extra environment for git (tests isolate it from the
 	// machine's configuration).
 	GitEnv []string
-	Logger *slog.Logger
+	// ReserveWorkspace takes the repository (by its absolute path) for
+	// the run, or returns who holds it; nil reserves nothing. A run keeps
+	// its workspace until it ends: a run resumed after its engine stopped
+	// holds it again at once.
+	ReserveWorkspace func(ctx context.Context, path string) (heldBy string, err error)
+	// ReleaseWorkspace gives the workspace back when the run ends.
+	ReleaseWorkspace func(ctx context.Context, path string) error
+	Logger           *slog.Logger
 }
 
 // Result is how a run left the task.
@@ -86,9 +95,72 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if r.repo, err = gitops.Open(st.task.Workspace, gitops.WithEnv(cfg.GitEnv...)); err != nil {
 		return nil, fmt.Errorf("task %s workspace: %w", cfg.TaskID, err)
 	}
-	if err := r.pinPlan(ctx); err != nil {
+	if err := r.reserve(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.pinPlan(ctx); err != nil {
+		if ctx.Err() == nil {
+			err = errors.Join(err, r.release(ctx))
+		}
+		return nil, err
+	}
+	res, err := r.work(ctx)
+	if ctx.Err() != nil {
+		// Cancelled, or the engine is stopping and another resumes the run:
+		// the run's own end (run.finished) is what the task's status
+		// follows then (see the projector's tasks view).
+		return res, err
+	}
+	if res == nil {
+		// Orbit or git failed: the task is ready for another run, and says
+		// why this one ended.
+		res = &Result{State: events.GroundhogFailed, Committed: r.committedCount(), Message: err.Error()}
+	}
+	return res, errors.Join(err, r.finish(ctx, res), r.release(ctx))
+}
+
+// workspaceWait is how often a run waiting for its workspace asks again.
+const workspaceWait = 2 * time.Second
+
+// reserve takes the task's repository for this run, waiting while another
+// run holds it: two runs in one repository would snapshot, verify and
+// rewind each other's files. The first wait is recorded.
+func (r *runner) reserve(ctx context.Context) error {
+	if r.cfg.ReserveWorkspace == nil {
+		return nil
+	}
+	recorded := false
+	for {
+		holder, err := r.cfg.ReserveWorkspace(ctx, r.repo.Dir)
+		if err != nil || holder == "" {
+			return err
+		}
+		if !recorded {
+			recorded = true
+			r.log.Info("waiting for the workspace", "task", r.cfg.TaskID, "workspace", r.repo.Dir, "held_by", holder)
+			if err := record(ctx, r, events.GroundhogRunWaiting, events.DecisionID(events.GroundhogRunWaiting, r.cfg.TaskID, r.cfg.RunID, r.cfg.StepKey),
+				events.GroundhogRunWaitingData{RunID: r.cfg.RunID, Workspace: r.repo.Dir, HeldBy: holder}); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-time.After(workspaceWait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// release gives the workspace back once the run has ended.
+func (r *runner) release(ctx context.Context) error {
+	if r.cfg.ReleaseWorkspace == nil {
+		return nil
+	}
+	return r.cfg.ReleaseWorkspace(context.WithoutCancel(ctx), r.repo.Dir)
+}
+
+// work recovers what an earlier run left and works through the plan.
+func (r *runner) work(ctx context.Context) (*Result, error) {
 	if err := r.recoverOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -98,11 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.groundCommits(ctx); err != nil {
 		return nil, err
 	}
-	res, err := r.loop(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return res, r.finish(ctx, res)
+	return r.loop(ctx)
 }
 
 // pinPlan records the run's start and the plan version it works on, or
@@ -222,14 +290,16 @@ func (r *runner) finish(ctx context.Context, res *Result) error {
 		events.GroundhogRunFinishedData{RunID: r.cfg.RunID, State: res.State, Committed: res.Committed, Message: res.Message}); err != nil {
 		return err
 	}
-	status := events.TaskActive
+	status, reason := events.TaskActive, res.Message
 	switch res.State {
 	case events.GroundhogDone:
 		status = events.TaskDone
 	case events.GroundhogBlocked:
 		status = events.TaskBlocked
+	case events.GroundhogFailed, events.GroundhogCancelled, events.GroundhogDrifted:
+		reason = "run " + r.cfg.RunID + " " + res.State + ": " + res.Message
 	}
-	return r.setStatus(ctx, status, res.Message)
+	return r.setStatus(ctx, status, reason)
 }
 
 func (r *runner) setStatus(ctx context.Context, status, reason string) error {

@@ -32,3 +32,16 @@ var (
 	// Projector: one Projector has exactly one apply loop.
 	ErrRunning = errors.New("projector is already running")
 )
+
+// notFoundError is a query's answer for what the views do not hold: its
+// message is for the user as it is (the CLI prints it), and it matches
+// ErrNotFound.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
+
+func notFound(format string, args ...any) error {
+	return &notFoundError{msg: fmt.Sprintf(format, args...)}
+}

@@ -52,9 +52,9 @@ func (p *Projector) LatestRun(ctx context.Context, job string) (*RunView, error)
 		}
 		if len(runs) == 0 {
 			if job == "" {
-				return fmt.Errorf("%w: no runs", ErrNotFound)
+				return notFound("there are no runs yet")
 			}
-			return fmt.Errorf("%w: no runs of job %s", ErrNotFound, job)
+			return notFound("job %s has no runs", job)
 		}
 		v = &runs[0]
 		return loadSteps(tx, v)
@@ -109,7 +109,7 @@ func getRun(tx *bolt.Tx, id string) (*RunView, error) {
 		raw = b.Get([]byte(id))
 	}
 	if raw == nil {
-		return nil, fmt.Errorf("%w: run %s", ErrNotFound, id)
+		return nil, notFound("no run %s", id)
 	}
 	var v RunView
 	if err := unmarshal(raw, &v); err != nil {

@@ -3,6 +3,7 @@ package projector
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -48,8 +49,9 @@ type tasksView struct{}
 
 func (tasksView) name() string { return "tasks" }
 
-// version history: 1 first format.
-func (tasksView) version() int      { return 1 }
+// version history: 1 first format; 2 a task's running status ends with
+// its run (run.finished).
+func (tasksView) version() int      { return 2 }
 func (tasksView) buckets() [][]byte { return [][]byte{bucketTasks} }
 
 func (tasksView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
@@ -72,6 +74,7 @@ var taskFolds = foldTable[*tasksBatch]{
 	events.TaskPlanChanged:     on((*tasksBatch).taskPlanChanged),
 	events.TaskStatusChanged:   on((*tasksBatch).taskStatusChanged),
 	events.GroundhogRunStarted: on((*tasksBatch).runStarted),
+	events.RunFinished:         on((*tasksBatch).runFinished),
 }
 
 // tasksBatch holds the task records one transaction touches and writes each
@@ -146,6 +149,28 @@ func (b *tasksBatch) runStarted(ev events.Event, d *events.GroundhogRunStartedDa
 		return err
 	}
 	e.rec.LastRunID = d.RunID
+	touchTask(e, ev)
+	return nil
+}
+
+// runFinished ends the running status of a task whose Groundhog run ended
+// without saying so itself: cancelled, failed while its engine was down,
+// or stopped before it could record its end. The task is ready for another
+// run, and says why this one ended.
+func (b *tasksBatch) runFinished(ev events.Event, d *events.RunFinishedData) error {
+	taskID, ok := strings.CutPrefix(ev.Job, events.GroundhogJobPrefix)
+	if !ok {
+		return nil
+	}
+	e, err := b.tasks.get(taskID)
+	if err != nil || e.rec == nil || e.rec.Status != events.TaskRunning || e.rec.LastRunID != ev.RunID {
+		return err
+	}
+	e.rec.Status = events.TaskActive
+	e.rec.StatusReason = "run " + ev.RunID + " " + d.State
+	if d.Error != nil {
+		e.rec.StatusReason += ": " + d.Error.Message
+	}
 	touchTask(e, ev)
 	return nil
 }

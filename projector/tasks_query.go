@@ -55,7 +55,7 @@ func getTaskRecord(tx *bolt.Tx, bucket []byte, id string, v any) error {
 		raw = b.Get([]byte(id))
 	}
 	if raw == nil {
-		return fmt.Errorf("%w: task %s", ErrNotFound, id)
+		return notFound("no task %s", id)
 	}
 	if err := unmarshal(raw, v); err != nil {
 		return fmt.Errorf("projector: %s of task %s: %w", bucket, id, err)

@@ -1,10 +1,12 @@
 package main_test
 
 import (
+	"net"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/internal/testkit"
 )
@@ -44,4 +46,48 @@ func TestNkeyHelpExampleRunsNoJob(t *testing.T) {
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.NotContains(t, r.Stdout, "orbit run list")
 	assert.Contains(t, r.Stdout, "orbit run history")
+}
+
+// TestCLIEdgesAreUsageErrors: what a user mistypes is exit 2 with a
+// message that says what is wrong, at once: an unknown subcommand, a run or
+// task that does not exist (never an empty table, a wait for ever, or an
+// internal prefix), a missing --nkey file.
+func TestCLIEdgesAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"job", "bogus"}, `unknown command "bogus" for "orbit job"`},
+		{[]string{"task", "bogus"}, `unknown command "bogus" for "orbit task"`},
+		{[]string{"run", "events", "NOPE"}, "no run NOPE"},
+		{[]string{"run", "tail", "NOPE"}, "no run NOPE"},
+		{[]string{"run", "show", "NOPE"}, "orbit: no run NOPE\n"},
+		{[]string{"run", "cancel", "NOPE"}, "orbit: no run NOPE\n"},
+		{[]string{"task", "show", "T-9"}, "orbit: no task T-9\n"},
+		{[]string{"--nkey", "/nonexistent/seed", "run", "history"}, "--nkey: stat /nonexistent/seed"},
+	} {
+		r := p.Orbit(tc.args...)
+		assert.Equal(t, 2, r.Code, "%v: %s", tc.args, r)
+		assert.Contains(t, r.Stderr, tc.want, "%v", tc.args)
+		assert.NotContains(t, r.Stderr, "projector:", "%v", tc.args)
+	}
+	r := p.Orbit("job")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "Available Commands")
+}
+
+// TestServeOnABusyPortSaysSoAtOnce: the embedded server would retry the
+// port for as long as it is let; orbit serve says the port is taken.
+func TestServeOnABusyPortSaysSoAtOnce(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	p := testkit.NewProject(t)
+	r := p.Orbit("serve", "--listen", ln.Addr().String())
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "cannot listen: "+ln.Addr().String())
+	assert.Contains(t, r.Stderr, "address already in use")
 }

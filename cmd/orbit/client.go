@@ -28,6 +28,11 @@ const startTimeout = 60 * time.Second
 // a background engine started now (`orbit serve` in its own session, which
 // exits after the configured idle timeout).
 func (a *app) connect(ctx context.Context) (*events.Log, error) {
+	if a.nkey != "" {
+		if _, err := os.Stat(a.nkey); err != nil {
+			return nil, usageErr("--nkey: %v", err)
+		}
+	}
 	if a.natsURL != "" {
 		return a.dial(ctx, a.natsURL)
 	}

@@ -69,7 +69,7 @@ Exit status: 0 every checkpoint committed; 1 blocked, drifted or failed.`,
 			if err != nil {
 				return err
 			}
-			return a.submit(ctx, l, req, detach)
+			return a.submit(ctx, l, req, detach, events.TaskFilter(task.ID))
 		}),
 	}
 	cmd.Flags().StringVar(&activity, "activity", defaultGroundhogActivity, "the groundhog activity to run the task with")
@@ -83,7 +83,7 @@ Exit status: 0 every checkpoint committed; 1 blocked, drifted or failed.`,
 func groundhogJob(taskID string, act *assets.Activity) *assets.Job {
 	spec := act.Spec
 	return &assets.Job{
-		Name:   "groundhog-" + taskID,
+		Name:   events.GroundhogJobPrefix + taskID,
 		Source: "orbit groundhog run",
 		Layer:  assets.LayerFile,
 		Spec: assets.JobSpec{

@@ -204,15 +204,16 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 }
 
 // submit sends a run request and, unless detached, follows the run to its
-// end. The run id goes to stdout (or, with --json, the final run view).
-func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunRequest, detach bool) error {
+// end: its events, and those of filters besides. The run id goes to stdout
+// (or, with --json, the final run view).
+func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunRequest, detach bool, filters ...string) error {
 	if err := storeAccepts(ctx, l); err != nil {
 		return err
 	}
 	var feed *runFeed
 	if !detach {
 		var err error
-		if feed, err = a.followRun(ctx, l, req.RunID, []string{events.RunFilter(req.RunID)}); err != nil {
+		if feed, err = a.followRun(ctx, l, req.RunID, append([]string{events.RunFilter(req.RunID)}, filters...)); err != nil {
 			return err
 		}
 		defer feed.stop()

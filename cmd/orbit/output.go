@@ -74,6 +74,12 @@ func newProgress(w io.Writer, runID, job string) *progress {
 }
 
 func (p *progress) event(ev events.Event) {
+	if ev.RunID != p.runID {
+		return // a task's event from another of its runs
+	}
+	if p.groundhog(ev) {
+		return
+	}
 	switch ev.Type {
 	case events.RunQueued:
 		var d events.RunQueuedData
@@ -118,6 +124,49 @@ func (p *progress) event(ev events.Event) {
 		}
 		fmt.Fprintln(p.w, line)
 	}
+}
+
+// groundhog prints a line per Groundhog attempt and what became of it,
+// and reports whether ev was one of those events.
+func (p *progress) groundhog(ev events.Event) bool {
+	key := func(a events.Attempt) string { return fmt.Sprintf("%s #%d", a.Checkpoint, a.Attempt) }
+	switch ev.Type {
+	case events.GroundhogRunWaiting:
+		var d events.GroundhogRunWaitingData
+		_ = ev.Decode(&d)
+		p.line("waiting", "workspace "+d.Workspace, "", d.HeldBy)
+	case events.GroundhogAttempt:
+		var d events.GroundhogAttemptData
+		_ = ev.Decode(&d)
+		p.line("attempt", key(d.Attempt), "", "on "+d.ScratchBranch)
+	case events.GroundhogVerification:
+		var d events.GroundhogVerificationData
+		_ = ev.Decode(&d)
+		verdict := "passed"
+		if !d.Passed {
+			verdict = "failed"
+		}
+		p.line("verified", key(d.Attempt), "", fmt.Sprintf("%s (%d criteria)", verdict, len(d.Results)))
+	case events.GroundhogCommitted:
+		var d events.GroundhogCommittedData
+		_ = ev.Decode(&d)
+		p.line("committed", key(d.Attempt), "", shortSHA(d.SHA)+" "+firstLine(d.Summary))
+	case events.GroundhogAttemptFailed:
+		var d events.GroundhogAttemptFailedData
+		_ = ev.Decode(&d)
+		p.line("failed", key(d.Attempt), "", d.Report.Source+": "+firstLine(d.Report.WhatHappened))
+	case events.GroundhogRewound:
+		var d events.GroundhogRewoundData
+		_ = ev.Decode(&d)
+		p.line("rewound", key(d.Attempt), "", "work kept on "+d.ScratchBranch)
+	case events.GroundhogAbandoned:
+		var d events.GroundhogAbandonedData
+		_ = ev.Decode(&d)
+		p.line("blocked", d.Checkpoint, "", fmt.Sprintf("%d of %d attempts spent", d.Attempts, d.Budget))
+	default:
+		return false
+	}
+	return true
 }
 
 func (p *progress) line(state, key, took, msg string) {

@@ -59,7 +59,28 @@ nothing and re-runs nothing that finished.`,
 		a.nkeyCommand(),
 		a.blobCommand(),
 	)
+	refuseUnknownSubcommands(cmd)
 	return cmd
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (orbit job, orbit task, …) fail with exit 2 on an argument that names
+// none of them, instead of printing its help and exiting 0; without
+// arguments it still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() || !cmd.HasParent() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		return usageErr("unknown command %q for %q\nSee '%s --help'.", args[0], c.CommandPath(), c.CommandPath())
+	}
 }
 
 // root returns the project directory: --root, else the nearest ancestor of

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -279,16 +280,43 @@ func eventRow(ev events.Event) []string {
 	return []string{fmt.Sprint(ev.Seq), ev.Time.Local().Format("15:04:05.000"), ev.Type, step, data}
 }
 
-// resolveRunID returns id, or the latest run's id when id is empty.
+// resolveRunID returns id, or the latest run's id when id is empty. A run
+// the log does not have is a usage error (exit 2): an id mistyped must not
+// print nothing, or wait for ever. A run just submitted is recorded within
+// moments, so the log is asked for a few seconds.
 func resolveRunID(ctx context.Context, l *events.Log, id string) (string, error) {
 	if id != "" {
-		return id, nil
+		return id, runRecorded(ctx, l, id)
 	}
 	view, err := getRun(ctx, l, "")
 	if err != nil {
 		return "", err
 	}
 	return view.ID, nil
+}
+
+// recordWait is how long runRecorded waits for a run's run.requested.
+const recordWait = 3 * time.Second
+
+func runRecorded(ctx context.Context, l *events.Log, id string) error {
+	deadline := time.Now().Add(recordWait)
+	for {
+		last, err := l.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunRequested)})
+		if err != nil {
+			return &exitError{code: exitUnavailable, err: err}
+		}
+		if last > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return usageErr("no run %s (orbit run history lists the runs)", id)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (a *app) runTailCommand() *cobra.Command {
