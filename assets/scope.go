@@ -65,7 +65,7 @@ func (sc *Scope) lookup(r Ref) (any, error) {
 				return v, nil
 			}
 		}
-		return nil, missing("environment variable %s is not set", r.Path[0])
+		return nil, missing("environment variable %s is not set (neither where the run was requested nor in the engine's environment)", r.Path[0])
 	case RootItem:
 		if !sc.HasItem {
 			return nil, missing("item is only set inside a fan_out worker or a loop over items")

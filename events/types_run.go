@@ -110,6 +110,10 @@ type RunRequestedData struct {
 	// Depth is how many job.invoke steps lie between the run and the run
 	// someone requested: 0 for that one, its parent's + 1 for a child.
 	Depth int `json:"depth,omitempty"`
+	// Env pins the values of the environment variables the job reads
+	// ({{ env.NAME }}) that the requester had, secret-named ones excepted:
+	// the run sees them whichever engine runs it, and a replay the same.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // RunQueuedData records that a run waits because its job already has

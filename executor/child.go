@@ -139,6 +139,9 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		ParentEvent: startedID,
 		Depth:       x.depth + 1,
 	}
+	if err := req.PinEnv(x.env); err != nil {
+		return "", false, err
+	}
 	return childID, wait, Submit(ctx, x.o.cfg.Log, req)
 }
 

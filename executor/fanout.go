@@ -92,7 +92,7 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 // renderItems renders an items template to a list: a JSON array as is,
 // anything else as a comma- or space-separated list of strings.
 func (x *interpreter) renderItems(sc *scope, text string) ([]any, error) {
-	v, err := assets.RenderValue(text, sc.templates(sc.input, x.o.cfg.Env))
+	v, err := assets.RenderValue(text, sc.templates(sc.input, x.env))
 	if err != nil {
 		return nil, err
 	}

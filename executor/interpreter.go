@@ -25,10 +25,13 @@ import (
 // Where a decision needs the clock (when a retry may start) the decision
 // records the time it computed, and a replay reads it back.
 type interpreter struct {
-	o       *Orchestrator
-	runID   string
-	job     *assets.Job
-	depth   int
+	o     *Orchestrator
+	runID string
+	job   *assets.Job
+	depth int
+	// env looks up {{ env.NAME }}: the values pinned in run.requested,
+	// then the engine's environment.
+	env     func(string) (string, bool)
 	hist    *history
 	resumed bool // an earlier engine started this run
 
@@ -61,6 +64,12 @@ func (x *interpreter) run(ctx context.Context) error {
 	var req events.RunRequestedData
 	if err := reqEv.Decode(&req); err != nil {
 		return err
+	}
+	x.env = func(name string) (string, bool) {
+		if v, ok := req.Env[name]; ok {
+			return v, true
+		}
+		return x.o.cfg.Env(name)
 	}
 	if x.isCancelled() {
 		if _, started := hist.get(events.DecisionID(events.RunStarted, x.runID)); !started {
@@ -261,7 +270,7 @@ func (x *interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key 
 	cond, err := assets.ParseCondition(st.When)
 	if err == nil {
 		var ok bool
-		if ok, err = cond.Eval(sc.templates(sc.input, x.o.cfg.Env)); err == nil {
+		if ok, err = cond.Eval(sc.templates(sc.input, x.env)); err == nil {
 			if ok {
 				return true, nil
 			}

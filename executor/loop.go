@@ -107,7 +107,7 @@ func (x *interpreter) breakWhen(isc *scope, lp *assets.Loop, iterID string) (boo
 	if err != nil {
 		return false, &events.ErrorInfo{Kind: events.KindValidation, Message: "break_when: " + err.Error()}
 	}
-	brk, err := cond.Eval(isc.templates(isc.input, x.o.cfg.Env))
+	brk, err := cond.Eval(isc.templates(isc.input, x.env))
 	if err != nil {
 		return false, &events.ErrorInfo{Kind: events.KindValidation, Message: "break_when: " + err.Error()}
 	}

@@ -356,6 +356,7 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		Requester: req.Requester,
 		Parent:    req.Parent,
 		Depth:     req.Depth,
+		Env:       req.Env,
 	})
 	if err != nil {
 		return err

@@ -200,3 +200,21 @@ spec:
 		}
 	}
 }
+
+func TestPinEnvLeavesSecretsOut(t *testing.T) {
+	t.Parallel()
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: envs}
+spec:
+  steps:
+    - id: a
+      spec: {type: deterministic, action: echo, config: {a: "{{ env.GREETING }}", b: "{{env.MY_API_TOKEN}}", c: "{{ env.UNSET_HERE }}"}}
+`)
+	req, err := executor.NewRunRequest(job, nil, "test")
+	require.NoError(t, err)
+	env := map[string]string{"GREETING": "hi", "MY_API_TOKEN": "sk-1234567890", "OTHER": "x"}
+	require.NoError(t, req.PinEnv(func(name string) (string, bool) { v, ok := env[name]; return v, ok }))
+	assert.Equal(t, map[string]string{"GREETING": "hi"}, req.Env)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 
 	"github.com/orbitrun/orbit/assets"
@@ -30,6 +31,9 @@ type RunRequest struct {
 	// Depth is the run's depth below the run someone requested (see
 	// events.RunRequestedData.Depth).
 	Depth int `json:"depth,omitempty"`
+	// Env is what run.requested pins of the requester's environment (see
+	// events.RunRequestedData.Env).
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // NewRunRequest checks that the executor can run job and builds a request
@@ -93,4 +97,30 @@ func decodeJob(raw json.RawMessage) (*assets.Job, error) {
 		return nil, fmt.Errorf("%w: decoding job: %v", ErrInvalidJob, err)
 	}
 	return &job, nil
+}
+
+// envRef finds the variables a template reads: {{ env.NAME }}.
+var envRef = regexp.MustCompile(`\{\{[^}]*?\benv\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// PinEnv records in the request the values lookup has of the environment
+// variables its job reads, except secret-named ones (which never enter the
+// log: a worker reads them from its engine's environment).
+func (r *RunRequest) PinEnv(lookup func(string) (string, bool)) error {
+	data, err := json.Marshal(r.Job)
+	if err != nil {
+		return err
+	}
+	for _, m := range envRef.FindAllSubmatch(data, -1) {
+		name := string(m[1])
+		if events.SecretName(name) {
+			continue
+		}
+		if v, ok := lookup(name); ok {
+			if r.Env == nil {
+				r.Env = map[string]string{}
+			}
+			r.Env[name] = v
+		}
+	}
+	return nil
 }

@@ -91,7 +91,7 @@ func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.S
 // merged over it) and the activity's own templated fields, rendered against
 // that input.
 func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, override any) (*stepCommand, error) {
-	env := withSecretPlaceholders(x.o.cfg.Env)
+	env := withSecretPlaceholders(x.env)
 	input := sc.input
 	if override != nil {
 		input = override

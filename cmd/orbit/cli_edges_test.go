@@ -91,3 +91,34 @@ func TestServeOnABusyPortSaysSoAtOnce(t *testing.T) {
 	assert.Contains(t, r.Stderr, "cannot listen: "+ln.Addr().String())
 	assert.Contains(t, r.Stderr, "address already in use")
 }
+
+// TestARunSeesTheEnvironmentOfWhoRequestedIt: {{ env.NAME }} reads the
+// value the requesting command had, pinned in run.requested, whether or not
+// that command started the engine.
+func TestARunSeesTheEnvironmentOfWhoRequestedIt(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/greet.yaml", `schemaVersion: 2
+kind: Job
+metadata: {name: greet}
+spec:
+  steps:
+    - id: say
+      spec: {type: deterministic, action: echo, config: {greeting: "{{ env.GREETING }}"}}
+`)
+	serve(t, p)
+	for _, greeting := range []string{"hello", "bonjour"} {
+		cmd := p.Command("job", "run", "greet", "--json")
+		cmd.Env = append(cmd.Env, "GREETING="+greeting)
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		assert.Contains(t, string(out), `"greeting": "`+greeting+`"`)
+	}
+	r := p.Orbit("run", "events", "--json", "--type", "run.requested")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, `"GREETING": "bonjour"`)
+
+	r = p.Orbit("job", "run", "greet")
+	assert.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "environment variable GREETING is not set (neither where the run was requested nor in the engine's environment)")
+}

@@ -195,6 +195,9 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 	if err != nil {
 		return err
 	}
+	if err := req.PinEnv(os.LookupEnv); err != nil {
+		return err
+	}
 	l, err := a.connect(ctx)
 	if err != nil {
 		return err
