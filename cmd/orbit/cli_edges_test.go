@@ -2,8 +2,11 @@ package main_test
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,4 +124,39 @@ spec:
 	r = p.Orbit("job", "run", "greet")
 	assert.Equal(t, 1, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "environment variable GREETING is not set (neither where the run was requested nor in the engine's environment)")
+}
+
+// TestInitRefusesAMissingRootAndWarnsWhenNesting: init makes .orbit/ in an
+// existing directory only, and says so when that directory is inside
+// another project.
+func TestInitRefusesAMissingRootAndWarnsWhenNesting(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
+	r := p.Orbit("--root", missing, "init")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, missing+" is not a directory")
+	_, err := os.Stat(missing)
+	assert.True(t, os.IsNotExist(err), "nothing was created")
+
+	sub := filepath.Join(p.Root, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	r = p.Orbit("--root", sub, "init")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "is inside the Orbit project "+p.Root)
+}
+
+// TestAnEngineWhoseStateIsRemovedStops: rm -rf of the project's state
+// (make demo run twice) must not leave an engine running beside the next.
+func TestAnEngineWhoseStateIsRemovedStops(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	pid := p.EnginePID()
+	require.NotZero(t, pid)
+	require.NoError(t, os.RemoveAll(filepath.Join(p.Root, ".orbit", "state")))
+	assert.True(t, testkit.WaitGone(pid, 15*time.Second), "the engine stopped")
+	r = p.Orbit("job", "run", "hello")
+	assert.Equal(t, 0, r.Code, r.String())
 }

@@ -29,7 +29,18 @@ and job. Existing files are left alone, so init is safe to run again.`,
 			if err != nil {
 				return err
 			}
+			if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+				return usageErr("%s is not a directory: create it first (orbit init makes only .orbit/ inside it)", root)
+			}
 			dir := filepath.Join(root, ".orbit")
+			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+				for up := filepath.Dir(root); up != filepath.Dir(up); up = filepath.Dir(up) {
+					if fi, err := os.Stat(filepath.Join(up, ".orbit")); err == nil && fi.IsDir() {
+						a.errorf("orbit: warning: %s is inside the Orbit project %s; this creates a separate project (commands run here will use it, not %s)\n", root, up, up)
+						break
+					}
+				}
+			}
 			files := assets.Scaffold()
 			names := make([]string, 0, len(files))
 			for name := range files {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -250,6 +251,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.cfg.IdleTimeout > 0 {
 		go e.watchIdle(ctx, cancel)
 	}
+	go e.watchState(ctx, cancel)
 	<-ctx.Done()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errIdle) {
 		return err
@@ -258,6 +260,31 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 var errIdle = errors.New("idle")
+
+// stateCheck is how often the engine checks that its state directory is
+// still there.
+const stateCheck = 2 * time.Second
+
+// watchState stops the engine when its state directory is removed (rm -rf
+// of the project's state, a demo directory made again): the log and views
+// it writes are gone, and the next command would start a second engine on
+// the root beside this one.
+func (e *Engine) watchState(ctx context.Context, stop context.CancelCauseFunc) {
+	tick := time.NewTicker(stateCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if _, err := os.Stat(StateDir(e.cfg.Root)); errors.Is(err, fs.ErrNotExist) {
+				e.logger.Error("the engine's state was removed; stopping", "dir", StateDir(e.cfg.Root))
+				stop(fmt.Errorf("%s was removed: this engine's log and views are gone", StateDir(e.cfg.Root)))
+				return
+			}
+		}
+	}
+}
 
 func (e *Engine) touch() { e.lastActivity.Store(time.Now().UnixNano()) }
 
