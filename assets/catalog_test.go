@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -239,4 +240,19 @@ func TestABrokenFileStopsOnlyItself(t *testing.T) {
 	}
 	assert.Contains(t, names, "good")
 	assert.NotContains(t, names, "bad")
+}
+
+// TestAProblemQuotesAHugeValueShort: a catalog file that is one 10 MB
+// scalar is reported in a line, not echoed whole.
+func TestAProblemQuotesAHugeValueShort(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	file := writeFile(t, root, ".orbit/jobs/junk.yaml", strings.Repeat("x", 10<<20))
+	c, err := assets.OpenCatalog(root, assets.CatalogOptions{})
+	require.NoError(t, err)
+	require.Len(t, c.Problems(), 1)
+	msg := c.Problems()[0].String()
+	assert.Less(t, len(msg), 400, msg)
+	assert.Contains(t, msg, file)
+	assert.Contains(t, msg, "(10485760 bytes)")
 }

@@ -235,7 +235,7 @@ func (d *decoder) scalarValue(n *yaml.Node, path string, sites *[]site) (any, bo
 		if n.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return f, true
 		}
-		d.addAt(n, path, fmt.Sprintf("%q is not a number JSON can represent", n.Value))
+		d.addAt(n, path, quoteValue(n.Value)+" is not a number JSON can represent")
 		return nil, false
 	default:
 		if sites != nil && strings.Contains(n.Value, "{{") {

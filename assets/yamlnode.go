@@ -3,9 +3,11 @@ package assets
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -160,7 +162,24 @@ func kindName(n *yaml.Node) string {
 	if isNull(n) {
 		return "empty"
 	}
-	return strconv.Quote(n.Value)
+	return quoteValue(n.Value)
+}
+
+// quotedMax bounds how much of a value a problem quotes: a file that is
+// one 10 MB scalar must not come back whole in its error.
+const quotedMax = 64
+
+// quoteValue quotes a value of the file for a problem, cut at quotedMax
+// bytes (at a character boundary) with its full length said.
+func quoteValue(v string) string {
+	if len(v) <= quotedMax {
+		return strconv.Quote(v)
+	}
+	cut := quotedMax
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return strconv.Quote(v[:cut]) + fmt.Sprintf("… (%d bytes)", len(v))
 }
 
 // scalarString returns the text of a string field. Any non-null scalar is
