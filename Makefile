@@ -35,8 +35,10 @@ bench:
 	$(GO) test -run '^$$' -bench Append -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
 
-# The soak test: 200 concurrent short runs and a fan_out of 1,000 items on
-# an `orbit serve` process; prints wall time, rates and the engine's peak RSS.
+# The soak tests: 200 concurrent short runs and a fan_out of 1,000 items on
+# an `orbit serve` process (wall time, rates, the engine's peak RSS); and
+# careless use at scale (thousands of reads and child runs, an endless
+# recursion) after which a job must still run at once.
 soak:
 	ORBIT_SOAK=1 $(GO) test -count=1 -run Soak -v -timeout 20m ./internal/soak/
 
