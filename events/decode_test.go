@@ -150,3 +150,24 @@ func compactJSON(raw json.RawMessage) []byte {
 	}
 	return out
 }
+
+// TestInterruptedDecodesBeforeAndAfterAbandon: the abandon fields of
+// groundhog.interrupted are additive. An event recorded before them decodes
+// with none set; one recorded by an abandon keeps them.
+func TestInterruptedDecodesBeforeAndAfterAbandon(t *testing.T) {
+	t.Parallel()
+	old, err := events.DecodeEvent([]byte(`{"id":"x","type":"groundhog.interrupted","task_id":"T-1","data":{"checkpoint":"c","attempt":1,"day":1,"run_id":"R"}}`))
+	require.NoError(t, err)
+	p, err := old.Payload()
+	require.NoError(t, err)
+	assert.Equal(t, &events.GroundhogInterruptedData{Attempt: events.Attempt{Checkpoint: "c", Attempt: 1, Day: 1}, RunID: "R"}, p)
+
+	ev, err := events.DecodeEvent([]byte(`{"id":"y","type":"groundhog.interrupted","task_id":"T-1","data":{"checkpoint":"c","attempt":1,"day":1,"run_id":"","abandoned_by":"cli:ann@box","reason":"stuck","workspace_kept":true}}`))
+	require.NoError(t, err)
+	p, err = ev.Payload()
+	require.NoError(t, err)
+	d := p.(*events.GroundhogInterruptedData)
+	assert.Equal(t, "cli:ann@box", d.AbandonedBy)
+	assert.Equal(t, "stuck", d.Reason)
+	assert.True(t, d.WorkspaceKept)
+}

@@ -80,7 +80,7 @@ type SideEffect struct {
 // last one: the agent's own account, or the verifier's, or that the
 // attempt ended without a verdict.
 type FailureReport struct {
-	Source          string   `json:"source"` // agent | verifier | synthetic | interrupted
+	Source          string   `json:"source"` // agent | verifier | synthetic | interrupted | infrastructure | abandoned
 	WhatTried       string   `json:"what_tried,omitempty"`
 	WhatHappened    string   `json:"what_happened"`
 	NextAttemptPlan string   `json:"next_attempt_plan,omitempty"`
@@ -197,11 +197,22 @@ type GroundhogAttemptFailedData struct {
 	Report FailureReport `json:"report"`
 }
 
-// GroundhogInterruptedData records an attempt found open after a crash,
-// whose work was rewound.
+// GroundhogInterruptedData records an attempt that ended without being the
+// agent's failure: found open after a crash, stopped by an infrastructure
+// error, or abandoned by a person (`orbit groundhog abandon`). It spends
+// none of the checkpoint's budget, and it closes the attempt.
+//
+// AbandonedBy, Reason and WorkspaceKept were added for abandons (events
+// recorded before have none of them, and decode unchanged): who abandoned
+// the attempt and why, and whether the task branch and workspace were left
+// as they were found (someone had committed on the task branch under the
+// attempt, so a rewind would have been refused) instead of rewound.
 type GroundhogInterruptedData struct {
 	Attempt
-	RunID string `json:"run_id"`
+	RunID         string `json:"run_id"`
+	AbandonedBy   string `json:"abandoned_by,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	WorkspaceKept bool   `json:"workspace_kept,omitempty"`
 }
 
 // GroundhogAbandonedData records a checkpoint whose budget was spent.
