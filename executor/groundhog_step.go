@@ -50,10 +50,10 @@ func (w *Worker) runGroundhog(ctx context.Context, cmd *stepCommand) (any, error
 		},
 		Profile: profile,
 		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
-			return w.locks.tryReserve(ctx, cmd.RunID, cmd.StepKey, []string{"workspace:" + path}, 0)
+			return w.locks.tryReserve(ctx, cmd.RunID, cmd.StepKey, []string{workspaceResource(path)}, 0)
 		},
 		ReleaseWorkspace: func(ctx context.Context, path string) error {
-			_, err := w.locks.release(ctx, cmd.RunID, []string{"workspace:" + path})
+			_, err := w.locks.release(ctx, cmd.RunID, []string{workspaceResource(path)})
 			return err
 		},
 		Logger: w.log,
