@@ -85,6 +85,7 @@ const (
 	AttemptCommitted   = "committed"   // its work was committed
 	AttemptRewound     = "rewound"     // its work was captured on its scratch branch and undone
 	AttemptInterrupted = "interrupted" // found open after a crash, and rewound
+	AttemptAbandoned   = "abandoned"   // closed by orbit groundhog abandon
 )
 
 // AttemptRecord is everything recorded about one attempt, in log order
@@ -113,6 +114,8 @@ type AttemptRecord struct {
 	Outcome string `json:"outcome"`
 	// InterruptedBy is the run that found the attempt open.
 	InterruptedBy string `json:"interrupted_by,omitempty"`
+	// Abandon is who abandoned the attempt and why (AttemptAbandoned).
+	Abandon *AttemptAbandonRecord `json:"abandon,omitempty"`
 
 	Turns         []TurnRecord          `json:"turns,omitempty"`
 	ToolCalls     []ToolCallRecord      `json:"tool_calls,omitempty"`
@@ -123,6 +126,17 @@ type AttemptRecord struct {
 	Failure       *events.FailureReport `json:"failure,omitempty"`
 	Rewind        *RewindRecord         `json:"rewind,omitempty"`
 	Commit        *CommitRecord         `json:"commit,omitempty"`
+}
+
+// AttemptAbandonRecord is a groundhog.interrupted event recorded by an
+// abandon.
+type AttemptAbandonRecord struct {
+	By     string `json:"by"`
+	Reason string `json:"reason"`
+	// WorkspaceKept: the task branch and workspace were left as they were
+	// found, not rewound.
+	WorkspaceKept bool      `json:"workspace_kept,omitempty"`
+	At            time.Time `json:"at"`
 }
 
 // TurnRecord is a groundhog.agent.turn event.

@@ -248,13 +248,18 @@ func (b *groundhogRunBatch) interrupted(ev events.Event, d *events.GroundhogInte
 		return err
 	}
 	at.rec.InterruptedBy = d.RunID
+	if d.AbandonedBy != "" {
+		at.rec.Abandon = &AttemptAbandonRecord{By: d.AbandonedBy, Reason: d.Reason, WorkspaceKept: d.WorkspaceKept, At: ev.Time.UTC()}
+		closeAttempt(at, ev, AttemptAbandoned)
+		return nil
+	}
 	closeAttempt(at, ev, AttemptInterrupted)
 	return nil
 }
 
 // closeAttempt records how the attempt ended. The first closing event sets
-// EndedAt; a commit is final, and an interrupted attempt, which is also
-// rewound, stays interrupted.
+// EndedAt; a commit is final, and an interrupted or abandoned attempt,
+// which is also rewound, stays interrupted or abandoned.
 func closeAttempt(at *cached[AttemptRecord], ev events.Event, outcome string) {
 	r := at.rec
 	at.dirty = true
@@ -263,7 +268,7 @@ func closeAttempt(at *cached[AttemptRecord], ev events.Event, outcome string) {
 	}
 	switch {
 	case r.Outcome == AttemptCommitted:
-	case r.Outcome == AttemptInterrupted && outcome == AttemptRewound:
+	case (r.Outcome == AttemptInterrupted || r.Outcome == AttemptAbandoned) && outcome == AttemptRewound:
 	default:
 		r.Outcome = outcome
 	}
