@@ -12,6 +12,7 @@ import (
 // where the log says the last one was.
 type state struct {
 	task        *events.TaskCreatedData
+	status      string // the task's status, as task.status_changed last said ("" before any)
 	planVersion int
 	plans       map[int]string // plan text by version
 	lastSeq     uint64
@@ -38,8 +39,10 @@ type attemptState struct {
 	turns        []events.AgentTurnData
 }
 
-// closed reports whether the attempt has its closing record.
-func (a *attemptState) closed() bool { return a.committed != nil || a.rewound != nil }
+// closed reports whether the attempt has its closing record: a commit, a
+// rewind, or an interruption (which follows a rewind, except when an
+// abandon left the workspace as it found it).
+func (a *attemptState) closed() bool { return a.committed != nil || a.rewound != nil || a.interrupted }
 
 // newState is the fold of no events.
 func newState() *state {
@@ -105,6 +108,8 @@ func (st *state) fold(seq uint64, payload any) {
 	case *events.TaskCreatedData:
 		st.task, st.planVersion = d, d.PlanVersion
 		st.plans[d.PlanVersion] = d.Plan
+	case *events.TaskStatusChangedData:
+		st.status = d.Status
 	case *events.TaskPlanChangedData:
 		st.planVersion = d.PlanVersion
 		st.plans[d.PlanVersion] = d.Plan

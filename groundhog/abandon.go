@@ -1,0 +1,238 @@
+package groundhog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/gitops"
+)
+
+// Outcomes of Abandon.
+const (
+	// AbandonNothingOpen: the task had no open attempt; nothing was
+	// recorded or changed.
+	AbandonNothingOpen = "nothing_open"
+	// AbandonRewound: the open attempt was rewound (its work kept on its
+	// scratch branch) and recorded as abandoned.
+	AbandonRewound = "rewound"
+	// AbandonKept: the open attempt was recorded as abandoned, and the task
+	// branch and the workspace were left as they were found, because the
+	// repository is no longer where the attempt left it (someone committed
+	// on the task branch, or switched branches).
+	AbandonKept = "kept"
+	// AbandonCommitted: the open attempt had been verified and its commit
+	// was already the task branch's head; the commit was recorded, nothing
+	// was reset.
+	AbandonCommitted = "committed"
+	// AbandonRefused: a run holds the task's workspace; nothing was done.
+	AbandonRefused = "refused"
+)
+
+// AbandonConfig is one abandon of a task's open attempt.
+type AbandonConfig struct {
+	Log    *events.Log
+	TaskID string
+	// By names who abandons (for the record); Reason says why.
+	By     string
+	Reason string
+	// GitEnv is extra environment for git.
+	GitEnv []string
+	// ReserveWorkspace and ReleaseWorkspace are as in Config: the abandon
+	// holds the task's repository while it works, as a run does, and is
+	// refused while another holds it. Nil reserves nothing.
+	ReserveWorkspace func(ctx context.Context, path string) (heldBy string, err error)
+	ReleaseWorkspace func(ctx context.Context, path string) error
+	Logger           *slog.Logger
+}
+
+// Abandonment is what Abandon did.
+type Abandonment struct {
+	TaskID  string          `json:"task_id"`
+	Outcome string          `json:"outcome"` // AbandonNothingOpen, AbandonRewound, …
+	Attempt *events.Attempt `json:"attempt,omitempty"`
+	// ScratchBranch and ScratchSHA are where the attempt's work is.
+	ScratchBranch string `json:"scratch_branch,omitempty"`
+	ScratchSHA    string `json:"scratch_sha,omitempty"`
+	// CommitSHA is the recorded commit (AbandonCommitted).
+	CommitSHA string `json:"commit_sha,omitempty"`
+	// HeldBy is who holds the workspace (AbandonRefused).
+	HeldBy string `json:"held_by,omitempty"`
+	// Status is the task's status afterwards.
+	Status  string `json:"status,omitempty"`
+	Message string `json:"message"`
+}
+
+// Abandon closes a task's open attempt for good, with git's care: the way
+// out for an attempt that no run can close (a person committed on the task
+// branch under it, so every resumed run fails closed).
+//
+// Under the task's workspace reservation, and only when no run holds it,
+// it closes the open attempt:
+//   - verified, with its commit already the task branch's head: the commit
+//     is recorded (groundhog.committed and its grounding record), never
+//     reset;
+//   - otherwise the workspace is rewound to the attempt's snapshot, the
+//     work kept on its scratch branch, and the attempt is recorded as
+//     failed (source "abandoned", unless the agent's own failure was
+//     already recorded), rewound, and interrupted with who and why. An
+//     interrupted attempt spends none of the checkpoint's budget;
+//   - when the repository is not where the attempt left it (the task
+//     branch moved, HEAD is on another branch, the scratch branch is gone)
+//     git is left exactly as it is, and the records say so
+//     (workspace_kept).
+//
+// A task that was running becomes active. When a rewind is refused for
+// another reason (tracked files a reset would lose), Abandon returns the
+// error and records nothing. Abandon can be run again after a crash at
+// any point.
+func Abandon(ctx context.Context, cfg AbandonConfig) (_ *Abandonment, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, GitEnv: cfg.GitEnv,
+		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log}
+	st, err := loadState(ctx, cfg.Log, cfg.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if r.repo, err = gitops.Open(st.task.Workspace, gitops.WithEnv(cfg.GitEnv...)); err != nil {
+		return nil, fmt.Errorf("task %s workspace: %w", cfg.TaskID, err)
+	}
+	res := &Abandonment{TaskID: cfg.TaskID}
+	if cfg.ReserveWorkspace != nil {
+		var holder string
+		holder, err = cfg.ReserveWorkspace(ctx, r.repo.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if holder != "" {
+			res.Outcome, res.HeldBy = AbandonRefused, holder
+			res.Message = fmt.Sprintf("task %s: a run works in its workspace (%s); stop it (orbit run cancel <run>) or let it end, then abandon", cfg.TaskID, holder)
+			return res, nil
+		}
+		defer func() { err = errors.Join(err, r.release(ctx)) }()
+	}
+	// Read again under the reservation: a run may have closed the attempt
+	// since the first read.
+	if r.st, err = loadState(ctx, cfg.Log, cfg.TaskID); err != nil {
+		return nil, err
+	}
+	a := &abandon{r: r, by: cfg.By, reason: cfg.Reason, res: res}
+	if a.by == "" {
+		a.by = "unknown"
+	}
+	if a.reason == "" {
+		a.reason = "no reason given"
+	}
+	if err := a.close(ctx); err != nil {
+		return nil, err
+	}
+	res.Status = r.st.status
+	return res, nil
+}
+
+// abandon is one Abandon at work.
+type abandon struct {
+	r          *runner
+	by, reason string
+	res        *Abandonment
+}
+
+// close closes the open attempt, if there is one, and makes a running
+// task active.
+func (a *abandon) close(ctx context.Context) error {
+	r := a.r
+	open := r.st.open()
+	if open == nil {
+		a.res.Outcome = AbandonNothingOpen
+		a.res.Message = fmt.Sprintf("task %s has no open attempt: nothing to abandon", r.cfg.TaskID)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	s := open.started
+	a.res.Attempt, a.res.ScratchBranch = &s.Attempt, s.ScratchBranch
+	who := "abandoned by " + a.by + ": " + a.reason
+	if open.verification != nil && open.verification.Passed && open.verb != nil {
+		sha, landed, err := r.findCommit(ctx, s)
+		if err != nil {
+			return err
+		}
+		if landed {
+			c := events.GroundhogCommittedData{Attempt: s.Attempt, SHA: sha, Summary: open.verb.Summary, SideEffects: open.verb.SideEffects}
+			if err := r.recordCommit(ctx, &c); err != nil {
+				return err
+			}
+			a.res.Outcome, a.res.CommitSHA = AbandonCommitted, sha
+			a.res.Message = fmt.Sprintf("task %s: day %d (%s) was verified and its commit %s is the head of %s: recorded it, reset nothing",
+				r.cfg.TaskID, s.Day, s.Checkpoint, shortSHA(sha), s.TaskBranch)
+			return a.activate(ctx, fmt.Sprintf("day %d (%s) %s; its commit %s was recorded", s.Day, s.Checkpoint, who, shortSHA(sha)))
+		}
+	}
+	snap := &gitops.Snapshot{Task: r.cfg.TaskID, Day: s.Day, TaskBranch: s.TaskBranch, ScratchBranch: s.ScratchBranch,
+		SnapshotRef: s.SnapshotRef, Untracked: s.Untracked}
+	// The rewind comes before any record: one that is refused leaves
+	// nothing recorded, and one cut short is done again by the next
+	// abandon (or run), which finds the attempt still open.
+	sha, rewindErr := r.repo.Rewind(ctx, snap, who)
+	kept := errors.Is(rewindErr, gitops.ErrTaskBranchMoved) || errors.Is(rewindErr, gitops.ErrUnexpectedBranch) ||
+		errors.Is(rewindErr, gitops.ErrBranchNotFound)
+	if rewindErr != nil && !kept {
+		return fmt.Errorf("task %s day %d (%s): rewinding: %w; nothing was recorded", r.cfg.TaskID, s.Day, s.Checkpoint, rewindErr)
+	}
+	a.res.ScratchSHA = sha
+	reason, note := a.reason, ""
+	if kept {
+		where := "the workspace is where it was"
+		if branch, err := r.repo.CurrentBranch(ctx); err == nil {
+			where = "the workspace is on " + branch
+		}
+		note = fmt.Sprintf("the repository is not where the attempt left it (%v): the task branch and the workspace were left as they are (%s)", rewindErr, where)
+		reason += "; " + note
+	}
+	if open.failed == nil {
+		what := "the previous attempt was " + who
+		if kept {
+			what += "; the repository was left as someone else left it"
+		} else {
+			what += "; its work was rewound and kept on " + s.ScratchBranch
+		}
+		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: s.Attempt,
+			Report: events.FailureReport{Source: "abandoned", WhatHappened: what}}); err != nil {
+			return err
+		}
+	}
+	if !kept {
+		if err := record(ctx, r, events.GroundhogRewound, events.DecisionID(events.GroundhogRewound, r.cfg.TaskID, strconv.Itoa(s.Day)),
+			events.GroundhogRewoundData{Attempt: s.Attempt, ScratchBranch: s.ScratchBranch, ScratchSHA: sha, Reason: who}); err != nil {
+			return err
+		}
+	}
+	if err := record(ctx, r, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(s.Day)),
+		events.GroundhogInterruptedData{Attempt: s.Attempt, AbandonedBy: a.by, Reason: reason, WorkspaceKept: kept}); err != nil {
+		return err
+	}
+	a.res.Outcome = AbandonRewound
+	a.res.Message = fmt.Sprintf("task %s: day %d (%s) abandoned; the workspace was rewound", r.cfg.TaskID, s.Day, s.Checkpoint)
+	if kept {
+		a.res.Outcome = AbandonKept
+		a.res.Message = fmt.Sprintf("task %s: day %d (%s) abandoned; %s", r.cfg.TaskID, s.Day, s.Checkpoint, note)
+	}
+	if sha != "" {
+		a.res.Message += "; the attempt's work is on " + s.ScratchBranch + " at " + shortSHA(sha)
+	}
+	return a.activate(ctx, fmt.Sprintf("day %d (%s) %s", s.Day, s.Checkpoint, who))
+}
+
+// activate makes a running task active again, saying why.
+func (a *abandon) activate(ctx context.Context, reason string) error {
+	if a.r.st.status != events.TaskRunning {
+		return nil
+	}
+	return a.r.setStatus(ctx, events.TaskActive, reason)
+}

@@ -1,0 +1,214 @@
+package groundhog_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/groundhog"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// abandon abandons the harness's task under the real workspace
+// reservation in orbit_locks.
+func (h *harness) abandon(reason string) *groundhog.Abandonment {
+	h.t.Helper()
+	owner := "abandon-" + events.NewID()
+	res, err := groundhog.Abandon(h.ctx, groundhog.AbandonConfig{
+		Log: h.log, TaskID: h.task, By: "cli:ann@box", Reason: reason, GitEnv: testkit.GitEnv(),
+		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
+			return executor.ReserveWorkspace(ctx, h.log, owner, "abandon "+h.task, path, time.Minute)
+		},
+		ReleaseWorkspace: func(ctx context.Context, path string) error {
+			return executor.ReleaseWorkspace(ctx, h.log, owner, path)
+		},
+	})
+	require.NoError(h.t, err)
+	return res
+}
+
+// setRunning records the task's status as a run's start does.
+func (h *harness) setRunning() {
+	h.t.Helper()
+	_, err := h.log.Append(h.ctx, events.Event{Type: events.TaskStatusChanged, TaskID: h.task, RunID: "R1"},
+		events.TaskStatusChangedData{Status: events.TaskRunning, RunID: "R1"})
+	require.NoError(h.t, err)
+}
+
+// status is the task's status in the tasks view, once the view has every
+// event.
+func (h *harness) status() string {
+	h.t.Helper()
+	last, err := h.log.LastSeq(h.ctx)
+	require.NoError(h.t, err)
+	require.NoError(h.t, h.proj.WaitFor(h.ctx, last))
+	tv, err := h.proj.Task(h.ctx, h.task)
+	require.NoError(h.t, err)
+	return tv.Status
+}
+
+// TestAbandonRewindsAnOpenAttempt: an attempt a crashed run left open is
+// abandoned: the workspace is back on the task branch as the snapshot had
+// it, the work is on the scratch branch, the records say who and why, the
+// task is active, and the budget is untouched — with a budget of one, the
+// next run still gets its attempt, and commits.
+func TestAbandonRewindsAnOpenAttempt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	snap := crashedAttempt(t, h, "editing")
+	h.setRunning()
+
+	res := h.abandon("the agent went the wrong way")
+	assert.Equal(t, groundhog.AbandonRewound, res.Outcome, res.Message)
+	require.NotNil(t, res.Attempt)
+	assert.Equal(t, events.Attempt{Checkpoint: "greeting", Attempt: 1, Day: 1}, *res.Attempt)
+	assert.Equal(t, events.TaskActive, res.Status)
+	assert.Equal(t, "main", h.git("branch", "--show-current"))
+	assert.Empty(t, h.git("status", "--porcelain"))
+	assert.Equal(t, "hello", h.git("show", snap.ScratchBranch+":greet.txt"), "the work is kept on the scratch branch")
+
+	var failed events.GroundhogAttemptFailedData
+	require.Len(t, h.events(events.GroundhogAttemptFailed), 1)
+	require.NoError(t, h.events(events.GroundhogAttemptFailed)[0].Decode(&failed))
+	assert.Equal(t, "abandoned", failed.Report.Source)
+	assert.Contains(t, failed.Report.WhatHappened, "the agent went the wrong way")
+	require.Len(t, h.events(events.GroundhogRewound), 1)
+	var in events.GroundhogInterruptedData
+	require.Len(t, h.events(events.GroundhogInterrupted), 1)
+	require.NoError(t, h.events(events.GroundhogInterrupted)[0].Decode(&in))
+	assert.Equal(t, "cli:ann@box", in.AbandonedBy)
+	assert.Equal(t, "the agent went the wrong way", in.Reason)
+	assert.False(t, in.WorkspaceKept)
+	assert.Equal(t, events.TaskActive, h.status())
+	assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
+
+	audit, err := h.proj.GroundhogRun(h.ctx, h.task)
+	require.NoError(t, err)
+	at := audit.Checkpoints[0].Attempts[0]
+	assert.Equal(t, "abandoned", at.Outcome)
+	require.NotNil(t, at.Abandon)
+	assert.Equal(t, "cli:ann@box", at.Abandon.By)
+
+	again := h.abandon("twice")
+	assert.Equal(t, groundhog.AbandonNothingOpen, again.Outcome, "abandoning again finds nothing open")
+
+	s := spec("fs.write")
+	s.AttemptBudgetDefault = 1
+	out, err := h.run("R2", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+	require.NoError(t, err)
+	assert.Equal(t, events.GroundhogDone, out.State, out.Message)
+	assert.Empty(t, h.events(events.GroundhogAbandoned), "the abandoned attempt spent no budget")
+	var committed events.GroundhogCommittedData
+	require.NoError(t, h.events(events.GroundhogCommitted)[0].Decode(&committed))
+	assert.Equal(t, events.Attempt{Checkpoint: "greeting", Attempt: 2, Day: 2}, committed.Attempt)
+	mem, err := h.memory(h.ctx, h.task, 0)
+	require.NoError(t, err)
+	assert.Len(t, mem.Checkpoints, 2)
+	assert.True(t, h.verify().OK)
+}
+
+// TestAbandonRecordsALandedCommit: a run that died after committing a
+// verified attempt and before recording it left the commit as the task
+// branch's head; abandon records it and resets nothing.
+func TestAbandonRecordsALandedCommit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	crashedAttempt(t, h, "committed")
+	head := h.git("rev-parse", "main")
+
+	res := h.abandon("stuck")
+	assert.Equal(t, groundhog.AbandonCommitted, res.Outcome, res.Message)
+	assert.Equal(t, head, res.CommitSHA)
+	assert.Equal(t, head, h.git("rev-parse", "main"), "nothing was reset")
+	assert.Equal(t, "hello", h.git("show", "main:greet.txt"))
+	require.Len(t, h.events(events.GroundhogCommitted), 1)
+	assert.Len(t, h.events(events.GroundhogGrounding), 1)
+	assert.Empty(t, h.events(events.GroundhogRewound))
+	assert.Empty(t, h.events(events.GroundhogInterrupted))
+	assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
+}
+
+// TestAbandonIsRefusedWhileARunHoldsTheWorkspace: while a run holds the
+// repository, abandon changes nothing and names the run; once the run has
+// let go, it abandons.
+func TestAbandonIsRefusedWhileARunHoldsTheWorkspace(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	snap := crashedAttempt(t, h, "editing")
+	dir, err := filepath.EvalSymlinks(h.repo)
+	require.NoError(t, err)
+	holder, err := executor.ReserveWorkspace(h.ctx, h.log, "R7", "groundhog", dir, 0)
+	require.NoError(t, err)
+	require.Empty(t, holder)
+
+	res := h.abandon("stuck")
+	assert.Equal(t, groundhog.AbandonRefused, res.Outcome)
+	assert.Contains(t, res.HeldBy, "run R7")
+	assert.Contains(t, res.Message, "run R7")
+	assert.Empty(t, h.events(events.GroundhogAttemptFailed))
+	assert.Empty(t, h.events(events.GroundhogInterrupted))
+	assert.Equal(t, snap.ScratchBranch, h.git("branch", "--show-current"), "the workspace was not touched")
+	assert.False(t, h.verify().OK, "the attempt is still open")
+
+	require.NoError(t, executor.ReleaseWorkspace(h.ctx, h.log, "R7", dir))
+	res = h.abandon("stuck")
+	assert.Equal(t, groundhog.AbandonRewound, res.Outcome, res.Message)
+	assert.True(t, h.verify().OK)
+}
+
+// TestAbandonLeavesAMovedTaskBranchAsItIs is the stuck case: someone
+// committed on the task branch (from a second worktree) under an open
+// attempt, so a rewind is refused and every resumed run fails closed.
+// Abandon records the attempt as abandoned, resets nothing, and says so;
+// the next run builds on the person's commit.
+func TestAbandonLeavesAMovedTaskBranchAsItIs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	snap := crashedAttempt(t, h, "editing")
+	other := filepath.Join(t.TempDir(), "other")
+	h.git("worktree", "add", "--quiet", other, "main")
+	testkit.Git(t, other, "commit", "--quiet", "--allow-empty", "-m", "a person's commit")
+	h.git("worktree", "remove", other)
+	theirs := h.git("rev-parse", "main")
+
+	_, err := h.run("R2", spec("fs.write"), replay(t, farewellOnly))
+	require.Error(t, err, "the resumed run fails closed")
+	assert.Equal(t, theirs, h.git("rev-parse", "main"))
+
+	res := h.abandon("a person took over")
+	assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
+	assert.Contains(t, res.Message, "left as they are")
+	assert.Equal(t, theirs, h.git("rev-parse", "main"), "the person's commit is untouched")
+	assert.Equal(t, "hello", h.git("show", snap.ScratchBranch+":greet.txt"), "the attempt's work is on its scratch branch")
+	var in events.GroundhogInterruptedData
+	require.Len(t, h.events(events.GroundhogInterrupted), 1)
+	require.NoError(t, h.events(events.GroundhogInterrupted)[0].Decode(&in))
+	assert.True(t, in.WorkspaceKept)
+	assert.Contains(t, in.Reason, "a person took over")
+	assert.Contains(t, in.Reason, "task branch moved")
+	assert.Empty(t, h.events(events.GroundhogRewound))
+	assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
+
+	out, err := h.run("R3", spec("fs.write"), replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+	require.NoError(t, err)
+	assert.Equal(t, events.GroundhogDone, out.State, out.Message)
+	assert.Equal(t, "Add bye.txt\nAdd greet.txt\na person's commit\ninitial", h.git("log", "--format=%s", "main"))
+	assert.True(t, h.verify().OK)
+}
+
+// TestAbandonWithNothingOpen: a task with no open attempt is left alone.
+func TestAbandonWithNothingOpen(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	res := h.abandon("nothing")
+	assert.Equal(t, groundhog.AbandonNothingOpen, res.Outcome)
+	assert.Contains(t, res.Message, "no open attempt")
+	assert.Empty(t, h.events(events.GroundhogInterrupted))
+	assert.Empty(t, h.events(events.GroundhogAttemptFailed))
+}
