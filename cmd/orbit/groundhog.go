@@ -21,7 +21,7 @@ const defaultGroundhogActivity = "groundhog_reference"
 
 func (a *app) groundhogCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "groundhog", Short: "Run a task's checkpoint plan, and audit what happened"}
-	cmd.AddCommand(a.groundhogRunCommand(), a.groundhogShowCommand(), a.groundhogVerifyCommand())
+	cmd.AddCommand(a.groundhogRunCommand(), a.groundhogShowCommand(), a.groundhogVerifyCommand(), a.groundhogAbandonCommand())
 	return cmd
 }
 
@@ -229,6 +229,9 @@ func (a *app) printChronicle(r *projector.GroundhogRun, full bool) {
 			}
 			if at.Rewind != nil {
 				a.printf("    rewound; work kept on %s at %s\n", at.Rewind.ScratchBranch, shortSHA(at.Rewind.ScratchSHA))
+			}
+			if ab := at.Abandon; ab != nil {
+				a.printf("    abandoned by %s: %s\n", ab.By, firstLine(ab.Reason))
 			}
 			if at.Commit != nil {
 				if at.Commit.NoChange {

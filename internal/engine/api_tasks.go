@@ -44,13 +44,15 @@ type TaskQuery struct {
 }
 
 func (e *Engine) taskEndpoints() map[string]events.Handler {
-	return map[string]events.Handler{
+	endpoints := map[string]events.Handler{
 		EndpointTaskCreate:      e.handle(e.apiTaskCreate),
 		EndpointTask:            e.handle(e.taskQuery(func(ctx context.Context, id string) (any, error) { return e.proj.Task(ctx, id) })),
 		EndpointTasks:           e.handle(e.taskQuery(func(ctx context.Context, _ string) (any, error) { return e.proj.Tasks(ctx) })),
 		EndpointGroundhogMemory: e.handle(e.taskQuery(func(ctx context.Context, id string) (any, error) { return e.proj.GroundhogMemory(ctx, id) })),
 		EndpointGroundhogAudit:  e.handle(e.taskQuery(func(ctx context.Context, id string) (any, error) { return e.proj.GroundhogRun(ctx, id) })),
 	}
+	endpoints[EndpointGroundhogAbandon] = e.handle(e.apiGroundhogAbandon)
+	return endpoints
 }
 
 func (e *Engine) taskQuery(get func(ctx context.Context, id string) (any, error)) events.Handler {

@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/groundhog"
+)
+
+// EndpointGroundhogAbandon closes a task's open attempt for good (see
+// groundhog.Abandon); it answers a groundhog.Abandonment.
+const EndpointGroundhogAbandon = "groundhog.abandon"
+
+// GroundhogAbandon asks the engine to abandon a task's open attempt.
+type GroundhogAbandon struct {
+	TaskID string `json:"task_id"`
+	Reason string `json:"reason,omitempty"`
+	// By names who asks, for the record.
+	By string `json:"by,omitempty"`
+}
+
+// abandonTTL bounds the workspace reservation an abandon takes: it is not
+// a run, so nothing else would make it stale if the engine died holding
+// it. An abandon's git work is bounded well below it.
+const abandonTTL = 5 * time.Minute
+
+// apiGroundhogAbandon abandons under the task's workspace reservation, as
+// a run holds it: refused (an AbandonRefused answer) while a run works
+// there.
+func (e *Engine) apiGroundhogAbandon(ctx context.Context, req json.RawMessage) (any, error) {
+	var q GroundhogAbandon
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(q.TaskID) == "" {
+		return nil, fmt.Errorf("%w: abandon needs a task id", events.ErrInvalidRequest)
+	}
+	owner := "abandon-" + events.NewID()
+	what := "groundhog abandon " + q.TaskID
+	return groundhog.Abandon(ctx, groundhog.AbandonConfig{
+		Log:    e.log,
+		TaskID: q.TaskID,
+		By:     q.By,
+		Reason: strings.TrimSpace(q.Reason),
+		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
+			return executor.ReserveWorkspace(ctx, e.log, owner, what, path, abandonTTL)
+		},
+		ReleaseWorkspace: func(ctx context.Context, path string) error {
+			return executor.ReleaseWorkspace(ctx, e.log, owner, path)
+		},
+		Logger: e.logger,
+	})
+}
