@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/gitops"
@@ -77,8 +78,9 @@ type Abandonment struct {
 //     reset;
 //   - otherwise the workspace is rewound to the attempt's snapshot, the
 //     work kept on its scratch branch, and the attempt is recorded as
-//     failed (source "abandoned", unless the agent's own failure was
-//     already recorded), rewound, and interrupted with who and why. An
+//     failed (source "abandoned", unless the agent's own failure — its
+//     verb, the verifier's or a synthetic report — was already recorded),
+//     rewound, and interrupted with who and why. An
 //     interrupted attempt spends none of the checkpoint's budget;
 //   - when the repository is not where the attempt left it (the task
 //     branch moved, HEAD is on another branch, the scratch branch is gone)
@@ -195,7 +197,7 @@ func (a *abandon) close(ctx context.Context) error {
 		note = fmt.Sprintf("the repository is not where the attempt left it (%v): the task branch and the workspace were left as they are (%s)", rewindErr, where)
 		reason += "; " + note
 	}
-	if open.failed == nil {
+	if !agentFailure(open.failed) {
 		what := "the previous attempt was " + who
 		if kept {
 			what += "; the repository was left as someone else left it"
@@ -223,10 +225,26 @@ func (a *abandon) close(ctx context.Context) error {
 		a.res.Outcome = AbandonKept
 		a.res.Message = fmt.Sprintf("task %s: day %d (%s) abandoned; %s", r.cfg.TaskID, s.Day, s.Checkpoint, note)
 	}
-	if sha != "" {
+	if sha != "" && !strings.Contains(a.res.Message, s.ScratchBranch+" at") {
 		a.res.Message += "; the attempt's work is on " + s.ScratchBranch + " at " + shortSHA(sha)
 	}
 	return a.activate(ctx, fmt.Sprintf("day %d (%s) %s", s.Day, s.Checkpoint, who))
+}
+
+// agentFailure reports whether a recorded failure is the agent's own
+// account of the attempt (its verb, the verifier, or no verdict at all),
+// which the next attempt learns from and an abandon keeps. A report a
+// runner recorded while recovering (interrupted, infrastructure) is
+// superseded by the abandon's.
+func agentFailure(f *events.GroundhogAttemptFailedData) bool {
+	if f == nil {
+		return false
+	}
+	switch f.Report.Source {
+	case "agent", "verifier", "synthetic":
+		return true
+	}
+	return false
 }
 
 // activate makes a running task active again, saying why.

@@ -107,7 +107,9 @@ func TestAbandonRewindsAnOpenAttempt(t *testing.T) {
 	var committed events.GroundhogCommittedData
 	require.NoError(t, h.events(events.GroundhogCommitted)[0].Decode(&committed))
 	assert.Equal(t, events.Attempt{Checkpoint: "greeting", Attempt: 2, Day: 2}, committed.Attempt)
-	mem, err := h.memory(h.ctx, h.task, 0)
+	last, err := h.log.LastSeq(h.ctx)
+	require.NoError(t, err)
+	mem, err := h.memory(h.ctx, h.task, last)
 	require.NoError(t, err)
 	assert.Len(t, mem.Checkpoints, 2)
 	assert.True(t, h.verify().OK)
@@ -194,6 +196,14 @@ func TestAbandonLeavesAMovedTaskBranchAsItIs(t *testing.T) {
 	assert.Contains(t, in.Reason, "task branch moved")
 	assert.Empty(t, h.events(events.GroundhogRewound))
 	assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
+	last, err := h.log.LastSeq(h.ctx)
+	require.NoError(t, err)
+	mem, err := h.memory(h.ctx, h.task, last)
+	require.NoError(t, err)
+	require.NotNil(t, mem.Active)
+	require.NotNil(t, mem.Active.LastFailure)
+	assert.Equal(t, "abandoned", mem.Active.LastFailure.Source, "the resumed run's report (interrupted, rewound) is superseded: nothing was rewound")
+	assert.Contains(t, mem.Active.LastFailure.WhatHappened, "a person took over")
 
 	out, err := h.run("R3", spec("fs.write"), replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
 	require.NoError(t, err)
@@ -211,4 +221,29 @@ func TestAbandonWithNothingOpen(t *testing.T) {
 	assert.Contains(t, res.Message, "no open attempt")
 	assert.Empty(t, h.events(events.GroundhogInterrupted))
 	assert.Empty(t, h.events(events.GroundhogAttemptFailed))
+}
+
+// TestAbandonKeepsTheAgentsOwnFailure: an attempt whose failure the agent
+// had reported (its run died before the rewind) is rewound and closed; the
+// agent's report stays the one the next attempt learns from.
+func TestAbandonKeepsTheAgentsOwnFailure(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	crashedAttempt(t, h, "editing")
+	_, err := h.log.Append(h.ctx, events.Event{Type: events.GroundhogAttemptFailed, TaskID: h.task, RunID: "R1", StepKey: "groundhog"},
+		events.GroundhogAttemptFailedData{Attempt: events.Attempt{Checkpoint: "greeting", Attempt: 1, Day: 1},
+			Report: events.FailureReport{Source: "agent", WhatHappened: "greet.txt needs a name I do not have"}})
+	require.NoError(t, err)
+
+	res := h.abandon("stuck")
+	assert.Equal(t, groundhog.AbandonRewound, res.Outcome, res.Message)
+	require.Len(t, h.events(events.GroundhogAttemptFailed), 1, "no second report")
+	last, err := h.log.LastSeq(h.ctx)
+	require.NoError(t, err)
+	mem, err := h.memory(h.ctx, h.task, last)
+	require.NoError(t, err)
+	require.NotNil(t, mem.Active)
+	assert.Equal(t, "agent", mem.Active.LastFailure.Source)
+	assert.Len(t, h.events(events.GroundhogInterrupted), 1)
+	assert.True(t, h.verify().OK)
 }
