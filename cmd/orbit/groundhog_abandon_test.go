@@ -91,3 +91,29 @@ func TestGroundhogAbandon(t *testing.T) {
 	assert.Equal(t, events.TaskDone, tv.Status)
 	assert.Equal(t, 0, p.Orbit("replay", "--verify").Code)
 }
+
+// TestGroundhogAbandonIsRefusedWhileARunWorks: abandon does not touch a
+// workspace a live run works in; it exits 1 naming the run. Once the run
+// is cancelled (which rewinds its attempt) there is nothing to abandon.
+func TestGroundhogAbandonIsRefusedWhileARunWorks(t *testing.T) {
+	t.Parallel()
+	mark := filepath.Join(t.TempDir(), "slept")
+	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
+	r := p.Orbit("groundhog", "run", task, "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the agent's command to start", func() bool { _, err := os.Stat(mark); return err == nil })
+
+	r = p.Orbit("groundhog", "abandon", task, "--reason", "too slow")
+	assert.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "held by run "+runID)
+	assert.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"), "the run's workspace was not touched")
+
+	r = p.Orbit("run", "cancel", runID)
+	require.Equal(t, 0, r.Code, r.String())
+	waitFor(t, "the run to end", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	r = p.Orbit("groundhog", "abandon", task)
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "nothing to abandon")
+	assert.Equal(t, 0, p.Orbit("groundhog", "verify", task).Code)
+}
