@@ -33,6 +33,9 @@ const (
 	AbandonRefused = "refused"
 )
 
+// sourceAbandoned is the source of the failure report an abandon records.
+const sourceAbandoned = "abandoned"
+
 // AbandonConfig is one abandon of a task's open attempt.
 type AbandonConfig struct {
 	Log    *events.Log
@@ -205,7 +208,7 @@ func (a *abandon) close(ctx context.Context) error {
 			what += "; its work was rewound and kept on " + s.ScratchBranch
 		}
 		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: s.Attempt,
-			Report: events.FailureReport{Source: "abandoned", WhatHappened: what}}); err != nil {
+			Report: events.FailureReport{Source: sourceAbandoned, WhatHappened: what}}); err != nil {
 			return err
 		}
 	}

@@ -247,3 +247,26 @@ func TestAbandonKeepsTheAgentsOwnFailure(t *testing.T) {
 	assert.Len(t, h.events(events.GroundhogInterrupted), 1)
 	assert.True(t, h.verify().OK)
 }
+
+// TestAnAbandonCutShortSpendsNoBudget: an abandon that stopped after
+// recording its report (the engine died) left the attempt open; the next
+// run closes it as interrupted, and with a budget of one still gets its
+// attempt.
+func TestAnAbandonCutShortSpendsNoBudget(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	crashedAttempt(t, h, "editing")
+	_, err := h.log.Append(h.ctx, events.Event{Type: events.GroundhogAttemptFailed, TaskID: h.task},
+		events.GroundhogAttemptFailedData{Attempt: events.Attempt{Checkpoint: "greeting", Attempt: 1, Day: 1},
+			Report: events.FailureReport{Source: "abandoned", WhatHappened: "the previous attempt was abandoned by cli:ann@box: stuck"}})
+	require.NoError(t, err)
+
+	s := spec("fs.write")
+	s.AttemptBudgetDefault = 1
+	out, err := h.run("R2", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+	require.NoError(t, err)
+	assert.Equal(t, events.GroundhogDone, out.State, out.Message)
+	assert.Empty(t, h.events(events.GroundhogAbandoned))
+	assert.Len(t, h.events(events.GroundhogInterrupted), 1)
+	assert.True(t, h.verify().OK)
+}

@@ -229,7 +229,9 @@ func (r *runner) recoverOpen(ctx context.Context) error {
 		c.SHA, c.NoChange = sha, noChange
 		return r.recordCommit(ctx, &c)
 	}
-	if open.failed != nil {
+	// An abandon that stopped after its report is finished as an
+	// interruption: it spends no budget.
+	if open.failed != nil && open.failed.Report.Source != sourceAbandoned {
 		return r.rewind(ctx, s.Attempt, snap, "attempt failed ("+open.failed.Report.Source+"): "+firstLine(open.failed.Report.WhatHappened))
 	}
 	// The next attempt learns that this one was cut short: its work, which
