@@ -204,9 +204,9 @@ type GroundhogAttemptFailedData struct {
 //
 // AbandonedBy, Reason and WorkspaceKept were added for abandons (events
 // recorded before have none of them, and decode unchanged): who abandoned
-// the attempt and why, and whether the task branch and workspace were left
-// as they were found (someone had committed on the task branch under the
-// attempt, so a rewind would have been refused) instead of rewound.
+// the attempt and why, and whether the task branch and workspace were not
+// reset (someone had committed on the task branch under the attempt, so a
+// rewind would have been refused) instead of rewound.
 type GroundhogInterruptedData struct {
 	Attempt
 	RunID         string `json:"run_id"`

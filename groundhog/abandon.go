@@ -20,10 +20,11 @@ const (
 	// AbandonRewound: the open attempt was rewound (its work kept on its
 	// scratch branch) and recorded as abandoned.
 	AbandonRewound = "rewound"
-	// AbandonKept: the open attempt was recorded as abandoned, and the task
-	// branch and the workspace were left as they were found, because the
-	// repository is no longer where the attempt left it (someone committed
-	// on the task branch, or switched branches).
+	// AbandonKept: the open attempt was recorded as abandoned and nothing
+	// was reset, because the repository is no longer where the attempt
+	// left it (someone committed on the task branch, or switched
+	// branches): the task branch keeps what was committed on it, and the
+	// workspace keeps its files.
 	AbandonKept = "kept"
 	// AbandonCommitted: the open attempt had been verified and its commit
 	// was already the task branch's head; the commit was recorded, nothing
@@ -87,8 +88,10 @@ type Abandonment struct {
 //     interrupted attempt spends none of the checkpoint's budget;
 //   - when the repository is not where the attempt left it (the task
 //     branch moved, HEAD is on another branch, the scratch branch is gone)
-//     git is left exactly as it is, and the records say so
-//     (workspace_kept).
+//     nothing is reset, and the records say so (workspace_kept). Rewind
+//     fails closed there: at most it has captured the attempt's work on
+//     the scratch branch and switched to the task branch as it is now,
+//     which loses nothing.
 //
 // A task that was running becomes active. When a rewind is refused for
 // another reason (tracked files a reset would lose), Abandon returns the
@@ -197,13 +200,13 @@ func (a *abandon) close(ctx context.Context) error {
 		if branch, err := r.repo.CurrentBranch(ctx); err == nil {
 			where = "the workspace is on " + branch
 		}
-		note = fmt.Sprintf("the repository is not where the attempt left it (%v): the task branch and the workspace were left as they are (%s)", rewindErr, where)
+		note = fmt.Sprintf("the repository is not where the attempt left it (%v): nothing was reset, %s", rewindErr, where)
 		reason += "; " + note
 	}
 	if !agentFailure(open.failed) {
 		what := "the previous attempt was " + who
 		if kept {
-			what += "; the repository was left as someone else left it"
+			what += "; nothing was reset: the task branch holds what someone committed on it"
 		} else {
 			what += "; its work was rewound and kept on " + s.ScratchBranch
 		}

@@ -133,8 +133,8 @@ type AttemptRecord struct {
 type AttemptAbandonRecord struct {
 	By     string `json:"by"`
 	Reason string `json:"reason"`
-	// WorkspaceKept: the task branch and workspace were left as they were
-	// found, not rewound.
+	// WorkspaceKept: the task branch and workspace were not reset (the
+	// repository was not where the attempt left it), not rewound.
 	WorkspaceKept bool      `json:"workspace_kept,omitempty"`
 	At            time.Time `json:"at"`
 }

@@ -33,8 +33,10 @@ on its scratch branch, and the attempt is recorded as abandoned by you, with
 the reason; it spends none of the checkpoint's budget, and a running task
 becomes active, so the next 'orbit groundhog run' starts a fresh attempt.
 When the repository is not where the attempt left it (the task branch
-moved, HEAD is on another branch) nothing in git is changed and the record
-says so. An attempt that was verified and whose commit already is the task
+moved, HEAD is on another branch) nothing is reset: the task branch keeps
+what was committed on it, the workspace its files (at most the attempt's
+work is saved on its scratch branch and the workspace switched to the task
+branch, as a failed run does), and the record says so. An attempt that was verified and whose commit already is the task
 branch's head is recorded as committed, never reset.
 
 Exit status: 0 abandoned, or nothing was open (said on stdout); 1 refused
