@@ -214,11 +214,15 @@ type Parallel struct {
 	Branches []Step `json:"branches"`
 }
 
-// FanOut runs Worker once per item, at most MaxWorkers at a time.
+// FanOut runs Worker once per item, at most MaxWorkers at a time. Exactly
+// one of Items and ItemList is set.
 type FanOut struct {
-	Items      string `json:"items"`       // a template rendered to an array
-	MaxWorkers int    `json:"max_workers"` // default 4
-	Worker     Step   `json:"worker"`
+	Items string `json:"items"` // a template rendered to a list
+	// ItemList is items written as a YAML list: its elements keep their JSON
+	// types, and its strings are templates rendered when the step starts.
+	ItemList   []any `json:"item_list,omitzero"`
+	MaxWorkers int   `json:"max_workers"` // default 4
+	Worker     Step  `json:"worker"`
 }
 
 // FanIn says how fan-out results are joined and collected.
@@ -227,10 +231,16 @@ type FanIn struct {
 	Collect string `json:"collect,omitempty"` // name the outputs are also collected under
 }
 
-// Loop runs Steps repeatedly, over Items or up to MaxIterations.
+// Loop runs Steps repeatedly, over its items (Items or ItemList, at most one
+// of them set, as in FanOut) or up to MaxIterations.
 type Loop struct {
 	Items         string `json:"items,omitempty"`
+	ItemList      []any  `json:"item_list,omitzero"`
 	MaxIterations int    `json:"max_iterations"`
 	BreakWhen     string `json:"break_when,omitempty"`
 	Steps         []Step `json:"steps"`
 }
+
+// OverItems reports whether the loop runs once per item rather than up to
+// MaxIterations times.
+func (l *Loop) OverItems() bool { return l.Items != "" || l.ItemList != nil }
