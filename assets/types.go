@@ -150,10 +150,20 @@ type Job struct {
 	Spec        JobSpec           `json:"spec"`
 }
 
+// Job states. The loader also accepts active, Orbit's former word, as
+// enabled; a loaded job holds one of these two.
+const (
+	JobEnabled  = "enabled"
+	JobDisabled = "disabled"
+)
+
 // JobSpec is the body of a Job.
 type JobSpec struct {
-	State            string       `json:"state,omitempty"` // active (default) | disabled
-	Kind             string       `json:"kind,omitempty"`  // workflow (default) | subroutine
+	// State is JobEnabled (the default) or JobDisabled: a disabled job is
+	// listed but refuses to run. Jobs stored before enabled was the word
+	// hold active, which means the same.
+	State            string       `json:"state,omitempty"`
+	Kind             string       `json:"kind,omitempty"` // workflow (default) | subroutine
 	DefaultInput     any          `json:"default_input,omitempty"`
 	MaxActiveRuns    int          `json:"max_active_runs,omitempty"` // default 1
 	RecoveryActivity *ActivityRef `json:"recovery_activity,omitempty"`
