@@ -97,7 +97,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 			}
 		}
 	}
-	provider, providerOK := d.provider(m, spec.Type)
+	provider, providerOK := d.provider(m)
 	spec.Provider = provider
 
 	if spec.Type == TypeGroundhog {
@@ -134,20 +134,21 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 	return written
 }
 
-// provider reads the provider of an agent spec, which is required.
-func (d *decoder) provider(m *mapping, typ string) (string, bool) {
+// defaultProvider is the provider of an agent spec that names none, as
+// upstream: Claude, over HTTP or, on the cli backend, its seeded executor.
+const defaultProvider = "claude"
+
+// provider reads the provider of an agent spec: defaultProvider when it is
+// absent, and never empty. The loaded spec always holds one, so a run is
+// pinned to the provider it was validated with.
+func (d *decoder) provider(m *mapping) (string, bool) {
 	n := m.get("provider")
 	if n == nil {
-		reason := "is required: one of " + strings.Join(httpProviders, ", ")
-		if typ == TypeAgentLoop {
-			reason += ", or on backend cli the name of an executor"
-		}
-		d.add(m.line("provider"), child(m.path, "provider"), reason)
-		return "", false
+		return defaultProvider, true
 	}
 	s, ok := d.scalarString(n, child(m.path, "provider"))
 	if ok && strings.TrimSpace(s) == "" {
-		d.addAt(n, child(m.path, "provider"), "must not be empty")
+		d.addAt(n, child(m.path, "provider"), "must not be empty (leave it out for "+defaultProvider+")")
 		return "", false
 	}
 	return s, ok

@@ -96,8 +96,9 @@ type ActivitySpec struct {
 	// holds http or cli: auto, as written, is resolved at load (DESIGN §6),
 	// so a run is pinned to the backend it was validated for.
 	Backend string `json:"backend,omitempty"`
-	// Provider is required. Over http it is one of claude, openai_compat,
-	// replay; over cli it names the Executor unless Executor does.
+	// Provider is claude when the YAML names none (the loaded spec always
+	// holds one). Over http it is one of claude, openai_compat, replay;
+	// over cli it names the Executor unless Executor does.
 	Provider string `json:"provider,omitempty"`
 	BaseURL  string `json:"base_url,omitempty"` // overrides the provider's base URL (http)
 	// Executor names the Executor used on the cli backend (agent_loop only);
