@@ -74,8 +74,9 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 	spec.Instruction = d.str(m, "instruction")
 	d.addSite(sites, m, "instruction", spec.Instruction)
 	spec.Tools = d.tools(m)
-	if n := m.get("allowed_programs"); n != nil {
-		path := child(m.path, "allowed_programs")
+	key := d.allowedProgramsKey(m)
+	if n := m.get(key); n != nil {
+		path := child(m.path, key)
 		if list, ok := d.stringList(n, path); ok {
 			spec.AllowedPrograms = list
 			if slices.Contains(list, "") {
@@ -132,6 +133,21 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 		d.attachExecutor(m, spec, o)
 	}
 	return written
+}
+
+// allowedProgramsKey returns the key an agent spec lists the programs of
+// shell.exec under: allowed_programs, or proc_allowed_programs, the
+// upstream system's name for it. Both at once is a problem: two lists
+// for one thing could only disagree.
+func (d *decoder) allowedProgramsKey(m *mapping) string {
+	if !m.has("proc_allowed_programs") {
+		return "allowed_programs"
+	}
+	if m.has("allowed_programs") {
+		d.add(m.line("proc_allowed_programs"), child(m.path, "proc_allowed_programs"),
+			"is the upstream name of allowed_programs: give one of the two, not both")
+	}
+	return "proc_allowed_programs"
 }
 
 // defaultProvider is the provider of an agent spec that names none, as

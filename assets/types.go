@@ -76,7 +76,8 @@ type ActivitySpec struct {
 	Args    []string `json:"args,omitempty"`
 	// AllowedPrograms are the programs a shell activity may run (required),
 	// or those an agent's shell.exec tool may run (optional; none when
-	// empty).
+	// empty), which an agent spec may also write as proc_allowed_programs,
+	// the upstream system's name.
 	AllowedPrograms   []string `json:"allowed_programs,omitempty"`
 	TimeoutSeconds    int      `json:"timeout_seconds,omitempty"`     // default 300
 	ExpectedExitCodes []int    `json:"expected_exit_codes,omitempty"` // default [0]
