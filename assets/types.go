@@ -232,6 +232,8 @@ type FanOut struct {
 	Items string `json:"items"` // a template rendered to a list
 	// ItemList is items written as a YAML list: its elements keep their JSON
 	// types, and its strings are templates rendered when the step starts.
+	// It is omitzero, not omitempty, so that an empty list (no items)
+	// survives the log's JSON round trip as a list, not as no list.
 	ItemList   []any `json:"item_list,omitzero"`
 	MaxWorkers int   `json:"max_workers"` // default 4
 	Worker     Step  `json:"worker"`
