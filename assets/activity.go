@@ -19,7 +19,7 @@ const (
 var (
 	activityTypes = []string{TypeShell, TypeDeterministic, TypeAgentLoop, TypeGroundhog}
 	sharedFields  = []string{"type", "description", "input_schema_json", "output_schema_json", "fsProfile"}
-	agentFields   = []string{"instruction", "tools", "allowed_programs", "on_denial", "model", "max_iterations", "max_tokens",
+	agentFields   = []string{"instruction", "tools", "allowed_programs", "proc_allowed_programs", "on_denial", "model", "max_iterations", "max_tokens",
 		"provider", "base_url", "wall_clock_timeout_seconds", "fixture"}
 
 	// typeFields are the fields each activity type has besides sharedFields.

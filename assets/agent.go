@@ -74,8 +74,9 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 	spec.Instruction = d.str(m, "instruction")
 	d.addSite(sites, m, "instruction", spec.Instruction)
 	spec.Tools = d.tools(m)
-	if n := m.get("allowed_programs"); n != nil {
-		path := child(m.path, "allowed_programs")
+	key := d.allowedProgramsKey(m)
+	if n := m.get(key); n != nil {
+		path := child(m.path, key)
 		if list, ok := d.stringList(n, path); ok {
 			spec.AllowedPrograms = list
 			if slices.Contains(list, "") {
@@ -97,7 +98,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 			}
 		}
 	}
-	provider, providerOK := d.provider(m, spec.Type)
+	provider, providerOK := d.provider(m)
 	spec.Provider = provider
 
 	if spec.Type == TypeGroundhog {
@@ -134,20 +135,36 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 	return written
 }
 
-// provider reads the provider of an agent spec, which is required.
-func (d *decoder) provider(m *mapping, typ string) (string, bool) {
+// allowedProgramsKey returns the key an agent spec lists the programs of
+// shell.exec under: allowed_programs, or proc_allowed_programs, the
+// upstream system's name for it. Both at once is a problem: two lists
+// for one thing could only disagree.
+func (d *decoder) allowedProgramsKey(m *mapping) string {
+	if !m.has("proc_allowed_programs") {
+		return "allowed_programs"
+	}
+	if m.has("allowed_programs") {
+		d.add(m.line("proc_allowed_programs"), child(m.path, "proc_allowed_programs"),
+			"is the upstream name of allowed_programs: give one of the two, not both")
+	}
+	return "proc_allowed_programs"
+}
+
+// defaultProvider is the provider of an agent spec that names none, as
+// upstream: Claude, over HTTP or, on the cli backend, its seeded executor.
+const defaultProvider = "claude"
+
+// provider reads the provider of an agent spec: defaultProvider when it is
+// absent, and never empty. The loaded spec always holds one, so a run is
+// pinned to the provider it was validated with.
+func (d *decoder) provider(m *mapping) (string, bool) {
 	n := m.get("provider")
 	if n == nil {
-		reason := "is required: one of " + strings.Join(httpProviders, ", ")
-		if typ == TypeAgentLoop {
-			reason += ", or on backend cli the name of an executor"
-		}
-		d.add(m.line("provider"), child(m.path, "provider"), reason)
-		return "", false
+		return defaultProvider, true
 	}
 	s, ok := d.scalarString(n, child(m.path, "provider"))
 	if ok && strings.TrimSpace(s) == "" {
-		d.addAt(n, child(m.path, "provider"), "must not be empty")
+		d.addAt(n, child(m.path, "provider"), "must not be empty (leave it out for "+defaultProvider+")")
 		return "", false
 	}
 	return s, ok

@@ -13,11 +13,15 @@ const maxConditionDepth = 64
 //	true | false | A == B | A != B, joined by && and || (&& binds tighter),
 //	with optional parentheses.
 //
-// Operands are text that may contain templates. An operand that is entirely
-// a quoted string ('x' or "x") is the text between the quotes, so it may hold
-// spaces and operator characters; templates inside it are still rendered.
-// Operands are rendered, trimmed and compared as strings. A lone operand is
-// true when it renders to true and false when it renders to false.
+// Operands are text that may contain templates. An operand is everything
+// between two operators, so literal text may hold spaces, = and :
+// ("{{ steps.r.output.final_message }} == reviewed: blocking=0"). An operand
+// that is entirely a quoted string ('x' or "x") is the text between the
+// quotes, so it may hold operator characters too; templates inside it are
+// still rendered. Operands are rendered, trimmed and compared as strings.
+// A lone operand must be true, false or a single template; the template is
+// true when it renders to true and false when it renders to false. Any
+// other lone operand (yes, !true, {{ n }} > 0) is refused by the parser.
 //
 // IMPORTANT: the expression is parsed before anything is substituted, and
 // {{ ... }} tokens are atomic, so a rendered value containing ==, &&, || or a
@@ -136,7 +140,11 @@ func (p *condParser) primary(depth int) (*cnode, string) {
 		a := p.operand()
 		k := p.peek()
 		if k != tokEq && k != tokNe {
-			return &cnode{op: opTruth, a: a, rawA: p.toks[p.pos-1].text}, ""
+			raw := p.toks[p.pos-1].text
+			if reason := loneOperand(raw, a); reason != "" {
+				return nil, reason
+			}
+			return &cnode{op: opTruth, a: a, rawA: raw}, ""
 		}
 		opText := p.toks[p.pos].text
 		p.pos++
@@ -156,6 +164,37 @@ func (p *condParser) primary(depth int) (*cnode, string) {
 		return nil, "unexpected end of condition"
 	}
 	return nil, fmt.Sprintf("unexpected %q", p.toks[p.pos].text)
+}
+
+// loneOperand returns why an operand that stands alone (not compared) can
+// never be a condition, or "" when it can: it must be the literal text true
+// or false, or a single template whose value is decided at run time. Text
+// around a template or any other literal would fail every run, so it is
+// refused when the condition is parsed, which is at load.
+func loneOperand(raw string, t *Template) string {
+	var lit strings.Builder
+	refs := 0
+	for _, pt := range t.parts {
+		if pt.ref != nil {
+			refs++
+			continue
+		}
+		lit.WriteString(pt.lit)
+	}
+	text := strings.TrimSpace(lit.String())
+	switch {
+	case refs == 0 && (text == "true" || text == "false"):
+		return ""
+	case refs == 1 && text == "":
+		return ""
+	case strings.Contains(text, "="):
+		return "a single = is not an operator; compare with == or !="
+	case strings.HasPrefix(raw, "!"):
+		return fmt.Sprintf("%q: ! is not an operator; compare with != or write the opposite condition", quoteStart(raw))
+	case refs > 0:
+		return fmt.Sprintf("%q stands alone with text around its template: alone, an operand must be true, false or one {{ ... }}; compare it with == or !=", quoteStart(raw))
+	}
+	return fmt.Sprintf("%q stands alone and is neither true nor false; compare it with == or !=", quoteStart(raw))
 }
 
 func (p *condParser) operand() *Template {

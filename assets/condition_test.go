@@ -42,6 +42,10 @@ func TestConditionEval(t *testing.T) {
 		{`"" == ''`, true},
 		{"'true'", true},
 		{"'x' != 'y' && z == 'z'", true},
+		// An operand is everything between operators: literal text may
+		// hold =, : and spaces.
+		{"x = y == x = y", true},
+		{"{{ input.count }} == 3 && k: v != k:v", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cond, func(t *testing.T) {
@@ -52,6 +56,27 @@ func TestConditionEval(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
+	}
+}
+
+// TestConditionOperandsHoldText compares a rendered value with literal text
+// that holds =, : and spaces, as a review loop's break_when does.
+func TestConditionOperandsHoldText(t *testing.T) {
+	t.Parallel()
+	c, err := assets.ParseCondition("{{ steps.reviewer.output.final_message }} == reviewed: blocking=0")
+	require.NoError(t, err)
+	for msg, want := range map[string]bool{
+		"reviewed: blocking=0":     true,
+		"  reviewed: blocking=0\n": true,
+		"reviewed: blocking=2":     false,
+		"reviewed":                 false,
+	} {
+		sc := &assets.Scope{Steps: map[string]assets.StepResult{
+			"reviewer": {State: "success", Output: map[string]any{"final_message": msg}},
+		}}
+		got, err := c.Eval(sc)
+		require.NoError(t, err, msg)
+		assert.Equal(t, want, got, msg)
 	}
 }
 
@@ -132,11 +157,11 @@ func TestParseConditionErrors(t *testing.T) {
 		{"a ==", `condition "a ==": expected an operand after ==`},
 		{"== a", `condition "== a": unexpected "=="`},
 		{"a == b == c", `condition "a == b == c": comparisons cannot be chained; join them with && or ||`},
-		{"a && ", `condition "a && ": unexpected end of condition`},
-		{"(a", `condition "(a": missing )`},
-		{"a)", `condition "a)": unexpected ")"`},
+		{"true && ", `condition "true && ": unexpected end of condition`},
+		{"(true", `condition "(true": missing )`},
+		{"true)", `condition "true)": unexpected ")"`},
 		{"()", `condition "()": unexpected ")"`},
-		{"(a) == b", `condition "(a) == b": a parenthesized expression cannot be compared with ==`},
+		{"(true) == b", `condition "(true) == b": a parenthesized expression cannot be compared with ==`},
 		{"a = b", `condition "a = b": a single = is not an operator; compare with == or !=`},
 		{"'abc == x", `condition "'abc == x": unterminated quoted string 'abc == x`},
 		{"'a' b == c", `condition "'a' b == c": unexpected text after quoted string 'a'`},
@@ -145,7 +170,19 @@ func TestParseConditionErrors(t *testing.T) {
 		{"{{ input.x == y }}", `condition "{{ input.x == y }}": {{ input.x == y }}: invalid path segment "x == y" (segments are names or array indexes)`},
 		{"{{ nope }} == 1", `condition "{{ nope }} == 1": {{ nope }}: unknown root "nope" (expected input, steps, env, item, iteration or workspace_path)`},
 		{"'{{ nope }}' == 1", `condition "'{{ nope }}' == 1": {{ nope }}: unknown root "nope" (expected input, steps, env, item, iteration or workspace_path)`},
-		{"a b", ""}, // an operand may contain spaces: this parses
+		{"a b == a b", ""}, // an operand may contain spaces: this parses
+		// A lone operand is true, false or one template: anything else
+		// would fail every run, so it fails the load.
+		{"yes", `condition "yes": "yes" stands alone and is neither true nor false; compare it with == or !=`},
+		{"'yes'", `condition "'yes'": "'yes'" stands alone and is neither true nor false; compare it with == or !=`},
+		{"a b", `condition "a b": "a b" stands alone and is neither true nor false; compare it with == or !=`},
+		{"!true", `condition "!true": "!true": ! is not an operator; compare with != or write the opposite condition`},
+		{"!{{ input.ok }}", `condition "!{{ input.ok }}": "!{{ input.ok }}": ! is not an operator; compare with != or write the opposite condition`},
+		{"{{ input.n }} > 0", `condition "{{ input.n }} > 0": "{{ input.n }} > 0" stands alone with text around its template: alone, an operand must be true, false or one {{ ... }}; compare it with == or !=`},
+		{"true && {{ input.a }}{{ input.b }}", `condition "true && {{ input.a }}{{ input.b }}": "{{ input.a }}{{ input.b }}" stands alone with text around its template: alone, an operand must be true, false or one {{ ... }}; compare it with == or !=`},
+		{"({{ input.x }} = 1)", `condition "({{ input.x }} = 1)": a single = is not an operator; compare with == or !=`},
+		{"true || no", `condition "true || no": "no" stands alone and is neither true nor false; compare it with == or !=`},
+		{"{{ input.ok }} && ' {{ input.ok }} ' || {{ \"true\" }}", ""},
 	}
 	for _, tt := range tests {
 		_, err := assets.ParseCondition(tt.cond)

@@ -105,7 +105,7 @@ func quotedOperand(s string, i int) (token, int, string) {
 }
 
 // plainOperand reads an unquoted operand: text up to the next operator or
-// parenthesis outside {{ }}, trimmed.
+// parenthesis outside {{ }}, trimmed. A single = or a : is part of the text.
 func plainOperand(s string, i int) (token, int, string) {
 	j := i
 	for j < len(s) {
@@ -119,9 +119,6 @@ func plainOperand(s string, i int) (token, int, string) {
 		}
 		if _, text := operatorAt(s, j); text != "" {
 			break
-		}
-		if s[j] == '=' {
-			return token{}, 0, "a single = is not an operator; compare with == or !="
 		}
 		j++
 	}

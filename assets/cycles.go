@@ -33,7 +33,7 @@ func alwaysInvoked(steps []Step, path string) []invokeEdge {
 		switch {
 		case st.Parallel != nil:
 			out = append(out, alwaysInvoked(st.Parallel.Branches, p+".parallel.branches")...)
-		case st.Loop != nil && st.Loop.Items == "":
+		case st.Loop != nil && !st.Loop.OverItems():
 			out = append(out, alwaysInvoked(st.Loop.Steps, p+".loop.steps")...)
 		case st.Activity != nil && st.Activity.Type == TypeDeterministic && st.Activity.Action == ActionJobInvoke:
 			name, _ := st.Activity.Config["job"].(string)

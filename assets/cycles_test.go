@@ -40,7 +40,7 @@ func TestCatalogLoadsRecursionThatCanEnd(t *testing.T) {
 	// Guarded by when, in a fan_out (no items, no run), in a loop over
 	// items, through a templated name, or into a job that does not recurse.
 	writeFile(t, root, ".orbit/jobs/guarded.yaml", invokeJob("guarded",
-		"    - {id: again, when: \"{{ input.n }} > 0\", spec: {type: deterministic, action: job.invoke, config: {job: guarded}}}\n"))
+		"    - {id: again, when: \"{{ input.n }} != 0\", spec: {type: deterministic, action: job.invoke, config: {job: guarded}}}\n"))
 	writeFile(t, root, ".orbit/jobs/tree.yaml", invokeJob("tree",
 		"    - id: kids\n      fan_out:\n        items: \"{{ input.children }}\"\n        worker:\n"+
 			"          {id: kid, spec: {type: deterministic, action: job.invoke, config: {job: tree}}}\n"+

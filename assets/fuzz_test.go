@@ -218,8 +218,10 @@ func FuzzTemplate(f *testing.F) {
 }
 
 // FuzzCondition checks that ParseCondition never panics, that every
-// rejection says something, and that an accepted condition means the same
-// in parentheses: same references, same value or failure.
+// rejection says something, that a template-free condition that loads never
+// fails at run time (the loader refuses what would), and that an accepted
+// condition means the same in parentheses: same references, same value or
+// failure.
 func FuzzCondition(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := assets.ParseCondition(s)
@@ -236,6 +238,9 @@ func FuzzCondition(f *testing.F) {
 		v, err := c.Eval(scope())
 		if err != nil && err.Error() == "" {
 			t.Fatal("empty eval error")
+		}
+		if len(refs) == 0 && err != nil {
+			t.Fatalf("%q has no template and loads, but fails at run time: %v", s, err)
 		}
 		wrapped, werr := assets.ParseCondition("(" + s + ")")
 		if werr != nil {

@@ -44,6 +44,10 @@ func newJobLoader(d *decoder, resolve func(string) (*Activity, error), o *loadOp
 	return &jobLoader{d: d, resolve: resolve, opts: o, byID: map[string]*stepNode{}, defPath: map[string]string{}}
 }
 
+// jobActive is accepted for state as JobEnabled: the upstream system's word
+// is enabled, and Orbit's own files said active.
+const jobActive = "active"
+
 func (l *jobLoader) jobSpec(n *yaml.Node, path string) JobSpec {
 	d := l.d
 	m := d.mapping(n, path)
@@ -52,10 +56,13 @@ func (l *jobLoader) jobSpec(n *yaml.Node, path string) JobSpec {
 	}
 	d.checkKeys(m, jobKeys, nil)
 	spec := JobSpec{
-		State:            d.oneOf(m, "state", "active", "disabled"),
+		State:            d.oneOf(m, "state", JobEnabled, JobDisabled, jobActive),
 		Kind:             d.oneOf(m, "kind", "workflow", "subroutine"),
 		MaxActiveRuns:    d.intAtLeast(m, "max_active_runs", 1, defaultMaxActiveRuns),
 		RecoveryActivity: l.activityRef(m, "recovery_activity"),
+	}
+	if spec.State == jobActive {
+		spec.State = JobEnabled
 	}
 	if n := m.get("default_input"); n != nil {
 		spec.DefaultInput, _ = d.value(n, child(path, "default_input"), nil)

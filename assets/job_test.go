@@ -44,7 +44,7 @@ func TestParseJobDefaults(t *testing.T) {
 	assert.Equal(t, "j", j.Name)
 	assert.Equal(t, "j.yaml", j.Source)
 	assert.Equal(t, assets.LayerFile, j.Layer)
-	assert.Equal(t, "active", j.Spec.State)
+	assert.Equal(t, "enabled", j.Spec.State)
 	assert.Equal(t, "workflow", j.Spec.Kind)
 	assert.Equal(t, 1, j.Spec.MaxActiveRuns)
 	assert.Nil(t, j.Spec.DefaultInput)
@@ -388,7 +388,7 @@ func TestParseJobProblems(t *testing.T) {
 		{"steps not a list", "spec: {steps: {id: a}}\n", `j.yaml:4: spec.steps: must be a list of steps, not a mapping`},
 		{"step not a mapping", "spec: {steps: [a]}\n", `j.yaml:4: spec.steps[0]: must be a mapping, not "a"`},
 		{"job fields", "spec:\n  state: paused\n  kind: batch\n  max_active_runs: 0\n  recovery_activity: 'bad name'\n  steps: [{id: a, spec: " + echo + "}]\n",
-			"j.yaml:5: spec.state: \"paused\" is not one of active, disabled\n" +
+			"j.yaml:5: spec.state: \"paused\" is not one of enabled, disabled, active\n" +
 				"j.yaml:6: spec.kind: \"batch\" is not one of workflow, subroutine\n" +
 				"j.yaml:7: spec.max_active_runs: must be ≥ 1\n" +
 				"j.yaml:8: spec.recovery_activity: \"bad name\" is not an activity name"},
@@ -421,5 +421,20 @@ func TestParseJobProblems(t *testing.T) {
 			require.ErrorIs(t, err, assets.ErrInvalid)
 			assert.EqualError(t, err, tt.want)
 		})
+	}
+}
+
+// TestJobState: state is enabled by default, enabled or disabled as the
+// upstream system writes it, and active (Orbit's former word) is enabled.
+func TestJobState(t *testing.T) {
+	t.Parallel()
+	for written, want := range map[string]string{"": "enabled", "enabled": "enabled", "active": "enabled", "disabled": "disabled"} {
+		spec := "  steps: [{id: a, spec: " + echo + "}]\n"
+		if written != "" {
+			spec = "  state: " + written + "\n" + spec
+		}
+		j, err := assets.ParseJob("j.yaml", []byte("schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n"+spec), nil)
+		require.NoError(t, err, written)
+		assert.Equal(t, want, j.Spec.State, written)
 	}
 }

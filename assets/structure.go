@@ -1,6 +1,11 @@
 package assets
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
 
 // Join modes.
 const (
@@ -74,9 +79,10 @@ func (l *jobLoader) fanOut(m *mapping, out *Step, sn *stepNode) {
 	if fm != nil {
 		d.checkKeys(fm, []string{"items", "max_workers", "worker"}, nil)
 		fo := &FanOut{MaxWorkers: d.intAtLeast(fm, "max_workers", 1, defaultMaxWorkers)}
-		if items, ok := d.requiredStr(fm, "items"); ok {
-			fo.Items = items
-			sn.sites = append(sn.sites, site{path: child(fm.path, "items"), line: fm.line("items"), text: items})
+		if fm.has("items") {
+			fo.Items, fo.ItemList = d.items(fm, sn)
+		} else {
+			d.add(fm.line("items"), child(fm.path, "items"), "is required")
 		}
 		if wn := fm.get("worker"); wn == nil {
 			d.add(fm.line("worker"), child(fm.path, "worker"), "is required")
@@ -118,10 +124,10 @@ func (l *jobLoader) loop(m *mapping, out *Step, sn *stepNode) {
 		return
 	}
 	d.checkKeys(lm, []string{"items", "max_iterations", "break_when", "steps"}, nil)
-	lp := &Loop{Items: d.str(lm, "items"), BreakWhen: d.str(lm, "break_when")}
-	if lp.Items != "" {
+	lp := &Loop{BreakWhen: d.str(lm, "break_when")}
+	if lm.has("items") {
+		lp.Items, lp.ItemList = d.items(lm, sn)
 		sn.loopItems = true
-		sn.sites = append(sn.sites, site{path: child(lm.path, "items"), line: lm.line("items"), text: lp.Items})
 	}
 	if lp.BreakWhen != "" {
 		sn.after = append(sn.after, site{path: child(lm.path, "break_when"), line: lm.line("break_when"), text: lp.BreakWhen, cond: true})
@@ -133,4 +139,44 @@ func (l *jobLoader) loop(m *mapping, out *Step, sn *stepNode) {
 	}
 	lp.Steps, sn.children = l.steps(lm, "steps", sn, listSeq)
 	out.Loop = lp
+}
+
+// items reads the items of a fan_out or a loop (m holds them; the caller
+// has checked that they are there): a YAML list, whose elements keep their
+// JSON types and whose strings are templates, or a string, a template that
+// renders to a list. Their templates become sites of sn. A mapping, number
+// or bool is refused: it is not a list, and would run as one item.
+func (d *decoder) items(m *mapping, sn *stepNode) (string, []any) {
+	n := m.get("items")
+	path := child(m.path, "items")
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		v, _ := d.value(n, path, &sn.sites)
+		if list, ok := v.([]any); ok {
+			return "", list
+		}
+		return "", nil
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		if strings.TrimSpace(n.Value) == "" {
+			d.addAt(n, path, "must not be empty")
+			return "", nil
+		}
+		sn.sites = append(sn.sites, site{path: path, line: n.Line, text: n.Value})
+		return n.Value, nil
+	}
+	d.addAt(n, path, "must be a list, or a string that renders to one, not "+valueKind(n))
+	return "", nil
+}
+
+// valueKind names the kind of a value that is not a list or a string.
+func valueKind(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.MappingNode:
+		return "a mapping"
+	case n.ShortTag() == "!!int" || n.ShortTag() == "!!float":
+		return "a number (" + quoteValue(n.Value) + ")"
+	case n.ShortTag() == "!!bool":
+		return "a bool (" + quoteValue(n.Value) + ")"
+	}
+	return kindName(n)
 }

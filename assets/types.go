@@ -76,7 +76,8 @@ type ActivitySpec struct {
 	Args    []string `json:"args,omitempty"`
 	// AllowedPrograms are the programs a shell activity may run (required),
 	// or those an agent's shell.exec tool may run (optional; none when
-	// empty).
+	// empty), which an agent spec may also write as proc_allowed_programs,
+	// the upstream system's name.
 	AllowedPrograms   []string `json:"allowed_programs,omitempty"`
 	TimeoutSeconds    int      `json:"timeout_seconds,omitempty"`     // default 300
 	ExpectedExitCodes []int    `json:"expected_exit_codes,omitempty"` // default [0]
@@ -96,8 +97,9 @@ type ActivitySpec struct {
 	// holds http or cli: auto, as written, is resolved at load (DESIGN §6),
 	// so a run is pinned to the backend it was validated for.
 	Backend string `json:"backend,omitempty"`
-	// Provider is required. Over http it is one of claude, openai_compat,
-	// replay; over cli it names the Executor unless Executor does.
+	// Provider is claude when the YAML names none (the loaded spec always
+	// holds one). Over http it is one of claude, openai_compat, replay;
+	// over cli it names the Executor unless Executor does.
 	Provider string `json:"provider,omitempty"`
 	BaseURL  string `json:"base_url,omitempty"` // overrides the provider's base URL (http)
 	// Executor names the Executor used on the cli backend (agent_loop only);
@@ -150,10 +152,20 @@ type Job struct {
 	Spec        JobSpec           `json:"spec"`
 }
 
+// Job states. The loader also accepts active, Orbit's former word, as
+// enabled; a loaded job holds one of these two.
+const (
+	JobEnabled  = "enabled"
+	JobDisabled = "disabled"
+)
+
 // JobSpec is the body of a Job.
 type JobSpec struct {
-	State            string       `json:"state,omitempty"` // active (default) | disabled
-	Kind             string       `json:"kind,omitempty"`  // workflow (default) | subroutine
+	// State is JobEnabled (the default) or JobDisabled: a disabled job is
+	// listed but refuses to run. Jobs stored before enabled was the word
+	// hold active, which means the same.
+	State            string       `json:"state,omitempty"`
+	Kind             string       `json:"kind,omitempty"` // workflow (default) | subroutine
 	DefaultInput     any          `json:"default_input,omitempty"`
 	MaxActiveRuns    int          `json:"max_active_runs,omitempty"` // default 1
 	RecoveryActivity *ActivityRef `json:"recovery_activity,omitempty"`
@@ -214,11 +226,17 @@ type Parallel struct {
 	Branches []Step `json:"branches"`
 }
 
-// FanOut runs Worker once per item, at most MaxWorkers at a time.
+// FanOut runs Worker once per item, at most MaxWorkers at a time. Exactly
+// one of Items and ItemList is set.
 type FanOut struct {
-	Items      string `json:"items"`       // a template rendered to an array
-	MaxWorkers int    `json:"max_workers"` // default 4
-	Worker     Step   `json:"worker"`
+	Items string `json:"items"` // a template rendered to a list
+	// ItemList is items written as a YAML list: its elements keep their JSON
+	// types, and its strings are templates rendered when the step starts.
+	// It is omitzero, not omitempty, so that an empty list (no items)
+	// survives the log's JSON round trip as a list, not as no list.
+	ItemList   []any `json:"item_list,omitzero"`
+	MaxWorkers int   `json:"max_workers"` // default 4
+	Worker     Step  `json:"worker"`
 }
 
 // FanIn says how fan-out results are joined and collected.
@@ -227,10 +245,16 @@ type FanIn struct {
 	Collect string `json:"collect,omitempty"` // name the outputs are also collected under
 }
 
-// Loop runs Steps repeatedly, over Items or up to MaxIterations.
+// Loop runs Steps repeatedly, over its items (Items or ItemList, at most one
+// of them set, as in FanOut) or up to MaxIterations.
 type Loop struct {
 	Items         string `json:"items,omitempty"`
+	ItemList      []any  `json:"item_list,omitzero"`
 	MaxIterations int    `json:"max_iterations"`
 	BreakWhen     string `json:"break_when,omitempty"`
 	Steps         []Step `json:"steps"`
 }
+
+// OverItems reports whether the loop runs once per item rather than up to
+// MaxIterations times.
+func (l *Loop) OverItems() bool { return l.Items != "" || l.ItemList != nil }

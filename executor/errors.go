@@ -17,6 +17,10 @@ var (
 	// ErrJobDisabled is returned when a disabled job is submitted.
 	ErrJobDisabled = errors.New("job is disabled")
 
+	// ErrNotAList is matched by the failure of a fan_out or loop whose items
+	// render to a mapping, number or bool: a value that is not a list.
+	ErrNotAList = errors.New("not a list")
+
 	// ErrLeaseHeld is returned when another live engine owns a run (or
 	// another live worker a step attempt).
 	ErrLeaseHeld = errors.New("run is owned by another engine")

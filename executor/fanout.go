@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +20,7 @@ import (
 // decides whether the step succeeded.
 func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	fo := st.FanOut
-	items, err := x.renderItems(sc, fo.Items)
+	items, err := x.renderItems(sc, fo.Items, fo.ItemList)
 	if err != nil {
 		failed := &events.ErrorInfo{Kind: events.KindValidation, Message: "fan_out.items: " + err.Error(), StepKey: key}
 		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, failed)
@@ -89,10 +90,18 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 	return res, failed
 }
 
-// renderItems renders an items template to a list: a JSON array as is,
-// anything else as a comma- or space-separated list of strings.
-func (x *interpreter) renderItems(sc *scope, text string) ([]any, error) {
-	v, err := assets.RenderValue(text, sc.templates(sc.input, x.env))
+// renderItems renders the items of a fan_out or loop to a list. A list
+// written in YAML is rendered element by element (its strings are
+// templates). A template renders to a JSON array as is, to a string that
+// holds a JSON array as that array, and to any other string as a comma- or
+// space-separated list of strings; to nothing as no items. A mapping, number
+// or bool is not a list: that is an error, never one item.
+func (x *interpreter) renderItems(sc *scope, text string, list []any) ([]any, error) {
+	src := any(text)
+	if list != nil {
+		src = list
+	}
+	v, err := assets.RenderValue(src, sc.templates(sc.input, x.env))
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +120,8 @@ func (x *interpreter) renderItems(sc *scope, text string) ([]any, error) {
 		return items, nil
 	case nil:
 		return []any{}, nil
+	case map[string]any:
+		return nil, fmt.Errorf("%s rendered a mapping: %w", text, ErrNotAList)
 	}
-	return []any{v}, nil
+	return nil, fmt.Errorf("%s rendered %v: %w", text, v, ErrNotAList)
 }

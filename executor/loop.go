@@ -20,9 +20,9 @@ import (
 func (x *interpreter) loop(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	lp := st.Loop
 	var items []any
-	if lp.Items != "" {
+	if lp.OverItems() {
 		var err error
-		if items, err = x.renderItems(sc, lp.Items); err != nil {
+		if items, err = x.renderItems(sc, lp.Items, lp.ItemList); err != nil {
 			failed := &events.ErrorInfo{Kind: events.KindValidation, Message: "loop.items: " + err.Error(), StepKey: key}
 			return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, failed)
 		}

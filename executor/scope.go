@@ -172,7 +172,7 @@ func renderText(s string, sc *assets.Scope) (string, error) {
 // exist. Loading (package assets) has already checked the grammar; errors
 // name the job's file and the YAML path of the step.
 func ValidateJob(job *assets.Job) error {
-	if job.Spec.State == "disabled" {
+	if job.Spec.State == assets.JobDisabled {
 		return fmt.Errorf("%w: %s (%s)", ErrJobDisabled, job.Name, job.Source)
 	}
 	if rec := job.Spec.RecoveryActivity; rec != nil {

@@ -31,7 +31,7 @@ func (o *runOptions) register(cmd *cobra.Command) {
 }
 
 func (a *app) jobCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "job", Short: "Run and list jobs"}
+	cmd := &cobra.Command{Use: "job", Short: "Run, list and show jobs"}
 	var opts runOptions
 	run := &cobra.Command{
 		Use:   "run <name|file.yaml>",
@@ -48,56 +48,15 @@ Exit status: 0 the run succeeded, 1 it did not, 2 the job or input is invalid,
 		},
 	}
 	opts.register(run)
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the jobs of the catalogs, with the layer each comes from",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.listAssets(func(c *assets.Catalog) []assets.Entry { return c.Jobs() })
-		},
-	}
-	cmd.AddCommand(run, list)
+	cmd.AddCommand(run)
+	cmd.AddCommand(a.catalogCommands(jobAssets)...)
 	return cmd
 }
 
 func (a *app) activityCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "activity", Short: "List activities"}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "list",
-		Short: "List the activities of the catalogs, with the layer each comes from",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.listAssets(func(c *assets.Catalog) []assets.Entry { return c.Activities() })
-		},
-	})
+	cmd := &cobra.Command{Use: "activity", Short: "List and show activities"}
+	cmd.AddCommand(a.catalogCommands(activityAssets)...)
 	return cmd
-}
-
-func (a *app) listAssets(entries func(*assets.Catalog) []assets.Entry) error {
-	root, err := a.root()
-	if err != nil {
-		return err
-	}
-	cat, err := a.catalog(root)
-	if err != nil {
-		return err
-	}
-	list := entries(cat)
-	for _, p := range cat.Problems() {
-		a.errorf("orbit: warning: left out of the catalog: %s\n", p)
-	}
-	if a.json {
-		return a.printJSON(list)
-	}
-	t := newTable(a.stdout, "NAME", "KIND", "LAYER", "SOURCE", "DESCRIPTION")
-	for _, e := range list {
-		source := e.Source
-		if len(e.Shadows) > 0 {
-			source += " (shadows " + strings.Join(e.Shadows, ", ") + ")"
-		}
-		t.row(e.Name, e.Kind, string(e.Layer), source, firstLine(e.Description))
-	}
-	return t.flush()
 }
 
 // warnCatalog says, in one line, that files of the catalog were left out:
