@@ -143,6 +143,9 @@ func TestDamagedViewsFilesAreSetAsideAndRebuilt(t *testing.T) {
 		{name: "a metrics record that is not JSON", kept: true, problem: `view metrics: bucket metrics: key \"model/claude-sonnet-4-5\"`, damage: func(t *testing.T, path string) {
 			testkit.PutBolt(t, path, "metrics", "model/claude-sonnet-4-5", []byte("12"))
 		}},
+		{name: "a log record that does not parse", kept: true, problem: `log stream_created is \"yesterday\"`, damage: func(t *testing.T, path string) {
+			testkit.PutBolt(t, path, "log", "stream_created", []byte("yesterday"))
+		}},
 		{name: "not a bbolt file", kept: true, problem: "bbolt cannot open it", damage: func(t *testing.T, path string) {
 			require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("%065536d", 7)), 0o600))
 		}},
