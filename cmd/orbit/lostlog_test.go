@@ -87,6 +87,9 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 			require.Equal(t, 0, r.Code, r.String())
 		}
 		assert.Len(t, lostLogHistory(t, p), 3)
+		r = p.Orbit("init", "--new-log")
+		assert.Equal(t, 3, r.Code, r.String())
+		assert.Contains(t, r.Stderr, "is in use; stop the engine", "the views of a running engine stay")
 		p.StopEngine()
 		require.NoError(t, os.RemoveAll(store))
 		require.NoError(t, os.CopyFS(store, os.DirFS(backup)))
