@@ -100,8 +100,7 @@ func (e *Engine) watchLog(ctx context.Context, stop context.CancelCauseFunc) {
 			return
 		case <-tick.C:
 			if err := e.logLost(ctx); err != nil {
-				e.logger.Error("the event log was lost; stopping", "err", err)
-				stop(err)
+				stop(err) // Run returns it: orbit serve prints it and exits 3
 				return
 			}
 		}
