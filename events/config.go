@@ -42,6 +42,11 @@ type Config struct {
 	Replicas int
 	// DuplicateWindow is the streams' deduplication window (default 2m).
 	DuplicateWindow time.Duration
+	// RequireLog makes Open fail with ErrLogMissing, instead of creating
+	// it, when the events stream does not exist: an engine sets it when
+	// its views were folded from that stream, so that a deleted log is an
+	// error rather than a fresh start.
+	RequireLog bool
 	// Name identifies the connection in server monitoring.
 	Name string
 	// MinFreeBytes is the free space an embedded store's disk keeps in

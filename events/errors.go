@@ -30,6 +30,12 @@ var (
 	// resource that does not exist.
 	ErrNotFound = errors.New("not found")
 
+	// ErrLogMissing is returned when the events stream does not exist
+	// where it must: by Open with Config.RequireLog, and by Created when
+	// the stream was deleted. The log was lost; it is never made anew
+	// silently (DESIGN §2).
+	ErrLogMissing = errors.New("the event log is missing")
+
 	// ErrConflict is returned by key-value writes whose expected revision no
 	// longer matches, and by creates of a key that already exists.
 	ErrConflict = errors.New("revision conflict")

@@ -15,6 +15,11 @@ func (l *Log) provision(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	replicas := l.cfg.Replicas
+	if l.cfg.RequireLog {
+		if err := l.requireEvents(ctx); err != nil {
+			return err
+		}
+	}
 	var err error
 	l.events, err = l.ensureStream(ctx, jetstream.StreamConfig{
 		Name:        EventsStream,

@@ -2,6 +2,7 @@ package projector_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
@@ -33,13 +35,19 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func TestViewsTheLogNoLongerSupportsAreRebuilt(t *testing.T) {
+// Views the log no longer supports are refused, not rebuilt (DESIGN §2):
+// Run and CheckLog fail with a *MismatchError that says what the log is and
+// what the views expect, and leave the views as they are. Setting the views
+// aside (what `orbit init --new-log` does) accepts the log: the next
+// projector rebuilds from it.
+func TestViewsTheLogNoLongerSupportsAreRefused(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		// events of the new log; the old one holds 21.
+		// appendNew appends to the new log; the old one holds
+		// history_release.jsonl.
 		appendNew func(e *env, l *events.Log) uint64
-		reason    string
+		found     string
 	}{
 		{
 			name: "the log ends before the applied sequence",
@@ -50,54 +58,73 @@ func TestViewsTheLogNoLongerSupportsAreRebuilt(t *testing.T) {
 				}
 				return last
 			},
-			reason: "the log ends at 3",
+			found: "a log that ends at sequence 3",
 		},
 		{
 			name: "another event at the applied sequence",
 			appendNew: func(e *env, l *events.Log) uint64 {
 				var last uint64
-				for i := 0; i < 25; i++ {
+				for i := 0; i < 60; i++ {
 					last = appendTo(e.t, e.ctx, l, &e.at, events.Event{Type: events.RunRequested, RunID: runID(10 + i)}, events.RunRequestedData{JobName: "new"})
 				}
 				return last
 			},
-			reason: "where the views applied",
+			found: "where the views applied",
+		},
+		{
+			// The same events, ids included, in a stream made anew: only
+			// the stream's creation time tells it from the old one.
+			name: "another stream of the same name",
+			appendNew: func(e *env, l *events.Log) uint64 {
+				return appendHistory(e.t, &env{t: e.t, ctx: e.ctx, log: l}, "testdata/history_release.jsonl")
+			},
+			found: "another stream of the same name",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			old := e.history(runID(1), runID(2))
-			p := e.open(projector.Config{})
-			stop := e.start(p)
-			require.NoError(t, p.WaitFor(e.ctx, old))
-			require.NoError(t, stop())
-			require.NoError(t, p.Close())
+			old := appendHistory(t, e, "testdata/history_release.jsonl")
+			e.buildViews(old)
+			before := testkit.DumpBolt(t, e.path)
 
 			// The same views file, pointed at a different log.
 			fresh := testkit.StartLog(t, events.Config{})
 			last := tt.appendNew(e, fresh)
 			var logs lockedBuffer
-			p = e.open(projector.Config{Source: fresh, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			assert.Zero(t, p.Applied(), "views are not trusted before the anchor check")
-			stop = e.start(p)
+			p := e.open(projector.Config{Source: fresh, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			rec, err := p.Recorded()
+			require.NoError(t, err)
+			assert.Equal(t, old, rec.LastSeq)
+			assert.Equal(t, uint64(1), rec.FirstSeq)
+			assert.False(t, rec.Created.IsZero())
+
+			err = p.CheckLog(e.ctx)
+			var mismatch *projector.MismatchError
+			require.ErrorAs(t, err, &mismatch)
+			assert.ErrorIs(t, err, projector.ErrLogMismatch)
+			assert.Contains(t, mismatch.Found, tt.found)
+			assert.Equal(t, rec, mismatch.Expected)
+			assert.Contains(t, err.Error(), fmt.Sprintf("through %d (%s)", rec.LastSeq, rec.LastID))
+			err = p.Run(e.ctx)
+			assert.ErrorIs(t, err, projector.ErrLogMismatch, "Run refuses the log too")
+			assert.Zero(t, p.Applied(), "views are not trusted")
+			require.NoError(t, p.Close())
+			assert.NotContains(t, logs.String(), "rebuilding")
+			assert.Equal(t, before, testkit.DumpBolt(t, e.path), "the views are left as they were")
+
+			aside, err := projector.SetAsideLost(e.path, time.Second)
+			require.NoError(t, err)
+			assert.Regexp(t, `views\.db\.lost-\d+$`, aside)
+			assert.Equal(t, before, testkit.DumpBolt(t, aside))
+			p = e.open(projector.Config{Source: fresh})
+			e.start(p)
 			require.NoError(t, p.WaitFor(e.ctx, last))
 			assert.Equal(t, last, p.Applied())
-
-			_, err := p.RunView(e.ctx, runID(1))
-			assert.ErrorIs(t, err, projector.ErrNotFound, "the old log's runs are gone")
-			v, err := p.RunView(e.ctx, runID(10))
-			require.NoError(t, err)
-			assert.Equal(t, "new", v.Job)
-			require.NoError(t, stop())
-			assert.Contains(t, logs.String(), "rebuilding the views from the log")
-			assert.Contains(t, logs.String(), tt.reason)
-
 			require.NoError(t, p.Close())
-			rebuilt := newViewsPath(t)
-			require.NoError(t, projector.Rebuild(e.ctx, fresh, rebuilt, 0))
-			assert.Equal(t, testkit.DumpBolt(t, rebuilt), testkit.DumpBolt(t, e.path))
+			e.log = fresh
+			assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path), "the views are the new log's")
 		})
 	}
 }
@@ -191,4 +218,30 @@ func TestTheSourceMayBeSetAfterOpen(t *testing.T) {
 	p.SetSource(e.log)
 	e.start(p)
 	require.NoError(t, p.WaitFor(e.ctx, last))
+}
+
+// Views written before the log's identity was recorded are kept, and adopt
+// the identity of the log that supports them: the same record a rebuild
+// writes.
+func TestViewsWithoutALogRecordAdoptTheLog(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	last := e.history(runID(1), runID(2))
+	e.buildViews(last)
+	db, err := bolt.Open(e.path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("log")) }))
+	require.NoError(t, db.Close())
+
+	p := e.open(projector.Config{})
+	require.NoError(t, p.CheckLog(e.ctx))
+	assert.Equal(t, last, p.Applied())
+	rec, err := p.Recorded()
+	require.NoError(t, err)
+	created, err := e.log.Created(e.ctx)
+	require.NoError(t, err)
+	assert.True(t, created.Equal(rec.Created))
+	assert.Equal(t, uint64(1), rec.FirstSeq)
+	require.NoError(t, p.Close())
+	assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path))
 }

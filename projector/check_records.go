@@ -41,11 +41,11 @@ func records[T any](bucket []byte, agrees func(key []byte, v *T) error) recordCh
 	}}
 }
 
-// checkRecords checks that the applied cursor parses and runs every view's
+// checkRecords checks that the applied cursor and the log's record parse and runs every view's
 // record checks over its buckets. Views of a format this code does not
 // write are not checked: the anchor check empties and rebuilds them.
 func checkRecords(tx *bolt.Tx) error {
-	if _, err := readCursor(tx); err != nil {
+	if _, err := readLogRecord(tx); err != nil {
 		return err
 	}
 	if formatChange(tx) != "" {

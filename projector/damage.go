@@ -165,13 +165,17 @@ func lockFile(f *os.File, timeout time.Duration) error {
 
 // damagedName is the first free name path.corrupt-<unix time>, then
 // path.corrupt-<unix time>-2, -3…
-func damagedName(path string, now time.Time) string {
-	name := path + damagedSuffix + strconv.FormatInt(now.Unix(), 10)
+func damagedName(path string, now time.Time) string { return asideName(path, damagedSuffix, now) }
+
+// asideName is the first free name path<suffix><unix time>, then
+// path<suffix><unix time>-2, -3…
+func asideName(path, suffix string, now time.Time) string {
+	name := path + suffix + strconv.FormatInt(now.Unix(), 10)
 	for n := 2; ; n++ {
 		if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
 			return name
 		}
-		name = fmt.Sprintf("%s%s%d-%d", path, damagedSuffix, now.Unix(), n)
+		name = fmt.Sprintf("%s%s%d-%d", path, suffix, now.Unix(), n)
 	}
 }
 

@@ -28,6 +28,14 @@ var (
 	// event source: neither Config.Source nor SetSource gave one.
 	ErrNoSource = errors.New("projector has no event source")
 
+	// ErrLogMismatch is returned (in a *MismatchError) by Run and CheckLog
+	// when the log is not the one the views were folded from: the stream
+	// is gone or is another one of the same name, or it no longer holds
+	// the events the views applied (restored from an older copy). The
+	// views are left as they are: the log is the truth, and losing it is
+	// for an operator to resolve, not for a silent rebuild.
+	ErrLogMismatch = errors.New("the log is not the one the views were folded from")
+
 	// ErrRunning is returned by Run when Run is already running on the same
 	// Projector: one Projector has exactly one apply loop.
 	ErrRunning = errors.New("projector is already running")

@@ -44,6 +44,10 @@ func TestRecordedHistoriesFoldToTheirGoldenViews(t *testing.T) {
 
 			live := testkit.DumpBolt(t, e.path)
 			assert.Equal(t, e.rebuild(last), live, "live and rebuilt views differ")
+			// The log bucket says which log the views were folded from (a
+			// creation time that differs from test to test), not what it
+			// folds to.
+			delete(live, "log")
 			got := renderDump(live)
 			golden := strings.TrimSuffix(history, ".jsonl") + ".golden"
 			if *update {

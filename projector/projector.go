@@ -5,8 +5,9 @@
 // The views are a cache of the log. Each batch of events is applied in one
 // bbolt transaction together with the sequence and id of its last event, so
 // after a crash the views hold exactly the events up to that cursor; at start
-// the cursor is checked against the log, and views the log no longer
-// supports are rebuilt from sequence 1. Views are encoded deterministically,
+// the cursor and the log's recorded identity are checked against the log,
+// and views the log no longer supports are refused (ErrLogMismatch), never
+// rebuilt from another log silently. Views are encoded deterministically,
 // so views built live and views rebuilt by Replay compare byte for byte.
 package projector
 
@@ -122,9 +123,11 @@ func (p *Projector) source() (Source, error) {
 }
 
 // Run applies events until ctx ends, then returns nil. It first checks the
-// views' anchor: if the last event they applied is no longer in the log, has
-// a different id there, or lies beyond the log's end, or if a view's format
-// changed, the views are emptied and rebuilt from sequence 1. Then it
+// views' anchor: if the stream is not the one the views were folded from,
+// or the first or last event they applied is no longer in the log, has a
+// different id there, or lies beyond the log's end, Run returns a
+// *MismatchError (ErrLogMismatch) and leaves the views alone; if a view's
+// format changed, the views are emptied and rebuilt from sequence 1. Then it
 // follows the log from the event after the last applied one, applying what
 // the feed has buffered (up to BatchSize events) in each transaction.
 //

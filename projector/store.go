@@ -230,6 +230,11 @@ func applyBatch(db *bolt.DB, log *slog.Logger, evs []events.Event, beforeCommit 
 	if err := writeCursor(tx, to); err != nil {
 		return cursor{}, 0, err
 	}
+	if from.Seq == 0 {
+		if err := writeFirst(tx, cursor{Seq: fresh[0].Seq, ID: fresh[0].ID}); err != nil {
+			return cursor{}, 0, err
+		}
+	}
 	if beforeCommit != nil {
 		if err := beforeCommit(to.Seq); err != nil {
 			return cursor{}, 0, err

@@ -70,6 +70,8 @@ func codeFor(err error) int {
 		return exitUsage
 	case errors.Is(err, events.ErrUnavailable), errors.Is(err, events.ErrStoreFull), errors.Is(err, engine.ErrAlreadyRunning):
 		return exitUnavailable
+	case errors.Is(err, engine.ErrLogLost), errors.Is(err, events.ErrLogMissing):
+		return exitUnavailable
 	case errors.Is(err, engine.ErrInsecureListen), errors.Is(err, events.ErrAddressInUse):
 		return exitUsage
 	}

@@ -13,12 +13,18 @@ import (
 )
 
 func (a *app) initCommand() *cobra.Command {
-	return &cobra.Command{
+	var newLog bool
+	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create .orbit/ with a config file and sample assets",
 		Long: `Create .orbit/ in the project directory (--root, else the current directory)
 with config.yaml, a .gitignore for the engine's state, and a sample activity
-and job. Existing files are left alone, so init is safe to run again.`,
+and job. Existing files are left alone, so init is safe to run again.
+
+With --new-log, init accepts the event log as it is after the engine refused
+it as lost or replaced (deleted, or restored from an older copy): the views
+file is set aside as views.db.lost-<unix time> and the next engine rebuilds
+the views from the log it finds. The engine must be stopped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			root := a.rootFlag
@@ -71,10 +77,15 @@ and job. Existing files are left alone, so init is safe to run again.`,
 			}
 			if created == 0 {
 				a.printf("Orbit project in %s is already initialised\n", dir)
-				return nil
+			} else {
+				a.printf("Initialised Orbit project in %s\n", dir)
 			}
-			a.printf("Initialised Orbit project in %s\n", dir)
+			if newLog {
+				return a.acceptNewLog(root)
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&newLog, "new-log", false, "accept the event log as it is: set the views aside and rebuild them from the log")
+	return cmd
 }

@@ -67,6 +67,7 @@ type Engine struct {
 
 	lastActivity atomic.Int64 // unix nanos of the last request or busy moment
 	info         Info
+	created      time.Time // of the events stream, as checkLog found it
 }
 
 // Errors of Open.
@@ -116,6 +117,13 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Views that applied events need the log they were folded from: a
+	// missing one is an error, not a fresh start (DESIGN §2).
+	rec, err := e.proj.Recorded()
+	if err != nil {
+		e.proj.Close()
+		return nil, err
+	}
 	e.log, err = events.Open(ctx, events.Config{
 		StoreDir:     filepath.Join(StateDir(root), "nats"),
 		URL:          cfg.NATSURL,
@@ -123,14 +131,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Token:        cfg.Token,
 		NKeySeedFile: cfg.NKeySeedFile,
 		Durability:   cfg.Durability,
+		RequireLog:   rec.LastSeq > 0,
 		Name:         "orbit-engine",
 		Logger:       cfg.Logger,
 	})
 	if err != nil {
 		e.proj.Close()
-		return nil, err
+		return nil, e.openLogError(err, rec)
 	}
 	e.proj.SetSource(e.log)
+	if err := e.checkLog(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
 	project, err := assets.LoadConfig(root)
 	if err != nil {
 		e.Close()
@@ -209,6 +222,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			if err := run(pctx); err != nil && pctx.Err() == nil {
+				// A part that fails because the log was deleted under
+				// it says so.
+				if lost := e.logLost(ctx); lost != nil {
+					err = lost
+				}
 				cancel(fmt.Errorf("%s: %w", name, err))
 			}
 		}()
@@ -252,6 +270,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		go e.watchIdle(ctx, cancel)
 	}
 	go e.watchState(ctx, cancel)
+	go e.watchLog(ctx, cancel)
 	<-ctx.Done()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errIdle) {
 		return err
