@@ -15,6 +15,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,6 +165,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Durability: e.log.Durability(),
 		Started:    time.Now().UTC(),
 		Background: cfg.Background,
+		Settings:   ReadSettings(agent.Settings(keyEnvs(project)...), os.LookupEnv),
 	}
 	return e, nil
 }
@@ -247,6 +250,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	e.logger.Info("engine running", "engine", e.id, "root", e.cfg.Root, "url", e.info.URL)
+	set := "none"
+	if names := SetNames(e.info.Settings); len(names) > 0 {
+		set = strings.Join(names, " ")
+	}
+	e.logger.Info("provider settings from the engine's environment", "set", set)
 
 	if e.cfg.IdleTimeout > 0 {
 		go e.watchIdle(ctx, cancel)
@@ -338,6 +346,19 @@ func providers(cfg *assets.Config) map[string]executor.ProviderSettings {
 		out[name] = executor.ProviderSettings{BaseURL: p.BaseURL, APIKeyEnv: p.APIKeyEnv}
 	}
 	return out
+}
+
+// keyEnvs returns the variables the project's providers: configuration
+// names as holding API keys, sorted.
+func keyEnvs(cfg *assets.Config) []string {
+	var out []string
+	for _, p := range cfg.Providers {
+		if p.APIKeyEnv != "" {
+			out = append(out, p.APIKeyEnv)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // job looks a job up in the project's catalogs as they are now (child jobs
