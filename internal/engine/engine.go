@@ -69,6 +69,7 @@ type Engine struct {
 
 	lastActivity atomic.Int64 // unix nanos of the last request or busy moment
 	info         Info
+	catalog      *catalogCache
 }
 
 // Errors of Open.
@@ -103,6 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine")}
+	e.catalog = newCatalogCache(root, e.logger)
 
 	e.proj, err = projector.Open(ctx, projector.Config{
 		Path:   filepath.Join(StateDir(root), "views.db"),
@@ -363,23 +365,7 @@ func keyEnvs(cfg *assets.Config) []string {
 
 // job looks a job up in the project's catalogs as they are now (child jobs
 // of job.invoke).
-func (e *Engine) job(name string) (*assets.Job, error) {
-	cfg, err := assets.LoadConfig(e.cfg.Root)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := assets.OpenCatalog(e.cfg.Root, assets.CatalogOptions{
-		ActivityDir: os.Getenv("ORBIT_ACTIVITY_DIR"),
-		JobDir:      os.Getenv("ORBIT_JOB_DIR"),
-		ExecutorDir: os.Getenv("ORBIT_EXECUTOR_DIR"),
-		Backend:     cfg.Runtime.Backend,
-		FSProfiles:  cfg.FSProfileNames(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cat.Job(name)
-}
+func (e *Engine) job(name string) (*assets.Job, error) { return e.catalog.job(name) }
 
 // Close releases the root: NATS store, views file and engine.json.
 func (e *Engine) Close() error {
