@@ -11,13 +11,13 @@ import (
 	"github.com/orbitrun/orbit/assets"
 )
 
-// TestEveryProblemQuotesAHugeValueShort: whichever check reports a 10 MB
+// TestEveryProblemQuotesAHugeValueShort: whichever check reports a 1 MB
 // value (a kind, a step id, type or target, an unknown key, a template
 // root), its problem quotes 64 bytes of it and its length, and a value
 // echoed unquoted (a template as written) is cut in the middle.
 func TestEveryProblemQuotesAHugeValueShort(t *testing.T) {
 	t.Parallel()
-	huge := strings.Repeat("a", 10<<20)
+	huge := strings.Repeat("a", 1<<20)
 	const step = "spec: {type: deterministic, action: echo, config: {}}"
 	for _, tc := range []struct {
 		name, yaml string
