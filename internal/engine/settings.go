@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"net/url"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/orbitrun/orbit/executor/agent"
@@ -101,19 +100,23 @@ func DiffSettings(engine []Setting, lookup func(string) (string, bool)) []Settin
 	return out
 }
 
-// shownValue is a setting's value as it may be shown: a URL with a password
-// (a base URL through a proxy that wants one) has it replaced, and a very
-// long value is cut, with its length said.
+// shownValue is a setting's value as it may be shown: a URL's user
+// information (a password, or a token given as the user) and its query (a
+// key passed as a parameter) are replaced, and a very long value is cut,
+// with its length said.
 func shownValue(v string) string {
-	if strings.Contains(v, "@") {
-		if u, err := url.Parse(v); err == nil && u.User != nil {
-			v = u.Redacted()
-			if _, hasPass := u.User.Password(); !hasPass {
-				// user info without a password is often a token alone
+	if u, err := url.Parse(v); err == nil && u.Host != "" && (u.User != nil || u.RawQuery != "") {
+		if u.User != nil {
+			if _, hasPass := u.User.Password(); hasPass {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			} else {
 				u.User = url.User("xxxxx")
-				v = u.String()
 			}
 		}
+		if u.RawQuery != "" {
+			u.RawQuery = "xxxxx"
+		}
+		v = u.String()
 	}
 	const maxShown = 256
 	if len(v) > maxShown {

@@ -18,8 +18,8 @@ func lookupIn(env map[string]string) func(string) (string, bool) {
 }
 
 // TestReadSettingsNeverTellsASecret: a secret setting is reported set or
-// not, never with its value; a URL's password is replaced; a long value is
-// cut with its length said.
+// not, never with its value; a URL's user information and query are
+// replaced; a long value is cut with its length said.
 func TestReadSettingsNeverTellsASecret(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", 400)
@@ -27,6 +27,8 @@ func TestReadSettingsNeverTellsASecret(t *testing.T) {
 		"ANTHROPIC_API_KEY":    "sk-ant-secret",
 		"ANTHROPIC_BASE_URL":   "https://user:hunter22@proxy.example/v1",
 		"OPENAI_BASE_URL":      "https://tok3n@proxy.example/v1",
+		"OPENAI_ORG_ID":        "org-1",
+		"OPENAI_PROJECT_ID":    "http://proxy.example/v1?key=s3cr3t-param",
 		"ORBIT_REPLAY_FIXTURE": long,
 		"MY_PROXY_TOKEN":       "proxy-secret",
 	}))
@@ -39,16 +41,19 @@ func TestReadSettingsNeverTellsASecret(t *testing.T) {
 	assert.Equal(t, engine.Setting{Name: "OPENAI_API_KEY", Secret: true}, byName["OPENAI_API_KEY"])
 	assert.Equal(t, "https://user:xxxxx@proxy.example/v1", byName["ANTHROPIC_BASE_URL"].Value)
 	assert.Equal(t, "https://xxxxx@proxy.example/v1", byName["OPENAI_BASE_URL"].Value)
+	assert.Equal(t, "org-1", byName["OPENAI_ORG_ID"].Value)
+	assert.Equal(t, "http://proxy.example/v1?xxxxx", byName["OPENAI_PROJECT_ID"].Value)
 	fixture := byName["ORBIT_REPLAY_FIXTURE"].Value
 	assert.True(t, strings.HasSuffix(fixture, "… (800 bytes)"), fixture)
 	assert.LessOrEqual(t, len(fixture), 300)
 	for _, s := range got {
-		for _, secret := range []string{"sk-ant-secret", "hunter22", "tok3n", "proxy-secret"} {
+		for _, secret := range []string{"sk-ant-secret", "hunter22", "tok3n", "proxy-secret", "s3cr3t-param"} {
 			assert.NotContains(t, s.Value, secret, s.Name)
 		}
 	}
 	assert.Equal(t, []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL=https://user:xxxxx@proxy.example/v1",
-		"OPENAI_BASE_URL=https://xxxxx@proxy.example/v1", "ORBIT_REPLAY_FIXTURE=" + fixture, "MY_PROXY_TOKEN"}, engine.SetNames(got))
+		"OPENAI_BASE_URL=https://xxxxx@proxy.example/v1", "OPENAI_ORG_ID=org-1", "OPENAI_PROJECT_ID=http://proxy.example/v1?xxxxx",
+		"ORBIT_REPLAY_FIXTURE=" + fixture, "MY_PROXY_TOKEN"}, engine.SetNames(got))
 }
 
 // TestDiffSettings: a setting differs when it is set in one environment
