@@ -52,10 +52,10 @@ func (p Problem) String() string {
 		b.WriteString(": ")
 	}
 	if p.Path != "" {
-		b.WriteString(p.Path)
+		b.WriteString(cutMiddle(p.Path, pathMax))
 		b.WriteString(": ")
 	}
-	b.WriteString(p.Reason)
+	b.WriteString(boundReason(p.Reason))
 	return b.String()
 }
 
@@ -83,7 +83,7 @@ func (e *Error) Is(target error) bool { return target == ErrInvalid }
 // invalid returns an *Error with a single problem that has no location: a
 // template or condition parsed outside of a file, a bad option.
 func invalid(reason string) error {
-	return &Error{Problems: []Problem{{Reason: reason}}}
+	return &Error{Problems: []Problem{{Reason: boundReason(reason)}}}
 }
 
 // missingError is a reference to a value that is not in the scope.
@@ -103,7 +103,7 @@ type problems struct {
 }
 
 func (ps *problems) add(line int, path, reason string) {
-	ps.list = append(ps.list, Problem{File: ps.file, Line: line, Path: path, Reason: reason})
+	ps.list = append(ps.list, Problem{File: ps.file, Line: line, Path: cutMiddle(path, pathMax), Reason: boundReason(reason)})
 }
 
 // err returns the collected problems in document order, or nil when there

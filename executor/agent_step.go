@@ -16,7 +16,7 @@ import (
 
 // Environment variables that switch every agent loop to the replay
 // provider with the named fixture: the offline switch for tests and demos.
-var replayEnv = []string{"ORBIT_REPLAY_FIXTURE", "ORBIT_V2_REPLAY_FIXTURE"}
+var replayEnv = []string{agent.EnvReplayFixture, agent.EnvReplayFixtureLegacy}
 
 // ProviderSettings configure an HTTP provider for every agent loop of an
 // engine (from the project's config).

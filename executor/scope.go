@@ -224,13 +224,13 @@ func validateActivity(spec *assets.ActivitySpec) error {
 	case assets.TypeAgentLoop, assets.TypeGroundhog:
 		for _, name := range spec.Tools {
 			if _, ok := agent.Builtin(name); !ok {
-				return fmt.Errorf("tools: unknown tool %q (known: %s)", name, strings.Join(agent.BuiltinNames(), ", "))
+				return fmt.Errorf("tools: unknown tool %s (known: %s)", assets.Quote(name), strings.Join(agent.BuiltinNames(), ", "))
 			}
 		}
 		return nil
 	case assets.TypeDeterministic:
 		if _, ok := actions[spec.Action]; !ok && !isChildAction(spec) && workerActions[spec.Action] == nil {
-			return fmt.Errorf("action: unknown deterministic action %q (known: %s)", spec.Action, actionNames())
+			return fmt.Errorf("action: unknown deterministic action %s (known: %s)", assets.Quote(spec.Action), actionNames())
 		}
 		return nil
 	}

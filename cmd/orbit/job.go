@@ -169,9 +169,11 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 // end: its events, and those of filters besides. The run id goes to stdout
 // (or, with --json, the final run view).
 func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunRequest, detach bool, filters ...string) error {
-	if err := storeAccepts(ctx, l); err != nil {
+	info, err := storeAccepts(ctx, l)
+	if err != nil {
 		return err
 	}
+	a.warnSettings(info, &req.Job)
 	var feed *runFeed
 	if !detach {
 		var err error
@@ -198,15 +200,16 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 
 // storeAccepts asks the engine whether its event store takes writes: a
 // run submitted to a full store would wait, unseen, until space is freed.
-func storeAccepts(ctx context.Context, l *events.Log) error {
+// It returns what the engine said about itself.
+func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error) {
 	var info engine.InfoReply
 	if err := request(ctx, l, engine.EndpointInfo, nil, &info); err != nil {
-		return err
+		return nil, err
 	}
 	if info.StoreFull != "" {
-		return fmt.Errorf("submitting the run: %w: %s", events.ErrStoreFull, info.StoreFull)
+		return nil, fmt.Errorf("submitting the run: %w: %s", events.ErrStoreFull, info.StoreFull)
 	}
-	return nil
+	return &info, nil
 }
 
 // follow prints a run's progress from feed until run.finished, then the

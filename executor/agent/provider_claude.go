@@ -33,7 +33,7 @@ var _ Provider = (*claudeProvider)(nil)
 // opts.Env is the only environment the provider sees, and so are its
 // retries.
 func newClaude(opts ProviderOptions) (Provider, error) {
-	key := firstNonEmpty(opts.APIKey, opts.getenv("ANTHROPIC_API_KEY"))
+	key := firstNonEmpty(opts.APIKey, opts.getenv(EnvAnthropicAPIKey))
 	if key == "" {
 		return nil, errors.New("claude: no API key (set ANTHROPIC_API_KEY)")
 	}
@@ -42,7 +42,7 @@ func newClaude(opts ProviderOptions) (Provider, error) {
 		option.WithAPIKey(key),
 		option.WithMaxRetries(0),
 	}
-	if base := firstNonEmpty(opts.BaseURL, opts.getenv("ANTHROPIC_BASE_URL")); base != "" {
+	if base := firstNonEmpty(opts.BaseURL, opts.getenv(EnvAnthropicBaseURL)); base != "" {
 		if err := checkBaseURL(ProviderClaude, base, key); err != nil {
 			return nil, err
 		}

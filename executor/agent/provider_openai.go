@@ -39,8 +39,8 @@ var _ Provider = (*openAIProvider)(nil)
 // it is told; the key and the base URL are always set here so that opts.Env
 // decides them. The SDK's retries are off.
 func newOpenAICompat(opts ProviderOptions) (Provider, error) {
-	key := firstNonEmpty(opts.APIKey, opts.getenv("OPENAI_API_KEY"))
-	base := firstNonEmpty(opts.BaseURL, opts.getenv("OPENAI_BASE_URL"), openAIDefaultBaseURL)
+	key := firstNonEmpty(opts.APIKey, opts.getenv(EnvOpenAIAPIKey))
+	base := firstNonEmpty(opts.BaseURL, opts.getenv(EnvOpenAIBaseURL), openAIDefaultBaseURL)
 	if err := checkBaseURL(ProviderOpenAICompat, base, key); err != nil {
 		return nil, err
 	}

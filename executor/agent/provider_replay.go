@@ -56,7 +56,7 @@ func newReplayFromOptions(opts ProviderOptions) (Provider, error) {
 		fx.Source = opts.Fixture
 		return NewReplayProvider(fx, opts.Start)
 	}
-	path := firstNonEmpty(opts.Fixture, opts.getenv("ORBIT_REPLAY_FIXTURE"), opts.getenv("ORBIT_V2_REPLAY_FIXTURE"))
+	path := firstNonEmpty(opts.Fixture, opts.getenv(EnvReplayFixture), opts.getenv(EnvReplayFixtureLegacy))
 	if path == "" {
 		return nil, &FixtureError{Reason: "replay needs a fixture file (set ORBIT_REPLAY_FIXTURE)"}
 	}

@@ -21,6 +21,9 @@ type Info struct {
 	Durability string    `json:"durability"`
 	Started    time.Time `json:"started"`
 	Background bool      `json:"background"`
+	// Settings are the provider settings of the engine's environment (see
+	// Setting): what its agent steps run with, whoever requests them.
+	Settings []Setting `json:"settings,omitempty"`
 }
 
 // StateDir is where an engine keeps its files under a project root.

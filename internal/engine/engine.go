@@ -15,6 +15,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +70,7 @@ type Engine struct {
 	lastActivity atomic.Int64 // unix nanos of the last request or busy moment
 	info         Info
 	created      time.Time // of the events stream, as checkLog found it
+	catalog      *catalogCache
 }
 
 // Errors of Open.
@@ -102,6 +105,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine")}
+	e.catalog = newCatalogCache(root, e.logger)
 
 	e.proj, err = projector.Open(ctx, projector.Config{
 		Path:   filepath.Join(StateDir(root), "views.db"),
@@ -176,6 +180,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Durability: e.log.Durability(),
 		Started:    time.Now().UTC(),
 		Background: cfg.Background,
+		Settings:   ReadSettings(agent.Settings(keyEnvs(project)...), os.LookupEnv),
 	}
 	return e, nil
 }
@@ -265,6 +270,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	e.logger.Info("engine running", "engine", e.id, "root", e.cfg.Root, "url", e.info.URL)
+	set := "none"
+	if names := SetNames(e.info.Settings); len(names) > 0 {
+		set = strings.Join(names, " ")
+	}
+	e.logger.Info("provider settings from the engine's environment", "set", set)
 
 	if e.cfg.IdleTimeout > 0 {
 		go e.watchIdle(ctx, cancel)
@@ -359,25 +369,22 @@ func providers(cfg *assets.Config) map[string]executor.ProviderSettings {
 	return out
 }
 
+// keyEnvs returns the variables the project's providers: configuration
+// names as holding API keys, sorted.
+func keyEnvs(cfg *assets.Config) []string {
+	var out []string
+	for _, p := range cfg.Providers {
+		if p.APIKeyEnv != "" {
+			out = append(out, p.APIKeyEnv)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // job looks a job up in the project's catalogs as they are now (child jobs
 // of job.invoke).
-func (e *Engine) job(name string) (*assets.Job, error) {
-	cfg, err := assets.LoadConfig(e.cfg.Root)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := assets.OpenCatalog(e.cfg.Root, assets.CatalogOptions{
-		ActivityDir: os.Getenv("ORBIT_ACTIVITY_DIR"),
-		JobDir:      os.Getenv("ORBIT_JOB_DIR"),
-		ExecutorDir: os.Getenv("ORBIT_EXECUTOR_DIR"),
-		Backend:     cfg.Runtime.Backend,
-		FSProfiles:  cfg.FSProfileNames(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cat.Job(name)
-}
+func (e *Engine) job(name string) (*assets.Job, error) { return e.catalog.job(name) }
 
 // Close releases the root: NATS store, views file and engine.json.
 func (e *Engine) Close() error {
