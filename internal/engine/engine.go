@@ -44,6 +44,11 @@ type Config struct {
 	// NKeySeedFile names an nkey user seed: only clients that sign with it
 	// are admitted (and it signs for the engine on an external server).
 	NKeySeedFile string
+	// LogKeyFile names the key that signs the log (made there when
+	// missing). Default on the embedded server: the root's
+	// .orbit/state/creds/log.key; on an external server there is no
+	// default, and the log is not signed without one.
+	LogKeyFile string
 	// Durability is events.DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
 	// IdleTimeout, when positive, stops the engine after it has had no run
@@ -122,6 +127,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Listen:       cfg.Listen,
 		Token:        cfg.Token,
 		NKeySeedFile: cfg.NKeySeedFile,
+		LogKeyFile:   logKeyFile(cfg),
+		MakeLogKey:   true,
 		Durability:   cfg.Durability,
 		Name:         "orbit-engine",
 		Logger:       cfg.Logger,
