@@ -84,7 +84,7 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 	err = l.scan(ctx, "", 1, info.State.LastSeq, func(seq uint64, msg *nats.Msg) error {
 		missing(seq - 1)
 		next = seq + 1
-		subject := msg.Header.Get(jetstream.SubjectHeader)
+		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
 		if l.key != nil {
 			if reason := l.key.verify(l.key.eventsFrom, seq, subject, msg.Header, msg.Data); reason != "" {
 				rep.Problems = append(rep.Problems, AuditProblem{Kind: reason, Seq: seq, Subject: subject})

@@ -87,7 +87,12 @@ func TestForgedEventsAreNeverDelivered(t *testing.T) {
 	bad.Data = msgData
 	body, _ := json.Marshal(bad)
 	subject, _ := bad.Subject()
-	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: body, Header: nats.Header{events.MACHeader: []string{"00ff"}}})
+	// It also carries the headers a direct get answers with, to mislead a
+	// reader about where it is stored and where the batch ends.
+	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: body, Header: nats.Header{
+		events.MACHeader: []string{"00ff"}, "Nats-Sequence": []string{"999999"},
+		"Nats-Subject": []string{"orbit.events.run.X.step.finished"}, "Status": []string{"404"},
+	}})
 	require.NoError(t, err)
 	forgedMAC := ack.Sequence
 
@@ -277,7 +282,8 @@ func TestAuditFindsRemovedEvents(t *testing.T) {
 	stream, err = js.CreateStream(ctx, cfg)
 	require.NoError(t, err)
 	for _, m := range msgs {
-		_, err := js.PublishMsg(ctx, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		hdr := nats.Header{events.MACHeader: m.Header.Values(events.MACHeader)}
+		_, err := js.PublishMsg(ctx, &nats.Msg{Subject: m.Subject, Header: hdr, Data: m.Data})
 		require.NoError(t, err)
 	}
 	for _, seq := range []uint64{2, 3, 5} {

@@ -76,7 +76,7 @@ type directGetRequest struct {
 func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, opts FollowOptions) ([]Event, error) {
 	var out []Event
 	err := l.scan(ctx, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
-		subject := msg.Header.Get(jetstream.SubjectHeader)
+		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
 		var ev Event
 		err := l.checkEvent(seq, subject, msg.Header, msg.Data)
 		if err == nil {
@@ -152,19 +152,23 @@ func (l *Log) scanBatch(ctx context.Context, sub *nats.Subscription, upTo uint64
 		if err != nil {
 			return false, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
 		}
-		switch msg.Header.Get("Status") {
-		case "":
-		case "204": // end of batch
-			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-			return pending > 0 && *next <= upTo, nil
-		case "404": // nothing at or after *next
-			return false, nil
-		case "503":
-			return false, fmt.Errorf("%w: reading events: no responders", ErrUnavailable)
-		default:
+		// A stored message always comes with the server's Nats-Sequence;
+		// only an answer without one is a status, whatever headers a
+		// publisher stored with its message.
+		rawSeq := serverHeader(msg.Header, jetstream.SequenceHeader)
+		if rawSeq == "" {
+			switch msg.Header.Get("Status") {
+			case "204": // end of batch
+				pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+				return pending > 0 && *next <= upTo, nil
+			case "404": // nothing at or after *next
+				return false, nil
+			case "503":
+				return false, fmt.Errorf("%w: reading events: no responders", ErrUnavailable)
+			}
 			return false, fmt.Errorf("%w: reading events: %s %s", ErrUnavailable, msg.Header.Get("Status"), msg.Header.Get("Description"))
 		}
-		seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
+		seq, err := strconv.ParseUint(rawSeq, 10, 64)
 		if err != nil {
 			return false, fmt.Errorf("%w: direct get answer without a sequence: %v", ErrInvalidEvent, err)
 		}
@@ -176,4 +180,16 @@ func (l *Log) scanBatch(ctx context.Context, sub *nats.Subscription, upTo uint64
 			return false, err
 		}
 	}
+}
+
+// serverHeader returns the value the server gave a direct get answer's
+// header key. The server adds its headers after those stored with the
+// message, and a publisher may have stored its own Nats-Sequence or
+// Nats-Subject: only the last value is the server's.
+func serverHeader(h nats.Header, key string) string {
+	values := h.Values(key)
+	if len(values) == 0 {
+		return ""
+	}
+	return values[len(values)-1]
 }
