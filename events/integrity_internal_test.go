@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -69,5 +70,44 @@ func BenchmarkMAC(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		k.mac("orbit.events.run.01JD0000000000000000000000.step.finished", "", body)
+	}
+}
+
+func FuzzParseLogKey(f *testing.F) {
+	valid := `{"key":"` + strings.Repeat("ab", logKeyLen) + `","events_from":3,"commands_from":1,"created":"2026-01-01T00:00:00Z"}`
+	for _, seed := range []string{
+		valid,
+		`{"key":"ab","events_from":1,"commands_from":1}`,
+		`{"key":"` + strings.Repeat("zz", logKeyLen) + `","events_from":1,"commands_from":1}`,
+		`{"key":"` + strings.Repeat("ab", logKeyLen) + `","events_from":0,"commands_from":1}`,
+		`{"key":"` + strings.Repeat("ab", logKeyLen) + `","events_from":1}`,
+		``, `null`, `[]`, `{"key":1}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := parseLogKey(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidLogKey) {
+				t.Fatalf("rejection %v does not wrap ErrInvalidLogKey", err)
+			}
+			return
+		}
+		if len(k.key) != logKeyLen || k.eventsFrom == 0 || k.commandsFrom == 0 {
+			t.Fatalf("accepted an unusable key: %+v", k)
+		}
+	})
+}
+
+func TestParseLogKeyNamesTheField(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"key":"ab","events_from":1,"commands_from":1}`:                      "key: want 32 hex-encoded bytes",
+		`{"key":"` + strings.Repeat("ab", logKeyLen) + `","commands_from":1}`: "events_from: want a sequence ≥ 1",
+		`{"key":"` + strings.Repeat("ab", logKeyLen) + `","events_from":1}`:   "commands_from: want a sequence ≥ 1",
+	} {
+		_, err := parseLogKey([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseLogKey(%s) = %v, want %q", in, err, want)
+		}
 	}
 }

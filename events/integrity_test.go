@@ -351,3 +351,18 @@ func BenchmarkAppendSigned(b *testing.B) {
 		})
 	}
 }
+
+func TestABlobReplacedBehindTheLogsBackIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l, _ := signedLog(t)
+	ref, err := l.PutBlob(ctx, []byte("the real output"))
+	require.NoError(t, err)
+
+	obs, err := outsider(t, l).ObjectStore(ctx, events.BlobsStore)
+	require.NoError(t, err)
+	_, err = obs.PutBytes(ctx, ref.Digest, []byte("forged output"))
+	require.NoError(t, err)
+	_, err = l.GetBlob(ctx, ref.Digest)
+	assert.ErrorIs(t, err, events.ErrTampered)
+}

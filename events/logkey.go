@@ -38,16 +38,29 @@ func readLogKey(path string) (*logKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events: log key %s: %w", path, err)
 	}
+	key, err := parseLogKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("log key %s: %w", path, err)
+	}
+	return key, nil
+}
+
+// parseLogKey decodes a log key file. Every rejection wraps
+// ErrInvalidLogKey and names the field.
+func parseLogKey(b []byte) (*logKey, error) {
 	var f logKeyFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%w: log key %s: %v", ErrInvalidLogKey, path, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalidLogKey, err)
 	}
 	key, err := hex.DecodeString(f.Key)
 	if err != nil || len(key) != logKeyLen {
-		return nil, fmt.Errorf("%w: log key %s: key: want %d hex-encoded bytes", ErrInvalidLogKey, path, logKeyLen)
+		return nil, fmt.Errorf("%w: key: want %d hex-encoded bytes", ErrInvalidLogKey, logKeyLen)
 	}
-	if f.EventsFrom == 0 || f.CommandsFrom == 0 {
-		return nil, fmt.Errorf("%w: log key %s: events_from and commands_from: want sequences ≥ 1", ErrInvalidLogKey, path)
+	if f.EventsFrom == 0 {
+		return nil, fmt.Errorf("%w: events_from: want a sequence ≥ 1", ErrInvalidLogKey)
+	}
+	if f.CommandsFrom == 0 {
+		return nil, fmt.Errorf("%w: commands_from: want a sequence ≥ 1", ErrInvalidLogKey)
 	}
 	return &logKey{key: key, hexKey: f.Key, eventsFrom: f.EventsFrom, commandsFrom: f.CommandsFrom}, nil
 }
