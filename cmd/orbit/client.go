@@ -82,12 +82,20 @@ func (a *app) clientConfig(root string) events.Config {
 }
 
 // clientLogKey is the log key a client signs what it publishes with (run
-// requests, cancels): --log-key, else the root's own when it can read it.
-// A client without one publishes unsigned messages, which an engine that
-// signs rejects.
+// requests, cancels): --log-key, else that of the project it runs in (root,
+// or the one found from the working directory for an engine named by
+// --nats-url) when it can read it. A client without one publishes unsigned
+// messages, which an engine that signs rejects.
 func (a *app) clientLogKey(root string) string {
-	if a.logKey != "" || root == "" {
+	if a.logKey != "" {
 		return a.logKey
+	}
+	if root == "" {
+		found, err := a.project()
+		if err != nil {
+			return ""
+		}
+		root = found
 	}
 	return engine.LogKeyPath(root)
 }
