@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -224,4 +225,42 @@ func TestReplayVerifyFindsARunWhoseHistoryChanged(t *testing.T) {
 		}
 	}
 	assert.True(t, buckets["run_chains"], "the run's chain differs: %s", r.Stdout)
+}
+
+// TestEnginesOnAnExternalServerSignWithTheLogKeyTheyAreGiven: with
+// --log-key the first engine makes the key; a client with it runs jobs, a
+// client without it is refused with the flag to pass instead of waiting
+// for a run that would never start.
+func TestEnginesOnAnExternalServerSignWithTheLogKeyTheyAreGiven(t *testing.T) {
+	t.Parallel()
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: filepath.Join(t.TempDir(), "js"), NoLog: true, NoSigs: true,
+	})
+	require.NoError(t, err)
+	srv.Start()
+	require.True(t, srv.ReadyForConnections(10*time.Second))
+	t.Cleanup(srv.Shutdown)
+
+	key := filepath.Join(t.TempDir(), "shared", "log.key")
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
+	keyed := append(p.Env, "ORBIT_LOG_KEY="+key)
+	bare := p.Env
+	p.Env = keyed
+	serve(t, p)
+	fi, err := os.Stat(key)
+	require.NoError(t, err, "the engine made the key")
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	r := p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("audit")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "(signed from sequence 1): 0 problems")
+
+	p.Env = bare
+	r = p.Orbit("job", "run", "hello")
+	assert.Equal(t, 3, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--log-key")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -238,7 +239,9 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 }
 
 // storeAccepts asks the engine whether its event store takes writes: a
-// run submitted to a full store would wait, unseen, until space is freed.
+// run submitted to a full store would wait, unseen, until space is freed;
+// and whether it would take this client's run request, unsigned when the
+// client has no log key.
 func storeAccepts(ctx context.Context, l *events.Log) error {
 	var info engine.InfoReply
 	if err := request(ctx, l, engine.EndpointInfo, nil, &info); err != nil {
@@ -246,6 +249,9 @@ func storeAccepts(ctx context.Context, l *events.Log) error {
 	}
 	if info.StoreFull != "" {
 		return fmt.Errorf("submitting the run: %w: %s", events.ErrStoreFull, info.StoreFull)
+	}
+	if info.Signing && !l.Signing() {
+		return &exitError{code: exitUnavailable, err: errors.New("refused: the engine signs its log and rejects what this client would publish without the log key; pass the engine's key file with --log-key (ORBIT_LOG_KEY)")}
 	}
 	return nil
 }

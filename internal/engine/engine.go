@@ -54,6 +54,10 @@ type Config struct {
 	// IdleTimeout, when positive, stops the engine after it has had no run
 	// and no request for that long.
 	IdleTimeout time.Duration
+	// Redactor removes secrets from what the engine publishes; the log key
+	// is added to it, so a logger that redacts with it never shows the key
+	// either. Nil means one built from the process environment.
+	Redactor *events.Redactor
 	// Background marks an engine started on demand by a CLI command.
 	Background bool
 	// Logger receives operational messages (nil discards them).
@@ -129,6 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		NKeySeedFile: cfg.NKeySeedFile,
 		LogKeyFile:   logKeyFile(cfg),
 		MakeLogKey:   true,
+		Redactor:     cfg.Redactor,
 		Durability:   cfg.Durability,
 		Name:         "orbit-engine",
 		Logger:       cfg.Logger,
