@@ -41,17 +41,22 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 }
 
 // Pending reports whether a command is stored under orbit.cmd.<name>: sent
-// and not yet acknowledged. Commands whose names are unique per decision
+// and not yet acknowledged, and, on a signed log, one that verifies. Commands whose names are unique per decision
 // (one subject per step attempt) can so be checked before sending them again.
 func (l *Log) Pending(ctx context.Context, name string) (bool, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	_, err := l.cmds.GetLastMsgForSubject(ctx, CommandSubject(name))
+	raw, err := l.cmds.GetLastMsgForSubject(ctx, CommandSubject(name))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("%w: looking up command %s: %v", ErrUnavailable, name, err)
+	}
+	// A forged command under the name must not stop the real one from
+	// being sent: it is never run (see Consume), so it is not pending.
+	if l.key != nil && l.key.verify(l.key.commandsFrom, raw.Sequence, raw.Subject, raw.Header, raw.Data) != "" {
+		return false, nil
 	}
 	return true, nil
 }

@@ -366,3 +366,18 @@ func TestABlobReplacedBehindTheLogsBackIsRefused(t *testing.T) {
 	_, err = l.GetBlob(ctx, ref.Digest)
 	assert.ErrorIs(t, err, events.ErrTampered)
 }
+
+func TestAForgedCommandIsNotPending(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l, _ := signedLog(t)
+	_, err := outsider(t, l).PublishMsg(ctx, &nats.Msg{Subject: events.CommandSubject("step.shell.R.a.1"), Data: []byte(`{}`)})
+	require.NoError(t, err)
+	pending, err := l.Pending(ctx, "step.shell.R.a.1")
+	require.NoError(t, err)
+	assert.False(t, pending, "the real command is still sent")
+	require.NoError(t, l.Send(ctx, "step.shell.R.a.1", "cmd-a", map[string]string{"x": "1"}))
+	pending, err = l.Pending(ctx, "step.shell.R.a.1")
+	require.NoError(t, err)
+	assert.True(t, pending)
+}
