@@ -86,7 +86,7 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 		next = seq + 1
 		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
 		if l.key != nil {
-			if reason := l.key.verify(l.key.eventsFrom, seq, subject, msg.Header, msg.Data); reason != "" {
+			if reason := l.verifyEvent(seq, subject, msg.Header, msg.Data); reason != "" {
 				rep.Problems = append(rep.Problems, AuditProblem{Kind: reason, Seq: seq, Subject: subject})
 				return nil
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,6 +42,9 @@ type logKey struct {
 	hexKey       string
 	eventsFrom   uint64 // first event sequence that must be signed
 	commandsFrom uint64 // first command sequence that must be signed
+	// The streams the key was made beside (see logKeyFile); zero: none,
+	// and nothing unsigned is accepted.
+	eventsCreated, commandsCreated time.Time
 }
 
 // mac returns the hex MAC of a message. id is the command id (empty for
@@ -79,9 +83,10 @@ func (k *logKey) sign(msg *nats.Msg, cmdID string) {
 
 // verify checks a stored message and returns why it fails, "" when it
 // passes. from is the first sequence of its stream that must be signed;
-// earlier messages pass unsigned.
-func (k *logKey) verify(from, seq uint64, subject string, hdr nats.Header, body []byte) string {
-	if seq < from {
+// an earlier message passes as it is when original says its stream is the
+// one the key was made beside (original is called only then).
+func (k *logKey) verify(from, seq uint64, original func() bool, subject string, hdr nats.Header, body []byte) string {
+	if seq < from && original() {
 		return ""
 	}
 	got := hdr.Get(MACHeader)
@@ -113,7 +118,7 @@ func (l *Log) checkEvent(seq uint64, subject string, hdr nats.Header, body []byt
 	if l.key == nil {
 		return nil
 	}
-	return l.rejectFailed(EventsStream, seq, subject, l.key.verify(l.key.eventsFrom, seq, subject, hdr, body))
+	return l.rejectFailed(EventsStream, seq, subject, l.verifyEvent(seq, subject, hdr, body))
 }
 
 // checkCommand is checkEvent for a command.
@@ -121,7 +126,7 @@ func (l *Log) checkCommand(seq uint64, subject string, hdr nats.Header, body []b
 	if l.key == nil {
 		return nil
 	}
-	return l.rejectFailed(CommandsStream, seq, subject, l.key.verify(l.key.commandsFrom, seq, subject, hdr, body))
+	return l.rejectFailed(CommandsStream, seq, subject, l.verifyCommand(seq, subject, hdr, body))
 }
 
 // rejectFailed records a failed verification (reason not empty) and
@@ -132,6 +137,56 @@ func (l *Log) rejectFailed(stream string, seq uint64, subject, reason string) er
 	}
 	l.reject(stream, seq, subject, reason)
 	return fmt.Errorf("%w: %s %d (%s): %s", ErrTampered, stream, seq, subject, reason)
+}
+
+// verifyEvent is logKey.verify for the event stream.
+func (l *Log) verifyEvent(seq uint64, subject string, hdr nats.Header, body []byte) string {
+	original := func() bool { return l.originalStream(&l.eventsOrigin, l.events, l.key.eventsCreated) }
+	return l.key.verify(l.key.eventsFrom, seq, original, subject, hdr, body)
+}
+
+// verifyCommand is logKey.verify for the command stream.
+func (l *Log) verifyCommand(seq uint64, subject string, hdr nats.Header, body []byte) string {
+	original := func() bool { return l.originalStream(&l.cmdsOrigin, l.cmds, l.key.commandsCreated) }
+	return l.key.verify(l.key.commandsFrom, seq, original, subject, hdr, body)
+}
+
+// originCheck caches whether a stream is still the one a key was made
+// beside, for originTTL: an old log's unsigned start is read often.
+type originCheck struct {
+	mu sync.Mutex
+	at time.Time
+	ok bool
+}
+
+const originTTL = time.Second
+
+// originalStream reports whether stream was created at created: not
+// deleted and made again under its name since the key was made, which
+// would let anyone fill the new stream's sequences below the key's start
+// with unsigned messages.
+func (l *Log) originalStream(c *originCheck, stream jetstream.Stream, created time.Time) bool {
+	if created.IsZero() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < originTTL {
+		return c.ok
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rejectTimeout)
+	defer cancel()
+	info, err := stream.Info(ctx)
+	if err != nil {
+		// Unknown: refuse this time, ask again next time.
+		return false
+	}
+	c.at, c.ok = time.Now(), info.Created.Equal(created)
+	if !c.ok {
+		l.log.Warn("the stream is not the one the log key was made beside; its unsigned messages are rejected",
+			"stream", info.Config.Name, "created", info.Created, "key_made_beside", created)
+	}
+	return c.ok
 }
 
 // rejectTimeout bounds the append of one integrity.rejected.

@@ -17,22 +17,24 @@ func TestVerifyNamesWhatIsWrong(t *testing.T) {
 	msg := &nats.Msg{Subject: "orbit.events.run.R.step.finished", Data: []byte(`{"id":"x"}`)}
 	k.sign(msg, "")
 	tests := []struct {
-		name    string
-		seq     uint64
-		subject string
-		hdr     nats.Header
-		body    string
-		want    string
+		name     string
+		seq      uint64
+		original bool // the stream is the one the key was made beside
+		subject  string
+		hdr      nats.Header
+		body     string
+		want     string
 	}{
-		{"signed", 5, msg.Subject, msg.Header, string(msg.Data), ""},
-		{"before signing started", 0, msg.Subject, nats.Header{}, "anything", ""},
-		{"unsigned", 5, msg.Subject, nats.Header{}, string(msg.Data), ReasonUnsigned},
-		{"body changed", 5, msg.Subject, msg.Header, `{"id":"y"}`, ReasonBadMAC},
-		{"moved to another run", 5, "orbit.events.run.S.step.finished", msg.Header, string(msg.Data), ReasonBadMAC},
+		{"signed", 5, true, msg.Subject, msg.Header, string(msg.Data), ""},
+		{"before signing started", 2, true, msg.Subject, nats.Header{}, "anything", ""},
+		{"before signing started, in a stream made again", 2, false, msg.Subject, nats.Header{}, "anything", ReasonUnsigned},
+		{"unsigned", 5, true, msg.Subject, nats.Header{}, string(msg.Data), ReasonUnsigned},
+		{"body changed", 5, true, msg.Subject, msg.Header, `{"id":"y"}`, ReasonBadMAC},
+		{"moved to another run", 5, true, "orbit.events.run.S.step.finished", msg.Header, string(msg.Data), ReasonBadMAC},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := k.verify(1, tt.seq, tt.subject, tt.hdr, []byte(tt.body)); got != tt.want {
+			if got := k.verify(3, tt.seq, func() bool { return tt.original }, tt.subject, tt.hdr, []byte(tt.body)); got != tt.want {
 				t.Errorf("verify = %q, want %q", got, tt.want)
 			}
 		})
@@ -40,7 +42,7 @@ func TestVerifyNamesWhatIsWrong(t *testing.T) {
 	cmd := &nats.Msg{Subject: "orbit.cmd.step.shell.R.a.1", Data: []byte(`{}`)}
 	k.sign(cmd, "id-1")
 	cmd.Header.Set(CommandIDHeader, "id-2")
-	if got := k.verify(1, 1, cmd.Subject, cmd.Header, cmd.Data); got != ReasonBadMAC {
+	if got := k.verify(1, 1, func() bool { return true }, cmd.Subject, cmd.Header, cmd.Data); got != ReasonBadMAC {
 		t.Errorf("a command whose id was changed: verify = %q, want %q", got, ReasonBadMAC)
 	}
 	if k.msgID("a") == "a" || k.msgID("a") == k.msgID("b") {

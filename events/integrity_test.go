@@ -381,3 +381,53 @@ func TestAForgedCommandIsNotPending(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, pending)
 }
+
+// TestAnUnsignedStartIsAcceptedOnlyFromTheOriginalStream: the key accepts
+// the unsigned messages of the log it was made beside, across restarts,
+// but not those of a stream deleted and made again under the same name,
+// whose low sequences anyone could fill.
+func TestAnUnsignedStartIsAcceptedOnlyFromTheOriginalStream(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	store := filepath.Join(t.TempDir(), "nats")
+	key := filepath.Join(t.TempDir(), "creds", events.LogKeyFile)
+	open := func(cfg events.Config) *events.Log {
+		cfg.StoreDir, cfg.Redactor, cfg.Listen = store, &events.Redactor{}, "127.0.0.1:0"
+		l, err := events.Open(ctx, cfg)
+		require.NoError(t, err)
+		return l
+	}
+	l := open(events.Config{})
+	for range 3 {
+		_, err := l.Append(ctx, events.Event{Type: events.RunRequested, RunID: events.NewID()}, events.RunRequestedData{JobName: "j"})
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Close())
+	l = open(events.Config{LogKeyFile: key, MakeLogKey: true})
+	require.NoError(t, l.Close())
+
+	l = open(events.Config{LogKeyFile: key, MakeLogKey: true})
+	defer l.Close()
+	evs, err := l.Read(ctx, events.FollowOptions{})
+	require.NoError(t, err)
+	assert.Len(t, evs, 3, "after a restart the unsigned start still reads")
+
+	js := outsider(t, l)
+	stream, err := js.Stream(ctx, events.EventsStream)
+	require.NoError(t, err)
+	cfg := stream.CachedInfo().Config
+	require.NoError(t, js.DeleteStream(ctx, events.EventsStream))
+	_, err = js.CreateStream(ctx, cfg)
+	require.NoError(t, err)
+	forge(t, js, events.Event{ID: "forged", Type: events.RunRequested, RunID: "F"}, events.RunRequestedData{JobName: "j"})
+
+	time.Sleep(1100 * time.Millisecond) // past the cached answer about the stream
+	evs, err = l.Read(ctx, events.FollowOptions{Placeholders: true})
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.True(t, evs[0].Placeholder(), "seq 1 of a new stream is below the key's start, and still refused unsigned")
+	rep, err := l.Audit(ctx)
+	require.NoError(t, err)
+	require.Len(t, rep.Problems, 1)
+	assert.Equal(t, events.ProblemUnsigned, rep.Problems[0].Kind)
+}

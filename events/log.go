@@ -45,6 +45,8 @@ type Log struct {
 	key      *logKey  // nil: no signing or verification
 	engine   bool     // opened by Open: records integrity.rejected
 	rejected sync.Map // "stream/seq" of messages rejected (see reject)
+	// eventsOrigin and cmdsOrigin cache originalStream.
+	eventsOrigin, cmdsOrigin originCheck
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),

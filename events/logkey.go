@@ -25,10 +25,15 @@ const logKeyLen = 32
 // log, commands queued by an older engine) carry no signature and are
 // accepted as they are; from these sequences on every message must verify.
 type logKeyFile struct {
-	Key          string    `json:"key"` // hex
-	EventsFrom   uint64    `json:"events_from"`
-	CommandsFrom uint64    `json:"commands_from"`
-	Created      time.Time `json:"created"`
+	Key          string `json:"key"` // hex
+	EventsFrom   uint64 `json:"events_from"`
+	CommandsFrom uint64 `json:"commands_from"`
+	// EventsCreated and CommandsCreated are the creation times of the
+	// streams the key was made beside: unsigned messages are accepted only
+	// from those streams, never from one made again under the same name.
+	EventsCreated   time.Time `json:"events_created"`
+	CommandsCreated time.Time `json:"commands_created"`
+	Created         time.Time `json:"created"`
 }
 
 // readLogKey loads the key stored at path. It returns an error wrapping
@@ -62,14 +67,15 @@ func parseLogKey(b []byte) (*logKey, error) {
 	if f.CommandsFrom == 0 {
 		return nil, fmt.Errorf("%w: commands_from: want a sequence ≥ 1", ErrInvalidLogKey)
 	}
-	return &logKey{key: key, hexKey: f.Key, eventsFrom: f.EventsFrom, commandsFrom: f.CommandsFrom}, nil
+	return &logKey{key: key, hexKey: f.Key, eventsFrom: f.EventsFrom, commandsFrom: f.CommandsFrom,
+		eventsCreated: f.EventsCreated, commandsCreated: f.CommandsCreated}, nil
 }
 
 // createLogKey makes a new key at path, signing from the given sequences
 // on, unless a key is already there: then that one is returned (engines
 // sharing one file on an external server race here, and the first wins).
 // The directory is made 0700 and the file 0600 when missing.
-func createLogKey(path string, eventsFrom, commandsFrom uint64) (*logKey, error) {
+func createLogKey(path string, at logKeyFile) (*logKey, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("events: log key directory: %w", err)
 	}
@@ -77,12 +83,10 @@ func createLogKey(path string, eventsFrom, commandsFrom uint64) (*logKey, error)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("events: making a log key: %w", err)
 	}
-	body, err := json.Marshal(logKeyFile{
-		Key:          hex.EncodeToString(key),
-		EventsFrom:   max(eventsFrom, 1),
-		CommandsFrom: max(commandsFrom, 1),
-		Created:      time.Now().UTC(),
-	})
+	at.Key = hex.EncodeToString(key)
+	at.EventsFrom, at.CommandsFrom = max(at.EventsFrom, 1), max(at.CommandsFrom, 1)
+	at.Created = time.Now().UTC()
+	body, err := json.Marshal(at)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +123,11 @@ func (l *Log) loadKey(ctx context.Context) error {
 	}
 	key, err := readLogKey(path)
 	if errors.Is(err, fs.ErrNotExist) && l.cfg.MakeLogKey {
-		var evFrom, cmdFrom uint64
-		if evFrom, err = l.LastSeq(ctx); err != nil {
+		var at logKeyFile
+		if at, err = l.keyStart(ctx); err != nil {
 			return err
 		}
-		if cmdFrom, err = l.CommandsLastSeq(ctx); err != nil {
-			return err
-		}
-		key, err = createLogKey(path, evFrom+1, cmdFrom+1)
+		key, err = createLogKey(path, at)
 		if err == nil {
 			l.log.Info("made the log key; signing from here on", "file", path, "events_from", key.eventsFrom, "commands_from", key.commandsFrom)
 		}
@@ -140,4 +141,23 @@ func (l *Log) loadKey(ctx context.Context) error {
 	l.cfg.Redactor.Add(key.hexKey)
 	l.key = key
 	return nil
+}
+
+// keyStart is where a key made now starts signing: the next sequence of
+// each stream, and the streams' creation times.
+func (l *Log) keyStart(ctx context.Context) (logKeyFile, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	ev, err := l.events.Info(ctx)
+	if err != nil {
+		return logKeyFile{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	cmd, err := l.cmds.Info(ctx)
+	if err != nil {
+		return logKeyFile{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return logKeyFile{
+		EventsFrom: ev.State.LastSeq + 1, CommandsFrom: cmd.State.LastSeq + 1,
+		EventsCreated: ev.Created.UTC(), CommandsCreated: cmd.Created.UTC(),
+	}, nil
 }

@@ -143,9 +143,9 @@ func TestForgeriesWithoutTheLogKeyAreRejected(t *testing.T) {
 	assert.Contains(t, r.Stdout, "0 differences, 2 integrity problems")
 }
 
-// TestAnUnsignedLogStaysReadableWhenTheKeyIsMade: a project whose log was
-// written before engines signed (no log key) reads clean after the key is
-// made, and audits clean.
+// TestAnUnsignedLogStaysReadableWhenTheKeyIsMade: a project whose log the
+// current key did not sign (written before engines signed; here, by a key
+// since removed) reads clean after the key is made, and audits clean.
 func TestAnUnsignedLogStaysReadableWhenTheKeyIsMade(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
