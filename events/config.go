@@ -38,7 +38,7 @@ type Config struct {
 	// LogKeyFile names the log key (see MakeLogKey): everything this Log
 	// publishes is signed with it, and everything it reads is verified.
 	// Empty: no signing and no verification. A Dial'd Log whose file does
-	// not exist signs nothing either.
+	// not exist, or that may not read it, signs nothing either.
 	LogKeyFile string
 	// MakeLogKey makes the key at LogKeyFile when there is none, signing
 	// from the streams' next sequences on (what an engine does).
