@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -20,7 +21,7 @@ func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
 	}
 	data = l.cfg.Redactor.Bytes(data)
 	sum := sha256.Sum256(data)
-	ref := BlobRef{Digest: "sha256-" + hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	ref := BlobRef{Digest: blobDigestPrefix + hex.EncodeToString(sum[:]), Size: int64(len(data))}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if _, err := l.blobs.GetInfo(ctx, ref.Digest); err == nil {
@@ -34,7 +35,8 @@ func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
 	return ref, nil
 }
 
-// GetBlob returns the bytes of a blob, or ErrNotFound.
+// GetBlob returns the bytes of a blob, or ErrNotFound; ErrTampered when
+// the bytes stored under a sha256- digest are not those it names.
 func (l *Log) GetBlob(ctx context.Context, digest string) ([]byte, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -45,5 +47,14 @@ func (l *Log) GetBlob(ctx context.Context, digest string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: blob %s: %v", ErrUnavailable, digest, err)
 	}
+	if want, ok := strings.CutPrefix(digest, blobDigestPrefix); ok {
+		sum := sha256.Sum256(data)
+		if hex.EncodeToString(sum[:]) != want {
+			return nil, fmt.Errorf("%w: blob %s: the content does not match its digest", ErrTampered, digest)
+		}
+	}
 	return data, nil
 }
+
+// blobDigestPrefix starts the name of every blob PutBlob stores.
+const blobDigestPrefix = "sha256-"

@@ -12,7 +12,8 @@ import (
 )
 
 // Send publishes a command to orbit.cmd.<name> on the work queue with id as
-// its Nats-Msg-Id, and waits until it is stored. Sending the same id twice
+// its Nats-Msg-Id (a keyed hash of it when the Log signs: see
+// CommandIDHeader), and waits until it is stored. Sending the same id twice
 // within the duplicate window stores it once. Secrets in the command are
 // NOT redacted: commands carry what workers need to act, are deleted once
 // acknowledged, and never enter the event log.
@@ -30,24 +31,32 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	msg := &nats.Msg{Subject: CommandSubject(name), Data: data}
-	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(CommandsStream)); err != nil {
+	if l.key != nil {
+		l.key.sign(msg, id)
+	}
+	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(id)), jetstream.WithExpectStream(CommandsStream)); err != nil {
 		return publishError("command "+name, err)
 	}
 	return nil
 }
 
 // Pending reports whether a command is stored under orbit.cmd.<name>: sent
-// and not yet acknowledged. Commands whose names are unique per decision
+// and not yet acknowledged, and, on a signed log, one that verifies. Commands whose names are unique per decision
 // (one subject per step attempt) can so be checked before sending them again.
 func (l *Log) Pending(ctx context.Context, name string) (bool, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	_, err := l.cmds.GetLastMsgForSubject(ctx, CommandSubject(name))
+	raw, err := l.cmds.GetLastMsgForSubject(ctx, CommandSubject(name))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("%w: looking up command %s: %v", ErrUnavailable, name, err)
+	}
+	// A forged command under the name must not stop the real one from
+	// being sent: it is never run (see Consume), so it is not pending.
+	if l.key != nil && l.verifyCommand(raw.Sequence, raw.Subject, raw.Header, raw.Data) != "" {
+		return false, nil
 	}
 	return true, nil
 }
@@ -178,17 +187,30 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 		return nil, fmt.Errorf("%w: consumer %s: %v", ErrUnavailable, spec.Durable, err)
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		meta, err := msg.Metadata()
+		if err != nil {
+			l.log.Warn("dropping a command without metadata", "subject", msg.Subject(), "err", err)
+			_ = msg.Term()
+			return
+		}
+		hdr := msgHeaders(msg)
+		if err := l.checkCommand(meta.Sequence.Stream, msg.Subject(), hdr, msg.Data()); err != nil {
+			// Never run: a forged or altered command is removed for good.
+			_ = msg.Term()
+			return
+		}
 		data, err := l.expand(ctx, msg.Data())
 		if err != nil {
 			l.log.Warn("command's large values not readable; redelivering", "subject", msg.Subject(), "err", err)
 			_ = msg.NakWithDelay(time.Second)
 			return
 		}
-		cmd := &Command{Subject: msg.Subject(), Data: data, msg: msg, ID: msg.Headers().Get(jetstream.MsgIDHeader)}
-		if meta, err := msg.Metadata(); err == nil {
-			cmd.Delivery = int(meta.NumDelivered)
-			cmd.StreamSeq = meta.Sequence.Stream
+		id := hdr.Get(CommandIDHeader)
+		if id == "" { // unsigned: sent before the log key was made
+			id = hdr.Get(jetstream.MsgIDHeader)
 		}
+		cmd := &Command{Subject: msg.Subject(), Data: data, msg: msg, ID: id,
+			Delivery: int(meta.NumDelivered), StreamSeq: meta.Sequence.Stream}
 		handle(cmd)
 	}, jetstream.PullMaxMessages(spec.MaxAckPending), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) {

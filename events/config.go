@@ -35,6 +35,14 @@ type Config struct {
 	// key, and the client signs with it (for an external server too). Unlike
 	// a token, the secret never crosses the wire. Not with Token.
 	NKeySeedFile string
+	// LogKeyFile names the log key (see MakeLogKey): everything this Log
+	// publishes is signed with it, and everything it reads is verified.
+	// Empty: no signing and no verification. A Dial'd Log whose file does
+	// not exist, or that may not read it, signs nothing either.
+	LogKeyFile string
+	// MakeLogKey makes the key at LogKeyFile when there is none, signing
+	// from the streams' next sequences on (what an engine does).
+	MakeLogKey bool
 	// Durability is DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
 	// Replicas is the replica count of streams on an external cluster

@@ -50,4 +50,12 @@ var (
 
 	// ErrStoreFull is returned when the store has no space left for a write.
 	ErrStoreFull = errors.New("event store is full")
+
+	// ErrTampered is returned for a message that fails verification by the
+	// log key: unsigned where signing had started, or with a wrong MAC; and
+	// for a blob whose content does not match its digest.
+	ErrTampered = errors.New("fails integrity check")
+
+	// ErrInvalidLogKey is returned when the log key file cannot be used.
+	ErrInvalidLogKey = errors.New("invalid log key")
 )

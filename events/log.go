@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -40,6 +41,12 @@ type Log struct {
 	replies jetstream.ObjectStore
 	space   *spaceGuard // nil: no reserve (an external server manages its own disk)
 	log     *slog.Logger
+
+	key      *logKey  // nil: no signing or verification
+	engine   bool     // opened by Open: records integrity.rejected
+	rejected sync.Map // "stream/seq" of messages rejected (see reject)
+	// eventsOrigin and cmdsOrigin cache originalStream.
+	eventsOrigin, cmdsOrigin originCheck
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
@@ -50,7 +57,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events")}
+	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events"), engine: true}
 	if cfg.URL == "" {
 		srv, err := startEmbedded(cfg)
 		if err != nil {
@@ -66,6 +73,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	if err := l.provision(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.loadKey(ctx); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -86,6 +97,10 @@ func Dial(ctx context.Context, url string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	if err := l.bind(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.loadKey(ctx); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -217,7 +232,8 @@ func (l *Log) Consumers(ctx context.Context) (int, error) {
 	return info.State.Consumers, nil
 }
 
-// EventAt returns the event stored at seq, or ErrNotFound.
+// EventAt returns the event stored at seq, or ErrNotFound; ErrTampered when
+// it fails verification by the log key.
 func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -227,6 +243,9 @@ func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	}
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if err := l.checkEvent(raw.Sequence, raw.Subject, raw.Header, raw.Data); err != nil {
+		return Event{}, err
 	}
 	ev, err := DecodeEvent(raw.Data)
 	if err != nil {

@@ -35,7 +35,7 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 	if err != nil {
 		return Appended{}, err
 	}
-	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID))
+	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(ev.ID)))
 	if err != nil {
 		return Appended{}, publishError(ev.Type, err)
 	}
@@ -54,7 +54,7 @@ func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended,
 	if err != nil {
 		return Appended{}, err
 	}
-	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectLastSequencePerSubject(0))
+	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(ev.ID)), jetstream.WithExpectLastSequencePerSubject(0))
 	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
@@ -89,7 +89,7 @@ func (l *Log) AppendAsync(ctx context.Context, ev Event, payload any) (*PendingA
 	if err != nil {
 		return nil, err
 	}
-	fut, err := l.js.PublishMsgAsync(msg, jetstream.WithMsgID(ev.ID))
+	fut, err := l.js.PublishMsgAsync(msg, jetstream.WithMsgID(l.publishID(ev.ID)))
 	if err != nil {
 		return nil, publishError(ev.Type, err)
 	}
@@ -145,7 +145,11 @@ func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, 
 	if err != nil {
 		return nil, fmt.Errorf("events: encoding %s envelope: %w", ev.Type, err)
 	}
-	return &nats.Msg{Subject: subject, Data: l.cfg.Redactor.JSON(body)}, nil
+	msg := &nats.Msg{Subject: subject, Data: l.cfg.Redactor.JSON(body)}
+	if l.key != nil {
+		l.key.sign(msg, "")
+	}
+	return msg, nil
 }
 
 // publishError classifies a failed publish.

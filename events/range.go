@@ -8,10 +8,12 @@ import (
 	"strconv"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Read returns every event currently in the log that matches opts, in
-// order. Use it for bounded reads; use Follow to keep up with new events.
+// order; messages that do not decode or fail verification are left out
+// (or become placeholders, as in Follow). Use it for bounded reads; use Follow to keep up with new events.
 //
 // Read asks the stream for batches of messages directly (JetStream's batched
 // direct get) instead of creating a consumer, so a read costs the server
@@ -72,32 +74,29 @@ type directGetRequest struct {
 // readRange returns the events on subject filter (every subject when empty)
 // with sequences from..upTo.
 func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, opts FollowOptions) ([]Event, error) {
-	inbox := l.nc.NewInbox()
-	sub, err := l.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		return nil, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
-	}
 	var out []Event
-	next := from
-	for next <= upTo {
-		req, err := json.Marshal(directGetRequest{Seq: next, NextFor: filter, Batch: readBatch, MaxBytes: readMaxBytes})
+	err := l.scan(ctx, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
+		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
+		var ev Event
+		err := l.checkEvent(seq, subject, msg.Header, msg.Data)
+		if err == nil {
+			ev, err = DecodeEvent(msg.Data)
+			if err != nil {
+				l.log.Warn("skipping malformed event", "seq", seq, "subject", subject, "err", err)
+			}
+		}
 		if err != nil {
-			return nil, err
+			if !opts.Placeholders {
+				return nil
+			}
+			ev = Event{}
 		}
-		if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+EventsStream, inbox, req); err != nil {
-			return nil, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
-		}
-		more, err := l.readBatch(ctx, sub, upTo, opts.Placeholders, &next, &out)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			break
-		}
+		ev.Seq = seq
+		out = append(out, ev)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !opts.BlobRefs {
 		for i := range out {
@@ -109,10 +108,43 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 	return out, nil
 }
 
-// readBatch collects one batch's answer: messages, then an end-of-batch
+// scan hands each stored message on subject filter (every subject when
+// empty) with a sequence from..upTo to fn, in order, asking the stream for
+// them in batches; an error from fn ends the scan with that error.
+func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, fn func(seq uint64, msg *nats.Msg) error) error {
+	inbox := l.nc.NewInbox()
+	sub, err := l.nc.SubscribeSync(inbox)
+	if err != nil {
+		return fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		return fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
+	}
+	next := from
+	for next <= upTo {
+		req, err := json.Marshal(directGetRequest{Seq: next, NextFor: filter, Batch: readBatch, MaxBytes: readMaxBytes})
+		if err != nil {
+			return err
+		}
+		if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+EventsStream, inbox, req); err != nil {
+			return fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
+		}
+		more, err := l.scanBatch(ctx, sub, upTo, &next, fn)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	return nil
+}
+
+// scanBatch collects one batch's answer: messages, then an end-of-batch
 // status. It moves *next past every message received and reports whether
 // the stream holds more matching messages after them.
-func (l *Log) readBatch(ctx context.Context, sub *nats.Subscription, upTo uint64, placeholders bool, next *uint64, out *[]Event) (bool, error) {
+func (l *Log) scanBatch(ctx context.Context, sub *nats.Subscription, upTo uint64, next *uint64, fn func(uint64, *nats.Msg) error) (bool, error) {
 	bctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	for {
@@ -120,19 +152,23 @@ func (l *Log) readBatch(ctx context.Context, sub *nats.Subscription, upTo uint64
 		if err != nil {
 			return false, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
 		}
-		switch msg.Header.Get("Status") {
-		case "":
-		case "204": // end of batch
-			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-			return pending > 0 && *next <= upTo, nil
-		case "404": // nothing at or after *next
-			return false, nil
-		case "503":
-			return false, fmt.Errorf("%w: reading events: no responders", ErrUnavailable)
-		default:
+		// A stored message always comes with the server's Nats-Sequence;
+		// only an answer without one is a status, whatever headers a
+		// publisher stored with its message.
+		rawSeq := serverHeader(msg.Header, jetstream.SequenceHeader)
+		if rawSeq == "" {
+			switch msg.Header.Get("Status") {
+			case "204": // end of batch
+				pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+				return pending > 0 && *next <= upTo, nil
+			case "404": // nothing at or after *next
+				return false, nil
+			case "503":
+				return false, fmt.Errorf("%w: reading events: no responders", ErrUnavailable)
+			}
 			return false, fmt.Errorf("%w: reading events: %s %s", ErrUnavailable, msg.Header.Get("Status"), msg.Header.Get("Description"))
 		}
-		seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
+		seq, err := strconv.ParseUint(rawSeq, 10, 64)
 		if err != nil {
 			return false, fmt.Errorf("%w: direct get answer without a sequence: %v", ErrInvalidEvent, err)
 		}
@@ -140,15 +176,20 @@ func (l *Log) readBatch(ctx context.Context, sub *nats.Subscription, upTo uint64
 		if seq > upTo {
 			continue
 		}
-		ev, err := DecodeEvent(msg.Data)
-		if err != nil {
-			l.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Header.Get("Nats-Subject"), "err", err)
-			if !placeholders {
-				continue
-			}
-			ev = Event{}
+		if err := fn(seq, msg); err != nil {
+			return false, err
 		}
-		ev.Seq = seq
-		*out = append(*out, ev)
 	}
+}
+
+// serverHeader returns the value the server gave a direct get answer's
+// header key. The server adds its headers after those stored with the
+// message, and a publisher may have stored its own Nats-Sequence or
+// Nats-Subject: only the last value is the server's.
+func serverHeader(h nats.Header, key string) string {
+	values := h.Values(key)
+	if len(values) == 0 {
+		return ""
+	}
+	return values[len(values)-1]
 }

@@ -50,7 +50,8 @@ type Feed struct {
 // Follow starts a Feed. Messages that do not decode (written by a foreign
 // publisher, or by a newer Orbit with event types this one does not know)
 // are logged and skipped: never delivered, or delivered as placeholders
-// when opts.Placeholders is set.
+// when opts.Placeholders is set. So are messages that fail verification by
+// the log key, which are recorded as integrity.rejected besides.
 func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	last, err := l.LastMatching(ctx, opts.Filters)
 	if err != nil {
@@ -156,9 +157,14 @@ func (f *Feed) run() {
 			return
 		}
 		seq := meta.Sequence.Stream
-		ev, err := DecodeEvent(msg.Data())
+		var ev Event
+		if err = f.log.checkEvent(seq, msg.Subject(), msgHeaders(msg), msg.Data()); err == nil {
+			ev, err = DecodeEvent(msg.Data())
+			if err != nil {
+				f.log.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
+			}
+		}
 		if err != nil {
-			f.log.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
 			ev = Event{}
 		} else if !f.refs {
 			if ev.Data, err = f.expand(ev.Data); err != nil {

@@ -88,7 +88,7 @@ func (f folding[B]) flush() error { return f.batch.flush() }
 // views is every view the projector maintains, in the order each batch folds
 // them. Each view reads only its own buckets, so the order changes nothing
 // that they store.
-var views = []view{runsView{}, tasksView{}, memoryView{}, groundhogRunView{}, metricsView{}}
+var views = []view{runsView{}, tasksView{}, memoryView{}, groundhogRunView{}, metricsView{}, runChainsView{}}
 
 // decodeData unmarshals an event's data like events.Event.Decode, except
 // that numbers inside untyped values stay json.Number: a view re-encodes

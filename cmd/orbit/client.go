@@ -51,7 +51,7 @@ func (a *app) connect(ctx context.Context) (*events.Log, error) {
 }
 
 func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
-	l, err := events.Dial(ctx, url, a.clientConfig())
+	l, err := events.Dial(ctx, url, a.clientConfig(""))
 	if err != nil {
 		if errors.Is(err, events.ErrUnauthorized) {
 			return nil, refused("the engine at "+url, err)
@@ -66,7 +66,7 @@ func (a *app) dialRoot(ctx context.Context, root string) (*events.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return events.Dial(ctx, info.URL, a.clientConfig())
+	return events.Dial(ctx, info.URL, a.clientConfig(root))
 }
 
 // refused is the error for an engine that turned this client's credentials
@@ -75,8 +75,29 @@ func refused(engine string, err error) error {
 	return &exitError{code: exitUnavailable, err: fmt.Errorf("%s refused this client (%w); pass the engine's --nkey or --token (ORBIT_NKEY, ORBIT_TOKEN)", engine, err)}
 }
 
-func (a *app) clientConfig() events.Config {
-	return events.Config{Token: a.token, NKeySeedFile: a.nkey, Name: "orbit-cli"}
+// clientConfig is the configuration a client dials with; root is the
+// project whose own engine it reaches, empty for one named by --nats-url.
+func (a *app) clientConfig(root string) events.Config {
+	return events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: a.clientLogKey(root), Name: "orbit-cli"}
+}
+
+// clientLogKey is the log key a client signs what it publishes with (run
+// requests, cancels): --log-key, else that of the project it runs in (root,
+// or the one found from the working directory for an engine named by
+// --nats-url) when it can read it. A client without one publishes unsigned
+// messages, which an engine that signs rejects.
+func (a *app) clientLogKey(root string) string {
+	if a.logKey != "" {
+		return a.logKey
+	}
+	if root == "" {
+		found, err := a.project()
+		if err != nil {
+			return ""
+		}
+		root = found
+	}
+	return engine.LogKeyPath(root)
 }
 
 // startEngine starts a background engine for root and waits until it

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -199,7 +200,9 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 }
 
 // storeAccepts asks the engine whether its event store takes writes: a
-// run submitted to a full store would wait, unseen, until space is freed.
+// run submitted to a full store would wait, unseen, until space is freed;
+// and whether it would take this client's run request, unsigned when the
+// client has no log key.
 // It returns what the engine said about itself.
 func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error) {
 	var info engine.InfoReply
@@ -208,6 +211,9 @@ func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error)
 	}
 	if info.StoreFull != "" {
 		return nil, fmt.Errorf("submitting the run: %w: %s", events.ErrStoreFull, info.StoreFull)
+	}
+	if info.Signing && !l.Signing() {
+		return nil, &exitError{code: exitUnavailable, err: errors.New("refused: the engine signs its log and rejects what this client would publish without the log key; pass the engine's key file with --log-key (ORBIT_LOG_KEY)")}
 	}
 	return &info, nil
 }

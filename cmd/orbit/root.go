@@ -21,6 +21,7 @@ type app struct {
 	natsURL  string
 	token    string
 	nkey     string
+	logKey   string
 	json     bool
 }
 
@@ -44,6 +45,7 @@ nothing and re-runs nothing that finished.`,
 	pf.StringVar(&a.natsURL, "nats-url", os.Getenv("ORBIT_NATS_URL"), "use the engine on this NATS server instead of the root's own (env ORBIT_NATS_URL)")
 	pf.StringVar(&a.token, "token", os.Getenv("ORBIT_TOKEN"), "token for a NATS server that requires one (env ORBIT_TOKEN)")
 	pf.StringVar(&a.nkey, "nkey", os.Getenv("ORBIT_NKEY"), "nkey seed file for a NATS server that requires one (env ORBIT_NKEY)")
+	pf.StringVar(&a.logKey, "log-key", os.Getenv("ORBIT_LOG_KEY"), "key that signs the log, for engines on an external server and their clients (env ORBIT_LOG_KEY)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 
 	cmd.AddCommand(
@@ -54,6 +56,7 @@ nothing and re-runs nothing that finished.`,
 		a.runCommand(),
 		a.serveCommand(),
 		a.replayCommand(),
+		a.auditCommand(),
 		a.metricsCommand(),
 		a.taskCommand(),
 		a.groundhogCommand(),

@@ -58,6 +58,9 @@ type InfoReply struct {
 	// StoreFull says why the event store refuses writes ("" while it
 	// takes them).
 	StoreFull string `json:"store_full,omitempty"`
+	// Signing says the engine signs its log and rejects what a client
+	// without the log key publishes.
+	Signing bool `json:"signing,omitempty"`
 }
 
 func (e *Engine) serveAPI() (events.Stopper, error) {
@@ -69,6 +72,9 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 		EndpointMetrics: e.handle(e.apiMetrics),
 	}
 	for name, h := range e.taskEndpoints() {
+		endpoints[name] = h
+	}
+	for name, h := range e.auditEndpoints() {
 		endpoints[name] = h
 	}
 	return e.log.Serve("orbit", Version, 5*time.Minute, endpoints)
@@ -99,7 +105,7 @@ func (e *Engine) apiInfo(ctx context.Context, _ json.RawMessage) (any, error) {
 		return nil, err
 	}
 	return InfoReply{Info: e.info, Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
-		Consumers: consumers, StoreFull: e.log.SpaceShortage()}, nil
+		Consumers: consumers, StoreFull: e.log.SpaceShortage(), Signing: e.log.Signing()}, nil
 }
 
 func (e *Engine) apiRun(ctx context.Context, req json.RawMessage) (any, error) {

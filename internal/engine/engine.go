@@ -46,11 +46,20 @@ type Config struct {
 	// NKeySeedFile names an nkey user seed: only clients that sign with it
 	// are admitted (and it signs for the engine on an external server).
 	NKeySeedFile string
+	// LogKeyFile names the key that signs the log (made there when
+	// missing). Default on the embedded server: the root's
+	// .orbit/state/creds/log.key; on an external server there is no
+	// default, and the log is not signed without one.
+	LogKeyFile string
 	// Durability is events.DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
 	// IdleTimeout, when positive, stops the engine after it has had no run
 	// and no request for that long.
 	IdleTimeout time.Duration
+	// Redactor removes secrets from what the engine publishes; the log key
+	// is added to it, so a logger that redacts with it never shows the key
+	// either. Nil means one built from the process environment.
+	Redactor *events.Redactor
 	// Background marks an engine started on demand by a CLI command.
 	Background bool
 	// Logger receives operational messages (nil discards them).
@@ -134,6 +143,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Listen:       cfg.Listen,
 		Token:        cfg.Token,
 		NKeySeedFile: cfg.NKeySeedFile,
+		LogKeyFile:   logKeyFile(cfg),
+		MakeLogKey:   true,
+		Redactor:     cfg.Redactor,
 		Durability:   cfg.Durability,
 		RequireLog:   rec.LastSeq > 0,
 		Name:         "orbit-engine",

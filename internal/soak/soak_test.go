@@ -114,7 +114,7 @@ func TestSoak(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), loadBound+5*time.Minute)
 	defer cancel()
-	l, err := events.Dial(ctx, eng.url, events.Config{Name: "orbit-soak"})
+	l, err := events.Dial(ctx, eng.url, events.Config{Name: "orbit-soak", LogKeyFile: engine.LogKeyPath(p.Root)})
 	if err != nil {
 		t.Fatalf("dialling the engine at %s: %v", eng.url, err)
 	}

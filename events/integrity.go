@@ -1,0 +1,243 @@
+package events
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Headers of a signed message.
+const (
+	// MACHeader carries the hex HMAC-SHA256, by the log key, of a message's
+	// subject, command id and body.
+	MACHeader = "Orbit-Mac"
+	// CommandIDHeader carries a signed command's readable id; its
+	// Nats-Msg-Id is a keyed hash of it (see logKey.msgID).
+	CommandIDHeader = "Orbit-Id"
+)
+
+// Reasons a message fails verification, as integrity.rejected records them.
+const (
+	ReasonUnsigned = "unsigned"
+	ReasonBadMAC   = "bad MAC"
+)
+
+// logKey signs what a Log publishes and verifies what it reads.
+//
+// IMPORTANT: the MAC covers the exact bytes stored (after redaction and
+// after large values moved to blobs) and the subject, so a signed event
+// cannot be moved to another run or type; it does not cover the stream
+// sequence — the order of a run's events is checked by the projector's
+// run chains.
+type logKey struct {
+	key          []byte
+	hexKey       string
+	eventsFrom   uint64 // first event sequence that must be signed
+	commandsFrom uint64 // first command sequence that must be signed
+	// The streams the key was made beside (see logKeyFile); zero: none,
+	// and nothing unsigned is accepted.
+	eventsCreated, commandsCreated time.Time
+}
+
+// mac returns the hex MAC of a message. id is the command id (empty for
+// events, whose id is in the body).
+func (k *logKey) mac(subject, id string, body []byte) string {
+	h := hmac.New(sha256.New, k.key)
+	h.Write([]byte("orbit-msg\x00"))
+	h.Write([]byte(subject))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// msgID returns the Nats-Msg-Id a decision id is published under: a keyed
+// hash, so that no one without the key can store a message under a
+// decision's id and so have the real decision dropped as a duplicate.
+func (k *logKey) msgID(id string) string {
+	h := hmac.New(sha256.New, k.key)
+	h.Write([]byte("orbit-msg-id\x00"))
+	h.Write([]byte(id))
+	return "k" + hex.EncodeToString(h.Sum(nil)[:20])
+}
+
+// sign adds the MAC (and for a command its readable id) to msg.
+func (k *logKey) sign(msg *nats.Msg, cmdID string) {
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	if cmdID != "" {
+		msg.Header.Set(CommandIDHeader, cmdID)
+	}
+	msg.Header.Set(MACHeader, k.mac(msg.Subject, cmdID, msg.Data))
+}
+
+// verify checks a stored message and returns why it fails, "" when it
+// passes. from is the first sequence of its stream that must be signed;
+// an earlier message passes as it is when original says its stream is the
+// one the key was made beside (original is called only then).
+func (k *logKey) verify(from, seq uint64, original func() bool, subject string, hdr nats.Header, body []byte) string {
+	if seq < from && original() {
+		return ""
+	}
+	got := hdr.Get(MACHeader)
+	if got == "" {
+		return ReasonUnsigned
+	}
+	want := k.mac(subject, hdr.Get(CommandIDHeader), body)
+	if !hmac.Equal([]byte(got), []byte(want)) {
+		return ReasonBadMAC
+	}
+	return ""
+}
+
+// publishID returns the Nats-Msg-Id to publish id under.
+func (l *Log) publishID(id string) string {
+	if l.key == nil {
+		return id
+	}
+	return l.key.msgID(id)
+}
+
+// Signing reports whether this Log signs what it publishes and verifies
+// what it reads.
+func (l *Log) Signing() bool { return l.key != nil }
+
+// checkEvent verifies an event read from the log, and when it fails
+// records the rejection (see reject). It returns nil without a key.
+func (l *Log) checkEvent(seq uint64, subject string, hdr nats.Header, body []byte) error {
+	if l.key == nil {
+		return nil
+	}
+	return l.rejectFailed(EventsStream, seq, subject, l.verifyEvent(seq, subject, hdr, body))
+}
+
+// checkCommand is checkEvent for a command.
+func (l *Log) checkCommand(seq uint64, subject string, hdr nats.Header, body []byte) error {
+	if l.key == nil {
+		return nil
+	}
+	return l.rejectFailed(CommandsStream, seq, subject, l.verifyCommand(seq, subject, hdr, body))
+}
+
+// rejectFailed records a failed verification (reason not empty) and
+// returns it as an error wrapping ErrTampered.
+func (l *Log) rejectFailed(stream string, seq uint64, subject, reason string) error {
+	if reason == "" {
+		return nil
+	}
+	l.reject(stream, seq, subject, reason)
+	return fmt.Errorf("%w: %s %d (%s): %s", ErrTampered, stream, seq, subject, reason)
+}
+
+// verifyEvent is logKey.verify for the event stream.
+func (l *Log) verifyEvent(seq uint64, subject string, hdr nats.Header, body []byte) string {
+	original := func() bool { return l.originalStream(&l.eventsOrigin, l.events, l.key.eventsCreated) }
+	return l.key.verify(l.key.eventsFrom, seq, original, subject, hdr, body)
+}
+
+// verifyCommand is logKey.verify for the command stream.
+func (l *Log) verifyCommand(seq uint64, subject string, hdr nats.Header, body []byte) string {
+	original := func() bool { return l.originalStream(&l.cmdsOrigin, l.cmds, l.key.commandsCreated) }
+	return l.key.verify(l.key.commandsFrom, seq, original, subject, hdr, body)
+}
+
+// originCheck caches whether a stream is still the one a key was made
+// beside, for originTTL: an old log's unsigned start is read often.
+type originCheck struct {
+	mu sync.Mutex
+	at time.Time
+	ok bool
+}
+
+const originTTL = time.Second
+
+// originalStream reports whether stream was created at created: not
+// deleted and made again under its name since the key was made, which
+// would let anyone fill the new stream's sequences below the key's start
+// with unsigned messages.
+func (l *Log) originalStream(c *originCheck, stream jetstream.Stream, created time.Time) bool {
+	if created.IsZero() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < originTTL {
+		return c.ok
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rejectTimeout)
+	defer cancel()
+	info, err := stream.Info(ctx)
+	if err != nil {
+		// Unknown: refuse this time, ask again next time.
+		return false
+	}
+	c.at, c.ok = time.Now(), info.Created.Equal(created)
+	if !c.ok {
+		l.log.Warn("the stream is not the one the log key was made beside; its unsigned messages are rejected",
+			"stream", info.Config.Name, "created", info.Created, "key_made_beside", created)
+	}
+	return c.ok
+}
+
+// rejectTimeout bounds the append of one integrity.rejected.
+const rejectTimeout = 5 * time.Second
+
+// reject records that the message at seq of stream failed verification:
+// once per Log and message (later reads of it only log at debug level), and
+// only by an engine's Log (one opened with Open); the event's id is derived
+// from the message, so engines sharing a log store it once within the
+// duplicate window.
+func (l *Log) reject(stream string, seq uint64, subject, reason string) {
+	key := fmt.Sprintf("%s/%d", stream, seq)
+	if _, seen := l.rejected.LoadOrStore(key, true); seen || !l.engine {
+		l.log.Debug("message fails verification", "stream", stream, "seq", seq, "subject", subject, "reason", reason)
+		return
+	}
+	l.log.Warn("rejecting a message that fails verification", "stream", stream, "seq", seq, "subject", subject, "reason", reason)
+	ctx, cancel := context.WithTimeout(context.Background(), rejectTimeout)
+	defer cancel()
+	_, aerr := l.Append(ctx, Event{
+		ID:    DecisionID(IntegrityRejected, stream, fmt.Sprint(seq)),
+		Type:  IntegrityRejected,
+		RunID: SubjectRun(subject),
+	}, IntegrityRejectedData{Stream: stream, Subject: subject, Seq: seq, Reason: reason})
+	if aerr != nil {
+		l.rejected.Delete(key)
+		l.log.Warn("integrity.rejected not recorded", "stream", stream, "seq", seq, "err", aerr)
+	}
+}
+
+// UnattributedRun is the run id integrity.rejected is recorded under when
+// the rejected message's subject names no run.
+const UnattributedRun = "_unattributed"
+
+// SubjectRun returns the run a subject names: orbit.events.run.<run>.… and
+// orbit.cmd.step.<type>.<run>.…; UnattributedRun for any other.
+func SubjectRun(subject string) string {
+	parts := strings.Split(subject, ".")
+	switch {
+	case len(parts) > 4 && parts[0] == "orbit" && parts[1] == "events" && parts[2] == AggregateRun:
+		return parts[3]
+	case len(parts) > 4 && parts[0] == "orbit" && parts[1] == "cmd" && parts[2] == "step":
+		return parts[4]
+	}
+	return UnattributedRun
+}
+
+// msgHeaders returns the headers of a JetStream message (never nil).
+func msgHeaders(msg jetstream.Msg) nats.Header {
+	if h := msg.Headers(); h != nil {
+		return h
+	}
+	return nats.Header{}
+}
