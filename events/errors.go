@@ -44,4 +44,8 @@ var (
 
 	// ErrStoreFull is returned when the store has no space left for a write.
 	ErrStoreFull = errors.New("event store is full")
+
+	// ErrTokenEmbedded is returned by Open when a token is configured for
+	// the embedded server, which admits only nkey users.
+	ErrTokenEmbedded = errors.New("a token cannot open the embedded server")
 )

@@ -39,7 +39,9 @@ type Log struct {
 	// requester to fetch, for repliesTTL.
 	replies jetstream.ObjectStore
 	space   *spaceGuard // nil: no reserve (an external server manages its own disk)
-	log     *slog.Logger
+	// engine: this Log was opened by an engine (Open), not a client (Dial).
+	engine bool
+	log    *slog.Logger
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
@@ -50,7 +52,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events")}
+	l := &Log{cfg: cfg, engine: true, log: cfg.Logger.With("component", "events")}
 	if cfg.URL == "" {
 		srv, err := startEmbedded(cfg)
 		if err != nil {
@@ -97,16 +99,32 @@ func (l *Log) connect() error {
 		nats.Name(l.cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		// The default handler prints to stderr; a refused publish or
+		// subscription fails the call that made it, which says so.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			l.log.Debug("NATS error", "subject", subject, "err", err)
+		}),
 	}
 	if l.cfg.Token != "" {
 		opts = append(opts, nats.Token(l.cfg.Token))
 	}
-	if l.cfg.NKeySeedFile != "" {
-		opt, err := nats.NkeyOptionFromSeed(l.cfg.NKeySeedFile)
+	seed := l.cfg.NKeySeedFile
+	if l.srv != nil {
+		seed = CredsFile(l.cfg.CredsDir, IdentityEngine)
+	}
+	if seed != "" {
+		opt, err := nats.NkeyOptionFromSeed(seed)
 		if err != nil {
-			return fmt.Errorf("events: nkey seed %s: %w", l.cfg.NKeySeedFile, err)
+			return fmt.Errorf("events: nkey seed %s: %w", seed, err)
 		}
 		opts = append(opts, opt)
+	}
+	if l.engine {
+		opts = append(opts, nats.CustomInboxPrefix(engineInboxPrefix))
 	}
 	url := l.cfg.URL
 	if l.srv != nil {
@@ -131,7 +149,10 @@ func (l *Log) connect() error {
 	return nil
 }
 
-// bind looks up what an engine provisioned, without creating anything.
+// bind looks up what an engine provisioned and a client reads, without
+// creating anything: the log, the blobs and, when the identity may read
+// them (a reader may not), the large API answers. The command queue and the
+// buckets are the engine's alone.
 func (l *Log) bind(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -139,20 +160,12 @@ func (l *Log) bind(ctx context.Context) error {
 	if l.events, err = l.js.Stream(ctx, EventsStream); err != nil {
 		return fmt.Errorf("%w: stream %s: %v", ErrUnavailable, EventsStream, err)
 	}
-	if l.cmds, err = l.js.Stream(ctx, CommandsStream); err != nil {
-		return fmt.Errorf("%w: stream %s: %v", ErrUnavailable, CommandsStream, err)
-	}
-	if l.leases, err = l.js.KeyValue(ctx, LeasesBucket); err != nil {
-		return fmt.Errorf("%w: bucket %s: %v", ErrUnavailable, LeasesBucket, err)
-	}
-	if l.locks, err = l.js.KeyValue(ctx, LocksBucket); err != nil {
-		return fmt.Errorf("%w: bucket %s: %v", ErrUnavailable, LocksBucket, err)
-	}
 	if l.blobs, err = l.js.ObjectStore(ctx, BlobsStore); err != nil {
 		return fmt.Errorf("%w: object store %s: %v", ErrUnavailable, BlobsStore, err)
 	}
 	if l.replies, err = l.js.ObjectStore(ctx, RepliesStore); err != nil {
-		return fmt.Errorf("%w: object store %s: %v", ErrUnavailable, RepliesStore, err)
+		l.replies = nil
+		l.log.Debug("large API answers cannot be read", "object_store", RepliesStore, "err", err)
 	}
 	return nil
 }

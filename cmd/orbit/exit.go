@@ -70,7 +70,7 @@ func codeFor(err error) int {
 		return exitUsage
 	case errors.Is(err, events.ErrUnavailable), errors.Is(err, events.ErrStoreFull), errors.Is(err, engine.ErrAlreadyRunning):
 		return exitUnavailable
-	case errors.Is(err, engine.ErrInsecureListen), errors.Is(err, events.ErrAddressInUse):
+	case errors.Is(err, events.ErrTokenEmbedded), errors.Is(err, events.ErrAddressInUse):
 		return exitUsage
 	}
 	return exitUsage

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
 )
 
 func (a *app) initCommand() *cobra.Command {
@@ -18,7 +20,10 @@ func (a *app) initCommand() *cobra.Command {
 		Short: "Create .orbit/ with a config file and sample assets",
 		Long: `Create .orbit/ in the project directory (--root, else the current directory)
 with config.yaml, a .gitignore for the engine's state, and a sample activity
-and job. Existing files are left alone, so init is safe to run again.`,
+and job, and the project's NATS identities (engine, client, reader) in
+.orbit/state/creds/, readable by their owner only: the engine's server admits
+no one else. Existing files and keys are left alone, so init is safe to run
+again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			root := a.rootFlag
@@ -69,11 +74,16 @@ and job. Existing files are left alone, so init is safe to run again.`,
 				}
 				created++
 			}
+			creds, err := events.EnsureCreds(engine.CredsDir(root))
+			if err != nil {
+				return err
+			}
 			if created == 0 {
 				a.printf("Orbit project in %s is already initialised\n", dir)
 				return nil
 			}
 			a.printf("Initialised Orbit project in %s\n", dir)
+			a.printf("Identities (engine, client, reader) in %s; see orbit nats-context\n", creds.Dir)
 			return nil
 		},
 	}

@@ -221,8 +221,8 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 		}
 		defer feed.stop()
 	}
-	if err := executor.Submit(ctx, l, req); err != nil {
-		return &exitError{code: exitUnavailable, err: fmt.Errorf("submitting the run: %w", err)}
+	if err := request(ctx, l, engine.EndpointSubmit, req, &engine.Submitted{}); err != nil {
+		return fmt.Errorf("submitting the run: %w", err)
 	}
 	if detach {
 		if a.json {

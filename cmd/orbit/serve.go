@@ -43,13 +43,15 @@ engine uses that NATS server instead of its embedded one.`,
 			if verbose {
 				level = slog.LevelDebug
 			}
-			logger := slog.New(events.RedactorFromEnv().Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
+			redactor := events.RedactorFromEnv()
+			logger := slog.New(redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
 			e, err := engine.Open(cmd.Context(), engine.Config{
 				Root:         root,
 				NATSURL:      a.natsURL,
 				Listen:       listen,
 				Token:        a.token,
 				NKeySeedFile: a.nkey,
+				Redactor:     redactor,
 				Durability:   cfg.Durability,
 				IdleTimeout:  idleTimeout,
 				Background:   background,

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -39,11 +38,18 @@ type Config struct {
 	// Listen is the embedded server's client address (default
 	// 127.0.0.1:4222; port 0 picks a free port).
 	Listen string
-	// Token is required from clients (and sent to an external server).
+	// Token is sent to an external server (NATSURL) that requires one. The
+	// embedded server admits only nkeys: a token without NATSURL is refused.
 	Token string
-	// NKeySeedFile names an nkey user seed: only clients that sign with it
-	// are admitted (and it signs for the engine on an external server).
+	// NKeySeedFile names an nkey user seed. The embedded server admits
+	// clients that sign with it (with the client identity's permissions),
+	// besides the project's identities; on an external server the engine
+	// signs with it instead of the project's engine identity.
 	NKeySeedFile string
+	// Redactor removes secrets from what the engine publishes; the engine
+	// adds the seeds of the project's identities to it. Nil means one built
+	// from the process environment.
+	Redactor *events.Redactor
 	// Durability is events.DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
 	// IdleTimeout, when positive, stops the engine after it has had no run
@@ -73,9 +79,6 @@ type Engine struct {
 var (
 	// ErrAlreadyRunning: another engine serves the root.
 	ErrAlreadyRunning = errors.New("another engine is serving this root")
-	// ErrInsecureListen: a listen address beyond loopback without a token
-	// or an nkey.
-	ErrInsecureListen = errors.New("refusing to listen beyond loopback without a token or an nkey")
 )
 
 // Open takes the root: it opens the views file first — its lock makes a
@@ -89,8 +92,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:4222"
 	}
-	if cfg.NATSURL == "" && cfg.Token == "" && cfg.NKeySeedFile == "" && !loopback(cfg.Listen) {
-		return nil, fmt.Errorf("%w: %s would let anyone who can reach it run commands on this machine; set --nkey or ORBIT_NKEY to a seed file (orbit nkey new makes one), or --token or ORBIT_TOKEN; clients pass the same", ErrInsecureListen, cfg.Listen)
+	if cfg.NATSURL == "" && cfg.Token != "" {
+		return nil, fmt.Errorf("%w: --token (ORBIT_TOKEN) is sent to an external server given with --nats-url; the embedded server admits only the project's nkeys (%s) and --nkey seed files", events.ErrTokenEmbedded, CredsDir(cfg.Root))
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = events.RedactorFromEnv()
 	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
@@ -99,6 +105,32 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg.Root = root
 	if err := os.MkdirAll(StateDir(root), 0o755); err != nil {
 		return nil, err
+	}
+	creds, err := events.EnsureCreds(CredsDir(root))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Redactor.AddSeeds(creds.Dir)
+	logCfg := events.Config{
+		StoreDir:   filepath.Join(StateDir(root), "nats"),
+		CredsDir:   creds.Dir,
+		URL:        cfg.NATSURL,
+		Listen:     cfg.Listen,
+		Durability: cfg.Durability,
+		Name:       "orbit-engine",
+		Redactor:   cfg.Redactor,
+		Logger:     cfg.Logger,
+	}
+	switch {
+	case cfg.NATSURL == "" && cfg.NKeySeedFile != "":
+		logCfg.ExtraClients = []string{cfg.NKeySeedFile}
+	case cfg.NATSURL == "":
+	case cfg.NKeySeedFile != "":
+		logCfg.NKeySeedFile = cfg.NKeySeedFile
+	case cfg.Token != "":
+		logCfg.Token = cfg.Token
+	default:
+		logCfg.NKeySeedFile = creds.File(events.IdentityEngine)
 	}
 	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine")}
 
@@ -116,16 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.log, err = events.Open(ctx, events.Config{
-		StoreDir:     filepath.Join(StateDir(root), "nats"),
-		URL:          cfg.NATSURL,
-		Listen:       cfg.Listen,
-		Token:        cfg.Token,
-		NKeySeedFile: cfg.NKeySeedFile,
-		Durability:   cfg.Durability,
-		Name:         "orbit-engine",
-		Logger:       cfg.Logger,
-	})
+	e.log, err = events.Open(ctx, logCfg)
 	if err != nil {
 		e.proj.Close()
 		return nil, err
@@ -165,19 +188,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Background: cfg.Background,
 	}
 	return e, nil
-}
-
-// loopback reports whether a listen address only accepts local clients.
-func loopback(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // rootScope is the scope (see proc.WithScope) of every program an engine on
