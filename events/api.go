@@ -136,10 +136,18 @@ func (l *Log) putReply(ctx context.Context, data []byte) (string, error) {
 // takeReply fetches a stored answer. It is not deleted: a client may not
 // write to the object store, and the answer expires after repliesTTL.
 func (l *Log) takeReply(ctx context.Context, name string) ([]byte, error) {
+	l.repliesMu.Lock()
 	if l.replies == nil {
-		return nil, fmt.Errorf("%w: reading a large answer (%s): this identity may not read %s", ErrUnauthorized, name, RepliesStore)
+		replies, err := l.js.ObjectStore(ctx, RepliesStore)
+		if err != nil {
+			l.repliesMu.Unlock()
+			return nil, fmt.Errorf("%w: reading a large answer (%s): object store %s: %v", ErrUnavailable, name, RepliesStore, err)
+		}
+		l.replies = replies
 	}
-	data, err := l.replies.GetBytes(ctx, name)
+	replies := l.replies
+	l.repliesMu.Unlock()
+	data, err := replies.GetBytes(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading a large answer (%s): %v", ErrUnavailable, name, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -36,9 +38,11 @@ type Log struct {
 	locks  jetstream.KeyValue
 	blobs  jetstream.ObjectStore
 	// replies holds API answers too large for one message, for the
-	// requester to fetch, for repliesTTL.
-	replies jetstream.ObjectStore
-	space   *spaceGuard // nil: no reserve (an external server manages its own disk)
+	// requester to fetch, for repliesTTL. A client looks it up when it
+	// first needs it (repliesMu).
+	replies   jetstream.ObjectStore
+	repliesMu sync.Mutex
+	space     *spaceGuard // nil: no reserve (an external server manages its own disk)
 	// engine: this Log was opened by an engine (Open), not a client (Dial).
 	engine bool
 	log    *slog.Logger
@@ -116,6 +120,7 @@ func (l *Log) connect() error {
 	if l.srv != nil {
 		seed = CredsFile(l.cfg.CredsDir, IdentityEngine)
 	}
+	plain := slices.Clone(opts)
 	if seed != "" {
 		opt, err := nats.NkeyOptionFromSeed(seed)
 		if err != nil {
@@ -124,6 +129,7 @@ func (l *Log) connect() error {
 		opts = append(opts, opt)
 	}
 	if l.engine {
+		plain = append(plain, nats.CustomInboxPrefix(engineInboxPrefix))
 		opts = append(opts, nats.CustomInboxPrefix(engineInboxPrefix))
 	}
 	url := l.cfg.URL
@@ -132,8 +138,15 @@ func (l *Log) connect() error {
 		url = ""
 	} else {
 		opts = append(opts, nats.RetryOnFailedConnect(false), nats.Timeout(2*time.Second))
+		plain = append(plain, nats.RetryOnFailedConnect(false), nats.Timeout(2*time.Second))
 	}
 	nc, err := nats.Connect(url, opts...)
+	if errors.Is(err, nats.ErrNkeysNotSupported) {
+		// An external server that checks no credentials: the key was an
+		// offer, and anyone who reaches that server can write the log.
+		l.log.Warn("the NATS server admits anyone, so anyone who reaches it can write Orbit's log; configure it with the users of orbit nats-config", "url", url)
+		nc, err = nats.Connect(url, plain...)
+	}
 	if errors.Is(err, nats.ErrAuthorization) {
 		return fmt.Errorf("%w (%w): connecting to %s: %v", ErrUnavailable, ErrUnauthorized, l.cfg.URL, err)
 	}
@@ -150,9 +163,10 @@ func (l *Log) connect() error {
 }
 
 // bind looks up what an engine provisioned and a client reads, without
-// creating anything: the log, the blobs and, when the identity may read
-// them (a reader may not), the large API answers. The command queue and the
-// buckets are the engine's alone.
+// creating anything: the log and the blobs. The store of large API answers
+// is looked up when one arrives (a reader, which may not call the API, may
+// not read it either); the command queue and the buckets are the engine's
+// alone.
 func (l *Log) bind(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -162,10 +176,6 @@ func (l *Log) bind(ctx context.Context) error {
 	}
 	if l.blobs, err = l.js.ObjectStore(ctx, BlobsStore); err != nil {
 		return fmt.Errorf("%w: object store %s: %v", ErrUnavailable, BlobsStore, err)
-	}
-	if l.replies, err = l.js.ObjectStore(ctx, RepliesStore); err != nil {
-		l.replies = nil
-		l.log.Debug("large API answers cannot be read", "object_store", RepliesStore, "err", err)
 	}
 	return nil
 }

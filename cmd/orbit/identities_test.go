@@ -3,8 +3,10 @@ package main_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -147,4 +149,59 @@ spec:
 	r = p.Orbit("run", "history")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 1, strings.Count(r.Stdout, "napper"), "the log is whole and has no forged run:\n%s", r.Stdout)
+}
+
+// asAnotherUser makes cmd run as a user who is not the project's owner:
+// as nobody when the tests run as root (whom no file mode stops), else as
+// the owner with the client's seed made unreadable.
+func asAnotherUser(t *testing.T, p *testkit.Project, cmd *exec.Cmd) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		require.NoError(t, os.Chmod(credsFile(p, events.IdentityClient), 0))
+		t.Cleanup(func() { _ = os.Chmod(credsFile(p, events.IdentityClient), 0o600) })
+		return
+	}
+	// nobody may reach the project and the binary, not the seeds.
+	for dir := p.Root; dir != "/"; dir = filepath.Dir(dir) {
+		require.NoError(t, os.Chmod(dir, 0o755))
+		if dir == os.TempDir() || filepath.Dir(dir) == os.TempDir() {
+			break
+		}
+	}
+	require.NoError(t, os.Chmod(filepath.Dir(p.Bin), 0o755))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+}
+
+// TestAnotherUserIsRefusedAndStartsNoEngine: a user who cannot read the
+// root's client seed is refused with exit code 3 and what to pass, whether
+// the owner's engine runs or not, and never starts an engine of their own.
+func TestAnotherUserIsRefusedAndStartsNoEngine(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	owner := p.EnginePID()
+	require.NotZero(t, owner)
+
+	other := func() testkit.Result {
+		cmd := p.Command("run", "history")
+		asAnotherUser(t, p, cmd)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "stderr: %s", stderr.String())
+		return testkit.Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: exit.ExitCode()}
+	}
+	r = other()
+	assert.Equal(t, 3, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "refused: cannot read "+credsFile(p, events.IdentityClient))
+	assert.Contains(t, r.Stderr, "pass --nkey")
+	assert.Equal(t, owner, p.EnginePID(), "the owner's engine serves on")
+
+	p.StopEngine()
+	r = other()
+	assert.Equal(t, 3, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "refused: cannot read")
+	assert.Zero(t, p.EnginePID(), "no engine was started")
 }

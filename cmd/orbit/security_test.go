@@ -59,9 +59,10 @@ func TestListeningBeyondLoopbackWithAnNKey(t *testing.T) {
 }
 
 // TestSecretsNeverReachTheStore runs steps that use two secrets — one the
-// shell inherits, one passed through a template — prints them, fails with
-// one in its error, and then searches every byte Orbit stored (the NATS
-// store, the views, the engine's log) for them.
+// shell inherits, one passed through a template — prints them and the
+// seeds of the project's identities, fails with one in its error, and then
+// searches every byte Orbit stored (the NATS store, the views, the
+// engine's log) for them.
 func TestSecretsNeverReachTheStore(t *testing.T) {
 	t.Parallel()
 	const apiKey = "sk-ant-api03-FAKE-key-that-must-never-be-stored-7731"
@@ -81,6 +82,12 @@ spec:
         program: sh
         args: ["-c", "echo key=$ANTHROPIC_API_KEY token=$1; printf %s \"$1\" > used-token.txt", "sh", "{{ input.token }}"]
         allowed_programs: [sh]
+    - id: seeds
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "cat .orbit/state/creds/*.nk; cat .orbit/state/creds/engine.nk >&2"]
+        allowed_programs: [sh]
     - id: fail
       spec:
         type: shell
@@ -99,9 +106,18 @@ spec:
 	assert.Contains(t, r.Stdout, "key=[REDACTED] token=[REDACTED]")
 	p.StopEngine()
 
+	secrets := []string{apiKey, deployToken}
+	for _, id := range events.Identities {
+		seed, err := events.Seed(events.CredsFile(filepath.Join(p.Root, ".orbit", "state", "creds"), id))
+		require.NoError(t, err)
+		secrets = append(secrets, seed)
+	}
 	state := filepath.Join(p.Root, ".orbit", "state")
 	files := 0
 	require.NoError(t, filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "creds" {
+			return filepath.SkipDir // where the seeds are kept
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -110,12 +126,15 @@ spec:
 			return err
 		}
 		files++
-		for _, secret := range []string{apiKey, deployToken} {
+		for _, secret := range secrets {
 			assert.False(t, bytes.Contains(data, []byte(secret)), "%s holds a secret", path)
 		}
 		return nil
 	}))
 	assert.Greater(t, files, 5, "the whole store was searched")
+	for _, seed := range secrets[2:] {
+		assert.NotContains(t, r.Stdout+r.Stderr, seed, "the CLI printed a seed")
+	}
 }
 
 // TestArgumentsAreNeverReSplit: a rendered value is one argv element, so a
