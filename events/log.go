@@ -206,6 +206,15 @@ func (l *Log) ClientURL() string {
 	return l.srv.ClientURL()
 }
 
+// CredsDir is the directory of the identities an embedded log admits (see
+// EnsureCreds); empty for a log on an external server.
+func (l *Log) CredsDir() string {
+	if l.srv == nil {
+		return ""
+	}
+	return l.cfg.CredsDir
+}
+
 // Embedded reports whether this Log runs its own server, and so is the only
 // engine on its store.
 func (l *Log) Embedded() bool { return l.srv != nil }
