@@ -1,11 +1,16 @@
 package events
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // engineInboxPrefix is the inbox prefix of the engine's connection. Clients
@@ -124,4 +129,75 @@ func writeSubjects(b *strings.Builder, name string, p *server.SubjectPermission)
 		return strings.Join(q, ", ")
 	}
 	fmt.Fprintf(b, "        %s: {\n          allow: [%s]\n          deny: [%s]\n        }\n", name, quote(p.Allow), quote(p.Deny))
+}
+
+// CheckReader signs in to the log's server as the reader whose seed is in
+// seed and asks it to update the event stream with the configuration it
+// already has — a change of nothing, if it is let through. A server that
+// lets it through is misconfigured: the reader could as well delete the
+// log. It returns ErrMisconfigured then, nil when the server refuses, and
+// nil without checking when the server admits anyone (Open has said so) or
+// does not answer in time.
+func (l *Log) CheckReader(ctx context.Context, seed string) error {
+	key, err := nats.NkeyOptionFromSeed(seed)
+	if err != nil {
+		return fmt.Errorf("events: nkey seed %s: %w", seed, err)
+	}
+	refused := make(chan struct{}, 1)
+	opts := []nats.Option{nats.Name("orbit-permission-check"), key, nats.Timeout(2 * time.Second),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				select {
+				case refused <- struct{}{}:
+				default:
+				}
+			}
+		})}
+	if l.srv != nil {
+		opts = append(opts, nats.InProcessServer(l.srv))
+	}
+	nc, err := nats.Connect(l.cfg.URL, opts...)
+	if errors.Is(err, nats.ErrNkeysNotSupported) {
+		return nil
+	}
+	if errors.Is(err, nats.ErrAuthorization) {
+		return fmt.Errorf("%w: the server does not admit the reader identity (%s): configure it with orbit nats-config", ErrMisconfigured, seed)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: checking the reader's permissions: %v", ErrUnavailable, err)
+	}
+	defer nc.Close()
+	info := l.events.CachedInfo()
+	if info == nil {
+		return nil
+	}
+	data, err := json.Marshal(info.Config)
+	if err != nil {
+		return err
+	}
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.STREAM.UPDATE."+EventsStream, inbox, data); err != nil {
+		return nil
+	}
+	answered := make(chan struct{})
+	go func() {
+		if _, err := sub.NextMsg(3 * time.Second); err == nil {
+			close(answered)
+		}
+	}()
+	select {
+	case <-refused:
+		return nil
+	case <-answered:
+		return fmt.Errorf("%w: the reader identity may change stream %s on %s, so it could delete the log; configure the server with the users of orbit nats-config", ErrMisconfigured, EventsStream, l.cfg.URL)
+	case <-time.After(3 * time.Second):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -158,4 +159,39 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	_, err = testkit.DialOutsider(t, srv.ClientURL(), "")
 	assert.ErrorContains(t, err, "Authorization Violation")
 	assert.False(t, bytes.Contains([]byte(stderr.String()), []byte("admits anyone")), stderr.String())
+	assert.NotContains(t, stderr.String(), "misconfigured", "the block of nats-config keeps the reader a reader")
+}
+
+// TestAnEngineSaysWhenTheServerLetsAReaderWrite: on an external server that
+// admits the project's identities without permissions, the engine warns at
+// start that the reader could delete the log.
+func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	creds, err := events.EnsureCreds(engine.CredsDir(p.Root))
+	require.NoError(t, err)
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	users := ""
+	for _, id := range events.Identities {
+		users += "{nkey: " + creds.Public[id] + "}\n"
+	}
+	require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\nauthorization { users = [\n"+users+"] }\n"), 0o600))
+	opts, err := server.ProcessConfigFile(conf)
+	require.NoError(t, err)
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	require.NoError(t, err)
+	srv.Start()
+	require.True(t, srv.ReadyForConnections(10*time.Second))
+	t.Cleanup(srv.Shutdown)
+
+	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
+	stderr := &syncBuffer{}
+	cmd := p.Command("serve")
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+	assert.Contains(t, stderr.String(), "the reader identity may change stream ORBIT_EVENTS")
+	assert.Contains(t, stderr.String(), "orbit nats-config")
 }

@@ -153,6 +153,15 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.proj.Close()
 		return nil, err
 	}
+	if cfg.NATSURL != "" {
+		// Where the server is not ours, check that it keeps a reader a
+		// reader.
+		if err := e.log.CheckReader(ctx, creds.File(events.IdentityReader)); errors.Is(err, events.ErrMisconfigured) {
+			e.logger.Warn(err.Error())
+		} else if err != nil {
+			e.logger.Debug("the reader's permissions were not checked", "err", err)
+		}
+	}
 	e.proj.SetSource(e.log)
 	project, err := assets.LoadConfig(root)
 	if err != nil {
