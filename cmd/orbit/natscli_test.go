@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -194,4 +195,25 @@ func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
 	assert.Contains(t, stderr.String(), "the reader identity may change stream ORBIT_EVENTS")
 	assert.Contains(t, stderr.String(), "orbit nats-config")
+}
+
+// TestNATSContextWithoutAnEngine: with no engine running the context points
+// at serve.listen, says so, and is named for the project's directory.
+func TestNATSContextWithoutAnEngine(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	xdg := t.TempDir()
+	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
+	r := p.Orbit("nats-context", "--reader")
+	require.Equal(t, 0, r.Code, r.String())
+	name := "orbit-" + filepath.Base(p.Root) + "-reader"
+	assert.Contains(t, r.Stdout, "no engine serves "+p.Root+" now: start it with 'orbit serve' so that it listens at nats://127.0.0.1:4222")
+	assert.Contains(t, r.Stdout, "nats --context "+name+" sub 'orbit.events.>'")
+	data, err := os.ReadFile(filepath.Join(xdg, "nats", "context", name+".json"))
+	require.NoError(t, err)
+	var ctx struct{ URL, NKey string }
+	require.NoError(t, json.Unmarshal(data, &ctx))
+	assert.Equal(t, "nats://127.0.0.1:4222", ctx.URL)
+	assert.Equal(t, credsFile(p, events.IdentityReader), ctx.NKey)
+	assert.Zero(t, p.EnginePID(), "writing a context starts no engine")
 }
