@@ -205,3 +205,52 @@ func TestAnotherUserIsRefusedAndStartsNoEngine(t *testing.T) {
 	assert.Contains(t, r.Stderr, "refused: cannot read")
 	assert.Zero(t, p.EnginePID(), "no engine was started")
 }
+
+// TestTheWriteAPIChecksWhatItIsAsked: what a client may no longer publish
+// it asks the engine for, and the engine refuses what a client could not
+// have asked for through the CLI: a run id that is not a ULID or that the
+// log has, a child run, a job that does not validate, a cancel of a run
+// that does not exist or has finished.
+func TestTheWriteAPIChecksWhatItIsAsked(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	done := strings.TrimSpace(r.Stdout)
+	ctx := testkit.Context(t)
+	l, err := events.Dial(ctx, engineURL(t, p), events.Config{NKeySeedFile: credsFile(p, events.IdentityClient)})
+	require.NoError(t, err)
+	defer l.Close()
+
+	job := func() map[string]any {
+		return map[string]any{"name": "forged", "spec": map[string]any{"steps": []any{map[string]any{
+			"id": "x", "activity": map[string]any{"type": "deterministic", "action": "echo", "config": map[string]any{"text": "hi"}},
+		}}}}
+	}
+	for name, tt := range map[string]struct {
+		endpoint string
+		req      map[string]any
+		want     error
+		says     string
+	}{
+		"not a ULID":        {engine.EndpointSubmit, map[string]any{"run_id": "../../x", "job": job()}, events.ErrInvalidRequest, "want a ULID"},
+		"a run id in use":   {engine.EndpointSubmit, map[string]any{"run_id": done, "job": job()}, events.ErrInvalidRequest, "is taken"},
+		"a child run":       {engine.EndpointSubmit, map[string]any{"run_id": events.NewID(), "job": job(), "parent": map[string]any{"run_id": done}}, events.ErrInvalidRequest, "cannot submit a child run"},
+		"a deep run":        {engine.EndpointSubmit, map[string]any{"run_id": events.NewID(), "job": job(), "depth": 3}, events.ErrInvalidRequest, "cannot submit a child run"},
+		"a disabled job":    {engine.EndpointSubmit, map[string]any{"run_id": events.NewID(), "job": map[string]any{"name": "off", "spec": map[string]any{"state": "disabled"}}}, events.ErrInvalidRequest, "off"},
+		"cancel, no run":    {engine.EndpointCancel, map[string]any{"run_id": events.NewID()}, events.ErrNotFound, "run"},
+		"cancel, finished":  {engine.EndpointCancel, map[string]any{"run_id": done}, events.ErrInvalidRequest, "already finished"},
+		"cancel, no run id": {engine.EndpointCancel, map[string]any{}, events.ErrInvalidRequest, "needs a run_id"},
+	} {
+		err := l.Request(ctx, tt.endpoint, tt.req, nil)
+		assert.ErrorIs(t, err, tt.want, name)
+		assert.ErrorContains(t, err, tt.says, name)
+	}
+
+	var ok engine.Submitted
+	id := events.NewID()
+	require.NoError(t, l.Request(ctx, engine.EndpointSubmit, map[string]any{"run_id": id, "job": job()}, &ok))
+	assert.Equal(t, id, ok.RunID)
+	r = p.Orbit("run", "tail", id)
+	assert.Equal(t, 0, r.Code, "a valid request runs: %s", r)
+}

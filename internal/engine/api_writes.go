@@ -99,11 +99,14 @@ func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error
 	if err := decode(raw, &req); err != nil {
 		return nil, err
 	}
+	if req.RunID == "" {
+		return nil, fmt.Errorf("%w: a cancel request needs a run_id", events.ErrInvalidRequest)
+	}
 	last, err := e.log.LastMatching(ctx, []string{events.RunFilter(req.RunID)})
 	if err != nil {
 		return nil, err
 	}
-	if req.RunID == "" || last == 0 {
+	if last == 0 {
 		return nil, fmt.Errorf("%w: run %s", events.ErrNotFound, quote(req.RunID))
 	}
 	if err := e.proj.WaitFor(ctx, last); err != nil {
