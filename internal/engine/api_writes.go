@@ -63,21 +63,9 @@ func (e *Engine) writeEndpoints() map[string]events.Handler {
 // cannot submit a child run: only the engine starts those (job.invoke), so
 // depth and parent links cannot be forged.
 func (e *Engine) apiSubmit(ctx context.Context, raw json.RawMessage) (any, error) {
-	var req executor.RunRequest
-	if err := decode(raw, &req); err != nil {
+	req, err := decodeSubmission(raw)
+	if err != nil {
 		return nil, err
-	}
-	if req.RunID == "" {
-		req.RunID = events.NewID()
-	}
-	if _, err := ulid.ParseStrict(req.RunID); err != nil {
-		return nil, fmt.Errorf("%w: run id %q: want a ULID (%v)", events.ErrInvalidRequest, quote(req.RunID), err)
-	}
-	if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 {
-		return nil, fmt.Errorf("%w: a client cannot submit a child run (parent, parent_event, depth)", events.ErrInvalidRequest)
-	}
-	if err := executor.ValidateJob(&req.Job); err != nil {
-		return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
 	}
 	used, err := e.log.LastMatching(ctx, []string{events.RunFilter(req.RunID)})
 	if err != nil {
@@ -86,10 +74,34 @@ func (e *Engine) apiSubmit(ctx context.Context, raw json.RawMessage) (any, error
 	if used != 0 {
 		return nil, fmt.Errorf("%w: run id %s is taken: the log has its events", events.ErrInvalidRequest, req.RunID)
 	}
-	if err := executor.Submit(ctx, e.log, &req); err != nil {
+	if err := executor.Submit(ctx, e.log, req); err != nil {
 		return nil, err
 	}
 	return Submitted{RunID: req.RunID}, nil
+}
+
+// decodeSubmission decodes a client's run request and checks what can be
+// checked without the log: a ULID run id (one is picked when there is
+// none), no parent run, parent event or depth, and a job that validates.
+// Every error wraps events.ErrInvalidRequest.
+func decodeSubmission(raw json.RawMessage) (*executor.RunRequest, error) {
+	var req executor.RunRequest
+	if err := decode(raw, &req); err != nil {
+		return nil, err
+	}
+	if req.RunID == "" {
+		req.RunID = events.NewID()
+	}
+	if _, err := ulid.ParseStrict(req.RunID); err != nil {
+		return nil, fmt.Errorf("%w: run id %s: want a ULID (%v)", events.ErrInvalidRequest, quote(req.RunID), err)
+	}
+	if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 {
+		return nil, fmt.Errorf("%w: a client cannot submit a child run (parent, parent_event, depth)", events.ErrInvalidRequest)
+	}
+	if err := executor.ValidateJob(&req.Job); err != nil {
+		return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
+	}
+	return &req, nil
 }
 
 // apiCancel records a cancel request for a run that exists and has not
