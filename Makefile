@@ -7,16 +7,23 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean
+.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean nats-cli
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/orbit
 
+# The official nats CLI, at the version the end-to-end test of the project's
+# identities (TestTheOfficialNATSCLI) drives: v0.5.0, not v0.5.1.
+NATS_CLI := bin/nats
+nats-cli: $(NATS_CLI)
+$(NATS_CLI):
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/nats-io/natscli/nats@v0.5.0
+
 # The test suite: vet, then every test with the race detector (which runs
 # each fuzz target's seed corpus), then every fuzz target for 3s.
-test:
+test: nats-cli
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh

@@ -15,7 +15,7 @@ import (
 
 // Handler answers one API request. The returned value is sent as JSON; an
 // error is sent as an error reply whose kind (ErrNotFound,
-// ErrInvalidRequest, ErrStoreFull, or anything else) the requester gets
+// ErrInvalidRequest, ErrConflict, ErrStoreFull, or anything else) the requester gets
 // back.
 type Handler func(ctx context.Context, req json.RawMessage) (any, error)
 
@@ -25,12 +25,14 @@ const (
 	codeInvalid  = "400"
 	codeInternal = "500"
 	codeFull     = "507"
+	codeConflict = "409"
 )
 
 var codeErrors = map[string]error{
 	codeNotFound: ErrNotFound,
 	codeInvalid:  ErrInvalidRequest,
 	codeFull:     ErrStoreFull,
+	codeConflict: ErrConflict,
 }
 
 // replyError is an error reply: the server's message, of a known kind.
@@ -131,14 +133,23 @@ func (l *Log) putReply(ctx context.Context, data []byte) (string, error) {
 	return name, nil
 }
 
-// takeReply fetches a stored answer and deletes it.
+// takeReply fetches a stored answer. It is not deleted: a client may not
+// write to the object store, and the answer expires after repliesTTL.
 func (l *Log) takeReply(ctx context.Context, name string) ([]byte, error) {
-	data, err := l.replies.GetBytes(ctx, name)
+	l.repliesMu.Lock()
+	if l.replies == nil {
+		replies, err := l.js.ObjectStore(ctx, RepliesStore)
+		if err != nil {
+			l.repliesMu.Unlock()
+			return nil, fmt.Errorf("%w: reading a large answer (%s): object store %s: %v", ErrUnavailable, name, RepliesStore, err)
+		}
+		l.replies = replies
+	}
+	replies := l.replies
+	l.repliesMu.Unlock()
+	data, err := replies.GetBytes(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading a large answer (%s): %v", ErrUnavailable, name, err)
-	}
-	if err := l.replies.Delete(ctx, name); err != nil {
-		l.log.Debug("large answer not deleted; it expires", "object", name, "err", err)
 	}
 	return data, nil
 }
@@ -151,7 +162,7 @@ func (s *apiService) Stop() {
 
 // Request sends req to an API endpoint and decodes the answer into resp. An
 // error reply comes back with the server's message, wrapping ErrNotFound,
-// ErrInvalidRequest or ErrStoreFull when it is of that kind; no answer at
+// ErrInvalidRequest, ErrConflict or ErrStoreFull when it is of that kind; no answer at
 // all is ErrUnavailable.
 func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error {
 	data, err := json.Marshal(req)

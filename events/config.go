@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 )
 
@@ -14,6 +15,10 @@ const (
 	// but acknowledged writes can be lost on power loss (not on kill -9).
 	DurabilityRelaxed = "relaxed"
 )
+
+// DefaultMaxPayload is an embedded server's largest message: big enough
+// that an API request carrying a 16 MiB --input fits one message.
+const DefaultMaxPayload = 24 << 20
 
 // Config says where the log lives and how to reach it. The zero value is not
 // usable: set StoreDir for an embedded server or URL for an external one.
@@ -27,13 +32,23 @@ type Config struct {
 	// Listen is the host:port the embedded server accepts clients on; port 0
 	// picks a free port. Empty means in-process clients only.
 	Listen string
-	// Token, when set, is required from every client (embedded) or sent to
-	// the server (external).
+	// CredsDir holds the project's identities (see EnsureCreds); an
+	// embedded server admits only them (and ExtraClients), on every
+	// listener and in process, and the engine's own connection signs as
+	// IdentityEngine. Default: "creds" beside StoreDir. Ignored when URL is
+	// set.
+	CredsDir string
+	// ExtraClients are nkey seed files whose public keys an embedded server
+	// also admits, with the client's permissions (serve --nkey).
+	ExtraClients []string
+	// Token is sent to an external server that requires one. An embedded
+	// server cannot combine a token with its nkey users: Validate refuses a
+	// token without URL.
 	Token string
-	// NKeySeedFile, when set, names a file holding an nkey user seed: the
-	// embedded server admits only clients that sign its challenge with that
-	// key, and the client signs with it (for an external server too). Unlike
-	// a token, the secret never crosses the wire. Not with Token.
+	// NKeySeedFile, when set, names a file holding the nkey user seed this
+	// connection signs the server's challenge with (an external server, or
+	// Dial). Unlike a token, the secret never crosses the wire. Not with
+	// Token.
 	NKeySeedFile string
 	// LogKeyFile names the log key (see MakeLogKey): everything this Log
 	// publishes is signed with it, and everything it reads is verified.
@@ -43,6 +58,9 @@ type Config struct {
 	// MakeLogKey makes the key at LogKeyFile when there is none, signing
 	// from the streams' next sequences on (what an engine does).
 	MakeLogKey bool
+	// MaxPayload is an embedded server's largest message (default
+	// DefaultMaxPayload).
+	MaxPayload int32
 	// Durability is DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
 	// Replicas is the replica count of streams on an external cluster
@@ -80,6 +98,12 @@ func (c *Config) setDefaults() {
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = 2 * time.Minute
 	}
+	if c.URL == "" && c.CredsDir == "" && c.StoreDir != "" {
+		c.CredsDir = filepath.Join(filepath.Dir(c.StoreDir), "creds")
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
 	if c.Name == "" {
 		c.Name = "orbit"
 	}
@@ -112,6 +136,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		return fmt.Errorf("events: replicas %d: want 1 to 5", c.Replicas)
+	}
+	if c.URL == "" && c.Token != "" {
+		return fmt.Errorf("%w: a token works only with an external server (a NATS URL); the embedded server admits the project's nkeys", ErrTokenEmbedded)
 	}
 	if c.Token != "" && c.NKeySeedFile != "" {
 		return fmt.Errorf("events: a token and an nkey seed: want one of them")

@@ -58,4 +58,11 @@ var (
 
 	// ErrInvalidLogKey is returned when the log key file cannot be used.
 	ErrInvalidLogKey = errors.New("invalid log key")
+	// ErrTokenEmbedded is returned by Open when a token is configured for
+	// the embedded server, which admits only nkey users.
+	ErrTokenEmbedded = errors.New("a token cannot open the embedded server")
+
+	// ErrMisconfigured is returned by CheckReader when the server lets the
+	// reader identity change the log, or does not admit it.
+	ErrMisconfigured = errors.New("the NATS server's permissions are misconfigured")
 )

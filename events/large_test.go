@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,11 +68,16 @@ func TestValuesPastAMessageGoToBlobsAndComeBack(t *testing.T) {
 }
 
 // TestAnswersPastAMessageArriveWhole: an API answer larger than the
-// server's max_payload travels through the replies store.
+// server's max_payload travels through the replies store, where a client
+// (which may read it but not delete it) fetches it.
 func TestAnswersPastAMessageArriveWhole(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	l := testkit.StartLog(t, events.Config{})
+	store := filepath.Join(t.TempDir(), "nats")
+	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0", MaxPayload: 1 << 20})
+	c, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(filepath.Join(filepath.Dir(store), "creds"), events.IdentityClient)})
+	require.NoError(t, err)
+	defer c.Close()
 	big := strings.Repeat("x", 3<<20)
 	stop, err := l.Serve("test", "0.0.1", 10*time.Second, map[string]events.Handler{
 		"big.get": func(context.Context, json.RawMessage) (any, error) { return map[string]string{"text": big}, nil },
@@ -79,6 +85,6 @@ func TestAnswersPastAMessageArriveWhole(t *testing.T) {
 	require.NoError(t, err)
 	defer stop.Stop()
 	var got map[string]string
-	require.NoError(t, l.Request(ctx, "big.get", nil, &got))
+	require.NoError(t, c.Request(ctx, "big.get", nil, &got))
 	assert.Equal(t, big, got["text"])
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,13 +38,15 @@ type Log struct {
 	locks  jetstream.KeyValue
 	blobs  jetstream.ObjectStore
 	// replies holds API answers too large for one message, for the
-	// requester to fetch, for repliesTTL.
-	replies jetstream.ObjectStore
-	space   *spaceGuard // nil: no reserve (an external server manages its own disk)
-	log     *slog.Logger
+	// requester to fetch, for repliesTTL. A client looks it up when it
+	// first needs it (repliesMu).
+	replies   jetstream.ObjectStore
+	repliesMu sync.Mutex
+	space     *spaceGuard // nil: no reserve (an external server manages its own disk)
+	log       *slog.Logger
 
 	key      *logKey  // nil: no signing or verification
-	engine   bool     // opened by Open: records integrity.rejected
+	engine   bool     // opened by Open (an engine), not Dial: records integrity.rejected
 	rejected sync.Map // "stream/seq" of messages rejected (see reject)
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
@@ -112,16 +115,34 @@ func (l *Log) connect() error {
 		nats.Name(l.cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		// The default handler prints to stderr; a refused publish or
+		// subscription fails the call that made it, which says so.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			l.log.Debug("NATS error", "subject", subject, "err", err)
+		}),
 	}
 	if l.cfg.Token != "" {
 		opts = append(opts, nats.Token(l.cfg.Token))
 	}
-	if l.cfg.NKeySeedFile != "" {
-		opt, err := nats.NkeyOptionFromSeed(l.cfg.NKeySeedFile)
+	seed := l.cfg.NKeySeedFile
+	if l.srv != nil {
+		seed = CredsFile(l.cfg.CredsDir, IdentityEngine)
+	}
+	plain := slices.Clone(opts)
+	if seed != "" {
+		opt, err := nats.NkeyOptionFromSeed(seed)
 		if err != nil {
-			return fmt.Errorf("events: nkey seed %s: %w", l.cfg.NKeySeedFile, err)
+			return fmt.Errorf("events: nkey seed %s: %w", seed, err)
 		}
 		opts = append(opts, opt)
+	}
+	if l.engine {
+		plain = append(plain, nats.CustomInboxPrefix(engineInboxPrefix))
+		opts = append(opts, nats.CustomInboxPrefix(engineInboxPrefix))
 	}
 	url := l.cfg.URL
 	if l.srv != nil {
@@ -129,8 +150,15 @@ func (l *Log) connect() error {
 		url = ""
 	} else {
 		opts = append(opts, nats.RetryOnFailedConnect(false), nats.Timeout(2*time.Second))
+		plain = append(plain, nats.RetryOnFailedConnect(false), nats.Timeout(2*time.Second))
 	}
 	nc, err := nats.Connect(url, opts...)
+	if errors.Is(err, nats.ErrNkeysNotSupported) {
+		// An external server that checks no credentials: the key was an
+		// offer, and anyone who reaches that server can write the log.
+		l.log.Warn("the NATS server admits anyone, so anyone who reaches it can write Orbit's log; configure it with the users of orbit nats-config", "url", url)
+		nc, err = nats.Connect(url, plain...)
+	}
 	if errors.Is(err, nats.ErrAuthorization) {
 		return fmt.Errorf("%w (%w): connecting to %s: %v", ErrUnavailable, ErrUnauthorized, l.cfg.URL, err)
 	}
@@ -146,7 +174,11 @@ func (l *Log) connect() error {
 	return nil
 }
 
-// bind looks up what an engine provisioned, without creating anything.
+// bind looks up what an engine provisioned and a client reads, without
+// creating anything: the log and the blobs. The store of large API answers
+// is looked up when one arrives (a reader, which may not call the API, may
+// not read it either); the command queue and the buckets are the engine's
+// alone.
 func (l *Log) bind(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -154,20 +186,8 @@ func (l *Log) bind(ctx context.Context) error {
 	if l.events, err = l.js.Stream(ctx, EventsStream); err != nil {
 		return fmt.Errorf("%w: stream %s: %v", ErrUnavailable, EventsStream, err)
 	}
-	if l.cmds, err = l.js.Stream(ctx, CommandsStream); err != nil {
-		return fmt.Errorf("%w: stream %s: %v", ErrUnavailable, CommandsStream, err)
-	}
-	if l.leases, err = l.js.KeyValue(ctx, LeasesBucket); err != nil {
-		return fmt.Errorf("%w: bucket %s: %v", ErrUnavailable, LeasesBucket, err)
-	}
-	if l.locks, err = l.js.KeyValue(ctx, LocksBucket); err != nil {
-		return fmt.Errorf("%w: bucket %s: %v", ErrUnavailable, LocksBucket, err)
-	}
 	if l.blobs, err = l.js.ObjectStore(ctx, BlobsStore); err != nil {
 		return fmt.Errorf("%w: object store %s: %v", ErrUnavailable, BlobsStore, err)
-	}
-	if l.replies, err = l.js.ObjectStore(ctx, RepliesStore); err != nil {
-		return fmt.Errorf("%w: object store %s: %v", ErrUnavailable, RepliesStore, err)
 	}
 	return nil
 }
@@ -196,6 +216,15 @@ func (l *Log) ClientURL() string {
 		return ""
 	}
 	return l.srv.ClientURL()
+}
+
+// CredsDir is the directory of the identities an embedded log admits (see
+// EnsureCreds); empty for a log on an external server.
+func (l *Log) CredsDir() string {
+	if l.srv == nil {
+		return ""
+	}
+	return l.cfg.CredsDir
 }
 
 // Embedded reports whether this Log runs its own server, and so is the only

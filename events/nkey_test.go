@@ -12,8 +12,9 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// TestAnNKeyAdmitsOnlyItsHolder: an embedded log that listens with an nkey
-// admits a client that signs with the same seed, and no other.
+// TestAnNKeyAdmitsOnlyItsHolder: an embedded log that admits an extra nkey
+// (serve --nkey) admits a client that signs with the same seed, and no
+// other without one of the project's identities.
 func TestAnNKeyAdmitsOnlyItsHolder(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -29,7 +30,7 @@ func TestAnNKeyAdmitsOnlyItsHolder(t *testing.T) {
 	_, err = events.NewNKeySeed(seed)
 	assert.ErrorContains(t, err, "engine.nk exists; a seed is never overwritten")
 
-	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0", NKeySeedFile: seed})
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0", ExtraClients: []string{seed}})
 	ctx := testkit.Context(t)
 	c, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: seed})
 	require.NoError(t, err, "the engine itself signed in, and so does a client with its seed")
@@ -54,9 +55,10 @@ func TestNKeyConfigurationErrors(t *testing.T) {
 		cfg  events.Config
 		want string
 	}{
-		"missing file":   {events.Config{NKeySeedFile: filepath.Join(dir, "none.nk")}, "events: nkey seed: open " + filepath.Join(dir, "none.nk")},
-		"a public key":   {events.Config{NKeySeedFile: notASeed}, "events: nkey seed " + notASeed},
-		"token and nkey": {events.Config{NKeySeedFile: notASeed, Token: "t"}, "events: a token and an nkey seed: want one of them"},
+		"missing file":   {events.Config{ExtraClients: []string{filepath.Join(dir, "none.nk")}}, "events: nkey seed: open " + filepath.Join(dir, "none.nk")},
+		"a public key":   {events.Config{ExtraClients: []string{notASeed}}, "events: nkey seed " + notASeed},
+		"token embedded": {events.Config{Token: "a-token"}, "a token works only with an external server"},
+		"token and nkey": {events.Config{URL: "nats://127.0.0.1:1", NKeySeedFile: notASeed, Token: "t"}, "events: a token and an nkey seed: want one of them"},
 	} {
 		tt.cfg.StoreDir = filepath.Join(t.TempDir(), "nats")
 		_, err := events.Open(testkit.Context(t), tt.cfg)

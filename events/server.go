@@ -13,7 +13,23 @@ import (
 // In strict mode every write is fsynced before it is acknowledged, because the
 // server's default (fsync every two minutes) can lose acknowledged writes on
 // power loss.
+//
+// The server admits only the identities in cfg.CredsDir (created if
+// missing) and cfg.ExtraClients, each with its Permissions: there is no
+// anonymous access on any listener, loopback included.
 func startEmbedded(cfg Config) (*server.Server, error) {
+	creds, err := EnsureCreds(cfg.CredsDir)
+	if err != nil {
+		return nil, err
+	}
+	var extra []string
+	for _, path := range cfg.ExtraClients {
+		public, err := nkeyPublic(path)
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, public)
+	}
 	opts := &server.Options{
 		ServerName:         "orbit",
 		JetStream:          true,
@@ -21,7 +37,8 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		NoSigs:             true,
 		NoLog:              true,
 		DontListen:         cfg.Listen == "",
-		Authorization:      cfg.Token,
+		MaxPayload:         cfg.MaxPayload,
+		Nkeys:              users(creds, extra),
 		JetStreamMaxMemory: 64 << 20,
 	}
 	if cfg.Durability == DurabilityStrict {
@@ -45,13 +62,6 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 			ln.Close()
 		}
 		opts.Host, opts.Port = host, port
-	}
-	if cfg.NKeySeedFile != "" {
-		public, err := nkeyPublic(cfg.NKeySeedFile)
-		if err != nil {
-			return nil, err
-		}
-		opts.Nkeys = []*server.NkeyUser{{Nkey: public}}
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -23,7 +23,10 @@ func TestMessagesThatDoNotDecodeAreSteppedOver(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.log = testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
-	nc, err := nats.Connect(e.log.ClientURL())
+	// The foreign publisher holds the engine's key: no other may publish.
+	key, err := nats.NkeyOptionFromSeed(events.CredsFile(e.log.CredsDir(), events.IdentityEngine))
+	require.NoError(t, err)
+	nc, err := nats.Connect(e.log.ClientURL(), key)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)

@@ -38,6 +38,7 @@ all=(
 	"./assets FuzzCondition"
 	"./executor/agent FuzzParseFixture"
 	"./events FuzzDecodeEvent"
+	"./internal/engine FuzzDecodeSubmission"
 	"./gitops FuzzScratchBranchName"
 )
 

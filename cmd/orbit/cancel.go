@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/engine"
 )
 
 func (a *app) runCancelCommand() *cobra.Command {
@@ -39,8 +39,8 @@ The command waits (up to --wait) for the run to end and prints its final state.`
 				return &exitError{code: exitUnavailable, err: err}
 			}
 			defer feed.Stop()
-			if err := executor.RequestCancel(ctx, l, view.ID, requester(), reason); err != nil {
-				return &exitError{code: exitUnavailable, err: err}
+			if err := request(ctx, l, engine.EndpointCancel, engine.CancelRequest{RunID: view.ID, Requester: requester(), Reason: reason}, nil); err != nil {
+				return err
 			}
 			if wait <= 0 {
 				a.printf("%s\n", view.ID)

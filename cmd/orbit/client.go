@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +41,13 @@ func (a *app) connect(ctx context.Context) (*events.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := a.dialRoot(ctx, root)
+	// A user who may not sign in as the root's client is refused here,
+	// before an engine of their own could be started beside the owner's.
+	cfg, err := a.clientConfig(root)
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.dialRoot(ctx, root, cfg)
 	if errors.Is(err, events.ErrUnauthorized) {
 		return nil, refused("the engine serving "+root, err)
 	}
@@ -51,7 +58,16 @@ func (a *app) connect(ctx context.Context) (*events.Log, error) {
 }
 
 func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
-	l, err := events.Dial(ctx, url, a.clientConfig(""))
+	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: a.logKey, Name: "orbit-cli"}
+	// The root's own engine, reached by its URL, takes the root's client.
+	if root, err := a.root(); err == nil {
+		if info, err := engine.ReadInfo(root); err == nil && info.URL == url {
+			if cfg, err = a.clientConfig(root); err != nil {
+				return nil, err
+			}
+		}
+	}
+	l, err := events.Dial(ctx, url, cfg)
 	if err != nil {
 		if errors.Is(err, events.ErrUnauthorized) {
 			return nil, refused("the engine at "+url, err)
@@ -61,43 +77,47 @@ func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
 	return l, nil
 }
 
-func (a *app) dialRoot(ctx context.Context, root string) (*events.Log, error) {
+func (a *app) dialRoot(ctx context.Context, root string, cfg events.Config) (*events.Log, error) {
 	info, err := engine.ReadInfo(root)
 	if err != nil {
 		return nil, err
 	}
-	return events.Dial(ctx, info.URL, a.clientConfig(root))
+	return events.Dial(ctx, info.URL, cfg)
 }
 
 // refused is the error for an engine that turned this client's credentials
 // down: it says what to pass rather than starting an engine of its own.
 func refused(engine string, err error) error {
-	return &exitError{code: exitUnavailable, err: fmt.Errorf("%s refused this client (%w); pass the engine's --nkey or --token (ORBIT_NKEY, ORBIT_TOKEN)", engine, err)}
+	return &exitError{code: exitUnavailable, err: fmt.Errorf("refused: %s turned this client down (%w); pass --nkey with a seed file the engine admits (ORBIT_NKEY), or --token for an external server that takes one (ORBIT_TOKEN)", engine, err)}
 }
 
-// clientConfig is the configuration a client dials with; root is the
-// project whose own engine it reaches, empty for one named by --nats-url.
-func (a *app) clientConfig(root string) events.Config {
-	return events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: a.clientLogKey(root), Name: "orbit-cli"}
-}
-
-// clientLogKey is the log key a client signs what it publishes with (run
-// requests, cancels): --log-key, else that of the project it runs in (root,
-// or the one found from the working directory for an engine named by
-// --nats-url) when it can read it. A client without one publishes unsigned
-// messages, which an engine that signs rejects.
-func (a *app) clientLogKey(root string) string {
-	if a.logKey != "" {
-		return a.logKey
+// clientConfig is how the CLI signs in to the engine serving root: with
+// --nkey or --token when given, else as the root's client identity. A
+// client seed that exists but cannot be read (another user's project) is
+// refused with exit code 3. A missing one is made by the engine this
+// command starts. What the client reads is verified with the root's log
+// key (or --log-key) when it may read it.
+func (a *app) clientConfig(root string) (events.Config, error) {
+	logKey := a.logKey
+	if logKey == "" {
+		logKey = engine.LogKeyPath(root)
 	}
-	if root == "" {
-		found, err := a.project()
-		if err != nil {
-			return ""
-		}
-		root = found
+	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: logKey, Name: "orbit-cli"}
+	if a.nkey != "" || a.token != "" {
+		return cfg, nil
 	}
-	return engine.LogKeyPath(root)
+	seed := events.CredsFile(engine.CredsDir(root), events.IdentityClient)
+	f, err := os.Open(seed)
+	if errors.Is(err, fs.ErrNotExist) {
+		cfg.NKeySeedFile = seed
+		return cfg, nil
+	}
+	if err != nil {
+		return cfg, &exitError{code: exitUnavailable, err: fmt.Errorf("refused: cannot read %s, the client identity of %s (%w); pass --nkey with a seed file its engine admits (ORBIT_NKEY)", seed, root, err)}
+	}
+	f.Close()
+	cfg.NKeySeedFile = seed
+	return cfg, nil
 }
 
 // startEngine starts a background engine for root and waits until it
@@ -140,7 +160,7 @@ func (a *app) startEngine(ctx context.Context, root string) (*events.Log, error)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if l, err := a.dialRoot(ctx, root); err == nil {
+		if l, err := a.dialRootAs(ctx, root); err == nil {
 			return l, nil
 		}
 		select {
@@ -160,10 +180,20 @@ func (a *app) startEngine(ctx context.Context, root string) (*events.Log, error)
 	}
 }
 
+// dialRootAs dials the engine serving root as the root's client (whose
+// seed the engine makes when it starts).
+func (a *app) dialRootAs(ctx context.Context, root string) (*events.Log, error) {
+	cfg, err := a.clientConfig(root)
+	if err != nil {
+		return nil, err
+	}
+	return a.dialRoot(ctx, root, cfg)
+}
+
 // waitForOther waits briefly for an engine started by someone else.
 func (a *app) waitForOther(ctx context.Context, root string) (*events.Log, error) {
 	for range 20 {
-		if l, err := a.dialRoot(ctx, root); err == nil {
+		if l, err := a.dialRootAs(ctx, root); err == nil {
 			return l, nil
 		}
 		select {

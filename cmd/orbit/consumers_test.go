@@ -55,7 +55,7 @@ func engineInfo(t *testing.T, p *testkit.Project) engine.InfoReply {
 	require.NoError(t, json.Unmarshal(data, &info))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l, err := events.Dial(ctx, info.URL, events.Config{})
+	l, err := events.Dial(ctx, info.URL, events.Config{NKeySeedFile: credsFile(p, events.IdentityClient)})
 	require.NoError(t, err)
 	defer l.Close()
 	var reply engine.InfoReply

@@ -72,7 +72,7 @@ func codeFor(err error) int {
 		return exitUnavailable
 	case errors.Is(err, engine.ErrLogLost), errors.Is(err, events.ErrLogMissing):
 		return exitUnavailable
-	case errors.Is(err, engine.ErrInsecureListen), errors.Is(err, events.ErrAddressInUse):
+	case errors.Is(err, events.ErrTokenEmbedded), errors.Is(err, events.ErrAddressInUse):
 		return exitUsage
 	}
 	return exitUsage

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
 )
 
 func (a *app) initCommand() *cobra.Command {
@@ -19,7 +21,10 @@ func (a *app) initCommand() *cobra.Command {
 		Short: "Create .orbit/ with a config file and sample assets",
 		Long: `Create .orbit/ in the project directory (--root, else the current directory)
 with config.yaml, a .gitignore for the engine's state, and a sample activity
-and job. Existing files are left alone, so init is safe to run again.
+and job, and the project's NATS identities (engine, client, reader) in
+.orbit/state/creds/, readable by their owner only: the engine's server admits
+no one else. Existing files and keys are left alone, so init is safe to run
+again.
 
 With --new-log, init accepts the event log as it is after the engine refused
 it as lost or replaced (deleted, or restored from an older copy): the views
@@ -75,10 +80,15 @@ the views from the log it finds. The engine must be stopped.`,
 				}
 				created++
 			}
+			creds, err := events.EnsureCreds(engine.CredsDir(root))
+			if err != nil {
+				return err
+			}
 			if created == 0 {
 				a.printf("Orbit project in %s is already initialised\n", dir)
 			} else {
 				a.printf("Initialised Orbit project in %s\n", dir)
+				a.printf("Identities (engine, client, reader) in %s; see orbit nats-context\n", creds.Dir)
 			}
 			if newLog {
 				return a.acceptNewLog(root)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -183,8 +182,8 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 		}
 		defer feed.stop()
 	}
-	if err := executor.Submit(ctx, l, req); err != nil {
-		return &exitError{code: exitUnavailable, err: fmt.Errorf("submitting the run: %w", err)}
+	if err := request(ctx, l, engine.EndpointSubmit, req, &engine.Submitted{}); err != nil {
+		return fmt.Errorf("submitting the run: %w", err)
 	}
 	if detach {
 		if a.json {
@@ -200,9 +199,7 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 }
 
 // storeAccepts asks the engine whether its event store takes writes: a
-// run submitted to a full store would wait, unseen, until space is freed;
-// and whether it would take this client's run request, unsigned when the
-// client has no log key.
+// run submitted to a full store would wait, unseen, until space is freed.
 // It returns what the engine said about itself.
 func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error) {
 	var info engine.InfoReply
@@ -211,9 +208,6 @@ func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error)
 	}
 	if info.StoreFull != "" {
 		return nil, fmt.Errorf("submitting the run: %w: %s", events.ErrStoreFull, info.StoreFull)
-	}
-	if info.Signing && !l.Signing() {
-		return nil, &exitError{code: exitUnavailable, err: errors.New("refused: the engine signs its log and rejects what this client would publish without the log key; pass the engine's key file with --log-key (ORBIT_LOG_KEY)")}
 	}
 	return &info, nil
 }

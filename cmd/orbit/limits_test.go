@@ -110,7 +110,8 @@ spec:
     - id: keep
       spec: {type: deterministic, action: echo, config: {text: "{{ input.text }}"}}
 `)
-	for _, size := range []int{300 << 10, 5 << 20} {
+	// The largest input allowed travels in one runs.submit request.
+	for _, size := range []int{300 << 10, 5 << 20, 16<<20 - 64} {
 		file := filepath.Join(t.TempDir(), "input.json")
 		data, err := json.Marshal(map[string]string{"text": strings.Repeat("x", size)})
 		require.NoError(t, err)

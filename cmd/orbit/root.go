@@ -43,9 +43,9 @@ nothing and re-runs nothing that finished.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&a.rootFlag, "root", "", "project directory (default: nearest ancestor with .orbit/, else the current directory)")
 	pf.StringVar(&a.natsURL, "nats-url", os.Getenv("ORBIT_NATS_URL"), "use the engine on this NATS server instead of the root's own (env ORBIT_NATS_URL)")
-	pf.StringVar(&a.token, "token", os.Getenv("ORBIT_TOKEN"), "token for a NATS server that requires one (env ORBIT_TOKEN)")
-	pf.StringVar(&a.nkey, "nkey", os.Getenv("ORBIT_NKEY"), "nkey seed file for a NATS server that requires one (env ORBIT_NKEY)")
-	pf.StringVar(&a.logKey, "log-key", os.Getenv("ORBIT_LOG_KEY"), "key that signs the log, for engines on an external server and their clients (env ORBIT_LOG_KEY)")
+	pf.StringVar(&a.logKey, "log-key", os.Getenv("ORBIT_LOG_KEY"), "key that signs the log: engines on an external server sign with it, clients verify what they read (env ORBIT_LOG_KEY)")
+	pf.StringVar(&a.token, "token", os.Getenv("ORBIT_TOKEN"), "token for an external NATS server that requires one (env ORBIT_TOKEN); the embedded server takes nkeys only")
+	pf.StringVar(&a.nkey, "nkey", os.Getenv("ORBIT_NKEY"), "nkey seed file to sign in with instead of the root's client identity (env ORBIT_NKEY); with serve, a further client key the embedded server admits")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 
 	cmd.AddCommand(
@@ -61,6 +61,8 @@ nothing and re-runs nothing that finished.`,
 		a.taskCommand(),
 		a.groundhogCommand(),
 		a.nkeyCommand(),
+		a.natsContextCommand(),
+		a.natsConfigCommand(),
 		a.blobCommand(),
 	)
 	refuseUnknownSubcommands(cmd)

@@ -18,38 +18,26 @@ import (
 	"github.com/orbitrun/orbit/projector"
 )
 
-func TestListeningBeyondLoopbackNeedsAToken(t *testing.T) {
+func TestTheEmbeddedServerTakesNoToken(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("serve", "--listen", "0.0.0.0:0")
+	r := p.Orbit("serve", "--listen", "127.0.0.1:0", "--token", "a-long-random-engine-token-for-tests")
 	assert.Equal(t, 2, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "refusing to listen beyond loopback without a token")
-	assert.Contains(t, r.Stderr, "ORBIT_TOKEN")
-
-	const token = "a-long-random-engine-token-for-tests"
-	cmd := p.Command("serve", "--listen", "0.0.0.0:0", "--token", token)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
-
-	r = p.Orbit("run", "history")
-	assert.Equal(t, 3, r.Code, "a client without the token gets nowhere:\n%s", r)
-	p.Env = append(p.Env, "ORBIT_TOKEN="+token)
-	r = p.Orbit("job", "run", "hello")
-	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--token (ORBIT_TOKEN) is sent to an external server given with --nats-url")
+	assert.Contains(t, r.Stderr, filepath.Join(".orbit", "state", "creds"))
 }
 
-// TestListeningBeyondLoopbackWithAnNKey: an nkey made by orbit nkey new
-// opens the engine to clients that hold its seed, and to no other.
+// TestListeningBeyondLoopbackWithAnNKey: an engine listening beyond
+// loopback admits its project's identities and a key given with --nkey
+// (orbit nkey new makes one), and no other.
 func TestListeningBeyondLoopbackWithAnNKey(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	seed := filepath.Join(t.TempDir(), "engine.nk")
+	seed, other := filepath.Join(t.TempDir(), "engine.nk"), filepath.Join(t.TempDir(), "other.nk")
 	r := p.Orbit("nkey", "new", seed)
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Regexp(t, `^U[A-Z2-7]{55}\n$`, r.Stdout)
+	require.Equal(t, 0, p.Orbit("nkey", "new", other).Code)
 
 	cmd := p.Command("serve", "--listen", "0.0.0.0:0", "--nkey", seed)
 	stderr := &syncBuffer{}
@@ -58,21 +46,23 @@ func TestListeningBeyondLoopbackWithAnNKey(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
 
-	r = p.Orbit("run", "history")
-	assert.Equal(t, 3, r.Code, "a client without the seed gets nowhere:\n%s", r)
+	r = p.Orbit("run", "history", "--nkey", other)
+	assert.Equal(t, 3, r.Code, "a client with a key the engine does not know gets nowhere:\n%s", r)
+	assert.Contains(t, r.Stderr, "refused: ")
 	assert.Contains(t, r.Stderr, "Authorization Violation")
+	assert.Contains(t, r.Stderr, "pass --nkey")
 	r = p.Orbit("job", "run", "hello", "--nkey", seed)
 	assert.Equal(t, 0, r.Code, r.String())
-	p.Env = append(p.Env, "ORBIT_NKEY="+seed)
 	r = p.Orbit("run", "history")
-	assert.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, 0, r.Code, "the root's own client: %s", r)
 	assert.Contains(t, r.Stdout, "hello")
 }
 
 // TestSecretsNeverReachTheStore runs steps that use two secrets — one the
-// shell inherits, one passed through a template — prints them, fails with
-// one in its error, and then searches every byte Orbit stored (the NATS
-// store, the views, the engine's log) for them.
+// shell inherits, one passed through a template — prints them and the
+// seeds of the project's identities, fails with one in its error, and then
+// searches every byte Orbit stored (the NATS store, the views, the
+// engine's log) for them.
 func TestSecretsNeverReachTheStore(t *testing.T) {
 	t.Parallel()
 	const apiKey = "sk-ant-api03-FAKE-key-that-must-never-be-stored-7731"
@@ -92,6 +82,12 @@ spec:
         program: sh
         args: ["-c", "echo key=$ANTHROPIC_API_KEY token=$1; printf %s \"$1\" > used-token.txt", "sh", "{{ input.token }}"]
         allowed_programs: [sh]
+    - id: seeds
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "cat .orbit/state/creds/*.nk; cat .orbit/state/creds/engine.nk >&2"]
+        allowed_programs: [sh]
     - id: fail
       spec:
         type: shell
@@ -110,9 +106,18 @@ spec:
 	assert.Contains(t, r.Stdout, "key=[REDACTED] token=[REDACTED]")
 	p.StopEngine()
 
+	secrets := []string{apiKey, deployToken}
+	for _, id := range events.Identities {
+		seed, err := events.Seed(events.CredsFile(filepath.Join(p.Root, ".orbit", "state", "creds"), id))
+		require.NoError(t, err)
+		secrets = append(secrets, seed)
+	}
 	state := filepath.Join(p.Root, ".orbit", "state")
 	files := 0
 	require.NoError(t, filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "creds" {
+			return filepath.SkipDir // where the seeds are kept
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -121,12 +126,15 @@ spec:
 			return err
 		}
 		files++
-		for _, secret := range []string{apiKey, deployToken} {
+		for _, secret := range secrets {
 			assert.False(t, bytes.Contains(data, []byte(secret)), "%s holds a secret", path)
 		}
 		return nil
 	}))
 	assert.Greater(t, files, 5, "the whole store was searched")
+	for _, seed := range secrets[2:] {
+		assert.NotContains(t, r.Stdout+r.Stderr, seed, "the CLI printed a seed")
+	}
 }
 
 // TestArgumentsAreNeverReSplit: a rendered value is one argv element, so a

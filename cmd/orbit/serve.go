@@ -23,9 +23,13 @@ func (a *app) serveCommand() *cobra.Command {
 		Long: `Run the engine for the project in the foreground until interrupted.
 
 The embedded NATS server listens on 127.0.0.1:4222 by default (or serve.listen
-in .orbit/config.yaml), so 'nats sub "orbit.events.>"' tails a live engine.
-Other orbit commands on the same root use this engine. With --nats-url the
-engine uses that NATS server instead of its embedded one.`,
+in .orbit/config.yaml) and admits only the project's identities in
+.orbit/state/creds/ (and --nkey keys): 'orbit nats-context --reader' writes a
+context with which 'nats sub "orbit.events.>"' tails a live engine. Other
+orbit commands on the same root use this engine. With --nats-url the engine
+uses that NATS server instead of its embedded one, signing in as the
+project's engine identity (see orbit nats-config) unless --nkey or --token
+says otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			root, err := a.project()

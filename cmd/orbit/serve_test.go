@@ -19,8 +19,9 @@ import (
 )
 
 // TestServeIsTailableWithPlainNATS subscribes to orbit.events.> the way
-// `nats sub` does, on an engine run with `orbit serve`, and sees a run's
-// events live, on the subjects of the design.
+// `nats sub` does, with the project's reader key, on an engine run with
+// `orbit serve`, and sees a run's events live, on the subjects of the
+// design.
 func TestServeIsTailableWithPlainNATS(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -32,7 +33,11 @@ func TestServeIsTailableWithPlainNATS(t *testing.T) {
 	assert.True(t, strings.HasPrefix(info.URL, "nats://127.0.0.1:"), info.URL)
 	assert.False(t, info.Background)
 
-	nc, err := nats.Connect(info.URL)
+	_, err = nats.Connect(info.URL)
+	require.ErrorIs(t, err, nats.ErrAuthorization, "no key, no events")
+	reader, err := nats.NkeyOptionFromSeed(credsFile(p, events.IdentityReader))
+	require.NoError(t, err)
+	nc, err := nats.Connect(info.URL, reader)
 	require.NoError(t, err)
 	defer nc.Close()
 	msgs := make(chan *nats.Msg, 100)

@@ -189,16 +189,13 @@ version stops before its next attempt (drift) and leaves the workspace clean.`,
 				return err
 			}
 			version := t.PlanVersion + 1
-			ap, err := l.Append(ctx, events.Event{
-				ID:     events.DecisionID(events.TaskPlanChanged, t.ID, fmt.Sprint(version)),
-				Type:   events.TaskPlanChanged,
-				TaskID: t.ID,
-			}, events.TaskPlanChangedData{Plan: string(data), PlanVersion: version, PlanDigest: assets.PlanDigest(data)})
-			if err != nil {
-				return &exitError{code: exitUnavailable, err: err}
-			}
-			if ap.Duplicate {
+			var ap engine.PlanChanged
+			err = request(ctx, l, engine.EndpointTaskPlan, engine.PlanChange{TaskID: t.ID, Plan: string(data), PlanVersion: version}, &ap)
+			if errors.Is(err, events.ErrConflict) {
 				return &exitError{code: exitUnsuccess, err: errors.New("the plan was changed at the same time by someone else; run the command again")}
+			}
+			if err != nil {
+				return err
 			}
 			if a.json {
 				view, err := getTask(ctx, l, t.ID, ap.Seq)

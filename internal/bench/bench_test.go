@@ -39,7 +39,11 @@ func openLog(b *testing.B, durability string) (*events.Log, jetstream.JetStream)
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { engineLog.Close() })
-	nc, err := nats.Connect(engineLog.ClientURL())
+	key, err := nats.NkeyOptionFromSeed(events.CredsFile(engineLog.CredsDir(), events.IdentityEngine))
+	if err != nil {
+		b.Fatal(err)
+	}
+	nc, err := nats.Connect(engineLog.ClientURL(), key)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,10 +56,12 @@ func openLog(b *testing.B, durability string) (*events.Log, jetstream.JetStream)
 }
 
 // client dials the log over TCP, as the raw client does, so that both sides
-// of a comparison pay for the same connection.
+// of a comparison pay for the same connection. It signs in as the engine,
+// which alone may append.
 func client(b *testing.B, engineLog *events.Log) *events.Log {
 	b.Helper()
-	l, err := events.Dial(context.Background(), engineLog.ClientURL(), events.Config{Redactor: &events.Redactor{}})
+	seed := events.CredsFile(engineLog.CredsDir(), events.IdentityEngine)
+	l, err := events.Dial(context.Background(), engineLog.ClientURL(), events.Config{Redactor: &events.Redactor{}, NKeySeedFile: seed})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -77,6 +77,9 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 	for name, h := range e.auditEndpoints() {
 		endpoints[name] = h
 	}
+	for name, h := range e.writeEndpoints() {
+		endpoints[name] = h
+	}
 	return e.log.Serve("orbit", Version, 5*time.Minute, endpoints)
 }
 

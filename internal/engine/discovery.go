@@ -29,6 +29,10 @@ type Info struct {
 // StateDir is where an engine keeps its files under a project root.
 func StateDir(root string) string { return filepath.Join(root, ".orbit", "state") }
 
+// CredsDir is where the project's NATS identities live (see
+// events.EnsureCreds): only their owner may read it.
+func CredsDir(root string) string { return filepath.Join(StateDir(root), "creds") }
+
 func infoPath(root string) string { return filepath.Join(StateDir(root), "engine.json") }
 
 // ReadInfo returns the engine info recorded for root. It fails with

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,10 +40,13 @@ type Config struct {
 	// Listen is the embedded server's client address (default
 	// 127.0.0.1:4222; port 0 picks a free port).
 	Listen string
-	// Token is required from clients (and sent to an external server).
+	// Token is sent to an external server (NATSURL) that requires one. The
+	// embedded server admits only nkeys: a token without NATSURL is refused.
 	Token string
-	// NKeySeedFile names an nkey user seed: only clients that sign with it
-	// are admitted (and it signs for the engine on an external server).
+	// NKeySeedFile names an nkey user seed. The embedded server admits
+	// clients that sign with it (with the client identity's permissions),
+	// besides the project's identities; on an external server the engine
+	// signs with it instead of the project's engine identity.
 	NKeySeedFile string
 	// LogKeyFile names the key that signs the log (made there when
 	// missing). Default on the embedded server: the root's
@@ -56,9 +58,10 @@ type Config struct {
 	// IdleTimeout, when positive, stops the engine after it has had no run
 	// and no request for that long.
 	IdleTimeout time.Duration
-	// Redactor removes secrets from what the engine publishes; the log key
-	// is added to it, so a logger that redacts with it never shows the key
-	// either. Nil means one built from the process environment.
+	// Redactor removes secrets from what the engine publishes; the seeds of
+	// the project's identities and the log key are added to it, so a logger
+	// that redacts with it never shows them either. Nil means one built
+	// from the process environment.
 	Redactor *events.Redactor
 	// Background marks an engine started on demand by a CLI command.
 	Background bool
@@ -86,9 +89,6 @@ type Engine struct {
 var (
 	// ErrAlreadyRunning: another engine serves the root.
 	ErrAlreadyRunning = errors.New("another engine is serving this root")
-	// ErrInsecureListen: a listen address beyond loopback without a token
-	// or an nkey.
-	ErrInsecureListen = errors.New("refusing to listen beyond loopback without a token or an nkey")
 )
 
 // Open takes the root: it opens the views file first — its lock makes a
@@ -102,8 +102,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:4222"
 	}
-	if cfg.NATSURL == "" && cfg.Token == "" && cfg.NKeySeedFile == "" && !loopback(cfg.Listen) {
-		return nil, fmt.Errorf("%w: %s would let anyone who can reach it run commands on this machine; set --nkey or ORBIT_NKEY to a seed file (orbit nkey new makes one), or --token or ORBIT_TOKEN; clients pass the same", ErrInsecureListen, cfg.Listen)
+	if cfg.NATSURL == "" && cfg.Token != "" {
+		return nil, fmt.Errorf("%w: --token (ORBIT_TOKEN) is sent to an external server given with --nats-url; the embedded server admits only the project's nkeys (%s) and --nkey seed files", events.ErrTokenEmbedded, CredsDir(cfg.Root))
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = events.RedactorFromEnv()
 	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
@@ -112,6 +115,32 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg.Root = root
 	if err := os.MkdirAll(StateDir(root), 0o755); err != nil {
 		return nil, err
+	}
+	creds, err := events.EnsureCreds(CredsDir(root))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Redactor.AddSeeds(creds.Dir)
+	logCfg := events.Config{
+		StoreDir:   filepath.Join(StateDir(root), "nats"),
+		CredsDir:   creds.Dir,
+		URL:        cfg.NATSURL,
+		Listen:     cfg.Listen,
+		Durability: cfg.Durability,
+		Name:       "orbit-engine",
+		Redactor:   cfg.Redactor,
+		Logger:     cfg.Logger,
+	}
+	switch {
+	case cfg.NATSURL == "" && cfg.NKeySeedFile != "":
+		logCfg.ExtraClients = []string{cfg.NKeySeedFile}
+	case cfg.NATSURL == "":
+	case cfg.NKeySeedFile != "":
+		logCfg.NKeySeedFile = cfg.NKeySeedFile
+	case cfg.Token != "":
+		logCfg.Token = cfg.Token
+	default:
+		logCfg.NKeySeedFile = creds.File(events.IdentityEngine)
 	}
 	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine")}
 	e.catalog = newCatalogCache(root, e.logger)
@@ -137,23 +166,21 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.proj.Close()
 		return nil, err
 	}
-	e.log, err = events.Open(ctx, events.Config{
-		StoreDir:     filepath.Join(StateDir(root), "nats"),
-		URL:          cfg.NATSURL,
-		Listen:       cfg.Listen,
-		Token:        cfg.Token,
-		NKeySeedFile: cfg.NKeySeedFile,
-		LogKeyFile:   logKeyFile(cfg),
-		MakeLogKey:   true,
-		Redactor:     cfg.Redactor,
-		Durability:   cfg.Durability,
-		RequireLog:   rec.LastSeq > 0,
-		Name:         "orbit-engine",
-		Logger:       cfg.Logger,
-	})
+	logCfg.LogKeyFile, logCfg.MakeLogKey = logKeyFile(cfg), true
+	logCfg.RequireLog = rec.LastSeq > 0
+	e.log, err = events.Open(ctx, logCfg)
 	if err != nil {
 		e.proj.Close()
 		return nil, e.openLogError(err, rec)
+	}
+	if cfg.NATSURL != "" {
+		// Where the server is not ours, check that it keeps a reader a
+		// reader.
+		if err := e.log.CheckReader(ctx, creds.File(events.IdentityReader)); errors.Is(err, events.ErrMisconfigured) {
+			e.logger.Warn(err.Error())
+		} else if err != nil {
+			e.logger.Debug("the reader's permissions were not checked", "err", err)
+		}
 	}
 	e.proj.SetSource(e.log)
 	if err := e.checkLog(ctx); err != nil {
@@ -195,19 +222,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Settings:   ReadSettings(agent.Settings(keyEnvs(project)...), os.LookupEnv),
 	}
 	return e, nil
-}
-
-// loopback reports whether a listen address only accepts local clients.
-func loopback(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // rootScope is the scope (see proc.WithScope) of every program an engine on

@@ -77,7 +77,7 @@ func TestSoakCarelessUse(t *testing.T) {
 	eng := startEngine(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	l, err := events.Dial(ctx, eng.url, events.Config{Name: "orbit-soak", LogKeyFile: engine.LogKeyPath(p.Root)})
+	l, err := events.Dial(ctx, eng.url, events.Config{Name: "orbit-soak", NKeySeedFile: eng.seed(events.IdentityClient), LogKeyFile: engine.LogKeyPath(p.Root)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +20,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // engineProc is `orbit serve` running as a child process of the test, so
 // that its memory can be read from /proc apart from the test's own.
 type engineProc struct {
-	cmd *exec.Cmd
-	url string
+	cmd  *exec.Cmd
+	url  string
+	root string
 
 	mu       sync.Mutex
 	warnings []string // WARN and ERROR lines of the engine's log, in order
@@ -92,7 +95,13 @@ func startEngine(t *testing.T, p *testkit.Project) *engineProc {
 		t.Fatalf("engine.json names pid %d, serve is %d", info.PID, e.cmd.Process.Pid)
 	}
 	e.url = info.URL
+	e.root = p.Root
 	return e
+}
+
+// seed is the seed file of one of the project's identities.
+func (e *engineProc) seed(id events.Identity) string {
+	return events.CredsFile(engine.CredsDir(e.root), id)
 }
 
 // Warnings returns the WARN and ERROR lines the engine has logged so far.
@@ -231,11 +240,17 @@ func cpuTime(pid int) time.Duration {
 // messages of ORBIT_COMMANDS and the live keys of orbit_leases. Workers ack
 // a command without waiting after its step.finished is stored, so the queue
 // may lag the runs' ends by a moment.
-func leftovers(ctx context.Context, t *testing.T, url string, l *events.Log, timeout time.Duration) (uint64, []string) {
+// It signs in as the engine: only the engine may read the queue and the
+// leases.
+func leftovers(ctx context.Context, t *testing.T, eng *engineProc, timeout time.Duration) (uint64, []string) {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.Name("orbit-soak-inspect"))
+	key, err := nats.NkeyOptionFromSeed(eng.seed(events.IdentityEngine))
 	if err != nil {
-		t.Fatalf("connecting to %s: %v", url, err)
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(eng.url, nats.Name("orbit-soak-inspect"), key)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", eng.url, err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -246,13 +261,20 @@ func leftovers(ctx context.Context, t *testing.T, url string, l *events.Log, tim
 	if err != nil {
 		t.Fatal(err)
 	}
+	kv, err := js.KeyValue(ctx, events.LeasesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(timeout)
 	for {
 		info, err := cmds.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		leases, err := l.Leases().Keys(ctx)
+		leases, err := kv.Keys(ctx)
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			leases, err = nil, nil
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -114,7 +114,7 @@ func TestSoak(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), loadBound+5*time.Minute)
 	defer cancel()
-	l, err := events.Dial(ctx, eng.url, events.Config{Name: "orbit-soak", LogKeyFile: engine.LogKeyPath(p.Root)})
+	l, err := events.Dial(ctx, eng.url, events.Config{Name: "orbit-soak", NKeySeedFile: eng.seed(events.IdentityClient), LogKeyFile: engine.LogKeyPath(p.Root)})
 	if err != nil {
 		t.Fatalf("dialling the engine at %s: %v", eng.url, err)
 	}
@@ -152,7 +152,7 @@ func TestSoak(t *testing.T) {
 	} else if report.TotalDifferences != 0 || report.Applied < lg.last {
 		t.Errorf("orbit replay --verify: %d differences, applied through %d of %d", report.TotalDifferences, report.Applied, lg.last)
 	}
-	queued, leases := leftovers(ctx, t, eng.url, l, 10*time.Second)
+	queued, leases := leftovers(ctx, t, eng, 10*time.Second)
 	if queued != 0 {
 		t.Errorf("%d commands are still on the work queue after every run finished", queued)
 	}
@@ -283,7 +283,7 @@ func (w *workload) run(ctx context.Context, t *testing.T, l *events.Log, feed *e
 			defer wg.Done()
 			<-gate
 			at := time.Now()
-			if err := executor.Submit(ctx, l, req); err != nil {
+			if err := l.Request(ctx, engine.EndpointSubmit, req, nil); err != nil {
 				errs <- fmt.Errorf("submitting %s: %w", req.RunID, err)
 				return
 			}

@@ -1,0 +1,219 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// natsCLI returns the official nats CLI that `make nats-cli` installs in
+// bin/. The test skips without it only outside CI.
+func natsCLI(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(testkit.ModuleRoot(t), "bin", "nats")
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("%s is missing: make nats-cli installs it", path)
+		}
+		t.Fatalf("%s is missing in CI: make test runs make nats-cli first", path)
+	}
+	return path
+}
+
+// runNATS runs the nats CLI with env and returns its combined output and
+// exit code.
+func runNATS(t *testing.T, bin string, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("running nats %v: %v", args, err)
+	}
+	return string(out), 0
+}
+
+func natsMsg(subject string) *nats.Msg { return &nats.Msg{Subject: subject} }
+
+// TestTheOfficialNATSCLI: with the contexts orbit nats-context writes, the
+// real nats CLI tails the log as the reader and calls the API as the
+// client; deleting the stream or publishing an event is refused; without a
+// context the server turns it away.
+func TestTheOfficialNATSCLI(t *testing.T) {
+	t.Parallel()
+	natsBin := natsCLI(t)
+	p := testkit.NewProject(t)
+	xdg := t.TempDir()
+	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
+	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	serve(t, p)
+	url := engineURL(t, p)
+
+	r := p.Orbit("nats-context", "--reader", "--name", "orbit-test-reader")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "nats --context orbit-test-reader sub 'orbit.events.>'")
+	r = p.Orbit("nats-context", "--name", "orbit-test")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, url+" as client")
+
+	sub := exec.Command(natsBin, "--context", "orbit-test-reader", "sub", "orbit.events.>")
+	sub.Env = append(os.Environ(), env...)
+	var tail syncBuffer
+	sub.Stdout, sub.Stderr = &tail, &tail
+	require.NoError(t, sub.Start())
+	t.Cleanup(func() { _ = sub.Process.Kill(); _ = sub.Wait() })
+	waitFor(t, "nats sub to subscribe", func() bool { return strings.Contains(tail.String(), "Subscribing on orbit.events.>") })
+	r = p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the reader to see the run end", func() bool {
+		return strings.Contains(tail.String(), `"orbit.events.run.`+runID+`.run.finished"`)
+	})
+
+	out, code := runNATS(t, natsBin, env, "--context", "orbit-test", "request", "orbit.api.engine.info", "")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"version"`, "the client calls the API")
+	out, code = runNATS(t, natsBin, env, "--context", "orbit-test-reader", "--timeout", "2s", "request", "orbit.api.engine.info", "")
+	assert.Contains(t, out, `Permissions Violation for Publish to "orbit.api.engine.info"`, "the reader may not: %d", code)
+
+	for _, ctx := range []string{"orbit-test", "orbit-test-reader"} {
+		out, code = runNATS(t, natsBin, env, "--context", ctx, "--timeout", "2s", "stream", "rm", events.EventsStream, "-f")
+		assert.NotEqual(t, 0, code, out)
+		assert.Contains(t, out, `Permissions Violation for Publish to "$JS.API.STREAM.DELETE.ORBIT_EVENTS"`)
+		out, code = runNATS(t, natsBin, env, "--context", ctx, "pub", "orbit.events.run."+runID+".run.finished", `{"forged":true}`)
+		assert.NotEqual(t, 0, code, out)
+		assert.Contains(t, out, "Permissions Violation for Publish to")
+	}
+
+	out, code = runNATS(t, natsBin, env, "--server", url, "--timeout", "2s", "sub", "orbit.events.>")
+	assert.NotEqual(t, 0, code, out)
+	assert.Contains(t, out, "Authorization Violation")
+
+	r = p.Orbit("run", "events", runID)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.NotContains(t, r.Stdout, "forged")
+	r = p.Orbit("replay", "--verify")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, " 0 differences")
+}
+
+// TestAnExternalServerConfiguredByNATSConfig: the authorization block that
+// orbit nats-config prints, loaded by the NATS server's own configuration
+// parser, runs an engine and a client on an external server with the same
+// least privilege as the embedded one.
+func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("nats-config")
+	require.Equal(t, 0, r.Code, r.String())
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\n"+r.Stdout), 0o600))
+	opts, err := server.ProcessConfigFile(conf)
+	require.NoError(t, err)
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	require.NoError(t, err)
+	srv.Start()
+	require.True(t, srv.ReadyForConnections(10*time.Second))
+	t.Cleanup(srv.Shutdown)
+	require.Len(t, opts.Nkeys, 3)
+
+	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
+	stderr := &syncBuffer{}
+	cmd := p.Command("serve")
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+
+	r = p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("run", "history")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "hello")
+
+	o, err := testkit.DialOutsider(t, srv.ClientURL(), credsFile(p, events.IdentityClient))
+	require.NoError(t, err)
+	_, refused := o.Ask(natsMsg("$JS.API.STREAM.DELETE." + events.EventsStream))
+	assert.True(t, refused, "the client may not delete the log")
+	_, refused = o.Ask(natsMsg(events.CommandSubject("run.request")))
+	assert.True(t, refused, "the client may not queue a command")
+	_, err = testkit.DialOutsider(t, srv.ClientURL(), "")
+	assert.ErrorContains(t, err, "Authorization Violation")
+	assert.False(t, bytes.Contains([]byte(stderr.String()), []byte("admits anyone")), stderr.String())
+	assert.NotContains(t, stderr.String(), "misconfigured", "the block of nats-config keeps the reader a reader")
+}
+
+// TestAnEngineSaysWhenTheServerLetsAReaderWrite: on an external server that
+// admits the project's identities without permissions, the engine warns at
+// start that the reader could delete the log.
+func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	creds, err := events.EnsureCreds(engine.CredsDir(p.Root))
+	require.NoError(t, err)
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	users := ""
+	for _, id := range events.Identities {
+		users += "{nkey: " + creds.Public[id] + "}\n"
+	}
+	require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\nauthorization { users = [\n"+users+"] }\n"), 0o600))
+	opts, err := server.ProcessConfigFile(conf)
+	require.NoError(t, err)
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	require.NoError(t, err)
+	srv.Start()
+	require.True(t, srv.ReadyForConnections(10*time.Second))
+	t.Cleanup(srv.Shutdown)
+
+	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
+	stderr := &syncBuffer{}
+	cmd := p.Command("serve")
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+	assert.Contains(t, stderr.String(), "the reader identity may change stream ORBIT_EVENTS")
+	assert.Contains(t, stderr.String(), "orbit nats-config")
+}
+
+// TestNATSContextWithoutAnEngine: with no engine running the context points
+// at serve.listen, says so, and is named for the project's directory.
+func TestNATSContextWithoutAnEngine(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	xdg := t.TempDir()
+	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
+	r := p.Orbit("nats-context", "--reader")
+	require.Equal(t, 0, r.Code, r.String())
+	name := "orbit-" + filepath.Base(p.Root) + "-reader"
+	assert.Contains(t, r.Stdout, "no engine serves "+p.Root+" now: start it with 'orbit serve' so that it listens at nats://127.0.0.1:4222")
+	assert.Contains(t, r.Stdout, "nats --context "+name+" sub 'orbit.events.>'")
+	data, err := os.ReadFile(filepath.Join(xdg, "nats", "context", name+".json"))
+	require.NoError(t, err)
+	var ctx struct{ URL, NKey string }
+	require.NoError(t, json.Unmarshal(data, &ctx))
+	assert.Equal(t, "nats://127.0.0.1:4222", ctx.URL)
+	assert.Equal(t, credsFile(p, events.IdentityReader), ctx.NKey)
+	assert.Zero(t, p.EnginePID(), "writing a context starts no engine")
+}

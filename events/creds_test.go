@@ -1,0 +1,97 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestIdentitiesAreTheirOwnersOnly: the creds directory and its seeds are
+// made readable by their owner only, narrowed back when widened, and never
+// replaced.
+func TestIdentitiesAreTheirOwnersOnly(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state", "creds")
+	c, err := events.EnsureCreds(dir)
+	require.NoError(t, err)
+	mode := func(path string) os.FileMode {
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		return fi.Mode().Perm()
+	}
+	assert.Equal(t, os.FileMode(0o700), mode(dir))
+	for _, id := range events.Identities {
+		assert.Equal(t, os.FileMode(0o600), mode(c.File(id)), id)
+		assert.Regexp(t, `^U[A-Z2-7]{55}$`, c.Public[id], id)
+	}
+	assert.NotEqual(t, c.Public[events.IdentityClient], c.Public[events.IdentityReader])
+
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Chmod(c.File(events.IdentityClient), 0o644))
+	again, err := events.EnsureCreds(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), mode(dir), "widened, narrowed back")
+	assert.Equal(t, os.FileMode(0o600), mode(c.File(events.IdentityClient)), "widened, narrowed back")
+	assert.Equal(t, c.Public, again.Public, "an existing seed is kept")
+}
+
+// TestAReaderReadsTheLogAndNothingElse: with the reader's key a process
+// follows the log and reads blobs, but cannot call the engine's API; the
+// client's key can.
+func TestAReaderReadsTheLogAndNothingElse(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	store := filepath.Join(t.TempDir(), "nats")
+	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0"})
+	creds := filepath.Join(filepath.Dir(store), "creds")
+	stop, err := l.Serve("test", "0.0.1", 10*time.Second, map[string]events.Handler{
+		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
+	})
+	require.NoError(t, err)
+	defer stop.Stop()
+	_, err = l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
+	require.NoError(t, err)
+	ref, err := l.PutBlob(ctx, []byte("a blob"))
+	require.NoError(t, err)
+
+	reader, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(creds, events.IdentityReader)})
+	require.NoError(t, err)
+	defer reader.Close()
+	evs, err := reader.Read(ctx, events.FollowOptions{})
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "R1", evs[0].RunID)
+	f, err := reader.Follow(ctx, events.FollowOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "R1", (<-f.Events()).RunID)
+	f.Stop()
+	blob, err := reader.GetBlob(ctx, ref.Digest)
+	require.NoError(t, err)
+	assert.Equal(t, "a blob", string(blob))
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var answer string
+	assert.ErrorIs(t, reader.Request(short, "engine.info", nil, &answer), events.ErrUnavailable, "a reader may not call the API")
+
+	client, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(creds, events.IdentityClient)})
+	require.NoError(t, err)
+	defer client.Close()
+	require.NoError(t, client.Request(ctx, "engine.info", nil, &answer))
+	assert.Equal(t, "hello", answer)
+	short, cancel = context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err = client.Append(short, events.Event{Type: events.RunRequested, RunID: "R2"}, events.RunRequestedData{})
+	assert.Error(t, err, "a client may not append")
+	last, err := l.LastSeq(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), last, "nothing but the engine's event is in the log")
+}

@@ -1,0 +1,203 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// engineInboxPrefix is the inbox prefix of the engine's connection. Clients
+// and readers may subscribe to _INBOX.> (every NATS client's replies arrive
+// there) but not to this: the engine's JetStream replies name its
+// consumers, which a client must not learn, and carry commands.
+const engineInboxPrefix = "_ORBIT_ENGINE"
+
+// readStreams are the streams a client or a reader may read: the log and
+// the blobs; the client also the large API answers.
+func readStreams(id Identity) []string {
+	streams := []string{EventsStream, "OBJ_" + BlobsStore}
+	if id == IdentityClient {
+		streams = append(streams, "OBJ_"+RepliesStore)
+	}
+	return streams
+}
+
+// Permissions returns what id may do on the server, as NATS enforces it:
+// nil (everything) for the engine; for the client and the reader, reading
+// the log and the blobs through JetStream's read API (stream info, direct
+// and stored-message gets, consumers of their own and their flow control)
+// and subscribing to the events and to their inboxes; the client may also
+// call the engine's API on orbit.api.>. Every write is denied explicitly:
+// stream and consumer administration beyond their own feeds, publishing
+// events or commands, key-value and object puts.
+//
+// IMPORTANT: the engine's durable consumers are on ORBIT_COMMANDS, to which
+// a client has no access at all; its event feeds are ordered consumers with
+// random names that only the engine's inbox (engineInboxPrefix) learns.
+func Permissions(id Identity) *server.Permissions {
+	if id == IdentityEngine {
+		return nil
+	}
+	var pub []string
+	for _, s := range readStreams(id) {
+		pub = append(pub,
+			"$JS.API.STREAM.INFO."+s,
+			"$JS.API.STREAM.MSG.GET."+s,
+			"$JS.API.DIRECT.GET."+s,
+			"$JS.API.DIRECT.GET."+s+".>",
+			"$JS.API.CONSUMER.CREATE."+s,
+			"$JS.API.CONSUMER.CREATE."+s+".>",
+			"$JS.API.CONSUMER.INFO."+s+".*",
+			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
+			"$JS.API.CONSUMER.DELETE."+s+".*",
+			"$JS.FC."+s+".>",
+		)
+	}
+	if id == IdentityClient {
+		pub = append(pub, APIRoot+".>")
+	}
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{
+			Allow: pub,
+			Deny: []string{
+				"$JS.API.STREAM.CREATE.>",
+				"$JS.API.STREAM.UPDATE.>",
+				"$JS.API.STREAM.DELETE.>",
+				"$JS.API.STREAM.PURGE.>",
+				"$JS.API.STREAM.MSG.DELETE.>",
+				"$JS.API.CONSUMER.DURABLE.CREATE.>",
+				"$JS.API.CONSUMER.*." + CommandsStream + ".>",
+				EventsRoot + ".>",
+				CommandsRoot + ".>",
+				"$KV.>",
+				"$O.>",
+			},
+		},
+		Subscribe: &server.SubjectPermission{
+			Allow: []string{"_INBOX.>", EventsRoot + ".>"},
+			Deny:  []string{CommandsRoot + ".>", engineInboxPrefix + ".>"},
+		},
+	}
+}
+
+// users returns the server's nkey users for creds, and extra public keys
+// admitted with the client's permissions (serve --nkey).
+func users(creds *Creds, extra []string) []*server.NkeyUser {
+	var out []*server.NkeyUser
+	for _, id := range Identities {
+		out = append(out, &server.NkeyUser{Nkey: creds.Public[id], Permissions: Permissions(id)})
+	}
+	for _, key := range extra {
+		out = append(out, &server.NkeyUser{Nkey: key, Permissions: Permissions(IdentityClient)})
+	}
+	return out
+}
+
+// AuthorizationBlock returns the nats-server configuration block that
+// admits creds with the same permissions as the embedded server does, for a
+// deployment on an external server or cluster.
+func AuthorizationBlock(creds *Creds) string {
+	var b strings.Builder
+	b.WriteString("authorization {\n  users = [\n")
+	for _, id := range Identities {
+		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n", id, creds.Public[id])
+		if p := Permissions(id); p != nil {
+			b.WriteString("      permissions: {\n")
+			writeSubjects(&b, "publish", p.Publish)
+			writeSubjects(&b, "subscribe", p.Subscribe)
+			b.WriteString("      }\n")
+		}
+		b.WriteString("    }\n")
+	}
+	b.WriteString("  ]\n}\n")
+	return b.String()
+}
+
+func writeSubjects(b *strings.Builder, name string, p *server.SubjectPermission) {
+	quote := func(list []string) string {
+		q := slices.Clone(list)
+		for i, s := range q {
+			q[i] = fmt.Sprintf("%q", s)
+		}
+		return strings.Join(q, ", ")
+	}
+	fmt.Fprintf(b, "        %s: {\n          allow: [%s]\n          deny: [%s]\n        }\n", name, quote(p.Allow), quote(p.Deny))
+}
+
+// CheckReader signs in to the log's server as the reader whose seed is in
+// seed and asks it to update the event stream with the configuration it
+// already has — a change of nothing, if it is let through. A server that
+// lets it through is misconfigured: the reader could as well delete the
+// log. It returns ErrMisconfigured then, nil when the server refuses, and
+// nil without checking when the server admits anyone (Open has said so) or
+// does not answer in time.
+func (l *Log) CheckReader(ctx context.Context, seed string) error {
+	key, err := nats.NkeyOptionFromSeed(seed)
+	if err != nil {
+		return fmt.Errorf("events: nkey seed %s: %w", seed, err)
+	}
+	refused := make(chan struct{}, 1)
+	opts := []nats.Option{nats.Name("orbit-permission-check"), key, nats.Timeout(2 * time.Second),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				select {
+				case refused <- struct{}{}:
+				default:
+				}
+			}
+		})}
+	if l.srv != nil {
+		opts = append(opts, nats.InProcessServer(l.srv))
+	}
+	nc, err := nats.Connect(l.cfg.URL, opts...)
+	if errors.Is(err, nats.ErrNkeysNotSupported) {
+		return nil
+	}
+	if errors.Is(err, nats.ErrAuthorization) {
+		return fmt.Errorf("%w: the server does not admit the reader identity (%s): configure it with orbit nats-config", ErrMisconfigured, seed)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: checking the reader's permissions: %v", ErrUnavailable, err)
+	}
+	defer nc.Close()
+	info := l.events.CachedInfo()
+	if info == nil {
+		return nil
+	}
+	data, err := json.Marshal(info.Config)
+	if err != nil {
+		return err
+	}
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.STREAM.UPDATE."+EventsStream, inbox, data); err != nil {
+		return nil
+	}
+	answered := make(chan struct{})
+	go func() {
+		if _, err := sub.NextMsg(3 * time.Second); err == nil {
+			close(answered)
+		}
+	}()
+	select {
+	case <-refused:
+		return nil
+	case <-answered:
+		return fmt.Errorf("%w: the reader identity may change stream %s on %s, so it could delete the log; configure the server with the users of orbit nats-config", ErrMisconfigured, EventsStream, l.cfg.URL)
+	case <-time.After(3 * time.Second):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

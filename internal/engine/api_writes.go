@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+)
+
+// The write endpoints. A client may not publish to the log or the command
+// queue (events.Permissions): everything it changes goes through these,
+// and each checks what it is asked before the engine writes it.
+const (
+	EndpointSubmit   = "runs.submit"
+	EndpointCancel   = "runs.cancel"
+	EndpointTaskPlan = "tasks.plan"
+)
+
+// Submitted answers a run submission.
+type Submitted struct {
+	RunID string `json:"run_id"`
+}
+
+// CancelRequest asks to cancel a run.
+type CancelRequest struct {
+	RunID     string `json:"run_id"`
+	Requester string `json:"requester,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// PlanChange asks to replace a task's plan with version PlanVersion, which
+// must be the one after the task's current version: two changes made from
+// the same version cannot both win.
+type PlanChange struct {
+	TaskID      string `json:"task_id"`
+	Plan        string `json:"plan"`
+	PlanVersion int    `json:"plan_version"`
+}
+
+// PlanChanged answers a PlanChange.
+type PlanChanged struct {
+	TaskID      string `json:"task_id"`
+	PlanVersion int    `json:"plan_version"`
+	Seq         uint64 `json:"seq"`
+}
+
+func (e *Engine) writeEndpoints() map[string]events.Handler {
+	return map[string]events.Handler{
+		EndpointSubmit:   e.handle(e.apiSubmit),
+		EndpointCancel:   e.handle(e.apiCancel),
+		EndpointTaskPlan: e.handle(e.apiTaskPlan),
+	}
+}
+
+// apiSubmit queues a run request from a client. The request names its run
+// id (the client follows the run before it submits it), which must be a
+// ULID no event of the log has used; the job must be runnable; and a client
+// cannot submit a child run: only the engine starts those (job.invoke), so
+// depth and parent links cannot be forged.
+func (e *Engine) apiSubmit(ctx context.Context, raw json.RawMessage) (any, error) {
+	req, err := decodeSubmission(raw)
+	if err != nil {
+		return nil, err
+	}
+	used, err := e.log.LastMatching(ctx, []string{events.RunFilter(req.RunID)})
+	if err != nil {
+		return nil, err
+	}
+	if used != 0 {
+		return nil, fmt.Errorf("%w: run id %s is taken: the log has its events", events.ErrInvalidRequest, req.RunID)
+	}
+	if err := executor.Submit(ctx, e.log, req); err != nil {
+		return nil, err
+	}
+	return Submitted{RunID: req.RunID}, nil
+}
+
+// decodeSubmission decodes a client's run request and checks what can be
+// checked without the log: a ULID run id (one is picked when there is
+// none), no parent run, parent event or depth, and a job that validates.
+// Every error wraps events.ErrInvalidRequest.
+func decodeSubmission(raw json.RawMessage) (*executor.RunRequest, error) {
+	var req executor.RunRequest
+	if err := decode(raw, &req); err != nil {
+		return nil, err
+	}
+	if req.RunID == "" {
+		req.RunID = events.NewID()
+	}
+	if _, err := ulid.ParseStrict(req.RunID); err != nil {
+		return nil, fmt.Errorf("%w: run id %s: want a ULID (%v)", events.ErrInvalidRequest, quote(req.RunID), err)
+	}
+	if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 {
+		return nil, fmt.Errorf("%w: a client cannot submit a child run (parent, parent_event, depth)", events.ErrInvalidRequest)
+	}
+	if err := executor.ValidateJob(&req.Job); err != nil {
+		return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
+	}
+	return &req, nil
+}
+
+// apiCancel records a cancel request for a run that exists and has not
+// finished.
+func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error) {
+	var req CancelRequest
+	if err := decode(raw, &req); err != nil {
+		return nil, err
+	}
+	if req.RunID == "" {
+		return nil, fmt.Errorf("%w: a cancel request needs a run_id", events.ErrInvalidRequest)
+	}
+	last, err := e.log.LastMatching(ctx, []string{events.RunFilter(req.RunID)})
+	if err != nil {
+		return nil, err
+	}
+	if last == 0 {
+		return nil, fmt.Errorf("%w: run %s", events.ErrNotFound, quote(req.RunID))
+	}
+	if err := e.proj.WaitFor(ctx, last); err != nil {
+		return nil, err
+	}
+	view, err := e.proj.RunView(ctx, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if events.Terminal(view.State) {
+		return nil, fmt.Errorf("%w: run %s has already finished (%s); a finished run never changes", events.ErrInvalidRequest, view.ID, view.State)
+	}
+	if err := executor.RequestCancel(ctx, e.log, view.ID, req.Requester, req.Reason); err != nil {
+		return nil, err
+	}
+	return Submitted{RunID: view.ID}, nil
+}
+
+// apiTaskPlan records a new version of a task's plan, once: the event id is
+// derived from the task and the version.
+func (e *Engine) apiTaskPlan(ctx context.Context, raw json.RawMessage) (any, error) {
+	var req PlanChange
+	if err := decode(raw, &req); err != nil {
+		return nil, err
+	}
+	if _, err := assets.ParsePlan("plan", []byte(req.Plan)); err != nil {
+		return nil, fmt.Errorf("%w: %v", events.ErrInvalidRequest, err)
+	}
+	last, err := e.log.LastSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.proj.WaitFor(ctx, last); err != nil {
+		return nil, err
+	}
+	t, err := e.proj.Task(ctx, req.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if req.PlanVersion != t.PlanVersion+1 {
+		return nil, fmt.Errorf("%w: task %s is at plan version %d, so the next is %d, not %d", events.ErrConflict, t.ID, t.PlanVersion, t.PlanVersion+1, req.PlanVersion)
+	}
+	ap, err := e.log.Append(ctx, events.Event{
+		ID:     events.DecisionID(events.TaskPlanChanged, t.ID, fmt.Sprint(req.PlanVersion)),
+		Type:   events.TaskPlanChanged,
+		TaskID: t.ID,
+	}, events.TaskPlanChangedData{Plan: req.Plan, PlanVersion: req.PlanVersion, PlanDigest: assets.PlanDigest([]byte(req.Plan))})
+	if err != nil {
+		return nil, err
+	}
+	if ap.Duplicate {
+		return nil, fmt.Errorf("%w: task %s plan version %d was recorded by another change", events.ErrConflict, t.ID, req.PlanVersion)
+	}
+	return PlanChanged{TaskID: t.ID, PlanVersion: req.PlanVersion, Seq: ap.Seq}, nil
+}
+
+// quote quotes at most 64 bytes of a value a client sent, with its length.
+func quote(s string) string {
+	if len(s) <= 64 {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:64], len(s))
+}

@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// FuzzDecodeSubmission: whatever a client sends to runs.submit, the
+// decoder either refuses it as an invalid request or returns a request
+// with a ULID run id and no parent, parent event or depth — never a child
+// run, never a panic.
+func FuzzDecodeSubmission(f *testing.F) {
+	job := `{"name":"j","spec":{"steps":[{"id":"x","activity":{"type":"deterministic","action":"echo","config":{"text":"hi"}}}]}}`
+	for _, seed := range []string{
+		``,
+		`{}`,
+		`null`,
+		`[]`,
+		`{"job":` + job + `}`,
+		`{"run_id":"01JD0000000000000000000000","job":` + job + `}`,
+		`{"run_id":"../x","job":` + job + `}`,
+		`{"run_id":"01JD0000000000000000000000","job":` + job + `,"parent":{"run_id":"R"}}`,
+		`{"run_id":"01JD0000000000000000000000","job":` + job + `,"depth":-1}`,
+		`{"run_id":"01JD0000000000000000000000","job":` + job + `,"parent_event":"e"}`,
+		`{"run_id":"01JD0000000000000000000000","job":{"name":"off","spec":{"state":"disabled"}}}`,
+		`{"run_id":"01JD0000000000000000000000","job":{"spec":{"steps":[{"id":"x"}]}}}`,
+		`{"run_id":7}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		req, err := decodeSubmission(json.RawMessage(raw))
+		if err != nil {
+			if !errors.Is(err, events.ErrInvalidRequest) {
+				t.Fatalf("%q: %v is not an invalid request", raw, err)
+			}
+			return
+		}
+		if _, err := ulid.ParseStrict(req.RunID); err != nil {
+			t.Fatalf("%q: run id %q accepted: %v", raw, req.RunID, err)
+		}
+		if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 {
+			t.Fatalf("%q: a child run accepted: %+v", raw, req)
+		}
+	})
+}
