@@ -31,13 +31,15 @@ spec:
       spec: {type: shell, program: sh, args: ["-c", "sleep 4; echo real"], allowed_programs: [sh]}
 `
 
-// outsideJetStream connects to the root's engine as any local process
-// could, without the log key (and, on this branch, without credentials).
+// outsideJetStream connects to the root's engine with the engine's own
+// NATS identity but without the log key: the worst a stolen seed allows.
 func outsideJetStream(t *testing.T, p *testkit.Project) jetstream.JetStream {
 	t.Helper()
 	info, err := engine.ReadInfo(p.Root)
 	require.NoError(t, err)
-	nc, err := nats.Connect(info.URL)
+	seed, err := nats.NkeyOptionFromSeed(events.CredsFile(engine.CredsDir(p.Root), events.IdentityEngine))
+	require.NoError(t, err)
+	nc, err := nats.Connect(info.URL, seed)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
@@ -228,9 +230,9 @@ func TestReplayVerifyFindsARunWhoseHistoryChanged(t *testing.T) {
 }
 
 // TestEnginesOnAnExternalServerSignWithTheLogKeyTheyAreGiven: with
-// --log-key the first engine makes the key; a client with it runs jobs, a
-// client without it is refused with the flag to pass instead of waiting
-// for a run that would never start.
+// --log-key the first engine makes the key and signs everything; a client
+// with the key verifies what it reads, and one without it still submits
+// runs, through the engine's API, which signs them.
 func TestEnginesOnAnExternalServerSignWithTheLogKeyTheyAreGiven(t *testing.T) {
 	t.Parallel()
 	srv, err := server.NewServer(&server.Options{
@@ -261,6 +263,9 @@ func TestEnginesOnAnExternalServerSignWithTheLogKeyTheyAreGiven(t *testing.T) {
 
 	p.Env = bare
 	r = p.Orbit("job", "run", "hello")
-	assert.Equal(t, 3, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "--log-key")
+	require.Equal(t, 0, r.Code, r.String())
+	p.Env = keyed
+	r = p.Orbit("audit")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "(signed from sequence 1): 0 problems")
 }

@@ -35,7 +35,9 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 		// `nats stream rm ORBIT_EVENTS`, with rights to do it.
 		info, err := engine.ReadInfo(p.Root)
 		require.NoError(t, err)
-		nc, err := nats.Connect(info.URL)
+		seed, err := nats.NkeyOptionFromSeed(events.CredsFile(engine.CredsDir(p.Root), events.IdentityEngine))
+		require.NoError(t, err)
+		nc, err := nats.Connect(info.URL, seed)
 		require.NoError(t, err)
 		defer nc.Close()
 		js, err := jetstream.New(nc)
