@@ -18,7 +18,7 @@ const (
 )
 
 var (
-	jobKeys  = []string{"state", "kind", "default_input", "max_active_runs", "recovery_activity", "steps"}
+	jobKeys  = []string{"state", "kind", "default_input", "max_active_runs", "recovery_activity", "failure_activity", "steps"}
 	stepKeys = []string{"id", "when", "retry", "recovery_activity", "spec", "target", "parallel", "fan_out", "fan_in", "loop",
 		"default_input", "timeout_seconds", "session", "fsProfile"}
 	bodyKeys = []string{"spec", "target", "parallel", "fan_out", "loop"}
@@ -60,6 +60,7 @@ func (l *jobLoader) jobSpec(n *yaml.Node, path string) JobSpec {
 		Kind:             d.oneOf(m, "kind", "workflow", "subroutine"),
 		MaxActiveRuns:    d.intAtLeast(m, "max_active_runs", 1, defaultMaxActiveRuns),
 		RecoveryActivity: l.activityRef(m, "recovery_activity"),
+		FailureActivity:  l.activityRef(m, "failure_activity"),
 	}
 	if spec.State == jobActive {
 		spec.State = JobEnabled
@@ -237,8 +238,8 @@ func (l *jobLoader) target(m *mapping, out *Step, sn *stepNode) *ActivitySpec {
 	return &spec
 }
 
-// activityRef reads a recovery_activity: an activity name, with or without
-// the activity: prefix.
+// activityRef reads a recovery_activity or failure_activity: an activity
+// name, with or without the activity: prefix.
 func (l *jobLoader) activityRef(m *mapping, key string) *ActivityRef {
 	path := child(m.path, key)
 	n := m.get(key)
