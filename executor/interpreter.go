@@ -243,7 +243,7 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 			continue
 		}
 		rec := x.recoveryFor(st)
-		if recovered || rec == nil || failed.Kind == events.KindStructural {
+		if recovered || rec == nil || !recoverable(failed) {
 			return failedResult(key, failed)
 		}
 		recovered = true
