@@ -69,7 +69,26 @@ func (l *jobLoader) jobSpec(n *yaml.Node, path string) JobSpec {
 		spec.DefaultInput, _ = d.value(n, child(path, "default_input"), nil)
 	}
 	spec.Steps, _ = l.steps(m, "steps", nil, listSeq)
+	l.failureKeyFree(m, &spec)
 	return spec
+}
+
+// failureActivityKey is the step key a job's failure_activity runs as,
+// which a top-level step of the same id would also have.
+const failureActivityKey = "failure_activity"
+
+// failureKeyFree reports a top-level step whose id is the step key of the
+// job's failure_activity: the two would share a history.
+func (l *jobLoader) failureKeyFree(m *mapping, spec *JobSpec) {
+	if spec.FailureActivity == nil {
+		return
+	}
+	for i, st := range spec.Steps {
+		if st.ID == failureActivityKey {
+			l.d.add(m.line("failure_activity"), child(m.path, "failure_activity"),
+				fmt.Sprintf("runs as the step key %q, which %s also has: rename that step", failureActivityKey, index(child(m.path, "steps"), i)))
+		}
+	}
 }
 
 // steps decodes the list of steps under key of m.
