@@ -26,8 +26,8 @@ var (
 	typeFields = map[string][]string{
 		TypeShell:         {"program", "args", "allowed_programs", "timeout_seconds", "expected_exit_codes"},
 		TypeDeterministic: {"action", "config"},
-		TypeAgentLoop:     append(append([]string(nil), agentFields...), "backend", "executor"),
-		TypeGroundhog:     append(append([]string(nil), agentFields...), "attempt_budget_default"),
+		TypeAgentLoop:     append(append([]string(nil), agentFields...), "backend", "executor", "require_response_envelope", "require_completion_envelope"),
+		TypeGroundhog:     append(append([]string(nil), agentFields...), "attempt_budget_default", "require_completion_envelope"),
 	}
 )
 

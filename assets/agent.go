@@ -100,6 +100,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 	}
 	provider, providerOK := d.provider(m)
 	spec.Provider = provider
+	d.envelopes(m, spec)
 
 	if spec.Type == TypeGroundhog {
 		// The fallback of 3 attempts is applied at run time, so that the

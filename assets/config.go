@@ -210,11 +210,11 @@ func (c *Config) Validate() error {
 }
 
 // FSProfileNames returns the names an fsProfile may have in this project,
-// sorted: default and every profile of FSProfiles. It is what
-// CatalogOptions.FSProfiles expects.
+// sorted: default, the seeded profiles and every profile of FSProfiles. It
+// is what CatalogOptions.FSProfiles expects.
 func (c *Config) FSProfileNames() []string {
 	names := []string{defaultFSProfile}
-	for name := range c.FSProfiles {
+	for name := range c.Profiles() {
 		if name != defaultFSProfile {
 			names = append(names, name)
 		}

@@ -138,9 +138,9 @@ func TestConfigValidate(t *testing.T) {
 func TestConfigFSProfileNames(t *testing.T) {
 	t.Parallel()
 	var zero assets.Config
-	assert.Equal(t, []string{"default"}, zero.FSProfileNames())
-	c := assets.Config{FSProfiles: map[string]assets.FSProfileConfig{"docs": {}, "default": {}, "build": {}}}
-	assert.Equal(t, []string{"build", "default", "docs"}, c.FSProfileNames())
+	assert.Equal(t, []string{"default", "docs_writer", "implementer", "pure_compute", "reviewer"}, zero.FSProfileNames())
+	c := assets.Config{FSProfiles: map[string]assets.FSProfileConfig{"docs": {}, "default": {}, "build": {}, "reviewer": {}}}
+	assert.Equal(t, []string{"build", "default", "docs", "docs_writer", "implementer", "pure_compute", "reviewer"}, c.FSProfileNames())
 }
 
 // TestParseConfig is LoadConfig on bytes.
@@ -176,7 +176,7 @@ func TestScaffold(t *testing.T) {
 	require.NotEqual(t, string(files["config.yaml"]), uncommented)
 	ex, err := assets.ParseConfig("config.yaml", []byte(uncommented))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"default", "docs", "readonly"}, ex.FSProfileNames())
+	assert.Equal(t, []string{"default", "docs", "docs_writer", "implementer", "pure_compute", "readonly", "reviewer"}, ex.FSProfileNames())
 	assert.Equal(t, "http://localhost:11434/v1", ex.Providers["openai_compat"].BaseURL)
 
 	cat, err := assets.OpenCatalog(root, assets.CatalogOptions{})
@@ -191,4 +191,23 @@ func TestScaffold(t *testing.T) {
 	// Each call returns fresh data.
 	files["config.yaml"][0] = 'X'
 	assert.NotEqual(t, byte('X'), assets.Scaffold()["config.yaml"][0])
+}
+
+// TestSeededFSProfiles: the upstream profile names exist in every project
+// with their meanings, and the config may redefine one.
+func TestSeededFSProfiles(t *testing.T) {
+	t.Parallel()
+	var zero assets.Config
+	got := zero.Profiles()
+	assert.Equal(t, []string{"docs_writer", "implementer", "pure_compute", "reviewer"}, assets.SeededFSProfileNames())
+	assert.Equal(t, assets.FSProfileConfig{Read: []string{"**"}, Write: []string{"**"}}, got["implementer"])
+	assert.Equal(t, assets.FSProfileConfig{Read: []string{"**"}, Write: []string{}}, got["reviewer"])
+	assert.Equal(t, assets.FSProfileConfig{Read: []string{}, Write: []string{}}, got["pure_compute"])
+	assert.Equal(t, []string{"docs/**", "**/*.md", "**/*.rst", "**/*.txt"}, got["docs_writer"].Write)
+
+	c, err := assets.ParseConfig("c.yaml", []byte("fs_profiles:\n  reviewer: {read: [\"src/**\"], write: []}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"src/**"}, c.Profiles()["reviewer"].Read, "the config replaces a seeded profile")
+	got["implementer"].Write[0] = "changed"
+	assert.Equal(t, "**", zero.Profiles()["implementer"].Write[0], "Profiles returns copies")
 }

@@ -25,14 +25,16 @@ func seeded(t *testing.T) *assets.Catalog {
 
 // TestBadAssets loads every file of testdata/bad by the prefix of its name
 // (activity-*, executor-*, config-*, and jobs for the others, which load as
-// job files of a seeded catalog that knows the fsProfile docs) and compares
+// job files of a seeded catalog that knows the fsProfile docs besides the
+// seeded profiles) and compares
 // the error message with the .golden file next to it.
 func TestBadAssets(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("testdata/bad/*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	cat, err := assets.OpenCatalog(t.TempDir(), assets.CatalogOptions{FSProfiles: []string{"docs"}})
+	project := assets.Config{FSProfiles: map[string]assets.FSProfileConfig{"docs": {}}}
+	cat, err := assets.OpenCatalog(t.TempDir(), assets.CatalogOptions{FSProfiles: project.FSProfileNames()})
 	require.NoError(t, err)
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")

@@ -18,7 +18,7 @@ const (
 )
 
 var (
-	jobKeys  = []string{"state", "kind", "default_input", "max_active_runs", "recovery_activity", "steps"}
+	jobKeys  = []string{"state", "kind", "default_input", "max_active_runs", "recovery_activity", "failure_activity", "steps"}
 	stepKeys = []string{"id", "when", "retry", "recovery_activity", "spec", "target", "parallel", "fan_out", "fan_in", "loop",
 		"default_input", "timeout_seconds", "session", "fsProfile"}
 	bodyKeys = []string{"spec", "target", "parallel", "fan_out", "loop"}
@@ -60,6 +60,7 @@ func (l *jobLoader) jobSpec(n *yaml.Node, path string) JobSpec {
 		Kind:             d.oneOf(m, "kind", "workflow", "subroutine"),
 		MaxActiveRuns:    d.intAtLeast(m, "max_active_runs", 1, defaultMaxActiveRuns),
 		RecoveryActivity: l.activityRef(m, "recovery_activity"),
+		FailureActivity:  l.activityRef(m, "failure_activity"),
 	}
 	if spec.State == jobActive {
 		spec.State = JobEnabled
@@ -68,7 +69,26 @@ func (l *jobLoader) jobSpec(n *yaml.Node, path string) JobSpec {
 		spec.DefaultInput, _ = d.value(n, child(path, "default_input"), nil)
 	}
 	spec.Steps, _ = l.steps(m, "steps", nil, listSeq)
+	l.failureKeyFree(m, &spec)
 	return spec
+}
+
+// failureActivityKey is the step key a job's failure_activity runs as,
+// which a top-level step of the same id would also have.
+const failureActivityKey = "failure_activity"
+
+// failureKeyFree reports a top-level step whose id is the step key of the
+// job's failure_activity: the two would share a history.
+func (l *jobLoader) failureKeyFree(m *mapping, spec *JobSpec) {
+	if spec.FailureActivity == nil {
+		return
+	}
+	for i, st := range spec.Steps {
+		if st.ID == failureActivityKey {
+			l.d.add(m.line("failure_activity"), child(m.path, "failure_activity"),
+				fmt.Sprintf("runs as the step key %q, which %s also has: rename that step", failureActivityKey, index(child(m.path, "steps"), i)))
+		}
+	}
 }
 
 // steps decodes the list of steps under key of m.
@@ -237,8 +257,8 @@ func (l *jobLoader) target(m *mapping, out *Step, sn *stepNode) *ActivitySpec {
 	return &spec
 }
 
-// activityRef reads a recovery_activity: an activity name, with or without
-// the activity: prefix.
+// activityRef reads a recovery_activity or failure_activity: an activity
+// name, with or without the activity: prefix.
 func (l *jobLoader) activityRef(m *mapping, key string) *ActivityRef {
 	path := child(m.path, key)
 	n := m.get(key)

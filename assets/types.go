@@ -113,6 +113,14 @@ type ActivitySpec struct {
 	// seeded:<name> for one built into the binary (see SeededFile).
 	Fixture              string `json:"fixture,omitempty"`
 	AttemptBudgetDefault int    `json:"attempt_budget_default,omitempty"` // groundhog only
+	// RequireResponseEnvelope (agent_loop only) makes the agent's final
+	// message a JSON object whose fields later steps read as
+	// output.response.<field>; a final message that is not one fails the
+	// step. False (the default) leaves the output as it is.
+	RequireResponseEnvelope bool `json:"require_response_envelope,omitempty"`
+	// RequireCompletionEnvelope, when nil or true, fails a step whose agent
+	// ends without its completion record (see CompletionRequired).
+	RequireCompletionEnvelope *bool `json:"require_completion_envelope,omitempty"`
 }
 
 // Executor is a named, loaded Executor asset: how to run a CLI coding agent
@@ -169,7 +177,11 @@ type JobSpec struct {
 	DefaultInput     any          `json:"default_input,omitempty"`
 	MaxActiveRuns    int          `json:"max_active_runs,omitempty"` // default 1
 	RecoveryActivity *ActivityRef `json:"recovery_activity,omitempty"`
-	Steps            []Step       `json:"steps"`
+	// FailureActivity is run once, best effort, when a run of the job ends
+	// failed (not cancelled), with the failure as its input. It never
+	// changes the run's outcome.
+	FailureActivity *ActivityRef `json:"failure_activity,omitempty"`
+	Steps           []Step       `json:"steps"`
 }
 
 // ActivityRef is a reference to an activity by name together with the spec it

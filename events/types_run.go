@@ -85,6 +85,7 @@ const (
 	KindDeadLetter    = "dead_letter"    // the command could not be delivered
 	KindToolDenied    = "tool_denied"    // an agent called a tool its policy refuses
 	KindLimit         = "limit"          // a configured limit of the engine was reached
+	KindIncomplete    = "incomplete"     // an agent ended without its completion record
 )
 
 // BlobRef names a blob in the orbit_blobs object store by its digest.

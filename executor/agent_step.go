@@ -94,7 +94,10 @@ func (a *agentStep) run(ctx context.Context) (any, error) {
 	if runErr != nil {
 		return nil, agentFailure(runErr)
 	}
-	return agentOutput(out), nil
+	if !out.Completed() && spec.CompletionRequired() {
+		return nil, incomplete("stop_reason %s, not end_turn", out.StopReason)
+	}
+	return responseOutput(spec, out)
 }
 
 // agentPrompt is the user message of an agent step: input.prompt when it
@@ -139,6 +142,8 @@ func agentFailure(err error) error {
 		return fail(events.KindTimeout, true, "%v", err)
 	case errors.Is(err, agent.ErrTurnLimit):
 		return fail(events.KindActivity, true, "%v", err)
+	case errors.Is(err, agent.ErrNoCompletion):
+		return incomplete("%v", err)
 	case errors.Is(err, agent.ErrFixture):
 		return fail(events.KindValidation, false, "%v", err)
 	case errors.As(err, &perr):
@@ -316,10 +321,13 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		Attempt:   a.cmd.Attempt,
 		Emitter:   em,
 	})
+	if errors.Is(err, agent.ErrNoCompletion) && !spec.CompletionRequired() {
+		err = nil
+	}
 	if err != nil {
 		return nil, agentFailure(err)
 	}
-	return agentOutput(out), nil
+	return responseOutput(spec, out)
 }
 
 func (w *Worker) getenv(name string) string {

@@ -85,10 +85,10 @@ func (x *interpreter) run(ctx context.Context) error {
 		output any
 		failed *events.ErrorInfo
 	)
+	sc := newScope(req.Input, x.o.cfg.Root, started.ID)
 	if err := ValidateJob(x.job); err != nil {
 		failed = &events.ErrorInfo{Kind: events.KindStructural, Message: err.Error()}
 	} else {
-		sc := newScope(req.Input, x.o.cfg.Root, started.ID)
 		output, failed = x.steps(ctx, sc, x.job.Spec.Steps)
 	}
 	if ctx.Err() != nil {
@@ -96,6 +96,10 @@ func (x *interpreter) run(ctx context.Context) error {
 	}
 	if failed != nil && x.isCancelled() {
 		failed = x.cancelFailure(failed.StepKey)
+	}
+	x.onFailure(ctx, sc, failed)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	return x.finish(ctx, started, output, failed)
 }
@@ -243,7 +247,7 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 			continue
 		}
 		rec := x.recoveryFor(st)
-		if recovered || rec == nil || failed.Kind == events.KindStructural {
+		if recovered || rec == nil || !recoverable(failed) {
 			return failedResult(key, failed)
 		}
 		recovered = true

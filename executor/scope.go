@@ -180,6 +180,11 @@ func ValidateJob(job *assets.Job) error {
 			return fmt.Errorf("%w: %s: spec.recovery_activity: %s: %v", ErrInvalidJob, job.Source, rec.Name, err)
 		}
 	}
+	if hook := job.Spec.FailureActivity; hook != nil {
+		if err := validateActivity(&hook.Spec); err != nil {
+			return fmt.Errorf("%w: %s: spec.failure_activity: %s: %v", ErrInvalidJob, job.Source, hook.Name, err)
+		}
+	}
 	return validateSteps(job.Source, "spec.steps", job.Spec.Steps)
 }
 

@@ -142,6 +142,8 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	case fin.Signal != "" || fin.ExitCode != 0:
 		return out, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("%s exited with %s%s",
 			cfg.Spec.Command, describeExit(fin.ExitCode, fin.Signal), proc.LastLine(stderr.buf.Bytes())), Retryable: true}
+	case errors.Is(perr, ErrNoCompletion):
+		return out, perr
 	case perr != nil:
 		return out, &ProviderError{Provider: cfg.Executor, Message: perr.Error()}
 	}
@@ -221,7 +223,7 @@ func parseCLIOutput(format string, stdout []byte) (*Outcome, error) {
 		}
 		line := lastJSONLine(stdout)
 		if line == nil {
-			return out, errors.New("no JSON result object on stdout")
+			return out, fmt.Errorf("%w: no JSON result object on stdout", ErrNoCompletion)
 		}
 		if err := json.Unmarshal(line, &res); err != nil {
 			return out, fmt.Errorf("result object: %v", err)
@@ -270,6 +272,9 @@ func parseCLIOutput(format string, stdout []byte) (*Outcome, error) {
 		}
 		if failure != "" {
 			return out, fmt.Errorf("the agent failed: %s", failure)
+		}
+		if out.Turns == 0 {
+			return out, fmt.Errorf("%w: no turn.completed event on stdout", ErrNoCompletion)
 		}
 	default:
 		out.FinalMessage = strings.TrimSpace(string(stdout))

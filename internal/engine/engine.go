@@ -377,10 +377,11 @@ func (e *Engine) activeRuns(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// fsProfiles converts the project's filesystem profiles for agent tools.
+// fsProfiles converts the project's filesystem profiles, the seeded ones
+// included, for agent tools.
 func fsProfiles(cfg *assets.Config) map[string]agent.FSProfile {
 	out := map[string]agent.FSProfile{}
-	for name, p := range cfg.FSProfiles {
+	for name, p := range cfg.Profiles() {
 		out[name] = agent.FSProfile{Name: name, Read: p.Read, Write: p.Write}
 	}
 	return out
