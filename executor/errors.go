@@ -24,6 +24,12 @@ var (
 	// ErrLeaseHeld is returned when another live engine owns a run (or
 	// another live worker a step attempt).
 	ErrLeaseHeld = errors.New("run is owned by another engine")
+
+	// ErrNotRetryable is returned by NewRetryRequest for a run that cannot
+	// be retried as asked: not finished yet, or --from a step it has not
+	// or whose earlier steps did not succeed. It also matches
+	// events.ErrInvalidRequest.
+	ErrNotRetryable = errors.New("run cannot be retried")
 )
 
 // failure is an error as a step or run records it. Activities return one to

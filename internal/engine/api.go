@@ -71,6 +71,9 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 	for name, h := range e.taskEndpoints() {
 		endpoints[name] = h
 	}
+	for name, h := range e.controlEndpoints() {
+		endpoints[name] = h
+	}
 	return e.log.Serve("orbit", Version, 5*time.Minute, endpoints)
 }
 
