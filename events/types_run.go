@@ -162,6 +162,8 @@ type StepStartedData struct {
 	Target       string `json:"target,omitempty"`
 	Input        any    `json:"input,omitempty"`
 	ChildRunID   string `json:"child_run_id,omitempty"`
+	// Wait is set for a signal gate (ActivityType wait).
+	Wait *WaitInfo `json:"wait,omitempty"`
 }
 
 // StepSkippedData records a step whose `when` was false.

@@ -30,6 +30,10 @@ var (
 	// or whose earlier steps did not succeed. It also matches
 	// events.ErrInvalidRequest.
 	ErrNotRetryable = errors.New("run cannot be retried")
+
+	// ErrNotWaiting is returned by Signal for a run that is not waiting for
+	// the signal. It also matches events.ErrInvalidRequest.
+	ErrNotWaiting = errors.New("run is not waiting for that signal")
 )
 
 // failure is an error as a step or run records it. Activities return one to

@@ -314,6 +314,8 @@ func (x *interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key 
 		return x.fanOut(ctx, sc, st, key, attempt)
 	case st.Loop != nil:
 		return x.loop(ctx, sc, st, key, attempt)
+	case st.Wait != nil:
+		return x.wait(ctx, sc, st, key, attempt)
 	case st.Activity != nil && isChildAction(st.Activity):
 		return x.child(ctx, sc, st, key, attempt)
 	case st.Activity != nil:

@@ -81,6 +81,9 @@ type StepView struct {
 	// once.
 	Deliveries int  `json:"deliveries,omitempty"`
 	ExitCode   *int `json:"exit_code,omitempty"`
+	// Wait is what a signal gate waits for (its signal and deadline); its
+	// State is waiting until it finishes.
+	Wait *events.WaitInfo `json:"wait,omitempty"`
 	// ReusedFrom names the run whose recorded outcome a retry returned for
 	// this step instead of running it.
 	ReusedFrom string `json:"reused_from,omitempty"`
@@ -95,6 +98,9 @@ type StepView struct {
 
 // StateRetrying is the state of a step waiting for its next attempt.
 const StateRetrying = "retrying"
+
+// StateWaiting is the state of a signal gate waiting for its signal.
+const StateWaiting = "waiting"
 
 // ActiveRun is an entry of the active-runs index: a run that is pending or
 // running.

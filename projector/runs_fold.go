@@ -223,6 +223,10 @@ func (b *runsBatch) stepStarted(ev events.Event, d *events.StepStartedData) erro
 		return err
 	}
 	s.State = events.StateRunning
+	if d.Wait != nil {
+		s.State = StateWaiting
+	}
+	s.Wait = d.Wait
 	s.Attempts = max(s.Attempts, d.Attempt)
 	s.ActivityType = d.ActivityType
 	s.Target = d.Target

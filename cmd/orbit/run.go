@@ -31,7 +31,7 @@ one of the subcommands below needs the long form.`,
 	}
 	opts.register(cmd)
 	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
-		a.runRetryCommand())
+		a.runRetryCommand(), a.runSignalCommand())
 	return cmd
 }
 
@@ -116,6 +116,11 @@ func (a *app) showRun(v *projector.RunView) {
 	}
 	if v.Error != nil {
 		field("Error", describeError(v.Error))
+	}
+	for _, s := range v.Steps {
+		if s.State == projector.StateWaiting && s.Wait != nil {
+			field("Waiting", waitingFor(v.ID, s))
+		}
 	}
 	if len(v.Steps) == 0 {
 		return

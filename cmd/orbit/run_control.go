@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -79,6 +80,55 @@ written), 3 no engine could be reached.`,
 	return cmd
 }
 
+func (a *app) runSignalCommand() *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:   "signal <run_id> NAME [--data JSON|@file]",
+		Short: "Send a signal to a run that waits for it at a wait step",
+		Long: `Send the signal NAME to a run. Every step of the run that waits for NAME now
+(a step with the body 'wait: {signal: NAME}') finishes with the signal's
+data as its output, and the run goes on. The signal is recorded in the
+run's log (run.signalled).
+
+A signal that the run does not wait for is refused and nothing is recorded:
+the run has finished, or has not started, or waits for other signals, or
+its wait timed out. The message says what the run is waiting for
+('orbit run show' says it too).
+
+The run id is printed on stdout (with --json: the steps the signal opened).
+
+Exit status: 0 delivered, 2 refused (unknown run, not waiting for NAME,
+--data not JSON), 3 no engine could be reached.`,
+		Args: exactArgs(2, "a run id and a signal name"),
+		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
+			q := engine.RunSignal{RunID: args[0], Signal: args[1], Requester: requester()}
+			if data != "" {
+				v, err := a.parseJSONFlag("--data", data)
+				if err != nil {
+					return err
+				}
+				if q.Data, err = json.Marshal(v); err != nil {
+					return err
+				}
+			}
+			var res executor.Signalled
+			if err := request(ctx, l, engine.EndpointRunSignal, q, &res); err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(res)
+			}
+			a.printf("%s\n", res.RunID)
+			for _, g := range res.Gates {
+				a.errorf("run %s: signal %s opened step %s\n", res.RunID, res.Signal, g.StepKey)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&data, "data", "", "the signal's data as JSON, or @FILE (@- for stdin): the waiting step's output")
+	return cmd
+}
+
 // fromStep says where a retry started: "from STEP", or "" for all steps.
 func fromStep(from string) string {
 	if from == "" {
@@ -113,4 +163,13 @@ func runLineage(v *projector.RunView) string {
 		parts = append(parts, "retried by "+strings.Join(v.Retries, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// waitingFor says what a waiting step waits for, and how to send it.
+func waitingFor(runID string, s projector.StepView) string {
+	until := "no deadline"
+	if s.Wait.Deadline != nil {
+		until = "until " + timestamp(s.Wait.Deadline)
+	}
+	return fmt.Sprintf("signal %s at step %s, %s (orbit run signal %s %s)", s.Wait.Signal, s.Key, until, runID, s.Wait.Signal)
 }

@@ -256,6 +256,16 @@ func traceSummary(ev events.Event) string {
 		if d.ChildRunID != "" {
 			add("child " + d.ChildRunID)
 		}
+		if d.Wait != nil {
+			add("signal " + d.Wait.Signal)
+		}
+	case events.RunSignalled:
+		var d events.RunSignalledData
+		_ = ev.Decode(&d)
+		add("signal " + d.Signal)
+		if d.Requester != "" {
+			add("by " + d.Requester)
+		}
 	case events.StepSkipped:
 		var d events.StepSkippedData
 		_ = ev.Decode(&d)

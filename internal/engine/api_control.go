@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 )
@@ -15,6 +16,9 @@ const (
 	// EndpointRunRetry starts a new run of a finished run's pinned job; it
 	// answers a RunRetried.
 	EndpointRunRetry = "runs.retry"
+	// EndpointRunSignal delivers a signal to the steps of a run that wait
+	// for it; it answers an executor.Signalled.
+	EndpointRunSignal = "runs.signal"
 )
 
 // RunRetry asks for a retry of a finished run (see
@@ -24,6 +28,15 @@ type RunRetry struct {
 	RunID     string          `json:"run_id"`
 	From      string          `json:"from,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
+	Requester string          `json:"requester,omitempty"`
+}
+
+// RunSignal asks for a signal to be sent to a run (see executor.Signal).
+// Data, when set, is JSON: the waiting steps' output.
+type RunSignal struct {
+	RunID     string          `json:"run_id"`
+	Signal    string          `json:"signal"`
+	Data      json.RawMessage `json:"data,omitempty"`
 	Requester string          `json:"requester,omitempty"`
 }
 
@@ -37,7 +50,8 @@ type RunRetried struct {
 
 func (e *Engine) controlEndpoints() map[string]events.Handler {
 	return map[string]events.Handler{
-		EndpointRunRetry: e.handle(e.apiRunRetry),
+		EndpointRunRetry:  e.handle(e.apiRunRetry),
+		EndpointRunSignal: e.handle(e.apiRunSignal),
 	}
 }
 
@@ -66,4 +80,23 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 		return nil, fmt.Errorf("submitting the retry: %w", err)
 	}
 	return RunRetried{RunID: r.RunID, Job: r.Job.Name, RetryOf: r.RetryOf, From: r.From}, nil
+}
+
+// apiRunSignal checks against the log that the run waits for the signal
+// and records it; a refused signal writes nothing.
+func (e *Engine) apiRunSignal(ctx context.Context, req json.RawMessage) (any, error) {
+	var q RunSignal
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(q.RunID) == "" || !assets.ValidSignal(q.Signal) {
+		return nil, fmt.Errorf("%w: a signal needs a run id and a signal name (letters, digits, _, . and -), got %q", events.ErrInvalidRequest, q.Signal)
+	}
+	var data any
+	if len(q.Data) > 0 {
+		if err := json.Unmarshal(q.Data, &data); err != nil {
+			return nil, fmt.Errorf("%w: data: not valid JSON: %v", events.ErrInvalidRequest, err)
+		}
+	}
+	return executor.Signal(ctx, e.log, q.RunID, q.Signal, data, q.Requester)
 }
