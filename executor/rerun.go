@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/orbitrun/orbit/assets"
@@ -113,73 +114,121 @@ func checkFrom(ctx context.Context, log *events.Log, runID string, job *assets.J
 	if err != nil {
 		return err
 	}
-	for _, id := range before {
-		if _, ok := outcomes[id]; !ok {
-			return notRetryable("--from %s: step %s did not succeed in run %s, so it has no output to reuse; retry from %s or an earlier step", from, id, runID, id)
+	for _, st := range before {
+		if _, ok := outcomes[st.ID]; !ok {
+			return notRetryable("--from %s: step %s did not succeed in run %s, so it has no output to reuse; retry from %s or an earlier step", from, st.ID, runID, st.ID)
 		}
 	}
 	return nil
 }
 
-// stepsBefore returns the ids of the top-level steps before from, in
-// document order, and whether from is a top-level step at all.
-func stepsBefore(job *assets.Job, from string) ([]string, bool) {
-	var ids []string
-	for _, st := range job.Spec.Steps {
+// stepsBefore returns the top-level steps before from, in document order,
+// and whether from is a top-level step at all.
+func stepsBefore(job *assets.Job, from string) ([]assets.Step, bool) {
+	for i, st := range job.Spec.Steps {
 		if st.ID == from {
-			return ids, true
+			return job.Spec.Steps[:i], true
 		}
-		ids = append(ids, st.ID)
 	}
 	return nil, false
 }
 
 // reused is what a run recorded for a top-level step that a retry takes
-// over: a successful step.finished or a step.skipped.
+// over: a successful step.finished or a step.skipped, and the results the
+// step made visible to later steps besides its own (a parallel step's
+// branches, a loop's body steps, a fan_in's collect name).
 type reused struct {
 	skipped   bool
 	condition string
 	output    any
+	exposed   map[string]assets.StepResult
 }
 
-// topLevelOutcomes returns, for each of ids, the outcome runID recorded
+// outcome is the last record of one step instance: its state and output,
+// and the attempt that finished.
+type outcome struct {
+	result    assets.StepResult
+	attempt   int
+	condition string
+}
+
+// topLevelOutcomes returns, for each of steps, the outcome runID recorded
 // for it when that outcome is a success or a skip. The old run is
 // finished, so its history no longer changes and the answer is the same
 // every time it is asked.
-func topLevelOutcomes(ctx context.Context, log *events.Log, runID string, ids []string) (map[string]reused, error) {
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
+func topLevelOutcomes(ctx context.Context, log *events.Log, runID string, steps []assets.Step) (map[string]reused, error) {
 	evs, err := readRun(ctx, log, runID, events.StepFinished, events.StepSkipped)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]reused)
+	byKey := make(map[string]outcome)
 	for _, ev := range evs { // in log order: a later attempt overrides
-		if !want[ev.StepKey] {
-			continue
-		}
 		switch ev.Type {
 		case events.StepSkipped:
 			var d events.StepSkippedData
 			if err := ev.Decode(&d); err != nil {
 				return nil, err
 			}
-			out[ev.StepKey] = reused{skipped: true, condition: d.Condition}
+			byKey[ev.StepKey] = outcome{result: assets.StepResult{State: events.StateSkipped}, condition: d.Condition}
 		case events.StepFinished:
 			var d events.StepFinishedData
 			if err := ev.Decode(&d); err != nil {
 				return nil, err
 			}
-			if d.State == events.StateSuccess {
-				out[ev.StepKey] = reused{output: d.Output}
-			} else {
-				delete(out, ev.StepKey)
-			}
+			byKey[ev.StepKey] = outcome{result: assets.StepResult{State: d.State, Output: d.Output}, attempt: d.Attempt}
+		}
+	}
+	out := make(map[string]reused)
+	for i := range steps {
+		st := &steps[i]
+		o, ok := byKey[st.ID]
+		switch {
+		case !ok:
+		case o.result.State == events.StateSkipped:
+			out[st.ID] = reused{skipped: true, condition: o.condition}
+		case o.result.State == events.StateSuccess:
+			out[st.ID] = reused{output: o.result.Output, exposed: exposed(st, o, byKey)}
 		}
 	}
 	return out, nil
+}
+
+// exposed rebuilds the results a structural step that succeeded made
+// visible to the steps after it, besides its own, from the outcomes of the
+// instances inside its successful attempt.
+func exposed(st *assets.Step, top outcome, byKey map[string]outcome) map[string]assets.StepResult {
+	prefix := childPrefix(st.ID, max(top.attempt, 1))
+	res := make(map[string]assets.StepResult)
+	switch {
+	case st.Parallel != nil:
+		for _, br := range st.Parallel.Branches {
+			if o, ok := byKey[prefix+br.ID]; ok {
+				res[br.ID] = o.result
+			}
+		}
+	case st.Loop != nil:
+		// The last iteration's results of the body steps, as publishResults
+		// leaves them.
+		last := 0
+		for key := range byKey {
+			rest, ok := strings.CutPrefix(key, prefix)
+			if !ok {
+				continue
+			}
+			n, _, _ := strings.Cut(rest, "/")
+			if i, err := strconv.Atoi(n); err == nil && i > last {
+				last = i
+			}
+		}
+		for _, body := range st.Loop.Steps {
+			if o, ok := byKey[prefix+strconv.Itoa(last)+"/"+body.ID]; ok && last > 0 {
+				res[body.ID] = o.result
+			}
+		}
+	case st.FanOut != nil && st.FanIn != nil && st.FanIn.Collect != "":
+		res[st.FanIn.Collect] = top.result
+	}
+	return res
 }
 
 // readRun reads the events of the given types of one run, in log order.
@@ -223,6 +272,9 @@ func (x *interpreter) reuseStep(ctx context.Context, sc *scope, st *assets.Step,
 			return res, failed, true
 		}
 		return assets.StepResult{State: events.StateSkipped}, nil, true
+	}
+	for id, res := range r.exposed {
+		sc.record(id, res)
 	}
 	err := x.record(ctx, events.Event{ID: stepEventID(events.StepFinished, x.runID, key, 1), Type: events.StepFinished,
 		StepKey: key, ParentID: sc.parent},

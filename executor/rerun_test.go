@@ -129,3 +129,50 @@ func TestRetryRefusals(t *testing.T) {
 	_, err = executor.NewRetryRequest(ctx, log, running, executor.RetryOptions{})
 	assert.NoError(t, err, "a cancelled run can be retried")
 }
+
+// TestRetryFromAfterStructuralStepsKeepsWhatTheyExposed: the steps after
+// a reused parallel step and loop still see the branches' and the loop
+// body's results under their own ids, as in the old run.
+func TestRetryFromAfterStructuralStepsKeepsWhatTheyExposed(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	root := t.TempDir()
+	startEngine(t, log, root, nil)
+	ctx := testkit.Context(t)
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: shapes}
+spec:
+  steps:
+    - id: both
+      parallel:
+        branches:
+          - {id: left, spec: {type: deterministic, action: echo, config: {v: L}}}
+          - {id: right, spec: {type: deterministic, action: echo, config: {v: R}}}
+    - id: twice
+      loop:
+        max_iterations: 2
+        steps:
+          - {id: body, spec: {type: deterministic, action: echo, config: {i: "{{ iteration }}"}}}
+    - id: use
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "test -f ok && printf '%s-%s' \"$1\" \"$2\"", "sh", "{{ steps.right.output.v }}", "{{ steps.body.output.i }}"]
+        allowed_programs: [sh]
+`)
+	first, fin := runJob(t, log, job, nil)
+	require.Equal(t, events.StateFailed, fin.State)
+
+	require.NoError(t, os.WriteFile(filepath.Join(root, "ok"), nil, 0o644))
+	req, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "use"})
+	require.NoError(t, err)
+	require.NoError(t, executor.Submit(ctx, log, req))
+	fin = waitFinished(t, log, req.RunID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "R-2", fin.Output.(map[string]any)["stdout"])
+	for _, ev := range ofType(history(t, log, req.RunID), events.StepStarted) {
+		assert.Equal(t, "use", ev.StepKey, "only the step retried from starts")
+	}
+}
