@@ -36,6 +36,21 @@ var (
 	ErrNotWaiting = errors.New("run is not waiting for that signal")
 )
 
+// refusal is a request refused for a reason a user reads: its message is
+// the reason alone, and it matches each of its kinds with errors.Is.
+type refusal struct {
+	msg   string
+	kinds []error
+}
+
+func (r *refusal) Error() string   { return r.msg }
+func (r *refusal) Unwrap() []error { return r.kinds }
+
+// refuse builds a refusal of the given kinds.
+func refuse(kinds []error, format string, args ...any) error {
+	return &refusal{msg: fmt.Sprintf(format, args...), kinds: kinds}
+}
+
 // failure is an error as a step or run records it. Activities return one to
 // say how they failed; anything else they return is internal.
 type failure struct{ info events.ErrorInfo }

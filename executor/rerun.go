@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -61,7 +60,7 @@ func NewRetryRequest(ctx context.Context, log *events.Log, runID string, opts Re
 		}
 	}
 	if req == nil {
-		return nil, fmt.Errorf("%w: no run %s (orbit run history lists the runs)", events.ErrNotFound, runID)
+		return nil, refuse([]error{events.ErrNotFound}, "no run %s (orbit run history lists the runs)", runID)
 	}
 	if finished == nil {
 		state := events.StatePending
@@ -95,7 +94,7 @@ func NewRetryRequest(ctx context.Context, log *events.Log, runID string, opts Re
 }
 
 func notRetryable(format string, args ...any) error {
-	return fmt.Errorf("%w: %w: %s", events.ErrInvalidRequest, ErrNotRetryable, fmt.Sprintf(format, args...))
+	return refuse([]error{events.ErrInvalidRequest, ErrNotRetryable}, format, args...)
 }
 
 // checkFrom checks that from is a top-level step of job and that every

@@ -116,7 +116,7 @@ func openGates(ctx context.Context, log *events.Log, runID string) ([]Gate, stri
 		}
 	}
 	if state == "" {
-		return nil, "", fmt.Errorf("%w: no run %s (orbit run history lists the runs)", events.ErrNotFound, runID)
+		return nil, "", refuse([]error{events.ErrNotFound}, "no run %s (orbit run history lists the runs)", runID)
 	}
 	if events.Terminal(state) {
 		return nil, state, nil
@@ -143,7 +143,7 @@ func notWaiting(runID, signal, state string, open []Gate) error {
 		}
 		what = "it is waiting for " + strings.Join(parts, "; ")
 	}
-	return fmt.Errorf("%w: %w: run %s is not waiting for signal %s; %s", events.ErrInvalidRequest, ErrNotWaiting, runID, signal, what)
+	return refuse([]error{events.ErrInvalidRequest, ErrNotWaiting}, "run %s is not waiting for signal %s; %s", runID, signal, what)
 }
 
 // DescribeGate says in words what a gate waits for: "signal approved (step

@@ -114,6 +114,9 @@ func (p *progress) event(ev events.Event) {
 		if d.Error != nil {
 			msg = firstLine(d.Error.Message)
 		}
+		if d.ReusedFrom != "" {
+			msg = "reused from " + d.ReusedFrom
+		}
 		p.line(d.State, ev.StepKey, duration(d.DurationMS), msg)
 	case events.RunFinished:
 		var d events.RunFinishedData
