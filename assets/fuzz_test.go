@@ -72,7 +72,7 @@ func checkSteps(t *testing.T, steps []assets.Step) {
 	t.Helper()
 	for _, s := range steps {
 		bodies := 0
-		for _, set := range []bool{s.Activity != nil, s.Parallel != nil, s.FanOut != nil, s.Loop != nil} {
+		for _, set := range []bool{s.Activity != nil, s.Parallel != nil, s.FanOut != nil, s.Loop != nil, s.Wait != nil} {
 			if set {
 				bodies++
 			}
@@ -82,6 +82,9 @@ func checkSteps(t *testing.T, steps []assets.Step) {
 		}
 		if s.Activity != nil {
 			checkAgent(t, s.Activity)
+		}
+		if s.Wait != nil && (!assets.ValidSignal(s.Wait.Signal) || s.Wait.TimeoutSeconds < 0) {
+			t.Fatalf("accepted a malformed wait: %+v", s.Wait)
 		}
 		switch {
 		case s.Parallel != nil:

@@ -19,9 +19,9 @@ const (
 
 var (
 	jobKeys  = []string{"state", "kind", "default_input", "max_active_runs", "recovery_activity", "failure_activity", "steps"}
-	stepKeys = []string{"id", "when", "retry", "recovery_activity", "spec", "target", "parallel", "fan_out", "fan_in", "loop",
+	stepKeys = []string{"id", "when", "retry", "recovery_activity", "spec", "target", "parallel", "fan_out", "fan_in", "loop", "wait",
 		"default_input", "timeout_seconds", "session", "fsProfile"}
-	bodyKeys = []string{"spec", "target", "parallel", "fan_out", "loop"}
+	bodyKeys = []string{"spec", "target", "parallel", "fan_out", "loop", "wait"}
 	// activityStepKeys are the step keys that only make sense on a step that
 	// runs an activity.
 	activityStepKeys = []string{"default_input", "timeout_seconds", "session", "fsProfile"}
@@ -150,11 +150,11 @@ func (l *jobLoader) step(n *yaml.Node, path string, out *Step, parent *stepNode,
 	}
 	switch len(bodies) {
 	case 0:
-		d.addAt(m.node, path, "has no body: expected one of spec, target, parallel, fan_out, loop")
+		d.addAt(m.node, path, "has no body: expected one of spec, target, parallel, fan_out, loop, wait")
 	case 1:
 		l.body(m, bodies[0], out, sn)
 	default:
-		d.addAt(m.node, path, fmt.Sprintf("has %d bodies (%s): expected exactly one of spec, target, parallel, fan_out, loop",
+		d.addAt(m.node, path, fmt.Sprintf("has %d bodies (%s): expected exactly one of spec, target, parallel, fan_out, loop, wait",
 			len(bodies), strings.Join(bodies, ", ")))
 	}
 	return sn
@@ -199,6 +199,8 @@ func (l *jobLoader) body(m *mapping, key string, out *Step, sn *stepNode) {
 		l.parallel(m, out, sn)
 	case "fan_out":
 		l.fanOut(m, out, sn)
+	case "wait":
+		l.wait(m, out, sn)
 	default:
 		l.loop(m, out, sn)
 	}

@@ -192,7 +192,7 @@ type ActivityRef struct {
 }
 
 // Step is one node of a job's step tree. Exactly one of Activity, Parallel,
-// FanOut and Loop is set.
+// FanOut, Loop and Wait is set.
 type Step struct {
 	ID               string       `json:"id"`
 	When             string       `json:"when,omitempty"`
@@ -216,6 +216,9 @@ type Step struct {
 	FanOut   *FanOut   `json:"fan_out,omitempty"`
 	FanIn    *FanIn    `json:"fan_in,omitempty"`
 	Loop     *Loop     `json:"loop,omitempty"`
+
+	// Wait holds the run until a signal arrives (a signal gate).
+	Wait *Wait `json:"wait,omitempty"`
 }
 
 // Retry is a step's retry policy.

@@ -15,6 +15,7 @@ const (
 	bodyParallel
 	bodyFanOut
 	bodyLoop
+	bodyWait
 )
 
 // listKind says how the steps of a list run relative to each other.

@@ -115,6 +115,11 @@ type RunRequestedData struct {
 	// ({{ env.NAME }}) that the requester had, secret-named ones excepted:
 	// the run sees them whichever engine runs it, and a replay the same.
 	Env map[string]string `json:"env,omitempty"`
+	// RetryOf is the run this one retries (orbit run retry), From the
+	// top-level step it runs again from: the steps before From return
+	// RetryOf's recorded outputs (DESIGN §12).
+	RetryOf string `json:"retry_of,omitempty"`
+	From    string `json:"from,omitempty"`
 }
 
 // RunQueuedData records that a run waits because its job already has
@@ -158,11 +163,15 @@ type StepStartedData struct {
 	Target       string `json:"target,omitempty"`
 	Input        any    `json:"input,omitempty"`
 	ChildRunID   string `json:"child_run_id,omitempty"`
+	// Wait is set for a signal gate (ActivityType wait).
+	Wait *WaitInfo `json:"wait,omitempty"`
 }
 
 // StepSkippedData records a step whose `when` was false.
 type StepSkippedData struct {
 	Condition string `json:"condition"`
+	// ReusedFrom names the run whose skip a retry took over.
+	ReusedFrom string `json:"reused_from,omitempty"`
 }
 
 // Structural activity types, as step.started records them.
@@ -187,6 +196,9 @@ type StepFinishedData struct {
 	Output     any        `json:"output,omitempty"`
 	Error      *ErrorInfo `json:"error,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
+	// ReusedFrom names the run whose recorded output a retry returned for
+	// this step instead of running it (orbit run retry --from).
+	ReusedFrom string `json:"reused_from,omitempty"`
 }
 
 // StepDeadLetteredData records that a step attempt's command was started

@@ -24,7 +24,32 @@ var (
 	// ErrLeaseHeld is returned when another live engine owns a run (or
 	// another live worker a step attempt).
 	ErrLeaseHeld = errors.New("run is owned by another engine")
+
+	// ErrNotRetryable is returned by NewRetryRequest for a run that cannot
+	// be retried as asked: not finished yet, or --from a step it has not
+	// or whose earlier steps did not succeed. It also matches
+	// events.ErrInvalidRequest.
+	ErrNotRetryable = errors.New("run cannot be retried")
+
+	// ErrNotWaiting is returned by Signal for a run that is not waiting for
+	// the signal. It also matches events.ErrInvalidRequest.
+	ErrNotWaiting = errors.New("run is not waiting for that signal")
 )
+
+// refusal is a request refused for a reason a user reads: its message is
+// the reason alone, and it matches each of its kinds with errors.Is.
+type refusal struct {
+	msg   string
+	kinds []error
+}
+
+func (r *refusal) Error() string   { return r.msg }
+func (r *refusal) Unwrap() []error { return r.kinds }
+
+// refuse builds a refusal of the given kinds.
+func refuse(kinds []error, format string, args ...any) error {
+	return &refusal{msg: fmt.Sprintf(format, args...), kinds: kinds}
+}
 
 // failure is an error as a step or run records it. Activities return one to
 // say how they failed; anything else they return is internal.

@@ -34,6 +34,10 @@ type interpreter struct {
 	env     func(string) (string, bool)
 	hist    *history
 	resumed bool // an earlier engine started this run
+	// reuse holds, for a retry with a From step, the old run's outcomes of
+	// the top-level steps before From (see reuseStep); retryOf names it.
+	reuse   map[string]reused
+	retryOf string
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when run.cancel_requested arrives
@@ -70,6 +74,9 @@ func (x *interpreter) run(ctx context.Context) error {
 			return v, true
 		}
 		return x.o.cfg.Env(name)
+	}
+	if err := x.loadReuse(ctx, &req); err != nil {
+		return err
 	}
 	if x.isCancelled() {
 		if _, started := hist.get(events.DecisionID(events.RunStarted, x.runID)); !started {
@@ -221,6 +228,9 @@ func (x *interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) 
 // its retry policy, then, if it still fails, its recovery activity and one
 // last attempt.
 func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key string) (assets.StepResult, *events.ErrorInfo) {
+	if res, failed, ok := x.reuseStep(ctx, sc, st, key); ok {
+		return res, failed
+	}
 	if st.When != "" {
 		run, failed := x.when(ctx, sc, st, key)
 		if failed != nil {
@@ -308,6 +318,8 @@ func (x *interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key 
 		return x.fanOut(ctx, sc, st, key, attempt)
 	case st.Loop != nil:
 		return x.loop(ctx, sc, st, key, attempt)
+	case st.Wait != nil:
+		return x.wait(ctx, sc, st, key, attempt)
 	case st.Activity != nil && isChildAction(st.Activity):
 		return x.child(ctx, sc, st, key, attempt)
 	case st.Activity != nil:

@@ -357,6 +357,8 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		Parent:    req.Parent,
 		Depth:     req.Depth,
 		Env:       req.Env,
+		RetryOf:   req.RetryOf,
+		From:      req.From,
 	})
 	if err != nil {
 		return err

@@ -34,6 +34,9 @@ type RunRequest struct {
 	// Env is what run.requested pins of the requester's environment (see
 	// events.RunRequestedData.Env).
 	Env map[string]string `json:"env,omitempty"`
+	// RetryOf and From make the run a retry (see NewRetryRequest).
+	RetryOf string `json:"retry_of,omitempty"`
+	From    string `json:"from,omitempty"`
 }
 
 // NewRunRequest checks that the executor can run job and builds a request

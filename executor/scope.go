@@ -210,6 +210,8 @@ func validateStep(source, at string, st *assets.Step) error {
 		return validateStep(source, at+".fan_out.worker", &st.FanOut.Worker)
 	case st.Loop != nil:
 		return validateSteps(source, at+".loop.steps", st.Loop.Steps)
+	case st.Wait != nil:
+		return nil
 	case st.Activity == nil:
 		return fmt.Errorf("%w: %s: %s: the step has no body", ErrInvalidJob, source, at)
 	}

@@ -29,6 +29,14 @@ type RunView struct {
 	// Children are the runs whose run.requested named this run as parent,
 	// in the order they were requested.
 	Children []string `json:"children,omitempty"`
+	// RetryOf is the run this one retries and RetryFrom the top-level step
+	// it ran again from (empty: all of them); Retries are the runs that
+	// retried this one, in the order they were requested. Retries is the
+	// one part of a terminal record that still grows (without moving
+	// LastSeq): the lineage is shown from both ends.
+	RetryOf   string   `json:"retry_of,omitempty"`
+	RetryFrom string   `json:"retry_from,omitempty"`
+	Retries   []string `json:"retries,omitempty"`
 
 	// Engine is the engine that started the run or last resumed it.
 	Engine          string   `json:"engine,omitempty"`
@@ -73,6 +81,12 @@ type StepView struct {
 	// once.
 	Deliveries int  `json:"deliveries,omitempty"`
 	ExitCode   *int `json:"exit_code,omitempty"`
+	// Wait is what a signal gate waits for (its signal and deadline); its
+	// State is waiting until it finishes.
+	Wait *events.WaitInfo `json:"wait,omitempty"`
+	// ReusedFrom names the run whose recorded outcome a retry returned for
+	// this step instead of running it.
+	ReusedFrom string `json:"reused_from,omitempty"`
 
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
@@ -84,6 +98,9 @@ type StepView struct {
 
 // StateRetrying is the state of a step waiting for its next attempt.
 const StateRetrying = "retrying"
+
+// StateWaiting is the state of a signal gate waiting for its signal.
+const StateWaiting = "waiting"
 
 // ActiveRun is an entry of the active-runs index: a run that is pending or
 // running.

@@ -90,10 +90,15 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 		Input:        d.Input,
 		Requester:    d.Requester,
 		Parent:       d.Parent,
+		RetryOf:      d.RetryOf,
+		RetryFrom:    d.From,
 		RequestedAt:  eventTime(ev),
 		RequestedSeq: ev.Seq,
 	}
 	touchRun(e, ev)
+	if err := b.retried(ev, d.RetryOf); err != nil {
+		return err
+	}
 	if d.Parent == nil || d.Parent.RunID == "" {
 		return nil
 	}
@@ -110,6 +115,26 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 		parent.rec.Children = append(parent.rec.Children, ev.RunID)
 		touchRun(parent, ev)
 	}
+	return nil
+}
+
+// retried adds a retry to the lineage of the run it retries. That run is
+// terminal (only finished runs are retried), so its record changes without
+// its LastSeq moving, as late step events change its steps.
+func (b *runsBatch) retried(ev events.Event, of string) error {
+	if of == "" {
+		return nil
+	}
+	old, err := b.runs.get(of)
+	if err != nil {
+		return err
+	}
+	if old.rec == nil {
+		b.log.Debug("a retry names a run that was never requested", "seq", ev.Seq, "run", ev.RunID, "retry_of", of)
+		return nil
+	}
+	old.rec.Retries = append(old.rec.Retries, ev.RunID)
+	old.dirty = true
 	return nil
 }
 
@@ -198,6 +223,10 @@ func (b *runsBatch) stepStarted(ev events.Event, d *events.StepStartedData) erro
 		return err
 	}
 	s.State = events.StateRunning
+	if d.Wait != nil {
+		s.State = StateWaiting
+	}
+	s.Wait = d.Wait
 	s.Attempts = max(s.Attempts, d.Attempt)
 	s.ActivityType = d.ActivityType
 	s.Target = d.Target
@@ -209,12 +238,13 @@ func (b *runsBatch) stepStarted(ev events.Event, d *events.StepStartedData) erro
 	return nil
 }
 
-func (b *runsBatch) stepSkipped(ev events.Event, _ *events.StepSkippedData) error {
+func (b *runsBatch) stepSkipped(ev events.Event, d *events.StepSkippedData) error {
 	e, s, err := b.step(ev)
 	if s == nil || err != nil {
 		return err
 	}
 	s.State = events.StateSkipped
+	s.ReusedFrom = d.ReusedFrom
 	touchRun(e, ev)
 	return nil
 }
@@ -240,6 +270,7 @@ func (b *runsBatch) stepFinished(ev events.Event, d *events.StepFinishedData) er
 	s.Error = d.Error
 	s.FinishedAt = eventTime(ev)
 	s.DurationMS = d.DurationMS
+	s.ReusedFrom = d.ReusedFrom
 	touchRun(e, ev)
 	return nil
 }

@@ -85,22 +85,28 @@ func loadJob(cat *assets.Catalog, target string) (*assets.Job, error) {
 
 // parseInput reads --input: inline JSON, @FILE or @- for stdin.
 func (a *app) parseInput(text string) (any, error) {
+	return a.parseJSONFlag("--input", text)
+}
+
+// parseJSONFlag reads the JSON value of a flag: inline JSON, @FILE or @-
+// for stdin. Anything else is a usage error naming the flag.
+func (a *app) parseJSONFlag(flag, text string) (any, error) {
 	if text == "" {
 		return nil, nil
 	}
 	data := []byte(text)
-	source := "--input"
+	source := flag
 	if name, ok := strings.CutPrefix(text, "@"); ok {
 		var err error
 		if name == "-" {
 			data, err = io.ReadAll(a.stdin)
-			source = "--input @- (stdin)"
+			source = flag + " @- (stdin)"
 		} else {
 			data, err = os.ReadFile(name)
 			source = name
 		}
 		if err != nil {
-			return nil, usageErr("--input: %v", err)
+			return nil, usageErr("%s: %v", flag, err)
 		}
 	}
 	if len(data) > maxInputBytes {

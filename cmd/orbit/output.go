@@ -96,6 +96,10 @@ func (p *progress) event(ev events.Event) {
 		if d.Attempt > 1 {
 			suffix = fmt.Sprintf("  (attempt %d)", d.Attempt)
 		}
+		if d.Wait != nil {
+			p.line("waiting", ev.StepKey, "", fmt.Sprintf("for signal %s (orbit run signal %s %s)%s", d.Wait.Signal, p.runID, d.Wait.Signal, suffix))
+			return
+		}
 		p.line("started", ev.StepKey, "", suffix)
 	case events.StepSkipped:
 		p.line("skipped", ev.StepKey, "", "")
@@ -109,6 +113,9 @@ func (p *progress) event(ev events.Event) {
 		msg := ""
 		if d.Error != nil {
 			msg = firstLine(d.Error.Message)
+		}
+		if d.ReusedFrom != "" {
+			msg = "reused from " + d.ReusedFrom
 		}
 		p.line(d.State, ev.StepKey, duration(d.DurationMS), msg)
 	case events.RunFinished:

@@ -30,7 +30,8 @@ one of the subcommands below needs the long form.`,
 		},
 	}
 	opts.register(cmd)
-	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand())
+	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
+		a.runRetryCommand(), a.runSignalCommand())
 	return cmd
 }
 
@@ -93,6 +94,12 @@ func (a *app) showRun(v *projector.RunView) {
 	if len(v.Children) > 0 {
 		field("Children", strings.Join(v.Children, ", "))
 	}
+	if v.RetryOf != "" {
+		field("Retry of", strings.TrimSpace(v.RetryOf+" "+fromStep(v.RetryFrom)))
+	}
+	if len(v.Retries) > 0 {
+		field("Retries", strings.Join(v.Retries, ", "))
+	}
 	if len(v.QueuedBehind) > 0 && v.StartedAt == nil {
 		field("Queued", "behind "+strings.Join(v.QueuedBehind, ", "))
 	}
@@ -110,6 +117,11 @@ func (a *app) showRun(v *projector.RunView) {
 	if v.Error != nil {
 		field("Error", describeError(v.Error))
 	}
+	for _, s := range v.Steps {
+		if s.State == projector.StateWaiting && s.Wait != nil {
+			field("Waiting", waitingFor(v.ID, s))
+		}
+	}
 	if len(v.Steps) == 0 {
 		return
 	}
@@ -120,7 +132,11 @@ func (a *app) showRun(v *projector.RunView) {
 		if s.Error != nil {
 			msg = firstLine(s.Error.Message)
 		}
-		t.row(s.Key, s.State, fmt.Sprint(s.Attempts), duration(s.DurationMS), msg)
+		state := s.State
+		if s.ReusedFrom != "" {
+			state += " (reused)"
+		}
+		t.row(s.Key, state, fmt.Sprint(s.Attempts), duration(s.DurationMS), msg)
 	}
 	_ = t.flush()
 }
@@ -195,13 +211,13 @@ func (a *app) runHistoryCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(runs)
 			}
-			t := newTable(a.stdout, "RUN", "JOB", "STATE", "REQUESTED", "DURATION")
+			t := newTable(a.stdout, "RUN", "JOB", "STATE", "REQUESTED", "DURATION", "LINEAGE")
 			for _, r := range runs {
 				took := "-"
 				if r.FinishedAt != nil {
 					took = duration(r.DurationMS)
 				}
-				t.row(r.ID, r.Job, r.State, timestamp(r.RequestedAt), took)
+				t.row(r.ID, r.Job, r.State, timestamp(r.RequestedAt), took, runLineage(&r))
 			}
 			return t.flush()
 		}),

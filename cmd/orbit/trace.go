@@ -32,6 +32,14 @@ listed under "orphans:".`,
 				return a.printJSON(tr)
 			}
 			a.printf("%s", renderTrace(tr))
+			if len(evs) == 0 {
+				return nil
+			}
+			view, err := getRun(ctx, l, evs[0].RunID)
+			if err != nil {
+				return err
+			}
+			a.printf("%s", lineage(view))
 			return nil
 		}),
 	}
@@ -219,6 +227,9 @@ func traceSummary(ev events.Event) string {
 		if d.Requester != "" {
 			add("by " + d.Requester)
 		}
+		if d.RetryOf != "" {
+			add(strings.TrimSpace("retry of " + d.RetryOf + " " + fromStep(d.From)))
+		}
 	case events.RunQueued:
 		var d events.RunQueuedData
 		_ = ev.Decode(&d)
@@ -245,10 +256,23 @@ func traceSummary(ev events.Event) string {
 		if d.ChildRunID != "" {
 			add("child " + d.ChildRunID)
 		}
+		if d.Wait != nil {
+			add("signal " + d.Wait.Signal)
+		}
+	case events.RunSignalled:
+		var d events.RunSignalledData
+		_ = ev.Decode(&d)
+		add("signal " + d.Signal)
+		if d.Requester != "" {
+			add("by " + d.Requester)
+		}
 	case events.StepSkipped:
 		var d events.StepSkippedData
 		_ = ev.Decode(&d)
 		add("when " + d.Condition)
+		if d.ReusedFrom != "" {
+			add("reused from " + d.ReusedFrom)
+		}
 	case events.StepRetryScheduled:
 		var d events.StepRetryScheduledData
 		_ = ev.Decode(&d)
@@ -257,6 +281,9 @@ func traceSummary(ev events.Event) string {
 		var d events.StepFinishedData
 		_ = ev.Decode(&d)
 		add(took(d.State, d.DurationMS), attempt(d.Attempt), errorGist(d.Error))
+		if d.ReusedFrom != "" {
+			add("reused from " + d.ReusedFrom)
+		}
 	case events.StepJoin:
 		var d events.StepJoinData
 		_ = ev.Decode(&d)

@@ -58,8 +58,8 @@ type InfoReply struct {
 	// StoreFull says why the event store refuses writes ("" while it
 	// takes them).
 	StoreFull string `json:"store_full,omitempty"`
-	// Signing says the engine signs its log and rejects what a client
-	// without the log key publishes.
+	// Signing says the engine signs its log: what it reads without a valid
+	// MAC is rejected and recorded.
 	Signing bool `json:"signing,omitempty"`
 }
 
@@ -78,6 +78,9 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 		endpoints[name] = h
 	}
 	for name, h := range e.writeEndpoints() {
+		endpoints[name] = h
+	}
+	for name, h := range e.controlEndpoints() {
 		endpoints[name] = h
 	}
 	return e.log.Serve("orbit", Version, 5*time.Minute, endpoints)

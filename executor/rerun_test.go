@@ -1,0 +1,178 @@
+package executor_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// sideEffects has three shell steps that each append their name to
+// side.log; the second fails until the file ok exists, and the third
+// reports what the first one output.
+const sideEffects = `
+schemaVersion: 2
+kind: Job
+metadata: {name: side_effects}
+spec:
+  default_input: {tag: first}
+  steps:
+    - id: one
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "echo one >> side.log; printf 'one-%s' \"$1\"", "sh", "{{ input.tag }}"]
+        allowed_programs: [sh]
+    - id: two
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "test -f ok || { echo not yet >&2; exit 1; }; echo two >> side.log"]
+        allowed_programs: [sh]
+    - id: three
+      default_input: {from_one: "{{ steps.one.output.stdout }}"}
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "echo three >> side.log; printf '%s' \"$1\"", "sh", "{{ input.from_one }}"]
+        allowed_programs: [sh]
+`
+
+func TestRetryFromAStepRunsOnlyThatStepAndTheOnesAfter(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	root := t.TempDir()
+	startEngine(t, log, root, nil)
+	ctx := testkit.Context(t)
+	job := parseJob(t, sideEffects)
+
+	first, fin := runJob(t, log, job, nil)
+	require.Equal(t, events.StateFailed, fin.State)
+	require.Equal(t, "two", fin.Error.StepKey)
+	sideLog := func() string {
+		data, err := os.ReadFile(filepath.Join(root, "side.log"))
+		require.NoError(t, err)
+		return string(data)
+	}
+	require.Equal(t, "one\n", sideLog())
+
+	// --from three: two did not succeed, so there is nothing to reuse for it.
+	_, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "three"})
+	require.ErrorIs(t, err, executor.ErrNotRetryable)
+	assert.ErrorIs(t, err, events.ErrInvalidRequest)
+	assert.Contains(t, err.Error(), "step two did not succeed")
+
+	require.NoError(t, os.WriteFile(filepath.Join(root, "ok"), nil, 0o644))
+	req, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "two", Requester: "test"})
+	require.NoError(t, err)
+	require.NoError(t, executor.Submit(ctx, log, req))
+	fin = waitFinished(t, log, req.RunID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "one\ntwo\nthree\n", sideLog(), "step one must not run again")
+	assert.Equal(t, "one-first", fin.Output.(map[string]any)["stdout"], "step three sees step one's recorded output")
+
+	evs := history(t, log, req.RunID)
+	var requested events.RunRequestedData
+	require.NoError(t, ofType(evs, events.RunRequested)[0].Decode(&requested))
+	assert.Equal(t, first, requested.RetryOf)
+	assert.Equal(t, "two", requested.From)
+	for _, ev := range ofType(evs, events.StepStarted) {
+		assert.NotEqual(t, "one", ev.StepKey, "a reused step is not started")
+	}
+	var reused events.StepFinishedData
+	for _, ev := range ofType(evs, events.StepFinished) {
+		if ev.StepKey == "one" {
+			require.NoError(t, ev.Decode(&reused))
+		}
+	}
+	assert.Equal(t, first, reused.ReusedFrom)
+	assert.Equal(t, "one-first", reused.Output.(map[string]any)["stdout"])
+
+	// A retry without --from runs every step again, with a new input.
+	req, err = executor.NewRetryRequest(ctx, log, req.RunID, executor.RetryOptions{Input: map[string]any{"tag": "second"}, HasInput: true})
+	require.NoError(t, err)
+	require.NoError(t, executor.Submit(ctx, log, req))
+	fin = waitFinished(t, log, req.RunID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "one\ntwo\nthree\none\ntwo\nthree\n", sideLog())
+	assert.Equal(t, "one-second", fin.Output.(map[string]any)["stdout"])
+}
+
+func TestRetryRefusals(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	root := t.TempDir()
+	startEngine(t, log, root, nil)
+	ctx := testkit.Context(t)
+
+	_, err := executor.NewRetryRequest(ctx, log, "no-such-run", executor.RetryOptions{})
+	assert.ErrorIs(t, err, events.ErrNotFound)
+
+	done, _ := runJob(t, log, parseJob(t, sideEffects), nil)
+	_, err = executor.NewRetryRequest(ctx, log, done, executor.RetryOptions{From: "four"})
+	require.ErrorIs(t, err, executor.ErrNotRetryable)
+	assert.Contains(t, err.Error(), "its top-level steps are: one, two, three")
+
+	running := submit(t, log, parseJob(t, sleeper), map[string]any{"name": "a"})
+	waitFor(t, "the sleeper runs", func() bool { return has(t, log, running, events.StepStarted, "nap") })
+	_, err = executor.NewRetryRequest(ctx, log, running, executor.RetryOptions{})
+	require.ErrorIs(t, err, executor.ErrNotRetryable)
+	assert.Contains(t, err.Error(), "is running")
+	require.NoError(t, executor.RequestCancel(ctx, log, running, "test", ""))
+	waitFinished(t, log, running)
+	_, err = executor.NewRetryRequest(ctx, log, running, executor.RetryOptions{})
+	assert.NoError(t, err, "a cancelled run can be retried")
+}
+
+// TestRetryFromAfterStructuralStepsKeepsWhatTheyExposed: the steps after
+// a reused parallel step and loop still see the branches' and the loop
+// body's results under their own ids, as in the old run.
+func TestRetryFromAfterStructuralStepsKeepsWhatTheyExposed(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	root := t.TempDir()
+	startEngine(t, log, root, nil)
+	ctx := testkit.Context(t)
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: shapes}
+spec:
+  steps:
+    - id: both
+      parallel:
+        branches:
+          - {id: left, spec: {type: deterministic, action: echo, config: {v: L}}}
+          - {id: right, spec: {type: deterministic, action: echo, config: {v: R}}}
+    - id: twice
+      loop:
+        max_iterations: 2
+        steps:
+          - {id: body, spec: {type: deterministic, action: echo, config: {i: "{{ iteration }}"}}}
+    - id: use
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "test -f ok && printf '%s-%s' \"$1\" \"$2\"", "sh", "{{ steps.right.output.v }}", "{{ steps.body.output.i }}"]
+        allowed_programs: [sh]
+`)
+	first, fin := runJob(t, log, job, nil)
+	require.Equal(t, events.StateFailed, fin.State)
+
+	require.NoError(t, os.WriteFile(filepath.Join(root, "ok"), nil, 0o644))
+	req, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "use"})
+	require.NoError(t, err)
+	require.NoError(t, executor.Submit(ctx, log, req))
+	fin = waitFinished(t, log, req.RunID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "R-2", fin.Output.(map[string]any)["stdout"])
+	for _, ev := range ofType(history(t, log, req.RunID), events.StepStarted) {
+		assert.Equal(t, "use", ev.StepKey, "only the step retried from starts")
+	}
+}

@@ -1,0 +1,133 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// signalID is the derived id of the run.signalled event that delivers a
+// signal to one attempt of a waiting step: a step attempt takes one signal.
+func signalID(runID, key string, attempt int) string {
+	return events.DecisionID(events.RunSignalled, runID, key, strconv.Itoa(attempt))
+}
+
+// Causes that end a wait early.
+var (
+	errWaitCancelled = errors.New("the run was cancelled")
+	errWaitTimedOut  = errors.New("the wait timed out")
+)
+
+// wait runs a signal gate: it records step.started with the signal and, if
+// the gate has a timeout, the deadline (computed now, read back from the
+// history after a restart, so a restart waits only what is left), then
+// waits for a run.signalled for this attempt, the deadline, or a cancel.
+// The step's output is the signal's data.
+//
+// IMPORTANT: the outcome depends only on recorded events: a signal counts
+// when the history holds it with a time not after the deadline. A signal
+// that the engine's API accepted just before the deadline but that arrives
+// after the timeout was recorded is outvoted by the recorded step.finished,
+// which every replay reads first.
+func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+		out, failed := stepOutcome(ev)
+		if failed != nil {
+			return failedResult(key, failed)
+		}
+		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
+	}
+	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
+	info, err := x.startWait(ctx, sc, st.Wait, key, attempt, startedID)
+	if err != nil {
+		return failedResult(key, internal(ctx, err))
+	}
+
+	cctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-x.cancelled:
+			stop(errWaitCancelled)
+		case <-cctx.Done():
+		}
+	}()
+	wctx := cctx
+	if info.Deadline != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadlineCause(wctx, *info.Deadline, errWaitTimedOut)
+		defer cancel()
+	}
+	sigID := signalID(x.runID, key, attempt)
+	ev, err := x.hist.wait(wctx, sigID)
+	if err != nil && ctx.Err() == nil && errors.Is(err, errWaitTimedOut) {
+		// A signal may have landed as the deadline passed.
+		if ev, ok := x.hist.get(sigID); ok {
+			return x.signalled(ctx, key, attempt, info, ev)
+		}
+	}
+	switch {
+	case err == nil:
+		return x.signalled(ctx, key, attempt, info, ev)
+	case ctx.Err() != nil:
+		return failedResult(key, internal(ctx, err)) // the engine is stopping: nothing to record
+	case errors.Is(err, errWaitCancelled):
+		return x.finishStructural(ctx, key, attempt, startedID, assets.StepResult{}, x.cancelFailure(key))
+	case errors.Is(err, errWaitTimedOut):
+		return x.finishStructural(ctx, key, attempt, startedID, assets.StepResult{}, timedOut(key, info))
+	}
+	return failedResult(key, internal(ctx, err))
+}
+
+// startWait records the gate's step.started unless the history has it,
+// and returns what it records.
+func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, key string, attempt int, startedID string) (events.WaitInfo, error) {
+	if ev, ok := x.hist.get(startedID); ok {
+		var d events.StepStartedData
+		if err := ev.Decode(&d); err != nil {
+			return events.WaitInfo{}, err
+		}
+		if d.Wait == nil {
+			return events.WaitInfo{}, fmt.Errorf("step.started of wait step %s records no wait", key)
+		}
+		return *d.Wait, nil
+	}
+	info := events.WaitInfo{Signal: w.Signal, TimeoutSeconds: w.TimeoutSeconds}
+	if w.TimeoutSeconds > 0 {
+		deadline := time.Now().Add(time.Duration(w.TimeoutSeconds) * time.Second).UTC()
+		info.Deadline = &deadline
+	}
+	return info, x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
+		events.StepStartedData{Attempt: attempt, ActivityType: events.TypeWait, Wait: &info})
+}
+
+// signalled finishes a gate with the signal's data, or with a timeout when
+// the signal was recorded after the deadline.
+func (x *interpreter) signalled(ctx context.Context, key string, attempt int, info events.WaitInfo, ev events.Event) (assets.StepResult, *events.ErrorInfo) {
+	if info.Deadline != nil && ev.Time.After(*info.Deadline) {
+		failed := timedOut(key, info)
+		if err := x.recordFinished(ctx, key, attempt, stepEventID(events.StepStarted, x.runID, key, attempt), assets.StepResult{}, failed); err != nil {
+			return failedResult(key, internal(ctx, err))
+		}
+		return failedResult(key, failed)
+	}
+	var d events.RunSignalledData
+	if err := ev.Decode(&d); err != nil {
+		return failedResult(key, internal(ctx, err))
+	}
+	res := assets.StepResult{State: events.StateSuccess, Output: d.Data}
+	if err := x.recordFinished(ctx, key, attempt, ev.ID, res, nil); err != nil {
+		return failedResult(key, internal(ctx, err))
+	}
+	return res, nil
+}
+
+func timedOut(key string, info events.WaitInfo) *events.ErrorInfo {
+	return &events.ErrorInfo{Kind: events.KindTimeout, StepKey: key,
+		Message: fmt.Sprintf("no signal %s within %ds", info.Signal, info.TimeoutSeconds)}
+}

@@ -1,0 +1,126 @@
+package executor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+const gateJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: gate}
+spec:
+  steps:
+    - id: approve
+      wait: {signal: approved}
+    - id: after
+      spec: {type: deterministic, action: echo, config: {by: "{{ steps.approve.output.by }}"}}
+`
+
+func TestSignalOpensAGateAndPassesItsData(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	ctx := testkit.Context(t)
+
+	runID := submit(t, log, parseJob(t, gateJob), nil)
+	waitFor(t, "the gate to wait", func() bool { return has(t, log, runID, events.StepStarted, "approve") })
+
+	_, err := executor.Signal(ctx, log, runID, "rejected", nil, "test")
+	require.ErrorIs(t, err, executor.ErrNotWaiting)
+	assert.ErrorIs(t, err, events.ErrInvalidRequest)
+	assert.Contains(t, err.Error(), "run "+runID+" is not waiting for signal rejected; it is waiting for signal approved (step approve, no deadline)")
+	assert.False(t, has(t, log, runID, events.RunSignalled, ""), "a refused signal is not recorded")
+
+	res, err := executor.Signal(ctx, log, runID, "approved", map[string]any{"by": "ada"}, "test")
+	require.NoError(t, err)
+	assert.Equal(t, []executor.Gate{{StepKey: "approve", Attempt: 1, Signal: "approved"}}, res.Gates)
+	fin := waitFinished(t, log, runID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, map[string]any{"by": "ada"}, fin.Output)
+
+	_, err = executor.Signal(ctx, log, runID, "approved", nil, "test")
+	require.ErrorIs(t, err, executor.ErrNotWaiting)
+	assert.Contains(t, err.Error(), "it has finished (success) and waits for nothing")
+	_, err = executor.Signal(ctx, log, "no-such-run", "approved", nil, "test")
+	assert.ErrorIs(t, err, events.ErrNotFound)
+}
+
+func TestAGateTimesOutAndCanBeCancelled(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	ctx := testkit.Context(t)
+
+	runID, fin := runJob(t, log, parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: brief}
+spec:
+  steps:
+    - id: approve
+      wait: {signal: approved, timeout_seconds: 1}
+`), nil)
+	require.Equal(t, events.StateFailed, fin.State)
+	require.NotNil(t, fin.Error)
+	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
+	assert.Equal(t, "approve", fin.Error.StepKey)
+	assert.Equal(t, "no signal approved within 1s", fin.Error.Message)
+	var started events.StepStartedData
+	require.NoError(t, ofType(history(t, log, runID), events.StepStarted)[0].Decode(&started))
+	require.NotNil(t, started.Wait.Deadline, "the deadline is recorded when the wait begins")
+	finished := ofType(history(t, log, runID), events.StepFinished)[0]
+	assert.False(t, finished.Time.Before(*started.Wait.Deadline), "the step times out at its deadline, not before")
+
+	waiting := submit(t, log, parseJob(t, gateJob), nil)
+	waitFor(t, "the gate to wait", func() bool { return has(t, log, waiting, events.StepStarted, "approve") })
+	require.NoError(t, executor.RequestCancel(ctx, log, waiting, "test", ""))
+	fin = waitFinished(t, log, waiting)
+	assert.Equal(t, events.StateCancelled, fin.State)
+	assert.True(t, has(t, log, waiting, events.StepFinished, "approve"), "the cancelled gate is finished on record")
+}
+
+// TestRestartDuringAGateCountsTheTimeoutFromTheRecordedStart stops the
+// engine one second into a 3 s gate and starts a new one: the gate times
+// out at the deadline recorded when it began, not 3 s after the restart.
+func TestRestartDuringAGateCountsTheTimeoutFromTheRecordedStart(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: gated}
+spec:
+  steps:
+    - id: approve
+      wait: {signal: approved, timeout_seconds: 3}
+`)
+	first := startEngine(t, log, dir, nil)
+	runID := submit(t, log, job, nil)
+	waitFor(t, "the gate to wait", func() bool { return has(t, log, runID, events.StepStarted, "approve") })
+	time.Sleep(time.Second)
+	first.stop()
+
+	startEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
+	fin := waitFinished(t, log, runID)
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
+
+	evs := history(t, log, runID)
+	var started events.StepStartedData
+	require.Len(t, ofType(evs, events.StepStarted), 1, "the wait began once")
+	require.NoError(t, ofType(evs, events.StepStarted)[0].Decode(&started))
+	finished := ofType(evs, events.StepFinished)[0]
+	assert.False(t, finished.Time.Before(*started.Wait.Deadline))
+	assert.Less(t, finished.Time.Sub(*started.Wait.Deadline), 700*time.Millisecond, "only the remainder was waited after the restart")
+	assert.Len(t, ofType(evs, events.RunResumed), 1)
+}
