@@ -57,8 +57,11 @@ func TestCreatedIdentifiesTheLog(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, created.Equal(again), "a restart keeps the creation time: %s, then %s", created, again)
 
-	// Deleted by another client, as `nats stream rm` does it.
-	nc, err := nats.Connect(l.ClientURL())
+	// Deleted by another client with the rights to do it, as `nats stream
+	// rm` does it.
+	seed, err := nats.NkeyOptionFromSeed(events.CredsFile(l.CredsDir(), events.IdentityEngine))
+	require.NoError(t, err)
+	nc, err := nats.Connect(l.ClientURL(), seed)
 	require.NoError(t, err)
 	defer nc.Close()
 	js, err := jetstream.New(nc)

@@ -27,10 +27,13 @@ func signedLog(t *testing.T) (*events.Log, string) {
 	return l, key
 }
 
-// outsider connects to l's server as any other process could, with no key.
+// outsider connects to l's server with the engine's own NATS identity but
+// without the log key: the worst a stolen seed allows.
 func outsider(t *testing.T, l *events.Log) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(l.ClientURL())
+	seed, err := nats.NkeyOptionFromSeed(events.CredsFile(l.CredsDir(), events.IdentityEngine))
+	require.NoError(t, err)
+	nc, err := nats.Connect(l.ClientURL(), seed)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
@@ -309,11 +312,13 @@ func TestAUnkeyedClientPublishesWhatASigningEngineRejects(t *testing.T) {
 	ctx := testkit.Context(t)
 	l, key := signedLog(t)
 
-	keyed, err := events.Dial(ctx, l.ClientURL(), events.Config{LogKeyFile: key, Redactor: &events.Redactor{}})
+	// Both sign in with the engine's identity: only an engine may publish.
+	seed := events.CredsFile(l.CredsDir(), events.IdentityEngine)
+	keyed, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: seed, LogKeyFile: key, Redactor: &events.Redactor{}})
 	require.NoError(t, err)
 	defer keyed.Close()
 	require.True(t, keyed.Signing())
-	bare, err := events.Dial(ctx, l.ClientURL(), events.Config{LogKeyFile: filepath.Join(t.TempDir(), "none"), Redactor: &events.Redactor{}})
+	bare, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: seed, LogKeyFile: filepath.Join(t.TempDir(), "none"), Redactor: &events.Redactor{}})
 	require.NoError(t, err)
 	defer bare.Close()
 	require.False(t, bare.Signing())
