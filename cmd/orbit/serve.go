@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/console"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
 )
@@ -13,6 +17,7 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var (
 		listen      string
+		httpAddr    string
 		idleTimeout time.Duration
 		background  bool
 		verbose     bool
@@ -25,7 +30,10 @@ func (a *app) serveCommand() *cobra.Command {
 The embedded NATS server listens on 127.0.0.1:4222 by default (or serve.listen
 in .orbit/config.yaml), so 'nats sub "orbit.events.>"' tails a live engine.
 Other orbit commands on the same root use this engine. With --nats-url the
-engine uses that NATS server instead of its embedded one.`,
+engine uses that NATS server instead of its embedded one.
+
+With --http (or serve.http in the config) the engine also serves the web
+console and /metrics there; beyond loopback only with --token or --nkey.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			root, err := a.project()
@@ -39,11 +47,32 @@ engine uses that NATS server instead of its embedded one.`,
 			if listen == "" {
 				listen = cfg.Serve.Listen
 			}
+			if httpAddr == "" {
+				httpAddr = cfg.Serve.HTTP
+			}
 			level := slog.LevelInfo
 			if verbose {
 				level = slog.LevelDebug
 			}
 			logger := slog.New(events.RedactorFromEnv().Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
+			var (
+				beside     func(context.Context, *events.Log) error
+				consoleURL string
+			)
+			if httpAddr != "" {
+				ln, err := console.Listen(httpAddr, a.token != "" || a.nkey != "")
+				if errors.Is(err, console.ErrAddress) || errors.Is(err, console.ErrInsecure) {
+					return usageErr("%w", err)
+				}
+				if err != nil {
+					return err
+				}
+				defer ln.Close()
+				consoleURL = "http://" + ln.Addr().String()
+				beside = func(ctx context.Context, l *events.Log) error {
+					return console.Serve(ctx, ln, console.Config{Log: l, Requester: "console@" + hostname(), Logger: logger})
+				}
+			}
 			e, err := engine.Open(cmd.Context(), engine.Config{
 				Root:         root,
 				NATSURL:      a.natsURL,
@@ -54,6 +83,7 @@ engine uses that NATS server instead of its embedded one.`,
 				IdleTimeout:  idleTimeout,
 				Background:   background,
 				Logger:       logger,
+				Beside:       beside,
 			})
 			if err != nil {
 				return err
@@ -61,14 +91,27 @@ engine uses that NATS server instead of its embedded one.`,
 			defer e.Close()
 			if !background {
 				a.errorf("orbit engine %s serving %s at %s (durability %s)\n", e.Info().Engine, root, e.Log().ClientURL(), e.Log().Durability())
+				if consoleURL != "" {
+					a.errorf("console at %s\n", consoleURL)
+				}
 			}
 			return e.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address the embedded NATS server accepts clients on (default 127.0.0.1:4222)")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "address the web console and /metrics listen on (default none; serve.http in the config)")
 	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", 0, "stop after this long with no run and no request (0: never)")
 	cmd.Flags().BoolVar(&background, "background", false, "started on demand by another orbit command")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	_ = cmd.Flags().MarkHidden("background")
 	return cmd
+}
+
+// hostname names this machine for the record, "unknown" when it cannot.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
 }
