@@ -44,10 +44,11 @@ func (s *Server) snapshot(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	snap := &snapshot{seq: seq}
-	if err := s.request(ctx, engine.EndpointInfo, nil, &snap.info); err != nil {
+	if err := s.request(ctx, engine.EndpointMetrics, engine.MetricsQuery{MinSeq: seq}, &snap.metrics); err != nil {
 		return nil, err
 	}
-	if err := s.request(ctx, engine.EndpointMetrics, engine.MetricsQuery{MinSeq: seq}, &snap.metrics); err != nil {
+	// After the metrics: the views have applied at least seq by now.
+	if err := s.request(ctx, engine.EndpointInfo, nil, &snap.info); err != nil {
 		return nil, err
 	}
 	q := engine.RunsQuery{States: []string{events.StatePending, events.StateRunning}, MinSeq: seq}

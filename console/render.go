@@ -27,6 +27,7 @@ var funcs = template.FuncMap{
 	"terminal": events.Terminal,
 	"depth":    depth,
 	"short":    short,
+	"tails":    tails,
 	"add":      func(a, b int) int { return a + b },
 }
 
@@ -99,12 +100,36 @@ func showJSON(v any) string {
 			data = raw
 		}
 	} else {
-		var err error
-		if data, err = json.MarshalIndent(v, "", "  "); err != nil {
+		// Not escaped for HTML here: the template escapes it, and a
+		// <script> an output holds reads as it was printed.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
 			return fmt.Sprintf("(%v)", err)
 		}
+		data = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	return showRaw(string(data))
+}
+
+// tail is one stream a step printed.
+type tail struct{ Name, Text string }
+
+// tails are the stdout and stderr a shell step's output holds, as text.
+func tails(v any) []tail {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []tail
+	for _, name := range []string{"stdout", "stderr"} {
+		if text, ok := m[name].(string); ok && text != "" {
+			out = append(out, tail{Name: name, Text: showRaw(text)})
+		}
+	}
+	return out
 }
 
 // showRaw is s cut at valueCap, on a rune boundary.
