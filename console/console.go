@@ -10,6 +10,7 @@ package console
 
 import (
 	"context"
+	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/orbitrun/orbit/events"
@@ -37,6 +39,11 @@ type Config struct {
 	// Requester names who asks for a cancel from the console, for the
 	// record (default "console").
 	Requester string
+	// Token, when set, is asked of every request: as the password of HTTP
+	// basic authentication (any user name) or as a bearer token. Serve
+	// sets it from the engine's token when the console listens beyond
+	// loopback.
+	Token string
 	// Logger receives operational messages (nil discards them).
 	Logger *slog.Logger
 }
@@ -45,6 +52,8 @@ type Config struct {
 type Server struct {
 	log       *events.Log
 	requester string
+	token     string
+	live      chan struct{}
 	logger    *slog.Logger
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
@@ -65,7 +74,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: cfg.Log, requester: cfg.Requester, logger: cfg.Logger.With("component", "console"), pages: pages}
+	s := &Server{log: cfg.Log, requester: cfg.Requester, token: cfg.Token, live: make(chan struct{}, maxLive),
+		logger: cfg.Logger.With("component", "console"), pages: pages}
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		return nil, err
@@ -90,21 +100,47 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
+	if s.token != "" && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="orbit", charset="UTF-8"`)
+		http.Error(w, "the console needs the engine's token (as the password)", http.StatusUnauthorized)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
-// Listen opens the console's address. Beyond loopback it needs the engine
-// to admit only clients with its token or nkey (secured), the rule of
-// orbit serve --listen.
-func Listen(addr string, secured bool) (net.Listener, error) {
+// authorized reports whether r carries the token.
+func (s *Server) authorized(r *http.Request) bool {
+	given, ok := "", false
+	if _, pass, basic := r.BasicAuth(); basic {
+		given, ok = pass, true
+	} else if bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
+		given, ok = bearer, true
+	}
+	return ok && subtle.ConstantTimeCompare([]byte(given), []byte(s.token)) == 1
+}
+
+// Loopback reports whether a host:port address only accepts local clients.
+func Loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Listen opens the console's address. Beyond loopback it needs a token
+// (DESIGN §11), which Serve then asks of every request: an nkey guards the
+// engine's NATS clients, not a browser.
+func Listen(addr, token string) (net.Listener, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("%w: --http %q is not host:port", ErrAddress, addr)
 	}
-	if !secured && host != "localhost" {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			return nil, fmt.Errorf("%w: --http %s is beyond loopback; set --token or --nkey on the engine first", ErrInsecure, addr)
-		}
+	if token == "" && !Loopback(addr) {
+		return nil, fmt.Errorf("%w: --http %s is beyond loopback; give the engine a --token (ORBIT_TOKEN), which the console then asks of every request", ErrInsecure, addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -113,8 +149,12 @@ func Listen(addr string, secured bool) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves the console on ln until ctx ends.
+// Serve serves the console on ln until ctx ends. Beyond loopback it asks
+// every request for cfg.Token.
 func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
+	if Loopback(ln.Addr().String()) {
+		cfg.Token = ""
+	}
 	s, err := New(cfg)
 	if err != nil {
 		ln.Close()

@@ -319,3 +319,27 @@ func between(s, from, to string) string {
 	}
 	return v
 }
+
+// TestBeyondLoopbackNeedsTheToken: without a token the console does not
+// listen beyond loopback (exit 2); with one it asks every request for it.
+func TestBeyondLoopbackNeedsTheToken(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("serve", "--listen", "127.0.0.1:0", "--http", "0.0.0.0:0")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--http 0.0.0.0:0 is beyond loopback")
+
+	p.Env = append(p.Env, "ORBIT_TOKEN=s3cret")
+	url := serveConsoleAuth(t, p, "0.0.0.0:0", "s3cret")
+	for auth, want := range map[string]int{"": http.StatusUnauthorized, "wrong": http.StatusUnauthorized, "s3cret": http.StatusOK} {
+		req, err := http.NewRequest(http.MethodGet, url+"/metrics", nil)
+		require.NoError(t, err)
+		if auth != "" {
+			req.SetBasicAuth("anyone", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, auth)
+	}
+}

@@ -8,5 +8,5 @@ var (
 	ErrAddress = errors.New("console: bad address")
 	// ErrInsecure: an address beyond loopback on an engine that admits
 	// any client.
-	ErrInsecure = errors.New("console: refusing to serve beyond loopback without a token or an nkey")
+	ErrInsecure = errors.New("console: refusing to serve beyond loopback without a token")
 )

@@ -7,7 +7,8 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// eventsCap bounds how many events the events page lists.
+// eventsCap bounds how many events the events page lists, and the runs
+// whose trace it draws (orbit run trace draws any).
 const eventsCap = 5000
 
 // eventsPage lists a run's events from the log, of one type and one step
@@ -43,9 +44,12 @@ func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.Sort(types)
 	slices.Sort(steps)
-	s.render(w, http.StatusOK, "events", map[string]any{
+	data := map[string]any{
 		"Title": "Events of run " + view.ID, "Run": view, "Events": shown, "Total": len(all),
 		"Types": slices.Compact(types), "Steps": slices.Compact(steps), "Type": typ, "Step": step,
-		"Trace": events.BuildTrace(all),
-	})
+	}
+	if len(all) <= eventsCap {
+		data["Trace"] = events.BuildTrace(all)
+	}
+	s.render(w, http.StatusOK, "events", data)
 }

@@ -21,7 +21,14 @@ import (
 // would, and returns the console's base URL.
 func serveConsole(t *testing.T, p *testkit.Project) string {
 	t.Helper()
-	cmd := p.Command("serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	return serveConsoleAuth(t, p, "127.0.0.1:0", "")
+}
+
+// serveConsoleAuth is serveConsole on addr, waiting for the console with
+// token as the password when it is set.
+func serveConsoleAuth(t *testing.T, p *testkit.Project, addr, token string) string {
+	t.Helper()
+	cmd := p.Command("serve", "--listen", "127.0.0.1:0", "--http", addr)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -41,7 +48,12 @@ func serveConsole(t *testing.T, p *testkit.Project) string {
 	select {
 	case u := <-urls:
 		waitFor(t, "the console", func() bool {
-			resp, err := http.Get(u + "/")
+			req, err := http.NewRequest(http.MethodGet, u+"/", nil)
+			require.NoError(t, err)
+			if token != "" {
+				req.SetBasicAuth("", token)
+			}
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				return false
 			}

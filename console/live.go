@@ -12,6 +12,11 @@ import (
 	"github.com/orbitrun/orbit/projector"
 )
 
+// maxLive bounds the live streams served at once: each holds a consumer of
+// the event stream, which the server limits. Past it a page still reads,
+// without live updates.
+const maxLive = 64
+
 // liveHeartbeat is how often an idle live stream sends a comment, so that
 // proxies and the browser keep it open.
 const liveHeartbeat = 15 * time.Second
@@ -28,6 +33,13 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
 	after, err := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
 	if err != nil {
 		s.errorPage(w, http.StatusBadRequest, "Bad position", fmt.Sprintf("after %q is not a log sequence", r.URL.Query().Get("after")))
+		return
+	}
+	select {
+	case s.live <- struct{}{}:
+		defer func() { <-s.live }()
+	default:
+		s.errorPage(w, http.StatusServiceUnavailable, "Too many live pages", fmt.Sprintf("%d pages follow runs already; reload to see this run as it is now", maxLive))
 		return
 	}
 	flusher, ok := w.(http.Flusher)

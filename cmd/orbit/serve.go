@@ -33,7 +33,9 @@ Other orbit commands on the same root use this engine. With --nats-url the
 engine uses that NATS server instead of its embedded one.
 
 With --http (or serve.http in the config) the engine also serves the web
-console and /metrics there; beyond loopback only with --token or --nkey.`,
+console and /metrics there; beyond loopback only with --token, which the
+console then asks of every request (as the password of HTTP basic
+authentication, or a bearer token).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			root, err := a.project()
@@ -60,7 +62,7 @@ console and /metrics there; beyond loopback only with --token or --nkey.`,
 				consoleURL string
 			)
 			if httpAddr != "" {
-				ln, err := console.Listen(httpAddr, a.token != "" || a.nkey != "")
+				ln, err := console.Listen(httpAddr, a.token)
 				if errors.Is(err, console.ErrAddress) || errors.Is(err, console.ErrInsecure) {
 					return usageErr("%w", err)
 				}
@@ -70,7 +72,7 @@ console and /metrics there; beyond loopback only with --token or --nkey.`,
 				defer ln.Close()
 				consoleURL = "http://" + ln.Addr().String()
 				beside = func(ctx context.Context, l *events.Log) error {
-					return console.Serve(ctx, ln, console.Config{Log: l, Requester: "console@" + hostname(), Logger: logger})
+					return console.Serve(ctx, ln, console.Config{Log: l, Requester: "console@" + hostname(), Token: a.token, Logger: logger})
 				}
 			}
 			e, err := engine.Open(cmd.Context(), engine.Config{
