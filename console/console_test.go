@@ -281,6 +281,10 @@ func TestMetricsMatchOrbitMetrics(t *testing.T) {
 			}
 		}
 	}
+	require.NotNil(t, families["orbit_queue_pending"], "queue depths")
+	for _, metric := range families["orbit_queue_pending"].GetMetric() {
+		assert.Zero(t, metric.GetGauge().GetValue(), "nothing waits once the runs have ended")
+	}
 	last, ok := value("orbit_events_appended", nil)
 	require.True(t, ok)
 	applied, _ := value("orbit_events_applied", nil)

@@ -21,6 +21,7 @@ type snapshot struct {
 	info    engine.InfoReply
 	metrics projector.Metrics
 	active  []projector.RunView
+	queues  []events.QueueDepth
 }
 
 // metrics serves the Prometheus text format.
@@ -55,6 +56,11 @@ func (s *Server) snapshot(ctx context.Context) (*snapshot, error) {
 	if err := s.request(ctx, engine.EndpointRuns, q, &snap.active); err != nil {
 		return nil, err
 	}
+	// Queue depths are the server's state of the command queue, not a
+	// view: they come from the log connection itself.
+	if snap.queues, err = s.log.QueueDepths(ctx); err != nil {
+		return nil, err
+	}
 	return snap, nil
 }
 
@@ -80,6 +86,10 @@ var (
 		nil, nil)
 	descStoreFull = prometheus.NewDesc("orbit_event_store_full", "1 while the event store refuses writes.",
 		nil, nil)
+	descQueuePending = prometheus.NewDesc("orbit_queue_pending", "Commands stored for a consumer of the command queue and not delivered yet.",
+		[]string{"consumer"}, nil)
+	descQueueAckPending = prometheus.NewDesc("orbit_queue_ack_pending", "Commands delivered to a consumer of the command queue and not acknowledged yet.",
+		[]string{"consumer"}, nil)
 	descTurns = prometheus.NewDesc("orbit_model_turns_total", "Agent turns by model.",
 		[]string{"model"}, nil)
 	descInvocations = prometheus.NewDesc("orbit_model_invocations_total", "CLI agent invocations by model.",
@@ -145,6 +155,10 @@ func (snap *snapshot) Collect(ch chan<- prometheus.Metric) {
 		full = 1
 	}
 	gauge(descStoreFull, full)
+	for _, q := range snap.queues {
+		gauge(descQueuePending, float64(q.Pending), q.Consumer)
+		gauge(descQueueAckPending, float64(q.AckPending), q.Consumer)
+	}
 
 	for model, x := range m.Models {
 		counter(descTurns, x.Turns, model)
