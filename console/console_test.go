@@ -347,3 +347,27 @@ func TestBeyondLoopbackNeedsTheToken(t *testing.T) {
 		assert.Equal(t, want, resp.StatusCode, auth)
 	}
 }
+
+// TestLineageAndChildTrace: a parent's page links its child runs, a
+// child's its parent, and the parent's trace holds the children's events
+// under the steps that started them.
+func TestLineageAndChildTrace(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	url := serveConsole(t, p)
+	id := runJob(t, p, "example_child_job")
+	view := showRun(t, p, id)
+	require.Len(t, view.Children, 2)
+
+	_, body := get(t, url+"/runs/"+id)
+	for _, c := range view.Children {
+		assert.Contains(t, body, `<a href="/runs/`+c+`">`+c+`</a>`)
+		_, child := get(t, url+"/runs/"+c)
+		assert.Contains(t, child, `<dt>Parent</dt><dd><a href="/runs/`+id+`">`+id+`</a>`)
+	}
+	_, events := get(t, url+"/runs/"+id+"/events")
+	trace := events[strings.Index(events, "<h2>Trace</h2>"):]
+	assert.Equal(t, 3, strings.Count(trace, "> run.requested"), "the run's and its two children's")
+	assert.Regexp(t, `step.started <span class="target">[^<]+</span>\s*<ul><li><span class="seq">\d+</span> run.requested`, trace,
+		"a child run hangs under the step that started it")
+}
