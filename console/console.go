@@ -202,11 +202,14 @@ func (s *Server) lastSeq(ctx context.Context) (uint64, error) {
 }
 
 // fail answers an error of the engine: 404 for what the views do not hold,
-// 503 for an engine that does not answer, 500 otherwise.
+// 400 for a request it refused, 503 for an engine that does not answer,
+// 500 otherwise.
 func (s *Server) fail(w http.ResponseWriter, what string, err error) {
 	switch {
 	case errors.Is(err, events.ErrNotFound):
 		s.notFound(w, what)
+	case errors.Is(err, events.ErrInvalidRequest):
+		s.errorPage(w, http.StatusBadRequest, "Bad request", err.Error())
 	case errors.Is(err, events.ErrUnavailable):
 		s.errorPage(w, http.StatusServiceUnavailable, "The engine did not answer", err.Error())
 	default:

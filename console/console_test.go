@@ -96,6 +96,9 @@ spec:
 	assert.Contains(t, body, "page &#34;-1&#34; is not a number")
 	code, _ = get(t, url+"/?state=bogus")
 	assert.Equal(t, http.StatusBadRequest, code)
+	code, body = get(t, url+"/?job=a%00b")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `job &#34;a\x00b&#34; is not a job name`)
 }
 
 // TestUnknownAndOddIDsAre404: what is not there says what was looked for;

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 
@@ -21,6 +22,9 @@ const pageSize = 50
 var runStates = []string{events.StatePending, events.StateRunning, events.StateSuccess, events.StateFailed,
 	events.StateCancelled, events.StateTimeout}
 
+// jobPattern is the form of a job name (assets' metadata.name), bounded.
+var jobPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
 // maxPage bounds the page number: a page is read by asking for every run
 // before it.
 const maxPage = 1000
@@ -36,6 +40,10 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil || page < 0 || page > maxPage {
 		s.errorPage(w, http.StatusBadRequest, "Bad page", fmt.Sprintf("page %q is not a number from 0 to %d", q.Get("page"), maxPage))
+		return
+	}
+	if job != "" && !jobPattern.MatchString(job) {
+		s.errorPage(w, http.StatusBadRequest, "Bad job", fmt.Sprintf("job %q is not a job name", job))
 		return
 	}
 	if state != "" && !slices.Contains(runStates, state) {
