@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean nats-cli
+.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean nats-cli chromium screenshots
 
 all: build
 
@@ -22,11 +22,22 @@ $(NATS_CLI):
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/nats-io/natscli/nats@v0.5.0
 
 # The test suite: vet, then every test with the race detector (which runs
-# each fuzz target's seed corpus), then every fuzz target for 3s.
-test: nats-cli
+# each fuzz target's seed corpus), then every fuzz target for 3s. The
+# console's browser tests need Chromium, which make chromium installs.
+test: nats-cli chromium
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh
+
+# Debian's chromium, for the console's browser tests (driven by chromedp),
+# installed with apt-get when /usr/bin/chromium is missing.
+chromium:
+	@test -x /usr/bin/chromium || { apt-get update && apt-get install -y chromium; }
+
+# The console's browser tests, writing their screenshots into docs/ for
+# the README.
+screenshots: chromium
+	ORBIT_SCREENSHOTS=1 $(GO) test -count=1 -run Browser ./console/
 
 # Every fuzz target for FUZZTIME each (default 30s; make fuzz FUZZTIME=10m
 # for a long run), one after another since Go fuzzes one target per process,

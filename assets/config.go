@@ -85,6 +85,8 @@ var configurableProviders = []string{"claude", "openai_compat"}
 type ServeConfig struct {
 	// Listen is the address orbit serve listens on by default, host:port.
 	Listen string `json:"listen"`
+	// HTTP is the address of the web console, host:port ("" serves none).
+	HTTP string `json:"http,omitempty"`
 }
 
 // EngineConfig configures the engine.
@@ -114,7 +116,7 @@ type RuntimeConfig struct {
 // configKeys are the keys of config.yaml, by the path of their mapping.
 var configKeys = map[string][]string{
 	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers"},
-	"serve":       {"listen"},
+	"serve":       {"listen", "http"},
 	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth"},
 	"runtime":     {"backend"},
 	"fs_profiles": {"read", "write"},           // of each profile
@@ -157,6 +159,11 @@ func (c *Config) Validate() error {
 	}
 	if reason := checkListen(v.Serve.Listen); reason != "" {
 		ps.add(0, "serve.listen", reason)
+	}
+	if v.Serve.HTTP != "" {
+		if reason := checkListen(v.Serve.HTTP); reason != "" {
+			ps.add(0, "serve.http", reason)
+		}
 	}
 	if v.Engine.IdleTimeoutSeconds < 1 {
 		ps.add(0, "engine.idle_timeout_seconds", "must be ≥ 1")
@@ -318,6 +325,7 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 		case "serve":
 			d.checkKeys(m, configKeys[section], nil)
 			c.Serve.Listen = d.setting(m, "listen", lines)
+			c.Serve.HTTP = d.setting(m, "http", lines)
 		case "engine":
 			d.checkKeys(m, configKeys[section], nil)
 			for key, dst := range map[string]*int{

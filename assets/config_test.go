@@ -31,8 +31,8 @@ func TestLoadConfig(t *testing.T) {
 		{"empty document", ptr("---\n"), defaults},
 		{"partial", ptr("durability: relaxed\nengine: {idle_timeout_seconds: 5}\n"), assets.Config{
 			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16}, Runtime: defaults.Runtime}},
-		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\nengine:\n  idle_timeout_seconds: 1\n  max_child_depth: 3\nruntime:\n  backend: cli\n"), assets.Config{
-			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3},
+		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\n  http: 127.0.0.1:4280\nengine:\n  idle_timeout_seconds: 1\n  max_child_depth: 3\nruntime:\n  backend: cli\n"), assets.Config{
+			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000", HTTP: "127.0.0.1:4280"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3},
 			Runtime: assets.RuntimeConfig{Backend: "cli"}}},
 		{"empty sections", ptr("serve:\nengine: {}\n"), defaults},
 		{"agent settings", ptr(`fs_profiles:
@@ -84,6 +84,7 @@ func TestLoadConfigProblems(t *testing.T) {
 				"FILE:7: runtime.backend: \"auto\" is not one of http, cli"},
 		{"bad child depth", "engine:\n  max_child_depth: -2\n", `2: engine.max_child_depth: must be ≥ 1`},
 		{"bad port", "serve: {listen: \"h:99999\"}\n", `1: serve.listen: "h:99999" has no valid port`},
+		{"bad console address", "serve:\n  http: console\n", `2: serve.http: "console" is not host:port`},
 		{"wrong types", "engine: {idle_timeout_seconds: soon}\nruntime: [http]\n",
 			"1: engine.idle_timeout_seconds: must be an integer, not \"soon\"\n" +
 				"FILE:2: runtime: must be a mapping, not a list"},

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/console"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
 )
@@ -13,6 +17,8 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var (
 		listen      string
+		httpAddr    string
+		httpToken   string
 		idleTimeout time.Duration
 		background  bool
 		verbose     bool
@@ -29,7 +35,12 @@ context with which 'nats sub "orbit.events.>"' tails a live engine. Other
 orbit commands on the same root use this engine. With --nats-url the engine
 uses that NATS server instead of its embedded one, signing in as the
 project's engine identity (see orbit nats-config) unless --nkey or --token
-says otherwise.`,
+says otherwise.
+
+With --http (or serve.http in the config) the engine also serves the web
+console and /metrics there; beyond loopback only with --http-token (or
+ORBIT_HTTP_TOKEN), which the console then asks of every request (as the
+password of HTTP basic authentication, or a bearer token).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			root, err := a.project()
@@ -43,12 +54,33 @@ says otherwise.`,
 			if listen == "" {
 				listen = cfg.Serve.Listen
 			}
+			if httpAddr == "" {
+				httpAddr = cfg.Serve.HTTP
+			}
 			level := slog.LevelInfo
 			if verbose {
 				level = slog.LevelDebug
 			}
 			redactor := events.RedactorFromEnv()
 			logger := slog.New(redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
+			var (
+				beside     func(context.Context, *events.Log) error
+				consoleURL string
+			)
+			if httpAddr != "" {
+				ln, err := console.Listen(httpAddr, httpToken)
+				if errors.Is(err, console.ErrAddress) || errors.Is(err, console.ErrInsecure) {
+					return usageErr("%w", err)
+				}
+				if err != nil {
+					return err
+				}
+				defer ln.Close()
+				consoleURL = "http://" + ln.Addr().String()
+				beside = func(ctx context.Context, l *events.Log) error {
+					return console.Serve(ctx, ln, console.Config{Log: l, Requester: "console@" + hostname(), Token: httpToken, Logger: logger})
+				}
+			}
 			e, err := engine.Open(cmd.Context(), engine.Config{
 				Root:         root,
 				NATSURL:      a.natsURL,
@@ -61,6 +93,7 @@ says otherwise.`,
 				IdleTimeout:  idleTimeout,
 				Background:   background,
 				Logger:       logger,
+				Beside:       beside,
 			})
 			if err != nil {
 				return err
@@ -68,14 +101,28 @@ says otherwise.`,
 			defer e.Close()
 			if !background {
 				a.errorf("orbit engine %s serving %s at %s (durability %s)\n", e.Info().Engine, root, e.Log().ClientURL(), e.Log().Durability())
+				if consoleURL != "" {
+					a.errorf("console at %s\n", consoleURL)
+				}
 			}
 			return e.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address the embedded NATS server accepts clients on (default 127.0.0.1:4222)")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "address the web console and /metrics listen on (default none; serve.http in the config)")
+	cmd.Flags().StringVar(&httpToken, "http-token", os.Getenv("ORBIT_HTTP_TOKEN"), "token the console asks of every request; needed beyond loopback (env ORBIT_HTTP_TOKEN)")
 	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", 0, "stop after this long with no run and no request (0: never)")
 	cmd.Flags().BoolVar(&background, "background", false, "started on demand by another orbit command")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	_ = cmd.Flags().MarkHidden("background")
 	return cmd
+}
+
+// hostname names this machine for the record, "unknown" when it cannot.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
 }

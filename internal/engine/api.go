@@ -33,11 +33,13 @@ type RunQuery struct {
 	MinSeq uint64 `json:"min_seq,omitempty"`
 }
 
-// RunsQuery asks for run history, newest first.
+// RunsQuery asks for run history, newest first: of Job and in one of States
+// when they are set.
 type RunsQuery struct {
-	Job    string `json:"job,omitempty"`
-	Limit  int    `json:"limit,omitempty"`
-	MinSeq uint64 `json:"min_seq,omitempty"`
+	Job    string   `json:"job,omitempty"`
+	States []string `json:"states,omitempty"`
+	Limit  int      `json:"limit,omitempty"`
+	MinSeq uint64   `json:"min_seq,omitempty"`
 }
 
 // ReplayRequest asks the engine to rebuild its views from the log, or with
@@ -136,7 +138,7 @@ func (e *Engine) apiRuns(ctx context.Context, req json.RawMessage) (any, error) 
 	if err := e.proj.WaitFor(ctx, q.MinSeq); err != nil {
 		return nil, err
 	}
-	return e.proj.Runs(ctx, projector.RunFilter{Job: q.Job, Limit: q.Limit})
+	return e.proj.Runs(ctx, projector.RunFilter{Job: q.Job, States: q.States, Limit: q.Limit})
 }
 
 func (e *Engine) apiReplay(ctx context.Context, req json.RawMessage) (any, error) {

@@ -67,6 +67,10 @@ type Config struct {
 	Background bool
 	// Logger receives operational messages (nil discards them).
 	Logger *slog.Logger
+	// Beside, when set, runs beside the API once the engine serves (the
+	// web console), on the engine's own log connection; its failure stops
+	// the engine.
+	Beside func(ctx context.Context, log *events.Log) error
 }
 
 // Engine is a running Orbit engine on one project root.
@@ -292,6 +296,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	defer api.Stop()
+	if e.cfg.Beside != nil {
+		defer start("beside", func(ctx context.Context) error { return e.cfg.Beside(ctx, e.log) })()
+	}
 	if err := writeInfo(e.cfg.Root, &e.info); err != nil {
 		return err
 	}

@@ -1,0 +1,143 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/projector"
+)
+
+// pageSize is how many runs the runs page lists at a time.
+const pageSize = 50
+
+// runStates are the states the runs page filters by.
+var runStates = []string{events.StatePending, events.StateRunning, events.StateSuccess, events.StateFailed,
+	events.StateCancelled, events.StateTimeout}
+
+// jobPattern is the form of a job name (assets' metadata.name), bounded.
+var jobPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// maxPage bounds the page number: a page is read by asking for every run
+// before it.
+const maxPage = 1000
+
+// runsPage lists runs newest first, of a job and in a state when the query
+// names them, pageSize at a time.
+func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	job, state := q.Get("job"), q.Get("state")
+	page, err := strconv.Atoi(q.Get("page"))
+	if q.Get("page") == "" {
+		page, err = 0, nil
+	}
+	if err != nil || page < 0 || page > maxPage {
+		s.errorPage(w, http.StatusBadRequest, "Bad page", fmt.Sprintf("page %q is not a number from 0 to %d", q.Get("page"), maxPage))
+		return
+	}
+	if job != "" && !jobPattern.MatchString(job) {
+		s.errorPage(w, http.StatusBadRequest, "Bad job", fmt.Sprintf("job %q is not a job name", job))
+		return
+	}
+	if state != "" && !slices.Contains(runStates, state) {
+		s.errorPage(w, http.StatusBadRequest, "Bad state", fmt.Sprintf("state %q is not one of %v", state, runStates))
+		return
+	}
+	ctx := r.Context()
+	last, err := s.lastSeq(ctx)
+	if err != nil {
+		s.fail(w, "runs", err)
+		return
+	}
+	query := engine.RunsQuery{Job: job, Limit: (page+1)*pageSize + 1, MinSeq: last}
+	if state != "" {
+		query.States = []string{state}
+	}
+	var runs []projector.RunView
+	if err := s.request(ctx, engine.EndpointRuns, query, &runs); err != nil {
+		s.fail(w, "runs", err)
+		return
+	}
+	more := len(runs) > (page+1)*pageSize
+	runs = runs[min(len(runs), page*pageSize):min(len(runs), (page+1)*pageSize)]
+	link := func(p int) string {
+		v := url.Values{}
+		if job != "" {
+			v.Set("job", job)
+		}
+		if state != "" {
+			v.Set("state", state)
+		}
+		v.Set("page", strconv.Itoa(p))
+		return "/?" + v.Encode()
+	}
+	data := map[string]any{"Title": "Runs", "Runs": runs, "Job": job, "State": state, "States": runStates, "Page": page}
+	if page > 0 {
+		data["Prev"] = link(page - 1)
+	}
+	if more {
+		data["Next"] = link(page + 1)
+	}
+	s.render(w, http.StatusOK, "runs", data)
+}
+
+// getRun reads a run with its steps, as of at least the log's end now; seq
+// is that position.
+func (s *Server) getRun(ctx context.Context, id string) (view *projector.RunView, seq uint64, err error) {
+	if seq, err = s.lastSeq(ctx); err != nil {
+		return nil, 0, err
+	}
+	view = &projector.RunView{}
+	if err := s.request(ctx, engine.EndpointRun, engine.RunQuery{RunID: id, MinSeq: seq}, view); err != nil {
+		return nil, 0, err
+	}
+	return view, seq, nil
+}
+
+// runPage shows a run's step tree, lineage and cancel button. While the run
+// is not finished the page's script follows /runs/<id>/live from seq on.
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	id := s.pathID(w, r, "run")
+	if id == "" {
+		return
+	}
+	view, seq, err := s.getRun(r.Context(), id)
+	if err != nil {
+		s.fail(w, "run "+id, err)
+		return
+	}
+	s.render(w, http.StatusOK, "run", map[string]any{"Title": "Run " + view.ID, "Run": view, "Seq": seq})
+}
+
+// cancelRun asks for a run to be cancelled, by the rules of orbit run
+// cancel: an unknown run is 404, a finished one never changes (409).
+// Cross-site requests never get here (http.CrossOriginProtection).
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	id := s.pathID(w, r, "run")
+	if id == "" {
+		return
+	}
+	ctx := r.Context()
+	view, _, err := s.getRun(ctx, id)
+	if err != nil {
+		s.fail(w, "run "+id, err)
+		return
+	}
+	if events.Terminal(view.State) {
+		s.errorPage(w, http.StatusConflict, "Already finished",
+			fmt.Sprintf("Run %s has already finished (%s); a finished run never changes.", view.ID, view.State))
+		return
+	}
+	if err := s.request(ctx, engine.EndpointCancel, engine.CancelRequest{RunID: view.ID, Requester: s.requester, Reason: "cancelled from the console"}, nil); err != nil {
+		s.fail(w, "run "+id, err)
+		return
+	}
+	http.Redirect(w, r, "/runs/"+view.ID, http.StatusSeeOther)
+}
+
