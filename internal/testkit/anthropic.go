@@ -33,7 +33,8 @@ func NewAnthropicServer(t testing.TB, turns ...Turn) *AnthropicServer {
 	mux.HandleFunc("POST /v1/messages", as.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", as.countTokens)
 	mux.HandleFunc("/", as.other)
-	as.modelServer = newModelServer(t, mux, turns)
+	as.modelServer = newModelServer(t, turns)
+	as.start(mux)
 	return as
 }
 

@@ -70,9 +70,14 @@ type modelServer struct {
 	hung     chan struct{} // closed when the server stops, to release hung requests
 }
 
-func newModelServer(t testing.TB, h http.Handler, turns []Turn) *modelServer {
+func newModelServer(t testing.TB, turns []Turn) *modelServer {
+	return &modelServer{t: t, turns: turns, hung: make(chan struct{})}
+}
+
+// start serves h on a loopback port until the test ends.
+func (ms *modelServer) start(h http.Handler) {
+	t := ms.t
 	t.Helper()
-	ms := &modelServer{t: t, turns: turns, hung: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("model server: %v", err)
@@ -80,7 +85,6 @@ func newModelServer(t testing.TB, h http.Handler, turns []Turn) *modelServer {
 	ms.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
 	ms.srv.Start()
 	t.Cleanup(ms.Close)
-	return ms
 }
 
 // Close releases hung requests and stops the server; it may be called more

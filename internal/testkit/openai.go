@@ -33,7 +33,8 @@ func NewOpenAIServer(t testing.TB, turns ...Turn) *OpenAIServer {
 	mux.HandleFunc("POST /v1/responses", srv.responses)
 	mux.HandleFunc("GET /v1/models", srv.models)
 	mux.HandleFunc("/", srv.other)
-	srv.modelServer = newModelServer(t, mux, turns)
+	srv.modelServer = newModelServer(t, turns)
+	srv.start(mux)
 	return srv
 }
 
