@@ -79,3 +79,15 @@ func ClaudeCodeGrant(tools, programs []string) (ClaudeCodeGrantData, error) {
 	g.Tools = slices.Sorted(maps.Keys(g.Orbit))
 	return g, nil
 }
+
+// ClaudeCodeOrbitTool is the Orbit tool a Claude Code tool stands for in
+// the table, granted or not (Bash: shell.exec), or "" when none does.
+func ClaudeCodeOrbitTool(agentTool string) string {
+	best := ""
+	for _, name := range slices.Sorted(maps.Keys(claudeCodeTools)) {
+		if slices.Contains(claudeCodeTools[name].offer, agentTool) && (best == "" || name == "shell.exec") {
+			best = name
+		}
+	}
+	return best
+}

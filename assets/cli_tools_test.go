@@ -59,3 +59,10 @@ func TestClaudeCodeToolWithoutEquivalentIsALoadError(t *testing.T) {
 	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.NoError(t, err)
 }
+
+func TestClaudeCodeOrbitTool(t *testing.T) {
+	t.Parallel()
+	for agentTool, want := range map[string]string{"Read": "fs.read", "Write": "fs.write", "Edit": "fs.edit", "Bash": "shell.exec", "WebFetch": ""} {
+		assert.Equal(t, want, assets.ClaudeCodeOrbitTool(agentTool), agentTool)
+	}
+}

@@ -315,6 +315,10 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		Timeout:   time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
 		Attempt:   a.cmd.Attempt,
 		Emitter:   em,
+
+		AllowedPrograms: spec.AllowedPrograms,
+		MaxTurns:        spec.MaxIterations,
+		OnDenial:        spec.OnDenial,
 	})
 	if err != nil {
 		return nil, agentFailure(err)
