@@ -22,13 +22,17 @@ func rules(r ...string) func([]string) []string { return func([]string) []string
 // check (an Orbit tool with no equivalent), the adapter's command line and
 // the names recorded in tool.called and tool.denied all read it.
 //
-// Claude Code 2.1.331 has no Glob, Grep or LS tool ("find files with find
-// via Bash"), so fs.list is `ls` through Bash. fs.delete has no
-// equivalent: Claude Code deletes only through its shell.
+// File rules are scoped to the working directory (`./**`, the workspace):
+// a bare `Write` rule would let Claude Code write anywhere. Claude Code
+// reads `Edit(…)` rules for every tool that changes files, Write included
+// (a `Write(…)` rule with a path matches nothing). Claude Code 2.1.331 has
+// no Glob, Grep or LS tool ("find files with find via Bash"), so fs.list is
+// `ls` through Bash. fs.delete has no equivalent: Claude Code deletes only
+// through its shell.
 var claudeCodeTools = map[string]claudeCodeTool{
-	"fs.read":  {offer: []string{"Read"}, allow: rules("Read")},
-	"fs.write": {offer: []string{"Write"}, allow: rules("Write")},
-	"fs.edit":  {offer: []string{"Edit"}, allow: rules("Edit")},
+	"fs.read":  {offer: []string{"Read"}, allow: rules("Read(./**)")},
+	"fs.write": {offer: []string{"Write"}, allow: rules("Edit(./**)")},
+	"fs.edit":  {offer: []string{"Edit"}, allow: rules("Edit(./**)")},
 	"fs.list":  {offer: []string{"Bash"}, allow: rules("Bash(ls:*)")},
 	"shell.exec": {offer: []string{"Bash"}, allow: func(programs []string) []string {
 		out := make([]string, 0, len(programs))
@@ -38,6 +42,10 @@ var claudeCodeTools = map[string]claudeCodeTool{
 		return out
 	}},
 }
+
+// claudeCodeDenied are the rules every claude_code invocation denies,
+// whatever it allows: what Orbit's own fs tools never touch.
+var claudeCodeDenied = []string{"Read(./.git/**)", "Read(./.orbit/**)", "Edit(./.git/**)", "Edit(./.orbit/**)"}
 
 // ClaudeCodeGrantData is an agent_loop's tool allowlist in Claude Code's
 // terms.
@@ -49,6 +57,9 @@ type ClaudeCodeGrantData struct {
 	// the allowlist. Under --permission-mode dontAsk anything else is
 	// denied without a prompt.
 	Allowed []string
+	// Denied are the permission rules that win over Allowed
+	// (--disallowedTools): .git/ and .orbit/ are out of reach.
+	Denied []string
 	// Orbit names, for each offered Claude Code tool, the Orbit tool it
 	// stands for (Bash: shell.exec when that is granted, else fs.list).
 	Orbit map[string]string
@@ -58,7 +69,7 @@ type ClaudeCodeGrantData struct {
 // onto Claude Code. An Orbit tool with no equivalent is an error that
 // names it and the tools that have one.
 func ClaudeCodeGrant(tools, programs []string) (ClaudeCodeGrantData, error) {
-	g := ClaudeCodeGrantData{Orbit: map[string]string{}}
+	g := ClaudeCodeGrantData{Orbit: map[string]string{}, Denied: slices.Clone(claudeCodeDenied)}
 	for _, name := range tools {
 		t, ok := claudeCodeTools[name]
 		if !ok {

@@ -19,7 +19,7 @@ func TestClaudeCodeGrant(t *testing.T) {
 	}{
 		{"none", nil, nil, assets.ClaudeCodeGrantData{Orbit: map[string]string{}}},
 		{"files", []string{"fs.write", "fs.read", "fs.edit"}, nil, assets.ClaudeCodeGrantData{
-			Tools: []string{"Edit", "Read", "Write"}, Allowed: []string{"Write", "Read", "Edit"},
+			Tools: []string{"Edit", "Read", "Write"}, Allowed: []string{"Edit(./**)", "Read(./**)"},
 			Orbit: map[string]string{"Edit": "fs.edit", "Read": "fs.read", "Write": "fs.write"}}},
 		{"a rule per program", []string{"shell.exec"}, []string{"git", "go"}, assets.ClaudeCodeGrantData{
 			Tools: []string{"Bash"}, Allowed: []string{"Bash(git:*)", "Bash(go:*)"}, Orbit: map[string]string{"Bash": "shell.exec"}}},
@@ -32,6 +32,9 @@ func TestClaudeCodeGrant(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := assets.ClaudeCodeGrant(tt.tools, tt.programs)
 			require.NoError(t, err)
+			assert.Equal(t, []string{"Read(./.git/**)", "Read(./.orbit/**)", "Edit(./.git/**)", "Edit(./.orbit/**)"}, got.Denied,
+				"what Orbit's fs tools never touch is denied whatever is allowed")
+			got.Denied = nil
 			assert.Equal(t, tt.want, got)
 		})
 	}

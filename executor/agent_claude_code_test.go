@@ -117,6 +117,11 @@ func TestClaudeCodeDenialFailsTheStep(t *testing.T) {
 		// Write is not offered at all: the model calls it anyway.
 		"a tool outside the allowlist": {"        tools: [fs.read]\n",
 			[]testkit.Turn{writeFileTurns("out.txt")[0], {Hang: true}}, "fs.write", "Write"},
+		// Write is allowed in the workspace only.
+		"a path outside the workspace": {"        tools: [fs.write]\n",
+			[]testkit.Turn{writeFileTurns("/tmp/orbit-claude-code-outside.txt")[0], {Hang: true}}, "fs.write", "Write"},
+		"a path under .orbit/": {"        tools: [fs.write]\n",
+			[]testkit.Turn{writeFileTurns(".orbit/config.yaml")[0], {Hang: true}}, "fs.write", "Write"},
 		// Bash is offered for git only: Claude Code's permissions refuse touch.
 		"a program outside the allowlist": {"        tools: [shell.exec]\n        allowed_programs: [git]\n",
 			[]testkit.Turn{{Tools: []testkit.ToolUse{{ID: "toolu_write", Name: "Bash", Input: map[string]any{"command": "touch out.txt"}}}}, {Hang: true}},

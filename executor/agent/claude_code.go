@@ -39,6 +39,7 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
 	if len(grant.Allowed) > 0 {
 		args = append(args, "--allowedTools="+strings.Join(grant.Allowed, ","))
 	}
+	args = append(args, "--disallowedTools="+strings.Join(grant.Denied, ","))
 	if m := cfg.Envelope.Model; m != "" {
 		args = append(args, "--model="+m)
 	}
@@ -56,6 +57,14 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
 // complete, tool.called when a tool's result comes back, tool.denied when
 // Claude Code refuses a call or the model calls a tool it was not offered.
 // It is used from one goroutine.
+//
+// IMPORTANT: Claude Code prints one model message as several assistant
+// records (one a content block, same message id) and runs each tool as
+// soon as its block is complete, so tool results come between the records
+// of the message that called them. A message is complete only when a record
+// of the next one (or the result) comes: until then what its calls record
+// is queued, so that the log reads turn, then that turn's calls. A denial
+// still stops the agent at once.
 type claudeStream struct {
 	cfg   *CLIConfig
 	grant assets.ClaudeCodeGrantData
@@ -65,6 +74,7 @@ type claudeStream struct {
 
 	turn    int
 	msg     *ccMessage // the model message being read (one per turn)
+	queue   []queued   // what its calls recorded while it was being read
 	calls   map[string]*ccCall
 	out     Outcome
 	result  *ccResult
@@ -112,6 +122,15 @@ type ccRecord struct {
 	// system/permission_denied (message is then a string)
 	ToolName  string `json:"tool_name"`
 	ToolUseID string `json:"tool_use_id"`
+	// user: how Claude Code's permissions decided each call. A deny rule's
+	// refusal is said only here (and in the result), not as a
+	// permission_denied record.
+	ToolResultMeta []struct {
+		ID                 string `json:"id"`
+		PermissionDecision struct {
+			Decision string `json:"decision"`
+		} `json:"permission_decision"`
+	} `json:"tool_result_meta"`
 }
 
 // ccResult is the record that ends a session.
@@ -120,7 +139,6 @@ type ccResult struct {
 	IsError           bool                       `json:"is_error"`
 	Result            string                     `json:"result"`
 	Errors            []string                   `json:"errors"`
-	NumTurns          int                        `json:"num_turns"`
 	TotalCostUSD      float64                    `json:"total_cost_usd"`
 	Usage             ccUsage                    `json:"usage"`
 	ModelUsage        map[string]json.RawMessage `json:"modelUsage"`
@@ -129,6 +147,12 @@ type ccResult struct {
 		ToolUseID string `json:"tool_use_id"`
 	} `json:"permission_denials"`
 	TerminalReason string `json:"terminal_reason"`
+}
+
+// queued is an event held until the turn it belongs to is recorded.
+type queued struct {
+	typ     string
+	payload any
 }
 
 // ccCall is a tool call the model made, waiting for its result.
@@ -156,14 +180,17 @@ func (s *claudeStream) line(ctx context.Context, line []byte) {
 		return
 	}
 	s.records++
-	if rec.Type != "assistant" {
-		s.err = s.flush(ctx)
-	}
 	switch rec.Type {
 	case "assistant":
 		s.err = s.assistant(ctx, rec.Message)
 	case "user":
-		s.err = s.user(ctx, rec.Message)
+		rejected := map[string]bool{}
+		for _, m := range rec.ToolResultMeta {
+			if m.PermissionDecision.Decision == "reject" {
+				rejected[m.ID] = true
+			}
+		}
+		s.err = s.user(ctx, rec.Message, rejected)
 	case "system":
 		if rec.Subtype == "permission_denied" {
 			var reason string
@@ -174,14 +201,15 @@ func (s *claudeStream) line(ctx context.Context, line []byte) {
 		var res ccResult
 		if err := json.Unmarshal(line, &res); err == nil {
 			s.result = &res
-			s.err = s.finish(ctx)
+			if s.err = s.flush(ctx); s.err == nil {
+				s.err = s.finish(ctx)
+			}
 		}
 	}
 }
 
-// assistant adds a record of the model's message; Claude Code may print one
-// message as several records, so a turn is recorded when the next record
-// that is not part of it comes.
+// assistant adds a record of a model message: the first of the next
+// message completes the one before.
 func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error {
 	var m ccMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -198,25 +226,47 @@ func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error
 	}
 	s.msg.Content = append(s.msg.Content, m.Content...)
 	s.msg.Usage = m.Usage
+	for _, b := range m.Content {
+		if b.Type != "tool_use" {
+			continue
+		}
+		s.calls[b.ID] = &ccCall{name: b.Name, input: b.Input, turn: s.turn, at: time.Now()}
+		// Claude Code answers a call to a tool it was not offered itself, as
+		// an unknown tool: for Orbit it is a tool outside the allowlist.
+		if _, ok := s.grant.Orbit[b.Name]; !ok && !strings.HasPrefix(b.Name, "mcp__") {
+			if err := s.denial(ctx, b.ID, b.Name, "not in the allowlist: Claude Code was not offered "+b.Name); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
-// flush records the model message read so far as a turn, and denies the
-// calls it makes to tools Claude Code was not offered (it answers those
-// itself, as unknown tools).
+// emit records an event, or queues it while a model message is being read.
+func (s *claudeStream) emit(ctx context.Context, typ string, payload any) error {
+	if s.msg != nil {
+		s.queue = append(s.queue, queued{typ, payload})
+		return nil
+	}
+	return s.cfg.Emitter.Emit(ctx, typ, payload)
+}
+
+// flush records the model message read so far as a turn, then what its
+// calls recorded meanwhile.
 func (s *claudeStream) flush(ctx context.Context) error {
 	m := s.msg
 	if m == nil {
 		return nil
 	}
 	s.msg = nil
+	q := s.queue
+	s.queue = nil
 	s.out.Turns = s.turn
 	if m.Model != "" && !strings.HasPrefix(m.Model, "<") {
 		s.out.Model = m.Model
 	}
 	data := events.AgentTurnData{Attempt: s.cfg.Attempt, Turn: s.turn, Provider: claudeCodeProvider,
 		Model: m.Model, StopReason: StopEndTurn, Usage: tokenUsage(m.Usage.usage())}
-	var unoffered []ccContent
 	for _, b := range m.Content {
 		switch b.Type {
 		case "text":
@@ -224,10 +274,6 @@ func (s *claudeStream) flush(ctx context.Context) error {
 		case "tool_use":
 			data.StopReason = StopToolUse
 			data.ToolUses = append(data.ToolUses, b.Name)
-			s.calls[b.ID] = &ccCall{name: b.Name, input: b.Input, turn: s.turn, at: time.Now()}
-			if _, ok := s.grant.Orbit[b.Name]; !ok && !strings.HasPrefix(b.Name, "mcp__") {
-				unoffered = append(unoffered, b)
-			}
 		}
 	}
 	if full, err := json.Marshal(m.Content); err == nil && (len(data.Text) > textCap || len(full) > blobCap) {
@@ -241,8 +287,8 @@ func (s *claudeStream) flush(ctx context.Context) error {
 	if err := s.cfg.Emitter.Emit(ctx, events.AgentTurn, data); err != nil {
 		return err
 	}
-	for _, b := range unoffered {
-		if err := s.denial(ctx, b.ID, b.Name, "not in the allowlist: Claude Code was not offered "+b.Name); err != nil {
+	for _, e := range q {
+		if err := s.cfg.Emitter.Emit(ctx, e.typ, e.payload); err != nil {
 			return err
 		}
 	}
@@ -278,7 +324,7 @@ func (s *claudeStream) denial(ctx context.Context, id, tool, reason string) erro
 	if onDenial == "" {
 		onDenial = OnDenialTerminate
 	}
-	if err := s.cfg.Emitter.Emit(ctx, events.ToolDenied, events.ToolDeniedData{
+	if err := s.emit(ctx, events.ToolDenied, events.ToolDeniedData{
 		Attempt: s.cfg.Attempt, Turn: c.turn, ToolUseID: id, Name: s.orbitName(tool), AgentTool: tool,
 		Reason: capText(reason, textCap), OnDenial: onDenial,
 	}); err != nil {
@@ -295,8 +341,9 @@ func (s *claudeStream) denial(ctx context.Context, id, tool, reason string) erro
 }
 
 // user reads the tool results Claude Code sends back to the model: each is
-// a tool.called, unless the call was denied.
-func (s *claudeStream) user(ctx context.Context, raw json.RawMessage) error {
+// a tool.called, unless the call was denied (rejected: by the ids Claude
+// Code's permissions rejected).
+func (s *claudeStream) user(ctx context.Context, raw json.RawMessage, rejected map[string]bool) error {
 	var m struct {
 		Content []ccContent `json:"content"`
 	}
@@ -311,8 +358,14 @@ func (s *claudeStream) user(ctx context.Context, raw json.RawMessage) error {
 		if c == nil || c.denied {
 			continue
 		}
-		delete(s.calls, b.ToolUseID)
 		out := toolResultText(b.Content)
+		if rejected[b.ToolUseID] {
+			if err := s.denial(ctx, b.ToolUseID, c.name, out); err != nil {
+				return err
+			}
+			continue
+		}
+		delete(s.calls, b.ToolUseID)
 		sum := sha256.Sum256(c.input)
 		data := events.ToolCalledData{
 			Attempt: s.cfg.Attempt, Turn: c.turn, ToolUseID: b.ToolUseID, Name: s.orbitName(c.name), AgentTool: c.name,
@@ -329,7 +382,7 @@ func (s *claudeStream) user(ctx context.Context, raw json.RawMessage) error {
 			}
 			data.Result = &ref
 		}
-		if err := s.cfg.Emitter.Emit(ctx, events.ToolCalled, data); err != nil {
+		if err := s.emit(ctx, events.ToolCalled, data); err != nil {
 			return err
 		}
 		s.out.ToolCalls++
@@ -358,10 +411,9 @@ func toolResultText(raw json.RawMessage) string {
 // and records the denials it lists that were not seen as they happened.
 func (s *claudeStream) finish(ctx context.Context) error {
 	res := s.result
+	// Turns are the model messages read, not the result's num_turns, which
+	// counts a message printed as several records several times.
 	s.out.FinalMessage, s.out.Usage = res.Result, res.Usage.usage()
-	if res.NumTurns > 0 {
-		s.out.Turns = res.NumTurns
-	}
 	for _, d := range res.PermissionDenials {
 		if err := s.denial(ctx, d.ToolUseID, d.ToolName, "denied by Claude Code's permissions"); err != nil {
 			return err
@@ -374,7 +426,11 @@ func (s *claudeStream) finish(ctx context.Context) error {
 // it did not end well: a denial under on_denial terminate, an error result
 // (its own words), the turn limit, or no result at all (then tail, the end
 // of what the agent printed, says what happened).
-func (s *claudeStream) outcome(tail string) (*Outcome, error) {
+func (s *claudeStream) outcome(ctx context.Context, tail string) (*Outcome, error) {
+	if s.err == nil {
+		// A stream cut short: what was read is recorded all the same.
+		s.err = s.flush(ctx)
+	}
 	out := s.out
 	if s.err != nil {
 		return &out, s.err
@@ -389,7 +445,7 @@ func (s *claudeStream) outcome(tail string) (*Outcome, error) {
 			Message: fmt.Sprintf("Claude Code printed no result record (%d records read)%s", s.records, tail)}
 	case res.Subtype == "error_max_turns" || res.TerminalReason == "max_turns":
 		out.StopReason = StopTurnLimit
-		return &out, fmt.Errorf("%w: Claude Code stopped after %d turns", ErrTurnLimit, res.NumTurns)
+		return &out, fmt.Errorf("%w: Claude Code stopped after %d turns", ErrTurnLimit, out.Turns)
 	case res.IsError || res.Subtype != "success":
 		reason := res.Result
 		if reason == "" {

@@ -51,7 +51,7 @@ func replayClaude(t *testing.T, file string, tools []string, onDenial string) (*
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		s.line(context.Background(), bytes.TrimSpace(line))
 	}
-	out, err := s.outcome("")
+	out, err := s.outcome(context.Background(), "")
 	return rec, out, err, stopped
 }
 
@@ -105,6 +105,28 @@ func TestClaudeStreamDenials(t *testing.T) {
 	})
 }
 
+// TestClaudeStreamOneMessageManyRecords: the three calls of one message
+// come as three records with tool results between them; they are one turn,
+// recorded before what its calls did.
+func TestClaudeStreamOneMessageManyRecords(t *testing.T) {
+	rec, out, err, _ := replayClaude(t, "claude-write-deny-rule.jsonl", []string{"fs.write"}, OnDenialContinue)
+	require.NoError(t, err)
+	assert.Equal(t, []string{events.AgentTurn, events.ToolDenied, events.ToolDenied, events.ToolCalled, events.AgentTurn}, rec.types)
+	turn := rec.payloads[0].(events.AgentTurnData)
+	assert.Equal(t, []string{"Write", "Write", "Write"}, turn.ToolUses)
+	assert.Equal(t, 1, turn.Turn)
+	for _, p := range rec.payloads[1:3] {
+		d := p.(events.ToolDeniedData)
+		assert.Equal(t, 1, d.Turn)
+		assert.Equal(t, "fs.write", d.Name)
+	}
+	assert.Contains(t, rec.payloads[1].(events.ToolDeniedData).Reason, "denied by your permission settings")
+	assert.Equal(t, 1, rec.payloads[3].(events.ToolCalledData).Turn)
+	assert.Equal(t, 2, rec.payloads[4].(events.AgentTurnData).Turn)
+	assert.Equal(t, 2, out.Turns)
+	assert.Equal(t, 1, out.ToolCalls)
+}
+
 func TestClaudeStreamErrorResult(t *testing.T) {
 	_, _, err, _ := replayClaude(t, "claude-api-error.jsonl", nil, "")
 	var perr *ProviderError
@@ -119,7 +141,7 @@ func TestClaudeStreamWithoutResult(t *testing.T) {
 	s := newClaudeStream(&CLIConfig{Emitter: &recorder{}}, grant, func(*DeniedError) {})
 	s.line(context.Background(), []byte(`{"type":"system","subtype":"init","model":"m"}`))
 	s.line(context.Background(), []byte(`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"hal`))
-	_, err := s.outcome(": killed")
+	_, err := s.outcome(context.Background(), ": killed")
 	var perr *ProviderError
 	require.ErrorAs(t, err, &perr)
 	assert.False(t, perr.Retryable)
@@ -132,13 +154,14 @@ func TestClaudeCodeArgs(t *testing.T) {
 	cfg := &CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"--debug-to-stderr"}}, MaxTurns: 7,
 		Envelope: Envelope{Model: "claude-x", Instruction: "-- be careful", Prompt: "not an argument"}}
 	assert.Equal(t, []string{"--debug-to-stderr", "-p", "--output-format=stream-json", "--verbose", "--no-session-persistence",
-		"--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read,Bash(git:*)",
-		"--model=claude-x", "--append-system-prompt=-- be careful", "--max-turns=7"}, claudeCodeArgs(cfg, grant))
+		"--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
+		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--model=claude-x", "--append-system-prompt=-- be careful", "--max-turns=7"}, claudeCodeArgs(cfg, grant))
 
 	none, err := assets.ClaudeCodeGrant(nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-p", "--output-format=stream-json", "--verbose", "--no-session-persistence",
-		"--permission-mode=dontAsk", "--tools="}, claudeCodeArgs(&CLIConfig{}, none), "no tools offered, no rule")
+		"--permission-mode=dontAsk", "--tools=", "--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)"},
+		claudeCodeArgs(&CLIConfig{}, none), "no tools offered, nothing allowed")
 }
 
 // FuzzClaudeStream: whatever Claude Code prints, the reader neither panics
@@ -164,7 +187,7 @@ func FuzzClaudeStream(f *testing.F) {
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			s.line(context.Background(), line)
 		}
-		out, err := s.outcome("")
+		out, err := s.outcome(context.Background(), "")
 		var perr *ProviderError
 		if err != nil && !errors.As(err, &perr) && !errors.Is(err, ErrTurnLimit) {
 			t.Fatalf("outcome error %T: %v", err, err)

@@ -156,7 +156,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	var out *Outcome
 	var perr error
 	if stream != nil {
-		out, perr = stream.outcome(lastLines(stdout.buf.Bytes(), stderr.buf.Bytes()))
+		out, perr = stream.outcome(ctx, lastLines(stdout.buf.Bytes(), stderr.buf.Bytes()))
 	} else {
 		out, perr = parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
 	}

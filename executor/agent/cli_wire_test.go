@@ -218,6 +218,40 @@ func TestClaudeCLIDeniesWriteNotAllowed(t *testing.T) {
 	}
 }
 
+// TestClaudeCLIDenyRuleIsSaidInToolResultMeta: a refusal by a
+// --disallowedTools rule has no permission_denied record; the user record's
+// tool_result_meta and the result say it. A bare Write rule would allow a
+// path outside the workspace; Edit(./**) does not.
+func TestClaudeCLIDenyRuleIsSaidInToolResultMeta(t *testing.T) {
+	bin := testkit.ClaudeCLI(t)
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	srv := testkit.NewAnthropicServer(t, testkit.Turn{Tools: []testkit.ToolUse{
+		{Name: "Write", Input: map[string]any{"file_path": ".orbit/x.txt", "content": "x"}},
+		{Name: "Write", Input: map[string]any{"file_path": outside, "content": "x"}},
+		{Name: "Write", Input: map[string]any{"file_path": "in.txt", "content": "x"}},
+	}}, testkit.Turn{Text: "done"})
+	dir := t.TempDir()
+	env := testkit.ClaudeEnv(t, srv)
+	run := runAgentCLI(t, dir, env, bin, claudeArgs("claude-orbit-test", "--permission-mode=dontAsk", "--tools=Write",
+		"--allowedTools=Edit(./**)", "--disallowedTools=Edit(./.orbit/**)")...)
+
+	require.Equal(t, 0, run.exitCode, "stderr:\n%s", run.stderr)
+	assert.FileExists(t, filepath.Join(dir, "in.txt"))
+	assert.NoFileExists(t, filepath.Join(dir, ".orbit", "x.txt"))
+	assert.NoFileExists(t, outside)
+	assert.Len(t, run.find("system/permission_denied"), 1, "only the path outside the workspace has a record of its own")
+	var decisions []string
+	for _, rec := range run.find("user") {
+		for _, m := range rec["tool_result_meta"].([]any) {
+			decisions = append(decisions, m.(map[string]any)["permission_decision"].(map[string]any)["decision"].(string))
+		}
+	}
+	assert.Equal(t, []string{"reject", "reject", "accept"}, decisions)
+	denials, _ := onlyRecord(t, run, "result/success")["permission_denials"].([]any)
+	assert.Len(t, denials, 2)
+	keepStream(t, "claude-write-deny-rule", run, append(machinePaths(env, dir), filepath.Dir(outside), "$ELSEWHERE")...)
+}
+
 func TestClaudeCLIReportsAPIErrorInResult(t *testing.T) {
 	bin := testkit.ClaudeCLI(t)
 	srv := testkit.NewAnthropicServer(t, testkit.Turn{Fail: &testkit.APIFailure{Status: 500, Message: "scripted outage"}})
