@@ -103,6 +103,10 @@ func TestClaudeCodeAllowedWriteLandsAndIsRecorded(t *testing.T) {
 		assert.NotContains(t, reqs[0].Tools, tool, "only the allowlist is offered")
 	}
 	assert.Contains(t, string(reqs[0].Raw), "Write the file.", "the prompt is the user's message")
+
+	for _, ev := range evs {
+		assert.NotContains(t, string(ev.Data), "sk-ant-orbit-test", "%s carries the API key", ev.Type)
+	}
 }
 
 func TestClaudeCodeDenialFailsTheStep(t *testing.T) {
@@ -206,4 +210,17 @@ func TestClaudeCodeHungServerIsKilledAtTheWallClock(t *testing.T) {
 	require.Len(t, started, 1)
 	assert.True(t, testkit.WaitGone(started[0].PID, 3*time.Second), "claude (pid %d) is gone", started[0].PID)
 	assert.Len(t, srv.Scripted(), 1, "the request hung")
+}
+
+func TestCLIBackendMissingCommandIsNotRetried(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	job := cliJob(t, "orbit-no-such-agent", assets.OutputClaudeCode, 30)
+	job.Spec.Steps[0].Activity.Tools = []string{"fs.read"}
+	_, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.False(t, fin.Error.Retryable)
+	assert.Contains(t, fin.Error.Message, `executor "fake": exec: "orbit-no-such-agent": executable file not found in $PATH (PATH=`)
 }

@@ -95,6 +95,11 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		stream = newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
 	}
 	cmd := exec.Command(cfg.Spec.Command, args...)
+	if cmd.Err != nil {
+		// A program that is not there will not be there on a retry.
+		return nil, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("executor %q: %v (PATH=%s)",
+			cfg.Executor, cmd.Err, os.Getenv("PATH"))}
+	}
 	cmd.Dir = cfg.Workspace
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Env = cfg.Env
