@@ -304,6 +304,9 @@ func parseCLIOutput(format string, stdout []byte) (*Outcome, error) {
 					out.FinalMessage = ev.Item.Text
 				}
 			case "turn.completed":
+				// An error before a completed turn is one Codex recovered
+				// from (a reconnect): the turn's end is what counts.
+				failure = ""
 				out.Turns++
 				out.Usage = out.Usage.Add(Usage{InputTokens: ev.Usage.InputTokens, OutputTokens: ev.Usage.OutputTokens,
 					CacheReadTokens: ev.Usage.CachedInputTokens})

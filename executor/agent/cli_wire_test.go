@@ -340,3 +340,27 @@ func TestCodexCLIReportsAPIError(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(run.records, func(r map[string]any) bool { return r["type"] == "error" }))
 	keepStream(t, "codex-api-error", run, machinePaths(env, dir)...)
 }
+
+// TestCodexCLIRecoversFromACutStream: with a retry allowed, Codex reports
+// a stream cut short as an error record ("Reconnecting… 1/1"), tries again,
+// and completes the turn, exiting 0: an error record is not the end of a
+// Codex session.
+func TestCodexCLIRecoversFromACutStream(t *testing.T) {
+	bin := testkit.CodexCLI(t)
+	srv := testkit.NewOpenAIServer(t, testkit.Turn{Cut: true}, testkit.Turn{Text: "recovered"})
+	dir := t.TempDir()
+	env := testkit.CodexEnv(t)
+	run := runAgentCLI(t, dir, env, bin, codexArgs(srv, dir, "gpt-orbit-test", "-c", "model_providers.orbit-test.request_max_retries=1",
+		"-c", "model_providers.orbit-test.stream_max_retries=1")...)
+
+	require.Equal(t, 0, run.exitCode, "stderr:\n%s", run.stderr)
+	assert.Len(t, srv.Scripted(), 2)
+	msg := onlyRecord(t, run, "item.completed/agent_message")
+	assert.Equal(t, "recovered", msg["item"].(map[string]any)["text"])
+	onlyRecord(t, run, "turn.completed")
+	assert.Empty(t, run.find("turn.failed"))
+	errs := run.find("error")
+	require.Len(t, errs, 1, "the reconnect is said")
+	assert.Contains(t, errs[0]["message"], "Reconnecting")
+	keepStream(t, "codex-recovered", run, machinePaths(env, dir)...)
+}
