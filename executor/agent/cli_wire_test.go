@@ -154,6 +154,9 @@ func TestClaudeCLIReturnsScriptedText(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "claude-orbit-test", reqs[0].Model)
 	assert.True(t, reqs[0].Stream, "Claude Code streams")
+	// With nonessential traffic off, the turn is all it asks the server:
+	// no count_tokens, no model listing, no quota probe.
+	assert.Len(t, srv.Requests(), 1)
 	keepStream(t, "claude-text", run, machinePaths(env, dir)...)
 }
 
@@ -289,6 +292,7 @@ func TestCodexCLIReturnsScriptedText(t *testing.T) {
 	reqs := srv.Scripted()
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "gpt-orbit-test", reqs[0].Model)
+	assert.Len(t, srv.Requests(), 1, "Codex asks a custom provider for nothing but the turn")
 	keepStream(t, "codex-text", run, machinePaths(env, dir)...)
 }
 
