@@ -77,6 +77,7 @@ func TestClaudeCodeAllowedWriteLandsAndIsRecorded(t *testing.T) {
 	assert.Equal(t, float64(2), out["turns"])
 	assert.Equal(t, float64(1), out["tool_calls"])
 	assert.Equal(t, claudeTestModel, out["model"])
+	assert.Greater(t, out["cost_usd"], 0.0, "Claude Code's own account of the cost")
 
 	evs := history(t, log, runID)
 	calls := decodeAll[events.ToolCalledData](t, ofType(evs, events.ToolCalled))

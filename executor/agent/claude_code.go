@@ -413,7 +413,7 @@ func (s *claudeStream) finish(ctx context.Context) error {
 	res := s.result
 	// Turns are the model messages read, not the result's num_turns, which
 	// counts a message printed as several records several times.
-	s.out.FinalMessage, s.out.Usage = res.Result, res.Usage.usage()
+	s.out.FinalMessage, s.out.Usage, s.out.CostUSD = res.Result, res.Usage.usage(), res.TotalCostUSD
 	for _, d := range res.PermissionDenials {
 		if err := s.denial(ctx, d.ToolUseID, d.ToolName, "denied by Claude Code's permissions"); err != nil {
 			return err

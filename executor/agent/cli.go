@@ -166,7 +166,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		out, perr = parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
 	}
 	fin.FinalMessage = capText(out.FinalMessage, textCap)
-	fin.Model, fin.Usage = out.Model, tokenUsage(out.Usage)
+	fin.Model, fin.Usage, fin.CostUSD = out.Model, tokenUsage(out.Usage), out.CostUSD
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationFinished, fin); err != nil {
 		return nil, err
 	}
