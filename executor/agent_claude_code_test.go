@@ -225,3 +225,20 @@ func TestCLIBackendMissingCommandIsNotRetried(t *testing.T) {
 	assert.False(t, fin.Error.Retryable)
 	assert.Contains(t, fin.Error.Message, `executor "fake": exec: "orbit-no-such-agent": executable file not found in $PATH (PATH=`)
 }
+
+func TestClaudeCodeWithoutToolsOffersNone(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	srv := testkit.NewAnthropicServer(t, testkit.Turn{Text: "nothing to do"})
+	// A model request with no tools is a side request to the server; the
+	// agent's one turn is the only request.
+	_, fin := runJob(t, log, claudeCodeJob(t, srv, "        wall_clock_timeout_seconds: 60\n"), nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "ok", fin.Output.(map[string]any)["final_message"], "answered as a side request: no tools were offered")
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	assert.Empty(t, reqs[0].Tools)
+	assert.Equal(t, claudeTestModel, reqs[0].Model)
+}
