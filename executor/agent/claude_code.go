@@ -233,7 +233,7 @@ func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error
 		s.calls[b.ID] = &ccCall{name: b.Name, input: b.Input, turn: s.turn, at: time.Now()}
 		// Claude Code answers a call to a tool it was not offered itself, as
 		// an unknown tool: for Orbit it is a tool outside the allowlist.
-		if _, ok := s.grant.Orbit[b.Name]; !ok && !strings.HasPrefix(b.Name, "mcp__") {
+		if _, ok := s.grant.Orbit[b.Name]; !ok {
 			if err := s.denial(ctx, b.ID, b.Name, "not in the allowlist: Claude Code was not offered "+b.Name); err != nil {
 				return err
 			}
