@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/nats-io/nkeys"
 )
 
 // Identity is one of the NATS users a project's embedded server admits
@@ -101,13 +99,9 @@ func narrow(path string, want fs.FileMode) error {
 // Seed returns the seed in path, for the redactor: a seed must never reach
 // the log, a blob or a log file.
 func Seed(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	kp, err := readSeed(path)
 	if err != nil {
-		return "", fmt.Errorf("events: nkey seed: %w", err)
-	}
-	kp, err := nkeys.ParseDecoratedNKey(data)
-	if err != nil {
-		return "", fmt.Errorf("events: nkey seed %s: %w", path, err)
+		return "", err
 	}
 	defer kp.Wipe()
 	seed, err := kp.Seed()

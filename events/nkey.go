@@ -9,16 +9,25 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// nkeyPublic returns the public key of the user nkey whose seed is in path
-// (a bare seed, as `nk -gen user` writes, or a decorated one).
-func nkeyPublic(path string) (string, error) {
+// readSeed parses the nkey seed in path (a bare seed, as `nk -gen user`
+// writes, or a decorated one). The caller wipes the key pair.
+func readSeed(path string) (nkeys.KeyPair, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("events: nkey seed: %w", err)
+		return nil, fmt.Errorf("events: nkey seed: %w", err)
 	}
 	kp, err := nkeys.ParseDecoratedNKey(data)
 	if err != nil {
-		return "", fmt.Errorf("events: nkey seed %s: %w", path, err)
+		return nil, fmt.Errorf("events: nkey seed %s: %w", path, err)
+	}
+	return kp, nil
+}
+
+// nkeyPublic returns the public key of the user nkey whose seed is in path.
+func nkeyPublic(path string) (string, error) {
+	kp, err := readSeed(path)
+	if err != nil {
+		return "", err
 	}
 	defer kp.Wipe()
 	public, err := kp.PublicKey()

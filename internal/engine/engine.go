@@ -312,8 +312,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.cfg.IdleTimeout > 0 {
 		go e.watchIdle(ctx, cancel)
 	}
-	go e.watchState(ctx, cancel)
-	go e.watchLog(ctx, cancel)
+	// The state directory removed (rm -rf of the project's state, a demo
+	// directory made again): the log and views this engine writes are
+	// gone, and the next command would start a second engine on the root.
+	go e.watch(ctx, cancel, e.stateRemoved)
+	// The events stream deleted or replaced under the engine: the log every
+	// view and run rests on is gone, and going on would write a new history
+	// into a stream nobody provisioned.
+	go e.watch(ctx, cancel, e.logLost)
 	<-ctx.Done()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errIdle) {
 		return err
@@ -327,11 +333,9 @@ var errIdle = errors.New("idle")
 // still there.
 const stateCheck = 2 * time.Second
 
-// watchState stops the engine when its state directory is removed (rm -rf
-// of the project's state, a demo directory made again): the log and views
-// it writes are gone, and the next command would start a second engine on
-// the root beside this one.
-func (e *Engine) watchState(ctx context.Context, stop context.CancelCauseFunc) {
+// watch stops the engine with the error check returns, asking it every
+// stateCheck. Run returns that error: orbit serve prints it and exits.
+func (e *Engine) watch(ctx context.Context, stop context.CancelCauseFunc, check func(context.Context) error) {
 	tick := time.NewTicker(stateCheck)
 	defer tick.Stop()
 	for {
@@ -339,13 +343,21 @@ func (e *Engine) watchState(ctx context.Context, stop context.CancelCauseFunc) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if _, err := os.Stat(StateDir(e.cfg.Root)); errors.Is(err, fs.ErrNotExist) {
-				e.logger.Error("the engine's state was removed; stopping", "dir", StateDir(e.cfg.Root))
-				stop(fmt.Errorf("%s was removed: this engine's log and views are gone", StateDir(e.cfg.Root)))
+			if err := check(ctx); err != nil {
+				stop(err)
 				return
 			}
 		}
 	}
+}
+
+// stateRemoved returns an error once the root's state directory is gone.
+func (e *Engine) stateRemoved(context.Context) error {
+	if _, err := os.Stat(StateDir(e.cfg.Root)); errors.Is(err, fs.ErrNotExist) {
+		e.logger.Error("the engine's state was removed; stopping", "dir", StateDir(e.cfg.Root))
+		return fmt.Errorf("%s was removed: this engine's log and views are gone", StateDir(e.cfg.Root))
+	}
+	return nil
 }
 
 func (e *Engine) touch() { e.lastActivity.Store(time.Now().UnixNano()) }

@@ -48,7 +48,7 @@ func (e *Engine) openLogError(err error, rec projector.LogRecord) error {
 }
 
 // checkLog refuses a log the views were not folded from, before the engine
-// serves anything, and notes the stream's creation time for watchLog.
+// serves anything, and notes the stream's creation time for logLost.
 func (e *Engine) checkLog(ctx context.Context) error {
 	err := e.proj.CheckLog(ctx)
 	var mismatch *projector.MismatchError
@@ -88,21 +88,3 @@ func (e *Engine) logLost(ctx context.Context) error {
 	return e.lost(found, rec, err)
 }
 
-// watchLog stops the engine when its events stream is deleted or replaced
-// under it: the log every view and every run rests on is gone, and going
-// on would write a new history into a stream nobody provisioned.
-func (e *Engine) watchLog(ctx context.Context, stop context.CancelCauseFunc) {
-	tick := time.NewTicker(stateCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if err := e.logLost(ctx); err != nil {
-				stop(err) // Run returns it: orbit serve prints it and exits 3
-				return
-			}
-		}
-	}
-}
