@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean nats-cli
+.PHONY: all build agents test fuzz bench soak chaos lint demo demo-groundhog clean nats-cli
 
 all: build
 
@@ -21,9 +21,20 @@ nats-cli: $(NATS_CLI)
 $(NATS_CLI):
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/nats-io/natscli/nats@v0.5.0
 
+# The CLI agents the tests drive (Claude Code, Codex), at the versions
+# pinned in tools/agents/package-lock.json, installed by npm ci into
+# tools/agents/node_modules (ignored); nothing is done when that install is
+# newer than the lock file.
+AGENTS := tools/agents
+agents: $(AGENTS)/node_modules/.installed
+
+$(AGENTS)/node_modules/.installed: $(AGENTS)/package-lock.json $(AGENTS)/package.json
+	cd $(AGENTS) && npm ci --no-audit --no-fund
+	touch $@
+
 # The test suite: vet, then every test with the race detector (which runs
 # each fuzz target's seed corpus), then every fuzz target for 3s.
-test: nats-cli
+test: nats-cli agents
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh
@@ -72,4 +83,4 @@ demo-groundhog: build
 	ORBIT=$(BIN) scripts/demo-groundhog.sh
 
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog
+	rm -rf bin $(DEMO) .demo-groundhog $(AGENTS)/node_modules

@@ -198,6 +198,17 @@ func (d *decoder) attachExecutor(m *mapping, spec *ActivitySpec, o *loadOptions)
 	}
 	es := e.Spec.clone()
 	spec.ExecutorSpec = &es
+	if es.Output != OutputClaudeCode {
+		return
+	}
+	// The claude_code adapter grants the allowlist through Claude Code's own
+	// permissions: a tool it cannot grant is refused here, not at run time.
+	for i, tool := range spec.Tools {
+		if _, err := ClaudeCodeGrant([]string{tool}, spec.AllowedPrograms); err != nil {
+			path := fmt.Sprintf("%s[%d]", child(m.path, "tools"), i)
+			d.add(m.line("tools"), path, fmt.Sprintf("%v: executor %q runs Claude Code (output %s)", err, name, OutputClaudeCode))
+		}
+	}
 }
 
 // tools reads the tool names of an agent spec. Which names exist is the

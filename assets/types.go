@@ -37,6 +37,10 @@ const (
 	OutputText       = "text"        // the whole of stdout is the final message
 	OutputClaudeJSON = "claude_json" // one JSON result object (claude -p --output-format json)
 	OutputCodexJSONL = "codex_jsonl" // one JSON event per line (codex exec --json)
+	// OutputClaudeCode is the claude_code adapter: Orbit builds Claude Code's
+	// command line from the agent_loop spec (see ClaudeCodeGrant) and reads
+	// its stream-json records as they come.
+	OutputClaudeCode = "claude_code"
 )
 
 // Layer says which catalog layer an asset was found in, highest priority first.
@@ -143,7 +147,8 @@ type ExecutorSpec struct {
 	// Args are static: they are passed as written, never rendered.
 	Args []string `json:"args,omitempty"`
 	// Output is how stdout is parsed: OutputText (the default),
-	// OutputClaudeJSON or OutputCodexJSONL.
+	// OutputClaudeJSON, OutputCodexJSONL, or OutputClaudeCode (which also
+	// says how the command line is built).
 	Output string `json:"output"`
 	// Env is added to the engine's environment of the command. Values are
 	// literal.

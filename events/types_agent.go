@@ -60,10 +60,13 @@ type AgentSessionData struct {
 // ToolCalledData records one executed tool call. The input is identified
 // by its digest; a large result is a blob.
 type ToolCalledData struct {
-	Attempt     int      `json:"attempt"`
-	Turn        int      `json:"turn"`
-	ToolUseID   string   `json:"tool_use_id"`
-	Name        string   `json:"name"`
+	Attempt   int    `json:"attempt"`
+	Turn      int    `json:"turn"`
+	ToolUseID string `json:"tool_use_id"`
+	Name      string `json:"name"`
+	// AgentTool is the tool's name in a CLI agent (Claude Code's "Write"
+	// for Orbit's fs.write); empty for the HTTP loop, where they agree.
+	AgentTool   string   `json:"agent_tool,omitempty"`
 	InputDigest string   `json:"input_digest"`
 	InputSize   int      `json:"input_size"`
 	ResultSize  int      `json:"result_size"`
@@ -80,6 +83,7 @@ type ToolDeniedData struct {
 	Turn      int    `json:"turn"`
 	ToolUseID string `json:"tool_use_id"`
 	Name      string `json:"name"`
+	AgentTool string `json:"agent_tool,omitempty"` // as in ToolCalledData
 	Reason    string `json:"reason"`
 	Path      string `json:"path,omitempty"`
 	OnDenial  string `json:"on_denial"` // terminate | continue

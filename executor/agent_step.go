@@ -320,6 +320,10 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		Timeout:   time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
 		Attempt:   a.cmd.Attempt,
 		Emitter:   em,
+
+		AllowedPrograms: spec.AllowedPrograms,
+		MaxTurns:        spec.MaxIterations,
+		OnDenial:        spec.OnDenial,
 	})
 	if errors.Is(err, agent.ErrNoCompletion) && !spec.CompletionRequired() {
 		err = nil

@@ -37,6 +37,7 @@ all=(
 	"./assets FuzzTemplate"
 	"./assets FuzzCondition"
 	"./executor/agent FuzzParseFixture"
+	"./executor/agent FuzzClaudeStream"
 	"./events FuzzDecodeEvent"
 	"./internal/engine FuzzDecodeSubmission"
 	"./gitops FuzzScratchBranchName"

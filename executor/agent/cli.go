@@ -58,6 +58,11 @@ type CLIConfig struct {
 	Timeout   time.Duration // wall-clock limit (0: none but ctx)
 	Attempt   int
 	Emitter   Emitter
+	// What the claude_code adapter grants and enforces through the agent's
+	// own options; other outputs see them in the envelope or not at all.
+	AllowedPrograms []string
+	MaxTurns        int    // max_iterations; 0: the agent's own limit
+	OnDenial        string // OnDenialTerminate (default) or OnDenialContinue
 }
 
 // RunCLI runs a CLI agent in its own process group in the workspace, with
@@ -66,12 +71,35 @@ type CLIConfig struct {
 // gets SIGTERM, then SIGKILL, and whatever is left of it is killed when the
 // program exits. The final message and usage are parsed from stdout in the
 // executor's output format.
+//
+// The claude_code output is an adapter: the command line is Claude Code's
+// own (claudeCodeArgs), the prompt is its stdin, and its records are
+// recorded as agent.turn, tool.called and tool.denied events as they come.
+// A denial under on_denial terminate stops the agent at once.
 func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	stdin, err := json.Marshal(cfg.Envelope)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(cfg.Spec.Command, cfg.Spec.Args...)
+	args := cfg.Spec.Args
+	// waitCtx ends when the agent must be stopped before it is done.
+	waitCtx, stopAgent := context.WithCancelCause(ctx)
+	defer stopAgent(nil)
+	var stream *claudeStream
+	if cfg.Spec.Output == OutputClaudeCode {
+		grant, err := assets.ClaudeCodeGrant(cfg.Envelope.Tools, cfg.AllowedPrograms)
+		if err != nil {
+			return nil, &ProviderError{Provider: cfg.Executor, Message: err.Error()}
+		}
+		args, stdin = claudeCodeArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
+		stream = newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
+	}
+	cmd := exec.Command(cfg.Spec.Command, args...)
+	if cmd.Err != nil {
+		// A program that is not there will not be there on a retry.
+		return nil, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("executor %q: %v (PATH=%s)",
+			cfg.Executor, cmd.Err, os.Getenv("PATH"))}
+	}
 	cmd.Dir = cfg.Workspace
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Env = cfg.Env
@@ -105,18 +133,21 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	var wg sync.WaitGroup
 	stdout := &lineRecorder{stream: "stdout", cfg: &cfg}
+	if stream != nil {
+		stdout.onLine = stream.line
+	}
 	stderr := &lineRecorder{stream: "stderr", cfg: &cfg}
 	defer wg.Wait()
 	defer g.Kill()
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationStarted, events.CLIInvocationStartedData{
-		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: cfg.Spec.Args, PID: g.PID(),
+		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: args, PID: g.PID(),
 	}); err != nil {
 		return nil, err
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); stdout.read(ctx, outR) }()
 	go func() { defer wg.Done(); stderr.read(ctx, errR) }()
-	res := g.Wait(ctx, cfg.Timeout, cliKillGrace)
+	res := g.Wait(waitCtx, cfg.Timeout, cliKillGrace)
 	wg.Wait()
 
 	fin := events.CLIInvocationFinishedData{Attempt: cfg.Attempt, Executor: cfg.Executor, TimedOut: res.TimedOut,
@@ -127,7 +158,13 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	if fin.Stderr, err = stderr.finish(ctx); err != nil {
 		return nil, err
 	}
-	out, perr := parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
+	var out *Outcome
+	var perr error
+	if stream != nil {
+		out, perr = stream.outcome(ctx, lastLines(stdout.buf.Bytes(), stderr.buf.Bytes()))
+	} else {
+		out, perr = parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
+	}
 	fin.FinalMessage = capText(out.FinalMessage, textCap)
 	fin.Model, fin.Usage = out.Model, tokenUsage(out.Usage)
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationFinished, fin); err != nil {
@@ -139,6 +176,10 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return out, fmt.Errorf("%w: %s ran past %s; its process group was killed", ErrTimeout, cfg.Spec.Command, cfg.Timeout)
 	case ctx.Err() != nil:
 		return out, ctx.Err()
+	case stream != nil && perr != nil:
+		// The agent's own account (its error result, a denial that stopped
+		// it, its turn limit) says more than its exit code.
+		return out, perr
 	case fin.Signal != "" || fin.ExitCode != 0:
 		return out, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("%s exited with %s%s",
 			cfg.Spec.Command, describeExit(fin.ExitCode, fin.Signal), proc.LastLine(stderr.buf.Bytes())), Retryable: true}
@@ -154,6 +195,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 type lineRecorder struct {
 	stream string
 	cfg    *CLIConfig
+	onLine func(ctx context.Context, line []byte) // sees every line as it comes, if set
 	buf    bytes.Buffer
 	size   int64
 	lines  int
@@ -170,6 +212,9 @@ func (r *lineRecorder) read(ctx context.Context, rd io.Reader) {
 				r.buf.Write(line[:min(room, len(line))])
 			}
 			r.lines++
+			if r.onLine != nil {
+				r.onLine(ctx, bytes.TrimSpace(line))
+			}
 			if r.lines <= cliLineEvents && r.err == nil {
 				text := strings.TrimRight(string(line), "\r\n")
 				r.err = r.cfg.Emitter.Emit(ctx, events.CLIOutput, events.CLIOutputData{
@@ -297,4 +342,13 @@ func describeExit(code int, signal string) string {
 		return "signal " + signal
 	}
 	return fmt.Sprintf("code %d", code)
+}
+
+// lastLines quotes the end of an agent's output for an error that has
+// nothing better to say: the last line of stderr, else of stdout.
+func lastLines(stdout, stderr []byte) string {
+	if l := proc.LastLine(stderr); l != "" {
+		return l
+	}
+	return proc.LastLine(stdout)
 }

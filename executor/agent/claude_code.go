@@ -1,0 +1,458 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// OutputClaudeCode is the claude_code adapter: Orbit builds Claude Code's
+// command line from the agent_loop spec and reads its stream-json records
+// as they come.
+const OutputClaudeCode = assets.OutputClaudeCode
+
+// claudeCodeProvider names Claude Code in agent.turn events.
+const claudeCodeProvider = "claude_code"
+
+// claudeCodeArgs is Claude Code's command line for one invocation: the
+// executor's own args first, then print mode with stream-json records, the
+// model, the instruction appended to Claude Code's system prompt, the turn
+// limit, and the allowlist as Claude Code's own permissions. The prompt
+// goes on stdin.
+//
+// IMPORTANT: --permission-mode dontAsk denies, without asking, every tool
+// use that no --allowedTools rule allows, and --tools offers only the
+// built-in tools the allowlist maps to: no step can wait on a permission
+// prompt, and nothing outside the allowlist runs.
+func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
+	args := append([]string(nil), cfg.Spec.Args...)
+	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--no-session-persistence",
+		"--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
+	if len(grant.Allowed) > 0 {
+		args = append(args, "--allowedTools="+strings.Join(grant.Allowed, ","))
+	}
+	args = append(args, "--disallowedTools="+strings.Join(grant.Denied, ","))
+	if m := cfg.Envelope.Model; m != "" {
+		args = append(args, "--model="+m)
+	}
+	if s := cfg.Envelope.Instruction; s != "" {
+		args = append(args, "--append-system-prompt="+s)
+	}
+	if cfg.MaxTurns > 0 {
+		args = append(args, "--max-turns="+strconv.Itoa(cfg.MaxTurns))
+	}
+	return args
+}
+
+// claudeStream reads Claude Code's stream-json records one line at a time
+// and records the session as it goes: agent.turn when a model message is
+// complete, tool.called when a tool's result comes back, tool.denied when
+// Claude Code refuses a call or the model calls a tool it was not offered.
+// It is used from one goroutine.
+//
+// IMPORTANT: Claude Code prints one model message as several assistant
+// records (one a content block, same message id) and runs each tool as
+// soon as its block is complete, so tool results come between the records
+// of the message that called them. A message is complete only when a record
+// of the next one (or the result) comes: until then what its calls record
+// is queued, so that the log reads turn, then that turn's calls. A denial
+// still stops the agent at once.
+type claudeStream struct {
+	cfg   *CLIConfig
+	grant assets.ClaudeCodeGrantData
+	// deny is called with the first denial when on_denial is terminate: it
+	// stops the agent.
+	deny func(*DeniedError)
+
+	turn    int
+	msg     *ccMessage // the model message being read (one per turn)
+	queue   []queued   // what its calls recorded while it was being read
+	calls   map[string]*ccCall
+	out     Outcome
+	result  *ccResult
+	denied  *DeniedError // the first denial
+	records int
+	err     error // the first failure to record; nothing more is recorded after it
+}
+
+type ccMessage struct {
+	ID      string      `json:"id"`
+	Model   string      `json:"model"`
+	Content []ccContent `json:"content"`
+	Usage   ccUsage     `json:"usage"`
+}
+
+type ccContent struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"` // tool_result: a string or text blocks
+	IsError   bool            `json:"is_error"`
+}
+
+type ccUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+func (u ccUsage) usage() Usage {
+	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+}
+
+// ccRecord is one stream-json line, as far as Orbit reads it.
+type ccRecord struct {
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+	// assistant, user
+	Message json.RawMessage `json:"message"`
+	// system/permission_denied (message is then a string)
+	ToolName  string `json:"tool_name"`
+	ToolUseID string `json:"tool_use_id"`
+	// user: how Claude Code's permissions decided each call. A deny rule's
+	// refusal is said only here (and in the result), not as a
+	// permission_denied record.
+	ToolResultMeta []struct {
+		ID                 string `json:"id"`
+		PermissionDecision struct {
+			Decision string `json:"decision"`
+		} `json:"permission_decision"`
+	} `json:"tool_result_meta"`
+}
+
+// ccResult is the record that ends a session.
+type ccResult struct {
+	Subtype           string                     `json:"subtype"`
+	IsError           bool                       `json:"is_error"`
+	Result            string                     `json:"result"`
+	Errors            []string                   `json:"errors"`
+	TotalCostUSD      float64                    `json:"total_cost_usd"`
+	Usage             ccUsage                    `json:"usage"`
+	ModelUsage        map[string]json.RawMessage `json:"modelUsage"`
+	PermissionDenials []struct {
+		ToolName  string `json:"tool_name"`
+		ToolUseID string `json:"tool_use_id"`
+	} `json:"permission_denials"`
+	TerminalReason string `json:"terminal_reason"`
+}
+
+// queued is an event held until the turn it belongs to is recorded.
+type queued struct {
+	typ     string
+	payload any
+}
+
+// ccCall is a tool call the model made, waiting for its result.
+type ccCall struct {
+	name   string
+	input  json.RawMessage
+	turn   int
+	at     time.Time
+	denied bool
+}
+
+func newClaudeStream(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, deny func(*DeniedError)) *claudeStream {
+	return &claudeStream{cfg: cfg, grant: grant, deny: deny, calls: map[string]*ccCall{},
+		out: Outcome{StopReason: StopEndTurn}}
+}
+
+// line reads one line of stdout. A line that is not a JSON record (Claude
+// Code prints none, but a wrapper might) is left to the cli.output record.
+func (s *claudeStream) line(ctx context.Context, line []byte) {
+	if s.err != nil {
+		return
+	}
+	var rec ccRecord
+	if json.Unmarshal(line, &rec) != nil || rec.Type == "" {
+		return
+	}
+	s.records++
+	switch rec.Type {
+	case "assistant":
+		s.err = s.assistant(ctx, rec.Message)
+	case "user":
+		rejected := map[string]bool{}
+		for _, m := range rec.ToolResultMeta {
+			if m.PermissionDecision.Decision == "reject" {
+				rejected[m.ID] = true
+			}
+		}
+		s.err = s.user(ctx, rec.Message, rejected)
+	case "system":
+		if rec.Subtype == "permission_denied" {
+			var reason string
+			_ = json.Unmarshal(rec.Message, &reason)
+			s.err = s.denial(ctx, rec.ToolUseID, rec.ToolName, reason)
+		}
+	case "result":
+		var res ccResult
+		if err := json.Unmarshal(line, &res); err == nil {
+			s.result = &res
+			if s.err = s.flush(ctx); s.err == nil {
+				s.err = s.finish(ctx)
+			}
+		}
+	}
+}
+
+// assistant adds a record of a model message: the first of the next
+// message completes the one before.
+func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error {
+	var m ccMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil
+	}
+	if s.msg != nil && s.msg.ID != m.ID {
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if s.msg == nil {
+		s.turn++
+		s.msg = &ccMessage{ID: m.ID, Model: m.Model}
+	}
+	s.msg.Content = append(s.msg.Content, m.Content...)
+	s.msg.Usage = m.Usage
+	for _, b := range m.Content {
+		if b.Type != "tool_use" {
+			continue
+		}
+		s.calls[b.ID] = &ccCall{name: b.Name, input: b.Input, turn: s.turn, at: time.Now()}
+		// Claude Code answers a call to a tool it was not offered itself, as
+		// an unknown tool: for Orbit it is a tool outside the allowlist.
+		if _, ok := s.grant.Orbit[b.Name]; !ok && !strings.HasPrefix(b.Name, "mcp__") {
+			if err := s.denial(ctx, b.ID, b.Name, "not in the allowlist: Claude Code was not offered "+b.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// emit records an event, or queues it while a model message is being read.
+func (s *claudeStream) emit(ctx context.Context, typ string, payload any) error {
+	if s.msg != nil {
+		s.queue = append(s.queue, queued{typ, payload})
+		return nil
+	}
+	return s.cfg.Emitter.Emit(ctx, typ, payload)
+}
+
+// flush records the model message read so far as a turn, then what its
+// calls recorded meanwhile.
+func (s *claudeStream) flush(ctx context.Context) error {
+	m := s.msg
+	if m == nil {
+		return nil
+	}
+	s.msg = nil
+	q := s.queue
+	s.queue = nil
+	s.out.Turns = s.turn
+	if m.Model != "" && !strings.HasPrefix(m.Model, "<") {
+		s.out.Model = m.Model
+	}
+	data := events.AgentTurnData{Attempt: s.cfg.Attempt, Turn: s.turn, Provider: claudeCodeProvider,
+		Model: m.Model, StopReason: StopEndTurn, Usage: tokenUsage(m.Usage.usage())}
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			data.Text += b.Text
+		case "tool_use":
+			data.StopReason = StopToolUse
+			data.ToolUses = append(data.ToolUses, b.Name)
+		}
+	}
+	if full, err := json.Marshal(m.Content); err == nil && (len(data.Text) > textCap || len(full) > blobCap) {
+		ref, err := s.cfg.Emitter.PutBlob(ctx, full)
+		if err != nil {
+			return err
+		}
+		data.Response = &ref
+		data.Text = capText(data.Text, textCap)
+	}
+	if err := s.cfg.Emitter.Emit(ctx, events.AgentTurn, data); err != nil {
+		return err
+	}
+	for _, e := range q {
+		if err := s.cfg.Emitter.Emit(ctx, e.typ, e.payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orbitName is the Orbit tool a Claude Code tool stands for (the one
+// granted, else the table's), or the Claude Code name when it stands for
+// none.
+func (s *claudeStream) orbitName(tool string) string {
+	if name, ok := s.grant.Orbit[tool]; ok {
+		return name
+	}
+	if name := assets.ClaudeCodeOrbitTool(tool); name != "" {
+		return name
+	}
+	return tool
+}
+
+// denial records a refused call, once, and stops the agent when on_denial
+// is terminate.
+func (s *claudeStream) denial(ctx context.Context, id, tool, reason string) error {
+	c := s.calls[id]
+	if c == nil {
+		c = &ccCall{name: tool, turn: s.turn}
+		s.calls[id] = c
+	}
+	if c.denied {
+		return nil
+	}
+	c.denied = true
+	onDenial := s.cfg.OnDenial
+	if onDenial == "" {
+		onDenial = OnDenialTerminate
+	}
+	if err := s.emit(ctx, events.ToolDenied, events.ToolDeniedData{
+		Attempt: s.cfg.Attempt, Turn: c.turn, ToolUseID: id, Name: s.orbitName(tool), AgentTool: tool,
+		Reason: capText(reason, textCap), OnDenial: onDenial,
+	}); err != nil {
+		return err
+	}
+	if s.denied == nil {
+		s.denied = &DeniedError{Tool: s.orbitName(tool), Reason: capText(reason, 200)}
+		if onDenial == OnDenialTerminate {
+			s.out.StopReason = StopDenied
+			s.deny(s.denied)
+		}
+	}
+	return nil
+}
+
+// user reads the tool results Claude Code sends back to the model: each is
+// a tool.called, unless the call was denied (rejected: by the ids Claude
+// Code's permissions rejected).
+func (s *claudeStream) user(ctx context.Context, raw json.RawMessage, rejected map[string]bool) error {
+	var m struct {
+		Content []ccContent `json:"content"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	for _, b := range m.Content {
+		if b.Type != "tool_result" {
+			continue
+		}
+		c := s.calls[b.ToolUseID]
+		if c == nil || c.denied {
+			continue
+		}
+		out := toolResultText(b.Content)
+		if rejected[b.ToolUseID] {
+			if err := s.denial(ctx, b.ToolUseID, c.name, out); err != nil {
+				return err
+			}
+			continue
+		}
+		delete(s.calls, b.ToolUseID)
+		sum := sha256.Sum256(c.input)
+		data := events.ToolCalledData{
+			Attempt: s.cfg.Attempt, Turn: c.turn, ToolUseID: b.ToolUseID, Name: s.orbitName(c.name), AgentTool: c.name,
+			InputDigest: "sha256-" + hex.EncodeToString(sum[:]), InputSize: len(c.input),
+			ResultSize: len(out), DurationMS: time.Since(c.at).Milliseconds(),
+		}
+		if b.IsError {
+			data.Error = capText(out, textCap)
+		}
+		if len(out) > blobCap {
+			ref, err := s.cfg.Emitter.PutBlob(ctx, []byte(out))
+			if err != nil {
+				return err
+			}
+			data.Result = &ref
+		}
+		if err := s.emit(ctx, events.ToolCalled, data); err != nil {
+			return err
+		}
+		s.out.ToolCalls++
+	}
+	return nil
+}
+
+// toolResultText is a tool_result's content: a string, or text blocks.
+func toolResultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &blocks)
+	parts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		parts = append(parts, b.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// finish takes the final message, turns and usage from the result record,
+// and records the denials it lists that were not seen as they happened.
+func (s *claudeStream) finish(ctx context.Context) error {
+	res := s.result
+	// Turns are the model messages read, not the result's num_turns, which
+	// counts a message printed as several records several times.
+	s.out.FinalMessage, s.out.Usage = res.Result, res.Usage.usage()
+	for _, d := range res.PermissionDenials {
+		if err := s.denial(ctx, d.ToolUseID, d.ToolName, "denied by Claude Code's permissions"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outcome is how the session ended, and the error that fails the step when
+// it did not end well: a denial under on_denial terminate, an error result
+// (its own words), the turn limit, or no result at all (then tail, the end
+// of what the agent printed, says what happened).
+func (s *claudeStream) outcome(ctx context.Context, tail string) (*Outcome, error) {
+	if s.err == nil {
+		// A stream cut short: what was read is recorded all the same.
+		s.err = s.flush(ctx)
+	}
+	out := s.out
+	if s.err != nil {
+		return &out, s.err
+	}
+	if s.denied != nil && out.StopReason == StopDenied {
+		return &out, s.denied
+	}
+	res := s.result
+	switch {
+	case res == nil:
+		return &out, &ProviderError{Provider: claudeCodeProvider,
+			Message: fmt.Sprintf("Claude Code printed no result record (%d records read)%s", s.records, tail)}
+	case res.Subtype == "error_max_turns" || res.TerminalReason == "max_turns":
+		out.StopReason = StopTurnLimit
+		return &out, fmt.Errorf("%w: Claude Code stopped after %d turns", ErrTurnLimit, out.Turns)
+	case res.IsError || res.Subtype != "success":
+		reason := res.Result
+		if reason == "" {
+			reason = strings.Join(res.Errors, "; ")
+		}
+		return &out, &ProviderError{Provider: claudeCodeProvider, Message: fmt.Sprintf("Claude Code reported an error (%s, %s): %s",
+			res.Subtype, res.TerminalReason, capText(reason, 500)), Retryable: res.TerminalReason == "api_error"}
+	}
+	return &out, nil
+}

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// recorder keeps what a stream records, in order: the event log's side of
+// the Emitter edge.
+type recorder struct {
+	types    []string
+	payloads []any
+	blobs    int
+}
+
+func (r *recorder) Emit(_ context.Context, typ string, payload any) error {
+	r.types, r.payloads = append(r.types, typ), append(r.payloads, payload)
+	return nil
+}
+
+func (r *recorder) PutBlob(_ context.Context, data []byte) (events.BlobRef, error) {
+	r.blobs++
+	sum := sha256.Sum256(data)
+	return events.BlobRef{Digest: "sha256-" + hex.EncodeToString(sum[:]), Size: int64(len(data))}, nil
+}
+
+// replayClaude feeds a recorded stream-json file through the adapter's
+// reader, as RunCLI does line by line.
+func replayClaude(t *testing.T, file string, tools []string, onDenial string) (*recorder, *Outcome, error, *DeniedError) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "cli", file))
+	require.NoError(t, err)
+	grant, err := assets.ClaudeCodeGrant(tools, nil)
+	require.NoError(t, err)
+	rec := &recorder{}
+	var stopped *DeniedError
+	s := newClaudeStream(&CLIConfig{Attempt: 1, Emitter: rec, OnDenial: onDenial}, grant, func(d *DeniedError) { stopped = d })
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		s.line(context.Background(), bytes.TrimSpace(line))
+	}
+	out, err := s.outcome(context.Background(), "")
+	return rec, out, err, stopped
+}
+
+func TestClaudeStreamRecordsTurnsAndCalls(t *testing.T) {
+	rec, out, err, stopped := replayClaude(t, "claude-write-allowed.jsonl", []string{"fs.write"}, "")
+	require.NoError(t, err)
+	assert.Nil(t, stopped)
+	assert.Equal(t, []string{events.AgentTurn, events.ToolCalled, events.AgentTurn}, rec.types)
+	turn := rec.payloads[0].(events.AgentTurnData)
+	assert.Equal(t, 1, turn.Turn)
+	assert.Equal(t, []string{"Write"}, turn.ToolUses)
+	assert.Equal(t, StopToolUse, turn.StopReason)
+	call := rec.payloads[1].(events.ToolCalledData)
+	assert.Equal(t, "fs.write", call.Name)
+	assert.Equal(t, "Write", call.AgentTool)
+	assert.Equal(t, "toolu_001_1", call.ToolUseID)
+	assert.Empty(t, call.Error)
+	assert.Equal(t, "done", rec.payloads[2].(events.AgentTurnData).Text)
+	assert.Equal(t, "done", out.FinalMessage)
+	assert.Equal(t, 2, out.Turns)
+	assert.Equal(t, 1, out.ToolCalls)
+	assert.Equal(t, "claude-orbit-test", out.Model)
+	assert.Equal(t, int64(200), out.Usage.InputTokens, "usage is the result's total")
+}
+
+func TestClaudeStreamDenials(t *testing.T) {
+	for _, file := range []string{"claude-write-denied-default.jsonl", "claude-write-denied-dontAsk.jsonl"} {
+		t.Run(file, func(t *testing.T) {
+			rec, out, err, stopped := replayClaude(t, file, []string{"fs.read"}, "")
+			var denied *DeniedError
+			require.ErrorAs(t, err, &denied)
+			assert.Equal(t, "fs.write", denied.Tool)
+			assert.Same(t, denied, stopped, "the agent is stopped at the denial")
+			assert.Equal(t, StopDenied, out.StopReason)
+			// Denied once, though the record, the result and the tool list all
+			// say so.
+			assert.Equal(t, []string{events.AgentTurn, events.ToolDenied, events.AgentTurn}, rec.types)
+			d := rec.payloads[1].(events.ToolDeniedData)
+			assert.Equal(t, "fs.write", d.Name)
+			assert.Equal(t, "Write", d.AgentTool)
+			assert.Equal(t, OnDenialTerminate, d.OnDenial)
+			assert.NotEmpty(t, d.Reason)
+		})
+	}
+	t.Run("continue", func(t *testing.T) {
+		rec, out, err, stopped := replayClaude(t, "claude-write-denied-dontAsk.jsonl", []string{"fs.read", "fs.write"}, OnDenialContinue)
+		require.NoError(t, err)
+		assert.Nil(t, stopped)
+		assert.Equal(t, "done", out.FinalMessage)
+		assert.Equal(t, OnDenialContinue, rec.payloads[1].(events.ToolDeniedData).OnDenial)
+	})
+}
+
+// TestClaudeStreamOneMessageManyRecords: the three calls of one message
+// come as three records with tool results between them; they are one turn,
+// recorded before what its calls did.
+func TestClaudeStreamOneMessageManyRecords(t *testing.T) {
+	rec, out, err, _ := replayClaude(t, "claude-write-deny-rule.jsonl", []string{"fs.write"}, OnDenialContinue)
+	require.NoError(t, err)
+	assert.Equal(t, []string{events.AgentTurn, events.ToolDenied, events.ToolDenied, events.ToolCalled, events.AgentTurn}, rec.types)
+	turn := rec.payloads[0].(events.AgentTurnData)
+	assert.Equal(t, []string{"Write", "Write", "Write"}, turn.ToolUses)
+	assert.Equal(t, 1, turn.Turn)
+	for _, p := range rec.payloads[1:3] {
+		d := p.(events.ToolDeniedData)
+		assert.Equal(t, 1, d.Turn)
+		assert.Equal(t, "fs.write", d.Name)
+	}
+	assert.Contains(t, rec.payloads[1].(events.ToolDeniedData).Reason, "denied by your permission settings")
+	assert.Equal(t, 1, rec.payloads[3].(events.ToolCalledData).Turn)
+	assert.Equal(t, 2, rec.payloads[4].(events.AgentTurnData).Turn)
+	assert.Equal(t, 2, out.Turns)
+	assert.Equal(t, 1, out.ToolCalls)
+}
+
+func TestClaudeStreamErrorResult(t *testing.T) {
+	_, _, err, _ := replayClaude(t, "claude-api-error.jsonl", nil, "")
+	var perr *ProviderError
+	require.ErrorAs(t, err, &perr)
+	assert.True(t, perr.Retryable, "an API error may pass")
+	assert.Contains(t, perr.Message, "API Error: 500")
+	assert.Contains(t, perr.Message, "scripted outage")
+}
+
+func TestClaudeStreamWithoutResult(t *testing.T) {
+	grant, _ := assets.ClaudeCodeGrant(nil, nil)
+	s := newClaudeStream(&CLIConfig{Emitter: &recorder{}}, grant, func(*DeniedError) {})
+	s.line(context.Background(), []byte(`{"type":"system","subtype":"init","model":"m"}`))
+	s.line(context.Background(), []byte(`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"hal`))
+	_, err := s.outcome(context.Background(), ": killed")
+	var perr *ProviderError
+	require.ErrorAs(t, err, &perr)
+	assert.False(t, perr.Retryable)
+	assert.Equal(t, "claude_code: Claude Code printed no result record (1 records read): killed", perr.Error())
+}
+
+func TestClaudeCodeArgs(t *testing.T) {
+	grant, err := assets.ClaudeCodeGrant([]string{"fs.read", "shell.exec"}, []string{"git"})
+	require.NoError(t, err)
+	cfg := &CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"--debug-to-stderr"}}, MaxTurns: 7,
+		Envelope: Envelope{Model: "claude-x", Instruction: "-- be careful", Prompt: "not an argument"}}
+	assert.Equal(t, []string{"--debug-to-stderr", "-p", "--output-format=stream-json", "--verbose", "--no-session-persistence",
+		"--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
+		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--model=claude-x", "--append-system-prompt=-- be careful", "--max-turns=7"}, claudeCodeArgs(cfg, grant))
+
+	none, err := assets.ClaudeCodeGrant(nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-p", "--output-format=stream-json", "--verbose", "--no-session-persistence",
+		"--permission-mode=dontAsk", "--tools=", "--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)"},
+		claudeCodeArgs(&CLIConfig{}, none), "no tools offered, nothing allowed")
+}
+
+// FuzzClaudeStream: whatever Claude Code prints, the reader neither panics
+// nor counts a call it did not record.
+func FuzzClaudeStream(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "cli", "claude-*.jsonl"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			f.Add(line)
+		}
+	}
+	f.Add([]byte(`{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"x","message":{}}`))
+	f.Add([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"nobody","content":[{"text":1}]}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		grant, _ := assets.ClaudeCodeGrant([]string{"fs.read", "fs.write", "shell.exec"}, []string{"git"})
+		rec := &recorder{}
+		s := newClaudeStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue}, grant, func(*DeniedError) {})
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			s.line(context.Background(), line)
+		}
+		out, err := s.outcome(context.Background(), "")
+		var perr *ProviderError
+		if err != nil && !errors.As(err, &perr) && !errors.Is(err, ErrTurnLimit) {
+			t.Fatalf("outcome error %T: %v", err, err)
+		}
+		called := 0
+		for _, typ := range rec.types {
+			if typ == events.ToolCalled {
+				called++
+			}
+		}
+		if out.ToolCalls != called {
+			t.Fatalf("%d tool calls counted, %d recorded", out.ToolCalls, called)
+		}
+		if _, err := json.Marshal(rec.payloads); err != nil {
+			t.Fatalf("a payload that does not marshal: %v", err)
+		}
+	})
+}

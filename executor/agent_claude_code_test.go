@@ -1,0 +1,226 @@
+package executor_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// These tests run the real Claude Code CLI (make agents) through the
+// claude_code adapter, against the scripted Anthropic server.
+
+const claudeTestModel = "claude-orbit-test"
+
+// claudeCodeJob is a one-step agent_loop job on the claude_code executor,
+// talking to srv. extra is more of the spec, in YAML at its indentation.
+func claudeCodeJob(t *testing.T, srv *testkit.AnthropicServer, extra string) *assets.Job {
+	t.Helper()
+	bin := testkit.ClaudeCLI(t)
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: claude_code_agent}
+spec:
+  steps:
+    - id: agent
+      default_input: {prompt: "Write the file.", ticket: 42}
+      spec:
+        type: agent_loop
+        provider: claude
+        model: `+claudeTestModel+`
+        instruction: "You write files for ticket {{ input.ticket }}."
+`+extra)
+	spec := job.Spec.Steps[0].Activity
+	spec.Backend = assets.BackendCLI
+	spec.Executor = "claude"
+	// The environment that keeps Claude Code on loopback; in a real project
+	// the key is in the engine's environment, never in an executor.
+	env := map[string]string{}
+	for _, kv := range testkit.ClaudeEnv(t, srv) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	spec.ExecutorSpec = &assets.ExecutorSpec{Command: bin, Output: assets.OutputClaudeCode, Env: env}
+	return job
+}
+
+func writeFileTurns(path string) []testkit.Turn {
+	return []testkit.Turn{
+		{Tools: []testkit.ToolUse{{ID: "toolu_write", Name: "Write", Input: map[string]any{"file_path": path, "content": "written\n"}}}},
+		{Text: "the file is written"},
+	}
+}
+
+func TestClaudeCodeAllowedWriteLandsAndIsRecorded(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	startEngine(t, log, dir, nil)
+	srv := testkit.NewAnthropicServer(t, writeFileTurns("out.txt")...)
+	runID, fin := runJob(t, log, claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n"), nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	got, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "written\n", string(got))
+	out := fin.Output.(map[string]any)
+	assert.Equal(t, "the file is written", out["final_message"])
+	assert.Equal(t, float64(2), out["turns"])
+	assert.Equal(t, float64(1), out["tool_calls"])
+	assert.Equal(t, claudeTestModel, out["model"])
+
+	evs := history(t, log, runID)
+	calls := decodeAll[events.ToolCalledData](t, ofType(evs, events.ToolCalled))
+	require.Len(t, calls, 1)
+	assert.Equal(t, "fs.write", calls[0].Name)
+	assert.Equal(t, "Write", calls[0].AgentTool)
+	assert.Equal(t, "toolu_write", calls[0].ToolUseID)
+	assert.Equal(t, 1, calls[0].Turn)
+	assert.Empty(t, calls[0].Error)
+	turns := decodeAll[events.AgentTurnData](t, ofType(evs, events.AgentTurn))
+	require.Len(t, turns, 2)
+	assert.Equal(t, []string{"Write"}, turns[0].ToolUses)
+	assert.Equal(t, "claude_code", turns[0].Provider)
+	assert.Equal(t, "the file is written", turns[1].Text)
+	assert.Empty(t, ofType(evs, events.ToolDenied))
+
+	// The model, the instruction and only the granted tool reached the wire.
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, claudeTestModel, reqs[0].Model)
+	assert.Contains(t, reqs[0].System, "You write files for ticket 42.")
+	assert.Contains(t, reqs[0].Tools, "Write")
+	for _, tool := range []string{"Bash", "Edit", "Read", "WebFetch", "Agent"} {
+		assert.NotContains(t, reqs[0].Tools, tool, "only the allowlist is offered")
+	}
+	assert.Contains(t, string(reqs[0].Raw), "Write the file.", "the prompt is the user's message")
+
+	for _, ev := range evs {
+		assert.NotContains(t, string(ev.Data), "sk-ant-orbit-test", "%s carries the API key", ev.Type)
+	}
+}
+
+func TestClaudeCodeDenialFailsTheStep(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	for name, tc := range map[string]struct {
+		spec        string
+		turns       []testkit.Turn
+		orbit, tool string
+	}{
+		// Write is not offered at all: the model calls it anyway.
+		"a tool outside the allowlist": {"        tools: [fs.read]\n",
+			[]testkit.Turn{writeFileTurns("out.txt")[0], {Hang: true}}, "fs.write", "Write"},
+		// Write is allowed in the workspace only.
+		"a path outside the workspace": {"        tools: [fs.write]\n",
+			[]testkit.Turn{writeFileTurns("/tmp/orbit-claude-code-outside.txt")[0], {Hang: true}}, "fs.write", "Write"},
+		"a path under .orbit/": {"        tools: [fs.write]\n",
+			[]testkit.Turn{writeFileTurns(".orbit/config.yaml")[0], {Hang: true}}, "fs.write", "Write"},
+		// Bash is offered for git only: Claude Code's permissions refuse touch.
+		"a program outside the allowlist": {"        tools: [shell.exec]\n        allowed_programs: [git]\n",
+			[]testkit.Turn{{Tools: []testkit.ToolUse{{ID: "toolu_write", Name: "Bash", Input: map[string]any{"command": "touch out.txt"}}}}, {Hang: true}},
+			"shell.exec", "Bash"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// The turn after the denial hangs: only a denial that stops the
+			// agent ends the step before the wall clock.
+			srv := testkit.NewAnthropicServer(t, tc.turns...)
+			began := time.Now()
+			runID, fin := runJob(t, log, claudeCodeJob(t, srv, tc.spec+"        wall_clock_timeout_seconds: 60\n"), nil)
+
+			require.Equal(t, events.StateFailed, fin.State)
+			assert.Less(t, time.Since(began), 20*time.Second)
+			assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
+			assert.False(t, fin.Error.Retryable)
+			assert.Contains(t, fin.Error.Message, tc.orbit+" denied")
+			denied := decodeAll[events.ToolDeniedData](t, ofType(history(t, log, runID), events.ToolDenied))
+			require.Len(t, denied, 1)
+			assert.Equal(t, tc.orbit, denied[0].Name)
+			assert.Equal(t, tc.tool, denied[0].AgentTool)
+			assert.Equal(t, "toolu_write", denied[0].ToolUseID)
+			assert.Equal(t, "terminate", denied[0].OnDenial)
+			assert.Empty(t, ofType(history(t, log, runID), events.ToolCalled))
+		})
+	}
+}
+
+func TestClaudeCodeDenialUnderContinueIsRecorded(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	startEngine(t, log, dir, nil)
+	srv := testkit.NewAnthropicServer(t, writeFileTurns("out.txt")...)
+	runID, fin := runJob(t, log, claudeCodeJob(t, srv, "        tools: [fs.read]\n        on_denial: continue\n        wall_clock_timeout_seconds: 60\n"), nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.NoFileExists(t, filepath.Join(dir, "out.txt"))
+	denied := decodeAll[events.ToolDeniedData](t, ofType(history(t, log, runID), events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, "continue", denied[0].OnDenial)
+	assert.Len(t, srv.Scripted(), 2, "the model heard of the denial and answered")
+}
+
+func TestClaudeCodeErrorResultFailsTheStep(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	for name, tc := range map[string]struct {
+		spec  string
+		turns []testkit.Turn
+		kind  string
+		msg   string
+	}{
+		"an API error": {"        tools: [fs.write]\n", []testkit.Turn{{Fail: &testkit.APIFailure{Status: 500, Message: "scripted outage"}}},
+			events.KindActivity, "scripted outage"},
+		"the turn limit": {"        tools: [fs.write]\n        max_iterations: 1\n", writeFileTurns("out.txt"),
+			events.KindActivity, "turn limit reached"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := testkit.NewAnthropicServer(t, tc.turns...)
+			_, fin := runJob(t, log, claudeCodeJob(t, srv, tc.spec+"        wall_clock_timeout_seconds: 60\n"), nil)
+			require.Equal(t, events.StateFailed, fin.State)
+			assert.Equal(t, tc.kind, fin.Error.Kind)
+			assert.Contains(t, fin.Error.Message, tc.msg)
+		})
+	}
+}
+
+func TestClaudeCodeHungServerIsKilledAtTheWallClock(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	srv := testkit.NewAnthropicServer(t, testkit.Turn{Hang: true})
+	began := time.Now()
+	runID, fin := runJob(t, log, claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 3\n"), nil)
+
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
+	assert.Less(t, time.Since(began), 20*time.Second)
+	started := decodeAll[events.CLIInvocationStartedData](t, ofType(history(t, log, runID), events.CLIInvocationStarted))
+	require.Len(t, started, 1)
+	assert.True(t, testkit.WaitGone(started[0].PID, 3*time.Second), "claude (pid %d) is gone", started[0].PID)
+	assert.Len(t, srv.Scripted(), 1, "the request hung")
+}
+
+func TestCLIBackendMissingCommandIsNotRetried(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	job := cliJob(t, "orbit-no-such-agent", assets.OutputClaudeCode, 30)
+	job.Spec.Steps[0].Activity.Tools = []string{"fs.read"}
+	_, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.False(t, fin.Error.Retryable)
+	assert.Contains(t, fin.Error.Message, `executor "fake": exec: "orbit-no-such-agent": executable file not found in $PATH (PATH=`)
+}
