@@ -71,9 +71,13 @@ func ClaudeConfig(s Scope) ([]byte, error) {
 		Command string            `json:"command"`
 		Args    []string          `json:"args"`
 		Env     map[string]string `json:"env"`
+		// AlwaysLoad keeps the verbs in the model's prompt: Claude Code
+		// otherwise defers MCP tools behind its tool search, and a model
+		// that never searched would not know it can close its attempt.
+		AlwaysLoad bool `json:"alwaysLoad"`
 	}
 	return json.MarshalIndent(map[string]any{"mcpServers": map[string]server{
-		ServerName: {Type: "stdio", Command: s.Binary, Args: []string{"mcp"}, Env: s.Env()},
+		ServerName: {Type: "stdio", Command: s.Binary, Args: []string{"mcp"}, Env: s.Env(), AlwaysLoad: true},
 	}}, "", "  ")
 }
 

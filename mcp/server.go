@@ -47,7 +47,10 @@ func NewServer(version string, f Forwarder) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: version}, nil)
 	for _, spec := range groundhog.VerbSpecs() {
 		verb := spec.Name
-		s.AddTool(&sdk.Tool{Name: tools[verb], Description: spec.Description, InputSchema: spec.InputSchema},
+		// anthropic/alwaysLoad: Claude Code offers the verbs in every prompt
+		// rather than behind its tool search (as ClaudeConfig asks too).
+		meta := sdk.Meta{"anthropic/alwaysLoad": true}
+		s.AddTool(&sdk.Tool{Meta: meta, Name: tools[verb], Description: spec.Description, InputSchema: spec.InputSchema},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				input := req.Params.Arguments
 				if len(input) == 0 || strings.TrimSpace(string(input)) == "null" {
