@@ -39,6 +39,7 @@ all=(
 	"./executor/agent FuzzParseFixture"
 	"./executor/agent FuzzClaudeStream"
 	"./events FuzzDecodeEvent"
+	"./mcp FuzzCodexOverrides"
 	"./internal/engine FuzzDecodeSubmission"
 	"./gitops FuzzScratchBranchName"
 )
