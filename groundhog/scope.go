@@ -39,21 +39,25 @@ var (
 // Attempts is safe for concurrent use; the zero value is not: use
 // NewAttempts.
 type Attempts struct {
+	redact func(token string)
+
 	mu     sync.Mutex
 	open   map[string]*Scope
 	closed map[string]string // token → task of closed attempts
 }
 
-// NewAttempts returns an empty registry.
-func NewAttempts() *Attempts {
-	return &Attempts{open: map[string]*Scope{}, closed: map[string]string{}}
+// NewAttempts returns an empty registry. redact, when not nil, is given
+// each token as it is issued, before anyone sees it: the engine passes
+// its redactor's Add, so a token that an agent echoes never reaches the
+// log.
+func NewAttempts(redact func(token string)) *Attempts {
+	return &Attempts{redact: redact, open: map[string]*Scope{}, closed: map[string]string{}}
 }
 
 // Scope is one registered attempt: the token its agent is given and the
 // verbs that reach it.
 type Scope struct {
-	// Token is the secret the attempt's agent sends with each verb. Keep it
-	// out of the log: add it to the engine's redactor.
+	// Token is the secret the attempt's agent sends with each verb.
 	Token   string
 	TaskID  string
 	Attempt events.Attempt
@@ -93,6 +97,9 @@ func (as *Attempts) Register(taskID string, id events.Attempt) (*Scope, error) {
 		return nil, fmt.Errorf("attempt token: %w", err)
 	}
 	s := &Scope{Token: hex.EncodeToString(b[:]), TaskID: taskID, Attempt: id, calls: make(chan *Call), done: make(chan struct{})}
+	if as.redact != nil {
+		as.redact(s.Token)
+	}
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	as.open[s.Token] = s
@@ -158,7 +165,7 @@ func (as *Attempts) lookup(taskID, token string) (*Scope, error) {
 
 func sameTask(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
-// ServeVerbs answers the verbs sent to scope as the attempt's own verb
+// serveVerbs answers the verbs sent to scope as the attempt's own verb
 // tools would (groundhog/verbs.go): a side effect is recorded at once, a
 // terminal verb sets the attempt's verdict. After the first terminal verb
 // it accepts, it calls stop (which ends the agent's session) and returns;

@@ -22,9 +22,11 @@ func TestServeVerbsRecordsAsTheVerbTools(t *testing.T) {
 	l := testkit.StartLog(t, events.Config{})
 	r := &runner{cfg: Config{Log: l, TaskID: "t1", RunID: "r1"}, st: newState()}
 	a := &attempt{r: r, id: events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1}}
-	reg := NewAttempts()
+	var issued []string
+	reg := NewAttempts(func(token string) { issued = append(issued, token) })
 	s, err := reg.Register("t1", a.id)
 	require.NoError(t, err)
+	require.Equal(t, []string{s.Token}, issued, "the token goes to the redactor as it is issued")
 
 	stopped := make(chan struct{})
 	served := make(chan struct{})

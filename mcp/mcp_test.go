@@ -96,6 +96,13 @@ func TestMCPVerbsReachTheAttempt(t *testing.T) {
 		{verb: groundhog.VerbSuccess, input: map[string]any{"summary": "added one.txt"}},
 	}, calls)
 	require.Empty(t, l.refusals())
+
+	// The token is a secret of the engine's: whatever echoes it, the log
+	// holds it redacted.
+	_, err = l.e.Log().Append(testkit.Context(t), events.Event{Type: events.GroundhogVerbRefused, TaskID: l.task},
+		events.GroundhogVerbRefusedData{Verb: "echo", Reason: "the agent printed " + s.Token})
+	require.NoError(t, err)
+	require.NotContains(t, l.rawRefusals(), s.Token)
 }
 
 // TestMCPRefusesOutOfScopeTokens: a verb with no token, the token of a

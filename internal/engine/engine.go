@@ -144,7 +144,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	default:
 		logCfg.NKeySeedFile = creds.File(events.IdentityEngine)
 	}
-	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine"), attempts: groundhog.NewAttempts()}
+	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine"), attempts: groundhog.NewAttempts(cfg.Redactor.Add)}
 	e.catalog = newCatalogCache(root, e.logger)
 
 	e.proj, err = projector.Open(ctx, projector.Config{
