@@ -79,6 +79,7 @@ func TestGroundhogVerbCommands(t *testing.T) {
 	for _, args := range [][]string{
 		{"groundhog", "side-effect", "--kind", "file_write", "--target", "x", "extra"},
 		{"groundhog", "success", "--summary", "s", "--side-effect", "no-target"},
+		{"groundhog", "success", "--summary", "s", "--side-effect", "git_commit::irreversible"},
 		{"groundhog", "failure", "--bogus"},
 	} {
 		r := l.orbitAs(s.Token, args...)

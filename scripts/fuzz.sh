@@ -40,6 +40,7 @@ all=(
 	"./executor/agent FuzzClaudeStream"
 	"./events FuzzDecodeEvent"
 	"./mcp FuzzCodexOverrides"
+	"./cmd/orbit FuzzParseSideEffect"
 	"./internal/engine FuzzDecodeSubmission"
 	"./gitops FuzzScratchBranchName"
 )

@@ -186,13 +186,13 @@ Exit status: 0 recorded; 1 refused or turned down; 2 bad flags; 3 no engine.`,
 
 // parseSideEffect reads KIND:TARGET[:irreversible].
 func parseSideEffect(s string) (events.SideEffect, error) {
-	kind, target, ok := strings.Cut(s, ":")
-	if !ok || kind == "" || target == "" {
-		return events.SideEffect{}, errors.New("want KIND:TARGET or KIND:TARGET:irreversible")
-	}
+	kind, target, _ := strings.Cut(s, ":")
 	se := events.SideEffect{Kind: kind, Target: target, Reversible: true}
 	if t, ok := strings.CutSuffix(target, ":irreversible"); ok {
 		se.Target, se.Reversible = t, false
+	}
+	if se.Kind == "" || se.Target == "" {
+		return events.SideEffect{}, errors.New("want KIND:TARGET or KIND:TARGET:irreversible")
 	}
 	return se, nil
 }
