@@ -112,6 +112,7 @@ type CLIInvocationFinishedData struct {
 	FinalMessage string       `json:"final_message,omitempty"`
 	Model        string       `json:"model,omitempty"`
 	Usage        TokenUsage   `json:"usage"`
+	CostUSD      float64      `json:"cost_usd,omitempty"` // as the agent reports it (Claude Code's total_cost_usd)
 }
 
 // CLIOutputData is one line a CLI agent printed, as it printed it.

@@ -116,7 +116,7 @@ func agentPrompt(input any) string {
 }
 
 func agentOutput(out *agent.Outcome) map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"final_message": out.FinalMessage,
 		"stop_reason":   out.StopReason,
 		"turns":         float64(out.Turns),
@@ -129,6 +129,10 @@ func agentOutput(out *agent.Outcome) map[string]any {
 			"cache_write_tokens": float64(out.Usage.CacheWriteTokens),
 		},
 	}
+	if out.CostUSD > 0 {
+		m["cost_usd"] = out.CostUSD
+	}
+	return m
 }
 
 // agentFailure classifies how an agent step ended without an answer.

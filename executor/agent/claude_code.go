@@ -233,7 +233,7 @@ func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error
 		s.calls[b.ID] = &ccCall{name: b.Name, input: b.Input, turn: s.turn, at: time.Now()}
 		// Claude Code answers a call to a tool it was not offered itself, as
 		// an unknown tool: for Orbit it is a tool outside the allowlist.
-		if _, ok := s.grant.Orbit[b.Name]; !ok && !strings.HasPrefix(b.Name, "mcp__") {
+		if _, ok := s.grant.Orbit[b.Name]; !ok {
 			if err := s.denial(ctx, b.ID, b.Name, "not in the allowlist: Claude Code was not offered "+b.Name); err != nil {
 				return err
 			}
@@ -413,7 +413,7 @@ func (s *claudeStream) finish(ctx context.Context) error {
 	res := s.result
 	// Turns are the model messages read, not the result's num_turns, which
 	// counts a message printed as several records several times.
-	s.out.FinalMessage, s.out.Usage = res.Result, res.Usage.usage()
+	s.out.FinalMessage, s.out.Usage, s.out.CostUSD = res.Result, res.Usage.usage(), res.TotalCostUSD
 	for _, d := range res.PermissionDenials {
 		if err := s.denial(ctx, d.ToolUseID, d.ToolName, "denied by Claude Code's permissions"); err != nil {
 			return err

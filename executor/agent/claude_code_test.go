@@ -75,6 +75,7 @@ func TestClaudeStreamRecordsTurnsAndCalls(t *testing.T) {
 	assert.Equal(t, 1, out.ToolCalls)
 	assert.Equal(t, "claude-orbit-test", out.Model)
 	assert.Equal(t, int64(200), out.Usage.InputTokens, "usage is the result's total")
+	assert.InDelta(t, 0.0016, out.CostUSD, 1e-9)
 }
 
 func TestClaudeStreamDenials(t *testing.T) {

@@ -166,7 +166,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		out, perr = parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
 	}
 	fin.FinalMessage = capText(out.FinalMessage, textCap)
-	fin.Model, fin.Usage = out.Model, tokenUsage(out.Usage)
+	fin.Model, fin.Usage, fin.CostUSD = out.Model, tokenUsage(out.Usage), out.CostUSD
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationFinished, fin); err != nil {
 		return nil, err
 	}
@@ -306,6 +306,9 @@ func parseCLIOutput(format string, stdout []byte) (*Outcome, error) {
 					out.FinalMessage = ev.Item.Text
 				}
 			case "turn.completed":
+				// An error before a completed turn is one Codex recovered
+				// from (a reconnect): the turn's end is what counts.
+				failure = ""
 				out.Turns++
 				out.Usage = out.Usage.Add(Usage{InputTokens: ev.Usage.InputTokens, OutputTokens: ev.Usage.OutputTokens,
 					CacheReadTokens: ev.Usage.CachedInputTokens})

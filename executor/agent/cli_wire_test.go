@@ -154,6 +154,9 @@ func TestClaudeCLIReturnsScriptedText(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "claude-orbit-test", reqs[0].Model)
 	assert.True(t, reqs[0].Stream, "Claude Code streams")
+	// With nonessential traffic off, the turn is all it asks the server:
+	// no count_tokens, no model listing, no quota probe.
+	assert.Len(t, srv.Requests(), 1)
 	keepStream(t, "claude-text", run, machinePaths(env, dir)...)
 }
 
@@ -289,6 +292,7 @@ func TestCodexCLIReturnsScriptedText(t *testing.T) {
 	reqs := srv.Scripted()
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "gpt-orbit-test", reqs[0].Model)
+	assert.Len(t, srv.Requests(), 1, "Codex asks a custom provider for nothing but the turn")
 	keepStream(t, "codex-text", run, machinePaths(env, dir)...)
 }
 
@@ -339,4 +343,28 @@ func TestCodexCLIReportsAPIError(t *testing.T) {
 	assert.Len(t, srv.Scripted(), 1, "no retries")
 	assert.True(t, slices.ContainsFunc(run.records, func(r map[string]any) bool { return r["type"] == "error" }))
 	keepStream(t, "codex-api-error", run, machinePaths(env, dir)...)
+}
+
+// TestCodexCLIRecoversFromACutStream: with a retry allowed, Codex reports
+// a stream cut short as an error record ("Reconnecting… 1/1"), tries again,
+// and completes the turn, exiting 0: an error record is not the end of a
+// Codex session.
+func TestCodexCLIRecoversFromACutStream(t *testing.T) {
+	bin := testkit.CodexCLI(t)
+	srv := testkit.NewOpenAIServer(t, testkit.Turn{Cut: true}, testkit.Turn{Text: "recovered"})
+	dir := t.TempDir()
+	env := testkit.CodexEnv(t)
+	run := runAgentCLI(t, dir, env, bin, codexArgs(srv, dir, "gpt-orbit-test", "-c", "model_providers.orbit-test.request_max_retries=1",
+		"-c", "model_providers.orbit-test.stream_max_retries=1")...)
+
+	require.Equal(t, 0, run.exitCode, "stderr:\n%s", run.stderr)
+	assert.Len(t, srv.Scripted(), 2)
+	msg := onlyRecord(t, run, "item.completed/agent_message")
+	assert.Equal(t, "recovered", msg["item"].(map[string]any)["text"])
+	onlyRecord(t, run, "turn.completed")
+	assert.Empty(t, run.find("turn.failed"))
+	errs := run.find("error")
+	require.Len(t, errs, 1, "the reconnect is said")
+	assert.Contains(t, errs[0]["message"], "Reconnecting")
+	keepStream(t, "codex-recovered", run, machinePaths(env, dir)...)
 }

@@ -90,6 +90,9 @@ type Outcome struct {
 	ToolCalls    int    `json:"tool_calls"`
 	Usage        Usage  `json:"usage"`
 	Model        string `json:"model,omitempty"`
+	// CostUSD is what the session cost by the agent's own account (a CLI
+	// agent that reports it); 0 when unknown.
+	CostUSD float64 `json:"cost_usd,omitempty"`
 	// Transcript is History followed by this session's messages.
 	Transcript []Message `json:"-"`
 	// TerminalCall is the terminal tool call that ended the session.

@@ -110,6 +110,9 @@ func (as *AnthropicServer) messages(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]any{"input_tokens": in, "output_tokens": 1,
 			"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
 	}})
+	if turn.Cut {
+		return
+	}
 	s.event("ping", map[string]any{"type": "ping"})
 	for i, block := range content {
 		switch block["type"] {

@@ -24,6 +24,9 @@ type Turn struct {
 	// Hang keeps the request open, unanswered, until the client gives up or
 	// the server closes.
 	Hang bool
+	// Cut ends a streamed answer after its first event, as a dropped
+	// connection would: the stream never completes.
+	Cut bool
 	// Usage is reported for the turn; zero means a small made-up figure.
 	InputTokens, OutputTokens int64
 }

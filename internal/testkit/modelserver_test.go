@@ -181,3 +181,29 @@ func TestOpenAIServerFailsAndAnswersWithoutStreaming(t *testing.T) {
 		t.Errorf("err = %v, want the scripted 500", err)
 	}
 }
+
+// TestModelServersCutStreams: a cut stream ends after its first event,
+// never completing.
+func TestModelServersCutStreams(t *testing.T) {
+	as := testkit.NewAnthropicServer(t, testkit.Turn{Cut: true})
+	aclient := anthropicClient(as)
+	stream := aclient.Messages.NewStreaming(context.Background(), anthropicParams())
+	var kinds []string
+	for stream.Next() {
+		kinds = append(kinds, stream.Current().Type)
+	}
+	if len(kinds) != 1 || kinds[0] != "message_start" {
+		t.Errorf("anthropic events %v, want only message_start", kinds)
+	}
+
+	srv := testkit.NewOpenAIServer(t, testkit.Turn{Cut: true})
+	oclient := openAIClient(srv)
+	ostream := oclient.Responses.NewStreaming(context.Background(), openAIParams())
+	kinds = nil
+	for ostream.Next() {
+		kinds = append(kinds, ostream.Current().Type)
+	}
+	if len(kinds) != 1 || kinds[0] != "response.created" {
+		t.Errorf("openai events %v, want only response.created", kinds)
+	}
+}

@@ -131,6 +131,9 @@ func (s *OpenAIServer) responses(w http.ResponseWriter, r *http.Request) {
 		stream.event(name, data)
 	}
 	ev("response.created", map[string]any{"response": response("in_progress", []map[string]any{})})
+	if turn.Cut {
+		return
+	}
 	ev("response.in_progress", map[string]any{"response": response("in_progress", []map[string]any{})})
 	for i, item := range output {
 		switch item["type"] {
