@@ -85,6 +85,19 @@ func TestGroundhogVerbCommands(t *testing.T) {
 		r := l.orbitAs(s.Token, args...)
 		require.Equal(t, 2, r.Code, "%v: %s", args, r)
 	}
+	// A task the log does not know: nothing can be recorded under it, so
+	// the verb is a usage error, not a refusal on record.
+	for _, task := range []string{"", "no-such-task"} {
+		cmd := l.p.Command("groundhog", "success", "--summary", "s")
+		cmd.Env = append(cmd.Env, l.env(s.Token)...)
+		cmd.Env = append(cmd.Env, "ORBIT_TASK_ID="+task)
+		out, err := cmd.CombinedOutput()
+		var exitErr *exec.ExitError
+		require.ErrorAs(t, err, &exitErr, "%q: %s", task, out)
+		require.Equal(t, 2, exitErr.ExitCode(), "%q: %s", task, out)
+	}
+	require.Len(t, l.refusals(), 2)
+
 	select {
 	case c := <-s.Calls():
 		t.Fatalf("a refused or malformed verb reached the attempt: %s", c.Verb)
