@@ -56,10 +56,10 @@ const sideEffectSchema = `{"type":"object","properties":{` +
 	`"target":{"type":"string","description":"what was affected: a path, a table, a service"},` +
 	`"reversible":{"type":"boolean"}},"required":["kind","target","reversible"],"additionalProperties":false}`
 
-// verbs returns the three verbs of an attempt. Declared side effects are
-// recorded at once; the terminal verbs record the verdict in v.
-func (a *attempt) verbs() []agent.Tool {
-	success := &verbTool{terminal: true, spec: agent.ToolSpec{
+// The verbs' specs: their names, what the model is told and the JSON
+// schemas of their inputs, the same for the HTTP loop and the MCP server.
+var (
+	successSpec = agent.ToolSpec{
 		Name: VerbSuccess,
 		Description: "Declare that the current checkpoint is done. The runtime then checks its criteria itself: " +
 			"the checkpoint succeeds only if they hold. Ends this attempt.",
@@ -67,7 +67,31 @@ func (a *attempt) verbs() []agent.Tool {
 			`"summary":{"type":"string","description":"what was done, for the commit message and for later checkpoints"},` +
 			`"side_effects":{"type":"array","items":` + sideEffectSchema + `}},` +
 			`"required":["summary"],"additionalProperties":false}`),
-	}}
+	}
+	failureSpec = agent.ToolSpec{
+		Name:        VerbFailure,
+		Description: "Declare that you could not complete the current checkpoint. The workspace is rewound and a later attempt starts fresh, with your report. Ends this attempt.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+			`"what_tried":{"type":"string"},"what_happened":{"type":"string"},"next_attempt_plan":{"type":"string"}},` +
+			`"required":["what_happened"],"additionalProperties":false}`),
+	}
+	sideEffectSpec = agent.ToolSpec{
+		Name:        VerbSideEffect,
+		Description: "Declare a side effect of your work beyond the files you edit (a database change, a commit, a deleted file), as soon as you cause it.",
+		InputSchema: json.RawMessage(sideEffectSchema),
+	}
+)
+
+// VerbSpecs returns the specs of the three builtin verbs: success, failure
+// and side effect, in that order. The caller may not change them.
+func VerbSpecs() []agent.ToolSpec {
+	return []agent.ToolSpec{successSpec, failureSpec, sideEffectSpec}
+}
+
+// verbs returns the three verbs of an attempt. Declared side effects are
+// recorded at once; the terminal verbs record the verdict in v.
+func (a *attempt) verbs() []agent.Tool {
+	success := &verbTool{terminal: true, spec: successSpec}
 	success.call = func(ctx context.Context, input json.RawMessage) (string, error) {
 		var in struct {
 			Summary     string              `json:"summary"`
@@ -87,13 +111,7 @@ func (a *attempt) verbs() []agent.Tool {
 		a.verdict = &verdict{verb: VerbSuccess, summary: strings.TrimSpace(in.Summary), sideEffects: in.SideEffects}
 		return "Recorded. The runtime will now verify the checkpoint's criteria.", nil
 	}
-	failure := &verbTool{terminal: true, spec: agent.ToolSpec{
-		Name:        VerbFailure,
-		Description: "Declare that you could not complete the current checkpoint. The workspace is rewound and a later attempt starts fresh, with your report. Ends this attempt.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"what_tried":{"type":"string"},"what_happened":{"type":"string"},"next_attempt_plan":{"type":"string"}},` +
-			`"required":["what_happened"],"additionalProperties":false}`),
-	}}
+	failure := &verbTool{terminal: true, spec: failureSpec}
 	failure.call = func(ctx context.Context, input json.RawMessage) (string, error) {
 		var in struct {
 			WhatTried       string `json:"what_tried"`
@@ -109,11 +127,7 @@ func (a *attempt) verbs() []agent.Tool {
 		a.verdict = &verdict{verb: VerbFailure, whatTried: in.WhatTried, whatHappened: in.WhatHappened, nextAttemptPlan: in.NextAttemptPlan}
 		return "Recorded. This attempt will be rewound.", nil
 	}
-	sideEffect := &verbTool{spec: agent.ToolSpec{
-		Name:        VerbSideEffect,
-		Description: "Declare a side effect of your work beyond the files you edit (a database change, a commit, a deleted file), as soon as you cause it.",
-		InputSchema: json.RawMessage(sideEffectSchema),
-	}}
+	sideEffect := &verbTool{spec: sideEffectSpec}
 	sideEffect.call = func(ctx context.Context, input json.RawMessage) (string, error) {
 		var se events.SideEffect
 		if err := strictDecode(input, &se); err != nil {

@@ -39,6 +39,8 @@ all=(
 	"./executor/agent FuzzParseFixture"
 	"./executor/agent FuzzClaudeStream"
 	"./events FuzzDecodeEvent"
+	"./mcp FuzzCodexOverrides"
+	"./cmd/orbit FuzzParseSideEffect"
 	"./internal/engine FuzzDecodeSubmission"
 	"./gitops FuzzScratchBranchName"
 )

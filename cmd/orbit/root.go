@@ -64,6 +64,7 @@ nothing and re-runs nothing that finished.`,
 		a.natsContextCommand(),
 		a.natsConfigCommand(),
 		a.blobCommand(),
+		a.mcpCommand(),
 	)
 	refuseUnknownSubcommands(cmd)
 	return cmd

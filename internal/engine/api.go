@@ -82,6 +82,7 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 	for name, h := range e.writeEndpoints() {
 		endpoints[name] = h
 	}
+	endpoints[EndpointGroundhogVerb] = e.handle(e.apiGroundhogVerb)
 	for name, h := range e.controlEndpoints() {
 		endpoints[name] = h
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -87,6 +88,7 @@ type Engine struct {
 	info         Info
 	created      time.Time // of the events stream, as checkLog found it
 	catalog      *catalogCache
+	attempts     *groundhog.Attempts
 }
 
 // Errors of Open.
@@ -146,7 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	default:
 		logCfg.NKeySeedFile = creds.File(events.IdentityEngine)
 	}
-	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine")}
+	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine"), attempts: groundhog.NewAttempts(cfg.Redactor.Add)}
 	e.catalog = newCatalogCache(root, e.logger)
 
 	e.proj, err = projector.Open(ctx, projector.Config{

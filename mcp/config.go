@@ -1,0 +1,142 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Environment variables orbit mcp and orbit groundhog success|failure|
+// side-effect read: which engine to reach, as whom, and the attempt they
+// speak for.
+const (
+	EnvToken   = "ORBIT_ATTEMPT_TOKEN"
+	EnvTaskID  = "ORBIT_TASK_ID"
+	EnvNATSURL = "ORBIT_NATS_URL"
+	EnvNKey    = "ORBIT_NKEY"
+	EnvLogKey  = "ORBIT_LOG_KEY"
+)
+
+// Scope is what an attempt's MCP server needs: the engine, the identity it
+// signs in with and the attempt's token.
+type Scope struct {
+	// Binary is the orbit executable the agent starts as `orbit mcp`.
+	Binary string
+	// NATSURL is the engine's NATS URL.
+	NATSURL string
+	// NKeyFile is the client seed file it signs in with.
+	NKeyFile string
+	// LogKeyFile is the key the log is signed with ("" when the client
+	// may not read it).
+	LogKeyFile string
+	TaskID     string
+	// Token is the attempt token (groundhog.Scope.Token).
+	Token string
+}
+
+// Env returns the server's environment as variables.
+func (s Scope) Env() map[string]string {
+	env := map[string]string{EnvToken: s.Token, EnvTaskID: s.TaskID, EnvNATSURL: s.NATSURL, EnvNKey: s.NKeyFile}
+	if s.LogKeyFile != "" {
+		env[EnvLogKey] = s.LogKeyFile
+	}
+	return env
+}
+
+// Validate says what is missing.
+func (s Scope) Validate() error {
+	var missing []string
+	for name, v := range map[string]string{"binary": s.Binary, "NATS URL": s.NATSURL, "nkey file": s.NKeyFile, "task id": s.TaskID, "token": s.Token} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("mcp scope: missing %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ClaudeConfig returns the JSON Claude Code takes with --mcp-config:
+// mcpServers.orbit starts `<binary> mcp` with the scope's environment.
+func ClaudeConfig(s Scope) ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	type server struct {
+		Type    string            `json:"type"`
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
+		// AlwaysLoad keeps the verbs in the model's prompt: Claude Code
+		// otherwise defers MCP tools behind its tool search, and a model
+		// that never searched would not know it can close its attempt.
+		AlwaysLoad bool `json:"alwaysLoad"`
+	}
+	return json.MarshalIndent(map[string]any{"mcpServers": map[string]server{
+		ServerName: {Type: "stdio", Command: s.Binary, Args: []string{"mcp"}, Env: s.Env(), AlwaysLoad: true},
+	}}, "", "  ")
+}
+
+// WriteClaudeConfig writes ClaudeConfig to path, readable by its owner
+// only (it holds the token), for `claude --mcp-config <path>`.
+func WriteClaudeConfig(path string, s Scope) error {
+	data, err := ClaudeConfig(s)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("writing the MCP config: %w", err)
+	}
+	return nil
+}
+
+// CodexOverrides returns the `-c key=value` arguments that make Codex
+// start `<binary> mcp` as its MCP server orbit, values in TOML.
+//
+// IMPORTANT: they hold the token on Codex's command line; whoever records
+// the command line must redact it (the engine adds every token to its
+// redactor).
+func CodexOverrides(s Scope) ([]string, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	env := s.Env()
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + " = " + tomlString(env[k])
+	}
+	prefix := "mcp_servers." + ServerName + "."
+	return []string{
+		"-c", prefix + "command=" + tomlString(s.Binary),
+		"-c", prefix + `args=["mcp"]`,
+		"-c", prefix + "env={" + strings.Join(pairs, ", ") + "}",
+	}, nil
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,75 @@
+package mcp_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/mcp"
+)
+
+func scope() mcp.Scope {
+	return mcp.Scope{Binary: "/opt/orbit/bin/orbit", NATSURL: "nats://127.0.0.1:4222", NKeyFile: "/p/.orbit/state/creds/client.nk", TaskID: "T1", Token: "tok"}
+}
+
+func TestClaudeConfig(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	require.NoError(t, mcp.WriteClaudeConfig(path, scope()))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the file holds the token")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"mcpServers":{"orbit":{"type":"stdio","command":"/opt/orbit/bin/orbit","args":["mcp"],"alwaysLoad":true,"env":{
+		"ORBIT_ATTEMPT_TOKEN":"tok","ORBIT_TASK_ID":"T1","ORBIT_NATS_URL":"nats://127.0.0.1:4222","ORBIT_NKEY":"/p/.orbit/state/creds/client.nk"}}}}`, string(data))
+
+	_, err = mcp.ClaudeConfig(mcp.Scope{Binary: "orbit"})
+	require.EqualError(t, err, "mcp scope: missing NATS URL, nkey file, task id, token")
+}
+
+func TestCodexOverrides(t *testing.T) {
+	t.Parallel()
+	s := scope()
+	s.Binary = `C:\orbit "dev"\orbit`
+	s.LogKeyFile = "/p/log.key"
+	args, err := mcp.CodexOverrides(s)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"-c", `mcp_servers.orbit.command="C:\\orbit \"dev\"\\orbit"`,
+		"-c", `mcp_servers.orbit.args=["mcp"]`,
+		"-c", `mcp_servers.orbit.env={ORBIT_ATTEMPT_TOKEN = "tok", ORBIT_LOG_KEY = "/p/log.key", ORBIT_NATS_URL = "nats://127.0.0.1:4222", ORBIT_NKEY = "/p/.orbit/state/creds/client.nk", ORBIT_TASK_ID = "T1"}`,
+	}, args)
+}
+
+// FuzzCodexOverrides: whatever the paths and ids hold, each value is one
+// TOML basic string: quoted, its quotes and backslashes escaped, no raw
+// control character; reading the escapes back gives the value.
+func FuzzCodexOverrides(f *testing.F) {
+	for _, seed := range []string{"/usr/bin/orbit", `a"b`, `a\b`, "a\nb", "tab\there", "é€", "\x7f", `\u0041`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if !utf8.ValidString(v) || v == "" {
+			return
+		}
+		s := scope()
+		s.Binary = v
+		args, err := mcp.CodexOverrides(s)
+		require.NoError(t, err)
+		quoted, ok := strings.CutPrefix(args[1], "mcp_servers.orbit.command=")
+		require.True(t, ok)
+		for _, r := range quoted {
+			require.False(t, r < 0x20 || r == 0x7f, "raw control character in %q", quoted)
+		}
+		// A TOML basic string with only these escapes reads as JSON.
+		var back string
+		require.NoError(t, json.Unmarshal([]byte(quoted), &back), quoted)
+		require.Equal(t, v, back)
+	})
+}
