@@ -21,7 +21,8 @@ const defaultGroundhogActivity = "groundhog_reference"
 
 func (a *app) groundhogCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "groundhog", Short: "Run a task's checkpoint plan, and audit what happened"}
-	cmd.AddCommand(a.groundhogRunCommand(), a.groundhogShowCommand(), a.groundhogVerifyCommand(), a.groundhogAbandonCommand())
+	cmd.AddCommand(a.groundhogRunCommand(), a.groundhogShowCommand(), a.groundhogVerifyCommand(), a.groundhogAbandonCommand(),
+		a.groundhogApproveCommand(), a.groundhogRewindCommand())
 	return cmd
 }
 
