@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -151,4 +152,27 @@ func TestGroundhogRewindThroughTheBinary(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, "initial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	assert.Equal(t, 0, p.Orbit("replay", "--verify").Code)
+}
+
+// TestGroundhogControlIsRefusedWhileARunWorks: approve and rewind do not
+// touch a workspace a live run works in; they exit 1 naming the run.
+func TestGroundhogControlIsRefusedWhileARunWorks(t *testing.T) {
+	t.Parallel()
+	mark := filepath.Join(t.TempDir(), "slept")
+	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
+	r := p.Orbit("groundhog", "run", task, "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the agent's command to start", func() bool { _, err := os.Stat(mark); return err == nil })
+
+	for _, args := range [][]string{{"approve", task}, {"rewind", task, "--to", "greet"}} {
+		r = p.Orbit(append([]string{"groundhog"}, args...)...)
+		assert.Equal(t, 1, r.Code, r.String())
+		assert.Contains(t, r.Stderr, "held by run "+runID)
+	}
+	assert.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"), "the run's workspace was not touched")
+	r = p.Orbit("run", "cancel", runID)
+	require.Equal(t, 0, r.Code, r.String())
+	waitFor(t, "the run to end", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	assert.Equal(t, 0, p.Orbit("groundhog", "verify", task).Code)
 }
