@@ -103,8 +103,9 @@ func (r *Repo) holdStart(ctx context.Context, task, taskBranch string) (string, 
 // branch or the task branch, not on a scratch branch): the held ref takes
 // the hold branch's head, when that holds anything the task branch lacks,
 // the workspace switches back to the task branch, and the hold branch is
-// deleted. Without a hold branch it does nothing. It can be called again
-// after a crash at any point.
+// deleted. Without a hold branch, or with HEAD on another branch (a
+// scratch branch no attempt closed yet), it does nothing. It can be called
+// again after a crash at any point.
 func (r *Repo) LeaveHold(ctx context.Context, task, taskBranch string) error {
 	hold, err := HoldBranchName(task)
 	if err != nil {
@@ -119,7 +120,7 @@ func (r *Repo) LeaveHold(ctx context.Context, task, taskBranch string) error {
 		return err
 	}
 	if cur != hold && cur != taskBranch {
-		return fmt.Errorf("%w: expected HEAD on %s or %s, it is on %s", ErrUnexpectedBranch, hold, taskBranch, cur)
+		return nil // on a scratch branch: the attempt is closed first
 	}
 	ref, err := HeldRefName(task)
 	if err != nil {

@@ -1,6 +1,8 @@
 package groundhog_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -108,4 +110,51 @@ checkpoints:
 	assert.Equal(t, moved, h.git("rev-parse", "main"))
 	assert.Empty(t, h.events(events.GroundhogApproved))
 	assert.True(t, h.verify().OK, "the held commit is still on the held ref")
+}
+
+// TestAHeldRunKilledAfterItsCommitResumes: a held attempt's squash commit
+// landed on the hold branch, and the runner died before recording it. The
+// next run records it as held, moves the held ref to it, takes the
+// workspace back to the task branch and goes on from there.
+func TestAHeldRunKilledAfterItsCommitResumes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	initial := h.git("rev-parse", "main")
+	repo, err := gitops.Open(h.repo, gitops.WithEnv(testkit.GitEnv()...))
+	require.NoError(t, err)
+	hold, err := repo.EnterHold(h.ctx, h.task, "main")
+	require.NoError(t, err)
+	require.Equal(t, "groundhog/T-1/held", hold)
+	record := func(typ string, payload any) {
+		_, err := h.log.Append(h.ctx, events.Event{Type: typ, TaskID: h.task, RunID: "R1", StepKey: "groundhog"}, payload)
+		require.NoError(t, err)
+	}
+	record(events.GroundhogRunStarted, events.GroundhogRunStartedData{RunID: "R1", StepKey: "groundhog", PlanVersion: 1, Checkpoints: []string{"greeting", "farewell"}, Budgets: []int{2, 2}})
+	snap, err := repo.CreateSnapshot(h.ctx, h.task, 1, hold)
+	require.NoError(t, err)
+	id := events.Attempt{Checkpoint: "greeting", Attempt: 1, Day: 1}
+	record(events.GroundhogAttempt, events.GroundhogAttemptData{Attempt: id, RunID: "R1", TaskBranch: hold,
+		ScratchBranch: snap.ScratchBranch, SnapshotRef: snap.SnapshotRef, PlanVersion: 1, Untracked: snap.Untracked})
+	require.NoError(t, os.WriteFile(filepath.Join(h.repo, "greet.txt"), []byte("hello\n"), 0o644))
+	record(events.GroundhogVerb, events.GroundhogVerbData{Attempt: id, Verb: groundhog.VerbSuccess, Summary: "Add greet.txt"})
+	record(events.GroundhogVerification, events.GroundhogVerificationData{Attempt: id, Passed: true,
+		Results: []events.CriterionResult{{Kind: "file_contains", Outcome: "pass"}}})
+	sha, _, err := repo.CommitSuccess(h.ctx, snap, "Add greet.txt", []gitops.Trailer{
+		{Key: "Groundhog-Task", Value: h.task}, {Key: "Groundhog-Checkpoint", Value: "greeting"}, {Key: "Groundhog-Day", Value: "1"}})
+	require.NoError(t, err)
+	require.Equal(t, hold, h.git("branch", "--show-current"))
+
+	res, err := h.run("R1", heldSpec(), replay(t, farewellOnly))
+	require.NoError(t, err)
+	require.Equal(t, events.GroundhogDone, res.State, res.Message)
+	var c events.GroundhogCommittedData
+	require.NoError(t, h.events(events.GroundhogCommitted)[0].Decode(&c))
+	assert.Equal(t, sha, c.SHA)
+	assert.Equal(t, heldRef, c.HeldRef)
+	assert.Equal(t, sha, h.git("rev-parse", heldRef+"~1"), "farewell chained on the recovered commit")
+	assert.Equal(t, initial, h.git("rev-parse", "main"))
+	assert.Equal(t, "main", h.git("branch", "--show-current"))
+	assert.Empty(t, h.git("branch", "--list", hold))
+	rep := h.verify()
+	assert.True(t, rep.OK, "%+v", rep.Checks)
 }

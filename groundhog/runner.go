@@ -170,6 +170,9 @@ func (r *runner) work(ctx context.Context) (*Result, error) {
 	if err := r.recoverStale(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.leaveHold(ctx); err != nil { // a stale snapshot of the hold branch
+		return nil, err
+	}
 	if err := r.groundCommits(ctx); err != nil {
 		return nil, err
 	}
