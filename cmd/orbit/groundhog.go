@@ -178,6 +178,13 @@ func (a *app) printChronicle(r *projector.GroundhogRun, full bool) {
 	for _, d := range r.Drifts {
 		a.printf("drift: run %s pinned plan v%d, the plan is now v%d\n", d.RunID, d.PinnedVersion, d.CurrentVersion)
 	}
+	for _, c := range r.Control {
+		what := c.Action + " " + c.Ref
+		if c.Checkpoint != "" {
+			what = "rewound " + c.Ref + " to before " + c.Checkpoint
+		}
+		a.printf("%s: %s -> %s by %s\n", what, shortSHA(c.FromSHA), shortSHA(c.ToSHA), c.By)
+	}
 	for _, cp := range r.Checkpoints {
 		line := fmt.Sprintf("\ncheckpoint %s: %s", cp.ID, cp.Status)
 		if cp.SHA != "" {
