@@ -54,13 +54,14 @@ type Control struct {
 }
 
 // control opens the task's repository and takes its workspace, then runs
-// do on the task's state as it is under the reservation.
-func control(ctx context.Context, cfg ControlConfig, do func(r *runner, res *Control) error) (_ *Control, err error) {
+// do on the task's state as it is under the reservation. do's ctx is not
+// cancelled with the caller's.
+func control(ctx context.Context, cfg ControlConfig, do func(ctx context.Context, r *runner, res *Control) error) (_ *Control, err error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, RunID: "", GitEnv: cfg.GitEnv,
+	r := &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, GitEnv: cfg.GitEnv,
 		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log}
 	st, err := loadState(ctx, cfg.Log, cfg.TaskID)
 	if err != nil {
@@ -85,9 +86,11 @@ func control(ctx context.Context, cfg ControlConfig, do func(r *runner, res *Con
 	if r.st, err = loadState(ctx, cfg.Log, cfg.TaskID); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	// Once begun, the work is finished: it is short, and stopping half-way
+	// would leave a ref moved without its record.
+	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if err := do(r, res); err != nil {
+	if err := do(work, r, res); err != nil {
 		return nil, err
 	}
 	res.Status = r.st.status
@@ -101,7 +104,7 @@ func control(ctx context.Context, cfg ControlConfig, do func(r *runner, res *Con
 // gitops.ErrDirty when the task branch is checked out with uncommitted
 // changes to tracked files.
 func Approve(ctx context.Context, cfg ControlConfig) (*Control, error) {
-	return control(ctx, cfg, func(r *runner, res *Control) error {
+	return control(ctx, cfg, func(ctx context.Context, r *runner, res *Control) error {
 		branch := r.st.task.Branch
 		ref, err := gitops.HeldRefName(cfg.TaskID)
 		if err != nil {

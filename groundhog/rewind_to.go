@@ -26,7 +26,7 @@ import (
 // last recorded commit. It can be run again after a crash: a branch
 // already moved back is recorded.
 func RewindTo(ctx context.Context, cfg ControlConfig) (*Control, error) {
-	return control(ctx, cfg, func(r *runner, res *Control) error {
+	return control(ctx, cfg, func(ctx context.Context, r *runner, res *Control) error {
 		refuse := func(format string, args ...any) error {
 			return fmt.Errorf("%w: rewind task %s to before %s: "+format+"; nothing was changed",
 				append([]any{events.ErrInvalidRequest, cfg.TaskID, cfg.Checkpoint}, args...)...)
