@@ -173,3 +173,39 @@ func TestRewindIsRefused(t *testing.T) {
 	head = h.git("rev-parse", "main")
 	refused("greeting", "the branch moved")
 }
+
+// TestRewindAfterApproval: approved held commits are on the task branch;
+// a rewind moves the task branch back, and the held ref with it, so the
+// next held checkpoint builds on what is left rather than on the rewound
+// commits.
+func TestRewindAfterApproval(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, map[string]string{"README.md": "# demo\n"}, twoCheckpoints)
+	turns := fixture(
+		writeTurn("greet.txt", "hello\n", "Add greet.txt"),
+		writeTurn("bye.txt", "goodbye\n", "Add bye.txt"),
+		writeTurn("bye.txt", "goodbye again\n", "Add bye.txt again"),
+	)
+	_, err := h.run("R1", heldSpec(), replay(t, turns))
+	require.NoError(t, err)
+	_, err = h.approve()
+	require.NoError(t, err)
+	greet := h.git("rev-parse", "main~1")
+
+	ctl, err := h.rewindTo("farewell")
+	require.NoError(t, err)
+	assert.Equal(t, "refs/heads/main", ctl.Ref)
+	assert.Equal(t, greet, h.git("rev-parse", "main"))
+	assert.Equal(t, greet, h.git("rev-parse", heldRef), "the held ref no longer holds the rewound commit")
+	assert.NoFileExists(t, filepath.Join(h.repo, "bye.txt"))
+	assert.True(t, h.verify().OK)
+
+	res, err := h.run("R2", heldSpec(), replay(t, turns))
+	require.NoError(t, err)
+	require.Equal(t, events.GroundhogDone, res.State, res.Message)
+	assert.Equal(t, greet, h.git("rev-parse", "main"), "held again, not on main")
+	assert.Equal(t, greet, h.git("rev-parse", heldRef+"~1"))
+	assert.Equal(t, "goodbye again", h.git("show", heldRef+":bye.txt"))
+	rep := h.verify()
+	assert.True(t, rep.OK, "%+v", rep.Checks)
+}
