@@ -18,6 +18,12 @@ const (
 	TypeGroundhog     = "groundhog"
 )
 
+// Values of a groundhog activity's materialize field.
+const (
+	MaterializeDirect     = "direct"      // checkpoint commits land on the task branch
+	MaterializeOnApproval = "on_approval" // on the held ref, until approved
+)
+
 // Kinds of asset envelopes.
 const (
 	KindActivity = "Activity"
@@ -117,6 +123,10 @@ type ActivitySpec struct {
 	// seeded:<name> for one built into the binary (see SeededFile).
 	Fixture              string `json:"fixture,omitempty"`
 	AttemptBudgetDefault int    `json:"attempt_budget_default,omitempty"` // groundhog only
+	// Materialize (groundhog only) is where checkpoint commits land:
+	// MaterializeDirect on the task branch, MaterializeOnApproval on the
+	// held ref refs/orbit/groundhog/<task> until `orbit groundhog approve`.
+	Materialize string `json:"materialize,omitempty"`
 	// RequireResponseEnvelope (agent_loop only) makes the agent's final
 	// message a JSON object whose fields later steps read as
 	// output.response.<field>; a final message that is not one fails the

@@ -180,6 +180,9 @@ type GroundhogCommittedData struct {
 	NoChange    bool         `json:"no_change,omitempty"`
 	Summary     string       `json:"summary"`
 	SideEffects []SideEffect `json:"side_effects,omitempty"`
+	// HeldRef is set when the commit was held for approval: it landed on
+	// this ref (refs/orbit/groundhog/<task>), not on the task branch.
+	HeldRef string `json:"held_ref,omitempty"`
 }
 
 // GroundhogRewoundData records that an attempt's work was captured on its

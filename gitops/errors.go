@@ -45,6 +45,11 @@ var (
 	// kept.
 	ErrScratchDiverged = errors.New("scratch branch does not descend from the snapshot")
 
+	// ErrNotFastForward is returned by FastForward when the branch is not
+	// an ancestor of the commit it would move to: it moved on its own.
+	// Nothing has been changed.
+	ErrNotFastForward = errors.New("not a fast-forward")
+
 	// ErrBranchNotFound is returned when a branch that must exist does not.
 	ErrBranchNotFound = errors.New("branch not found")
 

@@ -39,11 +39,15 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	// A day whose scratch branch exists without an attempt on record (a
 	// crash right after the snapshot, or a branch someone made) is skipped:
 	// scratch branches are never overwritten.
+	branch, err := r.snapshotBranch(ctx)
+	if err != nil {
+		return false, err
+	}
 	var snap *gitops.Snapshot
 	day := r.st.lastDay() + 1
 	for ; ; day++ {
 		var err error
-		snap, err = r.repo.CreateSnapshot(ctx, r.cfg.TaskID, day, r.st.task.Branch)
+		snap, err = r.repo.CreateSnapshot(ctx, r.cfg.TaskID, day, branch)
 		if errors.Is(err, gitops.ErrScratchExists) {
 			continue
 		}
@@ -152,7 +156,8 @@ func (r *runner) commit(ctx context.Context, a *attempt) error {
 		return fmt.Errorf("checkpoint %s: committing: %w", a.id.Checkpoint, err)
 	}
 	effects := append(append([]events.SideEffect(nil), a.sideEffects...), a.verdict.sideEffects...)
-	c := events.GroundhogCommittedData{Attempt: a.id, SHA: sha, NoChange: noChange, Summary: a.verdict.summary, SideEffects: effects}
+	c := events.GroundhogCommittedData{Attempt: a.id, SHA: sha, NoChange: noChange, Summary: a.verdict.summary, SideEffects: effects,
+		HeldRef: r.heldRef(a.snap.TaskBranch)}
 	return r.recordCommit(ctx, &c)
 }
 
@@ -215,7 +220,8 @@ func (r *runner) recoverOpen(ctx context.Context) error {
 	snap := &gitops.Snapshot{Task: r.cfg.TaskID, Day: s.Day, TaskBranch: s.TaskBranch, ScratchBranch: s.ScratchBranch,
 		SnapshotRef: s.SnapshotRef, Untracked: s.Untracked}
 	if open.verification != nil && open.verification.Passed && open.verb != nil {
-		c := events.GroundhogCommittedData{Attempt: s.Attempt, Summary: open.verb.Summary, SideEffects: open.verb.SideEffects}
+		c := events.GroundhogCommittedData{Attempt: s.Attempt, Summary: open.verb.Summary, SideEffects: open.verb.SideEffects,
+			HeldRef: r.heldRef(s.TaskBranch)}
 		if sha, ok, err := r.findCommit(ctx, s); err != nil {
 			return err
 		} else if ok {

@@ -164,7 +164,13 @@ func (r *runner) work(ctx context.Context) (*Result, error) {
 	if err := r.recoverOpen(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.leaveHold(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.recoverStale(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.leaveHold(ctx); err != nil { // a stale snapshot of the hold branch
 		return nil, err
 	}
 	if err := r.groundCommits(ctx); err != nil {
@@ -224,6 +230,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 					Message: fmt.Sprintf("the plan changed from version %d to %d", r.pin, current)}, nil
 			}
 			done, err := r.attempt(ctx, cp, n+1)
+			err = errors.Join(err, r.leaveHold(ctx))
 			if err != nil {
 				if ctx.Err() != nil {
 					return &Result{State: events.GroundhogCancelled, Committed: r.committedCount(), Message: context.Cause(ctx).Error()}, ctx.Err()
@@ -325,7 +332,7 @@ func record[T any](ctx context.Context, r *runner, typ, id string, payload T) er
 // one (a crash between the two).
 func (r *runner) groundCommits(ctx context.Context) error {
 	for _, a := range r.st.attempts {
-		if a.committed != nil && !r.st.grounded[a.started.Day] {
+		if a.committed != nil && !a.forgotten && !r.st.grounded[a.started.Day] {
 			if err := r.ground(ctx, a.committed); err != nil {
 				return err
 			}

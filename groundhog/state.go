@@ -23,6 +23,9 @@ type state struct {
 	// whose commit has one.
 	lastHash string
 	grounded map[int]bool
+	// hashes are the grounding hashes by day, which a rewind goes back
+	// along.
+	hashes map[int]string
 	// abandoned checkpoints, by plan version and checkpoint id.
 	abandoned map[string]bool
 }
@@ -37,6 +40,9 @@ type attemptState struct {
 	rewound      *events.GroundhogRewoundData
 	interrupted  bool
 	turns        []events.AgentTurnData
+	// forgotten: a rewind (groundhog.rewound_to) took the task back to
+	// before this attempt. It still numbers the days, and nothing else.
+	forgotten bool
 }
 
 // closed reports whether the attempt has its closing record: a commit, a
@@ -46,7 +52,7 @@ func (a *attemptState) closed() bool { return a.committed != nil || a.rewound !=
 
 // newState is the fold of no events.
 func newState() *state {
-	return &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, abandoned: map[string]bool{}}
+	return &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, hashes: map[int]string{}, abandoned: map[string]bool{}}
 }
 
 // loadState reads every event of the task and folds them.
@@ -152,6 +158,9 @@ func (st *state) fold(seq uint64, payload any) {
 	case *events.GroundhogGroundingData:
 		st.lastHash = d.StateHash
 		st.grounded[d.Day] = true
+		st.hashes[d.Day] = d.StateHash
+	case *events.GroundhogRewoundToData:
+		st.forget(d.FromDay)
 	}
 }
 
@@ -174,7 +183,7 @@ func abandonKey(version int, checkpoint string) string {
 // any plan version) committed.
 func (st *state) committed(checkpoint string) *events.GroundhogCommittedData {
 	for _, a := range st.attempts {
-		if a.started.Checkpoint == checkpoint && a.committed != nil {
+		if a.started.Checkpoint == checkpoint && a.committed != nil && !a.forgotten {
 			return a.committed
 		}
 	}
@@ -188,7 +197,7 @@ func (st *state) committed(checkpoint string) *events.GroundhogCommittedData {
 // bounded by dead-lettering instead.
 func (st *state) attemptsOf(checkpoint string, version int) (all, spent int) {
 	for _, a := range st.attempts {
-		if a.started.Checkpoint == checkpoint && a.started.PlanVersion == version {
+		if a.started.Checkpoint == checkpoint && a.started.PlanVersion == version && !a.forgotten {
 			all++
 			if !a.interrupted {
 				spent++
@@ -223,4 +232,32 @@ func (st *state) replayPosition(fixture string) int {
 		}
 	}
 	return n
+}
+
+// forget folds a rewind: the attempts from day on are forgotten, their
+// checkpoints are no longer committed (nor abandoned), and the grounding
+// chain goes on from the last commit that is kept.
+func (st *state) forget(day int) {
+	st.lastHash = ""
+	for _, a := range st.attempts {
+		if a.started.Day < day {
+			if h, ok := st.hashes[a.started.Day]; ok && !a.forgotten {
+				st.lastHash = h
+			}
+			continue
+		}
+		a.forgotten = true
+		delete(st.abandoned, abandonKey(a.started.PlanVersion, a.started.Checkpoint))
+	}
+}
+
+// commits are the commits the task keeps, in day order.
+func (st *state) commits() []*events.GroundhogCommittedData {
+	var out []*events.GroundhogCommittedData
+	for _, a := range st.attempts {
+		if a.committed != nil && !a.forgotten {
+			out = append(out, a.committed)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package groundhog
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/gitops"
@@ -31,7 +32,8 @@ func (rep *Report) add(ok bool, what, format string, args ...any) {
 }
 
 // Verify replays a task's events against its repository, as an auditor
-// would: every committed sha exists and is on the task branch, in the order
+// would: every committed sha exists and is on the task branch (or, held
+// for approval, on its held ref), in the order
 // the events recorded them; every commit has its grounding record, and the
 // chain of state hashes recomputes; no attempt is left open; and the
 // workspace is on the task branch with no uncommitted change to tracked
@@ -56,12 +58,11 @@ func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report
 	if err != nil {
 		return nil, err
 	}
-	var commits []*events.GroundhogCommittedData
-	for _, a := range st.attempts {
-		if a.committed != nil {
-			commits = append(commits, a.committed)
-		}
-	}
+	commits := st.commits()
+	groundings = slices.DeleteFunc(groundings, func(g *events.GroundhogGroundingData) bool {
+		a := st.byDay(g.Day)
+		return a != nil && a.forgotten
+	})
 	rep.Commits = len(commits)
 	prev := ""
 	for _, c := range commits {
@@ -72,13 +73,22 @@ func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report
 			if err != nil {
 				return nil, err
 			}
-			onBranch := false
+			onBranch, held := false, false
 			if exists {
 				if onBranch, err = repo.IsAncestor(ctx, c.SHA, head); err != nil {
 					return nil, err
 				}
+				if !onBranch && c.HeldRef != "" {
+					if held, err = onRef(ctx, repo, c.SHA, c.HeldRef); err != nil {
+						return nil, err
+					}
+				}
 			}
-			rep.add(exists && onBranch, "checkpoint "+c.Checkpoint, "commit %s exists: %t, on %s: %t", shortSHA(c.SHA), exists, st.task.Branch, onBranch)
+			if held {
+				rep.add(true, "checkpoint "+c.Checkpoint, "commit %s exists, held on %s (not yet approved onto %s)", shortSHA(c.SHA), c.HeldRef, st.task.Branch)
+			} else {
+				rep.add(exists && onBranch, "checkpoint "+c.Checkpoint, "commit %s exists: %t, on %s: %t", shortSHA(c.SHA), exists, st.task.Branch, onBranch)
+			}
 			if prev != "" && exists {
 				inOrder, err := repo.IsAncestor(ctx, prev, c.SHA)
 				if err != nil {
@@ -119,6 +129,15 @@ func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report
 	}
 	rep.add(len(dirty) == 0, "workspace", "%d tracked files with uncommitted changes", len(dirty))
 	return rep, nil
+}
+
+// onRef reports whether sha is ref's commit or one of its ancestors.
+func onRef(ctx context.Context, repo *gitops.Repo, sha, ref string) (bool, error) {
+	at, ok, err := repo.RefSHA(ctx, ref)
+	if err != nil || !ok {
+		return false, err
+	}
+	return repo.IsAncestor(ctx, sha, at)
 }
 
 func taskOf(evs []events.Event) string {

@@ -68,6 +68,8 @@ var eventData = map[string]func(events.Event) (any, error){
 	events.GroundhogRunFinished: decodeAs[events.GroundhogRunFinishedData](),
 	events.GroundhogAbandoned:   decodeAs(namesCheckpoint),
 	events.GroundhogDrift:       decodeAs[events.GroundhogDriftData](),
+	events.GroundhogApproved:    decodeAs[events.GroundhogApprovedData](),
+	events.GroundhogRewoundTo:   decodeAs[events.GroundhogRewoundToData](),
 
 	// Groundhog events about an attempt.
 	events.GroundhogAttempt:       attemptData(func(d *events.GroundhogAttemptData) *events.Attempt { return &d.Attempt }),

@@ -28,6 +28,23 @@ type GroundhogRun struct {
 	// Drifts and Groundings are in log order.
 	Drifts     []DriftRecord     `json:"drifts,omitempty"`
 	Groundings []GroundingRecord `json:"groundings,omitempty"`
+	// Control are the approvals and rewinds of the task's commits, in
+	// log order.
+	Control []ControlRecord `json:"control,omitempty"`
+}
+
+// ControlRecord is a groundhog.approved (Action "approved") or a
+// groundhog.rewound_to (Action "rewound", Checkpoint the one rewound to
+// before).
+type ControlRecord struct {
+	Action     string    `json:"action"`
+	Checkpoint string    `json:"checkpoint,omitempty"`
+	Ref        string    `json:"ref"`
+	FromSHA    string    `json:"from_sha"`
+	ToSHA      string    `json:"to_sha"`
+	By         string    `json:"by"`
+	Reason     string    `json:"reason,omitempty"`
+	At         time.Time `json:"at"`
 }
 
 // GroundhogRunRecord is one run's work on the task: groundhog.run.started

@@ -27,6 +27,8 @@ var groundhogRunFolds = foldTable[*groundhogRunBatch]{
 	events.GroundhogAbandoned:     on((*groundhogRunBatch).abandoned),
 	events.GroundhogDrift:         on((*groundhogRunBatch).drift),
 	events.GroundhogGrounding:     on((*groundhogRunBatch).grounding),
+	events.GroundhogApproved:      on((*groundhogRunBatch).approved),
+	events.GroundhogRewoundTo:     on((*groundhogRunBatch).rewoundTo),
 }
 
 // groundhogRunBatch holds the task records and attempts one transaction
@@ -328,4 +330,34 @@ func (b *groundhogRunBatch) flush() error {
 		return err
 	}
 	return b.attempts.flush()
+}
+
+func (b *groundhogRunBatch) approved(ev events.Event, d *events.GroundhogApprovedData) error {
+	e, err := existingTask(b.tasks, b.log, ev)
+	if e == nil || err != nil {
+		return err
+	}
+	e.rec.Control = append(e.rec.Control, ControlRecord{Action: "approved", Ref: "refs/heads/" + d.TaskBranch,
+		FromSHA: d.FromSHA, ToSHA: d.ToSHA, By: d.By, At: ev.Time.UTC()})
+	e.dirty = true
+	return nil
+}
+
+// rewoundTo records the rewind, and makes the rewound checkpoint and every
+// later one pending again: the next run does them again.
+func (b *groundhogRunBatch) rewoundTo(ev events.Event, d *events.GroundhogRewoundToData) error {
+	e, err := existingTask(b.tasks, b.log, ev)
+	if e == nil || err != nil {
+		return err
+	}
+	e.rec.Control = append(e.rec.Control, ControlRecord{Action: "rewound", Checkpoint: d.Checkpoint, Ref: d.Ref,
+		FromSHA: d.FromSHA, ToSHA: d.ToSHA, By: d.By, Reason: d.Reason, At: ev.Time.UTC()})
+	cps := e.rec.Checkpoints
+	if i := slices.IndexFunc(cps, func(c CheckpointRecord) bool { return c.ID == d.Checkpoint }); i >= 0 {
+		for j := i; j < len(cps); j++ {
+			cps[j].Status, cps[j].SHA, cps[j].Abandoned = CheckpointPending, "", nil
+		}
+	}
+	e.dirty = true
+	return nil
 }

@@ -85,6 +85,7 @@ var memoryFolds = foldTable[*memoryBatch]{
 	events.GroundhogAttempt:       on((*memoryBatch).attemptStarted),
 	events.GroundhogAttemptFailed: on((*memoryBatch).attemptFailed),
 	events.GroundhogCommitted:     on((*memoryBatch).committed),
+	events.GroundhogRewoundTo:     on((*memoryBatch).rewoundTo),
 }
 
 // memoryBatch holds the memories one transaction touches and writes each
@@ -161,6 +162,24 @@ func (b *memoryBatch) committed(ev events.Event, d *events.GroundhogCommittedDat
 		m.Active = nil
 		e.dirty = true
 	}
+	return nil
+}
+
+// rewoundTo forgets the rewound checkpoint and every one committed after
+// it (`orbit groundhog rewind --to`): the next attempt's prompt remembers
+// only what is still committed. Dropping the end keeps the rendered
+// memory a prefix of what it was.
+func (b *memoryBatch) rewoundTo(ev events.Event, d *events.GroundhogRewoundToData) error {
+	e, err := existingTask(b.tasks, b.log, ev)
+	if e == nil || err != nil {
+		return err
+	}
+	m := e.rec
+	if i := slices.IndexFunc(m.Checkpoints, func(c MemoryCheckpoint) bool { return c.ID == d.Checkpoint }); i >= 0 {
+		m.Checkpoints = m.Checkpoints[:i:i]
+	}
+	m.Active = nil
+	e.dirty = true
 	return nil
 }
 

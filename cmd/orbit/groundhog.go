@@ -21,7 +21,8 @@ const defaultGroundhogActivity = "groundhog_reference"
 
 func (a *app) groundhogCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "groundhog", Short: "Run a task's checkpoint plan, and audit what happened"}
-	cmd.AddCommand(a.groundhogRunCommand(), a.groundhogShowCommand(), a.groundhogVerifyCommand(), a.groundhogAbandonCommand())
+	cmd.AddCommand(a.groundhogRunCommand(), a.groundhogShowCommand(), a.groundhogVerifyCommand(), a.groundhogAbandonCommand(),
+		a.groundhogApproveCommand(), a.groundhogRewindCommand())
 	cmd.AddCommand(a.groundhogVerbCommands()...)
 	return cmd
 }
@@ -177,6 +178,13 @@ func (a *app) printChronicle(r *projector.GroundhogRun, full bool) {
 	}
 	for _, d := range r.Drifts {
 		a.printf("drift: run %s pinned plan v%d, the plan is now v%d\n", d.RunID, d.PinnedVersion, d.CurrentVersion)
+	}
+	for _, c := range r.Control {
+		what := c.Action + " " + c.Ref
+		if c.Checkpoint != "" {
+			what = "rewound " + c.Ref + " to before " + c.Checkpoint
+		}
+		a.printf("%s: %s -> %s by %s\n", what, shortSHA(c.FromSHA), shortSHA(c.ToSHA), c.By)
 	}
 	for _, cp := range r.Checkpoints {
 		line := fmt.Sprintf("\ncheckpoint %s: %s", cp.ID, cp.Status)

@@ -164,7 +164,8 @@ func checkReplay(r *rig) error {
 }
 
 // checkGroundhog: the task's audit holds, and the repository is on its
-// task branch, clean, with one squash commit per checkpoint of the plan.
+// task branch, clean, with one squash commit per checkpoint of the plan
+// (on the held ref, for a job that holds its commits).
 func checkGroundhog(r *rig) error {
 	var problems []string
 	if res, err := r.orbit("groundhog", "verify", r.task); err != nil {
@@ -184,7 +185,18 @@ func checkGroundhog(r *rig) error {
 	}
 	// Newest first: one commit per checkpoint, in plan order, on the
 	// repository's initial commit.
-	log, err := r.git("log", "--format=%(trailers:key=Groundhog-Checkpoint,valueonly,separator=%x2C)|%s", "main")
+	ref := "main"
+	if r.job.held {
+		// Held for approval: main is the initial commit alone, the held
+		// ref has the commits.
+		ref = "refs/orbit/groundhog/" + r.task
+		if n, err := r.git("rev-list", "--count", "main"); err != nil {
+			problems = append(problems, err.Error())
+		} else if n != "1" {
+			problems = append(problems, fmt.Sprintf("main moved: %s commits, the task's commits are held for approval", n))
+		}
+	}
+	log, err := r.git("log", "--format=%(trailers:key=Groundhog-Checkpoint,valueonly,separator=%x2C)|%s", ref)
 	if err != nil {
 		problems = append(problems, err.Error())
 	} else {
@@ -198,7 +210,7 @@ func checkGroundhog(r *rig) error {
 			want = append([]string{cp}, want...)
 		}
 		if !slices.Equal(got, want) {
-			problems = append(problems, fmt.Sprintf("git log main has commits for checkpoints %q, want %q:\n%s", got, want, log))
+			problems = append(problems, fmt.Sprintf("git log %s has commits for checkpoints %q, want %q:\n%s", ref, got, want, log))
 		}
 	}
 	if len(problems) > 0 {

@@ -24,6 +24,9 @@ type job struct {
 	batch int
 	// groundhog jobs run a task's plan on a fresh repository.
 	groundhog bool
+	// held groundhog jobs hold their commits for approval: the task branch
+	// must not move, the held ref gets the commits.
+	held bool
 }
 
 // jobs is the job table. The order is the order of the result table.
@@ -40,6 +43,8 @@ var jobs = []*job{
 	{name: "loop", mid: 3},
 	// prepare, groundhog, report: killed around the Groundhog step.
 	{name: "groundhog", mid: 2, groundhog: true},
+	// the same on an activity that holds its commits for approval.
+	{name: "groundhog_held", mid: 2, groundhog: true, held: true},
 }
 
 // jobName is the name the job's YAML gives it.

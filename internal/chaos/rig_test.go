@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,13 @@ func newRig(t *testing.T, j *job) *rig {
 		_, fixture := groundhogFiles(t)
 		r.repo = testkit.NewGitRepo(t, map[string]string{"README.md": "# greeter\n"})
 		r.p.Env = append(r.p.Env, "CHAOS_REPO="+r.repo, "ORBIT_REPLAY_FIXTURE="+fixture)
+	}
+	if j.held {
+		data, err := os.ReadFile(filepath.Join("testdata", "activities", "chaos_held.yaml"))
+		if err != nil {
+			t.Fatalf("reading the activity chaos_held: %v", err)
+		}
+		r.p.WriteFile(filepath.Join(".orbit", "activities", "chaos_held.yaml"), string(data))
 	}
 	r.p.WriteFile(filepath.Join(".orbit", "jobs", j.jobName()+".yaml"), j.yaml(t))
 	t.Cleanup(r.stop)

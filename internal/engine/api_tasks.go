@@ -52,6 +52,8 @@ func (e *Engine) taskEndpoints() map[string]events.Handler {
 		EndpointGroundhogAudit:  e.handle(e.taskQuery(func(ctx context.Context, id string) (any, error) { return e.proj.GroundhogRun(ctx, id) })),
 	}
 	endpoints[EndpointGroundhogAbandon] = e.handle(e.apiGroundhogAbandon)
+	endpoints[EndpointGroundhogApprove] = e.handle(e.apiGroundhogApprove)
+	endpoints[EndpointGroundhogRewind] = e.handle(e.apiGroundhogRewind)
 	return endpoints
 }
 

@@ -1,0 +1,157 @@
+package groundhog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/gitops"
+)
+
+// Outcomes of Approve and RewindTo.
+const (
+	// ApproveDone: the task branch was fast-forwarded to the held ref.
+	ApproveDone = "approved"
+	// ApproveNothingHeld: the held ref holds nothing the task branch lacks.
+	ApproveNothingHeld = "nothing_held"
+	// ControlRefused: a run holds the task's workspace; nothing was done.
+	ControlRefused = "refused"
+	// RewindDone: the task was rewound to before a checkpoint.
+	RewindDone = "rewound"
+)
+
+// ControlConfig is one approve or rewind of a task, done under the task's
+// workspace reservation as Abandon is.
+type ControlConfig struct {
+	Log    *events.Log
+	TaskID string
+	// By names who asks, for the record; Reason says why (rewind).
+	By     string
+	Reason string
+	// Checkpoint is the checkpoint a rewind goes back to before.
+	Checkpoint string
+	GitEnv     []string
+	// ReserveWorkspace and ReleaseWorkspace are as in Config; nil reserves
+	// nothing.
+	ReserveWorkspace func(ctx context.Context, path string) (heldBy string, err error)
+	ReleaseWorkspace func(ctx context.Context, path string) error
+	Logger           *slog.Logger
+}
+
+// Control is what Approve or RewindTo did.
+type Control struct {
+	TaskID  string `json:"task_id"`
+	Outcome string `json:"outcome"`
+	Ref     string `json:"ref,omitempty"` // the ref that moved
+	FromSHA string `json:"from_sha,omitempty"`
+	ToSHA   string `json:"to_sha,omitempty"`
+	// HeldBy is who holds the workspace (ControlRefused).
+	HeldBy  string `json:"held_by,omitempty"`
+	Status  string `json:"status,omitempty"`
+	Message string `json:"message"`
+}
+
+// control opens the task's repository and takes its workspace, then runs
+// do on the task's state as it is under the reservation. do's ctx is not
+// cancelled with the caller's.
+func control(ctx context.Context, cfg ControlConfig, do func(ctx context.Context, r *runner, res *Control) error) (_ *Control, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, GitEnv: cfg.GitEnv,
+		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log}
+	st, err := loadState(ctx, cfg.Log, cfg.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if r.repo, err = gitops.Open(st.task.Workspace, gitops.WithEnv(cfg.GitEnv...)); err != nil {
+		return nil, fmt.Errorf("task %s workspace: %w", cfg.TaskID, err)
+	}
+	res := &Control{TaskID: cfg.TaskID}
+	if cfg.ReserveWorkspace != nil {
+		holder, err := cfg.ReserveWorkspace(ctx, r.repo.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if holder != "" {
+			res.Outcome, res.HeldBy = ControlRefused, holder
+			res.Message = fmt.Sprintf("task %s: a run works in its workspace (%s); stop it (orbit run cancel <run>) or let it end, then try again", cfg.TaskID, holder)
+			return res, nil
+		}
+		defer func() { err = errors.Join(err, r.release(ctx)) }()
+	}
+	if r.st, err = loadState(ctx, cfg.Log, cfg.TaskID); err != nil {
+		return nil, err
+	}
+	// Once begun, the work is finished: it is short, and stopping half-way
+	// would leave a ref moved without its record.
+	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := do(work, r, res); err != nil {
+		return nil, err
+	}
+	res.Status = r.st.status
+	return res, nil
+}
+
+// Approve fast-forwards a task's branch to its held ref (the checkpoint
+// commits of an on_approval activity) and records groundhog.approved. It
+// fails with gitops.ErrNotFastForward, changing nothing, when the task
+// branch moved on its own since the held commits were made, and with
+// gitops.ErrDirty when the task branch is checked out with uncommitted
+// changes to tracked files.
+func Approve(ctx context.Context, cfg ControlConfig) (*Control, error) {
+	return control(ctx, cfg, func(ctx context.Context, r *runner, res *Control) error {
+		branch := r.st.task.Branch
+		ref, err := gitops.HeldRefName(cfg.TaskID)
+		if err != nil {
+			return err
+		}
+		res.Ref = "refs/heads/" + branch
+		held, ok, err := r.repo.RefSHA(ctx, ref)
+		if err != nil {
+			return err
+		}
+		head, err := r.repo.BranchSHA(ctx, branch)
+		if err != nil {
+			return err
+		}
+		res.FromSHA = head
+		contained := !ok
+		if ok {
+			if contained, err = r.repo.IsAncestor(ctx, held, head); err != nil {
+				return err
+			}
+		}
+		if contained {
+			res.Outcome, res.ToSHA = ApproveNothingHeld, head
+			res.Message = fmt.Sprintf("task %s: nothing is held for approval (%s is at %s)", cfg.TaskID, branch, shortSHA(head))
+			return nil
+		}
+		if open := r.st.open(); open != nil {
+			return fmt.Errorf("%w: task %s: day %d (%s) is still open; let its run end, or abandon it, then approve",
+				events.ErrInvalidRequest, cfg.TaskID, open.started.Day, open.started.Checkpoint)
+		}
+		if err := r.repo.FastForward(ctx, branch, held); err != nil {
+			if errors.Is(err, gitops.ErrNotFastForward) {
+				return fmt.Errorf("task %s: %s moved since the held commits were made (they build on a commit it no longer descends from), so approving is not a fast-forward; nothing was changed: %w",
+					cfg.TaskID, branch, err)
+			}
+			return fmt.Errorf("task %s: fast-forwarding %s to %s: %w", cfg.TaskID, branch, ref, err)
+		}
+		res.Outcome, res.ToSHA = ApproveDone, held
+		res.Message = fmt.Sprintf("task %s: %s fast-forwarded from %s to %s (%s)", cfg.TaskID, branch, shortSHA(head), shortSHA(held), ref)
+		return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, held),
+			events.GroundhogApprovedData{TaskBranch: branch, HeldRef: ref, FromSHA: head, ToSHA: held, By: byOrUnknown(cfg.By)})
+	})
+}
+
+func byOrUnknown(by string) string {
+	if by == "" {
+		return "unknown"
+	}
+	return by
+}
