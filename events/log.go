@@ -47,6 +47,9 @@ type Log struct {
 	rejected sync.Map // "stream/seq" of messages rejected (see reject)
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
+
+	commitOnce sync.Once
+	commits    *groupCommit // strict mode's group commit, started on first use
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
@@ -175,6 +178,7 @@ func (l *Log) bind(ctx context.Context) error {
 // Close drains the connection and shuts the embedded server down, if any.
 // Everything acknowledged before Close is on disk.
 func (l *Log) Close() error {
+	l.stopCommits()
 	if l.nc != nil {
 		l.nc.Close()
 	}

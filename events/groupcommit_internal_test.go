@@ -1,0 +1,136 @@
+package events
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func openStrict(t *testing.T) *Log {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// requests encodes step.started events of run R with ids, in order, as
+// group commit requests, without submitting them.
+func requests(t *testing.T, l *Log, ids ...string) []*commitReq {
+	t.Helper()
+	var reqs []*commitReq
+	for i, id := range ids {
+		ev := Event{ID: id, Type: StepStarted, RunID: "R", StepKey: "s"}
+		msg, err := l.eventMsg(context.Background(), &ev, StepStartedData{Attempt: i + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, l.commitRequest(msg, &ev, false))
+	}
+	return reqs
+}
+
+// results waits for reqs and checks that each is stored, in order, at the
+// sequence it was answered, and that the log holds want events.
+func checkStored(t *testing.T, l *Log, reqs []*commitReq, want uint64) {
+	t.Helper()
+	ctx := context.Background()
+	var prev uint64
+	for i, r := range reqs {
+		res, err := r.wait(ctx)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if res.Duplicate {
+			continue
+		}
+		if res.Seq <= prev {
+			t.Errorf("request %d stored at %d, after %d: out of order", i, res.Seq, prev)
+		}
+		prev = res.Seq
+		ev, err := l.EventAt(ctx, res.Seq)
+		if err != nil {
+			t.Fatalf("request %d at %d: %v", i, res.Seq, err)
+		}
+		if id := r.msg.Header.Get("Nats-Msg-Id"); l.publishID(ev.ID) != id {
+			t.Errorf("request %d: event at %d is %s", i, res.Seq, ev.ID)
+		}
+	}
+	last, err := l.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != want {
+		t.Errorf("the log holds %d events, want %d", last, want)
+	}
+}
+
+func TestGroupCommitBatchWithADuplicateStoresItOnce(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	ctx := context.Background()
+	first, err := l.Append(ctx, Event{ID: "dup", Type: StepStarted, RunID: "R", StepKey: "s"}, StepStartedData{Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A batch with the duplicate among others, and one that repeats an id
+	// of its own.
+	reqs := requests(t, l, "a", "b", "dup", "c", "c", "d")
+	l.committer().commit(reqs)
+	checkStored(t, l, reqs, first.Seq+4)
+	for _, i := range []int{2, 4} {
+		res, _ := reqs[i].wait(ctx)
+		if !res.Duplicate {
+			t.Errorf("request %d: a duplicate id not answered as Duplicate", i)
+		}
+	}
+	if res, _ := reqs[2].wait(ctx); res.Seq != first.Seq {
+		t.Errorf("the duplicate answered sequence %d, want the original's %d", res.Seq, first.Seq)
+	}
+}
+
+func TestGroupCommitSplitsABatchOverTheServersLimit(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	ids := make([]string, maxBatchMsgs+500)
+	for i := range ids {
+		ids[i] = "e" + strconv.Itoa(i)
+	}
+	reqs := requests(t, l, ids...)
+	l.committer().commit(reqs)
+	checkStored(t, l, reqs, uint64(len(ids)))
+	if batches, batched := l.GroupCommits(); batches < 2 || batched != uint64(len(ids)) {
+		t.Errorf("%d batches held %d events, want the %d in at least 2", batches, batched, len(ids))
+	}
+}
+
+func TestGroupCommitStopCommitsWhatWasQueued(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	reqs := requests(t, l, "x", "y", "z")
+	for _, r := range reqs {
+		if err := l.committer().submit(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.stopCommits()
+	for i, r := range reqs {
+		select {
+		case <-r.done:
+			if r.err != nil {
+				t.Errorf("request %d: %v", i, r.err)
+			}
+		default:
+			t.Errorf("request %d still waits after the stop", i)
+		}
+	}
+	if err := l.committer().submit(requests(t, l, "late")[0]); err == nil {
+		t.Error("a submit after the stop was accepted")
+	}
+}
