@@ -27,7 +27,14 @@ const (
 // max_batch_size; a server configured lower refuses the batch as too large
 // and it is split. maxBatchBytes bounds what one batch holds in memory on
 // both sides.
+//
+// minBatchMsgs is where a batch starts to pay: the server stages each
+// atomic batch in a file store of its own, made and removed for it, which
+// costs about as much as ten single fsyncs (measured: ~11 ms a batch
+// against ~1.2 ms a single strict publish). Fewer requests than that are
+// published one by one, pipelined.
 const (
+	minBatchMsgs  = 10
 	maxBatchMsgs  = 1000
 	maxBatchBytes = 4 << 20
 )
@@ -211,7 +218,7 @@ func (g *groupCommit) take() []*commitReq {
 // the batch for what one of its messages is (a duplicate id, an expected
 // sequence, the store's limits), halves when it was too large.
 func (g *groupCommit) commit(batch []*commitReq) {
-	if len(batch) == 1 || g.noAtomic.Load() {
+	if len(batch) < minBatchMsgs || g.noAtomic.Load() {
 		g.oneByOne(batch)
 		return
 	}
@@ -291,20 +298,36 @@ func (g *groupCommit) publishBatch(batch []*commitReq) error {
 	return nil
 }
 
-// oneByOne publishes each request on its own and waits for its ack.
+// oneByOne publishes each request on its own, all of them before waiting
+// for their acks (the server stores them in that order, each with its own
+// fsync in strict mode).
 func (g *groupCommit) oneByOne(batch []*commitReq) {
-	for _, r := range batch {
+	futs := make([]jetstream.PubAckFuture, len(batch))
+	for i, r := range batch {
 		r.msg.Header.Del(batchIDHeader)
 		r.msg.Header.Del(batchSeqHeader)
 		r.msg.Header.Del(batchCommitHeader)
-		ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
-		ack, err := g.l.js.PublishMsg(ctx, r.msg)
-		cancel()
+		fut, err := g.l.js.PublishMsgAsync(r.msg)
 		if err != nil {
 			r.finish(Appended{}, appendError(r, err))
 			continue
 		}
-		r.finish(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
+		futs[i] = fut
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
+	defer cancel()
+	for i, r := range batch {
+		if futs[i] == nil {
+			continue
+		}
+		select {
+		case ack := <-futs[i].Ok():
+			r.finish(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
+		case err := <-futs[i].Err():
+			r.finish(Appended{}, appendError(r, err))
+		case <-ctx.Done():
+			r.finish(Appended{}, appendError(r, ctx.Err()))
+		}
 	}
 }
 

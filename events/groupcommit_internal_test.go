@@ -81,9 +81,12 @@ func TestGroupCommitBatchWithADuplicateStoresItOnce(t *testing.T) {
 	}
 	// A batch with the duplicate among others, and one that repeats an id
 	// of its own.
-	reqs := requests(t, l, "a", "b", "dup", "c", "c", "d")
+	reqs := requests(t, l, "a", "b", "dup", "c", "c", "d", "e", "f", "g", "h", "i", "j")
+	if len(reqs) < minBatchMsgs {
+		t.Fatalf("%d requests would not be sent as a batch", len(reqs))
+	}
 	l.committer().commit(reqs)
-	checkStored(t, l, reqs, first.Seq+4)
+	checkStored(t, l, reqs, first.Seq+uint64(len(reqs))-2)
 	for _, i := range []int{2, 4} {
 		res, _ := reqs[i].wait(ctx)
 		if !res.Duplicate {
@@ -107,6 +110,21 @@ func TestGroupCommitSplitsABatchOverTheServersLimit(t *testing.T) {
 	checkStored(t, l, reqs, uint64(len(ids)))
 	if batches, batched := l.GroupCommits(); batches < 2 || batched != uint64(len(ids)) {
 		t.Errorf("%d batches held %d events, want the %d in at least 2", batches, batched, len(ids))
+	}
+}
+
+func TestGroupCommitBatchesWhatIsQueued(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	ids := make([]string, 50)
+	for i := range ids {
+		ids[i] = "e" + strconv.Itoa(i)
+	}
+	reqs := requests(t, l, ids...)
+	l.committer().commit(reqs)
+	checkStored(t, l, reqs, uint64(len(ids)))
+	if batches, batched := l.GroupCommits(); batches != 1 || batched != uint64(len(ids)) {
+		t.Errorf("%d batches held %d events, want one of %d", batches, batched, len(ids))
 	}
 }
 
