@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean
+.PHONY: all build test fuzz bench fsyncs soak chaos lint demo demo-groundhog clean
 
 all: build
 
@@ -33,7 +33,13 @@ fuzz:
 # baseline measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench Append -benchtime 3000x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench GroupCommit -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
+
+# fsyncs per event of a strict log under load (64 appenders), counted with
+# strace: each event its own acknowledged publish, against events.Append.
+fsyncs:
+	GO=$(GO) scripts/fsyncs.sh
 
 # The soak tests: 200 concurrent short runs and a fan_out of 1,000 items on
 # an `orbit serve` process (wall time, rates, the engine's peak RSS); and
