@@ -36,6 +36,7 @@ bench:
 	$(GO) test -run '^$$' -bench GroupCommit -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench FanOut -benchtime 2x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench ViewRebuild -benchtime 2x -count 1 ./internal/bench/
 
 # fsyncs per event of a strict log under load (64 appenders), counted with
 # strace: each event its own acknowledged publish, against events.Append.
