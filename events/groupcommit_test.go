@@ -3,6 +3,7 @@ package events_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -244,4 +245,38 @@ func groupCommitChild(dir string) {
 		}()
 	}
 	select {}
+}
+
+func TestGroupCommitAppendFirstAmongConcurrentAppends(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l := testkit.StartLog(t, events.Config{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		appendRuns(t, l, 32, 20)
+	}()
+	var created, conflicts int
+	var mu sync.Mutex
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := l.AppendFirst(ctx, events.Event{Type: events.TaskCreated, TaskID: "T-1"}, events.TaskCreatedData{Title: "t"})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				created++
+			case errors.Is(err, events.ErrConflict):
+				conflicts++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 1, created, "task.created stored once")
+	assert.Equal(t, 7, conflicts, "the others refused with ErrConflict")
 }
