@@ -45,6 +45,10 @@ const (
 	errCodeBatchTooLarge = 10199 // JSAtomicPublishTooLargeBatchErrF
 )
 
+// headerRoom is the headers' share of a message, roughly, in the bytes a
+// batch holds.
+const headerRoom = 256
+
 // commitReq is one append waiting for the group commit.
 type commitReq struct {
 	msg   *nats.Msg // signed, with its Nats-Msg-Id
@@ -83,7 +87,8 @@ func (r *commitReq) wait(ctx context.Context) (Appended, error) {
 // on one connection, so appends are stored in the order they were
 // submitted.
 type groupCommit struct {
-	l *Log
+	l      *Log
+	stream string // the stream the appends go to, for the log
 
 	mu      sync.Mutex
 	queue   []*commitReq
@@ -100,9 +105,10 @@ type groupCommit struct {
 	batches, appended atomic.Uint64 // batches committed, and their events
 }
 
-func newGroupCommit(l *Log) *groupCommit {
+func newGroupCommit(l *Log, stream string) *groupCommit {
 	g := &groupCommit{
 		l:      l,
+		stream: stream,
 		wake:   make(chan struct{}, 1),
 		quit:   make(chan struct{}),
 		exited: make(chan struct{}),
@@ -111,18 +117,34 @@ func newGroupCommit(l *Log) *groupCommit {
 	return g
 }
 
-// committer returns the Log's group commit, started on first use.
+// committer returns the Log's group commit of events, started on first
+// use (with that of commands).
 func (l *Log) committer() *groupCommit {
-	l.commitOnce.Do(func() { l.commits = newGroupCommit(l) })
+	l.startCommits()
 	return l.commits
 }
 
-// stopCommits stops the group commit, if it was started, after it has
-// committed what was queued. Called by Close before the connection closes.
+// cmdCommitter returns the Log's group commit of commands.
+func (l *Log) cmdCommitter() *groupCommit {
+	l.startCommits()
+	return l.cmdCommits
+}
+
+func (l *Log) startCommits() {
+	l.commitOnce.Do(func() {
+		l.commits = newGroupCommit(l, EventsStream)
+		l.cmdCommits = newGroupCommit(l, CommandsStream)
+	})
+}
+
+// stopCommits stops the group commits, if they were started, after they
+// have committed what was queued. Called by Close before the connection
+// closes.
 func (l *Log) stopCommits() {
 	l.commitOnce.Do(func() {}) // none starts after this
 	if l.commits != nil {
 		l.commits.stop()
+		l.cmdCommits.stop()
 	}
 }
 
@@ -235,7 +257,7 @@ func (g *groupCommit) commit(batch []*commitReq) {
 	case errors.As(err, &apiErr):
 		if apiErr.ErrorCode == errCodeBatchDisabled {
 			g.noAtomic.Store(true)
-			g.l.log.Warn("the event stream refuses atomic batches; appending one by one", "stream", EventsStream)
+			g.l.log.Warn("the stream refuses atomic batches; publishing one by one", "stream", g.stream)
 		}
 		// Nothing of the batch was stored: each message on its own says
 		// which one was a duplicate (stored once, and its caller told so)
@@ -358,6 +380,5 @@ func (l *Log) commitRequest(msg *nats.Msg, ev *Event, first bool) *commitReq {
 	if first {
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	}
-	const headerRoom = 256 // the headers' share of the message, roughly
 	return &commitReq{msg: msg, typ: ev.Type, first: first, size: len(msg.Data) + headerRoom, done: make(chan struct{})}
 }

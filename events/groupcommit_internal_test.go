@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -151,4 +152,41 @@ func TestGroupCommitStopCommitsWhatWasQueued(t *testing.T) {
 	if err := l.committer().submit(requests(t, l, "late")[0]); err == nil {
 		t.Error("a submit after the stop was accepted")
 	}
+}
+
+func TestGroupCommitOfCommandsStoresEachOnce(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	ctx := context.Background()
+	const senders, each = 64, 10
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				name := "step.deterministic.R.s" + strconv.Itoa(s) + "." + strconv.Itoa(i)
+				// Every command twice: the second is a duplicate, in the
+				// same batch or a later one.
+				for range 2 {
+					if err := l.Send(ctx, name, "cmd-"+name, map[string]int{"i": i}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	info, err := l.cmds.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != senders*each {
+		t.Errorf("the command queue holds %d commands, want %d", info.State.Msgs, senders*each)
+	}
+	if l.cmdCommits.batches.Load() == 0 {
+		t.Error("64 concurrent senders never formed a batch")
+	}
+	t.Logf("%d batches held %d commands", l.cmdCommits.batches.Load(), l.cmdCommits.appended.Load())
 }

@@ -49,7 +49,9 @@ type Log struct {
 	eventsOrigin, cmdsOrigin originCheck
 
 	commitOnce sync.Once
-	commits    *groupCommit // strict mode's group commit, started on first use
+	// Strict mode's group commits of events and of commands, started on
+	// first use.
+	commits, cmdCommits *groupCommit
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),

@@ -48,6 +48,8 @@ func (l *Log) provision(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Duplicates:  l.cfg.DuplicateWindow,
 		Replicas:    replicas,
+		// The group commit of commands, as for events.
+		AllowAtomicPublish: true,
 	})
 	if err != nil {
 		return err
