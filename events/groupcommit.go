@@ -76,10 +76,12 @@ func (r *commitReq) wait(ctx context.Context) (Appended, error) {
 	}
 }
 
-// groupCommit gathers the appends made concurrently on one Log into atomic
-// batches (DESIGN §10). One batch is in flight at a time; the appends that
-// arrive meanwhile form the next, so a lone append is published at once on
-// its own and a busy engine writes up to maxBatchMsgs events per fsync.
+// groupCommit gathers the appends made concurrently on one Log, to one
+// stream, into atomic batches (DESIGN §10). One round is in flight at a
+// time; the appends that arrive meanwhile form the next, sent as an atomic
+// batch from minBatchMsgs on and one by one below, so a lone append is
+// published at once on its own and a busy engine writes up to maxBatchMsgs
+// events per fsync.
 //
 // IMPORTANT: a caller gets its result only after the commit of its batch
 // was answered, which with SyncAlways is after the batch was fsynced. The
