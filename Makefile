@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build agents test fuzz bench soak chaos lint demo demo-groundhog clean nats-cli chromium screenshots
+.PHONY: all build agents test fuzz bench fsyncs soak chaos lint demo demo-groundhog clean nats-cli chromium screenshots
 
 all: build
 
@@ -63,7 +63,15 @@ fuzz:
 # baseline measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench Append -benchtime 3000x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench GroupCommit -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench FanOut -benchtime 2x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench ViewRebuild -benchtime 2x -count 1 ./internal/bench/
+
+# fsyncs per event of a strict log under load (64 appenders), counted with
+# strace: each event its own acknowledged publish, against events.Append.
+fsyncs:
+	GO=$(GO) scripts/fsyncs.sh
 
 # The soak tests: 200 concurrent short runs and a fan_out of 1,000 items on
 # an `orbit serve` process (wall time, rates, the engine's peak RSS); and

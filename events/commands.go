@@ -34,6 +34,21 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 	if l.key != nil {
 		l.key.sign(msg, id)
 	}
+	if l.grouped() {
+		// A fan-out's dispatches come in bursts: they share fsyncs like
+		// events do (DESIGN §10).
+		if msg.Header == nil {
+			msg.Header = nats.Header{}
+		}
+		msg.Header.Set(jetstream.MsgIDHeader, l.publishID(id))
+		msg.Header.Set(jetstream.ExpectedStreamHeader, CommandsStream)
+		r := &commitReq{msg: msg, typ: "command " + name, size: len(msg.Data) + headerRoom, done: make(chan struct{})}
+		if err := l.cmdCommitter().submit(r); err != nil {
+			return err
+		}
+		_, err := r.wait(ctx)
+		return err
+	}
 	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(id)), jetstream.WithExpectStream(CommandsStream)); err != nil {
 		return publishError("command "+name, err)
 	}

@@ -50,6 +50,11 @@ type Log struct {
 	rejected sync.Map // "stream/seq" of messages rejected (see reject)
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
+
+	commitOnce sync.Once
+	// Strict mode's group commits of events and of commands, started on
+	// first use.
+	commits, cmdCommits *groupCommit
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
@@ -195,6 +200,7 @@ func (l *Log) bind(ctx context.Context) error {
 // Close drains the connection and shuts the embedded server down, if any.
 // Everything acknowledged before Close is on disk.
 func (l *Log) Close() error {
+	l.stopCommits()
 	if l.nc != nil {
 		l.nc.Close()
 	}

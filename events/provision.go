@@ -33,6 +33,9 @@ func (l *Log) provision(ctx context.Context) error {
 		AllowDirect: true,
 		DenyDelete:  true,
 		DenyPurge:   true,
+		// The group commit's atomic batches (DESIGN §10); added to a
+		// stream provisioned before them by the drift correction below.
+		AllowAtomicPublish: true,
 	})
 	if err != nil {
 		return err
@@ -45,6 +48,8 @@ func (l *Log) provision(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Duplicates:  l.cfg.DuplicateWindow,
 		Replicas:    replicas,
+		// The group commit of commands, as for events.
+		AllowAtomicPublish: true,
 	})
 	if err != nil {
 		return err
@@ -127,7 +132,7 @@ func drifted(have, want jetstream.StreamConfig) bool {
 		limit(have.MaxBytes) != limit(want.MaxBytes) || limit(have.MaxMsgs) != limit(want.MaxMsgs) ||
 		have.Replicas != want.Replicas || have.AllowDirect != want.AllowDirect ||
 		have.DenyDelete != want.DenyDelete || have.DenyPurge != want.DenyPurge ||
-		have.Discard != want.Discard
+		have.Discard != want.Discard || have.AllowAtomicPublish != want.AllowAtomicPublish
 }
 
 // limit normalises "no limit": the server stores -1 where a config said 0.

@@ -27,6 +27,9 @@ type Appended struct {
 // When ev.ID was appended before (within the duplicate window) nothing new
 // is stored and the result says Duplicate with the original sequence. A ctx
 // without a deadline gets JetStream's default request timeout.
+//
+// In strict mode, concurrent appends are stored together by the group
+// commit (DESIGN §10): the result comes once the append's batch is on disk.
 func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, error) {
 	if err := l.room(ctx); err != nil {
 		return Appended{}, err
@@ -34,6 +37,13 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 	msg, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return Appended{}, err
+	}
+	if l.grouped() {
+		r, err := l.appendGrouped(msg, &ev, false)
+		if err != nil {
+			return Appended{}, err
+		}
+		return r.wait(ctx)
 	}
 	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(ev.ID)))
 	if err != nil {
@@ -54,6 +64,13 @@ func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended,
 	if err != nil {
 		return Appended{}, err
 	}
+	if l.grouped() {
+		r, err := l.appendGrouped(msg, &ev, true)
+		if err != nil {
+			return Appended{}, err
+		}
+		return r.wait(ctx)
+	}
 	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(ev.ID)), jetstream.WithExpectLastSequencePerSubject(0))
 	if err != nil {
 		var apiErr *jetstream.APIError
@@ -68,7 +85,8 @@ func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended,
 // PendingAppend is an append that has been sent and not yet confirmed.
 type PendingAppend struct {
 	typ string
-	fut jetstream.PubAckFuture
+	fut jetstream.PubAckFuture // relaxed mode
+	req *commitReq             // strict mode: in the group commit
 
 	mu   sync.Mutex
 	done bool // the outcome below is known
@@ -89,6 +107,13 @@ func (l *Log) AppendAsync(ctx context.Context, ev Event, payload any) (*PendingA
 	if err != nil {
 		return nil, err
 	}
+	if l.grouped() {
+		r, err := l.appendGrouped(msg, &ev, false)
+		if err != nil {
+			return nil, err
+		}
+		return &PendingAppend{typ: ev.Type, req: r}, nil
+	}
 	fut, err := l.js.PublishMsgAsync(msg, jetstream.WithMsgID(l.publishID(ev.ID)))
 	if err != nil {
 		return nil, publishError(ev.Type, err)
@@ -104,10 +129,20 @@ func (p *PendingAppend) Wait(ctx context.Context) (Appended, error) {
 	if p.done {
 		return p.res, p.err
 	}
+	var okc <-chan *jetstream.PubAck
+	var errc <-chan error
+	var stored <-chan struct{}
+	if p.req != nil {
+		stored = p.req.done
+	} else {
+		okc, errc = p.fut.Ok(), p.fut.Err()
+	}
 	select {
-	case ack := <-p.fut.Ok():
+	case <-stored:
+		p.res, p.err = p.req.res, p.req.err
+	case ack := <-okc:
 		p.res = Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}
-	case err := <-p.fut.Err():
+	case err := <-errc:
 		p.err = publishError(p.typ, err)
 	case <-ctx.Done():
 		return Appended{}, fmt.Errorf("waiting for %s to be stored: %w", p.typ, ctx.Err())
@@ -115,6 +150,11 @@ func (p *PendingAppend) Wait(ctx context.Context) (Appended, error) {
 	p.done = true
 	return p.res, p.err
 }
+
+// grouped reports whether appends go through the group commit: in strict
+// mode, where each publish on its own would cost an fsync. Relaxed mode
+// keeps its direct path (the server fsyncs on its own schedule).
+func (l *Log) grouped() bool { return l.cfg.Durability == DurabilityStrict }
 
 // eventMsg validates and encodes ev into the message Append publishes.
 func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, error) {

@@ -1,0 +1,192 @@
+package events
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openStrict(t *testing.T) *Log {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// requests encodes step.started events of run R with ids, in order, as
+// group commit requests, without submitting them.
+func requests(t *testing.T, l *Log, ids ...string) []*commitReq {
+	t.Helper()
+	var reqs []*commitReq
+	for i, id := range ids {
+		ev := Event{ID: id, Type: StepStarted, RunID: "R", StepKey: "s"}
+		msg, err := l.eventMsg(context.Background(), &ev, StepStartedData{Attempt: i + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, l.commitRequest(msg, &ev, false))
+	}
+	return reqs
+}
+
+// results waits for reqs and checks that each is stored, in order, at the
+// sequence it was answered, and that the log holds want events.
+func checkStored(t *testing.T, l *Log, reqs []*commitReq, want uint64) {
+	t.Helper()
+	ctx := context.Background()
+	var prev uint64
+	for i, r := range reqs {
+		res, err := r.wait(ctx)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if res.Duplicate {
+			continue
+		}
+		if res.Seq <= prev {
+			t.Errorf("request %d stored at %d, after %d: out of order", i, res.Seq, prev)
+		}
+		prev = res.Seq
+		ev, err := l.EventAt(ctx, res.Seq)
+		if err != nil {
+			t.Fatalf("request %d at %d: %v", i, res.Seq, err)
+		}
+		if id := r.msg.Header.Get("Nats-Msg-Id"); l.publishID(ev.ID) != id {
+			t.Errorf("request %d: event at %d is %s", i, res.Seq, ev.ID)
+		}
+	}
+	last, err := l.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != want {
+		t.Errorf("the log holds %d events, want %d", last, want)
+	}
+}
+
+func TestGroupCommitBatchWithADuplicateStoresItOnce(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	ctx := context.Background()
+	first, err := l.Append(ctx, Event{ID: "dup", Type: StepStarted, RunID: "R", StepKey: "s"}, StepStartedData{Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A batch with the duplicate among others, and one that repeats an id
+	// of its own.
+	reqs := requests(t, l, "a", "b", "dup", "c", "c", "d", "e", "f", "g", "h", "i", "j")
+	if len(reqs) < minBatchMsgs {
+		t.Fatalf("%d requests would not be sent as a batch", len(reqs))
+	}
+	l.committer().commit(reqs)
+	checkStored(t, l, reqs, first.Seq+uint64(len(reqs))-2)
+	for _, i := range []int{2, 4} {
+		res, _ := reqs[i].wait(ctx)
+		if !res.Duplicate {
+			t.Errorf("request %d: a duplicate id not answered as Duplicate", i)
+		}
+	}
+	if res, _ := reqs[2].wait(ctx); res.Seq != first.Seq {
+		t.Errorf("the duplicate answered sequence %d, want the original's %d", res.Seq, first.Seq)
+	}
+}
+
+func TestGroupCommitSplitsABatchOverTheServersLimit(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	ids := make([]string, maxBatchMsgs+500)
+	for i := range ids {
+		ids[i] = "e" + strconv.Itoa(i)
+	}
+	reqs := requests(t, l, ids...)
+	l.committer().commit(reqs)
+	checkStored(t, l, reqs, uint64(len(ids)))
+	if batches, batched := l.GroupCommits(); batches < 2 || batched != uint64(len(ids)) {
+		t.Errorf("%d batches held %d events, want the %d in at least 2", batches, batched, len(ids))
+	}
+}
+
+func TestGroupCommitBatchesWhatIsQueued(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	ids := make([]string, 50)
+	for i := range ids {
+		ids[i] = "e" + strconv.Itoa(i)
+	}
+	reqs := requests(t, l, ids...)
+	l.committer().commit(reqs)
+	checkStored(t, l, reqs, uint64(len(ids)))
+	if batches, batched := l.GroupCommits(); batches != 1 || batched != uint64(len(ids)) {
+		t.Errorf("%d batches held %d events, want one of %d", batches, batched, len(ids))
+	}
+}
+
+func TestGroupCommitStopCommitsWhatWasQueued(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	reqs := requests(t, l, "x", "y", "z")
+	for _, r := range reqs {
+		if err := l.committer().submit(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.stopCommits()
+	for i, r := range reqs {
+		select {
+		case <-r.done:
+			if r.err != nil {
+				t.Errorf("request %d: %v", i, r.err)
+			}
+		default:
+			t.Errorf("request %d still waits after the stop", i)
+		}
+	}
+	if err := l.committer().submit(requests(t, l, "late")[0]); err == nil {
+		t.Error("a submit after the stop was accepted")
+	}
+}
+
+func TestGroupCommitOfCommandsStoresEachOnce(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	ctx := context.Background()
+	const senders, each = 64, 10
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				name := "step.deterministic.R.s" + strconv.Itoa(s) + "." + strconv.Itoa(i)
+				// Every command twice: the second is a duplicate, in the
+				// same batch or a later one.
+				for range 2 {
+					if err := l.Send(ctx, name, "cmd-"+name, map[string]int{"i": i}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	info, err := l.cmds.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != senders*each {
+		t.Errorf("the command queue holds %d commands, want %d", info.State.Msgs, senders*each)
+	}
+	if l.cmdCommits.batches.Load() == 0 {
+		t.Error("64 concurrent senders never formed a batch")
+	}
+	t.Logf("%d batches held %d commands", l.cmdCommits.batches.Load(), l.cmdCommits.appended.Load())
+}

@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+)
+
+// engine starts an orchestrator and a worker on engineLog until the
+// benchmark ends.
+func engine(b *testing.B, engineLog *events.Log) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	orch := executor.NewOrchestrator(executor.Config{Log: engineLog, Root: b.TempDir()})
+	worker := executor.NewWorker(executor.WorkerConfig{Log: engineLog})
+	go func() { _ = worker.Run(ctx) }()
+	go func() { _ = orch.Run(ctx) }()
+}
+
+// runJob runs job with input to its end and returns its wall time and the
+// events it wrote.
+func runJob(b *testing.B, engineLog *events.Log, job *assets.Job, input any) (time.Duration, []events.Event) {
+	b.Helper()
+	ctx := context.Background()
+	req, err := executor.NewRunRequest(job, input, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	feed, err := engineLog.Follow(ctx, events.FollowOptions{Filters: []string{
+		events.EventSubject(events.AggregateRun, req.RunID, events.RunFinished)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer feed.Stop()
+	start := time.Now()
+	if err := executor.Submit(ctx, engineLog, req); err != nil {
+		b.Fatal(err)
+	}
+	<-feed.Events()
+	elapsed := time.Since(start)
+	hist, err := engineLog.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(req.RunID)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return elapsed, hist
+}
+
+// publishRaw publishes hist again under another run id, raw, from
+// appenders concurrent publishers each waiting for its acks: the log's own
+// cost of those events at the concurrency the engine had.
+func publishRaw(b *testing.B, js jetstream.JetStream, hist []events.Event, appenders int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	msgs := make([]*nats.Msg, len(hist))
+	ids := make([]string, len(hist))
+	for i, ev := range hist {
+		ev.Seq = 0
+		ev.RunID = "raw" + ev.RunID
+		ids[i] = ev.RunID + strconv.Itoa(i)
+		body, _ := json.Marshal(ev)
+		subject, _ := ev.Subject()
+		msgs[i] = &nats.Msg{Subject: subject, Data: body}
+	}
+	return concurrently(b, appenders, len(msgs), func(_, i int) error {
+		_, err := js.PublishMsg(ctx, msgs[i], jetstream.WithMsgID(ids[i]))
+		return err
+	})
+}
+
+// BenchmarkFanOut runs a 400-item fan-out of echo workers, 64 at a time,
+// on a strict and on a relaxed engine in the same run, and publishes the
+// relaxed run's events raw from 64 publishers. It reports both wall times,
+// strict over relaxed, and relaxed per item over the raw cost per item.
+func BenchmarkFanOut(b *testing.B) {
+	const items, workers = 400, 64
+	yaml := `schemaVersion: 2
+kind: Job
+metadata: {name: fan400}
+spec:
+  steps:
+    - id: fan
+      fan_out:
+        items: "{{ input.items }}"
+        max_workers: ` + strconv.Itoa(workers) + `
+        worker:
+          id: w
+          spec: {type: deterministic, action: echo, config: {item: "{{ item }}"}}
+      fan_in: {join: {mode: all}}
+`
+	job, err := assets.ParseJob("fan400.yaml", []byte(yaml), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	list := make([]int, items)
+	for i := range list {
+		list[i] = i
+	}
+	input := map[string]any{"items": list}
+	strictLog, _ := openLog(b, events.DurabilityStrict)
+	relaxedLog, js := openLog(b, events.DurabilityRelaxed)
+	engine(b, strictLog)
+	engine(b, relaxedLog)
+
+	var strict, relaxed, raw time.Duration
+	var written int
+	b.ResetTimer()
+	for range b.N {
+		d, _ := runJob(b, strictLog, job, input)
+		strict += d
+		d, hist := runJob(b, relaxedLog, job, input)
+		relaxed += d
+		written += len(hist)
+		raw += publishRaw(b, js, hist, workers)
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(b.N) }
+	b.ReportMetric(float64(written)/float64(b.N), "events/run")
+	b.ReportMetric(per(strict), "strict-ms")
+	b.ReportMetric(per(relaxed), "relaxed-ms")
+	b.ReportMetric(per(raw), "raw-relaxed-ms")
+	b.ReportMetric(strict.Seconds()/relaxed.Seconds(), "strict/relaxed(goal≤1.3)")
+	b.ReportMetric(relaxed.Seconds()/raw.Seconds(), "relaxed/raw(goal≤1.5)")
+}

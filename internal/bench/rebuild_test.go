@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/projector"
+)
+
+// BenchmarkViewRebuild fills a log with 100,000 events (the history of one
+// run of the 200-step echo job, copied under as many run ids as it takes),
+// rebuilds the views from it with projector.Rebuild, and puts the same
+// event bodies into a bbolt file raw, keyed by sequence, in transactions of
+// projector.DefaultBatchSize. It reports both times and their ratio.
+func BenchmarkViewRebuild(b *testing.B) {
+	const total = 100_000
+	engineLog, js := openLog(b, events.DurabilityRelaxed)
+	engine(b, engineLog)
+	_, hist := runJob(b, engineLog, echoJob(b, 200), nil)
+
+	ctx := context.Background()
+	var bodies [][]byte
+	for copyN := 0; len(bodies) < total; copyN++ {
+		for _, ev := range hist {
+			if len(bodies) == total {
+				break
+			}
+			ev.Seq = 0
+			ev.RunID = ev.RunID + "-" + strconv.Itoa(copyN)
+			body, _ := json.Marshal(ev)
+			subject, _ := ev.Subject()
+			if _, err := js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: body}); err != nil {
+				b.Fatal(err)
+			}
+			bodies = append(bodies, body)
+			if len(bodies)%1000 == 0 {
+				// Keep under the client's limit of unacknowledged publishes.
+				waitPublished(b, js)
+			}
+		}
+	}
+	waitPublished(b, js)
+	last, err := engineLog.LastSeq(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	var rebuild, raw time.Duration
+	b.ResetTimer()
+	for range b.N {
+		dir := b.TempDir()
+		start := time.Now()
+		if err := projector.Rebuild(ctx, engineLog, filepath.Join(dir, "views.db"), last); err != nil {
+			b.Fatal(err)
+		}
+		rebuild += time.Since(start)
+
+		start = time.Now()
+		if err := rawPuts(filepath.Join(dir, "raw.db"), bodies, projector.DefaultBatchSize); err != nil {
+			b.Fatal(err)
+		}
+		raw += time.Since(start)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(last), "events")
+	b.ReportMetric(rebuild.Seconds()/float64(b.N), "rebuild-s(goal<2)")
+	b.ReportMetric(raw.Seconds()/float64(b.N), "raw-s")
+	b.ReportMetric(raw.Seconds()/rebuild.Seconds(), "raw/rebuild-speed(goal≥0.5)")
+}
+
+func waitPublished(b *testing.B, js jetstream.JetStream) {
+	b.Helper()
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		b.Fatal("async publishes not acknowledged in a minute")
+	}
+}
+
+// rawPuts puts bodies into a new bbolt file at path, keyed by their index,
+// batch to a transaction, and syncs it: the least a view rebuild writes.
+func rawPuts(path string, bodies [][]byte, batch int) error {
+	// As a rebuild does: no fsync per transaction, one at the end.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for from := 0; from < len(bodies); from += batch {
+		err := db.Update(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists([]byte("events"))
+			if err != nil {
+				return err
+			}
+			for i := from; i < min(from+batch, len(bodies)); i++ {
+				var k [8]byte
+				binary.BigEndian.PutUint64(k[:], uint64(i+1))
+				if err := bk.Put(k[:], bodies[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return db.Sync()
+}
