@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,10 +118,7 @@ func TestGroupCommitAsyncAppendsKeepTheirOrder(t *testing.T) {
 // rawClient connects a plain JetStream client to l.
 func rawClient(t *testing.T, l *events.Log) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(l.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(testkit.DialEngine(t, l.ClientURL(), l.CredsDir()))
 	require.NoError(t, err)
 	return js
 }

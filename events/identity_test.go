@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,12 +58,7 @@ func TestCreatedIdentifiesTheLog(t *testing.T) {
 
 	// Deleted by another client with the rights to do it, as `nats stream
 	// rm` does it.
-	seed, err := nats.NkeyOptionFromSeed(events.CredsFile(l.CredsDir(), events.IdentityEngine))
-	require.NoError(t, err)
-	nc, err := nats.Connect(l.ClientURL(), seed)
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(testkit.DialEngine(t, l.ClientURL(), l.CredsDir()))
 	require.NoError(t, err)
 	require.NoError(t, js.DeleteStream(ctx, events.EventsStream))
 	_, err = l.Created(ctx)

@@ -31,12 +31,7 @@ func signedLog(t *testing.T) (*events.Log, string) {
 // without the log key: the worst a stolen seed allows.
 func outsider(t *testing.T, l *events.Log) jetstream.JetStream {
 	t.Helper()
-	seed, err := nats.NkeyOptionFromSeed(events.CredsFile(l.CredsDir(), events.IdentityEngine))
-	require.NoError(t, err)
-	nc, err := nats.Connect(l.ClientURL(), seed)
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(testkit.DialEngine(t, l.ClientURL(), l.CredsDir()))
 	require.NoError(t, err)
 	return js
 }

@@ -37,12 +37,7 @@ func outsideJetStream(t *testing.T, p *testkit.Project) jetstream.JetStream {
 	t.Helper()
 	info, err := engine.ReadInfo(p.Root)
 	require.NoError(t, err)
-	seed, err := nats.NkeyOptionFromSeed(events.CredsFile(engine.CredsDir(p.Root), events.IdentityEngine))
-	require.NoError(t, err)
-	nc, err := nats.Connect(info.URL, seed)
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(testkit.DialEngine(t, info.URL, engine.CredsDir(p.Root)))
 	require.NoError(t, err)
 	return js
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,12 +34,7 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 		// `nats stream rm ORBIT_EVENTS`, with rights to do it.
 		info, err := engine.ReadInfo(p.Root)
 		require.NoError(t, err)
-		seed, err := nats.NkeyOptionFromSeed(events.CredsFile(engine.CredsDir(p.Root), events.IdentityEngine))
-		require.NoError(t, err)
-		nc, err := nats.Connect(info.URL, seed)
-		require.NoError(t, err)
-		defer nc.Close()
-		js, err := jetstream.New(nc)
+		js, err := jetstream.New(testkit.DialEngine(t, info.URL, engine.CredsDir(p.Root)))
 		require.NoError(t, err)
 		ctx := testkit.Context(t)
 		require.NoError(t, js.DeleteStream(ctx, events.EventsStream))

@@ -87,4 +87,3 @@ func (e *Engine) logLost(ctx context.Context) error {
 	}
 	return e.lost(found, rec, err)
 }
-

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/orbitrun/orbit/events"
 )
 
@@ -36,4 +38,22 @@ func StartLog(t testing.TB, cfg events.Config) *events.Log {
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// DialEngine connects to the server at url with the engine identity in
+// credsDir, as a process holding the engine's seed (but not its log key)
+// could: the worst an outsider with a stolen seed can do. The connection
+// closes when the test ends.
+func DialEngine(t testing.TB, url, credsDir string) *nats.Conn {
+	t.Helper()
+	seed, err := nats.NkeyOptionFromSeed(events.CredsFile(credsDir, events.IdentityEngine))
+	if err != nil {
+		t.Fatalf("engine seed: %v", err)
+	}
+	nc, err := nats.Connect(url, seed)
+	if err != nil {
+		t.Fatalf("connecting as the engine: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
