@@ -140,4 +140,3 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	}
 	http.Redirect(w, r, "/runs/"+view.ID, http.StatusSeeOther)
 }
-
