@@ -96,14 +96,7 @@ func (r *Repo) ignoredBySnapshot(ctx context.Context, s *Snapshot) ([]string, er
 	}
 	// The repository's info/exclude (outside the work tree, so the
 	// snapshot's too).
-	out, err = r.run(ctx, call{args: []string{"rev-parse", "--git-path", "info/exclude"}, readOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("locating info/exclude: %w", err)
-	}
-	exclude := strings.TrimSpace(string(out))
-	if !filepath.IsAbs(exclude) {
-		exclude = filepath.Join(r.Dir, exclude)
-	}
+	exclude := r.excludeFile
 	if data, err := os.ReadFile(exclude); err == nil {
 		if err := writeFile(filepath.Join(tmp, ".git", "info", "exclude"), data); err != nil {
 			return nil, fmt.Errorf("evaluating the snapshot's ignore rules: %w", err)
