@@ -46,3 +46,17 @@ func (r *Repo) identityEnv(ctx context.Context) ([]string, error) {
 		"GIT_COMMITTER_EMAIL=" + first(lookupEnv(env, "GIT_COMMITTER_EMAIL"), cfg["committer.email"], cfg["user.email"], lookupEnv(env, "EMAIL"), FallbackEmail),
 	}, nil
 }
+
+// identity returns identityEnv, read once per operation: *cache holds it
+// for the operation's next commit.
+func (r *Repo) identity(ctx context.Context, cache *[]string) ([]string, error) {
+	if *cache != nil {
+		return *cache, nil
+	}
+	env, err := r.identityEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	*cache = env
+	return env, nil
+}

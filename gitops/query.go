@@ -180,6 +180,15 @@ func (r *Repo) ChangedPaths(ctx context.Context, s *Snapshot) ([]string, error) 
 	if s == nil || !isObjectID(s.SnapshotRef) {
 		return nil, fmt.Errorf("%w: snapshot without a snapshot ref", ErrInvalidArgument)
 	}
+	// One status tells, when HEAD is at the snapshot and no path changed
+	// both in the index and again in the work tree.
+	st, err := r.readStatus(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	if st.head == s.SnapshotRef && st.worktreeExact() {
+		return uniqueSorted(append(st.tracked(), notCovered(s.Untracked, st.untracked())...)), nil
+	}
 	tracked, err := r.diffNames(ctx, s.SnapshotRef, false, "")
 	if err != nil {
 		return nil, err
@@ -221,14 +230,20 @@ func (r *Repo) newUntracked(ctx context.Context, s *Snapshot) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing untracked files: %w", err)
 	}
-	pre := newPreexisting(s.Untracked)
+	return notCovered(s.Untracked, nulFields(out)), nil
+}
+
+// notCovered returns the paths that the untracked paths of a snapshot do
+// not cover.
+func notCovered(untracked, paths []string) []string {
+	pre := newPreexisting(untracked)
 	var res []string
-	for _, p := range nulFields(out) {
+	for _, p := range paths {
 		if !pre.covers(p) {
 			res = append(res, p)
 		}
 	}
-	return res, nil
+	return res
 }
 
 // preexisting is the set of untracked paths of a snapshot. An entry ending
