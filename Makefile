@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean
+.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog git-count clean
 
 all: build
 
@@ -63,6 +63,11 @@ demo: build
 # A two-checkpoint Groundhog plan on a throwaway repository, offline.
 demo-groundhog: build
 	ORBIT=$(BIN) scripts/demo-groundhog.sh
+
+# The git processes the engine runs for demo-groundhog's three attempts,
+# per git subcommand.
+git-count: build
+	ORBIT=$(BIN) scripts/git-count.sh
 
 clean:
 	rm -rf bin $(DEMO) .demo-groundhog
