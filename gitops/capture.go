@@ -103,8 +103,9 @@ func (r *Repo) capture(ctx context.Context, s *Snapshot, st *workStatus, kind, r
 		}
 	}
 	// At the snapshot, head is no capture commit: always commits whether
-	// or not anything is staged.
-	if !nothing && !(always && atSnapshot) {
+	// or not anything is staged. And a new untracked file that is not left
+	// out is certainly staged now.
+	if !nothing && !(always && atSnapshot) && !(atSnapshot && len(notCovered(leaveOut, st.untracked())) > 0) {
 		staged, err := r.hasStaged(ctx)
 		if err != nil {
 			return captured{}, err
