@@ -30,10 +30,12 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # Benchmarks print their figures as ratios against the raw JetStream / bbolt
-# baseline measured in the same run.
+# / git baseline measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench Append -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench GroundhogAttempt/small -benchtime 40x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench GroundhogAttempt/large -benchtime 5x -count 1 ./internal/bench/
 
 # The soak tests: 200 concurrent short runs and a fan_out of 1,000 items on
 # an `orbit serve` process (wall time, rates, the engine's peak RSS); and

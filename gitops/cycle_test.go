@@ -257,7 +257,11 @@ func TestAttemptCycleGitProcesses(t *testing.T) {
 			f := newFixture(t)
 			f.write("notes.txt", "my notes\n")
 			f.write("debug.log", "ignored\n")
-			r := f.open(c.option())
+			// The identity from the repository's configuration, as a user
+			// has it, not from the environment: one more process.
+			f.git("config", "user.name", "Config User")
+			f.git("config", "user.email", "config@example.invalid")
+			r := f.open(c.option(), gitops.WithEnv("GIT_AUTHOR_NAME=", "GIT_AUTHOR_EMAIL=", "GIT_COMMITTER_NAME=", "GIT_COMMITTER_EMAIL="))
 			c.take(t)
 			s, err := r.CreateSnapshot(f.ctx, "t1", 1, "main")
 			if err != nil {
@@ -278,6 +282,28 @@ func TestAttemptCycleGitProcesses(t *testing.T) {
 			if f.branch() != "main" || f.status() != "?? notes.txt" {
 				t.Errorf("on %s, status %q", f.branch(), f.status())
 			}
+			if tt.name == "commit" {
+				if who := f.git("log", "-1", "--format=%an <%ae>, %cn <%ce>", "main"); who != "Config User <config@example.invalid>, Config User <config@example.invalid>" {
+					t.Errorf("the squash commit is by %s, want the configured identity", who)
+				}
+			}
 		})
+	}
+}
+
+// When the environment names the whole identity, it is the commits'
+// whatever the configuration says (and the configuration is not read).
+func TestCommitIdentityFromEnvironment(t *testing.T) {
+	t.Parallel()
+	f, s := startAttemptInPlace(t)
+	f.git("config", "user.name", "Jane Doe")
+	f.git("config", "user.email", "jane@example.invalid")
+	sha, _, err := f.repo.CommitSuccess(f.ctx, s, "done", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "Test Author <author@example.invalid> / Test Committer <committer@example.invalid>"
+	if who := f.git("log", "-1", "--format=%an <%ae> / %cn <%ce>", sha); who != want {
+		t.Errorf("identity %q, want %q", who, want)
 	}
 }
