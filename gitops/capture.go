@@ -13,6 +13,9 @@ const (
 	trailerSnapshot = "Groundhog-Snapshot"
 )
 
+// exactPathsMax is the most paths capture names to git add one by one.
+const exactPathsMax = 1000
+
 // captured is the outcome of capture.
 type captured struct {
 	head string // the scratch branch's head
@@ -85,12 +88,31 @@ func (r *Repo) capture(ctx context.Context, s *Snapshot, st *workStatus, kind, r
 	}
 
 	// At the snapshot with no change but to files left out, git add would
-	// stage nothing.
+	// stage nothing. Otherwise the status names what git add --all of the
+	// whole work tree would stage: the tracked paths changed in the work
+	// tree and the untracked files, but for those left out. Given those
+	// paths, git add looks only at them rather than walk every directory
+	// again (up to exactPathsMax: git matches each path against every
+	// pathspec).
 	nothing := atSnapshot && len(notCovered(leaveOut, pathsOf(st.entries))) == 0
-	if !nothing {
+	spec := pathspecs(".", ":(exclude,literal)", excluded)
+	if atSnapshot {
+		var changed []string
+		for _, e := range st.entries {
+			if e.kind == '?' || e.y != '.' {
+				changed = append(changed, e.path)
+			}
+		}
+		if changed = notCovered(leaveOut, changed); len(changed) == 0 {
+			spec = nil
+		} else if len(changed) <= exactPathsMax {
+			spec = pathspecs("", ":(literal)", changed)
+		}
+	}
+	if !nothing && spec != nil {
 		if _, err := r.run(ctx, call{
 			args:            []string{"add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"},
-			stdin:           pathspecs(".", ":(exclude,literal)", excluded),
+			stdin:           spec,
 			uninterruptible: true,
 		}); err != nil {
 			return captured{}, fmt.Errorf("capturing the attempt: staging: %w", err)

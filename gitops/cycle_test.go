@@ -307,3 +307,57 @@ func TestCommitIdentityFromEnvironment(t *testing.T) {
 		t.Errorf("identity %q, want %q", who, want)
 	}
 }
+
+// An attempt that made no commit, but staged a file that was untracked at
+// the snapshot, force-added an ignored one and un-ignored *.log: none of
+// them reaches a commit, and all stay in the work tree as they are.
+func TestAttemptInPlaceLeavesOut(t *testing.T) {
+	t.Parallel()
+	for _, end := range []string{"commit", "rewind"} {
+		t.Run(end, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			f.write("notes.txt", "my notes\n")
+			f.write("debug.log", "ignored\n")
+			s := f.snapshot()
+			f.git("add", "notes.txt")
+			f.git("add", "--force", "debug.log")
+			f.write(".gitignore", "*.tmp\n")
+			f.write("other.log", "ignored at the snapshot\n")
+			f.write("new.txt", "new file\n")
+			var head string
+			if end == "commit" {
+				sha, noChange, err := f.repo.CommitSuccess(f.ctx, s, "done", nil)
+				if err != nil || noChange {
+					t.Fatalf("CommitSuccess = %s, %v, %v", sha, noChange, err)
+				}
+				head = sha
+			} else {
+				sha, err := f.repo.Rewind(f.ctx, s, "failed")
+				if err != nil {
+					t.Fatal(err)
+				}
+				head = sha
+			}
+			if got := f.file(head, "new.txt"); got != "new file\n" {
+				t.Errorf("new.txt in %s = %q", end, got)
+			}
+			if got := f.file(head, ".gitignore"); got != "*.tmp\n" {
+				t.Errorf(".gitignore in %s = %q", end, got)
+			}
+			for _, p := range []string{"notes.txt", "debug.log", "other.log"} {
+				if f.everCommitted(p) {
+					t.Errorf("%s is in a commit", p)
+				}
+			}
+			for p, want := range map[string]string{"notes.txt": "my notes\n", "debug.log": "ignored\n", "other.log": "ignored at the snapshot\n"} {
+				if got := f.read(p); got != want {
+					t.Errorf("%s = %q, want %q", p, got, want)
+				}
+			}
+			if f.branch() != "main" {
+				t.Errorf("on %s", f.branch())
+			}
+		})
+	}
+}
