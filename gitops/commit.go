@@ -31,6 +31,10 @@ var trailerKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 // summary, its first line as the subject (cut at a word boundary to 72
 // characters, the whole summary then going to the body), a blank line and
 // the trailers. The scratch branch is then deleted with git branch -D.
+// When the attempt made no commit of its own (the capture's parent is the
+// snapshot) and the task branch is still at the snapshot, the switch and
+// the merge are one git symbolic-ref that moves HEAD to the task branch:
+// the index already holds what the merge would stage (see squashInPlace).
 //
 // Errors, and the state they leave:
 //   - ErrBlankSummary, ErrInvalidArgument (a trailer key other than letters,
