@@ -39,6 +39,8 @@ all=(
 	"./executor/agent FuzzParseFixture"
 	"./events FuzzDecodeEvent"
 	"./gitops FuzzScratchBranchName"
+	"./gitops FuzzParseStatus"
+	"./gitops FuzzValidRefNameMatchesGit"
 )
 
 selected=()
