@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build agents test fuzz bench fsyncs soak chaos lint demo demo-groundhog clean nats-cli chromium screenshots
+.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos lint demo demo-groundhog clean nats-cli chromium screenshots
 
 all: build
 
@@ -60,13 +60,15 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # Benchmarks print their figures as ratios against the raw JetStream / bbolt
-# baseline measured in the same run.
+# / git baseline measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench Append -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroupCommit -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench FanOut -benchtime 2x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench ViewRebuild -benchtime 2x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench GroundhogAttempt/small -benchtime 40x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench GroundhogAttempt/large -benchtime 5x -count 1 ./internal/bench/
 
 # fsyncs per event of a strict log under load (64 appenders), counted with
 # strace: each event its own acknowledged publish, against events.Append.
@@ -101,6 +103,11 @@ demo: build
 # A two-checkpoint Groundhog plan on a throwaway repository, offline.
 demo-groundhog: build
 	ORBIT=$(BIN) scripts/demo-groundhog.sh
+
+# The git processes the engine runs for demo-groundhog's three attempts,
+# per git subcommand.
+git-count: build
+	ORBIT=$(BIN) scripts/git-count.sh
 
 clean:
 	rm -rf bin $(DEMO) .demo-groundhog $(AGENTS)/node_modules

@@ -31,6 +31,10 @@ var trailerKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 // summary, its first line as the subject (cut at a word boundary to 72
 // characters, the whole summary then going to the body), a blank line and
 // the trailers. The scratch branch is then deleted with git branch -D.
+// When the attempt made no commit of its own (the capture's parent is the
+// snapshot) and the task branch is still at the snapshot, the switch and
+// the merge are one git symbolic-ref that moves HEAD to the task branch:
+// the index already holds what the merge would stage (see squashInPlace).
 //
 // Errors, and the state they leave:
 //   - ErrBlankSummary, ErrInvalidArgument (a trailer key other than letters,
@@ -64,16 +68,27 @@ func (r *Repo) CommitSuccess(ctx context.Context, s *Snapshot, summary string, t
 	if err := s.validate(); err != nil {
 		return "", false, err
 	}
-	onScratch, scratchHead, err := r.locate(ctx, s)
+	st, err := r.readStatus(ctx, true)
 	if err != nil {
 		return "", false, err
 	}
+	onScratch, scratchHead, err := r.locate(ctx, s, st)
+	if err != nil {
+		return "", false, err
+	}
+	var ident []string
 	if onScratch {
-		if scratchHead, err = r.capture(ctx, s, "success", "", true); err != nil {
+		c, err := r.capture(ctx, s, st, "success", "", true, &ident)
+		if err != nil {
 			return "", false, err
 		}
+		scratchHead = c.head
 		if err := r.checkpoint("captured"); err != nil {
 			return "", false, err
+		}
+		scratch, task := c.refs[s.ScratchBranch], c.refs[s.TaskBranch]
+		if task.sha == s.SnapshotRef && scratch.sha == scratchHead && len(scratch.parents) > 0 && scratch.parents[0] == s.SnapshotRef {
+			return r.squashInPlace(ctx, s, scratch, task, msg, &ident)
 		}
 		if err := r.leaveScratch(ctx, s); err != nil {
 			return "", false, err
@@ -140,7 +155,41 @@ func (r *Repo) CommitSuccess(ctx context.Context, s *Snapshot, summary string, t
 		return s.SnapshotRef, true, r.deleteScratch(ctx, s)
 	}
 
-	env, err := r.identityEnv(ctx)
+	return r.commitSquash(ctx, s, scratchHead, msg, &ident)
+}
+
+// squashInPlace lands a capture commit made on the snapshot (its first
+// parent), with the task branch still at the snapshot. The index and the
+// work tree hold the capture commit's tree, which is what
+// git merge --squash of the scratch branch would stage on the task branch:
+// HEAD is moved to the task branch without touching either, where the
+// general path would switch (rewriting the work tree back to the
+// snapshot), reset and merge (rewriting it forward again). The state it
+// leaves at each step is one the general path resumes from.
+func (r *Repo) squashInPlace(ctx context.Context, s *Snapshot, scratch, task branchRef, msg string, ident *[]string) (string, bool, error) {
+	if _, err := r.run(ctx, call{
+		args: []string{"symbolic-ref", "-m", "checkout: moving from " + s.ScratchBranch + " to " + s.TaskBranch,
+			"HEAD", "refs/heads/" + s.TaskBranch},
+		uninterruptible: true,
+	}); err != nil {
+		return "", false, fmt.Errorf("switching to %s (the attempt's work is on %s): %w", s.TaskBranch, s.ScratchBranch, err)
+	}
+	for _, point := range []string{"switched", "reset", "merged"} {
+		if err := r.checkpoint(point); err != nil {
+			return "", false, err
+		}
+	}
+	if scratch.tree == task.tree {
+		return s.SnapshotRef, true, r.deleteScratch(ctx, s)
+	}
+	return r.commitSquash(ctx, s, scratch.sha, msg, ident)
+}
+
+// commitSquash commits the staged squash of scratchHead on the task branch,
+// checked out at the snapshot, with the user's hooks, and deletes the
+// scratch branch.
+func (r *Repo) commitSquash(ctx context.Context, s *Snapshot, scratchHead, msg string, ident *[]string) (string, bool, error) {
+	env, err := r.identity(ctx, ident)
 	if err != nil {
 		return "", false, r.undoSquash(ctx, s, err)
 	}
@@ -155,10 +204,15 @@ func (r *Repo) CommitSuccess(ctx context.Context, s *Snapshot, summary string, t
 	// From here on ctx is no longer honoured: these steps are short, and
 	// stopping between them would leave the work half-landed.
 	ctx = context.WithoutCancel(ctx)
-	taskHead, err := r.BranchSHA(ctx, s.TaskBranch)
+	refs, err := r.readBranches(ctx, s.TaskBranch)
 	if err != nil {
 		return "", false, err
 	}
+	task, ok := refs[s.TaskBranch]
+	if !ok {
+		return "", false, fmt.Errorf("%w: %s", ErrBranchNotFound, s.TaskBranch)
+	}
+	taskHead := task.sha
 	if taskHead == s.SnapshotRef {
 		if commitErr == nil {
 			commitErr = fmt.Errorf("git commit succeeded but %s did not move", s.TaskBranch)
@@ -171,11 +225,7 @@ func (r *Repo) CommitSuccess(ctx context.Context, s *Snapshot, summary string, t
 	// that re-stages). Otherwise only the tree can tell.
 	landed := false
 	if commitErr == nil {
-		parent, err := r.FirstParent(ctx, taskHead)
-		if err != nil {
-			return "", false, err
-		}
-		landed = parent == s.SnapshotRef
+		landed = len(task.parents) > 0 && task.parents[0] == s.SnapshotRef
 	} else if landed, err = r.landed(ctx, s, taskHead, scratchHead); err != nil {
 		return "", false, err
 	}

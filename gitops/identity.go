@@ -18,6 +18,18 @@ const (
 // addresses also EMAIL), and the fallback identity where there is none:
 // git would otherwise guess one from the host name, or refuse to commit.
 func (r *Repo) identityEnv(ctx context.Context) ([]string, error) {
+	env := gitEnv(r.env)
+	// When the environment names the whole identity the configuration
+	// cannot change it: no need to read it.
+	var fromEnv []string
+	for _, k := range []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"} {
+		if v := lookupEnv(env, k); strings.TrimSpace(v) != "" {
+			fromEnv = append(fromEnv, k+"="+v)
+		}
+	}
+	if len(fromEnv) == 4 {
+		return fromEnv, nil
+	}
 	out, err := r.run(ctx, call{
 		args:     []string{"config", "-z", "--get-regexp", `^(user|author|committer)\.(name|email)$`},
 		readOnly: true,
@@ -30,7 +42,6 @@ func (r *Repo) identityEnv(ctx context.Context) ([]string, error) {
 		k, v, _ := strings.Cut(e, "\n")
 		cfg[strings.ToLower(k)] = strings.TrimSpace(v) // the last one wins, as in git
 	}
-	env := gitEnv(r.env)
 	first := func(vals ...string) string {
 		for _, v := range vals {
 			if strings.TrimSpace(v) != "" {
@@ -45,4 +56,18 @@ func (r *Repo) identityEnv(ctx context.Context) ([]string, error) {
 		"GIT_COMMITTER_NAME=" + first(lookupEnv(env, "GIT_COMMITTER_NAME"), cfg["committer.name"], cfg["user.name"], FallbackName),
 		"GIT_COMMITTER_EMAIL=" + first(lookupEnv(env, "GIT_COMMITTER_EMAIL"), cfg["committer.email"], cfg["user.email"], lookupEnv(env, "EMAIL"), FallbackEmail),
 	}, nil
+}
+
+// identity returns identityEnv, read once per operation: *cache holds it
+// for the operation's next commit.
+func (r *Repo) identity(ctx context.Context, cache *[]string) ([]string, error) {
+	if *cache != nil {
+		return *cache, nil
+	}
+	env, err := r.identityEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	*cache = env
+	return env, nil
 }

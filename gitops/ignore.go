@@ -36,14 +36,15 @@ func (r *Repo) ignoredBySnapshot(ctx context.Context, s *Snapshot) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	pre := newPreexisting(s.Untracked)
-	var added []string
-	for _, p := range inIndex {
-		if !pre.covers(p) {
-			added = append(added, p)
-		}
-	}
+	return r.ignoredAmong(ctx, s, changed, untracked, notCovered(s.Untracked, inIndex))
+}
 
+// ignoredAmong is ignoredBySnapshot once the paths are known: changed, the
+// tracked paths whose content differs from the snapshot (more may be
+// named: they only decide whether the ignore rules may have changed);
+// untracked, the untracked files not in s.Untracked; added, the paths the
+// index has and the snapshot has not, but for those of s.Untracked.
+func (r *Repo) ignoredAmong(ctx context.Context, s *Snapshot, changed, untracked, added []string) ([]string, error) {
 	touched := false
 	for _, p := range slices.Concat(changed, untracked, added) {
 		if path.Base(p) == ".gitignore" {
@@ -96,14 +97,7 @@ func (r *Repo) ignoredBySnapshot(ctx context.Context, s *Snapshot) ([]string, er
 	}
 	// The repository's info/exclude (outside the work tree, so the
 	// snapshot's too).
-	out, err = r.run(ctx, call{args: []string{"rev-parse", "--git-path", "info/exclude"}, readOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("locating info/exclude: %w", err)
-	}
-	exclude := strings.TrimSpace(string(out))
-	if !filepath.IsAbs(exclude) {
-		exclude = filepath.Join(r.Dir, exclude)
-	}
+	exclude := r.excludeFile
 	if data, err := os.ReadFile(exclude); err == nil {
 		if err := writeFile(filepath.Join(tmp, ".git", "info", "exclude"), data); err != nil {
 			return nil, fmt.Errorf("evaluating the snapshot's ignore rules: %w", err)

@@ -65,9 +65,9 @@ func sanitizeComponent(s string) string {
 	return c
 }
 
-// checkBranchName refuses a branch name that git would refuse, or that git
-// commands could read as an option or a revision expression. git itself
-// has the last word (checkRefFormat).
+// checkBranchName refuses a branch name that git commands could read as an
+// option or a revision expression. checkRefFormat adds the rules of git
+// check-ref-format.
 func checkBranchName(what, name string) error {
 	switch {
 	case name == "", name == "HEAD", strings.HasPrefix(name, "-"),
@@ -109,4 +109,26 @@ func oneLine(s string) string {
 		}
 		return r
 	}, strings.TrimSpace(s))
+}
+
+// validRefName reports whether git check-ref-format accepts ref, a full
+// reference name: no component is empty or starts with ".", or ends with
+// ".lock"; no "..", "@{", control character, space, ~ ^ : ? * [ or \
+// anywhere; it does not end with "." and is not "@".
+func validRefName(ref string) bool {
+	if ref == "@" || strings.HasSuffix(ref, ".") {
+		return false
+	}
+	for _, c := range strings.Split(ref, "/") {
+		if c == "" || strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".lock") ||
+			strings.Contains(c, "..") || strings.Contains(c, "@{") {
+			return false
+		}
+		for i := 0; i < len(c); i++ {
+			if b := c[i]; b < 0x20 || b == 0x7f || strings.IndexByte(" ~^:?*[\\", b) >= 0 {
+				return false
+			}
+		}
+	}
+	return true
 }

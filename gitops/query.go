@@ -43,30 +43,12 @@ func (r *Repo) BranchSHA(ctx context.Context, branch string) (string, error) {
 // branchHead returns the commit a local branch points at, and false when
 // there is no such branch.
 func (r *Repo) branchHead(ctx context.Context, branch string) (string, bool, error) {
-	if err := checkBranchName("branch", branch); err != nil {
+	refs, err := r.readBranches(ctx, branch)
+	if err != nil {
 		return "", false, err
 	}
-	// for-each-ref matches exactly this ref (and, as a prefix, refs under
-	// it: hence the comparison); rev-parse would fall back to other refs
-	// that happen to end in the same name.
-	ref := "refs/heads/" + branch
-	out, err := r.run(ctx, call{
-		args:     []string{"for-each-ref", "--format=%(objectname)%00%(refname)", ref},
-		readOnly: true,
-	})
-	if err != nil {
-		return "", false, fmt.Errorf("reading branch %s: %w", branch, err)
-	}
-	for _, l := range lines(out) {
-		sha, name, _ := strings.Cut(l, "\x00")
-		if name == ref {
-			if !isObjectID(sha) {
-				return "", false, fmt.Errorf("reading branch %s: unexpected output %q", branch, l)
-			}
-			return sha, true, nil
-		}
-	}
-	return "", false, nil
+	ref, ok := refs[branch]
+	return ref.sha, ok, nil
 }
 
 // resolve returns the full id of the commit rev names, and false when it
@@ -198,6 +180,15 @@ func (r *Repo) ChangedPaths(ctx context.Context, s *Snapshot) ([]string, error) 
 	if s == nil || !isObjectID(s.SnapshotRef) {
 		return nil, fmt.Errorf("%w: snapshot without a snapshot ref", ErrInvalidArgument)
 	}
+	// One status tells, when HEAD is at the snapshot and no path changed
+	// both in the index and again in the work tree.
+	st, err := r.readStatus(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	if st.head == s.SnapshotRef && st.worktreeExact() {
+		return uniqueSorted(append(st.tracked(), notCovered(s.Untracked, st.untracked())...)), nil
+	}
 	tracked, err := r.diffNames(ctx, s.SnapshotRef, false, "")
 	if err != nil {
 		return nil, err
@@ -239,14 +230,20 @@ func (r *Repo) newUntracked(ctx context.Context, s *Snapshot) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing untracked files: %w", err)
 	}
-	pre := newPreexisting(s.Untracked)
+	return notCovered(s.Untracked, nulFields(out)), nil
+}
+
+// notCovered returns the paths that the untracked paths of a snapshot do
+// not cover.
+func notCovered(untracked, paths []string) []string {
+	pre := newPreexisting(untracked)
 	var res []string
-	for _, p := range nulFields(out) {
+	for _, p := range paths {
 		if !pre.covers(p) {
 			res = append(res, p)
 		}
 	}
-	return res, nil
+	return res
 }
 
 // preexisting is the set of untracked paths of a snapshot. An entry ending
@@ -310,17 +307,14 @@ func (r *Repo) status(ctx context.Context) (dirty, untracked []string, err error
 	return dirty, untracked, nil
 }
 
-// checkRefFormat asks git whether name is a valid branch name.
-func (r *Repo) checkRefFormat(ctx context.Context, what, name string) error {
+// checkRefFormat checks that name is a valid branch name, by the rules of
+// git check-ref-format (see validRefName).
+func checkRefFormat(what, name string) error {
 	if err := checkBranchName(what, name); err != nil {
 		return err
 	}
-	_, err := r.run(ctx, call{args: []string{"check-ref-format", "refs/heads/" + name}, readOnly: true})
-	if exitCode(err) == 1 {
+	if !validRefName("refs/heads/" + name) {
 		return fmt.Errorf("%w: %s %q is not a valid branch name", ErrInvalidArgument, what, name)
-	}
-	if err != nil {
-		return fmt.Errorf("checking branch name %q: %w", name, err)
 	}
 	return nil
 }

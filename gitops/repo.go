@@ -32,6 +32,12 @@ type Repo struct {
 
 	env []string
 
+	// stateFiles are where git keeps the files of inProgress, in that
+	// order, and excludeFile is the repository's info/exclude: located
+	// once by Open, as absolute paths.
+	stateFiles  []string
+	excludeFile string
+
 	// crash, when set (by tests only), is called at the named points of
 	// Rewind and CommitSuccess; a non-nil return ends the operation there
 	// as a crash would.
@@ -75,10 +81,11 @@ func Open(dir string, opts ...Option) (*Repo, error) {
 		return nil, err
 	}
 
-	out, err := runGit(ctx, abs, r.env, call{
-		args:     []string{"rev-parse", "--is-inside-work-tree", "--show-toplevel"},
-		readOnly: true,
-	})
+	args := []string{"rev-parse", "--is-inside-work-tree", "--show-toplevel"}
+	for _, f := range append(inProgress[:len(inProgress):len(inProgress)], "info/exclude") {
+		args = append(args, "--git-path", f)
+	}
+	out, err := runGit(ctx, abs, r.env, call{args: args, readOnly: true})
 	if err != nil {
 		if code := exitCode(err); code > 0 {
 			return nil, fmt.Errorf("opening %s: %w: %w", dir, ErrNotARepo, err)
@@ -86,10 +93,23 @@ func Open(dir string, opts ...Option) (*Repo, error) {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
 	}
 	ls := lines(out)
-	if len(ls) != 2 || ls[0] != "true" || !filepath.IsAbs(ls[1]) {
+	if len(ls) != 3+len(inProgress) || ls[0] != "true" || !filepath.IsAbs(ls[1]) {
 		return nil, fmt.Errorf("opening %s: %w", dir, ErrNotARepo)
 	}
 	r.Dir = filepath.Clean(ls[1])
+	// --git-path answers relative to the directory git ran in, as the
+	// system names it (symbolic links resolved).
+	cwd, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	for _, p := range ls[2:] {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		r.stateFiles = append(r.stateFiles, filepath.Clean(p))
+	}
+	r.stateFiles, r.excludeFile = r.stateFiles[:len(inProgress)], r.stateFiles[len(inProgress)]
 	return r, nil
 }
 

@@ -2,7 +2,6 @@ package gitops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -41,14 +40,21 @@ func (r *Repo) Rewind(ctx context.Context, s *Snapshot, reason string) (scratchS
 	if err := s.validate(); err != nil {
 		return "", err
 	}
-	onScratch, scratchHead, err := r.locate(ctx, s)
+	st, err := r.readStatus(ctx, true)
+	if err != nil {
+		return "", err
+	}
+	onScratch, scratchHead, err := r.locate(ctx, s, st)
 	if err != nil {
 		return "", err
 	}
 	if onScratch {
-		if scratchHead, err = r.capture(ctx, s, "rewound", reason, false); err != nil {
+		var ident []string
+		c, err := r.capture(ctx, s, st, "rewound", reason, false, &ident)
+		if err != nil {
 			return "", err
 		}
+		scratchHead = c.head
 		if err := r.checkpoint("captured"); err != nil {
 			return scratchHead, err
 		}
@@ -58,6 +64,19 @@ func (r *Repo) Rewind(ctx context.Context, s *Snapshot, reason string) (scratchS
 		if err := r.checkpoint("switched"); err != nil {
 			return scratchHead, err
 		}
+		if st.head == s.SnapshotRef {
+			// Everything was captured and git switch left the work tree
+			// clean at the task branch: when that is the snapshot, there
+			// is nothing to reset, and no copy of a scratch file can be
+			// left behind (those are what an interrupted switch leaves).
+			after, err := r.readStatus(ctx, false)
+			if err != nil {
+				return scratchHead, err
+			}
+			if !after.detached && after.branch == s.TaskBranch && after.head == s.SnapshotRef && len(after.entries) == 0 {
+				return scratchHead, r.checkpoint("reset")
+			}
+		}
 	}
 	if err := r.restore(ctx, s, scratchHead); err != nil {
 		return scratchHead, err
@@ -66,24 +85,24 @@ func (r *Repo) Rewind(ctx context.Context, s *Snapshot, reason string) (scratchS
 }
 
 // locate reports whether HEAD is on the scratch branch (false: on the task
-// branch), and the scratch branch's head. Anywhere else it fails with
-// ErrUnexpectedBranch; a missing scratch branch is ErrBranchNotFound.
-func (r *Repo) locate(ctx context.Context, s *Snapshot) (onScratch bool, scratchHead string, err error) {
-	cur, err := r.CurrentBranch(ctx)
-	if errors.Is(err, ErrDetachedHead) {
-		return false, "", fmt.Errorf("%w: expected HEAD on %s or %s: %w",
-			ErrUnexpectedBranch, s.ScratchBranch, s.TaskBranch, err)
+// branch), as st says, and the scratch branch's head. Anywhere else it
+// fails with ErrUnexpectedBranch; a missing scratch branch is
+// ErrBranchNotFound.
+func (r *Repo) locate(ctx context.Context, s *Snapshot, st *workStatus) (onScratch bool, scratchHead string, err error) {
+	if st.detached {
+		return false, "", fmt.Errorf("%w: expected HEAD on %s or %s: %w (in %s)",
+			ErrUnexpectedBranch, s.ScratchBranch, s.TaskBranch, ErrDetachedHead, r.Dir)
 	}
-	if err != nil {
-		return false, "", err
-	}
+	cur := st.branch
 	if cur != s.ScratchBranch && cur != s.TaskBranch {
 		return false, "", fmt.Errorf("%w: expected HEAD on %s or %s, it is on %s",
 			ErrUnexpectedBranch, s.ScratchBranch, s.TaskBranch, cur)
 	}
-	head, ok, err := r.branchHead(ctx, s.ScratchBranch)
-	if err != nil {
-		return false, "", err
+	head, ok := st.head, st.head != ""
+	if cur != s.ScratchBranch {
+		if head, ok, err = r.branchHead(ctx, s.ScratchBranch); err != nil {
+			return false, "", err
+		}
 	}
 	if !ok {
 		return false, "", fmt.Errorf("%w: scratch branch %s (HEAD is on %s)", ErrBranchNotFound, s.ScratchBranch, cur)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -52,47 +51,44 @@ func (r *Repo) CreateSnapshot(ctx context.Context, task string, day int, taskBra
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkRefFormat(ctx, "scratch branch", scratch); err != nil {
+	if err := checkRefFormat("scratch branch", scratch); err != nil {
 		return nil, err
 	}
-	if err := r.checkRefFormat(ctx, "task branch", taskBranch); err != nil {
+	if err := checkRefFormat("task branch", taskBranch); err != nil {
 		return nil, err
 	}
 
-	cur, err := r.CurrentBranch(ctx)
+	// One status says where HEAD is, at which commit, and what is dirty or
+	// untracked.
+	st, err := r.readStatus(ctx, true)
 	if err != nil {
 		return nil, err
 	}
-	if cur != taskBranch {
-		return nil, fmt.Errorf("%w: expected HEAD on %s, it is on %s", ErrUnexpectedBranch, taskBranch, cur)
+	if st.detached {
+		return nil, fmt.Errorf("%w (in %s)", ErrDetachedHead, r.Dir)
 	}
-	if err := r.checkNoOperation(ctx); err != nil {
+	if st.branch != taskBranch {
+		return nil, fmt.Errorf("%w: expected HEAD on %s, it is on %s", ErrUnexpectedBranch, taskBranch, st.branch)
+	}
+	if err := r.checkNoOperation(); err != nil {
 		return nil, err
 	}
-	dirty, untracked, err := r.status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(dirty) > 0 {
+	if dirty := st.tracked(); len(dirty) > 0 {
 		return nil, fmt.Errorf("%w: %d tracked file(s) with staged or unstaged changes: %s",
 			ErrDirty, len(dirty), listPaths(dirty, 20))
 	}
-	if _, exists, err := r.branchHead(ctx, scratch); err != nil {
-		return nil, err
-	} else if exists {
-		return nil, fmt.Errorf("%w: %s", ErrScratchExists, scratch)
-	}
-	if _, exists, err := r.branchHead(ctx, taskBranch); err != nil {
-		return nil, err
-	} else if !exists {
+	if st.head == "" {
 		return nil, fmt.Errorf("%w: %s has no commit yet", ErrBranchNotFound, taskBranch)
 	}
 
-	// Created at HEAD, never at a named commit: if the task branch moved
-	// since it was read, the scratch branch still matches the work tree.
-	// git refuses (rather than resets) a branch that appeared meanwhile.
+	// Created at the commit the status saw HEAD at, which becomes the
+	// snapshot: git switch checks that commit out, so the scratch branch
+	// matches the work tree even if the task branch moved since it was
+	// read (then nothing of the work tree changes but what the move
+	// brought, and Rewind and CommitSuccess refuse to touch the moved task
+	// branch). git refuses (rather than resets) a branch that exists.
 	if _, err := r.run(ctx, call{
-		args:            []string{"switch", "--quiet", "--no-track", "--create", scratch},
+		args:            []string{"switch", "--quiet", "--no-track", "--create", scratch, st.head},
 		uninterruptible: true,
 	}); err != nil {
 		if _, exists, err2 := r.branchHead(ctx, scratch); err2 == nil && exists {
@@ -100,10 +96,7 @@ func (r *Repo) CreateSnapshot(ctx context.Context, task string, day int, taskBra
 		}
 		return nil, fmt.Errorf("creating scratch branch %s: %w", scratch, err)
 	}
-	ref, err := r.BranchSHA(ctx, scratch)
-	if err != nil {
-		return nil, err
-	}
+	untracked := st.untracked()
 	if untracked == nil {
 		untracked = []string{}
 	}
@@ -112,30 +105,16 @@ func (r *Repo) CreateSnapshot(ctx context.Context, task string, day int, taskBra
 		Day:           day,
 		TaskBranch:    taskBranch,
 		ScratchBranch: scratch,
-		SnapshotRef:   ref,
+		SnapshotRef:   st.head,
 		Untracked:     untracked,
 	}, nil
 }
 
 // checkNoOperation fails with ErrDirty when git is in the middle of an
-// operation the user has to finish or abort.
-func (r *Repo) checkNoOperation(ctx context.Context) error {
-	args := []string{"rev-parse"}
-	for _, f := range inProgress {
-		args = append(args, "--git-path", f)
-	}
-	out, err := r.run(ctx, call{args: args, readOnly: true})
-	if err != nil {
-		return fmt.Errorf("locating git's state files: %w", err)
-	}
-	paths := lines(out)
-	if len(paths) != len(inProgress) {
-		return fmt.Errorf("locating git's state files: unexpected output %q", out)
-	}
-	for i, p := range paths {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(r.Dir, p)
-		}
+// operation the user has to finish or abort. The files that say so were
+// located by Open.
+func (r *Repo) checkNoOperation() error {
+	for i, p := range r.stateFiles {
 		_, err := os.Lstat(p)
 		if err == nil {
 			return fmt.Errorf("%w: an operation is in progress (%s exists)", ErrDirty, inProgress[i])

@@ -43,6 +43,8 @@ all=(
 	"./cmd/orbit FuzzParseSideEffect"
 	"./internal/engine FuzzDecodeSubmission"
 	"./gitops FuzzScratchBranchName"
+	"./gitops FuzzParseStatus"
+	"./gitops FuzzValidRefNameMatchesGit"
 )
 
 selected=()
