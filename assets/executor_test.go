@@ -48,7 +48,7 @@ func TestParseExecutorProblems(t *testing.T) {
 	tests := []struct{ name, doc, want string }{
 		{"no command", "spec: {output: text}", `x.yaml:4: spec.command: is required`},
 		{"empty command", "spec: {command: ' '}", `x.yaml:4: spec.command: must not be empty`},
-		{"bad output", "spec: {command: c, output: jsonl}", `x.yaml:4: spec.output: "jsonl" is not one of text, claude_json, codex_jsonl, claude_code`},
+		{"bad output", "spec: {command: c, output: jsonl}", `x.yaml:4: spec.output: "jsonl" is not one of text, claude_json, codex_jsonl, claude_code, codex`},
 		{"env not a mapping", "spec: {command: c, env: [A=1]}", `x.yaml:4: spec.env: must be a mapping, not a list`},
 		{"secret env", "spec: {command: c, env: {GITHUB_TOKEN: ghp_x, db_password: pw, SECRET: s}}",
 			"x.yaml:4: spec.env.GITHUB_TOKEN: looks like a secret: set it in the engine's environment instead (an executor's env is copied into every run that uses it)\n" +
