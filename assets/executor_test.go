@@ -91,7 +91,7 @@ func TestCatalogExecutors(t *testing.T) {
 
 	assert.Equal(t, []assets.Entry{
 		{Name: "aider", Kind: "text", Description: "runs aider", Source: aider, Layer: assets.LayerWorkspace},
-		{Name: "claude", Kind: "claude_json", Description: "Claude Code in print mode (claude -p), its answer read as one JSON result.",
+		{Name: "claude", Kind: "claude_code", Description: "Claude Code through the claude_code adapter (claude -p, stream-json records as they come).",
 			Source: "seeded:executors/claude.yaml", Layer: assets.LayerSeeded},
 		{Name: "codex", Kind: "codex_jsonl", Description: "runs /opt/codex", Source: envCodex, Layer: assets.LayerEnv,
 			Shadows: []string{wsCodex, "seeded:executors/codex.yaml"}},
