@@ -107,6 +107,10 @@ func TestCodexAllowedWriteLandsAndIsRecorded(t *testing.T) {
 	assert.Equal(t, codexTestModel, reqs[0].Model)
 	assert.Contains(t, reqs[0].System, "You write files for ticket 42.")
 	assert.Contains(t, string(reqs[0].Raw), "Write the file.", "the prompt is the user's message")
+	assert.Contains(t, reqs[0].Tools, "exec_command")
+	for _, tool := range []string{"web_search", "multi_agent_v1", "create_goal", "image_generation"} {
+		assert.NotContains(t, reqs[0].Tools, tool, "what no Orbit tool grants is not offered")
+	}
 
 	for _, ev := range evs {
 		assert.NotContains(t, string(ev.Data), "sk-orbit-test", "%s carries the API key", ev.Type)

@@ -23,8 +23,10 @@ const codexProvider = "codex"
 // codexArgs is Codex's command line for one invocation: exec, the
 // executor's own args (exec options: a profile, config overrides), then
 // JSONL events, no session files, the sandbox the allowlist maps to, the
-// workspace, approvals never asked for, the model and the instruction as
-// developer instructions. The prompt is read from stdin ("-").
+// workspace, approvals never asked for, none of the tools no Orbit tool
+// stands for (web search, sub-agents, goals, image generation), the model
+// and the instruction as developer instructions. The prompt is read from
+// stdin ("-").
 //
 // IMPORTANT: --skip-git-repo-check because Orbit, not Codex's trust check,
 // decides where the agent works: a step's workspace need not be a git
@@ -34,7 +36,8 @@ const codexProvider = "codex"
 func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData) []string {
 	args := append([]string{"exec"}, cfg.Spec.Args...)
 	args = append(args, "--json", "--ephemeral", "--skip-git-repo-check", "--sandbox", grant.Sandbox,
-		"-C", cfg.Workspace, "-c", `approval_policy="never"`)
+		"-C", cfg.Workspace, "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
+		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation")
 	if m := cfg.Envelope.Model; m != "" {
 		args = append(args, "--model", m)
 	}

@@ -161,13 +161,15 @@ func TestCodexArgs(t *testing.T) {
 	cfg := &CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"-c", `model_provider="x"`}}, Workspace: "/w",
 		Envelope: Envelope{Model: "gpt-x", Instruction: "say \"hi\"\n-- then stop", Prompt: "not an argument"}}
 	assert.Equal(t, []string{"exec", "-c", `model_provider="x"`, "--json", "--ephemeral", "--skip-git-repo-check",
-		"--sandbox", "workspace-write", "-C", "/w", "-c", `approval_policy="never"`, "--model", "gpt-x",
+		"--sandbox", "workspace-write", "-C", "/w", "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
+		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "--model", "gpt-x",
 		"-c", `developer_instructions="say \"hi\"\n-- then stop"`, "-"}, codexArgs(cfg, grant))
 
 	none, err := assets.CodexGrant(nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"exec", "--json", "--ephemeral", "--skip-git-repo-check", "--sandbox", "read-only",
-		"-C", "", "-c", `approval_policy="never"`, "-"}, codexArgs(&CLIConfig{}, none))
+		"-C", "", "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
+		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "-"}, codexArgs(&CLIConfig{}, none))
 }
 
 // FuzzCodexStream: whatever Codex prints, the reader neither panics nor
