@@ -186,3 +186,24 @@ func TestCodexHungServerIsKilledAtTheWallClock(t *testing.T) {
 	assert.True(t, testkit.WaitGone(started[0].PID, 3*time.Second), "codex (pid %d) is gone", started[0].PID)
 	assert.Len(t, srv.Scripted(), 1, "the request hung")
 }
+
+// TestCodexTurnLimitStopsTheAgent: Codex has no turn limit of its own; the
+// adapter stops it when it calls a tool past max_iterations.
+func TestCodexTurnLimitStopsTheAgent(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	startEngine(t, log, dir, nil)
+	first := codexCommandTurns("echo one > one.txt")[0]
+	second := codexCommandTurns("sleep 5 && echo two > two.txt")[0]
+	srv := testkit.NewOpenAIServer(t, first, second, testkit.Turn{Text: "done"})
+	runID, fin := runJob(t, log, codexJob(t, srv, "        tools: [fs.write]\n        max_iterations: 1\n        wall_clock_timeout_seconds: 60\n"), nil)
+
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindActivity, fin.Error.Kind)
+	assert.Contains(t, fin.Error.Message, "Codex was still calling tools after 1 turns")
+	assert.FileExists(t, filepath.Join(dir, "one.txt"))
+	assert.NoFileExists(t, filepath.Join(dir, "two.txt"), "the second command was stopped")
+	turns := decodeAll[events.AgentTurnData](t, ofType(history(t, log, runID), events.AgentTurn))
+	assert.Len(t, turns, 2)
+}
