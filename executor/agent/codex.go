@@ -61,9 +61,9 @@ func tomlString(s string) string {
 // messages, and items for the commands it ran and the files it changed. A
 // turn is therefore recorded per tool call (the model response that asked
 // for it, with the messages said since the turn before), when the call
-// starts, and once more at turn.completed for the final message, with the
-// usage Codex reports for the whole session. The call itself is recorded as
-// tool.called when its item completes.
+// starts, and once more at turn.completed for the final message. The call
+// itself is recorded as tool.called when its item completes; the usage
+// Codex reports for the whole session is the outcome's.
 //
 // IMPORTANT: Codex 0.169 leaves out the items of a command that ends at
 // once in about half the runs (testdata/cli/README.md): such a command is
@@ -169,9 +169,9 @@ func (s *codexStream) line(ctx context.Context, line []byte) {
 	case "turn.completed":
 		// An error before it (a reconnect) was one Codex recovered from.
 		s.completed, s.failure = true, ""
-		u := Usage{InputTokens: rec.Usage.InputTokens, OutputTokens: rec.Usage.OutputTokens, CacheReadTokens: rec.Usage.CachedInputTokens}
-		s.out.Usage = s.out.Usage.Add(u)
-		s.err = s.recordTurn(ctx, nil, u)
+		s.out.Usage = s.out.Usage.Add(Usage{InputTokens: rec.Usage.InputTokens, OutputTokens: rec.Usage.OutputTokens,
+			CacheReadTokens: rec.Usage.CachedInputTokens})
+		s.err = s.recordTurn(ctx, nil)
 	case "turn.failed":
 		s.failure = rec.Error.Message
 	}
@@ -232,7 +232,7 @@ func (s *codexStream) start(ctx context.Context, it *codexItem) error {
 	if s.items[it.ID] != nil {
 		return nil
 	}
-	if err := s.recordTurn(ctx, it, Usage{}); err != nil {
+	if err := s.recordTurn(ctx, it); err != nil {
 		return err
 	}
 	s.items[it.ID] = &codexCall{turn: s.turn, at: time.Now()}
@@ -253,15 +253,19 @@ func (s *codexStream) start(ctx context.Context, it *codexItem) error {
 
 // recordTurn records the turn that asked for it (it: nil for the end of the
 // session), with the messages said since the turn before.
-func (s *codexStream) recordTurn(ctx context.Context, it *codexItem, u Usage) error {
+//
+// IMPORTANT: a turn carries no usage. Codex reports usage for the session
+// only, and the session's usage is on its cli.invocation.finished, which
+// orbit metrics adds to the model's as it adds the turns': on a turn too,
+// it would be counted twice.
+func (s *codexStream) recordTurn(ctx context.Context, it *codexItem) error {
 	if it == nil && s.turn > 0 && len(s.text) == 0 {
-		// Nothing said after the last call: the usage belongs to the session.
 		return nil
 	}
 	s.turn++
 	s.out.Turns = s.turn
 	data := events.AgentTurnData{Attempt: s.cfg.Attempt, Turn: s.turn, Provider: codexProvider, Model: s.cfg.Envelope.Model,
-		StopReason: StopEndTurn, Usage: tokenUsage(u)}
+		StopReason: StopEndTurn}
 	if it != nil {
 		data.StopReason, data.ToolUses = StopToolUse, []string{it.agentTool()}
 	}

@@ -61,7 +61,7 @@ func TestCodexStreamRecordsTurnsAndCalls(t *testing.T) {
 	assert.Equal(t, 2, final.Turn)
 	assert.Equal(t, "done", final.Text)
 	assert.Equal(t, StopEndTurn, final.StopReason)
-	assert.Equal(t, int64(200), final.Usage.InputTokens, "the session's usage, from turn.completed")
+	assert.Zero(t, final.Usage, "the session's usage is the outcome's, not a turn's")
 
 	assert.Equal(t, "done", out.FinalMessage)
 	assert.Equal(t, 2, out.Turns)
