@@ -72,7 +72,7 @@ func TestParseActivity(t *testing.T) {
   provider: codex
   backend: cli`,
 			assets.ActivitySpec{Type: "agent_loop", OnDenial: "terminate", Backend: "cli", Provider: "codex",
-				ExecutorSpec: &assets.ExecutorSpec{Command: "codex", Args: []string{"exec", "--json"}, Output: "codex_jsonl"}}},
+				ExecutorSpec: &assets.ExecutorSpec{Command: "codex", Output: "codex"}}},
 		{"groundhog", `
   type: groundhog
   provider: claude

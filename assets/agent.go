@@ -201,15 +201,24 @@ func (d *decoder) attachExecutor(m *mapping, spec *ActivitySpec, o *loadOptions)
 	}
 	es := e.Spec.clone()
 	spec.ExecutorSpec = &es
-	if es.Output != OutputClaudeCode {
+	// The adapters grant the allowlist through the agent's own permissions:
+	// a tool the agent cannot be given is refused here, not at run time.
+	var grant func(tool string) error
+	var agentName string
+	switch es.Output {
+	case OutputClaudeCode:
+		agentName = "Claude Code"
+		grant = func(tool string) error { _, err := ClaudeCodeGrant([]string{tool}, spec.AllowedPrograms); return err }
+	case OutputCodex:
+		agentName = "Codex"
+		grant = func(tool string) error { _, err := CodexGrant([]string{tool}); return err }
+	default:
 		return
 	}
-	// The claude_code adapter grants the allowlist through Claude Code's own
-	// permissions: a tool it cannot grant is refused here, not at run time.
 	for i, tool := range spec.Tools {
-		if _, err := ClaudeCodeGrant([]string{tool}, spec.AllowedPrograms); err != nil {
+		if err := grant(tool); err != nil {
 			path := fmt.Sprintf("%s[%d]", child(m.path, "tools"), i)
-			d.add(m.line("tools"), path, fmt.Sprintf("%v: executor %q runs Claude Code (output %s)", err, name, OutputClaudeCode))
+			d.add(m.line("tools"), path, fmt.Sprintf("%v: executor %q runs %s (output %s)", err, name, agentName, es.Output))
 		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 )
 
 var (
-	claudeCLI = &assets.ExecutorSpec{Command: "claude", Args: []string{"-p", "--output-format", "json"}, Output: "claude_json"}
-	codexCLI  = &assets.ExecutorSpec{Command: "codex", Args: []string{"exec", "--json"}, Output: "codex_jsonl"}
+	claudeCLI = &assets.ExecutorSpec{Command: "claude", Output: "claude_code"}
+	codexCLI  = &assets.ExecutorSpec{Command: "codex", Output: "codex"}
 )
 
 // TestBackendResolution loads one agent spec as a catalog activity, as the
@@ -120,10 +120,13 @@ func TestExecutorAttachment(t *testing.T) {
 	writeFile(t, root, ".orbit/executors/claude.yaml", executorYAML("claude", "/opt/claude/bin/claude", "text"))
 	writeFile(t, root, ".orbit/executors/aider.yaml", executorYAML("aider", "aider", "text"))
 	writeFile(t, env, "aider.yaml", executorYAML("aider", "/usr/local/bin/aider", "text"))
+	writeFile(t, root, ".orbit/executors/goose.yaml", "schemaVersion: 2\nkind: Executor\nmetadata: {name: goose}\n"+
+		"spec: {command: goose, args: [run, --quiet]}\n")
 	writeFile(t, root, ".orbit/jobs/j.yaml", "schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n  steps:\n"+
 		"    - {id: by_provider, spec: {type: agent_loop, provider: claude, backend: cli}}\n"+
 		"    - {id: by_name, spec: {type: agent_loop, provider: aider, backend: cli}}\n"+
-		"    - {id: by_executor, spec: {type: agent_loop, provider: openai_compat, executor: codex}}\n")
+		"    - {id: by_executor, spec: {type: agent_loop, provider: openai_compat, executor: codex}}\n"+
+		"    - {id: with_args, spec: {type: agent_loop, provider: openai_compat, executor: goose}}\n")
 	c, err := assets.OpenCatalog(root, assets.CatalogOptions{Backend: "cli", ExecutorDir: env})
 	require.NoError(t, err)
 	j, err := c.Job("j")
@@ -136,17 +139,17 @@ func TestExecutorAttachment(t *testing.T) {
 	assert.Equal(t, codexCLI, steps[2].Activity.ExecutorSpec)
 
 	// The attached spec is a copy: changing it changes no other job.
-	steps[2].Activity.ExecutorSpec.Args[0] = "changed"
-	e, err := c.Executor("codex")
+	steps[3].Activity.ExecutorSpec.Args[0] = "changed"
+	e, err := c.Executor("goose")
 	require.NoError(t, err)
-	assert.Equal(t, "exec", e.Spec.Args[0])
+	assert.Equal(t, "run", e.Spec.Args[0])
 
 	// The message lists what the catalog has.
 	writeFile(t, root, ".orbit/jobs/j.yaml", "schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n  steps:\n"+
 		"    - {id: a, spec: {type: agent_loop, provider: claude, executor: gemini}}\n")
 	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.ErrorIs(t, err, assets.ErrInvalid)
-	assert.Contains(t, err.Error(), `spec.steps[0].spec: no executor "gemini" for backend cli (executors: aider, claude, codex)`)
+	assert.Contains(t, err.Error(), `spec.steps[0].spec: no executor "gemini" for backend cli (executors: aider, claude, codex, goose)`)
 }
 
 // TestParseJobResolvesWithSeededExecutors: outside a catalog, auto is http

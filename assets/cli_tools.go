@@ -102,3 +102,84 @@ func ClaudeCodeOrbitTool(agentTool string) string {
 	}
 	return best
 }
+
+// Codex's sandbox modes (codex exec --sandbox).
+const (
+	CodexReadOnly       = "read-only"
+	CodexWorkspaceWrite = "workspace-write"
+)
+
+// codexTools maps Orbit's tool names onto what Codex (0.169) can restrict:
+// the sandbox its commands and patches run in. IMPORTANT: this table is the
+// one place the mapping is written; the load check, the adapter's
+// --sandbox and the names recorded in tool.called and tool.denied all read
+// it.
+//
+// Codex has no per-tool allowlist: it reads, lists and runs everything
+// through one shell, and writes through that shell or apply_patch. What it
+// can restrict is where they write: read-only (the default) or
+// workspace-write (the workspace and the temporary directory, no network).
+// So fs.read and fs.list need nothing beyond read-only, and fs.write,
+// fs.edit and fs.delete are workspace-write. shell.exec has no equivalent:
+// Codex's shell runs any program its sandbox lets it, so an
+// allowed_programs list cannot be enforced; a PATH of wrappers would not
+// enforce it either (a command names /bin/rm as easily as rm), and Orbit
+// does not claim what it does not enforce.
+var codexTools = map[string]string{
+	"fs.read":   CodexReadOnly,
+	"fs.list":   CodexReadOnly,
+	"fs.write":  CodexWorkspaceWrite,
+	"fs.edit":   CodexWorkspaceWrite,
+	"fs.delete": CodexWorkspaceWrite,
+}
+
+// Codex's item types that are tool calls, and the Orbit tool each is
+// recorded as: a command is shell.exec (what it is, whatever the sandbox
+// let it do); a change to a file is the fs tool of its kind.
+var codexItemTools = map[string]string{
+	"command_execution":  "shell.exec",
+	"file_change:add":    "fs.write",
+	"file_change:update": "fs.edit",
+	"file_change:delete": "fs.delete",
+}
+
+// CodexGrantData is an agent_loop's tool allowlist in Codex's terms.
+type CodexGrantData struct {
+	// Sandbox is the --sandbox mode: CodexWorkspaceWrite when the allowlist
+	// writes, else CodexReadOnly.
+	Sandbox string
+	// Writes reports whether the allowlist lets the agent change files.
+	Writes bool
+}
+
+// CodexGrant maps an allowlist onto Codex's sandbox. An Orbit tool with no
+// equivalent is an error that names it and the tools that have one.
+func CodexGrant(tools []string) (CodexGrantData, error) {
+	g := CodexGrantData{Sandbox: CodexReadOnly}
+	for _, name := range tools {
+		mode, ok := codexTools[name]
+		if !ok {
+			why := ""
+			if name == "shell.exec" {
+				why = ": Codex's shell runs any program its sandbox allows, so allowed_programs cannot be enforced"
+			}
+			return CodexGrantData{}, fmt.Errorf("%q has no equivalent in Codex%s (tools that have one: %s)",
+				name, why, strings.Join(slices.Sorted(maps.Keys(codexTools)), ", "))
+		}
+		if mode == CodexWorkspaceWrite {
+			g.Sandbox, g.Writes = CodexWorkspaceWrite, true
+		}
+	}
+	return g, nil
+}
+
+// CodexOrbitTool is the Orbit tool a Codex item stands for: its item type,
+// and for a file_change the kind of change (add, update, delete). It is ""
+// for an item that is no tool call Orbit grants (an MCP call, a web
+// search).
+func CodexOrbitTool(itemType, kind string) string {
+	if itemType == "file_change" {
+		itemType += ":" + kind
+	}
+	return codexItemTools[itemType]
+}

@@ -69,3 +69,55 @@ func TestClaudeCodeOrbitTool(t *testing.T) {
 		assert.Equal(t, want, assets.ClaudeCodeOrbitTool(agentTool), agentTool)
 	}
 }
+
+func TestCodexGrant(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		tools []string
+		want  assets.CodexGrantData
+	}{
+		"none":        {nil, assets.CodexGrantData{Sandbox: assets.CodexReadOnly}},
+		"reads":       {[]string{"fs.read", "fs.list"}, assets.CodexGrantData{Sandbox: assets.CodexReadOnly}},
+		"a write":     {[]string{"fs.read", "fs.edit"}, assets.CodexGrantData{Sandbox: assets.CodexWorkspaceWrite, Writes: true}},
+		"every write": {[]string{"fs.write", "fs.delete"}, assets.CodexGrantData{Sandbox: assets.CodexWorkspaceWrite, Writes: true}},
+	} {
+		got, err := assets.CodexGrant(tc.tools)
+		require.NoError(t, err, name)
+		assert.Equal(t, tc.want, got, name)
+	}
+	_, err := assets.CodexGrant([]string{"fs.read", "shell.exec"})
+	assert.EqualError(t, err, `"shell.exec" has no equivalent in Codex: Codex's shell runs any program its sandbox allows, `+
+		`so allowed_programs cannot be enforced (tools that have one: fs.delete, fs.edit, fs.list, fs.read, fs.write)`)
+	_, err = assets.CodexGrant([]string{"web.fetch"})
+	assert.EqualError(t, err, `"web.fetch" has no equivalent in Codex (tools that have one: fs.delete, fs.edit, fs.list, fs.read, fs.write)`)
+}
+
+// TestCodexToolWithoutEquivalentIsALoadError: the codex adapter cannot
+// grant shell.exec with a program allowlist, and a job asking for it does
+// not load.
+func TestCodexToolWithoutEquivalentIsALoadError(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, root, ".orbit/executors/codex.yaml", executorYAML("codex", "codex", "codex"))
+	writeFile(t, root, ".orbit/jobs/j.yaml", "schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n  steps:\n"+
+		"    - id: a\n      spec:\n        type: agent_loop\n        provider: codex\n        backend: cli\n"+
+		"        tools: [fs.write, shell.exec]\n        allowed_programs: [go]\n")
+	_, err := openStrict(root, assets.CatalogOptions{Backend: "cli"})
+	require.ErrorIs(t, err, assets.ErrInvalid)
+	assert.Contains(t, err.Error(), `jobs/j.yaml:11: spec.steps[0].spec.tools[1]: "shell.exec" has no equivalent in Codex`)
+	assert.Contains(t, err.Error(), `executor "codex" runs Codex (output codex)`)
+
+	writeFile(t, root, ".orbit/jobs/j.yaml", "schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n  steps:\n"+
+		"    - id: a\n      spec:\n        type: agent_loop\n        provider: codex\n        backend: cli\n"+
+		"        tools: [fs.read, fs.write, fs.delete]\n")
+	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
+	require.NoError(t, err)
+}
+
+func TestCodexOrbitTool(t *testing.T) {
+	t.Parallel()
+	for _, tc := range [][3]string{{"command_execution", "", "shell.exec"}, {"file_change", "add", "fs.write"},
+		{"file_change", "update", "fs.edit"}, {"file_change", "delete", "fs.delete"}, {"mcp_tool_call", "", ""}, {"web_search", "", ""}} {
+		assert.Equal(t, tc[2], assets.CodexOrbitTool(tc[0], tc[1]), tc[0]+" "+tc[1])
+	}
+}

@@ -15,7 +15,7 @@ import (
 
 var (
 	executorKeys    = []string{"command", "args", "output", "env"}
-	executorOutputs = []string{OutputText, OutputClaudeJSON, OutputCodexJSONL, OutputClaudeCode}
+	executorOutputs = []string{OutputText, OutputClaudeJSON, OutputCodexJSONL, OutputClaudeCode, OutputCodex}
 )
 
 // secretSuffixes are the endings of environment variable names that hold

@@ -48,7 +48,7 @@ func TestParseExecutorProblems(t *testing.T) {
 	tests := []struct{ name, doc, want string }{
 		{"no command", "spec: {output: text}", `x.yaml:4: spec.command: is required`},
 		{"empty command", "spec: {command: ' '}", `x.yaml:4: spec.command: must not be empty`},
-		{"bad output", "spec: {command: c, output: jsonl}", `x.yaml:4: spec.output: "jsonl" is not one of text, claude_json, codex_jsonl, claude_code`},
+		{"bad output", "spec: {command: c, output: jsonl}", `x.yaml:4: spec.output: "jsonl" is not one of text, claude_json, codex_jsonl, claude_code, codex`},
 		{"env not a mapping", "spec: {command: c, env: [A=1]}", `x.yaml:4: spec.env: must be a mapping, not a list`},
 		{"secret env", "spec: {command: c, env: {GITHUB_TOKEN: ghp_x, db_password: pw, SECRET: s}}",
 			"x.yaml:4: spec.env.GITHUB_TOKEN: looks like a secret: set it in the engine's environment instead (an executor's env is copied into every run that uses it)\n" +
@@ -91,7 +91,7 @@ func TestCatalogExecutors(t *testing.T) {
 
 	assert.Equal(t, []assets.Entry{
 		{Name: "aider", Kind: "text", Description: "runs aider", Source: aider, Layer: assets.LayerWorkspace},
-		{Name: "claude", Kind: "claude_json", Description: "Claude Code in print mode (claude -p), its answer read as one JSON result.",
+		{Name: "claude", Kind: "claude_code", Description: "Claude Code through the claude_code adapter (claude -p, stream-json records as they come).",
 			Source: "seeded:executors/claude.yaml", Layer: assets.LayerSeeded},
 		{Name: "codex", Kind: "codex_jsonl", Description: "runs /opt/codex", Source: envCodex, Layer: assets.LayerEnv,
 			Shadows: []string{wsCodex, "seeded:executors/codex.yaml"}},

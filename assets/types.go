@@ -47,6 +47,10 @@ const (
 	// command line from the agent_loop spec (see ClaudeCodeGrant) and reads
 	// its stream-json records as they come.
 	OutputClaudeCode = "claude_code"
+	// OutputCodex is the codex adapter: Orbit builds Codex's exec command
+	// line from the agent_loop spec (see CodexGrant) and reads its JSONL
+	// events as they come.
+	OutputCodex = "codex"
 )
 
 // Layer says which catalog layer an asset was found in, highest priority first.
@@ -157,8 +161,8 @@ type ExecutorSpec struct {
 	// Args are static: they are passed as written, never rendered.
 	Args []string `json:"args,omitempty"`
 	// Output is how stdout is parsed: OutputText (the default),
-	// OutputClaudeJSON, OutputCodexJSONL, or OutputClaudeCode (which also
-	// says how the command line is built).
+	// OutputClaudeJSON, OutputCodexJSONL, or the adapters OutputClaudeCode
+	// and OutputCodex (which also say how the command line is built).
 	Output string `json:"output"`
 	// Env is added to the engine's environment of the command. Values are
 	// literal.

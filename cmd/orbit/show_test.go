@@ -66,8 +66,8 @@ func TestExecutorList(t *testing.T) {
 	p := testkit.NewProject(t)
 	r := p.Orbit("executor", "list")
 	require.Equal(t, 0, r.Code, r.String())
-	assert.Regexp(t, `(?m)^claude\s+claude_json\s+seeded\s+seeded:executors/claude.yaml\s`, r.Stdout)
-	assert.Regexp(t, `(?m)^codex\s+codex_jsonl\s+seeded\s+seeded:executors/codex.yaml\s`, r.Stdout)
+	assert.Regexp(t, `(?m)^claude\s+claude_code\s+seeded\s+seeded:executors/claude.yaml\s`, r.Stdout)
+	assert.Regexp(t, `(?m)^codex\s+codex\s+seeded\s+seeded:executors/codex.yaml\s`, r.Stdout)
 
 	r = p.Orbit("--json", "executor", "list")
 	require.Equal(t, 0, r.Code, r.String())

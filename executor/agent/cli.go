@@ -58,8 +58,9 @@ type CLIConfig struct {
 	Timeout   time.Duration // wall-clock limit (0: none but ctx)
 	Attempt   int
 	Emitter   Emitter
-	// What the claude_code adapter grants and enforces through the agent's
-	// own options; other outputs see them in the envelope or not at all.
+	// What the claude_code and codex adapters grant and enforce through the
+	// agent's own options; other outputs see them in the envelope or not at
+	// all.
 	AllowedPrograms []string
 	MaxTurns        int    // max_iterations; 0: the agent's own limit
 	OnDenial        string // OnDenialTerminate (default) or OnDenialContinue
@@ -72,10 +73,10 @@ type CLIConfig struct {
 // program exits. The final message and usage are parsed from stdout in the
 // executor's output format.
 //
-// The claude_code output is an adapter: the command line is Claude Code's
-// own (claudeCodeArgs), the prompt is its stdin, and its records are
-// recorded as agent.turn, tool.called and tool.denied events as they come.
-// A denial under on_denial terminate stops the agent at once.
+// The claude_code and codex outputs are adapters: the command line is the
+// agent's own (claudeCodeArgs, codexArgs), the prompt is its stdin, and its
+// records are recorded as agent.turn, tool.called and tool.denied events as
+// they come. A denial under on_denial terminate stops the agent at once.
 func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	stdin, err := json.Marshal(cfg.Envelope)
 	if err != nil {
@@ -85,14 +86,22 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	// waitCtx ends when the agent must be stopped before it is done.
 	waitCtx, stopAgent := context.WithCancelCause(ctx)
 	defer stopAgent(nil)
-	var stream *claudeStream
-	if cfg.Spec.Output == OutputClaudeCode {
+	var stream cliStream
+	switch cfg.Spec.Output {
+	case OutputClaudeCode:
 		grant, err := assets.ClaudeCodeGrant(cfg.Envelope.Tools, cfg.AllowedPrograms)
 		if err != nil {
 			return nil, &ProviderError{Provider: cfg.Executor, Message: err.Error()}
 		}
 		args, stdin = claudeCodeArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
 		stream = newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
+	case OutputCodex:
+		grant, err := assets.CodexGrant(cfg.Envelope.Tools)
+		if err != nil {
+			return nil, &ProviderError{Provider: cfg.Executor, Message: err.Error()}
+		}
+		args, stdin = codexArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
+		stream = newCodexStream(&cfg, grant, stopAgent)
 	}
 	cmd := exec.Command(cfg.Spec.Command, args...)
 	if cmd.Err != nil {
@@ -189,6 +198,14 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return out, &ProviderError{Provider: cfg.Executor, Message: perr.Error()}
 	}
 	return out, nil
+}
+
+// cliStream is an adapter's reading of its agent's records: line sees each
+// line of stdout as it comes, outcome says how the session ended once the
+// agent has exited (tail quotes the end of its output).
+type cliStream interface {
+	line(ctx context.Context, line []byte)
+	outcome(ctx context.Context, tail string) (*Outcome, error)
 }
 
 // lineRecorder records a stream line by line and keeps all of it.

@@ -1,0 +1,216 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+)
+
+// replayCodex feeds a recorded JSONL file (or lines) through the adapter's
+// reader, as RunCLI does line by line.
+func replayCodex(t *testing.T, data []byte, cfg CLIConfig) (*recorder, *Outcome, error, error) {
+	t.Helper()
+	grant, err := assets.CodexGrant(cfg.Envelope.Tools)
+	require.NoError(t, err)
+	rec := &recorder{}
+	cfg.Attempt, cfg.Emitter = 1, rec
+	var stopped error
+	s := newCodexStream(&cfg, grant, func(err error) { stopped = err })
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		s.line(context.Background(), bytes.TrimSpace(line))
+	}
+	out, err := s.outcome(context.Background(), "\nthe last line")
+	return rec, out, err, stopped
+}
+
+func codexFile(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "cli", name))
+	require.NoError(t, err)
+	return data
+}
+
+func TestCodexStreamRecordsTurnsAndCalls(t *testing.T) {
+	rec, out, err, stopped := replayCodex(t, codexFile(t, "codex-exec.jsonl"),
+		CLIConfig{Envelope: Envelope{Tools: []string{"fs.write"}, Model: "gpt-x"}})
+	require.NoError(t, err)
+	assert.Nil(t, stopped)
+	assert.Equal(t, []string{events.AgentTurn, events.ToolCalled, events.AgentTurn}, rec.types)
+	turn := rec.payloads[0].(events.AgentTurnData)
+	assert.Equal(t, 1, turn.Turn)
+	assert.Equal(t, []string{"command_execution"}, turn.ToolUses)
+	assert.Equal(t, StopToolUse, turn.StopReason)
+	call := rec.payloads[1].(events.ToolCalledData)
+	assert.Equal(t, "shell.exec", call.Name)
+	assert.Equal(t, "command_execution", call.AgentTool)
+	assert.Equal(t, "item_1", call.ToolUseID)
+	assert.Equal(t, 1, call.Turn)
+	assert.Contains(t, call.Error, "exit code 1: ")
+	assert.Contains(t, call.Error, "Read-only file system")
+	final := rec.payloads[2].(events.AgentTurnData)
+	assert.Equal(t, 2, final.Turn)
+	assert.Equal(t, "done", final.Text)
+	assert.Equal(t, StopEndTurn, final.StopReason)
+	assert.Zero(t, final.Usage, "the session's usage is the outcome's, not a turn's")
+
+	assert.Equal(t, "done", out.FinalMessage)
+	assert.Equal(t, 2, out.Turns)
+	assert.Equal(t, 1, out.ToolCalls)
+	assert.Equal(t, "gpt-x", out.Model)
+	assert.Equal(t, Usage{InputTokens: 200, OutputTokens: 40}, out.Usage)
+}
+
+func TestCodexStreamEndings(t *testing.T) {
+	for file, want := range map[string]struct {
+		final, err string
+		retryable  bool
+	}{
+		"codex-text.jsonl":      {final: "the scripted answer"},
+		"codex-recovered.jsonl": {final: "recovered"},
+		"codex-api-error.jsonl": {err: "codex: Codex's turn failed: ", retryable: true},
+	} {
+		t.Run(file, func(t *testing.T) {
+			rec, out, err, _ := replayCodex(t, codexFile(t, file), CLIConfig{})
+			if want.err != "" {
+				var perr *ProviderError
+				require.ErrorAs(t, err, &perr)
+				assert.Contains(t, err.Error(), want.err)
+				assert.Equal(t, want.retryable, perr.Retryable)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, want.final, out.FinalMessage)
+			assert.Equal(t, 1, out.Turns)
+			assert.Equal(t, []string{events.AgentTurn}, rec.types)
+		})
+	}
+	// Cut short: the calls read are on record, and the step fails quoting
+	// the end of the output.
+	data := codexFile(t, "codex-exec.jsonl")
+	rec, _, err, _ := replayCodex(t, data[:bytes.LastIndex(data, []byte(`{"type":"item.completed","item":{"id":"item_2"`))], CLIConfig{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Codex printed no turn.completed (5 records read)\nthe last line")
+	assert.Equal(t, []string{events.AgentTurn, events.ToolCalled}, rec.types)
+}
+
+func TestCodexStreamDenials(t *testing.T) {
+	patch := `{"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":"/w/a.txt","kind":"add"}],"status":"failed"}}`
+	mcp := `{"type":"item.started","item":{"id":"item_2","type":"mcp_tool_call","server":"docs","tool":"search","status":"in_progress"}}`
+	done := `{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}`
+	for name, tc := range map[string]struct {
+		lines     string
+		tools     []string
+		orbit     string
+		agentTool string
+	}{
+		"a change under a read-only allowlist": {patch, []string{"fs.read"}, "fs.write", "file_change"},
+		"an MCP call":                          {mcp, []string{"fs.write"}, "mcp:docs/search", "mcp:docs/search"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec, out, err, stopped := replayCodex(t, []byte(tc.lines+"\n"+done), CLIConfig{Envelope: Envelope{Tools: tc.tools}})
+			var denied *DeniedError
+			require.ErrorAs(t, err, &denied)
+			assert.Equal(t, tc.orbit, denied.Tool)
+			assert.Equal(t, denied, stopped, "the agent is stopped at the denial")
+			assert.Equal(t, StopDenied, out.StopReason)
+			require.Equal(t, []string{events.AgentTurn, events.ToolDenied, events.AgentTurn}[:2], rec.types[:2])
+			d := rec.payloads[1].(events.ToolDeniedData)
+			assert.Equal(t, tc.orbit, d.Name)
+			assert.Equal(t, tc.agentTool, d.AgentTool)
+			assert.Equal(t, OnDenialTerminate, d.OnDenial)
+			assert.Zero(t, out.ToolCalls)
+
+			_, _, err, stopped = replayCodex(t, []byte(tc.lines+"\n"+done), CLIConfig{Envelope: Envelope{Tools: tc.tools}, OnDenial: OnDenialContinue})
+			require.NoError(t, err, "under continue a denial is recorded, not fatal")
+			assert.Nil(t, stopped)
+		})
+	}
+	// Granted, the same change is a call of fs.write.
+	rec, out, err, _ := replayCodex(t, []byte(patch+"\n"+done), CLIConfig{Envelope: Envelope{Tools: []string{"fs.write"}}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, out.ToolCalls)
+	assert.Equal(t, "fs.write", rec.payloads[1].(events.ToolCalledData).Name)
+}
+
+func TestCodexStreamTurnLimit(t *testing.T) {
+	var lines []byte
+	for _, id := range []string{"item_1", "item_2", "item_3"} {
+		lines = append(lines, `{"type":"item.started","item":{"id":"`+id+`","type":"command_execution","command":"ls","status":"in_progress"}}`+"\n"...)
+	}
+	rec, out, err, stopped := replayCodex(t, lines, CLIConfig{MaxTurns: 2})
+	require.ErrorIs(t, err, ErrTurnLimit)
+	assert.Equal(t, err, stopped, "the agent is stopped when it calls past the limit")
+	assert.Equal(t, StopTurnLimit, out.StopReason)
+	assert.Contains(t, err.Error(), "after 2 turns")
+	assert.Len(t, rec.types, 3)
+}
+
+func TestCodexArgs(t *testing.T) {
+	grant, err := assets.CodexGrant([]string{"fs.read", "fs.edit"})
+	require.NoError(t, err)
+	cfg := &CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"-c", `model_provider="x"`}}, Workspace: "/w",
+		Envelope: Envelope{Model: "gpt-x", Instruction: "say \"hi\"\n-- then stop", Prompt: "not an argument"}}
+	assert.Equal(t, []string{"exec", "-c", `model_provider="x"`, "--json", "--ephemeral", "--skip-git-repo-check",
+		"--sandbox", "workspace-write", "-C", "/w", "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
+		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "--model", "gpt-x",
+		"-c", `developer_instructions="say \"hi\"\n-- then stop"`, "-"}, codexArgs(cfg, grant))
+
+	none, err := assets.CodexGrant(nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"exec", "--json", "--ephemeral", "--skip-git-repo-check", "--sandbox", "read-only",
+		"-C", "", "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
+		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "-"}, codexArgs(&CLIConfig{}, none))
+}
+
+// FuzzCodexStream: whatever Codex prints, the reader neither panics nor
+// counts a call it did not record.
+func FuzzCodexStream(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "cli", "codex-*.jsonl"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			f.Add(line)
+		}
+	}
+	f.Add([]byte(`{"type":"item.completed","item":{"id":"a","type":"file_change","changes":[{"kind":"add"},{"kind":"delete"}]}}`))
+	f.Add([]byte(`{"type":"item.completed","item":{"id":"a","type":"command_execution","status":"declined"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		grant, _ := assets.CodexGrant([]string{"fs.read", "fs.write"})
+		rec := &recorder{}
+		s := newCodexStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue, MaxTurns: 3}, grant, func(error) {})
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			s.line(context.Background(), line)
+		}
+		out, err := s.outcome(context.Background(), "")
+		var perr *ProviderError
+		if err != nil && !errors.As(err, &perr) && !errors.Is(err, ErrTurnLimit) {
+			t.Fatalf("outcome error %T: %v", err, err)
+		}
+		called := 0
+		for _, typ := range rec.types {
+			if typ == events.ToolCalled {
+				called++
+			}
+		}
+		if out.ToolCalls != called {
+			t.Fatalf("%d tool calls counted, %d recorded", out.ToolCalls, called)
+		}
+		if _, err := json.Marshal(rec.payloads); err != nil {
+			t.Fatalf("a payload that does not marshal: %v", err)
+		}
+	})
+}
