@@ -27,6 +27,9 @@ type job struct {
 	// held groundhog jobs hold their commits for approval: the task branch
 	// must not move, the held ref gets the commits.
 	held bool
+	// gate jobs wait for the signal "go", which the suite sends once the
+	// run has waited a while.
+	gate bool
 }
 
 // jobs is the job table. The order is the order of the result table.
@@ -45,6 +48,9 @@ var jobs = []*job{
 	{name: "groundhog", mid: 2, groundhog: true},
 	// the same on an activity that holds its commits for approval.
 	{name: "groundhog_held", mid: 2, groundhog: true, held: true},
+	// prepare, a wait for a signal, ship: killed at ship, and at random
+	// moments that often fall in the wait.
+	{name: "gate", mid: 2, batch: 3, gate: true},
 }
 
 // jobName is the name the job's YAML gives it.

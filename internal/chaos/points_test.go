@@ -98,6 +98,7 @@ func defaultPlan(rng *rand.Rand) []trialSpec {
 		at("groundhog", "groundhog-before-rewind", 1),
 		at("groundhog", "groundhog-after-rewind", 1),
 		at("groundhog_held", "groundhog-after-verification", 2),
+		at("gate", afterEffect, 0),
 	}
 	for _, i := range rng.Perm(len(jobs))[:3] {
 		specs = append(specs, trialSpec{job: jobs[i], point: point{random: 1 + rng.IntN(3)}})

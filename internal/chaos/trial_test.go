@@ -27,6 +27,11 @@ type trial struct {
 
 	ran     bool // selected by -run, and run
 	runID   string
+	// signalAt is when a gate job's signal is due: a random moment after
+	// the submission, so that kills land in the wait; signalled once the
+	// engine took it.
+	signalAt  time.Time
+	signalled bool
 	kills   int
 	reruns  int    // executions of shell step attempts beyond their first
 	output  string // canonical JSON of the run's output
@@ -151,7 +156,19 @@ func (tr *trial) submit(r *rig) error {
 		}
 	}
 	tr.runID = runID
+	tr.signalAt = time.Now().Add(time.Duration(1000+tr.rng.IntN(1500)) * time.Millisecond)
 	return nil
+}
+
+// signal sends a gate job's signal once it is due, and again on every
+// poll until the engine takes it: a run that is not waiting yet refuses
+// it (exit 2), a dead engine cannot answer.
+func (tr *trial) signal(r *rig) {
+	if !tr.job.gate || tr.signalled || time.Now().Before(tr.signalAt) {
+		return
+	}
+	res, err := r.orbit("run", "signal", tr.runID, "go", "--data", `{"by":"chaos"}`)
+	tr.signalled = err == nil && res.Code == 0
 }
 
 // restart counts a death of the engine and starts it again, without any
@@ -183,6 +200,7 @@ func (tr *trial) awaitFailpoint(r *rig) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the engine did not reach %s within %s", tr.point, failpointTimeout)
 		}
+		tr.signal(r)
 		if finished.IsZero() {
 			if v, err := r.run(tr.runID); err == nil && events.Terminal(v.State) {
 				finished = time.Now()
@@ -217,6 +235,7 @@ func (tr *trial) awaitFinish(r *rig) error {
 		if !r.eng.alive() {
 			return fmt.Errorf("the engine died by itself (%v):\n%s", r.eng.state, r.eng.stderr)
 		}
+		tr.signal(r)
 		v, err := r.run(tr.runID)
 		if err == nil && events.Terminal(v.State) {
 			return nil
