@@ -288,6 +288,10 @@ func TestMetricsMatchOrbitMetrics(t *testing.T) {
 	for _, metric := range families["orbit_queue_pending"].GetMetric() {
 		assert.Zero(t, metric.GetGauge().GetValue(), "nothing waits once the runs have ended")
 	}
+	batches, ok := value("orbit_append_batches_total", nil)
+	require.True(t, ok, "group commits")
+	batched, _ := value("orbit_append_batched_events_total", nil)
+	assert.GreaterOrEqual(t, batched, batches*10, "a batch holds ten events or more")
 	last, ok := value("orbit_events_appended", nil)
 	require.True(t, ok)
 	applied, _ := value("orbit_events_applied", nil)

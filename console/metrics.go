@@ -22,6 +22,9 @@ type snapshot struct {
 	metrics projector.Metrics
 	active  []projector.RunView
 	queues  []events.QueueDepth
+	// batches and batched are this engine's group commits: atomic batches
+	// and the events they held.
+	batches, batched uint64
 }
 
 // metrics serves the Prometheus text format.
@@ -61,6 +64,7 @@ func (s *Server) snapshot(ctx context.Context) (*snapshot, error) {
 	if snap.queues, err = s.log.QueueDepths(ctx); err != nil {
 		return nil, err
 	}
+	snap.batches, snap.batched = s.log.GroupCommits()
 	return snap, nil
 }
 
@@ -85,6 +89,10 @@ var (
 	descConsumers = prometheus.NewDesc("orbit_event_consumers", "Consumers of the event stream.",
 		nil, nil)
 	descStoreFull = prometheus.NewDesc("orbit_event_store_full", "1 while the event store refuses writes.",
+		nil, nil)
+	descBatches = prometheus.NewDesc("orbit_append_batches_total", "Atomic batches this engine's group commit wrote (strict mode): each one fsync for all its events.",
+		nil, nil)
+	descBatched = prometheus.NewDesc("orbit_append_batched_events_total", "Events and commands this engine wrote in atomic batches; divided by orbit_append_batches_total, the mean batch size.",
 		nil, nil)
 	descQueuePending = prometheus.NewDesc("orbit_queue_pending", "Commands stored for a consumer of the command queue and not delivered yet.",
 		[]string{"consumer"}, nil)
@@ -155,6 +163,8 @@ func (snap *snapshot) Collect(ch chan<- prometheus.Metric) {
 		full = 1
 	}
 	gauge(descStoreFull, full)
+	counter(descBatches, int64(snap.batches))
+	counter(descBatched, int64(snap.batched))
 	for _, q := range snap.queues {
 		gauge(descQueuePending, float64(q.Pending), q.Consumer)
 		gauge(descQueueAckPending, float64(q.AckPending), q.Consumer)
