@@ -186,7 +186,9 @@ type JobSpec struct {
 	// failed (not cancelled), with the failure as its input. It never
 	// changes the run's outcome.
 	FailureActivity *ActivityRef `json:"failure_activity,omitempty"`
-	Steps           []Step       `json:"steps"`
+	// Budget bounds what the run's agents may spend; nil is no bound.
+	Budget *Budget `json:"budget,omitempty"`
+	Steps  []Step  `json:"steps"`
 }
 
 // ActivityRef is a reference to an activity by name together with the spec it
