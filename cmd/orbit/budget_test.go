@@ -1,0 +1,90 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// budgetFixture is two turns of one agent step, a tool call that spends
+// 600 tokens then an answer that spends 400, and a one-turn answer of 100
+// for a second step.
+const budgetFixture = `[
+  {"content": [{"kind": "tool_use", "id": "l1", "name": "fs.list", "input": {"path": "."}}], "stop_reason": "tool_use",
+   "usage": {"input_tokens": 500, "output_tokens": 100}},
+  {"content": [{"kind": "text", "text": "done"}], "stop_reason": "end_turn",
+   "usage": {"input_tokens": 300, "output_tokens": 100}},
+  {"content": [{"kind": "text", "text": "also done"}], "stop_reason": "end_turn",
+   "usage": {"input_tokens": 90, "output_tokens": 10}}
+]`
+
+func budgetJob(name string, maxTokens string) string {
+	return `
+schemaVersion: 2
+kind: Job
+metadata: {name: ` + name + `}
+spec:
+  budget: {max_tokens: ` + maxTokens + `}
+  steps:
+    - id: first
+      spec: {type: agent_loop, provider: claude, tools: [fs.list]}
+    - id: second
+      spec: {type: agent_loop, provider: claude, tools: [fs.list]}
+`
+}
+
+// TestARunThatSpendsItsBudgetEndsBudgetExhausted: through the binary, with
+// the replay provider's recorded usage. A budget the first step spends in
+// full stops the run before the second (the interpreter's recorded
+// decision); a budget spent by the first turn stops the agent before its
+// second turn. Either run ends budget_exhausted with exit 1, and a replay
+// of the log rebuilds the same views.
+func TestARunThatSpendsItsBudgetEndsBudgetExhausted(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+p.WriteFile("fixture.json", budgetFixture))
+	p.WriteFile(".orbit/jobs/between_steps.yaml", budgetJob("between_steps", "1000"))
+	p.WriteFile(".orbit/jobs/between_turns.yaml", budgetJob("between_turns", "500"))
+	p.WriteFile(".orbit/jobs/enough.yaml", budgetJob("enough", "5000"))
+
+	r := p.Orbit("job", "run", "between_steps")
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "budget_exhausted")
+	assert.Contains(t, r.Stderr, "budget spent before step second: 1000 tokens of max_tokens 1000")
+	id := strings.TrimSpace(r.Stdout)
+	decided := runEvents(t, p, id, "--type", events.RunBudgetExhausted)
+	require.Len(t, decided, 1, "one recorded decision")
+	assert.Equal(t, events.DecisionID(events.RunBudgetExhausted, id, "second"), decided[0].ID, "a derived id")
+	assert.Len(t, runEvents(t, p, id, "--type", events.AgentTurn), 2, "the second step never asked the model")
+	finished := runEvents(t, p, id, "--type", events.RunFinished)
+	require.Len(t, finished, 1)
+	var fin events.RunFinishedData
+	require.NoError(t, finished[0].Decode(&fin))
+	assert.Equal(t, events.StateBudgetExhausted, fin.State)
+	show := p.Orbit("run", "show", id)
+	require.Equal(t, 0, show.Code, show.String())
+	assert.Contains(t, show.Stdout, events.StateBudgetExhausted)
+
+	r = p.Orbit("job", "run", "between_turns")
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "first: budget exhausted: 600 tokens spent of max_tokens 500")
+	id = strings.TrimSpace(r.Stdout)
+	assert.Len(t, runEvents(t, p, id, "--type", events.AgentTurn), 1, "the agent was stopped before its second turn")
+	steps := runEvents(t, p, id, "--type", events.StepFinished)
+	require.Len(t, steps, 1)
+	var st events.StepFinishedData
+	require.NoError(t, steps[0].Decode(&st))
+	assert.Equal(t, events.StateBudgetExhausted, st.State)
+	assert.Equal(t, 1, st.Attempt, "not retried")
+
+	r = p.Orbit("job", "run", "enough")
+	require.Equal(t, 0, r.Code, r.String())
+
+	v := p.Orbit("replay", "--verify")
+	require.Equal(t, 0, v.Code, v.String())
+}
