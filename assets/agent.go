@@ -106,6 +106,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 		// The fallback of 3 attempts is applied at run time, so that the
 		// stored spec says whether the activity chose a budget.
 		spec.AttemptBudgetDefault = d.intAtLeast(m, "attempt_budget_default", 1, 0)
+		spec.Budget = d.budget(m, "budget")
 		if providerOK {
 			d.needHTTP(m, spec)
 		}

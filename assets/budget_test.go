@@ -57,3 +57,22 @@ func TestBudgetExhausted(t *testing.T) {
 	assert.True(t, b.Exhausted(0, 1))
 	assert.False(t, (&assets.Budget{MaxCostUSD: 1}).Exhausted(1<<40, 0), "tokens are unbounded without max_tokens")
 }
+
+func TestPlanAndGroundhogActivityBudgets(t *testing.T) {
+	t.Parallel()
+	p, err := assets.ParsePlan("plan.yaml", []byte("budget: {max_tokens: 100, max_cost_usd: 1.5}\ncheckpoints:\n  - id: a\n    spec: do a\n    success_criteria:\n      - {kind: file_exists, path: a}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, &assets.Budget{MaxTokens: 100, MaxCostUSD: 1.5}, p.Budget)
+
+	_, err = assets.ParsePlan("plan.yaml", []byte("budget: {max_tokens: -3}\ncheckpoints:\n  - id: a\n    spec: do a\n    success_criteria:\n      - {kind: file_exists, path: a}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "plan.yaml:1: budget.max_tokens: must be ≥ 1")
+
+	a, err := assets.ParseActivity("gh.yaml", []byte("schemaVersion: 2\nkind: Activity\nmetadata: {name: gh}\nspec: {type: groundhog, provider: claude, budget: {max_cost_usd: 3}}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, &assets.Budget{MaxCostUSD: 3}, a.Spec.Budget)
+
+	_, err = assets.ParseActivity("al.yaml", []byte("schemaVersion: 2\nkind: Activity\nmetadata: {name: al}\nspec: {type: agent_loop, provider: claude, budget: {max_cost_usd: 3}}\n"))
+	require.Error(t, err, "an agent_loop's budget is its run's, on the job")
+	assert.Contains(t, err.Error(), "spec.budget")
+}

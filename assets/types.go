@@ -117,6 +117,9 @@ type ActivitySpec struct {
 	// seeded:<name> for one built into the binary (see SeededFile).
 	Fixture              string `json:"fixture,omitempty"`
 	AttemptBudgetDefault int    `json:"attempt_budget_default,omitempty"` // groundhog only
+	// Budget (groundhog only) bounds what each task the activity runs may
+	// spend, for a task whose plan sets no budget of its own.
+	Budget *Budget `json:"budget,omitempty"`
 	// RequireResponseEnvelope (agent_loop only) makes the agent's final
 	// message a JSON object whose fields later steps read as
 	// output.response.<field>; a final message that is not one fails the
