@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
 )
 
 // budgetFixture is two turns of one agent step, a tool call that spends
@@ -87,4 +89,82 @@ func TestARunThatSpendsItsBudgetEndsBudgetExhausted(t *testing.T) {
 
 	v := p.Orbit("replay", "--verify")
 	require.Equal(t, 0, v.Code, v.String())
+}
+
+// budgetPlan is a two-checkpoint plan with a task budget of maxTokens.
+func budgetPlan(maxTokens string) string {
+	return `budget: {max_tokens: ` + maxTokens + `}
+checkpoints:
+  - id: greet
+    spec: Add greet.sh, which prints "hello, <name>" for its first argument.
+    success_criteria:
+      - {kind: command, command: "test \"$(sh greet.sh world)\" = 'hello, world'"}
+  - id: test
+    spec: Add test.sh, which checks greet.sh's output.
+    success_criteria:
+      - {kind: command, command: "sh test.sh"}
+`
+}
+
+// groundhogBudgetFixture: greet done in one turn of 1000 tokens; a first
+// attempt at test (600 tokens) whose test.sh the verifier refutes; a second
+// that passes.
+const groundhogBudgetFixture = `{"turns": [
+  {"content": [
+    {"kind": "tool_use", "id": "g", "name": "fs.write", "input": {"path": "greet.sh", "content": "printf 'hello, %s\\n' \"$1\"\n"}},
+    {"kind": "tool_use", "id": "gd", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add greet.sh"}}
+  ], "stop_reason": "tool_use", "usage": {"input_tokens": 800, "output_tokens": 200}},
+  {"content": [
+    {"kind": "tool_use", "id": "t1", "name": "fs.write", "input": {"path": "test.sh", "content": "[ \"$(sh greet.sh world)\" = 'Hello, world' ]\n"}},
+    {"kind": "tool_use", "id": "td1", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add test.sh"}}
+  ], "stop_reason": "tool_use", "usage": {"input_tokens": 500, "output_tokens": 100}},
+  {"content": [
+    {"kind": "tool_use", "id": "t2", "name": "fs.write", "input": {"path": "test.sh", "content": "[ \"$(sh greet.sh world)\" = 'hello, world' ]\n"}},
+    {"kind": "tool_use", "id": "td2", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add test.sh"}}
+  ], "stop_reason": "tool_use", "usage": {"input_tokens": 90, "output_tokens": 10}}
+]}`
+
+// TestAGroundhogTaskStopsWhenItsBudgetIsSpentAndContinuesWhenRaised: the
+// first attempt at the second checkpoint brings the task past its budget;
+// the task stops before the next attempt as budget_exhausted (exit 1) with
+// the first checkpoint's commit kept. A new plan version with a higher
+// budget lets groundhog run continue it: the next attempt runs and
+// commits, the earlier commit unchanged, and the log verifies.
+func TestAGroundhogTaskStopsWhenItsBudgetIsSpentAndContinuesWhenRaised(t *testing.T) {
+	t.Parallel()
+	p, repo, task := groundhogProject(t, groundhogBudgetFixture, budgetPlan("1500"))
+
+	r := p.Orbit("groundhog", "run", task)
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "budget_exhausted")
+	assert.Contains(t, r.Stderr, "budget spent before checkpoint test: 1600 tokens of max_tokens 1500")
+	assert.Equal(t, "Add greet.sh\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	greetSHA := testkit.Git(t, repo, "rev-parse", "main~0")
+	assert.Equal(t, events.TaskBudgetExhausted, taskStatus(t, p, task))
+
+	r = p.Orbit("groundhog", "run", task)
+	require.Equal(t, 1, r.Code, "the same budget stays spent: "+r.String())
+	assert.Equal(t, "Add greet.sh\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"), "no attempt ran")
+
+	r = p.Orbit("task", "plan", task, "--file", p.WriteFile("plan2.yaml", budgetPlan("5000")))
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", task)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, "Add test.sh\nAdd greet.sh\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	assert.Equal(t, greetSHA, testkit.Git(t, repo, "rev-parse", "main~1"), "the earlier commit is kept")
+	assert.Equal(t, events.TaskDone, taskStatus(t, p, task))
+
+	r = p.Orbit("groundhog", "verify", task)
+	assert.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("replay", "--verify")
+	assert.Equal(t, 0, r.Code, r.String())
+}
+
+func taskStatus(t *testing.T, p *testkit.Project, task string) string {
+	t.Helper()
+	r := p.Orbit("task", "show", task, "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var tv projector.TaskView
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
+	return tv.Status
 }
