@@ -320,6 +320,10 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 	if name == "" {
 		name = spec.Provider
 	}
+	budget, err := a.agentBudget(ctx, a.cmd.Budget)
+	if err != nil {
+		return nil, err
+	}
 	out, err := agent.RunCLI(ctx, agent.CLIConfig{
 		Executor: name,
 		Spec:     *spec.ExecutorSpec,
@@ -335,6 +339,7 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		AllowedPrograms: spec.AllowedPrograms,
 		MaxTurns:        spec.MaxIterations,
 		OnDenial:        spec.OnDenial,
+		Budget:          budget,
 	})
 	if errors.Is(err, agent.ErrNoCompletion) && !spec.CompletionRequired() {
 		err = nil

@@ -63,6 +63,9 @@ type CLIConfig struct {
 	AllowedPrograms []string
 	MaxTurns        int    // max_iterations; 0: the agent's own limit
 	OnDenial        string // OnDenialTerminate (default) or OnDenialContinue
+	// Budget, when set, is checked after every turn the claude_code
+	// adapter records: once spent, the agent is stopped.
+	Budget *Budget
 }
 
 // RunCLI runs a CLI agent in its own process group in the workspace, with
@@ -93,6 +96,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		}
 		args, stdin = claudeCodeArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
 		stream = newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
+		stream.halt = stopAgent
 	}
 	cmd := exec.Command(cfg.Spec.Command, args...)
 	if cmd.Err != nil {
