@@ -39,3 +39,33 @@ func TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent(t *testing.T) {
 	require.Len(t, steps, 1)
 	assert.Equal(t, events.StateBudgetExhausted, steps[0].State)
 }
+
+// TestARunsCostBudgetCountsWhatClaudeCodeReports: the real Claude Code CLI
+// reports a cost (total_cost_usd, recorded on cli.invocation.finished);
+// with max_cost_usd below it, the first step finishes and the interpreter
+// stops the run before the second, recording its decision.
+func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	srv := testkit.NewAnthropicServer(t, append(writeFileTurns("out.txt"), testkit.Turn{Hang: true})...)
+	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.000001}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "again", fin.Error.StepKey)
+	assert.Contains(t, fin.Error.Message, "budget spent before step again")
+	assert.Contains(t, fin.Error.Message, "of max_cost_usd 0.0000")
+	evs := history(t, log, runID)
+	decided := decodeAll[events.RunBudgetExhaustedData](t, ofType(evs, events.RunBudgetExhausted))
+	require.Len(t, decided, 1)
+	assert.Greater(t, decided[0].CostUSD, 0.0, "Claude Code's own account of the cost")
+	assert.Equal(t, 0.000001, decided[0].MaxCostUSD)
+	steps := decodeAll[events.StepFinishedData](t, ofType(evs, events.StepFinished))
+	require.Len(t, steps, 1, "the second step never started")
+	assert.Equal(t, events.StateSuccess, steps[0].State)
+}
