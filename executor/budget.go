@@ -1,10 +1,8 @@
 package executor
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -45,23 +43,11 @@ func spendFilters(runID string) []string {
 	}
 }
 
-// spent sums the usage the history holds, in log order (a float sum
-// depends on its order).
+// spent is what the run's agents spent by the events the history holds.
 func (h *history) spent() spend {
 	h.mu.Lock()
-	var evs []events.Event
-	for _, ev := range h.byID {
-		if ev.Type == events.AgentTurn || ev.Type == events.CLIInvocationFinished {
-			evs = append(evs, ev)
-		}
-	}
-	h.mu.Unlock()
-	slices.SortFunc(evs, func(a, b events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
-	var s spend
-	for _, ev := range evs {
-		s.add(ev)
-	}
-	return s
+	defer h.mu.Unlock()
+	return h.spend
 }
 
 // budgetCheck decides, before step key starts, whether the run's budget is

@@ -23,6 +23,8 @@ type history struct {
 	err     error
 	onEvent func(events.Event)
 	done    chan struct{}
+	// spend sums the run's agent usage as it arrives, in log order.
+	spend spend
 }
 
 // openHistory follows the run's events and returns once every event already
@@ -62,9 +64,13 @@ func (h *history) follow() {
 		if h.onEvent != nil {
 			h.onEvent(ev)
 		}
+		var used spend
+		used.add(ev)
 		h.mu.Lock()
 		h.byID[ev.ID] = ev
 		h.lastSeq = ev.Seq
+		h.spend.tokens += used.tokens
+		h.spend.costUSD += used.costUSD
 		close(h.changed)
 		h.changed = make(chan struct{})
 		h.mu.Unlock()
