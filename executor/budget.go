@@ -7,6 +7,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // spend is what a run's agents spent, by the log: input plus output tokens
@@ -86,6 +87,7 @@ func (x *interpreter) budgetCheck(ctx context.Context, sc *scope, key string) *e
 	if err := x.record(ctx, events.Event{ID: id, Type: events.RunBudgetExhausted, StepKey: key, ParentID: sc.parent}, d); err != nil {
 		return internal(ctx, err)
 	}
+	failpoint.Hit("interpreter-after-budget-decision")
 	return budgetFailure(key, &d)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -167,4 +168,34 @@ func taskStatus(t *testing.T, p *testkit.Project, task string) string {
 	var tv projector.TaskView
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
 	return tv.Status
+}
+
+// TestABudgetDecisionSurvivesACrash: the engine dies right after recording
+// that the budget is spent; the engine that resumes the run reads the
+// decision back (no second one), and the run ends budget_exhausted.
+func TestABudgetDecisionSurvivesACrash(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+p.WriteFile("fixture.json", budgetFixture))
+	p.WriteFile(".orbit/jobs/between_steps.yaml", budgetJob("between_steps", "1000"))
+	p.Env = append(p.Env, "ORBIT_FAILPOINT=interpreter-after-budget-decision")
+	first := serve(t, p)
+	r := p.Orbit("job", "run", "between_steps", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	id := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the engine to die at the failpoint", func() bool { return !testkit.Runs(first.Process.Pid) })
+
+	p.Env = p.Env[:len(p.Env)-1]
+	serve(t, p)
+	deadline := time.Now().Add(time.Minute)
+	for !terminal(p, id) {
+		require.True(t, time.Now().Before(deadline), "the run never ended")
+		time.Sleep(100 * time.Millisecond)
+	}
+	assert.Len(t, runEvents(t, p, id, "--type", events.RunResumed), 1, "another engine finished the run")
+	v := runView(t, p, id)
+	assert.Equal(t, events.StateBudgetExhausted, v.State)
+	assert.Len(t, runEvents(t, p, id, "--type", events.RunBudgetExhausted), 1, "read back, not decided again")
+	assert.Len(t, runEvents(t, p, id, "--type", events.AgentTurn), 2)
+	require.Equal(t, 0, p.Orbit("replay", "--verify").Code)
 }
