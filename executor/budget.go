@@ -11,12 +11,17 @@ import (
 )
 
 // spend is what a run's agents spent, by the log: input plus output tokens
-// of every agent.turn (both backends record them) and the cost_usd of
-// every cli.invocation.finished (only CLI agents report a cost; the HTTP
-// loop has no price table, so its turns count by tokens only).
+// of every agent.turn (the HTTP loop and the claude_code adapter record
+// them live), the tokens of a CLI invocation that recorded no turns (an
+// output parsed only at the end: claude_json, codex_jsonl), and the
+// cost_usd of every cli.invocation.finished (only CLI agents report a
+// cost; the HTTP loop has no price table, so its turns count by tokens
+// only). Events must be added in log order: a step attempt's turns come
+// before its invocation's end.
 type spend struct {
 	tokens  int64
 	costUSD float64
+	turned  map[string]bool // step key # attempt of every agent.turn added
 }
 
 // add counts one event of the run's log; events of other types are
@@ -27,11 +32,18 @@ func (s *spend) add(ev events.Event) {
 		var d events.AgentTurnData
 		if ev.Decode(&d) == nil {
 			s.tokens += d.Usage.InputTokens + d.Usage.OutputTokens
+			if s.turned == nil {
+				s.turned = map[string]bool{}
+			}
+			s.turned[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] = true
 		}
 	case events.CLIInvocationFinished:
 		var d events.CLIInvocationFinishedData
 		if ev.Decode(&d) == nil {
 			s.costUSD += d.CostUSD
+			if !s.turned[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] {
+				s.tokens += d.Usage.InputTokens + d.Usage.OutputTokens
+			}
 		}
 	}
 }

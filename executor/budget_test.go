@@ -8,6 +8,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -68,4 +69,26 @@ func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 	steps := decodeAll[events.StepFinishedData](t, ofType(evs, events.StepFinished))
 	require.Len(t, steps, 1, "the second step never started")
 	assert.Equal(t, events.StateSuccess, steps[0].State)
+}
+
+// TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult: an executor whose
+// output is parsed only at the end (claude_json) records no agent.turn;
+// the tokens of its result count, so the run stops before the next step.
+func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}\n'
+`)
+	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = &assets.Budget{MaxTokens: 600}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "again", fin.Error.StepKey)
+	assert.Contains(t, fin.Error.Message, "600 tokens of max_tokens 600")
+	assert.Empty(t, ofType(history(t, log, runID), events.AgentTurn))
 }

@@ -64,13 +64,10 @@ func (h *history) follow() {
 		if h.onEvent != nil {
 			h.onEvent(ev)
 		}
-		var used spend
-		used.add(ev)
 		h.mu.Lock()
 		h.byID[ev.ID] = ev
 		h.lastSeq = ev.Seq
-		h.spend.tokens += used.tokens
-		h.spend.costUSD += used.costUSD
+		h.spend.add(ev)
 		close(h.changed)
 		h.changed = make(chan struct{})
 		h.mu.Unlock()
