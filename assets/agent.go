@@ -109,6 +109,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 		if m.get("materialize") != nil {
 			spec.Materialize = d.oneOf(m, "materialize", MaterializeDirect, MaterializeOnApproval)
 		}
+		spec.Budget = d.budget(m, "budget")
 		if providerOK {
 			d.needHTTP(m, spec)
 		}

@@ -18,7 +18,7 @@ const (
 )
 
 var (
-	jobKeys  = []string{"state", "kind", "default_input", "max_active_runs", "recovery_activity", "failure_activity", "steps"}
+	jobKeys  = []string{"state", "kind", "default_input", "max_active_runs", "recovery_activity", "failure_activity", "budget", "steps"}
 	stepKeys = []string{"id", "when", "retry", "recovery_activity", "spec", "target", "parallel", "fan_out", "fan_in", "loop", "wait",
 		"default_input", "timeout_seconds", "session", "fsProfile"}
 	bodyKeys = []string{"spec", "target", "parallel", "fan_out", "loop", "wait"}
@@ -61,6 +61,7 @@ func (l *jobLoader) jobSpec(n *yaml.Node, path string) JobSpec {
 		MaxActiveRuns:    d.intAtLeast(m, "max_active_runs", 1, defaultMaxActiveRuns),
 		RecoveryActivity: l.activityRef(m, "recovery_activity"),
 		FailureActivity:  l.activityRef(m, "failure_activity"),
+		Budget:           d.budget(m, "budget"),
 	}
 	if spec.State == jobActive {
 		spec.State = JobEnabled

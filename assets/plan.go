@@ -57,6 +57,11 @@ const (
 // fields may be added with omitempty, never renamed or retyped.
 type Plan struct {
 	Checkpoints []Checkpoint `json:"checkpoints"`
+	// Budget bounds what the task may spend on its agents over all its
+	// attempts; nil leaves the groundhog activity's budget, if any. A task
+	// whose budget is spent stops before its next attempt; a new plan
+	// version with a higher budget lets a run continue it.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // Checkpoint is one step of a plan. ParsePlan guarantees a valid, unique ID,
@@ -192,7 +197,7 @@ func (d *decoder) plan(n *yaml.Node) *Plan {
 	if top == nil {
 		return nil
 	}
-	d.checkKeys(top, []string{"checkpoints"}, func(key string) string {
+	d.checkKeys(top, []string{"checkpoints", "budget"}, func(key string) string {
 		if slices.Contains(checkpointKeys, key) {
 			return key + " is a field of a checkpoint: list the checkpoints under checkpoints:"
 		}
@@ -210,7 +215,7 @@ func (d *decoder) plan(n *yaml.Node) *Plan {
 		d.addAt(cn, "checkpoints", "must list at least one checkpoint")
 		return nil
 	}
-	p := &Plan{Checkpoints: make([]Checkpoint, 0, len(cn.Content))}
+	p := &Plan{Checkpoints: make([]Checkpoint, 0, len(cn.Content)), Budget: d.budget(top, "budget")}
 	firstAt := map[string]string{} // checkpoint id → path of the first checkpoint with it
 	for i, c := range cn.Content {
 		p.Checkpoints = append(p.Checkpoints, d.checkpoint(c, index("checkpoints", i), firstAt))

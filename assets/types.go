@@ -131,6 +131,9 @@ type ActivitySpec struct {
 	// MaterializeDirect on the task branch, MaterializeOnApproval on the
 	// held ref refs/orbit/groundhog/<task> until `orbit groundhog approve`.
 	Materialize string `json:"materialize,omitempty"`
+	// Budget (groundhog only) bounds what each task the activity runs may
+	// spend, for a task whose plan sets no budget of its own.
+	Budget *Budget `json:"budget,omitempty"`
 	// RequireResponseEnvelope (agent_loop only) makes the agent's final
 	// message a JSON object whose fields later steps read as
 	// output.response.<field>; a final message that is not one fails the
@@ -200,7 +203,9 @@ type JobSpec struct {
 	// failed (not cancelled), with the failure as its input. It never
 	// changes the run's outcome.
 	FailureActivity *ActivityRef `json:"failure_activity,omitempty"`
-	Steps           []Step       `json:"steps"`
+	// Budget bounds what the run's agents may spend; nil is no bound.
+	Budget *Budget `json:"budget,omitempty"`
+	Steps  []Step  `json:"steps"`
 }
 
 // ActivityRef is a reference to an activity by name together with the spec it

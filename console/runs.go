@@ -19,7 +19,7 @@ const pageSize = 50
 
 // runStates are the states the runs page filters by.
 var runStates = []string{events.StatePending, events.StateRunning, events.StateSuccess, events.StateFailed,
-	events.StateCancelled, events.StateTimeout}
+	events.StateCancelled, events.StateTimeout, events.StateBudgetExhausted}
 
 // jobPattern is the form of a job name (assets' metadata.name), bounded.
 var jobPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)

@@ -21,6 +21,9 @@ const (
 	GroundhogAbandoned     = "groundhog.abandoned"
 	GroundhogDrift         = "groundhog.drift_detected"
 	GroundhogGrounding     = "groundhog.grounding"
+	// GroundhogBudgetSpent records the decision, before an attempt, that
+	// the task's budget is spent.
+	GroundhogBudgetSpent = "groundhog.budget_exhausted"
 )
 
 func init() {
@@ -41,6 +44,7 @@ func init() {
 	register(GroundhogAbandoned, AggregateTask, GroundhogAbandonedData{})
 	register(GroundhogDrift, AggregateTask, GroundhogDriftData{})
 	register(GroundhogGrounding, AggregateTask, GroundhogGroundingData{})
+	register(GroundhogBudgetSpent, AggregateTask, GroundhogBudgetSpentData{})
 }
 
 // States a Groundhog run ends in.
@@ -50,6 +54,8 @@ const (
 	GroundhogDrifted   = "drifted"   // the plan changed under the run
 	GroundhogFailed    = "failed"    // Orbit or git failed; the workspace is clean
 	GroundhogCancelled = "cancelled" // the run was cancelled
+	// GroundhogBudgetExhausted: the task's budget was spent before an attempt.
+	GroundhogBudgetExhausted = "budget_exhausted"
 )
 
 // GroundhogRunWaitingData records that a Groundhog run waits for its
@@ -240,4 +246,19 @@ type GroundhogGroundingData struct {
 	SHA       string `json:"sha"`
 	PrevHash  string `json:"prev_hash"`
 	StateHash string `json:"state_hash"`
+}
+
+// GroundhogBudgetSpentData records that a task's budget was found spent
+// before the next attempt of Checkpoint, under plan version PlanVersion:
+// what the task's attempts had spent and the bounds. Its id is derived
+// from the task and the plan version, so the decision is recorded once per
+// budget.
+type GroundhogBudgetSpentData struct {
+	RunID       string  `json:"run_id"`
+	PlanVersion int     `json:"plan_version"`
+	Checkpoint  string  `json:"checkpoint"`
+	Tokens      int64   `json:"tokens"`
+	CostUSD     float64 `json:"cost_usd,omitempty"`
+	MaxTokens   int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
 }

@@ -13,6 +13,9 @@ const (
 	RunResumed         = "run.resumed"
 	RunFinished        = "run.finished"
 	RunCancelRequested = "run.cancel_requested"
+	// RunBudgetExhausted is the interpreter's decision, before a step, that
+	// the run's budget is spent: the run ends budget_exhausted.
+	RunBudgetExhausted = "run.budget_exhausted"
 
 	StepStarted        = "step.started"
 	StepSkipped        = "step.skipped"
@@ -32,6 +35,7 @@ func init() {
 	register(RunResumed, AggregateRun, RunResumedData{})
 	register(RunFinished, AggregateRun, RunFinishedData{})
 	register(RunCancelRequested, AggregateRun, RunCancelRequestedData{})
+	register(RunBudgetExhausted, AggregateRun, RunBudgetExhaustedData{})
 	register(StepStarted, AggregateRun, StepStartedData{})
 	register(StepSkipped, AggregateRun, StepSkippedData{})
 	register(StepRetryScheduled, AggregateRun, StepRetryScheduledData{})
@@ -51,12 +55,15 @@ const (
 	StateCancelled = "cancelled"
 	StateTimeout   = "timeout"
 	StateSkipped   = "skipped"
+	// StateBudgetExhausted ends a run whose agents spent its budget
+	// (DESIGN §8); a step an agent stopped for the budget ends so too.
+	StateBudgetExhausted = "budget_exhausted"
 )
 
 // Terminal reports whether a run or step state is final.
 func Terminal(state string) bool {
 	switch state {
-	case StateSuccess, StateFailed, StateCancelled, StateTimeout, StateSkipped:
+	case StateSuccess, StateFailed, StateCancelled, StateTimeout, StateSkipped, StateBudgetExhausted:
 		return true
 	}
 	return false
@@ -86,6 +93,7 @@ const (
 	KindToolDenied    = "tool_denied"    // an agent called a tool its policy refuses
 	KindLimit         = "limit"          // a configured limit of the engine was reached
 	KindIncomplete    = "incomplete"     // an agent ended without its completion record
+	KindBudget        = "budget"         // the run's or task's budget is spent
 )
 
 // BlobRef names a blob in the orbit_blobs object store by its digest.
@@ -249,4 +257,16 @@ type ShellExitedData struct {
 	TimedOut bool         `json:"timed_out,omitempty"`
 	Stdout   OutputStream `json:"stdout"`
 	Stderr   OutputStream `json:"stderr"`
+}
+
+// RunBudgetExhaustedData records the decision that a run's budget is spent:
+// what was spent when the interpreter looked, before step Before, against
+// which bounds. Its id is derived from the run and Before, so a replay
+// reads the decision back rather than summing usage that came later.
+type RunBudgetExhaustedData struct {
+	Before     string  `json:"before"`
+	Tokens     int64   `json:"tokens"`
+	CostUSD    float64 `json:"cost_usd,omitempty"`
+	MaxTokens  int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }

@@ -19,6 +19,9 @@ const (
 	TaskRunning = "running" // a Groundhog run works on it
 	TaskDone    = "done"    // every checkpoint committed
 	TaskBlocked = "blocked" // a checkpoint's attempt budget was spent
+	// TaskBudgetExhausted: the task's budget (tokens, cost) was spent; a
+	// plan version with a higher budget lets a run continue it.
+	TaskBudgetExhausted = "budget_exhausted"
 
 	// GroundhogJobPrefix starts the name of the one-step job a Groundhog
 	// run of a task is: groundhog-<task id>.

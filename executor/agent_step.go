@@ -73,6 +73,10 @@ func (a *agentStep) run(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	budget, err := a.agentBudget(ctx, a.cmd.Budget)
+	if err != nil {
+		return nil, err
+	}
 	out, runErr := agent.Run(ctx, agent.Config{
 		Provider:  provider,
 		Model:     spec.Model,
@@ -84,6 +88,7 @@ func (a *agentStep) run(ctx context.Context) (any, error) {
 		WallClock: time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
 		MaxTokens: spec.MaxTokens,
 		History:   history,
+		Budget:    budget,
 		Session:   a.cmd.Session,
 		Attempt:   a.cmd.Attempt,
 		Emitter:   em,
@@ -144,6 +149,8 @@ func agentFailure(err error) error {
 		return fail(events.KindToolDenied, false, "%v (on_denial: terminate)", denied)
 	case errors.Is(err, agent.ErrTimeout):
 		return fail(events.KindTimeout, true, "%v", err)
+	case errors.Is(err, agent.ErrBudgetExhausted):
+		return fail(events.KindBudget, false, "%v", err)
 	case errors.Is(err, agent.ErrTurnLimit):
 		return fail(events.KindActivity, true, "%v", err)
 	case errors.Is(err, agent.ErrNoCompletion):
@@ -313,6 +320,10 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 	if name == "" {
 		name = spec.Provider
 	}
+	budget, err := a.agentBudget(ctx, a.cmd.Budget)
+	if err != nil {
+		return nil, err
+	}
 	out, err := agent.RunCLI(ctx, agent.CLIConfig{
 		Executor: name,
 		Spec:     *spec.ExecutorSpec,
@@ -328,6 +339,7 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		AllowedPrograms: spec.AllowedPrograms,
 		MaxTurns:        spec.MaxIterations,
 		OnDenial:        spec.OnDenial,
+		Budget:          budget,
 	})
 	if errors.Is(err, agent.ErrNoCompletion) && !spec.CompletionRequired() {
 		err = nil

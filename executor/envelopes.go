@@ -26,7 +26,7 @@ func incomplete(format string, args ...any) *failure {
 // failure: not for a structural one (a step inside failed) nor for an
 // incomplete agent.
 func recoverable(f *events.ErrorInfo) bool {
-	return f.Kind != events.KindStructural && f.Kind != events.KindIncomplete
+	return f.Kind != events.KindStructural && f.Kind != events.KindIncomplete && f.Kind != events.KindBudget
 }
 
 // responseOutput is an agent step's output. With require_response_envelope

@@ -26,7 +26,7 @@ const FailureActivityKey = "failure_activity"
 // failure that triggered it.
 func (x *interpreter) onFailure(ctx context.Context, sc *scope, failed *events.ErrorInfo) {
 	hook := x.job.Spec.FailureActivity
-	if hook == nil || failed == nil || failed.Kind == events.KindCancelled {
+	if hook == nil || failed == nil || failed.Kind == events.KindCancelled || failed.Kind == events.KindBudget {
 		return
 	}
 	input := map[string]any{

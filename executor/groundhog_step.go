@@ -65,6 +65,8 @@ func (w *Worker) runGroundhog(ctx context.Context, cmd *stepCommand) (any, error
 	switch res.State {
 	case events.GroundhogDone:
 		return out, nil
+	case events.GroundhogBudgetExhausted:
+		return nil, fail(events.KindBudget, false, "task %s %s: %s", taskID, res.State, res.Message)
 	case events.GroundhogBlocked, events.GroundhogDrifted:
 		return nil, fail(events.KindActivity, false, "task %s %s: %s", taskID, res.State, res.Message)
 	}

@@ -23,6 +23,8 @@ type history struct {
 	err     error
 	onEvent func(events.Event)
 	done    chan struct{}
+	// spend sums the run's agent usage as it arrives, in log order.
+	spend spend
 }
 
 // openHistory follows the run's events and returns once every event already
@@ -65,6 +67,7 @@ func (h *history) follow() {
 		h.mu.Lock()
 		h.byID[ev.ID] = ev
 		h.lastSeq = ev.Seq
+		h.spend.add(ev)
 		close(h.changed)
 		h.changed = make(chan struct{})
 		h.mu.Unlock()

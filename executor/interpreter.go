@@ -192,8 +192,11 @@ func (x *interpreter) finish(ctx context.Context, from events.Event, output any,
 
 // runState maps the error that ended a run to its terminal state.
 func runState(failed *events.ErrorInfo) string {
-	if failed.Kind == events.KindCancelled {
+	switch failed.Kind {
+	case events.KindCancelled:
 		return events.StateCancelled
+	case events.KindBudget:
+		return events.StateBudgetExhausted
 	}
 	return events.StateFailed
 }
@@ -231,6 +234,9 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 	if res, failed, ok := x.reuseStep(ctx, sc, st, key); ok {
 		return res, failed
 	}
+	if failed := x.budgetCheck(ctx, sc, key); failed != nil {
+		return assets.StepResult{State: events.StateBudgetExhausted}, failed
+	}
 	if st.When != "" {
 		run, failed := x.when(ctx, sc, st, key)
 		if failed != nil {
@@ -247,7 +253,7 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 		if failed == nil {
 			return res, nil
 		}
-		if failed.Kind == events.KindCancelled || x.isCancelled() || ctx.Err() != nil {
+		if failed.Kind == events.KindCancelled || failed.Kind == events.KindBudget || x.isCancelled() || ctx.Err() != nil {
 			return failedResult(key, failed)
 		}
 		if !recovered && failed.Retryable && attempt < policy.MaxAttempts {
@@ -345,6 +351,8 @@ func failedState(failed *events.ErrorInfo) string {
 		return events.StateCancelled
 	case events.KindTimeout:
 		return events.StateTimeout
+	case events.KindBudget:
+		return events.StateBudgetExhausted
 	}
 	return events.StateFailed
 }

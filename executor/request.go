@@ -81,6 +81,8 @@ type stepCommand struct {
 	Session   string              `json:"session,omitempty"` // agent_loop: the named session to continue
 	// ActivityName is the catalog name of a targeted activity (empty inline).
 	ActivityName string `json:"activity_name,omitempty"`
+	// Budget is the run's budget, which an agent step checks between turns.
+	Budget *assets.Budget `json:"budget,omitempty"`
 }
 
 // stepCommandName is the command name of one step attempt. It is unique per

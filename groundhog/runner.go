@@ -78,7 +78,8 @@ type runner struct {
 }
 
 // Run executes the task's plan until every checkpoint is committed, a
-// checkpoint's budget is spent (blocked), the plan changes (drifted), or
+// checkpoint's budget is spent (blocked), the task's budget is spent
+// (budget_exhausted, checked before each attempt), the plan changes (drifted), or
 // ctx ends (the open attempt is rewound first). It returns an error only
 // when Orbit or git fails; the workspace is then left clean on the task
 // branch, or the error says why it could not be.
@@ -229,6 +230,9 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 				return &Result{State: events.GroundhogDrifted, Committed: r.committedCount(),
 					Message: fmt.Sprintf("the plan changed from version %d to %d", r.pin, current)}, nil
 			}
+			if res, err := r.budgetSpent(ctx, cp); res != nil || err != nil {
+				return res, err
+			}
 			done, err := r.attempt(ctx, cp, n+1)
 			err = errors.Join(err, r.leaveHold(ctx))
 			if err != nil {
@@ -303,6 +307,8 @@ func (r *runner) finish(ctx context.Context, res *Result) error {
 		status = events.TaskDone
 	case events.GroundhogBlocked:
 		status = events.TaskBlocked
+	case events.GroundhogBudgetExhausted:
+		status = events.TaskBudgetExhausted
 	case events.GroundhogFailed, events.GroundhogCancelled, events.GroundhogDrifted:
 		reason = "run " + r.cfg.RunID + " " + res.State + ": " + res.Message
 	}

@@ -245,6 +245,10 @@ func traceSummary(ev events.Event) string {
 			add("by " + d.Requester)
 		}
 		add(d.Reason)
+	case events.RunBudgetExhausted:
+		var d events.RunBudgetExhaustedData
+		_ = ev.Decode(&d)
+		add("before "+d.Before, fmt.Sprintf("%d tokens", d.Tokens))
 	case events.RunFinished:
 		var d events.RunFinishedData
 		_ = ev.Decode(&d)

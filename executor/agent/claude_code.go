@@ -71,6 +71,10 @@ type claudeStream struct {
 	// deny is called with the first denial when on_denial is terminate: it
 	// stops the agent.
 	deny func(*DeniedError)
+	// halt stops the agent when its run's budget is spent (spent says so).
+	halt  func(error)
+	used  Usage
+	spent error
 
 	turn    int
 	msg     *ccMessage // the model message being read (one per turn)
@@ -191,6 +195,8 @@ func (s *claudeStream) line(ctx context.Context, line []byte) {
 			}
 		}
 		s.err = s.user(ctx, rec.Message, rejected)
+		// Tool results: the model's turn is over, the next not yet asked.
+		s.checkBudget()
 	case "system":
 		if rec.Subtype == "permission_denied" {
 			var reason string
@@ -292,7 +298,28 @@ func (s *claudeStream) flush(ctx context.Context) error {
 			return err
 		}
 	}
+	s.used = s.used.Add(m.Usage.usage())
+	s.checkBudget()
 	return nil
+}
+
+// checkBudget stops the agent once the turns read so far (the one being
+// read included) spend its run's budget. A session whose result has come
+// is over already: the next step's check stops the run instead.
+func (s *claudeStream) checkBudget() {
+	if s.spent != nil || s.result != nil {
+		return
+	}
+	u := s.used
+	if s.msg != nil {
+		u = u.Add(s.msg.Usage.usage())
+	}
+	if err := s.cfg.Budget.check(u, 0); err != nil {
+		s.spent, s.out.StopReason, s.out.Usage = err, StopBudget, u
+		if s.halt != nil {
+			s.halt(err)
+		}
+	}
 }
 
 // orbitName is the Orbit tool a Claude Code tool stands for (the one
@@ -434,6 +461,9 @@ func (s *claudeStream) outcome(ctx context.Context, tail string) (*Outcome, erro
 	out := s.out
 	if s.err != nil {
 		return &out, s.err
+	}
+	if s.spent != nil {
+		return &out, s.spent
 	}
 	if s.denied != nil && out.StopReason == StopDenied {
 		return &out, s.denied

@@ -64,6 +64,9 @@ type CLIConfig struct {
 	AllowedPrograms []string
 	MaxTurns        int    // max_iterations; 0: the agent's own limit
 	OnDenial        string // OnDenialTerminate (default) or OnDenialContinue
+	// Budget, when set, is checked after every turn the claude_code
+	// adapter records: once spent, the agent is stopped.
+	Budget *Budget
 }
 
 // RunCLI runs a CLI agent in its own process group in the workspace, with
@@ -94,7 +97,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 			return nil, &ProviderError{Provider: cfg.Executor, Message: err.Error()}
 		}
 		args, stdin = claudeCodeArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
-		stream = newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
+		cs := newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
+		cs.halt = stopAgent
+		stream = cs
 	case OutputCodex:
 		grant, err := assets.CodexGrant(cfg.Envelope.Tools)
 		if err != nil {

@@ -69,6 +69,8 @@ type Config struct {
 	MaxTokens int
 	// History is the conversation so far (a named session's transcript).
 	History []Message
+	// Budget, when set, is checked before every turn (ErrBudgetExhausted).
+	Budget *Budget
 	// Session and Attempt label the events.
 	Session string
 	Attempt int
@@ -149,6 +151,10 @@ func (s *session) loop(ctx context.Context) error {
 		if s.out.Turns >= s.cfg.MaxTurns {
 			s.out.StopReason = StopTurnLimit
 			return fmt.Errorf("%w: %d turns (max_iterations) and the model had not finished", ErrTurnLimit, s.out.Turns)
+		}
+		if err := s.cfg.Budget.check(s.out.Usage, s.out.CostUSD); err != nil {
+			s.out.StopReason = StopBudget
+			return err
 		}
 		var fixture string
 		var fixtureTurn int

@@ -1,0 +1,139 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/internal/failpoint"
+)
+
+// spend is what a run's agents spent, by the log: input plus output tokens
+// of every agent.turn (the HTTP loop and the claude_code adapter record
+// them live), the tokens of a CLI invocation that recorded no turns (an
+// output parsed only at the end: claude_json, codex_jsonl), and the
+// cost_usd of every cli.invocation.finished (only CLI agents report a
+// cost; the HTTP loop has no price table, so its turns count by tokens
+// only). Events must be added in log order: a step attempt's turns come
+// before its invocation's end.
+type spend struct {
+	tokens  int64
+	costUSD float64
+	turned  map[string]bool // step key # attempt of every agent.turn added
+}
+
+// add counts one event of the run's log; events of other types are
+// ignored.
+func (s *spend) add(ev events.Event) {
+	switch ev.Type {
+	case events.AgentTurn:
+		var d events.AgentTurnData
+		if ev.Decode(&d) == nil {
+			s.tokens += d.Usage.InputTokens + d.Usage.OutputTokens
+			if s.turned == nil {
+				s.turned = map[string]bool{}
+			}
+			s.turned[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] = true
+		}
+	case events.CLIInvocationFinished:
+		var d events.CLIInvocationFinishedData
+		if ev.Decode(&d) == nil {
+			s.costUSD += d.CostUSD
+			if !s.turned[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] {
+				s.tokens += d.Usage.InputTokens + d.Usage.OutputTokens
+			}
+		}
+	}
+}
+
+// spendFilters select the events a spend sums.
+func spendFilters(runID string) []string {
+	return []string{
+		events.EventSubject(events.AggregateRun, runID, events.AgentTurn),
+		events.EventSubject(events.AggregateRun, runID, events.CLIInvocationFinished),
+	}
+}
+
+// spent is what the run's agents spent by the events the history holds.
+func (h *history) spent() spend {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.spend
+}
+
+// budgetCheck decides, before step key starts, whether the run's budget is
+// spent, and records the decision (run.budget_exhausted, its id derived
+// from the run and the step) when it is. A step that has started or been
+// skipped was let through before: the check is not made again, so a
+// replay that sees usage recorded later makes the same decisions.
+func (x *interpreter) budgetCheck(ctx context.Context, sc *scope, key string) *events.ErrorInfo {
+	b := x.job.Spec.Budget
+	if b == nil {
+		return nil
+	}
+	id := events.DecisionID(events.RunBudgetExhausted, x.runID, key)
+	if ev, ok := x.hist.get(id); ok {
+		var d events.RunBudgetExhaustedData
+		if err := ev.Decode(&d); err != nil {
+			return internal(ctx, err)
+		}
+		return budgetFailure(key, &d)
+	}
+	for _, seen := range []string{
+		stepEventID(events.StepStarted, x.runID, key, 1),
+		stepEventID(events.StepFinished, x.runID, key, 1),
+		events.DecisionID(events.StepSkipped, x.runID, key),
+	} {
+		if _, ok := x.hist.get(seen); ok {
+			return nil
+		}
+	}
+	s := x.hist.spent()
+	if !b.Exhausted(s.tokens, s.costUSD) {
+		return nil
+	}
+	d := events.RunBudgetExhaustedData{Before: key, Tokens: s.tokens, CostUSD: s.costUSD,
+		MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD}
+	if err := x.record(ctx, events.Event{ID: id, Type: events.RunBudgetExhausted, StepKey: key, ParentID: sc.parent}, d); err != nil {
+		return internal(ctx, err)
+	}
+	failpoint.Hit("interpreter-after-budget-decision")
+	return budgetFailure(key, &d)
+}
+
+func budgetFailure(key string, d *events.RunBudgetExhaustedData) *events.ErrorInfo {
+	return &events.ErrorInfo{Kind: events.KindBudget, StepKey: key,
+		Message: "budget spent before step " + key + ": " + spentText(d.Tokens, d.CostUSD, d.MaxTokens, d.MaxCostUSD)}
+}
+
+// spentText says what was spent against which bounds.
+func spentText(tokens int64, cost float64, maxTokens int64, maxCost float64) string {
+	msg := fmt.Sprintf("%d tokens", tokens)
+	if maxTokens > 0 {
+		msg += fmt.Sprintf(" of max_tokens %d", maxTokens)
+	}
+	msg += fmt.Sprintf(", $%.4f", cost)
+	if maxCost > 0 {
+		msg += fmt.Sprintf(" of max_cost_usd %.4f", maxCost)
+	}
+	return msg
+}
+
+// agentBudget is the budget an agent step's session checks between turns:
+// the run's bounds, less what the run spent before the session began.
+func (a *agentStep) agentBudget(ctx context.Context, b *assets.Budget) (*agent.Budget, error) {
+	if b == nil {
+		return nil, nil
+	}
+	evs, err := a.w.cfg.Log.Read(ctx, events.FollowOptions{Filters: spendFilters(a.cmd.RunID)})
+	if err != nil {
+		return nil, err
+	}
+	var s spend
+	for _, ev := range evs {
+		s.add(ev)
+	}
+	return &agent.Budget{MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD, SpentTokens: s.tokens, SpentCostUSD: s.costUSD}, nil
+}

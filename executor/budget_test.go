@@ -1,0 +1,94 @@
+package executor_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent: the real Claude Code
+// CLI's first turn spends past the run's max_tokens; the adapter stops the
+// agent before the model is asked again (the second turn would hang until
+// the wall clock), and the run ends budget_exhausted.
+func TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	first := writeFileTurns("out.txt")[0]
+	first.InputTokens, first.OutputTokens = 1000, 50
+	srv := testkit.NewAnthropicServer(t, first, testkit.Turn{Hang: true})
+	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	job.Spec.Budget = &assets.Budget{MaxTokens: 500}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	require.NotNil(t, fin.Error)
+	assert.Equal(t, events.KindBudget, fin.Error.Kind)
+	assert.Contains(t, fin.Error.Message, "of max_tokens 500")
+	assert.Len(t, srv.Scripted(), 1, "the model was not asked again")
+	evs := history(t, log, runID)
+	turns := decodeAll[events.AgentTurnData](t, ofType(evs, events.AgentTurn))
+	require.Len(t, turns, 1, "the turn that spent the budget is recorded")
+	assert.GreaterOrEqual(t, turns[0].Usage.InputTokens+turns[0].Usage.OutputTokens, int64(500))
+	steps := decodeAll[events.StepFinishedData](t, ofType(evs, events.StepFinished))
+	require.Len(t, steps, 1)
+	assert.Equal(t, events.StateBudgetExhausted, steps[0].State)
+}
+
+// TestARunsCostBudgetCountsWhatClaudeCodeReports: the real Claude Code CLI
+// reports a cost (total_cost_usd, recorded on cli.invocation.finished);
+// with max_cost_usd below it, the first step finishes and the interpreter
+// stops the run before the second, recording its decision.
+func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	srv := testkit.NewAnthropicServer(t, append(writeFileTurns("out.txt"), testkit.Turn{Hang: true})...)
+	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.000001}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "again", fin.Error.StepKey)
+	assert.Contains(t, fin.Error.Message, "budget spent before step again")
+	assert.Contains(t, fin.Error.Message, "of max_cost_usd 0.0000")
+	evs := history(t, log, runID)
+	decided := decodeAll[events.RunBudgetExhaustedData](t, ofType(evs, events.RunBudgetExhausted))
+	require.Len(t, decided, 1)
+	assert.Greater(t, decided[0].CostUSD, 0.0, "Claude Code's own account of the cost")
+	assert.Equal(t, 0.000001, decided[0].MaxCostUSD)
+	steps := decodeAll[events.StepFinishedData](t, ofType(evs, events.StepFinished))
+	require.Len(t, steps, 1, "the second step never started")
+	assert.Equal(t, events.StateSuccess, steps[0].State)
+}
+
+// TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult: an executor whose
+// output is parsed only at the end (claude_json) records no agent.turn;
+// the tokens of its result count, so the run stops before the next step.
+func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}\n'
+`)
+	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = &assets.Budget{MaxTokens: 600}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "again", fin.Error.StepKey)
+	assert.Contains(t, fin.Error.Message, "600 tokens of max_tokens 600")
+	assert.Empty(t, ofType(history(t, log, runID), events.AgentTurn))
+}
