@@ -37,6 +37,10 @@ type Config struct {
 	Root string
 	// NATSURL points at an external NATS server instead of the embedded one.
 	NATSURL string
+	// Replicas of every stream, bucket and object store on the NATS
+	// cluster at NATSURL; 0 chooses by the cluster's size (see
+	// events.Config.Replicas).
+	Replicas int
 	// Listen is the embedded server's client address (default
 	// 127.0.0.1:4222; port 0 picks a free port).
 	Listen string
@@ -125,6 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		StoreDir:   filepath.Join(StateDir(root), "nats"),
 		CredsDir:   creds.Dir,
 		URL:        cfg.NATSURL,
+		Replicas:   cfg.Replicas,
 		Listen:     cfg.Listen,
 		Durability: cfg.Durability,
 		Name:       "orbit-engine",
