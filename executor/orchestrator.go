@@ -125,9 +125,11 @@ func (o *Orchestrator) run(ctx context.Context) error {
 		cancels()
 		return err
 	}
+	adopted := o.adoptOrphans(ctx)
 	<-ctx.Done()
 	// Nothing may start a run once the wait for the running ones begins.
 	stop.Stop()
+	adopted()
 	cancels()
 	o.wg.Wait()
 	return nil

@@ -1,0 +1,111 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// clusterChaos skips the heavy cluster tests unless CLUSTER_CHAOS is set
+// (make cluster-chaos).
+func clusterChaos(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CLUSTER_CHAOS") == "" {
+		t.Skip("a heavy cluster test: make cluster-chaos runs it")
+	}
+}
+
+// leaseHolder returns the index in ps of the engine holding run id's lease,
+// waiting until one does.
+func leaseHolder(t *testing.T, c *testkit.Cluster, ps [2]*testkit.Project, id string) int {
+	t.Helper()
+	ctx := testkit.Context(t)
+	js, err := jetstream.New(c.Connect())
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, events.LeasesBucket)
+	require.NoError(t, err)
+	holder := -1
+	waitFor(t, "a lease on the run", func() bool {
+		entry, err := kv.Get(ctx, "run."+events.Token(id))
+		if err != nil {
+			return false
+		}
+		var rec struct{ Engine string }
+		if json.Unmarshal(entry.Value(), &rec) != nil {
+			return false
+		}
+		for i, p := range ps {
+			if info, err := engine.ReadInfo(p.Root); err == nil && info.Engine == rec.Engine {
+				holder = i
+				return true
+			}
+		}
+		return false
+	})
+	return holder
+}
+
+// startFanOut submits the fan-out job with n items through p, detached.
+func startFanOut(t *testing.T, p *testkit.Project, n int) (id, out string, items []string) {
+	t.Helper()
+	out = filepath.Join(t.TempDir(), "side.txt")
+	for i := range n {
+		items = append(items, fmt.Sprintf("i%02d", i))
+	}
+	input, _ := json.Marshal(map[string]any{"items": strings.Join(items, " "), "out": out})
+	r := p.Orbit("job", "run", "cluster_fan_out", "--detach", "--input", string(input))
+	require.Equal(t, 0, r.Code, r.String())
+	return strings.TrimSpace(r.Stdout), out, items
+}
+
+// waitFinished waits up to timeout for run id to end in p's views.
+func waitFinished(t *testing.T, p *testkit.Project, id string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		v := runView(t, p, id)
+		if events.Terminal(v.State) {
+			return v.State
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still %s after %s", id, v.State, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestClusterEngineKilledMidRun: kill -9 of the engine holding a run's
+// lease; the other engine takes the run over once the lease lapses and
+// finishes it, every item done.
+func TestClusterEngineKilledMidRun(t *testing.T) {
+	clusterChaos(t)
+	c, ps, es := twoEngines(t)
+	id, out, items := startFanOut(t, ps[0], 12)
+	holder := leaseHolder(t, c, ps, id)
+	waitFor(t, "a few items done", func() bool {
+		data, _ := os.ReadFile(out)
+		return strings.Count(string(data), "\n") >= 2
+	})
+	killed := time.Now()
+	es[holder].Kill()
+	other := 1 - holder
+	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[other], id, 90*time.Second))
+	t.Logf("the run finished %s after its engine's kill -9", time.Since(killed).Round(100*time.Millisecond))
+	done := sideEffects(t, out)
+	for _, item := range items {
+		assert.NotEmpty(t, done[item], "item %s has no side effect", item)
+	}
+	assert.Equal(t, 0, ps[other].Orbit("replay", "--verify").Code)
+}
