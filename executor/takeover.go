@@ -37,6 +37,7 @@ func (o *Orchestrator) adoptOrphans(ctx context.Context) func() {
 				if err := o.adopt(ctx); err != nil && ctx.Err() == nil {
 					o.log.Warn("looking for runs to take over", "err", err)
 				}
+				o.retryQueued(ctx)
 			}
 		}
 	}()

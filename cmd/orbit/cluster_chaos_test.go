@@ -109,3 +109,67 @@ func TestClusterEngineKilledMidRun(t *testing.T) {
 	}
 	assert.Equal(t, 0, ps[other].Orbit("replay", "--verify").Code)
 }
+
+const clusterSerialJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: cluster_serial}
+spec:
+  max_active_runs: 1
+  steps:
+    - id: work
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "sleep 0.5"]
+        allowed_programs: [sh]
+`
+
+// TestClusterMaxActiveRunsHoldsAcrossEngines: six runs of a job with
+// max_active_runs: 1, submitted through both engines, never run two at a
+// time, as the log's sequence of run.started and run.finished shows.
+func TestClusterMaxActiveRunsHoldsAcrossEngines(t *testing.T) {
+	clusterChaos(t)
+	ctx := testkit.Context(t)
+	c, ps, _ := twoEngines(t)
+	ids := map[string]bool{}
+	for i := range 6 {
+		p := ps[i%2]
+		p.WriteFile(".orbit/jobs/cluster_serial.yaml", clusterSerialJob)
+		r := p.Orbit("job", "run", "cluster_serial", "--detach")
+		require.Equal(t, 0, r.Code, r.String())
+		ids[strings.TrimSpace(r.Stdout)] = true
+	}
+	for id := range ids {
+		assert.Equal(t, events.StateSuccess, waitFinished(t, ps[0], id, 90*time.Second))
+	}
+
+	js, err := jetstream.New(c.Connect())
+	require.NoError(t, err)
+	cons, err := js.OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{
+		events.TypeFilter(events.AggregateRun, events.RunStarted),
+		events.TypeFilter(events.AggregateRun, events.RunFinished),
+	}})
+	require.NoError(t, err)
+	running, most, starts := 0, 0, 0
+	for {
+		msg, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
+		if err != nil {
+			break
+		}
+		tokens := strings.Split(msg.Subject(), ".")
+		if !ids[tokens[3]] {
+			continue
+		}
+		switch tokens[len(tokens)-1] {
+		case "started":
+			running++
+			starts++
+		case "finished":
+			running--
+		}
+		most = max(most, running)
+	}
+	assert.Equal(t, 6, starts, "every run started once")
+	assert.Equal(t, 1, most, "runs of a job with max_active_runs: 1 at once")
+}
