@@ -106,3 +106,17 @@ func (l *Log) tolerateElections() error {
 	l.js = electionTolerant{js}
 	return nil
 }
+
+// Reachable reports whether the log's connection to its server is up. An
+// embedded server is always reachable.
+func (l *Log) Reachable() bool { return l.srv != nil || l.nc.IsConnected() }
+
+// Abandon closes the connection to an external server that does not
+// answer, so that nothing stopping waits for it: every call in flight and
+// to come fails at once with a closed connection. An engine calls it when
+// it is told to stop while no server answers.
+func (l *Log) Abandon() {
+	if l.srv == nil && l.nc != nil {
+		l.nc.Close()
+	}
+}

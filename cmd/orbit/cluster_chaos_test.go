@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,4 +173,32 @@ func TestClusterMaxActiveRunsHoldsAcrossEngines(t *testing.T) {
 	}
 	assert.Equal(t, 6, starts, "every run started once")
 	assert.Equal(t, 1, most, "runs of a job with max_active_runs: 1 at once")
+}
+
+// TestClusterEngineStopsOnSIGTERMWithNoServer: with every server of the
+// cluster gone mid-run, an engine still exits promptly on SIGTERM.
+func TestClusterEngineStopsOnSIGTERMWithNoServer(t *testing.T) {
+	clusterChaos(t)
+	c, ps, es := twoEngines(t)
+	id, out, _ := startFanOut(t, ps[0], 8)
+	waitFor(t, "an item done", func() bool {
+		data, _ := os.ReadFile(out)
+		return strings.Count(string(data), "\n") >= 1
+	})
+	c.Stop()
+	time.Sleep(time.Second)
+	for i, e := range es {
+		start := time.Now()
+		require.NoError(t, e.Signal(syscall.SIGTERM))
+		exited := make(chan error, 1)
+		go func() { exited <- e.Cmd.Wait() }()
+		select {
+		case <-exited:
+			t.Logf("engine %d exited %s after SIGTERM with no server (run %s in flight)", i, time.Since(start).Round(10*time.Millisecond), id)
+		case <-time.After(10 * time.Second):
+			_ = e.Signal(syscall.SIGQUIT) // its goroutines, for the report
+			time.Sleep(time.Second)
+			t.Fatalf("engine %d did not exit within 10s of SIGTERM with no server:\n%s", i, e.Stderr())
+		}
+	}
 }

@@ -313,6 +313,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	go e.watchState(ctx, cancel)
 	go e.watchLog(ctx, cancel)
 	<-ctx.Done()
+	if !e.log.Reachable() {
+		// Whatever stops now would wait for a server that is gone, each
+		// call for its own timeout: give up on it (DESIGN §9).
+		e.logger.Warn("stopping while no NATS server answers; what is in flight resumes on another engine or at the next start")
+		e.log.Abandon()
+	}
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errIdle) {
 		return err
 	}
