@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build test fuzz bench soak chaos lint demo demo-groundhog clean nats-cli
+.PHONY: all build test fuzz bench soak chaos cluster-chaos lint demo demo-groundhog cluster-demo clean nats-cli
 
 all: build
 
@@ -55,7 +55,13 @@ soak:
 chaos:
 	CHAOS=full $(GO) test -count=1 -run Chaos -v -timeout 30m ./internal/chaos/
 
-lint:
+# The heavy tests of Orbit on a three-node NATS cluster with two engines
+# (kill -9 of an engine mid-run, max_active_runs across engines, SIGTERM
+# with no server). make test runs one cluster test: the stream leader's
+# node killed mid fan-out.
+cluster-chaos:
+	CLUSTER_CHAOS=1 $(GO) test -count=1 -run 'TestCluster' -v -timeout 15m ./cmd/orbit/
+
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
@@ -71,5 +77,11 @@ demo: build
 demo-groundhog: build
 	ORBIT=$(BIN) scripts/demo-groundhog.sh
 
+# A three-node NATS cluster (nats-server built from the module's own
+# dependency) and two engines on it, locally; a fan-out shared by both.
+cluster-demo: build
+	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
+	ORBIT=$(BIN) NATS_SERVER=bin/nats-server scripts/cluster-demo.sh
+
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog
+	rm -rf bin $(DEMO) .demo-groundhog .demo-cluster
