@@ -17,6 +17,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
 )
 
 // clusterChaos skips the heavy cluster tests unless CLUSTER_CHAOS is set
@@ -76,12 +77,18 @@ func waitFinished(t *testing.T, p *testkit.Project, id string, timeout time.Dura
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		v := runView(t, p, id)
-		if events.Terminal(v.State) {
-			return v.State
+		// A stopped engine leaves its share of API requests unanswered
+		// (exit 3): ask again.
+		r := p.Orbit("run", "show", "--json", id)
+		var v projector.RunView
+		if r.Code == 0 {
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &v), r.Stdout)
+			if events.Terminal(v.State) {
+				return v.State
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s still %s after %s", id, v.State, timeout)
+			t.Fatalf("run %s still %q after %s: %s", id, v.State, timeout, r)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -201,4 +208,38 @@ func TestClusterEngineStopsOnSIGTERMWithNoServer(t *testing.T) {
 			t.Fatalf("engine %d did not exit within 10s of SIGTERM with no server:\n%s", i, e.Stderr())
 		}
 	}
+}
+
+// TestClusterStoppedEngineIsFenced: the engine holding a run is SIGSTOPped
+// past its lease; the other takes the run over and finishes it, and the
+// stopped one, let go on, finds its lease taken and records no second end.
+func TestClusterStoppedEngineIsFenced(t *testing.T) {
+	clusterChaos(t)
+	c, ps, es := twoEngines(t)
+	id, out, items := startFanOut(t, ps[0], 12)
+	holder := leaseHolder(t, c, ps, id)
+	waitFor(t, "a few items done", func() bool {
+		data, _ := os.ReadFile(out)
+		return strings.Count(string(data), "\n") >= 2
+	})
+	require.NoError(t, es[holder].Signal(syscall.SIGSTOP))
+	other := 1 - holder
+	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[other], id, 90*time.Second))
+	require.NoError(t, es[holder].Signal(syscall.SIGCONT))
+	waitFor(t, "the stopped engine to find its lease gone", func() bool {
+		return strings.Contains(es[holder].Stderr(), "lease lost")
+	})
+	time.Sleep(2 * time.Second)
+	finished := 0
+	for _, ev := range runEvents(t, ps[other], id) {
+		if ev.Type == events.RunFinished {
+			finished++
+		}
+	}
+	assert.Equal(t, 1, finished, "run.finished events")
+	done := sideEffects(t, out)
+	for _, item := range items {
+		assert.NotEmpty(t, done[item], "item %s has no side effect", item)
+	}
+	assert.Equal(t, events.StateSuccess, runView(t, ps[holder], id).State)
 }
