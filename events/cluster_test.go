@@ -62,6 +62,7 @@ func TestReplicatedLogSurvivesItsLeadersLoss(t *testing.T) {
 		}
 	}
 	appendN(0, 50)
+	require.NoError(t, c.WaitCurrent(ctx, events.EventsStream))
 	leader, err = c.StreamLeader(ctx, events.EventsStream)
 	require.NoError(t, err)
 	killed := time.Now()

@@ -255,3 +255,33 @@ func (c *Cluster) StreamReplicas(ctx context.Context, stream string) (int, error
 	}
 	return s.CachedInfo().Config.Replicas, nil
 }
+
+// WaitCurrent waits until every replica of stream is current with its
+// leader (until ctx ends): a replica still catching up, after a scale-up
+// say, cannot be elected.
+func (c *Cluster) WaitCurrent(ctx context.Context, stream string) error {
+	nc := c.Connect()
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	for {
+		s, err := js.Stream(ctx, stream)
+		if err == nil {
+			info := s.CachedInfo()
+			current := info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == info.Config.Replicas-1
+			for _, r := range info.Cluster.Replicas {
+				current = current && r.Current && !r.Offline
+			}
+			if current {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s has replicas behind: %w", stream, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
