@@ -58,6 +58,23 @@ func (e *Engine) Kill() {
 	_ = e.Cmd.Wait()
 }
 
+// Stop sends SIGTERM and waits until the engine has exited (SIGKILL after
+// 30s).
+func (e *Engine) Stop() {
+	_ = e.Cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan struct{})
+	go func() {
+		_ = e.Cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		_ = e.Cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+	}
+}
+
 // Signal sends sig to the engine.
 func (e *Engine) Signal(sig syscall.Signal) error { return e.Cmd.Process.Signal(sig) }
 
@@ -95,8 +112,10 @@ func StartEngine(t testing.TB, p *Project, args ...string) *Engine {
 		t.Fatalf("orbit serve did not start:\n%s", e.Stderr())
 	}
 	t.Cleanup(func() {
-		_ = e.Cmd.Process.Signal(syscall.SIGCONT)
-		e.Kill()
+		if e.Cmd.ProcessState == nil {
+			_ = e.Cmd.Process.Signal(syscall.SIGCONT)
+			e.Kill()
+		}
 	})
 	return e
 }
