@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos lint demo demo-groundhog clean nats-cli chromium screenshots
+.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog cluster-demo clean nats-cli chromium screenshots
 
 all: build
 
@@ -88,6 +88,14 @@ soak:
 chaos:
 	CHAOS=full $(GO) test -count=1 -run Chaos -v -timeout 30m ./internal/chaos/
 
+# The heavy tests of Orbit on a three-node NATS cluster with two engines
+# (kill -9 of an engine mid-run, max_active_runs across engines, SIGTERM
+# with no server, the stream leader's node killed mid fan-out). make test
+# runs the events-level cluster tests: appends through the loss of the
+# stream leader, and too few servers for the replicas.
+cluster-chaos:
+	CLUSTER_CHAOS=1 $(GO) test -count=1 -run 'TestCluster' -v -timeout 15m ./cmd/orbit/
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -109,5 +117,11 @@ demo-groundhog: build
 git-count: build
 	ORBIT=$(BIN) scripts/git-count.sh
 
+# A three-node NATS cluster (nats-server built from the module's own
+# dependency) and two engines on it, locally; a fan-out shared by both.
+cluster-demo: build
+	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
+	ORBIT=$(BIN) NATS_SERVER=bin/nats-server scripts/cluster-demo.sh
+
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog $(AGENTS)/node_modules
+	rm -rf bin $(DEMO) .demo-groundhog .demo-cluster $(AGENTS)/node_modules

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,6 +50,8 @@ type Config struct {
 	Serve      ServeConfig   `json:"serve"`
 	Engine     EngineConfig  `json:"engine"`
 	Runtime    RuntimeConfig `json:"runtime"`
+	// NATS points engines and clients at an existing NATS cluster.
+	NATS NATSConfig `json:"nats"`
 	// FSProfiles are the named filesystem profiles an fsProfile may name,
 	// besides the built-in default (the whole workspace), which a profile
 	// named default redefines.
@@ -106,6 +109,19 @@ type EngineConfig struct {
 	MaxChildDepth int `json:"max_child_depth"`
 }
 
+// MaxReplicas is the most replicas JetStream gives a stream.
+const MaxReplicas = 5
+
+// NATSConfig says where an external NATS server or cluster is (DESIGN §9).
+type NATSConfig struct {
+	// URL is a comma-separated list of the cluster's client URLs; empty
+	// means the engine's embedded server.
+	URL string `json:"url"`
+	// Replicas of every stream, bucket and object store on the cluster; 0
+	// means 3 on a cluster of three or more servers, else 1.
+	Replicas int `json:"replicas"`
+}
+
 // RuntimeConfig configures how activities run.
 type RuntimeConfig struct {
 	// Backend is what an agent_loop with backend: auto runs on (http or
@@ -115,7 +131,8 @@ type RuntimeConfig struct {
 
 // configKeys are the keys of config.yaml, by the path of their mapping.
 var configKeys = map[string][]string{
-	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers"},
+	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats"},
+	"nats":        {"url", "replicas"},
 	"serve":       {"listen", "http"},
 	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth"},
 	"runtime":     {"backend"},
@@ -176,6 +193,14 @@ func (c *Config) Validate() error {
 	}
 	if v.Engine.MaxChildDepth < 1 {
 		ps.add(0, "engine.max_child_depth", "must be ≥ 1")
+	}
+	if v.NATS.Replicas < 0 || v.NATS.Replicas > MaxReplicas {
+		ps.add(0, "nats.replicas", fmt.Sprintf("%d is not between 1 and %d (0 or absent: 3 on a cluster of three or more servers, else 1)", v.NATS.Replicas, MaxReplicas))
+	}
+	if v.NATS.URL != "" {
+		if reason := checkNATSURLs(v.NATS.URL); reason != "" {
+			ps.add(0, "nats.url", reason)
+		}
 	}
 	if v.Runtime.Backend != "http" && v.Runtime.Backend != "cli" {
 		ps.add(0, "runtime.backend", fmt.Sprintf("%q is not one of http, cli", v.Runtime.Backend))
@@ -241,6 +266,24 @@ func checkGlob(g string) string {
 		return fmt.Sprintf("%q must be relative to the workspace", g)
 	case g == ".." || strings.HasPrefix(g, "../") || strings.Contains(g, "/../") || strings.HasSuffix(g, "/.."):
 		return fmt.Sprintf("%q must not leave the workspace", g)
+	}
+	return ""
+}
+
+// checkNATSURLs says why list is not a comma-separated list of NATS URLs,
+// or "" when it is.
+func checkNATSURLs(list string) string {
+	for _, u := range strings.Split(list, ",") {
+		u = strings.TrimSpace(u)
+		parsed, err := url.Parse(u)
+		if u == "" || err != nil || parsed.Host == "" {
+			return fmt.Sprintf("%q is not a URL like nats://host:4222", u)
+		}
+		switch parsed.Scheme {
+		case "nats", "tls", "ws", "wss":
+		default:
+			return fmt.Sprintf("%q: scheme %q is not one of nats, tls, ws, wss", u, parsed.Scheme)
+		}
 	}
 	return ""
 }
@@ -338,6 +381,13 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 					lines[child(m.path, key)] = vn.Line
 					*dst, _ = d.scalarInt(vn, child(m.path, key))
 				}
+			}
+		case "nats":
+			d.checkKeys(m, configKeys[section], nil)
+			c.NATS.URL = d.setting(m, "url", lines)
+			if vn := m.get("replicas"); vn != nil {
+				lines[child(m.path, "replicas")] = vn.Line
+				c.NATS.Replicas, _ = d.scalarInt(vn, child(m.path, "replicas"))
 			}
 		case "runtime":
 			d.checkKeys(m, configKeys[section], nil)

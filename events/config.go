@@ -63,8 +63,10 @@ type Config struct {
 	MaxPayload int32
 	// Durability is DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
-	// Replicas is the replica count of streams on an external cluster
-	// (default 1).
+	// Replicas is the replica count of every stream, bucket and object
+	// store on an external server or cluster. 0 means 3 when the cluster
+	// has three or more servers, else 1 (see ClusterSize). An embedded
+	// server is one server: 0 or 1 only.
 	Replicas int
 	// DuplicateWindow is the streams' deduplication window (default 2m).
 	DuplicateWindow time.Duration
@@ -91,9 +93,6 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.Durability == "" {
 		c.Durability = DurabilityStrict
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
 	}
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = 2 * time.Minute
@@ -134,8 +133,11 @@ func (c *Config) Validate() error {
 	if c.DuplicateWindow < 2*time.Minute {
 		return fmt.Errorf("events: duplicate window %s is shorter than the 2m the design requires", c.DuplicateWindow)
 	}
-	if c.Replicas < 1 || c.Replicas > 5 {
+	if c.Replicas < 0 || c.Replicas > 5 {
 		return fmt.Errorf("events: replicas %d: want 1 to 5", c.Replicas)
+	}
+	if c.URL == "" && c.Replicas > 1 {
+		return fmt.Errorf("%w: replicas %d need a NATS cluster (a NATS URL); the embedded server is one server", ErrTooFewServers, c.Replicas)
 	}
 	if c.URL == "" && c.Token != "" {
 		return fmt.Errorf("%w: a token works only with an external server (a NATS URL); the embedded server admits the project's nkeys", ErrTokenEmbedded)

@@ -65,4 +65,8 @@ var (
 	// ErrMisconfigured is returned by CheckReader when the server lets the
 	// reader identity change the log, or does not admit it.
 	ErrMisconfigured = errors.New("the NATS server's permissions are misconfigured")
+
+	// ErrTooFewServers is returned by Open when the configured replicas
+	// exceed the servers of the cluster.
+	ErrTooFewServers = errors.New("fewer NATS servers than replicas")
 )

@@ -80,6 +80,14 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		l.Close()
 		return nil, err
 	}
+	if err := l.chooseReplicas(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.tolerateElections(); err != nil {
+		l.Close()
+		return nil, err
+	}
 	if err := l.provision(ctx); err != nil {
 		l.Close()
 		return nil, err

@@ -110,7 +110,7 @@ func (l *Log) ensureStream(ctx context.Context, want jetstream.StreamConfig) (je
 			want.Name, have.Retention, have.Storage, want.Retention, want.Storage)
 	}
 	if drifted(have, want) {
-		l.log.Warn("correcting stream configuration", "stream", want.Name)
+		l.log.Warn("correcting stream configuration", "stream", want.Name, "replicas", have.Replicas, "want_replicas", want.Replicas)
 		if s, err = l.js.UpdateStream(ctx, want); err != nil {
 			return nil, fmt.Errorf("events: correcting stream %s: %w", want.Name, err)
 		}

@@ -125,9 +125,11 @@ func (o *Orchestrator) run(ctx context.Context) error {
 		cancels()
 		return err
 	}
+	adopted := o.adoptOrphans(ctx)
 	<-ctx.Done()
 	// Nothing may start a run once the wait for the running ones begins.
 	stop.Stop()
+	adopted()
 	cancels()
 	o.wg.Wait()
 	return nil
@@ -380,7 +382,7 @@ func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 	}
 	o.runs[rc.id] = rc
 	job := rc.job.Name
-	if o.admissibleLocked(rc) {
+	if o.admissibleLocked(ctx, rc) {
 		o.startLocked(ctx, rc)
 		return
 	}
@@ -404,8 +406,14 @@ func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 // admissibleLocked reports whether a run may start now: it started before
 // (it holds its slot), its job has a free slot, or it may borrow the slot
 // of an ancestor.
-func (o *Orchestrator) admissibleLocked(rc *runCtl) bool {
-	return rc.started || len(o.activeRunsLocked(rc.job.Name)) < maxActive(rc.job) || o.borrowsLocked(rc)
+func (o *Orchestrator) admissibleLocked(ctx context.Context, rc *runCtl) bool {
+	if rc.started || o.borrowsLocked(rc) {
+		return true
+	}
+	if o.shared() {
+		return o.takeSlot(ctx, rc)
+	}
+	return len(o.activeRunsLocked(rc.job.Name)) < maxActive(rc.job)
 }
 
 // borrowsLocked reports whether a run may run in the slot of its nearest
@@ -506,18 +514,13 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	if ctx.Err() != nil {
 		return
 	}
+	if o.shared() {
+		o.giveSlot(ctx, rc)
+	}
 	// In arrival order, every queued run that may start now: the first ones
 	// take the free slots, and descendants of running runs may borrow
 	// theirs (see borrowsLocked) past runs that must wait for a free one.
-	for i := 0; i < len(o.queued[job]); {
-		next := o.queued[job][i]
-		if !o.admissibleLocked(next) {
-			i++
-			continue
-		}
-		o.queued[job] = slices.Delete(o.queued[job], i, i+1)
-		o.startLocked(ctx, next)
-	}
+	o.startAdmissibleLocked(ctx, job)
 }
 
 // execute runs one run to its end under its lease.

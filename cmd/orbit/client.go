@@ -25,7 +25,7 @@ import (
 const startTimeout = 60 * time.Second
 
 // connect returns a connection to the engine serving the project: the one
-// named by --nats-url, else the one recorded in the root's engine.json, else
+// named by --nats-url (or nats.url in the root's config), else the one recorded in the root's engine.json, else
 // a background engine started now (`orbit serve` in its own session, which
 // exits after the configured idle timeout).
 func (a *app) connect(ctx context.Context) (*events.Log, error) {
@@ -40,6 +40,9 @@ func (a *app) connect(ctx context.Context) (*events.Log, error) {
 	root, err := a.project()
 	if err != nil {
 		return nil, err
+	}
+	if project, err := a.config(root); err == nil && project.NATS.URL != "" {
+		return a.dial(ctx, project.NATS.URL)
 	}
 	// A user who may not sign in as the root's client is refused here,
 	// before an engine of their own could be started beside the owner's.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/console"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
@@ -22,6 +23,7 @@ func (a *app) serveCommand() *cobra.Command {
 		idleTimeout time.Duration
 		background  bool
 		verbose     bool
+		replicas    int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -33,7 +35,9 @@ in .orbit/config.yaml) and admits only the project's identities in
 .orbit/state/creds/ (and --nkey keys): 'orbit nats-context --reader' writes a
 context with which 'nats sub "orbit.events.>"' tails a live engine. Other
 orbit commands on the same root use this engine. With --nats-url the engine
-uses that NATS server instead of its embedded one, signing in as the
+uses that NATS server or cluster (a comma-separated list of URLs, or nats.url
+in .orbit/config.yaml) instead of its embedded one, with --replicas (or
+nats.replicas) replicas of every stream, signing in as the
 project's engine identity (see orbit nats-config) unless --nkey or --token
 says otherwise.
 
@@ -56,6 +60,16 @@ password of HTTP basic authentication, or a bearer token).`,
 			}
 			if httpAddr == "" {
 				httpAddr = cfg.Serve.HTTP
+			}
+			natsURL := a.natsURL
+			if natsURL == "" {
+				natsURL = cfg.NATS.URL
+			}
+			if !cmd.Flags().Changed("replicas") {
+				replicas = cfg.NATS.Replicas
+			}
+			if replicas < 0 || replicas > assets.MaxReplicas {
+				return usageErr("--replicas %d: want 1 to %d", replicas, assets.MaxReplicas)
 			}
 			level := slog.LevelInfo
 			if verbose {
@@ -83,7 +97,8 @@ password of HTTP basic authentication, or a bearer token).`,
 			}
 			e, err := engine.Open(cmd.Context(), engine.Config{
 				Root:         root,
-				NATSURL:      a.natsURL,
+				NATSURL:      natsURL,
+				Replicas:     replicas,
 				Listen:       listen,
 				Token:        a.token,
 				NKeySeedFile: a.nkey,
@@ -100,7 +115,7 @@ password of HTTP basic authentication, or a bearer token).`,
 			}
 			defer e.Close()
 			if !background {
-				a.errorf("orbit engine %s serving %s at %s (durability %s)\n", e.Info().Engine, root, e.Log().ClientURL(), e.Log().Durability())
+				a.errorf("orbit engine %s serving %s at %s (durability %s, replicas %d)\n", e.Info().Engine, root, e.Log().ClientURL(), e.Log().Durability(), e.Log().Replicas())
 				if consoleURL != "" {
 					a.errorf("console at %s\n", consoleURL)
 				}
@@ -113,6 +128,7 @@ password of HTTP basic authentication, or a bearer token).`,
 	cmd.Flags().StringVar(&httpToken, "http-token", os.Getenv("ORBIT_HTTP_TOKEN"), "token the console asks of every request; needed beyond loopback (env ORBIT_HTTP_TOKEN)")
 	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", 0, "stop after this long with no run and no request (0: never)")
 	cmd.Flags().BoolVar(&background, "background", false, "started on demand by another orbit command")
+	cmd.Flags().IntVar(&replicas, "replicas", 0, "replicas of every stream on the NATS cluster (default nats.replicas, else 3 on a cluster of three or more servers, else 1)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	_ = cmd.Flags().MarkHidden("background")
 	return cmd

@@ -38,6 +38,10 @@ type Config struct {
 	Root string
 	// NATSURL points at an external NATS server instead of the embedded one.
 	NATSURL string
+	// Replicas of every stream, bucket and object store on the NATS
+	// cluster at NATSURL; 0 chooses by the cluster's size (see
+	// events.Config.Replicas).
+	Replicas int
 	// Listen is the embedded server's client address (default
 	// 127.0.0.1:4222; port 0 picks a free port).
 	Listen string
@@ -131,6 +135,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		StoreDir:   filepath.Join(StateDir(root), "nats"),
 		CredsDir:   creds.Dir,
 		URL:        cfg.NATSURL,
+		Replicas:   cfg.Replicas,
 		Listen:     cfg.Listen,
 		Durability: cfg.Durability,
 		Name:       "orbit-engine",
@@ -323,6 +328,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	// into a stream nobody provisioned.
 	go e.watch(ctx, cancel, e.logLost)
 	<-ctx.Done()
+	if !e.log.Reachable() {
+		// Whatever stops now would wait for a server that is gone, each
+		// call for its own timeout: give up on it (DESIGN §9).
+		e.logger.Warn("stopping while no NATS server answers; what is in flight resumes on another engine or at the next start")
+		e.log.Abandon()
+	}
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errIdle) {
 		return err
 	}

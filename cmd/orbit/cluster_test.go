@@ -1,0 +1,176 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestServeOnNATSURLsThatAnswerNothing: exit 3 naming every URL tried.
+func TestServeOnNATSURLsThatAnswerNothing(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("serve", "--nats-url", "nats://127.0.0.1:1,nats://127.0.0.1:2")
+	assert.Equal(t, 3, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "nats://127.0.0.1:1,nats://127.0.0.1:2")
+}
+
+// TestServeWithMoreReplicasThanServers: a clear error at start naming
+// both numbers, from the flag and from nats.replicas in the config.
+func TestServeWithMoreReplicasThanServers(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	p := testkit.ClusterProject(t, c, filepath.Join(t.TempDir(), "log.key"))
+	r := p.Orbit("serve", "--replicas", "4")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "nats.replicas is 4 but the NATS cluster at "+c.URLs()+" has 3 server(s)")
+
+	p.WriteFile(".orbit/config.yaml", "nats:\n  replicas: 5\n")
+	r = p.Orbit("serve")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "nats.replicas is 5 but")
+
+	r = p.Orbit("serve", "--replicas", "9")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--replicas 9: want 1 to 5")
+}
+
+// clusterFanOutJob writes, per item, the item and the pid of the engine
+// that ran it to a file of the test.
+const clusterFanOutJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: cluster_fan_out}
+spec:
+  steps:
+    - id: per_item
+      fan_out:
+        items: "{{ input.items }}"
+        max_workers: 4
+        worker:
+          id: work
+          spec:
+            type: shell
+            program: sh
+            args: ["-c", "sleep 0.3; echo \"$1 $PPID\" >> \"$2\"; printf 'did %s' $1", "sh", "{{ item }}", "{{ input.out }}"]
+            allowed_programs: [sh]
+      fan_in: {join: {mode: all}, collect: done}
+`
+
+// twoEngines starts a cluster and two engines on it, each in its own
+// project root with the cluster's identities and one log key.
+func twoEngines(t *testing.T) (*testkit.Cluster, [2]*testkit.Project, [2]*testkit.Engine) {
+	t.Helper()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	var ps [2]*testkit.Project
+	var es [2]*testkit.Engine
+	for i := range ps {
+		ps[i] = testkit.ClusterProject(t, c, key)
+		ps[i].WriteFile(".orbit/jobs/cluster_fan_out.yaml", clusterFanOutJob)
+		es[i] = testkit.StartEngine(t, ps[i])
+	}
+	return c, ps, es
+}
+
+// sideEffects reads the lines the fan-out job wrote: item → pids of the
+// engines it ran in.
+func sideEffects(t *testing.T, file string) map[string][]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	out := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		item, dir, _ := strings.Cut(line, " ")
+		out[item] = append(out[item], dir)
+	}
+	return out
+}
+
+// TestClusterFanOutSurvivesTheStreamLeadersLoss: two engines on a
+// three-node cluster keep everything at three replicas and share a
+// fan-out's steps; killing the node that leads the event stream mid
+// fan-out loses nothing: the run succeeds with every item's side effect,
+// and both engines' views verify against the log.
+func TestClusterFanOutSurvivesTheStreamLeadersLoss(t *testing.T) {
+	clusterChaos(t)
+	t.Parallel()
+	ctx := testkit.Context(t)
+	c, ps, es := twoEngines(t)
+	for _, s := range []string{events.EventsStream, events.CommandsStream, "KV_" + events.LeasesBucket, "OBJ_" + events.BlobsStore} {
+		n, err := c.StreamReplicas(ctx, s)
+		require.NoError(t, err)
+		assert.Equal(t, 3, n, s)
+	}
+
+	out := filepath.Join(t.TempDir(), "side.txt")
+	var items []string
+	for i := range 16 {
+		items = append(items, fmt.Sprintf("i%02d", i))
+	}
+	input, _ := json.Marshal(map[string]any{"items": strings.Join(items, " "), "out": out})
+	r := ps[0].Orbit("job", "run", "cluster_fan_out", "--detach", "--input", string(input))
+	require.Equal(t, 0, r.Code, r.String())
+	id := strings.TrimSpace(r.Stdout)
+
+	waitFor(t, "a few items done", func() bool {
+		data, _ := os.ReadFile(out)
+		return strings.Count(string(data), "\n") >= 3
+	})
+	leader, err := c.StreamLeader(ctx, events.EventsStream)
+	require.NoError(t, err)
+	killed := time.Now()
+	c.Kill(leader)
+	t.Logf("killed %s, the leader of %s", c.Nodes[leader].Name, events.EventsStream)
+
+	// A step whose acknowledgement the lost node took with it runs again
+	// after the ack wait (30s): at least once, as after an engine's kill.
+	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 90*time.Second))
+	t.Logf("the run finished %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	done := sideEffects(t, out)
+	perEngine := map[string]int{}
+	twice := 0
+	for _, item := range items {
+		require.NotEmpty(t, done[item], "item %s has no side effect", item)
+		twice += len(done[item]) - 1
+		for _, pid := range done[item] {
+			for i, e := range es {
+				if pid == fmt.Sprint(e.Cmd.Process.Pid) {
+					perEngine[fmt.Sprint("engine", i)]++
+				}
+			}
+		}
+	}
+	t.Logf("items per engine %v, items run more than once: %d", perEngine, twice)
+	assert.Len(t, perEngine, 2, "both engines ran items: %v", done)
+	// Any engine answers the API, so each engine's views are verified
+	// with the other one stopped.
+	es[1].Stop()
+	verifyViews(t, ps[0])
+	testkit.StartEngine(t, ps[1])
+	es[0].Stop()
+	verifyViews(t, ps[1])
+}
+
+// verifyViews runs replay --verify on p's engine, asking again while the
+// request goes unanswered (exit 3) for up to three tries.
+func verifyViews(t *testing.T, p *testkit.Project) {
+	t.Helper()
+	var r testkit.Result
+	for range 3 {
+		if r = p.Orbit("replay", "--verify"); r.Code != 3 {
+			break
+		}
+	}
+	assert.Equal(t, 0, r.Code, r.String())
+}
