@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 // in the log (Worker.lookup), which alone can say no.
 type startedFeed struct {
 	feed *events.Feed
+	log  *slog.Logger
+	done chan struct{} // closed when run returns
 
 	mu      sync.Mutex
 	seen    map[string]startedEntry // step.started id → what it records
@@ -37,7 +40,7 @@ type startedEntry struct {
 const startedKeep = 2 * time.Minute
 
 // followStarted starts a startedFeed at the end of the log.
-func followStarted(ctx context.Context, log *events.Log) (*startedFeed, error) {
+func followStarted(ctx context.Context, log *events.Log, logger *slog.Logger) (*startedFeed, error) {
 	last, err := log.LastSeq(ctx)
 	if err != nil {
 		return nil, err
@@ -50,12 +53,20 @@ func followStarted(ctx context.Context, log *events.Log) (*startedFeed, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &startedFeed{feed: feed, seen: make(map[string]startedEntry), changed: make(chan struct{}), swept: time.Now()}
+	s := &startedFeed{feed: feed, log: logger, done: make(chan struct{}),
+		seen: make(map[string]startedEntry), changed: make(chan struct{}), swept: time.Now()}
 	go s.run()
 	return s, nil
 }
 
 func (s *startedFeed) run() {
+	defer close(s.done)
+	defer func() {
+		if err := s.feed.Err(); err != nil {
+			// Commands are then looked up in the log: slower, still exact.
+			s.log.Warn("the feed of step.started ended", "err", err)
+		}
+	}()
 	for ev := range s.feed.Events() {
 		var d events.StepStartedData
 		if ev.Decode(&d) != nil {
@@ -104,5 +115,8 @@ func (s *startedFeed) await(ctx context.Context, id, activityType string, wait t
 	}
 }
 
-// Stop ends the feed.
-func (s *startedFeed) Stop() { s.feed.Stop() }
+// Stop ends the feed and waits until it has.
+func (s *startedFeed) Stop() {
+	s.feed.Stop()
+	<-s.done
+}

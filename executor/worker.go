@@ -172,7 +172,7 @@ func (w *Worker) run(ctx context.Context) error {
 	}
 	var stops []events.Stopper
 	stops = append(stops, cancels)
-	started, err := followStarted(ctx, w.cfg.Log)
+	started, err := followStarted(ctx, w.cfg.Log, w.log)
 	if err != nil {
 		cancels.Stop()
 		return err
