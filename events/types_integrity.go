@@ -1,8 +1,8 @@
 package events
 
 // IntegrityRejected records a message in the log or the command queue that
-// failed verification by the log key: it was never delivered, applied or
-// run. It is stored under the run the message's subject names (see
+// failed verification by the log key, or a step command that no recorded
+// step.started stands behind: it was never delivered, applied or run. It is stored under the run the message's subject names (see
 // SubjectRun).
 const IntegrityRejected = "integrity.rejected"
 
@@ -12,7 +12,8 @@ type IntegrityRejectedData struct {
 	Stream  string `json:"stream"`
 	Subject string `json:"subject"`
 	Seq     uint64 `json:"seq"`
-	// Reason is ReasonUnsigned or ReasonBadMAC.
+	// Reason is ReasonUnsigned or ReasonBadMAC, or for a command that
+	// verifies but has no decision behind it, ReasonNoDecision.
 	Reason string `json:"reason"`
 }
 

@@ -32,6 +32,9 @@ type WorkerConfig struct {
 	// MaxDeliver bounds how many times one step attempt is started
 	// (default 5); a command that reaches it is dead-lettered.
 	MaxDeliver int
+	// DecisionWait bounds how long a command's first delivery waits for
+	// its step.started to be stored (default 10s); see Worker.
+	DecisionWait time.Duration
 	// FSProfiles are the named filesystem profiles of agent tools.
 	FSProfiles map[string]agent.FSProfile
 	// Providers configure HTTP providers of agent loops by name.
@@ -66,6 +69,9 @@ func (c *WorkerConfig) setDefaults() {
 	if c.MaxDeliver == 0 {
 		c.MaxDeliver = 5
 	}
+	if c.DecisionWait == 0 {
+		c.DecisionWait = 10 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -76,6 +82,12 @@ func (c *WorkerConfig) setDefaults() {
 // step.finished, and only then acknowledges the command: a crash anywhere
 // before the ack redelivers it. A redelivered command whose step already
 // finished is acknowledged without running anything.
+//
+// IMPORTANT: a command runs only if the log holds the step.started of its
+// run, step and attempt: the decision it carries out. A signed command
+// without one (none within DecisionWait of its first delivery) is never
+// run; it is dead-lettered as integrity.rejected once its run is over or
+// if the run was never requested.
 type Worker struct {
 	cfg WorkerConfig
 	log *slog.Logger
@@ -87,6 +99,9 @@ type Worker struct {
 	before uint64
 
 	locks *locks
+
+	// started holds the step.started events appended since Run began.
+	started *startedFeed
 
 	mu            sync.Mutex
 	inFlight      map[string]bool                               // command ids being executed by this worker
@@ -157,6 +172,13 @@ func (w *Worker) run(ctx context.Context) error {
 	}
 	var stops []events.Stopper
 	stops = append(stops, cancels)
+	started, err := followStarted(ctx, w.cfg.Log, w.log)
+	if err != nil {
+		cancels.Stop()
+		return err
+	}
+	w.started = started
+	stops = append(stops, started)
 	defer func() {
 		for _, s := range stops {
 			s.Stop()
@@ -200,19 +222,20 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	defer w.unclaim(c.ID)
 	finishedID := stepEventID(events.StepFinished, cmd.RunID, cmd.StepKey, cmd.Attempt)
 	redelivered := c.Delivery > 1 || c.StreamSeq <= w.before
-	if redelivered {
-		done, starts, err := w.history(ctx, &cmd, finishedID)
-		switch {
-		case err != nil:
-			w.retryLater(c, err)
-			return
-		case done:
-			w.ack(ctx, c)
-			return
-		case starts >= w.cfg.MaxDeliver:
-			w.deadLetter(ctx, c, &cmd, finishedID, starts)
-			return
-		}
+	rec, err := w.decision(ctx, c, &cmd, finishedID, redelivered)
+	switch {
+	case err != nil:
+		w.retryLater(c, err)
+		return
+	case rec.finished:
+		w.ack(ctx, c)
+		return
+	case !rec.started:
+		w.orphan(ctx, c, &cmd)
+		return
+	case rec.starts >= w.cfg.MaxDeliver:
+		w.deadLetter(ctx, c, &cmd, finishedID, rec.starts)
+		return
 	}
 	lease := w.stepLease(&cmd)
 	if err := lease.try(ctx); err != nil {
@@ -455,31 +478,6 @@ func (w *Worker) watchCancels(ctx context.Context) (*events.Feed, error) {
 // stepEvent is the envelope of an event about the step a command is for.
 func (w *Worker) stepEvent(cmd *stepCommand, typ, id string) events.Event {
 	return events.Event{ID: id, Type: typ, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID}
-}
-
-// history looks up a redelivered command's attempt in the run's log:
-// whether it finished, and how many times it was started.
-func (w *Worker) history(ctx context.Context, cmd *stepCommand, finishedID string) (bool, int, error) {
-	evs, err := w.cfg.Log.Read(ctx, events.FollowOptions{Filters: []string{
-		events.EventSubject(events.AggregateRun, cmd.RunID, events.StepFinished),
-		events.EventSubject(events.AggregateRun, cmd.RunID, events.ActivityStarted),
-	}})
-	if err != nil {
-		return false, 0, err
-	}
-	starts := 0
-	for _, ev := range evs {
-		if ev.ID == finishedID {
-			return true, starts, nil
-		}
-		if ev.Type == events.ActivityStarted && ev.StepKey == cmd.StepKey {
-			var d events.ActivityStartedData
-			if ev.Decode(&d) == nil && d.Attempt == cmd.Attempt {
-				starts++
-			}
-		}
-	}
-	return false, starts, nil
 }
 
 func (w *Worker) claim(id string) bool {
