@@ -69,10 +69,12 @@ func (j electionTolerant) PublishMsg(ctx context.Context, m *nats.Msg, opts ...j
 }
 
 // electing reports whether err is what a publish gets from a stream that
-// has no leader.
+// has no leader, or while the connection moves to another server because
+// its own died (a node loss is both).
 func electing(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrDisconnected)
 }
 
 // Publish publishes data on subject, retrying while the stream has no

@@ -265,6 +265,11 @@ func (g *groupCommit) commit(batch []*commitReq) {
 		// which one was a duplicate (stored once, and its caller told so)
 		// or failed, and the others are stored.
 		g.oneByOne(batch)
+	case electing(err):
+		// The connection's server died or the stream is electing a leader:
+		// whether the commit was stored is unknown, and the messages' ids
+		// make each a duplicate if it was.
+		g.oneByOne(batch)
 	default:
 		for _, r := range batch {
 			r.finish(Appended{}, publishError(r.typ, err))
@@ -333,7 +338,7 @@ func (g *groupCommit) oneByOne(batch []*commitReq) {
 		r.msg.Header.Del(batchCommitHeader)
 		fut, err := g.l.js.PublishMsgAsync(r.msg)
 		if err != nil {
-			r.finish(Appended{}, appendError(r, err))
+			g.retry(r, err)
 			continue
 		}
 		futs[i] = fut
@@ -348,11 +353,31 @@ func (g *groupCommit) oneByOne(batch []*commitReq) {
 		case ack := <-futs[i].Ok():
 			r.finish(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
 		case err := <-futs[i].Err():
-			r.finish(Appended{}, appendError(r, err))
+			g.retry(r, err)
 		case <-ctx.Done():
-			r.finish(Appended{}, appendError(r, ctx.Err()))
+			g.retry(r, ctx.Err())
 		}
 	}
+}
+
+// retry publishes r again on its own, and waits for its ack, when err is
+// what a publish gets while the connection moves to another server or the
+// stream elects a leader (on a cluster the log's JetStream context waits
+// through both, up to ElectionWindow); any other error is r's result. The
+// message id makes the retry a duplicate if the first try was stored.
+func (g *groupCommit) retry(r *commitReq, err error) {
+	if !electing(err) {
+		r.finish(Appended{}, appendError(r, err))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ElectionWindow)
+	defer cancel()
+	ack, err := g.l.js.PublishMsg(ctx, r.msg)
+	if err != nil {
+		r.finish(Appended{}, appendError(r, err))
+		return
+	}
+	r.finish(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
 }
 
 // appendError classifies a failed single publish of r.

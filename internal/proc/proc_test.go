@@ -131,7 +131,11 @@ func TestKillScopeKillsWhatRunsWithinIt(t *testing.T) {
 	other, err := proc.Start(context.Background(), exec.Command("sleep", "60"))
 	require.NoError(t, err)
 	t.Cleanup(other.Kill)
-	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(dir, "child.pid")); return err == nil }, 5*time.Second, 5*time.Millisecond)
+	// The shell creates the file before it writes the pid into it.
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+		return err == nil && strings.HasSuffix(string(data), "\n")
+	}, 5*time.Second, 5*time.Millisecond)
 	daemon := childPID(t, dir)
 
 	killed, gone := proc.KillScope(outer, 5*time.Second)
