@@ -1,0 +1,161 @@
+package main_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
+)
+
+// cliPlan is two checkpoints: one.txt exists, and two.txt says two.
+const cliPlan = `
+checkpoints:
+  - id: one
+    spec: Add one.txt.
+    success_criteria:
+      - {kind: file_exists, path: one.txt}
+  - id: two
+    spec: Add two.txt, whose only line is "two".
+    success_criteria:
+      - {kind: file_contains, path: two.txt, pattern: "(?m)^two$"}
+`
+
+// cliGroundhogProject is a project whose engine runs Claude Code against
+// srv, with a groundhog activity gh_cli on the claude_code executor cc,
+// and a task on a fresh repository.
+func cliGroundhogProject(t *testing.T, srv *testkit.AnthropicServer) (p *testkit.Project, repo, task string) {
+	t.Helper()
+	bin := testkit.ClaudeCLI(t)
+	p = testkit.NewProject(t)
+	p.Env = append(p.Env, testkit.GitEnv()...)
+	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
+	p.WriteFile(".orbit/executors/cc.yaml", `schemaVersion: 2
+kind: Executor
+metadata: {name: cc}
+spec: {command: `+bin+`, output: claude_code}
+`)
+	p.WriteFile(".orbit/activities/gh_cli.yaml", `schemaVersion: 2
+kind: Activity
+metadata: {name: gh_cli}
+spec:
+  type: groundhog
+  backend: cli
+  executor: cc
+  model: claude-orbit-test
+  instruction: You keep files short.
+  tools: [fs.read, fs.write, shell.exec]
+  allowed_programs: [sh]
+  wall_clock_timeout_seconds: 120
+`)
+	repo = testkit.NewGitRepo(t, map[string]string{"README.md": "# cli\n"})
+	r := p.Orbit("task", "create", "--title", "CLI", "--plan", p.WriteFile("plan.yaml", cliPlan), "--workspace", repo)
+	require.Equal(t, 0, r.Code, r.String())
+	return p, repo, strings.TrimSpace(r.Stdout)
+}
+
+// TestGroundhogOverClaudeCode runs a two-checkpoint plan over the real
+// Claude Code CLI: checkpoint one is closed through
+// mcp__orbit__checkpoint_success; checkpoint two's first attempt writes,
+// through Bash, a file the verifier refutes, is rewound, and the second
+// attempt, whose prompt holds the failure report and nothing of the first
+// attempt's conversation, succeeds.
+func TestGroundhogOverClaudeCode(t *testing.T) {
+	t.Parallel()
+	success := func(summary string) testkit.Turn {
+		return testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": summary}}}}
+	}
+	bash := func(id, command string) testkit.Turn {
+		return testkit.Turn{Tools: []testkit.ToolUse{{ID: id, Name: "Bash", Input: map[string]any{"command": command, "description": "write a file"}}}}
+	}
+	srv := testkit.NewAnthropicServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_one", Name: "Write", Input: map[string]any{"file_path": "one.txt", "content": "one\n"}}}},
+		success("Add one.txt"),
+		bash("toolu_wrong", "sh -c 'echo wrong-answer > two.txt'"),
+		success("Add two.txt"),
+		bash("toolu_right", "sh -c 'echo two > two.txt'"),
+		success("Add two.txt saying two"),
+	)
+	p, repo, task := cliGroundhogProject(t, srv)
+
+	r := p.Orbit("groundhog", "run", task, "--activity", "gh_cli")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
+	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
+
+	// Six model turns, one per request: no session went on after its
+	// terminal verb.
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 6)
+	first := reqs[0]
+	assert.Equal(t, "claude-orbit-test", first.Model)
+	assert.Contains(t, first.System, "You keep files short.")
+	assert.Contains(t, first.System, "call mcp__orbit__checkpoint_success", "the protocol names the verbs as the agent sees them")
+	for _, tool := range []string{"mcp__orbit__checkpoint_success", "mcp__orbit__checkpoint_failure", "mcp__orbit__side_effect", "Bash", "Write", "Read"} {
+		assert.Contains(t, first.Tools, tool)
+	}
+	// Each attempt starts a fresh session: its first request holds no
+	// turn of the model's and one user message, the prompt.
+	roles := func(req testkit.ModelRequest) (user []string, assistant int) {
+		for _, raw := range req.Messages {
+			var m struct{ Role string }
+			require.NoError(t, json.Unmarshal(raw, &m))
+			switch m.Role {
+			case "user":
+				user = append(user, string(raw))
+			case "assistant":
+				assistant++
+			}
+		}
+		return user, assistant
+	}
+	for _, i := range []int{0, 2, 4} {
+		user, assistant := roles(reqs[i])
+		assert.Len(t, user, 1, "request %d", i)
+		assert.Zero(t, assistant, "request %d", i)
+	}
+	user, _ := roles(reqs[4])
+	retry := user[0]
+	assert.Contains(t, retry, "The last attempt at this checkpoint failed (verifier)")
+	assert.Contains(t, retry, "two.txt")
+	assert.Contains(t, retry, "Add one.txt", "the memory of checkpoint one")
+	assert.NotContains(t, retry, "wrong-answer", "nothing of the first attempt's conversation")
+	assert.NotContains(t, retry, "toolu_wrong")
+
+	r = p.Orbit("groundhog", "show", task, "--audit", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var audit projector.GroundhogRun
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
+	require.Len(t, audit.Checkpoints, 2)
+	require.Len(t, audit.Checkpoints[0].Attempts, 1)
+	require.Len(t, audit.Checkpoints[1].Attempts, 2)
+	calls := func(cp, at int) []string {
+		var out []string
+		for _, c := range audit.Checkpoints[cp].Attempts[at].ToolCalls {
+			out = append(out, c.AgentTool+"="+c.Name+"#"+c.ToolUseID)
+		}
+		return out
+	}
+	verb := "mcp__orbit__checkpoint_success=orbit.groundhog.checkpoint_success#"
+	assert.Equal(t, []string{"Write=fs.write#toolu_one", verb + "toolu_002_1"}, calls(0, 0))
+	assert.Equal(t, []string{"Bash=shell.exec#toolu_wrong", verb + "toolu_004_1"}, calls(1, 0))
+	assert.Equal(t, []string{"Bash=shell.exec#toolu_right", verb + "toolu_006_1"}, calls(1, 1))
+	for cp, n := range []int{1, 2} {
+		for at := range n {
+			a := audit.Checkpoints[cp].Attempts[at]
+			assert.NotEmpty(t, a.Turns, "checkpoint %d attempt %d", cp, at)
+			assert.Empty(t, a.Denials, "checkpoint %d attempt %d", cp, at)
+		}
+	}
+	assert.Equal(t, "rewound", audit.Checkpoints[1].Attempts[0].Outcome)
+	assert.Equal(t, "committed", audit.Checkpoints[1].Attempts[1].Outcome)
+
+	r = p.Orbit("groundhog", "verify", task)
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "2 commits, verified")
+}
