@@ -3,11 +3,13 @@ package main_test
 import (
 	"encoding/json"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -158,4 +160,62 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	r = p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "2 commits, verified")
+}
+
+// TestGroundhogOverClaudeCodeKilledMidAttempt: the engine is killed while
+// Claude Code waits for the model; the restarted engine rewinds the open
+// attempt as interrupted and a fresh session finishes the checkpoint.
+func TestGroundhogOverClaudeCodeKilledMidAttempt(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewAnthropicServer(t,
+		testkit.Turn{Hang: true},
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "Write", Input: map[string]any{"file_path": "one.txt", "content": "one\n"}}}},
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+	)
+	p, repo, task := cliGroundhogProject(t, srv)
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
+	require.Equal(t, 0, r.Code, r.String())
+	p.StopEngine()
+	engine := serve(t, p)
+	r = p.Orbit("groundhog", "run", task, "--activity", "gh_cli", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "Claude Code to ask the model", func() bool { return len(srv.Scripted()) == 1 })
+	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
+	_ = engine.Wait()
+	assert.True(t, strings.HasPrefix(testkit.Git(t, repo, "branch", "--show-current"), "groundhog/T-1/day-"), "the kill left the workspace on the scratch branch")
+
+	serve(t, p)
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
+	assert.Len(t, srv.Scripted(), 3, "one session before the kill, one after")
+	r = p.Orbit("groundhog", "show", task)
+	assert.Contains(t, r.Stdout, ": interrupted")
+	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	r = p.Orbit("groundhog", "verify", task)
+	assert.Equal(t, 0, r.Code, r.String())
+}
+
+// TestGroundhogOverClaudeCodeWithoutAVerb: a session that ends without a
+// terminal verb is a synthetic failure of its attempt, rewound like any
+// other; the next attempt hears of it.
+func TestGroundhogOverClaudeCodeWithoutAVerb(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewAnthropicServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "Write", Input: map[string]any{"file_path": "one.txt", "content": "one\n"}}}},
+		testkit.Turn{Text: "I wrote one.txt and stopped."},
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "Write", Input: map[string]any{"file_path": "one.txt", "content": "one\n"}}}},
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+	)
+	p, repo, task := cliGroundhogProject(t, srv)
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", task, "--activity", "gh_cli")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "synthetic: the attempt ended without orbit.groundhog.checkpoint_success")
+	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 4)
+	assert.Contains(t, string(reqs[2].Raw), "The last attempt at this checkpoint failed (synthetic)")
+	assert.Contains(t, string(reqs[2].Raw), "I wrote one.txt and stopped.", "the failure report quotes the last message")
 }
