@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build agents test fuzz bench fsyncs soak chaos lint demo demo-groundhog clean nats-cli chromium screenshots
+.PHONY: all build agents test fuzz bench fsyncs soak chaos lint demo demo-groundhog demo-groundhog-cli clean nats-cli chromium screenshots
 
 all: build
 
@@ -102,5 +102,11 @@ demo: build
 demo-groundhog: build
 	ORBIT=$(BIN) scripts/demo-groundhog.sh
 
+# Groundhog over the real Claude Code CLI (the pinned one of make agents,
+# else claude on PATH), offline against a scripted Anthropic server.
+demo-groundhog-cli: build
+	$(GO) build -o bin/scriptedmodel ./internal/cmd/scriptedmodel
+	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-groundhog-cli.sh
+
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog $(AGENTS)/node_modules
+	rm -rf bin $(DEMO) .demo-groundhog .demo-groundhog-cli $(AGENTS)/node_modules
