@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,48 +16,41 @@ import (
 	"github.com/orbitrun/orbit/projector"
 )
 
-// cliPlan is two checkpoints: one.txt exists, and two.txt says two.
-const cliPlan = `
-checkpoints:
-  - id: one
-    spec: Add one.txt.
-    success_criteria:
-      - {kind: file_exists, path: one.txt}
-  - id: two
-    spec: Add two.txt, whose only line is "two".
-    success_criteria:
-      - {kind: file_contains, path: two.txt, pattern: "(?m)^two$"}
-`
+// readCLIExample reads a file of examples/groundhog-cli, which make
+// demo-groundhog-cli runs: the tests run the same plan, script, activity
+// and executor.
+func readCLIExample(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testkit.ModuleRoot(t), "examples", "groundhog-cli", name))
+	require.NoError(t, err)
+	return string(data)
+}
+
+// cliScript is the example's script of model turns.
+func cliScript(t *testing.T) []testkit.Turn {
+	t.Helper()
+	var script struct {
+		Turns []testkit.Turn `json:"turns"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(readCLIExample(t, "script.json")), &script))
+	return script.Turns
+}
 
 // cliGroundhogProject is a project whose engine runs Claude Code against
-// srv, with a groundhog activity gh_cli on the claude_code executor cc,
-// and a task on a fresh repository.
+// srv, with the example's activity example_cli_agent on its executor
+// claude_code, and a task with the example's plan on a fresh repository.
 func cliGroundhogProject(t *testing.T, srv *testkit.AnthropicServer) (p *testkit.Project, repo, task string) {
 	t.Helper()
 	bin := testkit.ClaudeCLI(t)
 	p = testkit.NewProject(t)
 	p.Env = append(p.Env, testkit.GitEnv()...)
 	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
-	p.WriteFile(".orbit/executors/cc.yaml", `schemaVersion: 2
-kind: Executor
-metadata: {name: cc}
-spec: {command: `+bin+`, output: claude_code}
-`)
-	p.WriteFile(".orbit/activities/gh_cli.yaml", `schemaVersion: 2
-kind: Activity
-metadata: {name: gh_cli}
-spec:
-  type: groundhog
-  backend: cli
-  executor: cc
-  model: claude-orbit-test
-  instruction: You keep files short.
-  tools: [fs.read, fs.write, shell.exec]
-  allowed_programs: [sh]
-  wall_clock_timeout_seconds: 120
-`)
+	executor := readCLIExample(t, "claude_code.yaml")
+	require.Contains(t, executor, "\n  command: claude\n")
+	p.WriteFile(".orbit/executors/claude_code.yaml", strings.Replace(executor, "\n  command: claude\n", "\n  command: "+bin+"\n", 1))
+	p.WriteFile(".orbit/activities/example_cli_agent.yaml", readCLIExample(t, "example_cli_agent.yaml"))
 	repo = testkit.NewGitRepo(t, map[string]string{"README.md": "# cli\n"})
-	r := p.Orbit("task", "create", "--title", "CLI", "--plan", p.WriteFile("plan.yaml", cliPlan), "--workspace", repo)
+	r := p.Orbit("task", "create", "--title", "CLI", "--plan", p.WriteFile("plan.yaml", readCLIExample(t, "plan.yaml")), "--workspace", repo)
 	require.Equal(t, 0, r.Code, r.String())
 	return p, repo, strings.TrimSpace(r.Stdout)
 }
@@ -68,23 +63,10 @@ spec:
 // attempt's conversation, succeeds.
 func TestGroundhogOverClaudeCode(t *testing.T) {
 	t.Parallel()
-	success := func(summary string) testkit.Turn {
-		return testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": summary}}}}
-	}
-	bash := func(id, command string) testkit.Turn {
-		return testkit.Turn{Tools: []testkit.ToolUse{{ID: id, Name: "Bash", Input: map[string]any{"command": command, "description": "write a file"}}}}
-	}
-	srv := testkit.NewAnthropicServer(t,
-		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_one", Name: "Write", Input: map[string]any{"file_path": "one.txt", "content": "one\n"}}}},
-		success("Add one.txt"),
-		bash("toolu_wrong", "sh -c 'echo wrong-answer > two.txt'"),
-		success("Add two.txt"),
-		bash("toolu_right", "sh -c 'echo two > two.txt'"),
-		success("Add two.txt saying two"),
-	)
+	srv := testkit.NewAnthropicServer(t, cliScript(t)...)
 	p, repo, task := cliGroundhogProject(t, srv)
 
-	r := p.Orbit("groundhog", "run", task, "--activity", "gh_cli")
+	r := p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
@@ -95,8 +77,8 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	reqs := srv.Scripted()
 	require.Len(t, reqs, 6)
 	first := reqs[0]
-	assert.Equal(t, "claude-orbit-test", first.Model)
-	assert.Contains(t, first.System, "You keep files short.")
+	assert.Equal(t, "claude-sonnet-4-5", first.Model)
+	assert.Contains(t, first.System, "You keep files short and run the checks yourself before you declare success.")
 	assert.Contains(t, first.System, "call mcp__orbit__checkpoint_success", "the protocol names the verbs as the agent sees them")
 	for _, tool := range []string{"mcp__orbit__checkpoint_success", "mcp__orbit__checkpoint_failure", "mcp__orbit__side_effect", "Bash", "Write", "Read"} {
 		assert.Contains(t, first.Tools, tool)
@@ -177,7 +159,7 @@ func TestGroundhogOverClaudeCodeKilledMidAttempt(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	p.StopEngine()
 	engine := serve(t, p)
-	r = p.Orbit("groundhog", "run", task, "--activity", "gh_cli", "--detach")
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent", "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	runID := strings.TrimSpace(r.Stdout)
 	waitFor(t, "Claude Code to ask the model", func() bool { return len(srv.Scripted()) == 1 })
@@ -210,7 +192,7 @@ func TestGroundhogOverClaudeCodeWithoutAVerb(t *testing.T) {
 	p, repo, task := cliGroundhogProject(t, srv)
 	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
 	require.Equal(t, 0, r.Code, r.String())
-	r = p.Orbit("groundhog", "run", task, "--activity", "gh_cli")
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "synthetic: the attempt ended without orbit.groundhog.checkpoint_success")
 	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
