@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,10 @@ const (
 	ClaudeToolFailure    = "mcp__orbit__checkpoint_failure"
 	ClaudeToolSideEffect = "mcp__orbit__side_effect"
 )
+
+// claudeNoAutoMemory turns Claude Code's auto memory off (2.1.331 reads
+// it from the environment).
+const claudeNoAutoMemory = "CLAUDE_CODE_DISABLE_AUTO_MEMORY=1"
 
 // claudeVerbs maps the verbs' Claude Code names to the verbs they are
 // recorded as.
@@ -82,13 +87,20 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 	if name == "" {
 		name = spec.Provider
 	}
+	env := r.cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	// Claude Code's auto memory would carry what one attempt learnt into
+	// the next, outside GroundhogMemory: it is off.
+	env = append(slices.Clip(env), claudeNoAutoMemory)
 	out, err := agent.RunCLI(ctx, agent.CLIConfig{
 		Executor: name,
 		Spec:     *spec.ExecutorSpec,
 		Envelope: agent.Envelope{Instruction: cliSystemPrompt(spec.Instruction), Prompt: Prompt(r.plan, mem, cp),
 			Tools: spec.Tools, Model: spec.Model, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Attempt: a.id.Day, Workspace: r.repo.Dir},
 		Workspace:       r.repo.Dir,
-		Env:             r.cfg.Env,
+		Env:             env,
 		Timeout:         time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
 		Attempt:         a.id.Day,
 		Emitter:         &emitter{a: a},

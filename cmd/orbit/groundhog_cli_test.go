@@ -80,6 +80,7 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	assert.Equal(t, "claude-sonnet-4-5", first.Model)
 	assert.Contains(t, first.System, "You keep files short and run the checks yourself before you declare success.")
 	assert.Contains(t, first.System, "call mcp__orbit__checkpoint_success", "the protocol names the verbs as the agent sees them")
+	assert.NotContains(t, first.System, "auto memory", "Claude Code's own memory would outlive the attempt")
 	for _, tool := range []string{"mcp__orbit__checkpoint_success", "mcp__orbit__checkpoint_failure", "mcp__orbit__side_effect", "Bash", "Write", "Read"} {
 		assert.Contains(t, first.Tools, tool)
 	}
