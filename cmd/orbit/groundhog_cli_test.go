@@ -71,6 +71,8 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
 	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
+	assert.Equal(t, "wrong-answer", testkit.Git(t, repo, "show", "groundhog/T-1/day-2:two.txt"),
+		"what the agent wrote through Bash was rewound and kept on the attempt's scratch branch")
 
 	// Six model turns, one per request: no session went on after its
 	// terminal verb.
