@@ -287,8 +287,9 @@ type groundhogRunView struct{}
 
 func (groundhogRunView) name() string { return "groundhog_run" }
 
-// version history: 1 first format.
-func (groundhogRunView) version() int { return 1 }
+// version history: 1 first format; 2 a CLI agent's own tool names
+// (agent_tool) on tool calls and denials.
+func (groundhogRunView) version() int { return 2 }
 func (groundhogRunView) buckets() [][]byte {
 	return [][]byte{bucketGroundhogRuns, bucketGroundhogAttempts}
 }
