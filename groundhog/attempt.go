@@ -121,6 +121,9 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 		report = events.FailureReport{Source: "agent", WhatTried: a.verdict.whatTried, WhatHappened: a.verdict.whatHappened, NextAttemptPlan: a.verdict.nextAttemptPlan}
 	default:
 		report = syntheticReport(out, runErr)
+		if provider == nil {
+			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
+		}
 	}
 	if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 		return false, r.abort(ctx, a, err)

@@ -34,11 +34,15 @@ var claudeVerbs = map[string]string{
 	ClaudeToolSideEffect: VerbSideEffect,
 }
 
+// cliVerbNames renames the verbs to the names a CLI agent sees them by,
+// in what it is told: its system prompt, and the synthetic failure report
+// the next attempt reads.
+var cliVerbNames = strings.NewReplacer(VerbSuccess, ClaudeToolSuccess, VerbFailure, ClaudeToolFailure, VerbSideEffect, ClaudeToolSideEffect)
+
 // cliSystemPrompt is systemPrompt with the verbs under the names the CLI
 // agent sees them by.
 func cliSystemPrompt(instruction string) string {
-	return strings.NewReplacer(VerbSuccess, ClaudeToolSuccess, VerbFailure, ClaudeToolFailure, VerbSideEffect, ClaudeToolSideEffect).
-		Replace(systemPrompt(instruction))
+	return cliVerbNames.Replace(systemPrompt(instruction))
 }
 
 // cliSession runs the attempt as a fresh CLI agent session in the

@@ -197,7 +197,8 @@ func TestGroundhogOverClaudeCodeWithoutAVerb(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	r = p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
 	require.Equal(t, 0, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "synthetic: the attempt ended without orbit.groundhog.checkpoint_success")
+	assert.Contains(t, r.Stderr, "synthetic: the attempt ended without mcp__orbit__checkpoint_success or mcp__orbit__checkpoint_failure",
+		"the report names the verbs as the agent knows them")
 	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	reqs := srv.Scripted()
 	require.Len(t, reqs, 4)
