@@ -68,6 +68,7 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 
 	r := p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
 	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
 	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
 	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
@@ -141,6 +142,14 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	}
 	assert.Equal(t, "rewound", audit.Checkpoints[1].Attempts[0].Outcome)
 	assert.Equal(t, "committed", audit.Checkpoints[1].Attempts[1].Outcome)
+
+	// The agent's process and output are the run's events; the key in its
+	// environment is not.
+	r = p.Orbit("run", "events", runID, "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Claude Code session per attempt")
+	assert.Contains(t, r.Stdout, `"--strict-mcp-config"`)
+	assert.NotContains(t, r.Stdout, "sk-ant-orbit-test")
 
 	r = p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())
