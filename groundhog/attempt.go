@@ -90,6 +90,9 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 		// budget, and the run stops with the error.
 		report := syntheticReport(out, runErr)
 		report.Source = "infrastructure"
+		if provider == nil {
+			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
+		}
 		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 			return false, r.abort(ctx, a, err)
 		}
