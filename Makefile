@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog cluster-demo clean nats-cli chromium screenshots
+.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-groundhog-cli cluster-demo clean nats-cli chromium screenshots
 
 all: build
 
@@ -123,5 +123,11 @@ cluster-demo: build
 	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
 	ORBIT=$(BIN) NATS_SERVER=bin/nats-server scripts/cluster-demo.sh
 
+# Groundhog over the real Claude Code CLI (the pinned one of make agents,
+# else claude on PATH), offline against a scripted Anthropic server.
+demo-groundhog-cli: build
+	$(GO) build -o bin/scriptedmodel ./internal/cmd/scriptedmodel
+	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-groundhog-cli.sh
+
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog .demo-cluster $(AGENTS)/node_modules
+	rm -rf bin $(DEMO) .demo-groundhog .demo-groundhog-cli .demo-cluster $(AGENTS)/node_modules

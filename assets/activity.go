@@ -27,7 +27,7 @@ var (
 		TypeShell:         {"program", "args", "allowed_programs", "timeout_seconds", "expected_exit_codes"},
 		TypeDeterministic: {"action", "config"},
 		TypeAgentLoop:     append(append([]string(nil), agentFields...), "backend", "executor", "require_response_envelope", "require_completion_envelope"),
-		TypeGroundhog:     append(append([]string(nil), agentFields...), "attempt_budget_default", "materialize", "budget", "require_completion_envelope"),
+		TypeGroundhog:     append(append([]string(nil), agentFields...), "attempt_budget_default", "materialize", "budget", "require_completion_envelope", "backend", "executor"),
 	}
 )
 

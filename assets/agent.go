@@ -1,6 +1,7 @@
 package assets
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/url"
@@ -110,9 +111,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 			spec.Materialize = d.oneOf(m, "materialize", MaterializeDirect, MaterializeOnApproval)
 		}
 		spec.Budget = d.budget(m, "budget")
-		if providerOK {
-			d.needHTTP(m, spec)
-		}
+		d.groundhogBackend(m, spec, providerOK, o)
 		return ""
 	}
 
@@ -138,6 +137,42 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 		d.attachExecutor(m, spec, o)
 	}
 	return written
+}
+
+// groundhogBackend resolves where a groundhog activity's attempts run:
+// over HTTP (backend: http, or left out; Backend stays empty), or as CLI
+// sessions (backend: cli), which needs an executor with an adapter that
+// can give the agent the verbs: claude_code. backend: auto is not taken:
+// the runtime's default backend does not move a Groundhog task onto a CLI
+// agent.
+func (d *decoder) groundhogBackend(m *mapping, spec *ActivitySpec, providerOK bool, o *loadOptions) {
+	backend := d.oneOf(m, "backend", BackendHTTP, BackendCLI)
+	executorOK := true
+	if n := m.get("executor"); n != nil {
+		spec.Executor, executorOK = d.scalarString(n, child(m.path, "executor"))
+		if executorOK && backend != BackendCLI {
+			d.addAt(n, child(m.path, "executor"), "is read only with backend: cli")
+		}
+	}
+	if backend != BackendCLI {
+		if providerOK {
+			d.needHTTP(m, spec)
+		}
+		return
+	}
+	spec.Backend = BackendCLI
+	if !providerOK || !executorOK {
+		return
+	}
+	d.attachExecutor(m, spec, o)
+	if es := spec.ExecutorSpec; es != nil && es.Output != OutputClaudeCode {
+		name, key := spec.Executor, "executor"
+		if name == "" {
+			name, key = spec.Provider, "provider"
+		}
+		d.add(m.line(key), m.path, fmt.Sprintf("executor %q has output %q: a groundhog activity on backend cli needs an executor with output %s (the adapter that gives the agent the Groundhog verbs)",
+			name, cmp.Or(es.Output, "text"), OutputClaudeCode))
+	}
 }
 
 // allowedProgramsKey returns the key an agent spec lists the programs of

@@ -198,3 +198,31 @@ func TestFSProfileNames(t *testing.T) {
 		})
 	}
 }
+
+// TestGroundhogOnTheCLIBackend: backend: cli attaches the executor when it
+// has the claude_code adapter, and refuses one without it.
+func TestGroundhogOnTheCLIBackend(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, root, ".orbit/executors/cc.yaml", "schemaVersion: 2\nkind: Executor\nmetadata: {name: cc}\nspec: {command: claude, output: claude_code}\n")
+	writeFile(t, root, ".orbit/activities/gh.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: gh}\nspec: {type: groundhog, provider: claude, backend: cli, executor: cc, tools: [fs.write]}\n")
+	c, err := openStrict(root, assets.CatalogOptions{})
+	require.NoError(t, err)
+	a, err := c.Activity("gh")
+	require.NoError(t, err)
+	assert.Equal(t, assets.BackendCLI, a.Spec.Backend)
+	require.NotNil(t, a.Spec.ExecutorSpec)
+	assert.Equal(t, assets.OutputClaudeCode, a.Spec.ExecutorSpec.Output)
+
+	// A tool Claude Code cannot be granted is refused as for an agent_loop.
+	writeFile(t, root, ".orbit/activities/gh.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: gh}\nspec: {type: groundhog, provider: claude, backend: cli, executor: cc, tools: [http.get]}\n")
+	_, err = openStrict(root, assets.CatalogOptions{})
+	require.ErrorIs(t, err, assets.ErrInvalid)
+	assert.Contains(t, err.Error(), "spec.tools[0]")
+
+	writeFile(t, root, ".orbit/executors/cc.yaml", "schemaVersion: 2\nkind: Executor\nmetadata: {name: cc}\nspec: {command: claude, output: text}\n")
+	writeFile(t, root, ".orbit/activities/gh.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: gh}\nspec: {type: groundhog, provider: claude, backend: cli, executor: cc}\n")
+	_, err = openStrict(root, assets.CatalogOptions{})
+	require.ErrorIs(t, err, assets.ErrInvalid)
+	assert.Contains(t, err.Error(), `gh.yaml:4: spec: executor "cc" has output "text": a groundhog activity on backend cli needs an executor with output claude_code`)
+}

@@ -111,7 +111,11 @@ func checkAgent(t *testing.T, spec *assets.ActivitySpec) {
 			t.Fatalf("backend %s with executor spec %+v", spec.Backend, spec.ExecutorSpec)
 		}
 	case assets.TypeGroundhog:
-		if spec.Backend != "" || spec.ExecutorSpec != nil {
+		if spec.Backend == assets.BackendCLI {
+			if spec.ExecutorSpec == nil || spec.ExecutorSpec.Output != assets.OutputClaudeCode {
+				t.Fatalf("a groundhog spec on cli with executor %+v", spec.ExecutorSpec)
+			}
+		} else if spec.Backend != "" || spec.ExecutorSpec != nil {
 			t.Fatalf("a groundhog spec with backend %q, executor %+v", spec.Backend, spec.ExecutorSpec)
 		}
 	default:

@@ -107,17 +107,18 @@ type ActivitySpec struct {
 	Model         string   `json:"model,omitempty"`
 	MaxIterations int      `json:"max_iterations,omitempty"`
 	MaxTokens     int      `json:"max_tokens,omitempty"` // per-turn output limit; 0: the provider's default
-	// Backend is where an agent_loop runs (agent_loop only). A loaded spec
-	// holds http or cli: auto, as written, is resolved at load (DESIGN §6),
-	// so a run is pinned to the backend it was validated for.
+	// Backend is where an agent_loop runs. A loaded spec holds http or cli:
+	// auto, as written, is resolved at load (DESIGN §6), so a run is pinned
+	// to the backend it was validated for. A groundhog spec holds cli when
+	// its attempts run as CLI sessions, and nothing for http.
 	Backend string `json:"backend,omitempty"`
 	// Provider is claude when the YAML names none (the loaded spec always
 	// holds one). Over http it is one of claude, openai_compat, replay;
 	// over cli it names the Executor unless Executor does.
 	Provider string `json:"provider,omitempty"`
 	BaseURL  string `json:"base_url,omitempty"` // overrides the provider's base URL (http)
-	// Executor names the Executor used on the cli backend (agent_loop only);
-	// empty means the one named like Provider.
+	// Executor names the Executor used on the cli backend; empty means the
+	// one named like Provider.
 	Executor string `json:"executor,omitempty"`
 	// ExecutorSpec is a copy of the Executor's spec, filled in at load when
 	// Backend is cli and nil otherwise. It cannot be written in YAML.

@@ -49,6 +49,7 @@ func (w *Worker) runGroundhog(ctx context.Context, cmd *stepCommand) (any, error
 			return &m, nil
 		},
 		Profile: profile,
+		CLI:     w.cfg.GroundhogCLI,
 		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
 			return w.locks.tryReserve(ctx, cmd.RunID, cmd.StepKey, []string{workspaceResource(path)}, 0)
 		},

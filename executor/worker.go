@@ -12,6 +12,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/failpoint"
 	"github.com/orbitrun/orbit/internal/proc"
 )
@@ -46,6 +47,9 @@ type WorkerConfig struct {
 	// reflecting at least every event up to minSeq; groundhog steps build
 	// their prompts from it alone.
 	GroundhogMemory func(ctx context.Context, taskID string, minSeq uint64) (json.RawMessage, error)
+	// GroundhogCLI runs the attempts of groundhog activities on backend
+	// cli (nil: such a step fails without starting an attempt).
+	GroundhogCLI *groundhog.CLIBackend
 	// Logger receives operational messages (nil discards them).
 	Logger *slog.Logger
 }

@@ -32,9 +32,16 @@ type attempt struct {
 func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (bool, error) {
 	// The provider is built before anything is touched: a missing key or
 	// an unreadable fixture stops the run without spending an attempt.
-	provider, err := r.cfg.NewProvider(ctx, r.st.replayPosition)
-	if err != nil {
-		return false, fmt.Errorf("checkpoint %s: no attempt was started: the agent's provider: %w", cp.ID, err)
+	var provider agent.Provider
+	if r.cfg.Spec.Backend == assets.BackendCLI {
+		if r.cfg.CLI == nil || r.cfg.CLI.Attempts == nil || r.cfg.CLI.WriteMCPConfig == nil {
+			return false, fmt.Errorf("checkpoint %s: no attempt was started: %w", cp.ID, ErrNoCLIBackend)
+		}
+	} else {
+		var err error
+		if provider, err = r.cfg.NewProvider(ctx, r.st.replayPosition); err != nil {
+			return false, fmt.Errorf("checkpoint %s: no attempt was started: the agent's provider: %w", cp.ID, err)
+		}
 	}
 	// A day whose scratch branch exists without an attempt on record (a
 	// crash right after the snapshot, or a branch someone made) is skipped:
@@ -67,7 +74,13 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	if err != nil {
 		return false, r.abort(ctx, a, err)
 	}
-	out, runErr := a.session(ctx, provider, cp, mem)
+	var out *agent.Outcome
+	var runErr error
+	if provider == nil {
+		out, runErr = a.cliSession(ctx, cp, mem)
+	} else {
+		out, runErr = a.session(ctx, provider, cp, mem)
+	}
 	if ctx.Err() != nil {
 		return false, r.abort(ctx, a, ctx.Err())
 	}
@@ -77,6 +90,9 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 		// budget, and the run stops with the error.
 		report := syntheticReport(out, runErr)
 		report.Source = "infrastructure"
+		if provider == nil {
+			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
+		}
 		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 			return false, r.abort(ctx, a, err)
 		}
@@ -108,6 +124,9 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 		report = events.FailureReport{Source: "agent", WhatTried: a.verdict.whatTried, WhatHappened: a.verdict.whatHappened, NextAttemptPlan: a.verdict.nextAttemptPlan}
 	default:
 		report = syntheticReport(out, runErr)
+		if provider == nil {
+			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
+		}
 	}
 	if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 		return false, r.abort(ctx, a, err)
@@ -383,6 +402,12 @@ func (e *emitter) Emit(ctx context.Context, typ string, payload any) error {
 		return record(ctx, e.a.r, events.GroundhogToolCalled, "", events.GroundhogToolCalledData{Attempt: e.a.id, Call: d})
 	case events.ToolDeniedData:
 		return record(ctx, e.a.r, events.GroundhogToolDenied, "", events.GroundhogToolDeniedData{Attempt: e.a.id, Denial: d})
+	case events.CLIInvocationStartedData, events.CLIInvocationFinishedData, events.CLIOutputData:
+		// A CLI agent's process and output are the run's, as an
+		// agent_loop's are: `orbit run tail` shows the agent at work.
+		r := e.a.r
+		_, err := r.cfg.Log.Append(ctx, events.Event{Type: typ, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Job: r.cfg.Job}, payload)
+		return err
 	}
 	return fmt.Errorf("groundhog: no task event for %s", typ)
 }

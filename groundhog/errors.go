@@ -15,3 +15,7 @@ var (
 	// ErrUnknownVerb: the verb is none of the three builtin verbs.
 	ErrUnknownVerb = errors.New("unknown verb")
 )
+
+// ErrNoCLIBackend: a groundhog activity on backend cli was run by a runner
+// that has no CLIBackend to give its agent the verbs.
+var ErrNoCLIBackend = errors.New("the activity runs on backend cli, and this runner has no CLI backend (attempt tokens, orbit mcp)")

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
@@ -57,7 +58,20 @@ type Config struct {
 	ReserveWorkspace func(ctx context.Context, path string) (heldBy string, err error)
 	// ReleaseWorkspace gives the workspace back when the run ends.
 	ReleaseWorkspace func(ctx context.Context, path string) error
-	Logger           *slog.Logger
+	// CLI runs attempts as CLI agent sessions; it is needed when the
+	// activity's backend is cli, and NewProvider is then not called.
+	CLI    *CLIBackend
+	Logger *slog.Logger
+}
+
+// CLIBackend is what an attempt on a CLI agent needs from the engine: the
+// registry its attempt token is issued from, and how to tell the agent to
+// start `orbit mcp` with it.
+type CLIBackend struct {
+	Attempts *Attempts
+	// WriteMCPConfig writes, at path, the --mcp-config that starts the
+	// engine's `orbit mcp` for the attempt that holds token.
+	WriteMCPConfig func(path, taskID, token string) error
 }
 
 // Result is how a run left the task.
@@ -75,6 +89,9 @@ type runner struct {
 	plan *assets.Plan
 	pin  int // the plan version this run pinned
 	log  *slog.Logger
+	// mu orders record: a CLI attempt records from the agent's output
+	// reader and from the session that serves its verbs at once.
+	mu sync.Mutex
 }
 
 // Run executes the task's plan until every checkpoint is committed, a
@@ -326,6 +343,8 @@ func (r *runner) setStatus(ctx context.Context, status, reason string) error {
 // events.Event.Payload returns.
 func record[T any](ctx context.Context, r *runner, typ, id string, payload T) error {
 	ev := events.Event{ID: id, Type: typ, TaskID: r.cfg.TaskID, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Job: r.cfg.Job}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	a, err := r.cfg.Log.Append(ctx, ev, payload)
 	if err != nil || a.Duplicate {
 		return err

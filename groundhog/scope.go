@@ -153,9 +153,10 @@ func sameTask(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), [
 // serveVerbs answers the verbs sent to scope as the attempt's own verb
 // tools would (groundhog/verbs.go): a side effect is recorded at once, a
 // terminal verb sets the attempt's verdict. After the first terminal verb
-// it accepts, it calls stop (which ends the agent's session) and returns;
-// it returns too when ctx ends or the scope is unregistered. The session
-// reads the verdict only after ServeVerbs has returned.
+// it accepts, it calls stop (which ends the agent's session), answers the
+// call once stop has returned, and returns; it returns too when ctx ends
+// or the scope is unregistered. The session reads the verdict only after
+// serveVerbs has returned.
 func (a *attempt) serveVerbs(ctx context.Context, s *Scope, stop func()) {
 	tools := map[string]*verbTool{}
 	for _, t := range a.verbs() {
@@ -167,11 +168,12 @@ func (a *attempt) serveVerbs(ctx context.Context, s *Scope, stop func()) {
 		case c := <-s.Calls():
 			vt := tools[c.Verb]
 			text, err := vt.call(ctx, c.Input)
-			c.Answer(text, err)
 			if err == nil && vt.terminal {
 				stop()
+				c.Answer(text, nil)
 				return
 			}
+			c.Answer(text, err)
 		case <-s.done:
 			return
 		case <-ctx.Done():

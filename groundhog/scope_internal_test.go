@@ -77,3 +77,31 @@ func TestServeVerbsRecordsAsTheVerbTools(t *testing.T) {
 	_, _, err = reg.Deliver(ctx, "t1", "", VerbFailure, nil)
 	require.ErrorIs(t, err, ErrTokenMissing)
 }
+
+// TestServeVerbsStopsBeforeItAnswers: a terminal verb's caller hears the
+// answer only once the session has stopped its agent, so a CLI agent
+// cannot take another turn of the attempt it has closed.
+func TestServeVerbsStopsBeforeItAnswers(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	r := &runner{cfg: Config{Log: testkit.StartLog(t, events.Config{}), TaskID: "t1", RunID: "r1"}, st: newState()}
+	a := &attempt{r: r, id: events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1}}
+	reg := NewAttempts(nil)
+	s, err := reg.Register("t1", a.id)
+	require.NoError(t, err)
+	stopping, release := make(chan struct{}), make(chan struct{})
+	go a.serveVerbs(ctx, s, func() { close(stopping); <-release })
+	answered := make(chan error, 1)
+	go func() {
+		_, _, err := reg.Deliver(ctx, "t1", s.Token, VerbSuccess, json.RawMessage(`{"summary":"done"}`))
+		answered <- err
+	}()
+	<-stopping
+	select {
+	case <-answered:
+		t.Fatal("the verb was answered before the agent was stopped")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, <-answered)
+}

@@ -176,6 +176,7 @@ type ToolCallRecord struct {
 	Turn        int             `json:"turn"`
 	ToolUseID   string          `json:"tool_use_id"`
 	Name        string          `json:"name"`
+	AgentTool   string          `json:"agent_tool,omitempty"` // a CLI agent's own name for the tool
 	InputDigest string          `json:"input_digest"`
 	InputSize   int             `json:"input_size"`
 	ResultSize  int             `json:"result_size"`
@@ -190,6 +191,7 @@ type DenialRecord struct {
 	Turn      int       `json:"turn"`
 	ToolUseID string    `json:"tool_use_id"`
 	Name      string    `json:"name"`
+	AgentTool string    `json:"agent_tool,omitempty"` // a CLI agent's own name for the tool
 	Reason    string    `json:"reason"`
 	Path      string    `json:"path,omitempty"`
 	OnDenial  string    `json:"on_denial,omitempty"`
@@ -285,8 +287,9 @@ type groundhogRunView struct{}
 
 func (groundhogRunView) name() string { return "groundhog_run" }
 
-// version history: 1 first format.
-func (groundhogRunView) version() int { return 1 }
+// version history: 1 first format; 2 a CLI agent's own tool names
+// (agent_tool) on tool calls and denials.
+func (groundhogRunView) version() int { return 2 }
 func (groundhogRunView) buckets() [][]byte {
 	return [][]byte{bucketGroundhogRuns, bucketGroundhogAttempts}
 }

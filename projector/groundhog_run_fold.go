@@ -166,7 +166,7 @@ func (b *groundhogRunBatch) toolCalled(ev events.Event, d *events.GroundhogToolC
 	}
 	c := d.Call
 	at.rec.ToolCalls = append(at.rec.ToolCalls, ToolCallRecord{
-		Turn: c.Turn, ToolUseID: c.ToolUseID, Name: c.Name, InputDigest: c.InputDigest,
+		Turn: c.Turn, ToolUseID: c.ToolUseID, Name: c.Name, AgentTool: c.AgentTool, InputDigest: c.InputDigest,
 		InputSize: c.InputSize, ResultSize: c.ResultSize, DurationMS: c.DurationMS,
 		Error: c.Error, Result: c.Result, At: ev.Time.UTC(),
 	})
@@ -181,7 +181,7 @@ func (b *groundhogRunBatch) toolDenied(ev events.Event, d *events.GroundhogToolD
 	}
 	n := d.Denial
 	at.rec.Denials = append(at.rec.Denials, DenialRecord{
-		Turn: n.Turn, ToolUseID: n.ToolUseID, Name: n.Name, Reason: n.Reason, Path: n.Path,
+		Turn: n.Turn, ToolUseID: n.ToolUseID, Name: n.Name, AgentTool: n.AgentTool, Reason: n.Reason, Path: n.Path,
 		OnDenial: n.OnDenial, At: ev.Time.UTC(),
 	})
 	at.dirty = true

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +51,24 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
 	if cfg.MaxTurns > 0 {
 		args = append(args, "--max-turns="+strconv.Itoa(cfg.MaxTurns))
 	}
+	if cfg.MCP != nil {
+		args = append(args, "--mcp-config="+cfg.MCP.ConfigPath, "--strict-mcp-config")
+	}
 	return args
+}
+
+// grantMCP adds an MCP server's tools to a grant: allowed by name, and
+// recorded under their Orbit names.
+func grantMCP(grant assets.ClaudeCodeGrantData, m *CLIMCP) assets.ClaudeCodeGrantData {
+	orbit := make(map[string]string, len(grant.Orbit)+len(m.Tools))
+	maps.Copy(orbit, grant.Orbit)
+	allowed := slices.Clone(grant.Allowed)
+	for _, tool := range slices.Sorted(maps.Keys(m.Tools)) {
+		orbit[tool] = m.Tools[tool]
+		allowed = append(allowed, tool)
+	}
+	grant.Orbit, grant.Allowed = orbit, allowed
+	return grant
 }
 
 // claudeStream reads Claude Code's stream-json records one line at a time

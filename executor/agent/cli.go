@@ -67,7 +67,28 @@ type CLIConfig struct {
 	// Budget, when set, is checked after every turn the claude_code
 	// adapter records: once spent, the agent is stopped.
 	Budget *Budget
+	// MCP, when set, gives a claude_code agent one MCP server's tools
+	// besides its built-in ones.
+	MCP *CLIMCP
+	// Stop, when closed, stops the agent as a finished session: RunCLI
+	// kills its group and returns what was read, with StopTerminalTool and
+	// no error (a Groundhog attempt whose agent called a terminal verb).
+	Stop <-chan struct{}
 }
+
+// CLIMCP is an MCP server a claude_code agent is given: --mcp-config with
+// --strict-mcp-config (no other server it may find is started), and its
+// tools allowed by name.
+type CLIMCP struct {
+	// ConfigPath is the file Claude Code reads with --mcp-config.
+	ConfigPath string
+	// Tools maps the server's tools as Claude Code names them
+	// (mcp__<server>__<tool>) to the Orbit names they are recorded under.
+	Tools map[string]string
+}
+
+// errStopped is the cause of an agent stopped through CLIConfig.Stop.
+var errStopped = errors.New("the agent was stopped: its session is over")
 
 // RunCLI runs a CLI agent in its own process group in the workspace, with
 // the envelope on stdin. Its stdout and stderr are recorded line by line as
@@ -95,6 +116,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		grant, err := assets.ClaudeCodeGrant(cfg.Envelope.Tools, cfg.AllowedPrograms)
 		if err != nil {
 			return nil, &ProviderError{Provider: cfg.Executor, Message: err.Error()}
+		}
+		if cfg.MCP != nil {
+			grant = grantMCP(grant, cfg.MCP)
 		}
 		args, stdin = claudeCodeArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
 		cs := newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
@@ -161,6 +185,15 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); stdout.read(ctx, outR) }()
 	go func() { defer wg.Done(); stderr.read(ctx, errR) }()
+	if cfg.Stop != nil {
+		go func() {
+			select {
+			case <-cfg.Stop:
+				stopAgent(errStopped)
+			case <-waitCtx.Done():
+			}
+		}()
+	}
 	res := g.Wait(waitCtx, cfg.Timeout, cliKillGrace)
 	wg.Wait()
 
@@ -190,6 +223,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return out, fmt.Errorf("%w: %s ran past %s; its process group was killed", ErrTimeout, cfg.Spec.Command, cfg.Timeout)
 	case ctx.Err() != nil:
 		return out, ctx.Err()
+	case errors.Is(context.Cause(waitCtx), errStopped):
+		out.StopReason = StopTerminalTool
+		return out, nil
 	case stream != nil && perr != nil:
 		// The agent's own account (its error result, a denial that stopped
 		// it, its turn limit) says more than its exit code.

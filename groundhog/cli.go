@@ -1,0 +1,121 @@
+package groundhog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/executor/agent"
+)
+
+// MCP tool names of the verbs as Claude Code offers them: the tools of the
+// MCP server named orbit (package mcp), prefixed mcp__orbit__.
+const (
+	ClaudeToolSuccess    = "mcp__orbit__checkpoint_success"
+	ClaudeToolFailure    = "mcp__orbit__checkpoint_failure"
+	ClaudeToolSideEffect = "mcp__orbit__side_effect"
+)
+
+// claudeNoAutoMemory turns Claude Code's auto memory off (2.1.331 reads
+// it from the environment).
+const claudeNoAutoMemory = "CLAUDE_CODE_DISABLE_AUTO_MEMORY=1"
+
+// claudeVerbs maps the verbs' Claude Code names to the verbs they are
+// recorded as.
+var claudeVerbs = map[string]string{
+	ClaudeToolSuccess:    VerbSuccess,
+	ClaudeToolFailure:    VerbFailure,
+	ClaudeToolSideEffect: VerbSideEffect,
+}
+
+// cliVerbNames renames the verbs to the names a CLI agent sees them by,
+// in what it is told: its system prompt, and the synthetic failure report
+// the next attempt reads.
+var cliVerbNames = strings.NewReplacer(VerbSuccess, ClaudeToolSuccess, VerbFailure, ClaudeToolFailure, VerbSideEffect, ClaudeToolSideEffect)
+
+// cliSystemPrompt is systemPrompt with the verbs under the names the CLI
+// agent sees them by.
+func cliSystemPrompt(instruction string) string {
+	return cliVerbNames.Replace(systemPrompt(instruction))
+}
+
+// cliSession runs the attempt as a fresh CLI agent session in the
+// workspace: the prompt is Prompt's (the same bytes as over HTTP), the
+// instruction and the protocol its system prompt, and the verbs reach the
+// attempt through `orbit mcp`, scoped by a token registered for this
+// attempt alone. serveVerbs answers them beside the session; a terminal
+// verb stops the agent. The token is unregistered when the session ends,
+// so a verb sent after it is refused as stale.
+func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Memory) (*agent.Outcome, error) {
+	r := a.r
+	spec := &r.cfg.Spec
+	if spec.ExecutorSpec == nil {
+		return nil, fmt.Errorf("checkpoint %s: backend cli: no executor definition in the activity", cp.ID)
+	}
+	scope, err := r.cfg.CLI.Attempts.Register(r.cfg.TaskID, a.id)
+	if err != nil {
+		return nil, err
+	}
+	defer r.cfg.CLI.Attempts.Unregister(scope)
+	dir, err := os.MkdirTemp("", "orbit-attempt-")
+	if err != nil {
+		return nil, fmt.Errorf("the attempt's MCP config: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	config := filepath.Join(dir, "mcp.json")
+	if err := r.cfg.CLI.WriteMCPConfig(config, r.cfg.TaskID, scope.Token); err != nil {
+		return nil, err
+	}
+
+	stop, exited := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	verbCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// The agent is gone before it hears the verb's answer: it cannot
+		// go on to another turn of the attempt it has closed.
+		a.serveVerbs(verbCtx, scope, func() {
+			once.Do(func() { close(stop) })
+			<-exited
+		})
+	}()
+	name := spec.Executor
+	if name == "" {
+		name = spec.Provider
+	}
+	env := r.cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	// Claude Code's auto memory would carry what one attempt learnt into
+	// the next, outside GroundhogMemory: it is off.
+	env = append(slices.Clip(env), claudeNoAutoMemory)
+	out, err := agent.RunCLI(ctx, agent.CLIConfig{
+		Executor: name,
+		Spec:     *spec.ExecutorSpec,
+		Envelope: agent.Envelope{Instruction: cliSystemPrompt(spec.Instruction), Prompt: Prompt(r.plan, mem, cp),
+			Tools: spec.Tools, Model: spec.Model, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Attempt: a.id.Day, Workspace: r.repo.Dir},
+		Workspace:       r.repo.Dir,
+		Env:             env,
+		Timeout:         time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
+		Attempt:         a.id.Day,
+		Emitter:         &emitter{a: a},
+		AllowedPrograms: spec.AllowedPrograms,
+		MaxTurns:        spec.MaxIterations,
+		OnDenial:        spec.OnDenial,
+		MCP:             &agent.CLIMCP{ConfigPath: config, Tools: claudeVerbs},
+		Stop:            stop,
+	})
+	close(exited)
+	cancel()
+	wg.Wait()
+	return out, err
+}
