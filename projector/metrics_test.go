@@ -360,3 +360,32 @@ func buckets(changes map[int64]int64) []projector.DurationBucket {
 	}
 	return b
 }
+
+// A file of metrics format 3 has neither the histograms by activity type
+// nor the cost per model: it is rebuilt from the log, which fills them.
+func TestAMetricsFileOfFormat3IsRebuilt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	last, want := e.agentHistory()
+	p := e.open(projector.Config{})
+	stop := e.start(p)
+	require.NoError(t, p.WaitFor(e.ctx, last))
+	require.NoError(t, stop())
+	// What format 3 wrote: the same counters but for these.
+	require.NoError(t, projector.PutRaw(p, "meta", "version:metrics", "3"))
+	for typ := range want.ActivityTypes {
+		require.NoError(t, projector.PutRaw(p, "metrics", "type/"+typ, ""))
+	}
+	require.NoError(t, projector.PutRaw(p, "metrics", "started/"+runID(2)+"\x00deploy\x001", ""))
+	require.NoError(t, projector.PutRaw(p, "metrics", "model/claude-sonnet-4-5", `{"turns":2,"providers":{"anthropic":2},"invocations":2,"executors":{"claude_code":2},"usage":{"input_tokens":7100,"output_tokens":1150,"cache_read_tokens":5700,"cache_write_tokens":100}}`))
+	require.NoError(t, p.Close())
+
+	var logs lockedBuffer
+	p = e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	e.start(p)
+	require.NoError(t, p.WaitFor(e.ctx, last))
+	got, err := p.Metrics(e.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Contains(t, logs.String(), "view metrics changed format from 3 to 4")
+}
