@@ -37,7 +37,7 @@ var metricsFolds = foldTable[*metricsBatch]{
 // one model encodes its record once.
 type metricsBatch struct {
 	b       *bolt.Bucket
-	records map[string]any // bbolt key → *ModelMetrics, *ToolMetrics, …
+	records map[string]any // bbolt key → *ModelMetrics, *ToolMetrics, …; a nil *startedStep is a key to delete
 }
 
 // record returns the record under key, from the batch's cache, from the
