@@ -3,7 +3,9 @@ package console_test
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,14 +219,21 @@ func TestCancelRefusesCrossSiteAndCancelsLive(t *testing.T) {
 }
 
 // TestMetricsMatchOrbitMetrics parses /metrics with the Prometheus text
-// parser and compares it with what orbit metrics --json prints.
+// parser and compares it with what orbit metrics --json prints, the step
+// duration histograms by activity type bucket by bucket and the cost of a
+// CLI agent (a stand-in for Claude Code printing its stream-json records)
+// per model.
 func TestMetricsMatchOrbitMetrics(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
+	costlyAgent(t, p)
 	url := serveConsole(t, p)
 	runJob(t, p, "example_parallel")
 	runJob(t, p, "example_fan_out")
 	runJob(t, p, "example_retry")
+	for range 2 {
+		runJob(t, p, "costly")
+	}
 
 	r := p.Orbit("metrics", "--json")
 	require.Equal(t, 0, r.Code, r.String())
@@ -284,6 +293,43 @@ func TestMetricsMatchOrbitMetrics(t *testing.T) {
 			}
 		}
 	}
+	types := families["orbit_step_duration_seconds_by_type"]
+	require.NotNil(t, types, "step durations by activity type")
+	assert.Len(t, types.GetMetric(), len(m.ActivityTypes))
+	for _, typ := range []string{"shell", "parallel", "fan_out", "agent_loop"} {
+		assert.Contains(t, m.ActivityTypes, typ)
+	}
+	for _, metric := range types.GetMetric() {
+		require.Len(t, metric.GetLabel(), 1)
+		typ := metric.GetLabel()[0].GetValue()
+		x, ok := m.ActivityTypes[typ]
+		require.True(t, ok, typ)
+		h := metric.GetHistogram()
+		assert.Equal(t, uint64(x.Count), h.GetSampleCount(), typ)
+		assert.InDelta(t, float64(x.TotalDurationMS)/1000, h.GetSampleSum(), 1e-9, typ)
+		// The text format writes the +Inf bucket out: the count.
+		require.Len(t, h.GetBucket(), len(projector.StepDurationBucketsMS)+1, typ)
+		inf := h.GetBucket()[len(projector.StepDurationBucketsMS)]
+		assert.True(t, math.IsInf(inf.GetUpperBound(), 1), typ)
+		assert.Equal(t, uint64(x.Count), inf.GetCumulativeCount(), typ)
+		for i, b := range h.GetBucket()[:len(projector.StepDurationBucketsMS)] {
+			assert.InDelta(t, float64(x.Buckets[i].LeMS)/1000, b.GetUpperBound(), 1e-12, typ)
+			assert.Equal(t, uint64(x.Buckets[i].Count), b.GetCumulativeCount(), "%s le %v", typ, b.GetUpperBound())
+		}
+	}
+	assert.Equal(t, int64(2_469_000), m.Models["claude-costly-1"].CostNanoUSD, "two invocations of $0.0012345")
+	for model, x := range m.Models {
+		got, ok := value("orbit_cost_usd_total", map[string]string{"model": model})
+		assert.True(t, ok, model)
+		assert.Equal(t, x.CostUSD(), got, model)
+	}
+
+	text := p.Orbit("metrics")
+	require.Equal(t, 0, text.Code, text.String())
+	assert.Regexp(t, `(?m)^claude-costly-1 .* 0\.0025$`, text.Stdout, "the cost per model")
+	assert.Regexp(t, `(?m)^ACTIVITY TYPE +COUNT +MEAN +P50 +P90 +P99 +STATES$`, text.Stdout)
+	assert.Regexp(t, `(?m)^agent_loop +2 .* success=2$`, text.Stdout)
+
 	require.NotNil(t, families["orbit_queue_pending"], "queue depths")
 	for _, metric := range families["orbit_queue_pending"].GetMetric() {
 		assert.Zero(t, metric.GetGauge().GetValue(), "nothing waits once the runs have ended")
@@ -377,4 +423,39 @@ func TestLineageAndChildTrace(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(trace, "> run.requested"), "the run's and its two children's")
 	assert.Regexp(t, `step.started <span class="target">[^<]+</span>\s*<ul><li><span class="seq">\d+</span> run.requested`, trace,
 		"a child run hangs under the step that started it")
+}
+
+// costlyAgent adds to the project a job "costly" whose agent_loop runs on
+// the cli backend through an executor whose program prints what Claude
+// Code prints: one assistant message of model claude-costly-1, then the
+// result with its total_cost_usd.
+func costlyAgent(t *testing.T, p *testkit.Project) {
+	t.Helper()
+	script := p.WriteFile("fake-claude", `#!/bin/sh
+echo '{"type":"assistant","message":{"id":"msg_1","model":"claude-costly-1","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":10,"output_tokens":3}}}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.0012345,"usage":{"input_tokens":10,"output_tokens":3}}'
+`)
+	require.NoError(t, os.Chmod(script, 0o755))
+	p.WriteFile(".orbit/executors/fake_claude.yaml", `schemaVersion: 2
+kind: Executor
+metadata: {name: fake_claude}
+spec:
+  command: `+script+`
+  output: claude_code
+`)
+	p.WriteFile(".orbit/jobs/costly.yaml", `schemaVersion: 2
+kind: Job
+metadata: {name: costly}
+spec:
+  steps:
+    - id: ask
+      spec:
+        type: agent_loop
+        provider: claude
+        model: claude-costly-1
+        backend: cli
+        executor: fake_claude
+        instruction: Say done.
+        wall_clock_timeout_seconds: 60
+`)
 }

@@ -78,6 +78,8 @@ var (
 		[]string{"job", "step", "state"}, nil)
 	descStepSeconds = prometheus.NewDesc("orbit_step_duration_seconds", "Durations of finished step attempts by job and step id.",
 		[]string{"job", "step"}, nil)
+	descStepTypeSeconds = prometheus.NewDesc("orbit_step_duration_seconds_by_type", "Durations of finished step attempts by the activity type their step.started recorded.",
+		[]string{"activity_type"}, nil)
 	descStepMax = prometheus.NewDesc("orbit_step_duration_max_seconds", "Longest finished step attempt by job and step id.",
 		[]string{"job", "step"}, nil)
 	descEvents = prometheus.NewDesc("orbit_events_appended", "Stream sequence of the last event in the log: every event ever appended.",
@@ -104,6 +106,8 @@ var (
 		[]string{"model"}, nil)
 	descTokens = prometheus.NewDesc("orbit_tokens_total", "Tokens by model and kind (input, output, cache_read, cache_write).",
 		[]string{"model", "kind"}, nil)
+	descCost = prometheus.NewDesc("orbit_cost_usd_total", "Cost in US dollars that CLI agent invocations reported, by model.",
+		[]string{"model"}, nil)
 	descToolCalls = prometheus.NewDesc("orbit_tool_calls_total", "Agent tool calls by tool and result (ok, error, denied).",
 		[]string{"tool", "result"}, nil)
 	descAttempts = prometheus.NewDesc("orbit_groundhog_attempts_total", "Groundhog attempts by task, checkpoint and event (started, committed, rewound, interrupted, abandoned).",
@@ -154,6 +158,14 @@ func (snap *snapshot) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 
+	for typ, x := range m.ActivityTypes {
+		buckets := make(map[float64]uint64, len(x.Buckets))
+		for _, b := range x.Buckets {
+			buckets[float64(b.LeMS)/1000] = uint64(b.Count)
+		}
+		ch <- prometheus.MustNewConstHistogram(descStepTypeSeconds, uint64(x.Count), float64(x.TotalDurationMS)/1000, buckets, typ)
+	}
+
 	gauge(descEvents, float64(snap.seq))
 	gauge(descApplied, float64(snap.info.Applied))
 	gauge(descBusy, float64(snap.info.Busy))
@@ -177,6 +189,7 @@ func (snap *snapshot) Collect(ch chan<- prometheus.Metric) {
 		counter(descTokens, x.Usage.OutputTokens, model, "output")
 		counter(descTokens, x.Usage.CacheReadTokens, model, "cache_read")
 		counter(descTokens, x.Usage.CacheWriteTokens, model, "cache_write")
+		ch <- prometheus.MustNewConstMetric(descCost, prometheus.CounterValue, x.CostUSD(), model)
 	}
 	for tool, x := range m.Tools {
 		counter(descToolCalls, x.Calls-x.Errors, tool, "ok")

@@ -30,6 +30,9 @@ type Metrics struct {
 	// counts under the step's id, and the items of fan-out <id> under
 	// "<id>/*", apart from the fan-out's own.
 	Steps map[string]map[string]StepMetrics `json:"steps"`
+	// ActivityTypes is the duration histograms of finished step attempts
+	// by the activity type their step.started recorded.
+	ActivityTypes map[string]ActivityTypeMetrics `json:"activity_types"`
 	// Jobs is finished runs by job.
 	Jobs map[string]JobMetrics `json:"jobs"`
 
@@ -53,7 +56,14 @@ type ModelMetrics struct {
 	Executors   map[string]int64 `json:"executors,omitempty"`
 	// Usage sums the tokens of both.
 	Usage events.TokenUsage `json:"usage"`
+	// CostNanoUSD sums the cost the CLI invocations report (Claude Code's
+	// total_cost_usd) in billionths of a dollar, each rounded to the
+	// nearest: integers, so that the sum is exact whatever the order.
+	CostNanoUSD int64 `json:"cost_nano_usd,omitempty"`
 }
+
+// CostUSD is the model's cost in dollars.
+func (m ModelMetrics) CostUSD() float64 { return float64(m.CostNanoUSD) / 1e9 }
 
 // ToolMetrics counts the calls of one agent tool.
 type ToolMetrics struct {
@@ -90,6 +100,8 @@ type JobMetrics struct {
 //	tool/<tool>              ToolMetrics
 //	step/<job>\x00<step id>  StepMetrics
 //	job/<job>                JobMetrics
+//	type/<activity type>     ActivityTypeMetrics
+//	started/<run>\x00<step key>\x00<attempt>  startedStep, until the attempt finishes
 //
 //	checkpoint/<task>\x00<checkpoint>  CheckpointMetrics
 //	verifier/<criterion kind>          VerifierMetrics
@@ -104,6 +116,9 @@ const (
 	prefixTool  = "tool/"
 	prefixStep  = "step/"
 	prefixJob   = "job/"
+
+	prefixActivityType = "type/"
+	prefixStarted      = "started/"
 
 	prefixCheckpoint = "checkpoint/"
 	prefixVerifier   = "verifier/"
@@ -151,6 +166,14 @@ var metricsGroups = []struct {
 	{prefixJob, func(m *Metrics, job string, raw []byte) error {
 		return addRecord(m.Jobs, job, raw)
 	}, canonicalAs[JobMetrics]},
+	{prefixActivityType, func(m *Metrics, typ string, raw []byte) error {
+		return addRecord(m.ActivityTypes, typ, raw)
+	}, canonicalAs[ActivityTypeMetrics]},
+	// A started attempt is the view's own bookkeeping, not a metric.
+	{prefixStarted, func(_ *Metrics, _ string, raw []byte) error {
+		var s startedStep
+		return unmarshal(raw, &s)
+	}, canonicalAs[startedStep]},
 	{prefixCheckpoint, func(m *Metrics, key string, raw []byte) error {
 		task, checkpoint, ok := strings.Cut(key, "\x00")
 		if !ok {
@@ -192,8 +215,9 @@ func (metricsView) name() string { return "metrics" }
 // 2 Groundhog attempts per checkpoint, verifier results per criterion
 // kind, rewinds and abandons per task, and the turns and tool calls of
 // Groundhog attempts in the models and tools; 3 the durations of fan-out
-// items apart from the fan-out's own.
-func (metricsView) version() int      { return 3 }
+// items apart from the fan-out's own; 4 the duration histograms of step
+// attempts by activity type, and the cost of CLI invocations per model.
+func (metricsView) version() int      { return 4 }
 func (metricsView) buckets() [][]byte { return [][]byte{bucketMetrics} }
 
 func (metricsView) recordChecks() []recordCheck {

@@ -2,6 +2,7 @@ package projector
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,6 +17,7 @@ var metricsFolds = foldTable[*metricsBatch]{
 	events.CLIInvocationFinished: on((*metricsBatch).cliInvocationFinished),
 	events.ToolCalled:            on((*metricsBatch).toolCalled),
 	events.ToolDenied:            on((*metricsBatch).toolDenied),
+	events.StepStarted:           on((*metricsBatch).stepStarted),
 	events.StepFinished:          on((*metricsBatch).stepFinished),
 	events.RunFinished:           on((*metricsBatch).runFinished),
 
@@ -35,7 +37,7 @@ var metricsFolds = foldTable[*metricsBatch]{
 // one model encodes its record once.
 type metricsBatch struct {
 	b       *bolt.Bucket
-	records map[string]any // bbolt key → *ModelMetrics, *ToolMetrics, …
+	records map[string]any // bbolt key → *ModelMetrics, *ToolMetrics, …; a nil *startedStep is a key to delete
 }
 
 // record returns the record under key, from the batch's cache, from the
@@ -79,6 +81,7 @@ func (b *metricsBatch) cliInvocationFinished(ev events.Event, d *events.CLIInvoc
 	m.Invocations++
 	inc(&m.Executors, d.Executor)
 	addUsage(&m.Usage, d.Usage)
+	m.CostNanoUSD += int64(math.Round(d.CostUSD * 1e9))
 	return nil
 }
 
@@ -124,7 +127,7 @@ func (b *metricsBatch) stepFinished(ev events.Event, d *events.StepFinishedData)
 	s.TotalDurationMS += d.DurationMS
 	s.MaxDurationMS = max(s.MaxDurationMS, d.DurationMS)
 	inc(&s.States, d.State)
-	return nil
+	return b.countActivityType(ev, d)
 }
 
 // stepMetricsName is the name a step instance's durations count under: its
@@ -149,9 +152,16 @@ func (b *metricsBatch) runFinished(ev events.Event, d *events.RunFinishedData) e
 	return nil
 }
 
-// flush writes every touched record once, in key order.
+// flush writes every touched record once, in key order, and deletes the
+// starts of the attempts that finished.
 func (b *metricsBatch) flush() error {
 	for _, key := range sortedKeys(b.records) {
+		if s, ok := b.records[key].(*startedStep); ok && s == nil {
+			if err := b.b.Delete([]byte(key)); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := putJSON(b.b, []byte(key), b.records[key]); err != nil {
 			return err
 		}

@@ -41,6 +41,8 @@ func newMetrics() *Metrics {
 		Steps:  map[string]map[string]StepMetrics{},
 		Jobs:   map[string]JobMetrics{},
 
+		ActivityTypes: map[string]ActivityTypeMetrics{},
+
 		Checkpoints: map[string]map[string]CheckpointMetrics{},
 		Verifier:    map[string]VerifierMetrics{},
 		Tasks:       map[string]TaskMetrics{},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,6 +43,9 @@ func (e *env) agentHistory() (uint64, *projector.Metrics) {
 	finish := func(run, job, key, state string, attempt int, ms int64) {
 		add(run, job, key, events.StepFinished, events.StepFinishedData{Attempt: attempt, State: state, DurationMS: ms})
 	}
+	start := func(run, job, key, activityType string, attempt int) {
+		add(run, job, key, events.StepStarted, events.StepStartedData{Attempt: attempt, ActivityType: activityType})
+	}
 
 	add(review, "review", "", events.RunRequested, events.RunRequestedData{JobName: "review"})
 	add(review, "review", "", events.RunStarted, events.RunStartedData{Engine: "engine-a"})
@@ -54,10 +58,13 @@ func (e *env) agentHistory() (uint64, *projector.Metrics) {
 	finish(review, "review", "plan", events.StateSuccess, 1, 1200)
 
 	// A loop of two iterations, the first review failing.
+	start(review, "review", "review_fix", events.TypeLoop, 1)
+	start(review, "review", "review_fix/1/review", "agent_loop", 1)
 	turn("review_fix/1/review", "anthropic", "claude-sonnet-4-5", 1, 1000, 200, 800, 100)
 	tool("review_fix/1/review", "bash", "exit status 1")
 	deny("review_fix/1/review", "bash")
 	finish(review, "review", "review_fix/1/review", events.StateFailed, 1, 300)
+	start(review, "review", "review_fix/2/review", "agent_loop", 1)
 	turn("review_fix/2/review", "anthropic", "claude-sonnet-4-5", 1, 1100, 250, 900, 0)
 	tool("review_fix/2/review", "bash", "")
 	tool("review_fix/2/review", "edit_file", "")
@@ -65,21 +72,29 @@ func (e *env) agentHistory() (uint64, *projector.Metrics) {
 	finish(review, "review", "review_fix/2/review", events.StateSuccess, 1, 500)
 	finish(review, "review", "review_fix", events.StateSuccess, 1, 2000)
 
-	// A fan-out whose second item fails, retried as a whole.
+	// A fan-out whose second item fails, retried as a whole; the
+	// retry's items record no start and are in no histogram.
+	start(review, "review", "fan", events.TypeFanOut, 1)
+	start(review, "review", "fan/1", "shell", 1)
+	start(review, "review", "fan/2", "shell", 1)
 	finish(review, "review", "fan/1", events.StateSuccess, 1, 100)
 	finish(review, "review", "fan/2", events.StateFailed, 1, 50)
 	finish(review, "review", "fan", events.StateFailed, 1, 160)
+	start(review, "review", "fan", events.TypeFanOut, 2)
 	finish(review, "review", "fan@2/1", events.StateSuccess, 1, 90)
 	finish(review, "review", "fan@2/2", events.StateSuccess, 1, 70)
 	finish(review, "review", "fan", events.StateSuccess, 2, 170)
 
 	// A parallel step retried, its lint branch failing, then timing out.
 	finish(review, "review", "checks/lint", events.StateFailed, 1, 10)
+	start(review, "review", "checks/cli", "agent_loop", 1)
+	add(review, "review", "checks/cli", events.CLIInvocationFinished, events.CLIInvocationFinishedData{Attempt: 1,
+		Executor: "claude_code", DurationMS: 3900, Model: "claude-sonnet-4-5", CostUSD: 0.0125})
 	finish(review, "review", "checks/cli", events.StateSuccess, 1, 4000)
 	finish(review, "review", "checks@2/lint", events.StateTimeout, 1, 900)
 	add(review, "review", "checks@2/cli", events.CLIInvocationFinished, events.CLIInvocationFinishedData{Attempt: 1,
 		Executor: "claude_code", DurationMS: 3000, Model: "claude-sonnet-4-5",
-		Usage: events.TokenUsage{InputTokens: 5000, OutputTokens: 700, CacheReadTokens: 4000}})
+		Usage: events.TokenUsage{InputTokens: 5000, OutputTokens: 700, CacheReadTokens: 4000}, CostUSD: 0.0421})
 	finish(review, "review", "checks@2/cli", events.StateSuccess, 1, 3100)
 	add(review, "review", "second_opinion", events.CLIInvocationFinished, events.CLIInvocationFinishedData{Attempt: 1,
 		Executor: "codex", ExitCode: 1, DurationMS: 800, Usage: events.TokenUsage{InputTokens: 300, OutputTokens: 40}})
@@ -87,8 +102,15 @@ func (e *env) agentHistory() (uint64, *projector.Metrics) {
 	add(review, "review", "", events.RunFinished, events.RunFinishedData{State: events.StateSuccess, DurationMS: 9000})
 
 	add(ci, "ci", "", events.RunRequested, events.RunRequestedData{JobName: "ci"})
+	start(ci, "ci", "build", "shell", 1)
 	finish(ci, "ci", "build", events.StateFailed, 1, 1500)
+	start(ci, "ci", "build", "shell", 2)
 	finish(ci, "ci", "build", events.StateSuccess, 2, 900)
+	// A start that never finishes is in no histogram.
+	start(ci, "ci", "deploy", "shell", 1)
+	// A start that records no activity type counts under <none>.
+	start(ci, "ci", "notify", "", 1)
+	finish(ci, "ci", "notify", events.StateSuccess, 1, 700000)
 	finish(ci, "ci", "test", events.StateFailed, 1, 2500)
 	add(ci, "ci", "", events.RunFinished, events.RunFinishedData{State: events.StateFailed, DurationMS: 5200})
 
@@ -107,8 +129,9 @@ func (e *env) agentHistory() (uint64, *projector.Metrics) {
 			"<replay>": {Turns: 1, Providers: map[string]int64{"replay": 1},
 				Usage: events.TokenUsage{InputTokens: 7, OutputTokens: 1}},
 			"claude-sonnet-4-5": {Turns: 2, Providers: map[string]int64{"anthropic": 2},
-				Invocations: 1, Executors: map[string]int64{"claude_code": 1},
-				Usage: events.TokenUsage{InputTokens: 7100, OutputTokens: 1150, CacheReadTokens: 5700, CacheWriteTokens: 100}},
+				Invocations: 2, Executors: map[string]int64{"claude_code": 2},
+				Usage:       events.TokenUsage{InputTokens: 7100, OutputTokens: 1150, CacheReadTokens: 5700, CacheWriteTokens: 100},
+				CostNanoUSD: 54_600_000},
 			"<codex>": {Invocations: 1, Executors: map[string]int64{"codex": 1},
 				Usage: events.TokenUsage{InputTokens: 300, OutputTokens: 40}},
 		},
@@ -130,9 +153,26 @@ func (e *env) agentHistory() (uint64, *projector.Metrics) {
 				"second_opinion": {Count: 1, TotalDurationMS: 820, MaxDurationMS: 820, States: map[string]int64{"failed": 1}},
 			},
 			"ci": {
-				"build": {Count: 2, TotalDurationMS: 2400, MaxDurationMS: 1500, States: map[string]int64{"failed": 1, "success": 1}},
-				"test":  {Count: 1, TotalDurationMS: 2500, MaxDurationMS: 2500, States: map[string]int64{"failed": 1}},
+				"build":  {Count: 2, TotalDurationMS: 2400, MaxDurationMS: 1500, States: map[string]int64{"failed": 1, "success": 1}},
+				"test":   {Count: 1, TotalDurationMS: 2500, MaxDurationMS: 2500, States: map[string]int64{"failed": 1}},
+				"notify": {Count: 1, TotalDurationMS: 700000, MaxDurationMS: 700000, States: map[string]int64{"success": 1}},
 			},
+		},
+		ActivityTypes: map[string]projector.ActivityTypeMetrics{
+			// plan 1200, review 300 and 500, checks/cli 4000.
+			"agent_loop": {Count: 4, TotalDurationMS: 6000, States: map[string]int64{"failed": 1, "success": 3},
+				Buckets: buckets(map[int64]int64{500: 2, 1000: 2, 2500: 3, 5000: 4})},
+			"loop": {Count: 1, TotalDurationMS: 2000, States: map[string]int64{"success": 1},
+				Buckets: buckets(map[int64]int64{2500: 1})},
+			// fan 160 and 170.
+			"fan_out": {Count: 2, TotalDurationMS: 330, States: map[string]int64{"failed": 1, "success": 1},
+				Buckets: buckets(map[int64]int64{250: 2})},
+			// fan/1 100, fan/2 50, build 1500 and 900.
+			"shell": {Count: 4, TotalDurationMS: 2550, States: map[string]int64{"failed": 2, "success": 2},
+				Buckets: buckets(map[int64]int64{50: 1, 100: 2, 1000: 3, 2500: 4})},
+			// Beyond the last bound: only in the count.
+			"<none>": {Count: 1, TotalDurationMS: 700000, States: map[string]int64{"success": 1},
+				Buckets: buckets(nil)},
 		},
 		Jobs: map[string]projector.JobMetrics{
 			"review": {Runs: 2, States: map[string]int64{"success": 1, "cancelled": 1}, TotalDurationMS: 9040},
@@ -183,6 +223,8 @@ func TestMetricsOfNoEventsAreEmpty(t *testing.T) {
 		Steps:  map[string]map[string]projector.StepMetrics{},
 		Jobs:   map[string]projector.JobMetrics{},
 
+		ActivityTypes: map[string]projector.ActivityTypeMetrics{},
+
 		Checkpoints: map[string]map[string]projector.CheckpointMetrics{},
 		Verifier:    map[string]projector.VerifierMetrics{},
 		Tasks:       map[string]projector.TaskMetrics{},
@@ -210,6 +252,14 @@ func TestMetricsDoNotDependOnBatchSize(t *testing.T) {
 		dumps[size] = testkit.DumpBolt(t, path)
 	}
 	require.NotEmpty(t, dumps[1]["metrics"])
+	var started []string
+	for key := range dumps[1]["metrics"] {
+		if strings.HasPrefix(key, "started/") {
+			started = append(started, key)
+		}
+	}
+	assert.Equal(t, []string{"started/" + runID(2) + "\x00deploy\x001"}, started,
+		"the view keeps the start of an attempt only until it finishes")
 	assert.Equal(t, dumps[1], dumps[256], "files built with batch sizes 1 and 256")
 	assert.Equal(t, e.rebuild(last), dumps[1], "a live file and a rebuild")
 }
@@ -294,4 +344,48 @@ func TestMetricsReportADamagedRecord(t *testing.T) {
 	got, err := p.Metrics(e.ctx)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
+}
+
+// buckets returns the cumulative buckets of a histogram from the counts at
+// the bounds where they change: each bound's count holds until the next
+// one given.
+func buckets(changes map[int64]int64) []projector.DurationBucket {
+	var b []projector.DurationBucket
+	n := int64(0)
+	for _, le := range projector.StepDurationBucketsMS {
+		if c, ok := changes[le]; ok {
+			n = c
+		}
+		b = append(b, projector.DurationBucket{LeMS: le, Count: n})
+	}
+	return b
+}
+
+// A file of metrics format 3 has neither the histograms by activity type
+// nor the cost per model: it is rebuilt from the log, which fills them.
+func TestAMetricsFileOfFormat3IsRebuilt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	last, want := e.agentHistory()
+	p := e.open(projector.Config{})
+	stop := e.start(p)
+	require.NoError(t, p.WaitFor(e.ctx, last))
+	require.NoError(t, stop())
+	// What format 3 wrote: the same counters but for these.
+	require.NoError(t, projector.PutRaw(p, "meta", "version:metrics", "3"))
+	for typ := range want.ActivityTypes {
+		require.NoError(t, projector.PutRaw(p, "metrics", "type/"+typ, ""))
+	}
+	require.NoError(t, projector.PutRaw(p, "metrics", "started/"+runID(2)+"\x00deploy\x001", ""))
+	require.NoError(t, projector.PutRaw(p, "metrics", "model/claude-sonnet-4-5", `{"turns":2,"providers":{"anthropic":2},"invocations":2,"executors":{"claude_code":2},"usage":{"input_tokens":7100,"output_tokens":1150,"cache_read_tokens":5700,"cache_write_tokens":100}}`))
+	require.NoError(t, p.Close())
+
+	var logs lockedBuffer
+	p = e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	e.start(p)
+	require.NoError(t, p.WaitFor(e.ctx, last))
+	got, err := p.Metrics(e.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Contains(t, logs.String(), "view metrics changed format from 3 to 4")
 }

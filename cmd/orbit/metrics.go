@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -37,11 +38,11 @@ func (a *app) metricsCommand() *cobra.Command {
 }
 
 func (a *app) printMetrics(m *projector.Metrics) {
-	t := newTable(a.stdout, "MODEL", "TURNS", "INVOCATIONS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE")
+	t := newTable(a.stdout, "MODEL", "TURNS", "INVOCATIONS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "COST USD")
 	for _, name := range slices.Sorted(maps.Keys(m.Models)) {
 		x := m.Models[name]
 		t.row(name, fmt.Sprint(x.Turns), fmt.Sprint(x.Invocations), fmt.Sprint(x.Usage.InputTokens), fmt.Sprint(x.Usage.OutputTokens),
-			fmt.Sprint(x.Usage.CacheReadTokens), fmt.Sprint(x.Usage.CacheWriteTokens))
+			fmt.Sprint(x.Usage.CacheReadTokens), fmt.Sprint(x.Usage.CacheWriteTokens), fmt.Sprintf("%.4f", x.CostUSD()))
 	}
 	_ = t.flush()
 	a.printf("\n")
@@ -62,6 +63,17 @@ func (a *app) printMetrics(m *projector.Metrics) {
 			}
 			t.row(job, step, fmt.Sprint(x.Count), duration(mean), duration(x.MaxDurationMS), states(x.States))
 		}
+	}
+	_ = t.flush()
+	a.printf("\n")
+	t = newTable(a.stdout, "ACTIVITY TYPE", "COUNT", "MEAN", "P50", "P90", "P99", "STATES")
+	for _, typ := range slices.Sorted(maps.Keys(m.ActivityTypes)) {
+		x := m.ActivityTypes[typ]
+		mean := int64(0)
+		if x.Count > 0 {
+			mean = x.TotalDurationMS / x.Count
+		}
+		t.row(typ, fmt.Sprint(x.Count), duration(mean), bucketBound(x, 0.5), bucketBound(x, 0.9), bucketBound(x, 0.99), states(x.States))
 	}
 	_ = t.flush()
 	a.printf("\n")
@@ -91,6 +103,21 @@ func (a *app) printMetrics(m *projector.Metrics) {
 			fmt.Sprint(x.AntiCriteria.Pass), fmt.Sprint(x.AntiCriteria.Fail))
 	}
 	_ = t.flush()
+}
+
+// bucketBound is the upper bound of the histogram bucket that holds the
+// q quantile of the attempts, "<=1.0s" say, or ">10m" past the last bound.
+func bucketBound(x projector.ActivityTypeMetrics, q float64) string {
+	rank := int64(math.Ceil(q * float64(x.Count)))
+	for _, b := range x.Buckets {
+		if b.Count >= rank {
+			return "<=" + duration(b.LeMS)
+		}
+	}
+	if len(x.Buckets) == 0 {
+		return "-"
+	}
+	return ">" + duration(x.Buckets[len(x.Buckets)-1].LeMS)
 }
 
 func states(m map[string]int64) string {
