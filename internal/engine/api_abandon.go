@@ -29,6 +29,21 @@ type GroundhogAbandon struct {
 // it. An abandon's git work is bounded well below it.
 const abandonTTL = 5 * time.Minute
 
+// workspaceHold returns the reserve and release functions with which a
+// person's act on a task (abandon, approve, rewind: verb) holds the task's
+// workspace, as a run holds it, under an owner of its own.
+func (e *Engine) workspaceHold(verb, taskID string) (reserve func(context.Context, string) (string, error), release func(context.Context, string) error) {
+	owner := verb + "-" + events.NewID()
+	what := "groundhog " + verb + " " + taskID
+	reserve = func(ctx context.Context, path string) (string, error) {
+		return executor.ReserveWorkspace(ctx, e.log, owner, what, path, abandonTTL)
+	}
+	release = func(ctx context.Context, path string) error {
+		return executor.ReleaseWorkspace(ctx, e.log, owner, path)
+	}
+	return reserve, release
+}
+
 // apiGroundhogAbandon abandons under the task's workspace reservation, as
 // a run holds it: refused (an AbandonRefused answer) while a run works
 // there.
@@ -40,19 +55,14 @@ func (e *Engine) apiGroundhogAbandon(ctx context.Context, req json.RawMessage) (
 	if strings.TrimSpace(q.TaskID) == "" {
 		return nil, fmt.Errorf("%w: abandon needs a task id", events.ErrInvalidRequest)
 	}
-	owner := "abandon-" + events.NewID()
-	what := "groundhog abandon " + q.TaskID
+	reserve, release := e.workspaceHold("abandon", q.TaskID)
 	return groundhog.Abandon(ctx, groundhog.AbandonConfig{
-		Log:    e.log,
-		TaskID: q.TaskID,
-		By:     q.By,
-		Reason: strings.TrimSpace(q.Reason),
-		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
-			return executor.ReserveWorkspace(ctx, e.log, owner, what, path, abandonTTL)
-		},
-		ReleaseWorkspace: func(ctx context.Context, path string) error {
-			return executor.ReleaseWorkspace(ctx, e.log, owner, path)
-		},
-		Logger: e.logger,
+		Log:              e.log,
+		TaskID:           q.TaskID,
+		By:               q.By,
+		Reason:           strings.TrimSpace(q.Reason),
+		ReserveWorkspace: reserve,
+		ReleaseWorkspace: release,
+		Logger:           e.logger,
 	})
 }

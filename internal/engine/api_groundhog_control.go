@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/groundhog"
 )
 
@@ -57,20 +56,15 @@ func (e *Engine) groundhogControl(ctx context.Context, req json.RawMessage, verb
 	if verb == "rewind" && strings.TrimSpace(q.Checkpoint) == "" {
 		return nil, fmt.Errorf("%w: rewind needs a checkpoint (--to)", events.ErrInvalidRequest)
 	}
-	owner := verb + "-" + events.NewID()
-	what := "groundhog " + verb + " " + q.TaskID
+	reserve, release := e.workspaceHold(verb, q.TaskID)
 	return do(ctx, groundhog.ControlConfig{
-		Log:        e.log,
-		TaskID:     q.TaskID,
-		Checkpoint: strings.TrimSpace(q.Checkpoint),
-		By:         q.By,
-		Reason:     strings.TrimSpace(q.Reason),
-		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
-			return executor.ReserveWorkspace(ctx, e.log, owner, what, path, abandonTTL)
-		},
-		ReleaseWorkspace: func(ctx context.Context, path string) error {
-			return executor.ReleaseWorkspace(ctx, e.log, owner, path)
-		},
-		Logger: e.logger,
+		Log:              e.log,
+		TaskID:           q.TaskID,
+		Checkpoint:       strings.TrimSpace(q.Checkpoint),
+		By:               q.By,
+		Reason:           strings.TrimSpace(q.Reason),
+		ReserveWorkspace: reserve,
+		ReleaseWorkspace: release,
+		Logger:           e.logger,
 	})
 }
