@@ -85,6 +85,9 @@ soak:
 # The chaos suite in full: every job killed (SIGKILL) at every failpoint that
 # applies and at random moments; prints a table of trials and the seed
 # (CHAOS_SEED=<n> repeats a run). make test runs a quick subset of it.
+# Then the cluster trials (TestChaosCluster, full mode only): the chaos
+# jobs on three nats-servers and two engines, losing the stream leader's
+# node, the engine holding the run (kill -9), or both.
 chaos:
 	CHAOS=full $(GO) test -count=1 -run Chaos -v -timeout 30m ./internal/chaos/
 
