@@ -217,11 +217,32 @@ func (ct *clusterTrial) run(t *testing.T, want string) {
 	ct.check(r, want)
 	for _, o := range cr.rigs {
 		if o != r && o.eng.alive() {
-			if err := checkReplay(o); err != nil {
+			if err := replayOn(o); err != nil {
 				ct.fail("replay", fmt.Errorf("the other engine: %w", err))
 			}
 		}
 	}
+}
+
+// replayOn is checkReplay through a rig, asked again (up to five times, a
+// second apart) while the command finds no engine to answer it (exit 3):
+// after a node's loss the engines' request subscriptions may take a moment
+// to be routed again.
+func replayOn(r *rig) error {
+	var err error
+	for range 5 {
+		var res testkit.Result
+		if res, err = r.orbit("replay", "--verify"); err == nil && res.Code == 0 {
+			return nil
+		} else if err == nil {
+			err = fmt.Errorf("orbit replay --verify: %s", res)
+			if res.Code != 3 {
+				return err
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	return err
 }
 
 // survivor is a rig whose engine still runs.
@@ -234,17 +255,24 @@ func (cr *clusterRig) survivor() *rig {
 	return cr.rigs[0]
 }
 
-// takeAway does the trial's losses, each at a random moment 300–1500 ms
-// after the submission: the stream leader's node is killed and restarted
+// takeAway does the trial's losses, each at a random moment 200–800 ms
+// after the run started (both jobs take more than a second): the stream leader's node is killed and restarted
 // 1–3 s later, the engine holding the run's lease is killed -9 (while the
 // node is down, in a trial that does both, if its moment falls there).
 func (ct *clusterTrial) takeAway(cr *clusterRig) error {
 	if ct.loss == lossNone {
 		return nil
 	}
+	// The moments count from the run's start (its lease taken): a run
+	// may wait in the queue a while after its submission.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := leaseHolder(ctx, cr, ct.runID); err != nil {
+		return fmt.Errorf("the run did not start: %w", err)
+	}
 	began := time.Now()
-	nodeAt := time.Duration(300+ct.rng.IntN(1201)) * time.Millisecond
-	engineAt := time.Duration(300+ct.rng.IntN(1201)) * time.Millisecond
+	nodeAt := time.Duration(200+ct.rng.IntN(601)) * time.Millisecond
+	engineAt := time.Duration(200+ct.rng.IntN(601)) * time.Millisecond
 	down := time.Duration(1000+ct.rng.IntN(2001)) * time.Millisecond
 	type step struct {
 		at time.Duration
@@ -289,6 +317,9 @@ func (ct *clusterTrial) killHolder(cr *clusterRig) error {
 	defer cancel()
 	holder, err := leaseHolder(ctx, cr, ct.runID)
 	if err != nil {
+		if v, verr := cr.survivor().run(ct.runID); verr == nil && events.Terminal(v.State) {
+			return fmt.Errorf("the run ended (%s) before the engine's loss: %w", v.State, err)
+		}
 		return err
 	}
 	cr.rigs[holder].eng.kill()
