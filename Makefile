@@ -60,7 +60,8 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # Benchmarks print their figures as ratios against the raw JetStream / bbolt
-# / git baseline measured in the same run.
+# / git baseline measured in the same run; the cluster's throughput with 2
+# and 3 engines against 1 engine on the same three-node R3 cluster.
 bench:
 	$(GO) test -run '^$$' -bench Append -benchtime 3000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroupCommit -benchtime 3000x -count 1 ./internal/bench/
@@ -69,6 +70,7 @@ bench:
 	$(GO) test -run '^$$' -bench ViewRebuild -benchtime 2x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroundhogAttempt/small -benchtime 40x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroundhogAttempt/large -benchtime 5x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench ClusterThroughput -benchtime 1x -count 1 -timeout 20m ./internal/bench/
 
 # fsyncs per event of a strict log under load (64 appenders), counted with
 # strace: each event its own acknowledged publish, against events.Append.
@@ -85,6 +87,9 @@ soak:
 # The chaos suite in full: every job killed (SIGKILL) at every failpoint that
 # applies and at random moments; prints a table of trials and the seed
 # (CHAOS_SEED=<n> repeats a run). make test runs a quick subset of it.
+# Then the cluster trials (TestChaosCluster, full mode only): the chaos
+# jobs on three nats-servers and two engines, losing the stream leader's
+# node, the engine holding the run (kill -9), or both.
 chaos:
 	CHAOS=full $(GO) test -count=1 -run Chaos -v -timeout 30m ./internal/chaos/
 
