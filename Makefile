@@ -87,19 +87,20 @@ soak:
 # The chaos suite in full: every job killed (SIGKILL) at every failpoint that
 # applies and at random moments; prints a table of trials and the seed
 # (CHAOS_SEED=<n> repeats a run). make test runs a quick subset of it.
-# Then the cluster trials (TestChaosCluster, full mode only): the chaos
-# jobs on three nats-servers and two engines, losing the stream leader's
-# node, the engine holding the run (kill -9), or both.
 chaos:
 	CHAOS=full $(GO) test -count=1 -run Chaos -v -timeout 30m ./internal/chaos/
 
 # The heavy tests of Orbit on a three-node NATS cluster with two engines
 # (kill -9 of an engine mid-run, max_active_runs across engines, SIGTERM
-# with no server, the stream leader's node killed mid fan-out). make test
-# runs the events-level cluster tests: appends through the loss of the
-# stream leader, and too few servers for the replicas.
+# with no server, the stream leader's node killed mid fan-out), then the
+# cluster trials of the chaos suite (TestChaosCluster: the chaos jobs on
+# three nats-servers and two engines, losing the stream leader's node, the
+# engine holding the run, or both; not yet green, see the README). make
+# test runs the events-level cluster tests: appends through the loss of
+# the stream leader, and too few servers for the replicas.
 cluster-chaos:
 	CLUSTER_CHAOS=1 $(GO) test -count=1 -run 'TestCluster' -v -timeout 15m ./cmd/orbit/
+	CLUSTER_CHAOS=1 CHAOS=full $(GO) test -count=1 -run 'TestChaosCluster' -v -timeout 30m ./internal/chaos/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -25,19 +25,19 @@ type trial struct {
 	n   int
 	rng *rand.Rand
 
-	ran     bool // selected by -run, and run
-	runID   string
+	ran   bool // selected by -run, and run
+	runID string
 	// signalAt is when a gate job's signal is due: a random moment after
 	// the submission, so that kills land in the wait; signalled once the
 	// engine took it.
 	signalAt  time.Time
 	signalled bool
-	kills   int
-	reruns  int    // executions of shell step attempts beyond their first
-	output  string // canonical JSON of the run's output
-	failed  []failure
-	story   string // the engines' lives, for a failure report
-	elapsed time.Duration
+	kills     int
+	reruns    int    // executions of shell step attempts beyond their first
+	output    string // canonical JSON of the run's output
+	failed    []failure
+	story     string // the engines' lives, for a failure report
+	elapsed   time.Duration
 }
 
 // failure is a check that did not hold, with its evidence.
