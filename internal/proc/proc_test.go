@@ -121,7 +121,8 @@ func TestKillScopeKillsWhatRunsWithinIt(t *testing.T) {
 	outer := strings.Split(tag, "/")[0]
 
 	// Marked as Start marks, but not reaped behind the test's back.
-	cmd := exec.Command("sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & echo $! > child.pid; sleep 60 & sleep 60")
+	// child.pid is written once every process of the shell's is forked.
+	cmd := exec.Command("sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & d=$!; sleep 60 & sleep 60 & echo $d > child.pid; wait")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), proc.TagVar+"="+tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
