@@ -157,14 +157,21 @@ func TestKillScopeKillsWhatRunsWithinIt(t *testing.T) {
 // tagOf returns the mark of a program started within two scopes.
 func tagOf(t *testing.T, pid int) string {
 	t.Helper()
-	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-	require.NoError(t, err)
-	for _, kv := range strings.Split(string(env), "\x00") {
-		if tag, ok := strings.CutPrefix(kv, proc.TagVar+"="); ok {
-			require.Len(t, strings.Split(tag, "/"), 3, "outer scope, inner scope, program: %s", tag)
-			return tag
+	// Until the child has exec'd, /proc shows the environment it forked
+	// with: look again for a while.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		require.NoError(t, err)
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if tag, ok := strings.CutPrefix(kv, proc.TagVar+"="); ok {
+				require.Len(t, strings.Split(tag, "/"), 3, "outer scope, inner scope, program: %s", tag)
+				return tag
+			}
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d carries no %s", pid, proc.TagVar)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("process %d carries no %s", pid, proc.TagVar)
-	return ""
 }
