@@ -189,7 +189,7 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 			return nil, fmt.Errorf("%w: resetting consumer %s: %v", ErrUnavailable, spec.Durable, err)
 		}
 	}
-	cons, err := l.js.CreateOrUpdateConsumer(cctx, CommandsStream, jetstream.ConsumerConfig{
+	cons, err := l.createConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       spec.Durable,
 		FilterSubject: CommandSubject(spec.Command),
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -243,4 +243,26 @@ type consumeStopper struct{ cc jetstream.ConsumeContext }
 func (s consumeStopper) Stop() {
 	s.cc.Stop()
 	<-s.cc.Closed()
+}
+
+// createConsumer creates or updates a durable consumer of the command
+// queue, trying again for up to ElectionWindow while the request finds the
+// stream electing a leader or the connection moving to another server (a
+// node's loss on a cluster): the request is idempotent, and an engine that
+// gave up here would stop with the cluster only seconds from answering.
+func (l *Log) createConsumer(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	deadline := time.Now().Add(ElectionWindow)
+	for {
+		cctx, cancel := withDefaultTimeout(ctx)
+		cons, err := l.js.CreateOrUpdateConsumer(cctx, CommandsStream, cfg)
+		cancel()
+		if err == nil || !electing(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return cons, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(electionRetryWait):
+		}
+	}
 }
