@@ -61,7 +61,8 @@ func openLog(b *testing.B, durability string) (*events.Log, jetstream.JetStream)
 func client(b *testing.B, engineLog *events.Log) *events.Log {
 	b.Helper()
 	seed := events.CredsFile(engineLog.CredsDir(), events.IdentityEngine)
-	l, err := events.Dial(context.Background(), engineLog.ClientURL(), events.Config{Redactor: &events.Redactor{}, NKeySeedFile: seed})
+	l, err := events.Dial(context.Background(), engineLog.ClientURL(), events.Config{
+		Redactor: &events.Redactor{}, NKeySeedFile: seed, Durability: engineLog.Durability()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -102,17 +102,8 @@ func BenchmarkGroupCommit(b *testing.B) {
 		for _, c := range []int{1, 8, 64} {
 			b.Run(fmt.Sprintf("%s/appenders=%d", durability, c), func(b *testing.B) {
 				engineLog, js := openLog(b, durability)
-				l, err := events.Dial(context.Background(), engineLog.ClientURL(), events.Config{
-					Redactor: &events.Redactor{}, Durability: durability})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { l.Close() })
-				nc, err := nats.Connect(engineLog.ClientURL())
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(nc.Close)
+				l := client(b, engineLog)
+				nc := js.Conn()
 				ctx := context.Background()
 				n := b.N
 				b.ResetTimer()
