@@ -22,19 +22,21 @@ const (
 	RewindDone = "rewound"
 )
 
-// ControlConfig is one approve or rewind of a task, done under the task's
-// workspace reservation as Abandon is.
+// ControlConfig is one approve, rewind or abandon of a task, each done
+// under the task's workspace reservation as a run holds it.
 type ControlConfig struct {
 	Log    *events.Log
 	TaskID string
-	// By names who asks, for the record; Reason says why (rewind).
+	// By names who asks, for the record; Reason says why (rewind, abandon).
 	By     string
 	Reason string
-	// Checkpoint is the checkpoint a rewind goes back to before.
+	// Checkpoint is the checkpoint a rewind goes back to before; the
+	// others ignore it.
 	Checkpoint string
-	GitEnv     []string
-	// ReserveWorkspace and ReleaseWorkspace are as in Config; nil reserves
-	// nothing.
+	// GitEnv is extra environment for git.
+	GitEnv []string
+	// ReserveWorkspace and ReleaseWorkspace are as in Config: the work is
+	// refused while another holds the workspace. Nil reserves nothing.
 	ReserveWorkspace func(ctx context.Context, path string) (heldBy string, err error)
 	ReleaseWorkspace func(ctx context.Context, path string) error
 	Logger           *slog.Logger
