@@ -34,8 +34,14 @@ const (
 	AbandonRefused = "refused"
 )
 
-// sourceAbandoned is the source of the failure report an abandon records.
-const sourceAbandoned = "abandoned"
+// Sources of the failure reports that close an attempt as an
+// interruption (see interruption): an abandon's, a provider's failure's,
+// and a run's that found the attempt open after a crash.
+const (
+	sourceAbandoned      = "abandoned"
+	sourceInfrastructure = "infrastructure"
+	sourceInterrupted    = "interrupted"
+)
 
 // Abandonment is what Abandon did.
 type Abandonment struct {

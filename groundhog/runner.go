@@ -179,6 +179,9 @@ func (r *runner) release(ctx context.Context) error {
 
 // work recovers what an earlier run left and works through the plan.
 func (r *runner) work(ctx context.Context) (*Result, error) {
+	if err := r.recordInterruptions(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.recoverOpen(ctx); err != nil {
 		return nil, err
 	}
