@@ -17,6 +17,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/gitops"
+	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/failpoint"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
@@ -171,4 +172,58 @@ func TestARefusedRewindRecordsNothing(t *testing.T) {
 	assert.Empty(t, h.events(events.GroundhogAttemptFailed), "nothing was rewound, so no report says it was")
 	assert.Empty(t, h.events(events.GroundhogRewound))
 	assert.Empty(t, h.events(events.GroundhogInterrupted))
+}
+
+// TestAnApprovalCutShortIsRecorded kills an approval after its
+// fast-forward and before its record: the task branch holds the held
+// commits and the log does not say so. The next approval, or the next
+// run's start, records it, once.
+func TestAnApprovalCutShortIsRecorded(t *testing.T) {
+	t.Parallel()
+	for _, next := range []string{"approve", "run"} {
+		t.Run(next, func(t *testing.T) {
+			t.Parallel()
+			c := newCrashRig(t, map[string]string{"README.md": "# demo\n"}, onePlan)
+			if c.child {
+				h, _ := c.open()
+				_, err := h.approve()
+				t.Fatalf("the approval went past its fast-forward: %v", err)
+			}
+			h, closeLog := c.open()
+			initial := h.git("rev-parse", "main")
+			res, err := h.run("R1", heldSpec(), replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+			require.NoError(t, err)
+			require.Equal(t, events.GroundhogDone, res.State, res.Message)
+			held := h.git("rev-parse", heldRef)
+			closeLog()
+
+			c.crash("groundhog-approve-after-fast-forward")
+			h, _ = c.open()
+			require.Equal(t, held, h.git("rev-parse", "main"), "the fast-forward was made")
+			require.Empty(t, h.events(events.GroundhogApproved), "and not recorded")
+
+			if next == "approve" {
+				ctl, err := h.approve()
+				require.NoError(t, err)
+				assert.Equal(t, groundhog.ApproveDone, ctl.Outcome, ctl.Message)
+				assert.Contains(t, ctl.Message, "cut short")
+				ctl, err = h.approve()
+				require.NoError(t, err)
+				assert.Equal(t, groundhog.ApproveNothingHeld, ctl.Outcome, "recorded once: %s", ctl.Message)
+			} else {
+				res, err := h.run("R2", heldSpec(), replay(t, fixture()))
+				require.NoError(t, err)
+				assert.Equal(t, events.GroundhogDone, res.State, res.Message)
+			}
+			approved := h.events(events.GroundhogApproved)
+			require.Len(t, approved, 1)
+			var a events.GroundhogApprovedData
+			require.NoError(t, approved[0].Decode(&a))
+			assert.Equal(t, "main", a.TaskBranch)
+			assert.Equal(t, heldRef, a.HeldRef)
+			assert.Equal(t, initial, a.FromSHA, "where the fast-forward started")
+			assert.Equal(t, held, a.ToSHA)
+			assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
+		})
+	}
 }
