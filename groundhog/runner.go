@@ -200,6 +200,9 @@ func (r *runner) work(ctx context.Context) (*Result, error) {
 	if err := r.recordApproval(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.refuseHeldUnderDirect(ctx); err != nil {
+		return nil, err
+	}
 	return r.loop(ctx)
 }
 
