@@ -285,14 +285,19 @@ func interruption(f *events.GroundhogAttemptFailedData) bool {
 	return false
 }
 
-// abort rewinds an attempt that cannot go on (ctx ended, the log failed)
-// and returns cause, or the rewind's own error.
+// abort closes an attempt that cannot go on (ctx ended: the run was
+// cancelled or its engine is stopping; the log failed) as interrupted,
+// which spends none of the budget: it is not the agent's failure. It
+// returns cause, or with it the rewind's or the records' own error (a
+// record that fails leaves the attempt open for the next run).
 func (r *runner) abort(ctx context.Context, a *attempt, cause error) error {
 	reason := "stopped: " + cause.Error()
 	if ctx.Err() != nil {
 		reason = "stopped: " + context.Cause(ctx).Error()
 	}
-	if err := r.rewind(ctx, a.id, a.snap, reason); err != nil {
+	report := &events.FailureReport{Source: sourceInterrupted,
+		WhatHappened: "the previous attempt was " + reason + " before it finished; its work was rewound and kept on " + a.snap.ScratchBranch}
+	if err := r.interrupt(ctx, a.id, a.snap, report, reason); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause

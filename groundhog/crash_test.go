@@ -227,3 +227,50 @@ func TestAnApprovalCutShortIsRecorded(t *testing.T) {
 		})
 	}
 }
+
+// cancellingProvider cancels the run under its first turn, as `orbit run
+// cancel` or an engine stopping does.
+type cancellingProvider struct {
+	agent.Provider
+	cancel context.CancelFunc
+}
+
+func (p cancellingProvider) Complete(ctx context.Context, _ *agent.Request) (*agent.Response, error) {
+	p.cancel()
+	return nil, ctx.Err()
+}
+
+// TestACancelledAttemptSpendsNoBudget: a run cancelled mid-attempt (or
+// stopped with its engine) rewinds the attempt and closes it as
+// interrupted, which the next attempt learns and which spends nothing:
+// with a budget of one attempt, the next run still gets its attempt.
+func TestACancelledAttemptSpendsNoBudget(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	s := spec("fs.write")
+	s.AttemptBudgetDefault = 1
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	res, err := groundhog.Run(ctx, groundhog.Config{
+		Log: h.log, TaskID: h.task, RunID: "R1", StepKey: "groundhog", Job: "groundhog-" + h.task, Activity: "test", Spec: s,
+		NewProvider: func(context.Context, func(string) int) (agent.Provider, error) {
+			p, err := agent.NewProvider(agent.ProviderOptions{Name: "replay", Fixture: "f", FixtureData: []byte(farewellOnly)})
+			return cancellingProvider{Provider: p, cancel: cancel}, err
+		},
+		Memory: h.memory, Profile: agent.DefaultProfile, GitEnv: testkit.GitEnv(),
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, events.GroundhogCancelled, res.State)
+	require.Len(t, h.events(events.GroundhogInterrupted), 1)
+	var failed events.GroundhogAttemptFailedData
+	require.Len(t, h.events(events.GroundhogAttemptFailed), 1)
+	require.NoError(t, h.events(events.GroundhogAttemptFailed)[0].Decode(&failed))
+	assert.Equal(t, "interrupted", failed.Report.Source)
+	assert.Equal(t, "main", h.git("branch", "--show-current"))
+
+	res, err = h.run("R2", s, replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+	require.NoError(t, err)
+	assert.Equal(t, events.GroundhogDone, res.State, res.Message)
+	assert.Empty(t, h.events(events.GroundhogAbandoned))
+	assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
+}
