@@ -291,13 +291,13 @@ func interruption(f *events.GroundhogAttemptFailedData) bool {
 // returns cause, or with it the rewind's or the records' own error (a
 // record that fails leaves the attempt open for the next run).
 func (r *runner) abort(ctx context.Context, a *attempt, cause error) error {
-	reason := "stopped: " + cause.Error()
+	why := cause.Error()
 	if ctx.Err() != nil {
-		reason = "stopped: " + context.Cause(ctx).Error()
+		why = context.Cause(ctx).Error()
 	}
 	report := &events.FailureReport{Source: sourceInterrupted,
-		WhatHappened: "the previous attempt was " + reason + " before it finished; its work was rewound and kept on " + a.snap.ScratchBranch}
-	if err := r.interrupt(ctx, a.id, a.snap, report, reason); err != nil {
+		WhatHappened: "the previous attempt was stopped before it finished (" + why + "); its work was rewound and kept on " + a.snap.ScratchBranch}
+	if err := r.interrupt(ctx, a.id, a.snap, report, "stopped: "+why); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause
