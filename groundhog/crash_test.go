@@ -274,3 +274,40 @@ func TestACancelledAttemptSpendsNoBudget(t *testing.T) {
 	assert.Empty(t, h.events(events.GroundhogAbandoned))
 	assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
 }
+
+// TestACrashWhileRecoveringSpendsNoBudget kills a run while it closes an
+// attempt it found open: after the rewind and before any record, and
+// after groundhog.rewound and before groundhog.interrupted. The run after
+// it finishes the job; the attempt spends nothing, and the report the next
+// attempt learns from is recorded once.
+func TestACrashWhileRecoveringSpendsNoBudget(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"groundhog-after-rewind", "groundhog-before-interrupted"} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			c := newCrashRig(t, nil, onePlan)
+			s := spec("fs.write")
+			s.AttemptBudgetDefault = 1
+			if c.child {
+				if os.Getenv(failpoint.Env) != point {
+					t.Skip("another window's child")
+				}
+				h, _ := c.open()
+				crashedAttempt(t, h, "editing")
+				_, err := h.run("R2", s, replay(t, farewellOnly))
+				t.Fatalf("the run went past %s: %v", point, err)
+			}
+			c.crash(point)
+			h, _ := c.open()
+			res, err := h.run("R3", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+			require.NoError(t, err)
+			assert.Equal(t, events.GroundhogDone, res.State, res.Message)
+			assert.Empty(t, h.events(events.GroundhogAbandoned))
+			require.Len(t, h.events(events.GroundhogInterrupted), 1)
+			require.Len(t, h.events(events.GroundhogAttemptFailed), 1, "one report for day 1")
+			assert.Equal(t, "hello", h.git("show", "groundhog/T-1/day-1:greet.txt"), "day 1's work is kept on its scratch branch")
+			assert.Equal(t, "hello again", h.git("show", "main:greet.txt"))
+			assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
+		})
+	}
+}
