@@ -34,25 +34,14 @@ const (
 	AbandonRefused = "refused"
 )
 
-// sourceAbandoned is the source of the failure report an abandon records.
-const sourceAbandoned = "abandoned"
-
-// AbandonConfig is one abandon of a task's open attempt.
-type AbandonConfig struct {
-	Log    *events.Log
-	TaskID string
-	// By names who abandons (for the record); Reason says why.
-	By     string
-	Reason string
-	// GitEnv is extra environment for git.
-	GitEnv []string
-	// ReserveWorkspace and ReleaseWorkspace are as in Config: the abandon
-	// holds the task's repository while it works, as a run does, and is
-	// refused while another holds it. Nil reserves nothing.
-	ReserveWorkspace func(ctx context.Context, path string) (heldBy string, err error)
-	ReleaseWorkspace func(ctx context.Context, path string) error
-	Logger           *slog.Logger
-}
+// Sources of the failure reports that close an attempt as an
+// interruption (see interruption): an abandon's, a provider's failure's,
+// and a run's that found the attempt open after a crash.
+const (
+	sourceAbandoned      = "abandoned"
+	sourceInfrastructure = "infrastructure"
+	sourceInterrupted    = "interrupted"
+)
 
 // Abandonment is what Abandon did.
 type Abandonment struct {
@@ -97,7 +86,7 @@ type Abandonment struct {
 // another reason (tracked files a reset would lose), Abandon returns the
 // error and records nothing. Abandon can be run again after a crash at
 // any point.
-func Abandon(ctx context.Context, cfg AbandonConfig) (_ *Abandonment, err error) {
+func Abandon(ctx context.Context, cfg ControlConfig) (_ *Abandonment, err error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

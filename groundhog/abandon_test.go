@@ -20,7 +20,7 @@ import (
 func (h *harness) abandon(reason string) *groundhog.Abandonment {
 	h.t.Helper()
 	owner := "abandon-" + events.NewID()
-	res, err := groundhog.Abandon(h.ctx, groundhog.AbandonConfig{
+	res, err := groundhog.Abandon(h.ctx, groundhog.ControlConfig{
 		Log: h.log, TaskID: h.task, By: "cli:ann@box", Reason: reason, GitEnv: testkit.GitEnv(),
 		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
 			return executor.ReserveWorkspace(ctx, h.log, owner, "abandon "+h.task, path, time.Minute)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/gitops"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // Outcomes of Approve and RewindTo.
@@ -22,19 +23,21 @@ const (
 	RewindDone = "rewound"
 )
 
-// ControlConfig is one approve or rewind of a task, done under the task's
-// workspace reservation as Abandon is.
+// ControlConfig is one approve, rewind or abandon of a task, each done
+// under the task's workspace reservation as a run holds it.
 type ControlConfig struct {
 	Log    *events.Log
 	TaskID string
-	// By names who asks, for the record; Reason says why (rewind).
+	// By names who asks, for the record; Reason says why (rewind, abandon).
 	By     string
 	Reason string
-	// Checkpoint is the checkpoint a rewind goes back to before.
+	// Checkpoint is the checkpoint a rewind goes back to before; the
+	// others ignore it.
 	Checkpoint string
-	GitEnv     []string
-	// ReserveWorkspace and ReleaseWorkspace are as in Config; nil reserves
-	// nothing.
+	// GitEnv is extra environment for git.
+	GitEnv []string
+	// ReserveWorkspace and ReleaseWorkspace are as in Config: the work is
+	// refused while another holds the workspace. Nil reserves nothing.
 	ReserveWorkspace func(ctx context.Context, path string) (heldBy string, err error)
 	ReleaseWorkspace func(ctx context.Context, path string) error
 	Logger           *slog.Logger
@@ -102,7 +105,9 @@ func control(ctx context.Context, cfg ControlConfig, do func(ctx context.Context
 // fails with gitops.ErrNotFastForward, changing nothing, when the task
 // branch moved on its own since the held commits were made, and with
 // gitops.ErrDirty when the task branch is checked out with uncommitted
-// changes to tracked files.
+// changes to tracked files. It can be run again after a crash: a task
+// branch the fast-forward already moved to the held commits gets the
+// approval recorded (as the next run's start records it too).
 func Approve(ctx context.Context, cfg ControlConfig) (*Control, error) {
 	return control(ctx, cfg, func(ctx context.Context, r *runner, res *Control) error {
 		branch := r.st.task.Branch
@@ -127,6 +132,17 @@ func Approve(ctx context.Context, cfg ControlConfig) (*Control, error) {
 			}
 		}
 		if contained {
+			// An approval cut short after its fast-forward left the task
+			// branch at the held commits with nothing on record.
+			if a, err := r.unrecordedApproval(ctx, byOrUnknown(cfg.By)); err != nil || a != nil {
+				if err != nil {
+					return err
+				}
+				res.Outcome, res.FromSHA, res.ToSHA = ApproveDone, a.FromSHA, a.ToSHA
+				res.Message = fmt.Sprintf("task %s: %s already holds the held commits (%s): an approval was cut short before it was recorded; recorded it now",
+					cfg.TaskID, branch, shortSHA(a.ToSHA))
+				return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, a.ToSHA), *a)
+			}
 			res.Outcome, res.ToSHA = ApproveNothingHeld, head
 			res.Message = fmt.Sprintf("task %s: nothing is held for approval (%s is at %s)", cfg.TaskID, branch, shortSHA(head))
 			return nil
@@ -142,6 +158,7 @@ func Approve(ctx context.Context, cfg ControlConfig) (*Control, error) {
 			}
 			return fmt.Errorf("task %s: fast-forwarding %s to %s: %w", cfg.TaskID, branch, ref, err)
 		}
+		failpoint.Hit("groundhog-approve-after-fast-forward")
 		res.Outcome, res.ToSHA = ApproveDone, held
 		res.Message = fmt.Sprintf("task %s: %s fast-forwarded from %s to %s (%s)", cfg.TaskID, branch, shortSHA(head), shortSHA(held), ref)
 		return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, held),
@@ -154,4 +171,71 @@ func byOrUnknown(by string) string {
 		return "unknown"
 	}
 	return by
+}
+
+// unrecordedApproval returns the approval that a crash after its
+// fast-forward left unrecorded, or nil: the held ref is at one of the
+// task's held checkpoint commits, the task branch already contains it,
+// and no recorded approval does. Its FromSHA is the commit the first
+// unapproved held checkpoint built on, which is where the fast-forward
+// started.
+func (r *runner) unrecordedApproval(ctx context.Context, by string) (*events.GroundhogApprovedData, error) {
+	ref, err := gitops.HeldRefName(r.cfg.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	held, ok, err := r.repo.RefSHA(ctx, ref)
+	if err != nil || !ok {
+		return nil, err
+	}
+	approved := func(sha string) (bool, error) {
+		for _, to := range r.st.approved {
+			if ok, err := r.repo.IsAncestor(ctx, sha, to); err != nil || ok {
+				return ok, err
+			}
+		}
+		return false, nil
+	}
+	var first *events.GroundhogCommittedData
+	found := false
+	for _, c := range r.st.commits() {
+		if c.HeldRef == "" || c.NoChange {
+			continue
+		}
+		found = found || c.SHA == held
+		if first == nil {
+			if done, err := approved(c.SHA); err != nil {
+				return nil, err
+			} else if !done {
+				first = c
+			}
+		}
+	}
+	if !found || first == nil {
+		return nil, nil
+	}
+	branch := r.st.task.Branch
+	head, err := r.repo.BranchSHA(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	if landed, err := r.repo.IsAncestor(ctx, held, head); err != nil || !landed {
+		return nil, err
+	}
+	from, err := r.repo.FirstParent(ctx, first.SHA)
+	if err != nil {
+		return nil, err
+	}
+	return &events.GroundhogApprovedData{TaskBranch: branch, HeldRef: ref, FromSHA: from, ToSHA: held, By: by}, nil
+}
+
+// recordApproval records the approval a crash cut short (see
+// unrecordedApproval), as the run that starts next finds it.
+func (r *runner) recordApproval(ctx context.Context) error {
+	a, err := r.unrecordedApproval(ctx, "unknown (recorded by run "+r.cfg.RunID+": the task branch already held the commits)")
+	if err != nil || a == nil {
+		return err
+	}
+	r.log.Info("recording an approval cut short", "task", r.cfg.TaskID, "to", a.ToSHA)
+	return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, r.cfg.TaskID, a.ToSHA), *a)
 }

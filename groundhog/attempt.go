@@ -87,20 +87,19 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	if infrastructure(runErr) {
 		// Not the agent's failure: the provider failed under it. The
 		// attempt is closed as interrupted, which spends none of the
-		// budget, and the run stops with the error.
+		// budget, and the run stops with the error. The report says only
+		// what already happened (the provider failed); a crash before the
+		// interruption is recorded is finished by the next run.
 		report := syntheticReport(out, runErr)
-		report.Source = "infrastructure"
+		report.Source = sourceInfrastructure
 		if provider == nil {
 			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
 		}
 		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 			return false, r.abort(ctx, a, err)
 		}
-		if err := r.rewind(ctx, a.id, snap, "stopped: "+firstLine(runErr.Error())); err != nil {
-			return false, errors.Join(runErr, err)
-		}
-		return false, errors.Join(runErr, record(ctx, r, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(a.id.Day)),
-			events.GroundhogInterruptedData{Attempt: a.id, RunID: r.cfg.RunID}))
+		failpoint.Hit("groundhog-after-infrastructure-failure")
+		return false, errors.Join(runErr, r.interrupt(ctx, a.id, snap, nil, "stopped: "+firstLine(runErr.Error())))
 	}
 	if a.verdict != nil {
 		if err := record(ctx, r, events.GroundhogVerb, "", a.verbData()); err != nil {
@@ -203,23 +202,102 @@ func (r *runner) trailers(id events.Attempt) []gitops.Trailer {
 func (r *runner) rewind(ctx context.Context, id events.Attempt, snap *gitops.Snapshot, reason string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
+	sha, err := r.rewindWorkspace(ctx, id, snap, reason)
+	if err != nil {
+		return err
+	}
+	return r.recordRewound(ctx, id, snap, sha, reason)
+}
+
+// rewindWorkspace rewinds the workspace to the attempt's snapshot and
+// returns the scratch branch's head, recording nothing.
+func (r *runner) rewindWorkspace(ctx context.Context, id events.Attempt, snap *gitops.Snapshot, reason string) (string, error) {
 	sha, err := r.repo.Rewind(ctx, snap, reason)
 	if err != nil {
-		return fmt.Errorf("checkpoint %s day %d: rewinding: %w", id.Checkpoint, id.Day, err)
+		return "", fmt.Errorf("checkpoint %s day %d: rewinding: %w", id.Checkpoint, id.Day, err)
 	}
 	failpoint.Hit("groundhog-after-rewind")
+	return sha, nil
+}
+
+func (r *runner) recordRewound(ctx context.Context, id events.Attempt, snap *gitops.Snapshot, sha, reason string) error {
 	return record(ctx, r, events.GroundhogRewound, events.DecisionID(events.GroundhogRewound, r.cfg.TaskID, strconv.Itoa(id.Day)),
 		events.GroundhogRewoundData{Attempt: id, ScratchBranch: snap.ScratchBranch, ScratchSHA: sha, Reason: reason})
 }
 
-// abort rewinds an attempt that cannot go on (ctx ended, the log failed)
-// and returns cause, or the rewind's own error.
-func (r *runner) abort(ctx context.Context, a *attempt, cause error) error {
-	reason := "stopped: " + cause.Error()
-	if ctx.Err() != nil {
-		reason = "stopped: " + context.Cause(ctx).Error()
+// interrupt closes an attempt that its run could not finish (the provider
+// failed under it, or the run stopped) as an interruption, which spends
+// none of the checkpoint's budget. Every record comes after what it says
+// happened: the workspace is rewound first, then report (when not nil),
+// groundhog.rewound and groundhog.interrupted are recorded. A rewind that
+// is refused records nothing and returns the error. A crash between any
+// two steps is finished by the next run: recoverOpen finds the attempt
+// still open, or recordInterruptions finds it rewound without its
+// interruption.
+func (r *runner) interrupt(ctx context.Context, id events.Attempt, snap *gitops.Snapshot, report *events.FailureReport, reason string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	sha, err := r.rewindWorkspace(ctx, id, snap, reason)
+	if err != nil {
+		return err
 	}
-	if err := r.rewind(ctx, a.id, a.snap, reason); err != nil {
+	if report != nil {
+		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: id, Report: *report}); err != nil {
+			return err
+		}
+	}
+	if err := r.recordRewound(ctx, id, snap, sha, reason); err != nil {
+		return err
+	}
+	failpoint.Hit("groundhog-before-interrupted")
+	return r.recordInterrupted(ctx, id)
+}
+
+func (r *runner) recordInterrupted(ctx context.Context, id events.Attempt) error {
+	return record(ctx, r, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(id.Day)),
+		events.GroundhogInterruptedData{Attempt: id, RunID: r.cfg.RunID})
+}
+
+// recordInterruptions records the interruption of every attempt that a
+// crash left rewound without it: one whose recorded failure is not the
+// agent's (the provider failed, its run stopped, it was abandoned).
+func (r *runner) recordInterruptions(ctx context.Context) error {
+	for _, a := range r.st.attempts {
+		if a.rewound != nil && !a.interrupted && !a.forgotten && interruption(a.failed) {
+			if err := r.recordInterrupted(ctx, a.started.Attempt); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// interruption reports whether a recorded failure closes its attempt as an
+// interruption rather than as the agent's failure.
+func interruption(f *events.GroundhogAttemptFailedData) bool {
+	if f == nil {
+		return false
+	}
+	switch f.Report.Source {
+	case sourceInfrastructure, sourceInterrupted, sourceAbandoned:
+		return true
+	}
+	return false
+}
+
+// abort closes an attempt that cannot go on (ctx ended: the run was
+// cancelled or its engine is stopping; the log failed) as interrupted,
+// which spends none of the budget: it is not the agent's failure. It
+// returns cause, or with it the rewind's or the records' own error (a
+// record that fails leaves the attempt open for the next run).
+func (r *runner) abort(ctx context.Context, a *attempt, cause error) error {
+	why := cause.Error()
+	if ctx.Err() != nil {
+		why = context.Cause(ctx).Error()
+	}
+	report := &events.FailureReport{Source: sourceInterrupted,
+		WhatHappened: "the previous attempt was stopped before it finished (" + why + "); its work was rewound and kept on " + a.snap.ScratchBranch}
+	if err := r.interrupt(ctx, a.id, a.snap, report, "stopped: "+why); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause
@@ -254,23 +332,21 @@ func (r *runner) recoverOpen(ctx context.Context) error {
 		c.SHA, c.NoChange = sha, noChange
 		return r.recordCommit(ctx, &c)
 	}
-	// An abandon that stopped after its report is finished as an
-	// interruption: it spends no budget.
-	if open.failed != nil && open.failed.Report.Source != sourceAbandoned {
+	// A failure that is not the agent's (the provider failed, an abandon
+	// stopped after its report, a recovery after its report) is finished
+	// as the interruption it was: it spends no budget.
+	if interruption(open.failed) {
+		return r.interrupt(ctx, s.Attempt, snap, nil, "interrupted ("+open.failed.Report.Source+"): "+firstLine(open.failed.Report.WhatHappened))
+	}
+	if open.failed != nil {
 		return r.rewind(ctx, s.Attempt, snap, "attempt failed ("+open.failed.Report.Source+"): "+firstLine(open.failed.Report.WhatHappened))
 	}
 	// The next attempt learns that this one was cut short: its work, which
-	// was never verified, is gone from the workspace.
-	if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: s.Attempt, Report: events.FailureReport{
-		Source: "interrupted", WhatHappened: "the previous attempt was interrupted before it finished (its run stopped); its work was rewound and kept on " + s.ScratchBranch,
-	}}); err != nil {
-		return err
-	}
-	if err := r.rewind(ctx, s.Attempt, snap, "interrupted: the attempt was open when its run stopped"); err != nil {
-		return err
-	}
-	return record(ctx, r, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(s.Day)),
-		events.GroundhogInterruptedData{Attempt: s.Attempt, RunID: r.cfg.RunID})
+	// was never verified, is gone from the workspace. That is recorded
+	// once the rewind has happened.
+	return r.interrupt(ctx, s.Attempt, snap, &events.FailureReport{
+		Source: sourceInterrupted, WhatHappened: "the previous attempt was interrupted before it finished (its run stopped); its work was rewound and kept on " + s.ScratchBranch,
+	}, "interrupted: the attempt was open when its run stopped")
 }
 
 // recoverStale takes the workspace off a scratch branch that no recorded

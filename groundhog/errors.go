@@ -19,3 +19,8 @@ var (
 // ErrNoCLIBackend: a groundhog activity on backend cli was run by a runner
 // that has no CLIBackend to give its agent the verbs.
 var ErrNoCLIBackend = errors.New("the activity runs on backend cli, and this runner has no CLI backend (attempt tokens, orbit mcp)")
+
+// ErrHeldUnapproved: a run whose activity lands commits on the task branch
+// (materialize: direct) was refused because checkpoint commits of the
+// task are still held for approval.
+var ErrHeldUnapproved = errors.New("checkpoint commits are held for approval")

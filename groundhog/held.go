@@ -3,6 +3,7 @@ package groundhog
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/gitops"
@@ -51,4 +52,54 @@ func (r *runner) heldRef(taskBranch string) string {
 	}
 	ref, _ := gitops.HeldRefName(r.cfg.TaskID)
 	return ref
+}
+
+// refuseHeldUnderDirect refuses a run whose activity lands its commits on
+// the task branch (materialize: direct) while checkpoint commits of the
+// task are held for approval, unless every checkpoint is committed already.
+// The next checkpoint would build on a task branch without the held work,
+// and the task's commits would no longer be one line (what orbit groundhog
+// verify checks). The error names the held commits and the ways out.
+// Switching the other way is safe: a held run starts its hold at the task
+// branch when nothing is held.
+func (r *runner) refuseHeldUnderDirect(ctx context.Context) error {
+	if r.held() || r.committedCount() == len(r.plan.Checkpoints) {
+		return nil
+	}
+	ref, err := gitops.HeldRefName(r.cfg.TaskID)
+	if err != nil {
+		return err
+	}
+	if _, ok, err := r.repo.RefSHA(ctx, ref); err != nil || !ok {
+		return err
+	}
+	branch := r.st.task.Branch
+	head, err := r.repo.BranchSHA(ctx, branch)
+	if err != nil {
+		return err
+	}
+	var held []string
+	first := ""
+	for _, c := range r.st.commits() {
+		if c.HeldRef == "" || c.NoChange {
+			continue
+		}
+		landed, err := r.repo.IsAncestor(ctx, c.SHA, head)
+		if err != nil {
+			return err
+		}
+		if !landed {
+			held = append(held, c.Checkpoint+" "+shortSHA(c.SHA))
+			if first == "" {
+				first = c.Checkpoint
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fmt.Errorf("task %s: the activity %s has materialize: direct, but %d checkpoint commit(s) are held for approval on %s (%s), "+
+		"which the next checkpoint must build on: approve them (orbit groundhog approve %s), or rewind them (orbit groundhog rewind %s --to %s), "+
+		"or run an activity with materialize: on_approval: %w",
+		r.cfg.TaskID, r.cfg.Activity, len(held), ref, strings.Join(held, ", "), r.cfg.TaskID, r.cfg.TaskID, first, ErrHeldUnapproved)
 }

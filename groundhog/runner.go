@@ -179,6 +179,9 @@ func (r *runner) release(ctx context.Context) error {
 
 // work recovers what an earlier run left and works through the plan.
 func (r *runner) work(ctx context.Context) (*Result, error) {
+	if err := r.recordInterruptions(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.recoverOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -192,6 +195,12 @@ func (r *runner) work(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if err := r.groundCommits(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.recordApproval(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.refuseHeldUnderDirect(ctx); err != nil {
 		return nil, err
 	}
 	return r.loop(ctx)

@@ -28,6 +28,9 @@ type state struct {
 	hashes map[int]string
 	// abandoned checkpoints, by plan version and checkpoint id.
 	abandoned map[string]bool
+	// approved are the commits approvals fast-forwarded the task branch
+	// to, in order.
+	approved []string
 }
 
 // attemptState is what the log says about one attempt.
@@ -161,6 +164,8 @@ func (st *state) fold(seq uint64, payload any) {
 		st.hashes[d.Day] = d.StateHash
 	case *events.GroundhogRewoundToData:
 		st.forget(d.FromDay)
+	case *events.GroundhogApprovedData:
+		st.approved = append(st.approved, d.ToSHA)
 	}
 }
 

@@ -56,7 +56,7 @@ func (e *Engine) apiGroundhogAbandon(ctx context.Context, req json.RawMessage) (
 		return nil, fmt.Errorf("%w: abandon needs a task id", events.ErrInvalidRequest)
 	}
 	reserve, release := e.workspaceHold("abandon", q.TaskID)
-	return groundhog.Abandon(ctx, groundhog.AbandonConfig{
+	return groundhog.Abandon(ctx, groundhog.ControlConfig{
 		Log:              e.log,
 		TaskID:           q.TaskID,
 		By:               q.By,
