@@ -68,6 +68,7 @@ bench:
 	$(GO) test -run '^$$' -bench EchoJob -benchtime 5x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench FanOut -benchtime 2x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench ViewRebuild -benchtime 2x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench LiveProjection -benchtime 2000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroundhogAttempt/small -benchtime 40x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroundhogAttempt/large -benchtime 5x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench ClusterThroughput -benchtime 1x -count 1 -timeout 20m ./internal/bench/

@@ -76,10 +76,13 @@ func (e Event) Subject() (string, error) {
 // DecodeEvent parses a stored message body into an Event. It never panics on
 // bad input; every rejection wraps ErrInvalidEvent or ErrUnknownType.
 func DecodeEvent(body []byte) (Event, error) {
-	var e Event
-	// Unmarshal, unlike a Decoder, refuses anything after the one value.
-	if err := json.Unmarshal(body, &e); err != nil {
-		return Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	e, ok := decodeEnvelope(body)
+	if !ok {
+		// Unmarshal, unlike a Decoder, refuses anything after the one
+		// value.
+		if err := json.Unmarshal(body, &e); err != nil {
+			return Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+		}
 	}
 	if e.ID == "" || e.Type == "" {
 		return Event{}, fmt.Errorf("%w: id and type are required", ErrInvalidEvent)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -105,15 +106,23 @@ type groupCommit struct {
 	noAtomic atomic.Bool
 
 	batches, appended atomic.Uint64 // batches committed, and their events
+
+	// The last round, which gather uses: how many requests it held and
+	// how long committing them took. Only run touches them.
+	lastSize int
+	lastTook time.Duration
+	// gatherCap bounds gather's wait (maxGatherWait; tests raise it).
+	gatherCap time.Duration
 }
 
 func newGroupCommit(l *Log, stream string) *groupCommit {
 	g := &groupCommit{
-		l:      l,
-		stream: stream,
-		wake:   make(chan struct{}, 1),
-		quit:   make(chan struct{}),
-		exited: make(chan struct{}),
+		l:         l,
+		stream:    stream,
+		wake:      make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		exited:    make(chan struct{}),
+		gatherCap: maxGatherWait,
 	}
 	go g.run()
 	return g
@@ -204,12 +213,58 @@ func (g *groupCommit) run() {
 // drain commits batches until the queue is empty.
 func (g *groupCommit) drain() {
 	for {
+		g.gather()
 		batch := g.take()
 		if len(batch) == 0 {
 			return
 		}
+		start := time.Now()
 		g.commit(batch)
+		g.lastSize, g.lastTook = len(batch), time.Since(start)
 	}
+}
+
+// gatherShare is the most of a round's time gather waits for the next
+// round to fill: a quarter, so that appends that do not come back cost at
+// most a quarter more latency. maxGatherWait bounds it whatever the round
+// took: one that waited through a leader election or a timeout says
+// nothing of how soon its appenders come back. Appenders that do come back
+// take microseconds; a healthy round, milliseconds.
+const (
+	gatherShare   = 4
+	maxGatherWait = 5 * time.Millisecond
+)
+
+// gather waits, after a round that was an atomic batch, until as many
+// requests are queued as that round held, or a quarter of the time it took
+// has passed (at most maxGatherWait). The appenders of a busy engine each
+// wait for their batch before they append again: without the wait, the
+// first of them to come back would leave with a round of their own, and
+// the rest of them with the next, two rounds (two fsyncs, and the server's
+// fixed cost of a batch) where one would do. A lone append, or a trickle
+// of them, never waits: their rounds are not batches.
+func (g *groupCommit) gather() {
+	if g.lastSize < minBatchMsgs || g.noAtomic.Load() || g.queued() >= g.lastSize {
+		return
+	}
+	timer := time.NewTimer(min(g.lastTook/gatherShare, g.gatherCap))
+	defer timer.Stop()
+	for g.queued() < g.lastSize {
+		select {
+		case <-g.wake:
+		case <-timer.C:
+			return
+		case <-g.quit:
+			return
+		}
+	}
+}
+
+// queued returns how many requests wait in the queue.
+func (g *groupCommit) queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
 }
 
 // take removes the next batch from the queue: the requests at its head, up

@@ -190,3 +190,74 @@ func TestGroupCommitOfCommandsStoresEachOnce(t *testing.T) {
 	}
 	t.Logf("%d batches held %d commands", l.cmdCommits.batches.Load(), l.cmdCommits.appended.Load())
 }
+
+// TestGroupCommitGathersTheAppendersOfTheLastBatch checks that after a
+// round that was a batch of n, the committer waits for n requests before
+// the next round, instead of sending the first that come back on their own,
+// and that it waits no longer than a quarter of that round's time, nor
+// than its cap, when fewer come.
+func TestGroupCommitGathersTheAppendersOfTheLastBatch(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	g := l.committer()
+	g.gatherCap = time.Minute // appenders of a loaded test machine are slow to come back
+	const n = 20
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "e" + strconv.Itoa(i)
+	}
+	reqs := requests(t, l, ids...)
+	// As after a round of n that took a minute; the committer reads them
+	// only after the first submit wakes it.
+	g.lastSize, g.lastTook = n, time.Minute
+	for _, r := range reqs {
+		if err := g.submit(r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // appenders coming back one by one
+	}
+	checkStored(t, l, reqs, n)
+	if batches, batched := l.GroupCommits(); batches != 1 || batched != n {
+		t.Errorf("%d batches held %d events, want one of %d", batches, batched, n)
+	}
+
+	// Fewer come back than the last round held: the one that came waits a
+	// quarter of the last round's time, not more.
+	l = openStrict(t)
+	g = l.committer()
+	const took = 400 * time.Millisecond
+	g.gatherCap = time.Minute
+	g.lastSize, g.lastTook = n, took
+	lone := requests(t, l, "lone")[0]
+	start := time.Now()
+	if err := g.submit(lone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lone.wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < took/gatherShare || waited > 10*time.Second {
+		t.Errorf("a lone append after a batch waited %s, want about %s", waited, took/gatherShare)
+	}
+}
+
+// TestGroupCommitGatherWaitsNoLongerThanItsCap checks that a round that
+// took long (a leader election, a timeout) does not make the next one wait
+// a quarter of that.
+func TestGroupCommitGatherWaitsNoLongerThanItsCap(t *testing.T) {
+	t.Parallel()
+	l := openStrict(t)
+	g := l.committer()
+	g.lastSize, g.lastTook = 20, time.Minute
+	lone := requests(t, l, "lone")[0]
+	start := time.Now()
+	if err := g.submit(lone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lone.wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < maxGatherWait || waited > 10*time.Second {
+		t.Errorf("a lone append after a round of a minute waited %s, want about %s", waited, maxGatherWait)
+	}
+}

@@ -97,6 +97,10 @@ func buildFresh(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int,
 // build folds the events after db's cursor through upTo into db, in batches,
 // and returns how many it folded. It stops early, without error, when the
 // log ends before upTo.
+//
+// Reading and applying overlap: readBatches decodes each batch (envelopes
+// in the feed, data in decodeEvents) while the one before it is applied, so
+// a rebuild keeps two CPUs busy where it has them.
 func build(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int, error) {
 	from, err := appliedCursor(db)
 	if err != nil || from.Seq >= upTo {
@@ -108,19 +112,49 @@ func build(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int, erro
 	}
 	defer feed.Stop()
 
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan []decodedEvent, 1)
+	var readErr error // set before batches is closed
+	go func() {
+		defer close(batches)
+		readErr = readBatches(ctx, feed, upTo, batches)
+	}()
+
 	discard := slog.New(slog.DiscardHandler) // the live projector already reported what the events hold
-	var (
-		n     int
-		batch []events.Event
-	)
-	flush := func() error {
+	n := 0
+	for batch := range batches {
+		size := len(batch)
+		if _, _, err := applyDecoded(db, discard, batch, nil); err != nil {
+			cancel()
+			for range batches {
+				// Drained, so that the reader has returned when the feed
+				// stops.
+			}
+			return n, err
+		}
+		n += size
+	}
+	return n, readErr
+}
+
+// readBatches sends the events of feed through upTo to out, decoded, in
+// batches of rebuildBatchSize. It returns nil when it sent upTo, or
+// everything the log held when the feed started if the log ends before
+// upTo; ctx's error when ctx ends; the feed's when it fails.
+func readBatches(ctx context.Context, feed *events.Feed, upTo uint64, out chan<- []decodedEvent) error {
+	var batch []events.Event
+	send := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		_, _, err := applyBatch(db, discard, batch, nil)
-		n += len(batch)
-		batch = nil
-		return err
+		select {
+		case out <- decodeEvents(batch):
+			batch = nil
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	caughtUp, draining := feed.CaughtUp(), false
 	for {
@@ -134,7 +168,7 @@ func build(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int, erro
 			select {
 			case ev, ok = <-feed.Events():
 			default:
-				return n, flush()
+				return send()
 			}
 		} else {
 			select {
@@ -143,25 +177,25 @@ func build(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int, erro
 				draining = true
 				continue
 			case <-ctx.Done():
-				return n, ctx.Err()
+				return ctx.Err()
 			}
 		}
 		if !ok {
-			if err := flush(); err != nil {
-				return n, err
+			if err := send(); err != nil {
+				return err
 			}
-			return n, feedEnded(feed)
+			return feedEnded(feed)
 		}
 		if ev.Seq > upTo {
-			return n, flush()
+			return send()
 		}
 		batch = append(batch, ev)
 		if ev.Seq == upTo {
-			return n, flush()
+			return send()
 		}
 		if len(batch) == rebuildBatchSize {
-			if err := flush(); err != nil {
-				return n, err
+			if err := send(); err != nil {
+				return err
 			}
 		}
 	}

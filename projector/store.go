@@ -169,16 +169,35 @@ func appliedCursor(db *bolt.DB) (cursor, error) {
 }
 
 // applyBatch folds evs into every view of db in one transaction and records
-// the last of them as the applied cursor in the same transaction.
+// the last of them as the applied cursor in the same transaction: it decodes
+// their data (see decodeEvents) and applies them with applyDecoded.
 //
 // IMPORTANT: views and cursor commit together, so that after a crash either
-// the whole batch and its cursor are there or neither is. Events at or below the recorded cursor are skipped: that check, made
-// inside the writing transaction, is what makes applying exactly-once even
+// the whole batch and its cursor are there or neither is. Events at or
+// below the recorded cursor are skipped: that check, made inside the
+// writing transaction, is what makes applying exactly-once even
 // when a feed delivers an event again. beforeCommit, when set, runs just
 // before the commit and can abort it (a test failpoint).
 //
 // It returns the new cursor and how many events it folded.
 func applyBatch(db *bolt.DB, log *slog.Logger, evs []events.Event, beforeCommit func(seq uint64) error) (cursor, int, error) {
+	return applyDecoded(db, log, decodeEvents(evs), beforeCommit)
+}
+
+// decodeEvents decodes the data of each event, once for every view that
+// folds it. It reads nothing but the events, so a rebuild does it for the
+// next batch while the previous one is being applied.
+func decodeEvents(evs []events.Event) []decodedEvent {
+	decoded := make([]decodedEvent, len(evs))
+	for i, ev := range evs {
+		decoded[i] = decodeEvent(ev)
+	}
+	return decoded
+}
+
+// applyDecoded is applyBatch for events whose data is decoded. It takes evs
+// over: what it skips it removes from the slice.
+func applyDecoded(db *bolt.DB, log *slog.Logger, evs []decodedEvent, beforeCommit func(seq uint64) error) (cursor, int, error) {
 	tx, err := db.Begin(true)
 	if err != nil {
 		return cursor{}, 0, fmt.Errorf("projector: beginning a transaction: %w", err)
@@ -189,14 +208,7 @@ func applyBatch(db *bolt.DB, log *slog.Logger, evs []events.Event, beforeCommit 
 	if err != nil {
 		return cursor{}, 0, err
 	}
-	// Each event's data is decoded once, here, for every view that folds
-	// it.
-	fresh := make([]decodedEvent, 0, len(evs))
-	for _, ev := range evs {
-		if ev.Seq > from.Seq {
-			fresh = append(fresh, decodeEvent(ev))
-		}
-	}
+	fresh := slices.DeleteFunc(evs, func(ev decodedEvent) bool { return ev.Seq <= from.Seq })
 	if len(fresh) == 0 {
 		return from, 0, nil
 	}

@@ -39,6 +39,7 @@ all=(
 	"./executor/agent FuzzParseFixture"
 	"./executor/agent FuzzClaudeStream"
 	"./events FuzzDecodeEvent"
+	"./events FuzzDecodeEnvelope"
 	"./mcp FuzzCodexOverrides"
 	"./cmd/orbit FuzzParseSideEffect"
 	"./internal/engine FuzzDecodeSubmission"
