@@ -54,6 +54,10 @@ func (l *Log) shrink(ctx context.Context, data []byte) ([]byte, error) {
 	}
 	var sites []*valueSite
 	collectSites(doc, nil, &sites)
+	// A document often holds one value many times (each output of a
+	// fan-out carrying the same input): it is stored once, not asked
+	// about once per copy.
+	stored := map[string]BlobRef{}
 	total := len(data)
 	for total > inlineBudget {
 		next := largestLeaf(sites)
@@ -64,9 +68,12 @@ func (l *Log) shrink(ctx context.Context, data []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		ref, err := l.PutBlob(ctx, enc)
-		if err != nil {
-			return nil, err
+		ref, ok := stored[string(enc)]
+		if !ok {
+			if ref, err = l.PutBlob(ctx, enc); err != nil {
+				return nil, err
+			}
+			stored[string(enc)] = ref
 		}
 		stub := map[string]any{blobKey: ref.Digest, "size": ref.Size, "preview": preview(enc)}
 		stubEnc, _ := json.Marshal(stub)
@@ -92,7 +99,7 @@ func (l *Log) expand(ctx context.Context, data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.expandValue(ctx, &doc); err != nil {
+	if err := l.expandValue(ctx, &doc, map[string][]byte{}); err != nil {
 		return nil, err
 	}
 	return json.Marshal(doc)
@@ -101,31 +108,39 @@ func (l *Log) expand(ctx context.Context, data []byte) ([]byte, error) {
 // hasBlobRefs reports whether data may hold a blob reference.
 func hasBlobRefs(data []byte) bool { return bytes.Contains(data, []byte(`"`+blobKey+`"`)) }
 
-func (l *Log) expandValue(ctx context.Context, v *any) error {
+// expandValue replaces the blob references in *v by their values. fetched
+// holds the blobs already read for this document, by digest: a value
+// stored once and referred to many times is read once.
+func (l *Log) expandValue(ctx context.Context, v *any, fetched map[string][]byte) error {
 	switch x := (*v).(type) {
 	case map[string]any:
 		if digest, ok := blobRef(x); ok {
-			data, err := l.GetBlob(ctx, digest)
-			if err != nil {
-				return err
+			data, ok := fetched[digest]
+			if !ok {
+				var err error
+				if data, err = l.GetBlob(ctx, digest); err != nil {
+					return err
+				}
+				fetched[digest] = data
 			}
+			// Decoded for each reference: the copies must not share maps.
 			val, err := decodeJSON(data)
 			if err != nil {
 				return fmt.Errorf("%w: blob %s: %v", ErrInvalidEvent, digest, err)
 			}
 			*v = val
-			return l.expandValue(ctx, v) // a moved value may hold values moved before it
+			return l.expandValue(ctx, v, fetched) // a moved value may hold values moved before it
 		}
 		for k := range x {
 			val := x[k]
-			if err := l.expandValue(ctx, &val); err != nil {
+			if err := l.expandValue(ctx, &val, fetched); err != nil {
 				return err
 			}
 			x[k] = val
 		}
 	case []any:
 		for i := range x {
-			if err := l.expandValue(ctx, &x[i]); err != nil {
+			if err := l.expandValue(ctx, &x[i], fetched); err != nil {
 				return err
 			}
 		}
