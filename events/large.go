@@ -185,30 +185,69 @@ func largestLeaf(sites []*valueSite) *valueSite {
 }
 
 // collectSites lists the values under v (not v itself, the document's
-// shape) whose encoding is at least minBlobValue bytes.
-func collectSites(v any, parent *valueSite, out *[]*valueSite) {
-	visit := func(child any, set func(any)) {
-		enc, err := json.Marshal(child)
-		if err != nil || len(enc) < minBlobValue {
-			return
-		}
-		site := &valueSite{value: child, set: set, size: len(enc), parent: parent}
+// shape) whose encoding is at least minBlobValue bytes, parents before
+// their children, and returns the length of v's encoding. Lengths are
+// summed from the leaves up, each value encoded once: encoding every
+// listed value whole, as it once did, encoded a leaf once per level above
+// it, a cost that grew with the depth of large payloads.
+func collectSites(v any, parent *valueSite, out *[]*valueSite) int {
+	visit := func(child any, set func(any)) int {
+		// The site takes its place before its children, so the list stays
+		// in document order; a value too small to move has no site
+		// inside it either, and gives its place back.
+		site := &valueSite{value: child, set: set, parent: parent}
+		at := len(*out)
 		*out = append(*out, site)
+		site.size = collectSites(child, site, out)
+		if site.size < minBlobValue {
+			*out = (*out)[:at]
+			return site.size
+		}
 		for p := parent; p != nil; p = p.parent {
 			p.open++
 		}
-		collectSites(child, site, out)
+		return site.size
 	}
 	switch x := v.(type) {
 	case map[string]any:
+		size := 2 + max(len(x)-1, 0) // braces and commas
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			visit(x[k], func(nv any) { x[k] = nv })
+			size += encodedLen(k) + 1 + visit(x[k], func(nv any) { x[k] = nv })
 		}
+		return size
 	case []any:
-		for i, child := range x {
-			visit(child, func(nv any) { x[i] = nv })
+		if x == nil {
+			return len("null")
 		}
+		size := 2 + max(len(x)-1, 0)
+		for i, child := range x {
+			size += visit(child, func(nv any) { x[i] = nv })
+		}
+		return size
 	}
+	return encodedLen(v)
+}
+
+// encodedLen is the length of v's JSON encoding (0 if it has none).
+// Numbers (decoded as written), booleans and null are counted without
+// encoding them: a list of numbers is most of a large payload's leaves.
+func encodedLen(v any) int {
+	switch x := v.(type) {
+	case nil:
+		return len("null")
+	case bool:
+		if x {
+			return len("true")
+		}
+		return len("false")
+	case json.Number:
+		return len(x)
+	}
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(enc)
 }
 
 // decodeJSON decodes a JSON document keeping numbers as they were written.
