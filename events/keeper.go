@@ -7,25 +7,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// KeeperSubject holds the command queue's keeper: one small message that
+// keeperSubject holds the command queue's keeper: one small message that
 // no consumer takes, so that it stays in ORBIT_COMMANDS for good.
 //
 // Why: the server's file store removes a message block once its last
 // message is deleted, and when that block is the one being written it
 // opens a new block file (and writes a tombstone) at once. A work queue
 // that drains after every command — a sequential job has one command in
-// flight — so paid an unlink, a file creation and, in strict mode, their
-// fsyncs on every acknowledgement, under the stream's lock, in the path
-// of the next step's dispatch: measured, a third of the engine's CPU in
-// the 200-step echo job and most of its relaxed time. With the keeper in
-// the block being written, the block never empties.
+// flight — so paid an unlink, a file creation and a tombstone on every
+// acknowledgement, under the stream's lock, in the path of the next
+// step's dispatch: measured, a third of the whole process's CPU in the
+// relaxed 200-step echo job. With the keeper in the block being written,
+// the block never empties.
 //
 // IMPORTANT: the keeper must be in the block being written, and blocks
 // roll over (every 4 MiB of commands). So it is stored again, as a
 // subject roll-up that removes the previous one, when the engine opens
 // the log and then every keeperEvery commands sent (see Send): after a
 // roll-over at most that many acknowledgements pay for the empty block.
-const KeeperSubject = CommandsRoot + ".keeper"
+const keeperSubject = CommandsRoot + ".keeper"
 
 // keeperEvery is how many commands a Log sends between two keepers.
 const keeperEvery = 256
@@ -34,7 +34,7 @@ const keeperEvery = 256
 func (l *Log) keepQueue(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	msg := &nats.Msg{Subject: KeeperSubject, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: keeperSubject, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	if l.key != nil {
 		l.key.sign(msg, "")
