@@ -46,12 +46,16 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 		if err := l.cmdCommitter().submit(r); err != nil {
 			return err
 		}
-		_, err := r.wait(ctx)
-		return err
+		if _, err := r.wait(ctx); err != nil {
+			return err
+		}
+		l.sentCommand(ctx)
+		return nil
 	}
 	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(id)), jetstream.WithExpectStream(CommandsStream)); err != nil {
 		return publishError("command "+name, err)
 	}
+	l.sentCommand(ctx)
 	return nil
 }
 

@@ -54,6 +54,10 @@ func (l *Log) shrink(ctx context.Context, data []byte) ([]byte, error) {
 	}
 	var sites []*valueSite
 	collectSites(doc, nil, &sites)
+	// A document often holds one value many times (each output of a
+	// fan-out carrying the same input): it is stored once, not asked
+	// about once per copy.
+	stored := map[string]BlobRef{}
 	total := len(data)
 	for total > inlineBudget {
 		next := largestLeaf(sites)
@@ -64,9 +68,12 @@ func (l *Log) shrink(ctx context.Context, data []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		ref, err := l.PutBlob(ctx, enc)
-		if err != nil {
-			return nil, err
+		ref, ok := stored[string(enc)]
+		if !ok {
+			if ref, err = l.PutBlob(ctx, enc); err != nil {
+				return nil, err
+			}
+			stored[string(enc)] = ref
 		}
 		stub := map[string]any{blobKey: ref.Digest, "size": ref.Size, "preview": preview(enc)}
 		stubEnc, _ := json.Marshal(stub)
@@ -92,7 +99,7 @@ func (l *Log) expand(ctx context.Context, data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.expandValue(ctx, &doc); err != nil {
+	if err := l.expandValue(ctx, &doc, map[string][]byte{}); err != nil {
 		return nil, err
 	}
 	return json.Marshal(doc)
@@ -101,31 +108,39 @@ func (l *Log) expand(ctx context.Context, data []byte) ([]byte, error) {
 // hasBlobRefs reports whether data may hold a blob reference.
 func hasBlobRefs(data []byte) bool { return bytes.Contains(data, []byte(`"`+blobKey+`"`)) }
 
-func (l *Log) expandValue(ctx context.Context, v *any) error {
+// expandValue replaces the blob references in *v by their values. fetched
+// holds the blobs already read for this document, by digest: a value
+// stored once and referred to many times is read once.
+func (l *Log) expandValue(ctx context.Context, v *any, fetched map[string][]byte) error {
 	switch x := (*v).(type) {
 	case map[string]any:
 		if digest, ok := blobRef(x); ok {
-			data, err := l.GetBlob(ctx, digest)
-			if err != nil {
-				return err
+			data, ok := fetched[digest]
+			if !ok {
+				var err error
+				if data, err = l.GetBlob(ctx, digest); err != nil {
+					return err
+				}
+				fetched[digest] = data
 			}
+			// Decoded for each reference: the copies must not share maps.
 			val, err := decodeJSON(data)
 			if err != nil {
 				return fmt.Errorf("%w: blob %s: %v", ErrInvalidEvent, digest, err)
 			}
 			*v = val
-			return l.expandValue(ctx, v) // a moved value may hold values moved before it
+			return l.expandValue(ctx, v, fetched) // a moved value may hold values moved before it
 		}
 		for k := range x {
 			val := x[k]
-			if err := l.expandValue(ctx, &val); err != nil {
+			if err := l.expandValue(ctx, &val, fetched); err != nil {
 				return err
 			}
 			x[k] = val
 		}
 	case []any:
 		for i := range x {
-			if err := l.expandValue(ctx, &x[i]); err != nil {
+			if err := l.expandValue(ctx, &x[i], fetched); err != nil {
 				return err
 			}
 		}
@@ -170,30 +185,69 @@ func largestLeaf(sites []*valueSite) *valueSite {
 }
 
 // collectSites lists the values under v (not v itself, the document's
-// shape) whose encoding is at least minBlobValue bytes.
-func collectSites(v any, parent *valueSite, out *[]*valueSite) {
-	visit := func(child any, set func(any)) {
-		enc, err := json.Marshal(child)
-		if err != nil || len(enc) < minBlobValue {
-			return
-		}
-		site := &valueSite{value: child, set: set, size: len(enc), parent: parent}
+// shape) whose encoding is at least minBlobValue bytes, parents before
+// their children, and returns the length of v's encoding. Lengths are
+// summed from the leaves up, each value encoded once: encoding every
+// listed value whole, as it once did, encoded a leaf once per level above
+// it, a cost that grew with the depth of large payloads.
+func collectSites(v any, parent *valueSite, out *[]*valueSite) int {
+	visit := func(child any, set func(any)) int {
+		// The site takes its place before its children, so the list stays
+		// in document order; a value too small to move has no site
+		// inside it either, and gives its place back.
+		site := &valueSite{value: child, set: set, parent: parent}
+		at := len(*out)
 		*out = append(*out, site)
+		site.size = collectSites(child, site, out)
+		if site.size < minBlobValue {
+			*out = (*out)[:at]
+			return site.size
+		}
 		for p := parent; p != nil; p = p.parent {
 			p.open++
 		}
-		collectSites(child, site, out)
+		return site.size
 	}
 	switch x := v.(type) {
 	case map[string]any:
+		size := 2 + max(len(x)-1, 0) // braces and commas
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			visit(x[k], func(nv any) { x[k] = nv })
+			size += encodedLen(k) + 1 + visit(x[k], func(nv any) { x[k] = nv })
 		}
+		return size
 	case []any:
-		for i, child := range x {
-			visit(child, func(nv any) { x[i] = nv })
+		if x == nil {
+			return len("null")
 		}
+		size := 2 + max(len(x)-1, 0)
+		for i, child := range x {
+			size += visit(child, func(nv any) { x[i] = nv })
+		}
+		return size
 	}
+	return encodedLen(v)
+}
+
+// encodedLen is the length of v's JSON encoding (0 if it has none).
+// Numbers (decoded as written), booleans and null are counted without
+// encoding them: a list of numbers is most of a large payload's leaves.
+func encodedLen(v any) int {
+	switch x := v.(type) {
+	case nil:
+		return len("null")
+	case bool:
+		if x {
+			return len("true")
+		}
+		return len("false")
+	case json.Number:
+		return len(x)
+	}
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(enc)
 }
 
 // decodeJSON decodes a JSON document keeping numbers as they were written.

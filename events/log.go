@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -55,6 +56,8 @@ type Log struct {
 	// Strict mode's group commits of events and of commands, started on
 	// first use.
 	commits, cmdCommits *groupCommit
+	// sent counts the commands sent, for the queue's keeper (keeper.go).
+	sent atomic.Uint64
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
@@ -95,6 +98,12 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err := l.loadKey(ctx); err != nil {
 		l.Close()
 		return nil, err
+	}
+	// The keeper saves work, it guards nothing: without it the engine is
+	// slower, not wrong, and the next keeper is stored keeperEvery
+	// commands later.
+	if err := l.keepQueue(ctx); err != nil {
+		l.log.Warn("the command queue's keeper was not stored", "err", err)
 	}
 	return l, nil
 }

@@ -50,6 +50,8 @@ func (l *Log) provision(ctx context.Context) error {
 		Replicas:    replicas,
 		// The group commit of commands, as for events.
 		AllowAtomicPublish: true,
+		// The queue's keeper replaces itself by a roll-up (keeper.go).
+		AllowRollup: true,
 	})
 	if err != nil {
 		return err
@@ -132,7 +134,8 @@ func drifted(have, want jetstream.StreamConfig) bool {
 		limit(have.MaxBytes) != limit(want.MaxBytes) || limit(have.MaxMsgs) != limit(want.MaxMsgs) ||
 		have.Replicas != want.Replicas || have.AllowDirect != want.AllowDirect ||
 		have.DenyDelete != want.DenyDelete || have.DenyPurge != want.DenyPurge ||
-		have.Discard != want.Discard || have.AllowAtomicPublish != want.AllowAtomicPublish
+		have.Discard != want.Discard || have.AllowAtomicPublish != want.AllowAtomicPublish ||
+		have.AllowRollup != want.AllowRollup
 }
 
 // limit normalises "no limit": the server stores -1 where a config said 0.

@@ -53,9 +53,10 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 				results[i], failures[i] = failedResult(itemKey, x.cancelFailure(itemKey))
 				return
 			}
-			if err := x.record(ctx, events.Event{ID: events.DecisionID(events.FanoutItem, x.runID, key, strconv.Itoa(attempt), strconv.Itoa(index)),
+			recorded, err := x.recordAsync(ctx, events.Event{ID: events.DecisionID(events.FanoutItem, x.runID, key, strconv.Itoa(attempt), strconv.Itoa(index)),
 				Type: events.FanoutItem, StepKey: itemKey, ParentID: startedID},
-				events.FanoutItemData{Attempt: attempt, Index: index, Item: item}); err != nil {
+				events.FanoutItemData{Attempt: attempt, Index: index, Item: item})
+			if err != nil {
 				results[i], failures[i] = failedResult(itemKey, internal(ctx, err))
 				return
 			}
@@ -63,6 +64,9 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 			wsc.input = with(sc.input, map[string]any{"item": item})
 			wsc.item, wsc.hasItem = item, true
 			results[i], failures[i] = x.step(ctx, wsc, &fo.Worker, itemKey)
+			if err := recorded.wait(ctx); err != nil && failures[i] == nil {
+				results[i], failures[i] = failedResult(itemKey, internal(ctx, err))
+			}
 		}()
 	}
 	wg.Wait()

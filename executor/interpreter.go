@@ -211,6 +211,32 @@ func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) 
 	return err
 }
 
+// recording is a decision event sent by recordAsync and not yet
+// confirmed; the zero value is one the history already held.
+type recording struct{ pending *events.PendingAppend }
+
+// wait returns once the event is stored, or why it was not.
+func (r recording) wait(ctx context.Context) error {
+	if r.pending == nil {
+		return nil
+	}
+	_, err := r.pending.Wait(ctx)
+	return err
+}
+
+// recordAsync is record without waiting for the store: the event is sent,
+// and stored before anything the run appends after it (appends on one Log
+// are stored in the order they were sent), so the steps it introduces can
+// be dispatched at once, and it is confirmed with them.
+func (x *interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
+	if _, ok := x.hist.get(ev.ID); ok {
+		return recording{}, nil
+	}
+	ev.RunID, ev.Job = x.runID, x.job.Name
+	p, err := x.o.cfg.Log.AppendAsync(ctx, ev, payload)
+	return recording{pending: p}, err
+}
+
 // steps runs a step list in order and returns the last step's output. It
 // stops at the first step that fails.
 func (x *interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) (any, *events.ErrorInfo) {

@@ -157,7 +157,7 @@ func BenchmarkEchoJob(b *testing.B) {
 			go func() { _ = worker.Run(ctx) }()
 			go func() { _ = orch.Run(ctx) }()
 
-			var jobTime, rawTime time.Duration
+			var jobTime, rawTime, jobCPU, rawCPU time.Duration
 			var written int
 			b.ResetTimer()
 			for range b.N {
@@ -170,12 +170,13 @@ func BenchmarkEchoJob(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				start := time.Now()
+				start, cpu := time.Now(), cpuTime()
 				if err := executor.Submit(ctx, engineLog, req); err != nil {
 					b.Fatal(err)
 				}
 				<-feed.Events()
 				jobTime += time.Since(start)
+				jobCPU += cpuTime() - cpu
 				feed.Stop()
 
 				hist, err := engineLog.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(req.RunID)}})
@@ -191,19 +192,23 @@ func BenchmarkEchoJob(b *testing.B) {
 					subject, _ := ev.Subject()
 					msgs[i] = &nats.Msg{Subject: subject, Data: body}
 				}
-				start = time.Now()
+				start, cpu = time.Now(), cpuTime()
 				for i, m := range msgs {
 					if _, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(req.RunID+strconv.Itoa(i))); err != nil {
 						b.Fatal(err)
 					}
 				}
 				rawTime += time.Since(start)
+				rawCPU += cpuTime() - cpu
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(written)/float64(b.N), "events/run")
 			b.ReportMetric(jobTime.Seconds()*1000/float64(b.N), "job-ms")
 			b.ReportMetric(rawTime.Seconds()*1000/float64(b.N), "raw-ms")
 			b.ReportMetric(jobTime.Seconds()/rawTime.Seconds(), "ratio(goal≤1.3)")
+			b.ReportMetric(jobCPU.Seconds()*1000/float64(b.N), "job-cpu-ms")
+			b.ReportMetric(rawCPU.Seconds()*1000/float64(b.N), "raw-cpu-ms")
+			b.ReportMetric(jobCPU.Seconds()/rawCPU.Seconds(), "cpu-ratio")
 		})
 	}
 }

@@ -27,9 +27,9 @@ func engine(b *testing.B, engineLog *events.Log) {
 	go func() { _ = orch.Run(ctx) }()
 }
 
-// runJob runs job with input to its end and returns its wall time and the
-// events it wrote.
-func runJob(b *testing.B, engineLog *events.Log, job *assets.Job, input any) (time.Duration, []events.Event) {
+// runJob runs job with input to its end and returns its wall time, the
+// CPU time the process used meanwhile, and the events it wrote.
+func runJob(b *testing.B, engineLog *events.Log, job *assets.Job, input any) (time.Duration, time.Duration, []events.Event) {
 	b.Helper()
 	ctx := context.Background()
 	req, err := executor.NewRunRequest(job, input, "bench")
@@ -42,17 +42,17 @@ func runJob(b *testing.B, engineLog *events.Log, job *assets.Job, input any) (ti
 		b.Fatal(err)
 	}
 	defer feed.Stop()
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	if err := executor.Submit(ctx, engineLog, req); err != nil {
 		b.Fatal(err)
 	}
 	<-feed.Events()
-	elapsed := time.Since(start)
+	elapsed, used := time.Since(start), cpuTime()-cpu
 	hist, err := engineLog.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(req.RunID)}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return elapsed, hist
+	return elapsed, used, hist
 }
 
 // publishRaw publishes hist again under another run id, raw, from
@@ -111,16 +111,20 @@ spec:
 	engine(b, strictLog)
 	engine(b, relaxedLog)
 
-	var strict, relaxed, raw time.Duration
+	var strict, relaxed, raw, strictCPU, relaxedCPU, rawCPU time.Duration
 	var written int
 	b.ResetTimer()
 	for range b.N {
-		d, _ := runJob(b, strictLog, job, input)
+		d, cpu, _ := runJob(b, strictLog, job, input)
 		strict += d
-		d, hist := runJob(b, relaxedLog, job, input)
+		strictCPU += cpu
+		d, cpu, hist := runJob(b, relaxedLog, job, input)
 		relaxed += d
+		relaxedCPU += cpu
 		written += len(hist)
+		cpu = cpuTime()
 		raw += publishRaw(b, js, hist, workers)
+		rawCPU += cpuTime() - cpu
 	}
 	b.StopTimer()
 	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(b.N) }
@@ -130,4 +134,8 @@ spec:
 	b.ReportMetric(per(raw), "raw-relaxed-ms")
 	b.ReportMetric(strict.Seconds()/relaxed.Seconds(), "strict/relaxed(goal≤1.3)")
 	b.ReportMetric(relaxed.Seconds()/raw.Seconds(), "relaxed/raw(goal≤1.5)")
+	b.ReportMetric(per(strictCPU), "strict-cpu-ms")
+	b.ReportMetric(per(relaxedCPU), "relaxed-cpu-ms")
+	b.ReportMetric(per(rawCPU), "raw-cpu-ms")
+	b.ReportMetric(relaxedCPU.Seconds()/rawCPU.Seconds(), "relaxed/raw-cpu")
 }

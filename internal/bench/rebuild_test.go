@@ -29,7 +29,7 @@ func BenchmarkViewRebuild(b *testing.B) {
 	const total = 100_000
 	engineLog, js := openLog(b, events.DurabilityRelaxed)
 	engine(b, engineLog)
-	_, hist := runJob(b, engineLog, echoJob(b, 200), nil)
+	_, _, hist := runJob(b, engineLog, echoJob(b, 200), nil)
 
 	ctx := context.Background()
 	var bodies [][]byte
