@@ -44,6 +44,11 @@ var (
 	// refers to something that cannot be done.
 	ErrInvalidRequest = errors.New("invalid request")
 
+	// ErrEngineFailed is returned by Request when the engine answered with
+	// an error of no known kind: it took the request and failed at it, which
+	// is neither the request's fault nor the engine being unavailable.
+	ErrEngineFailed = errors.New("the engine failed")
+
 	// ErrAddressInUse is returned by Open when the embedded server cannot
 	// listen on its address.
 	ErrAddressInUse = errors.New("cannot listen")
