@@ -36,6 +36,11 @@ var (
 	// silently (DESIGN §2).
 	ErrLogMissing = errors.New("the event log is missing")
 
+	// ErrNotEngine is returned by the command queue's methods (Pending,
+	// CommandsLastSeq, Consume, QueueDepths) on a Log made by Dial: only an
+	// engine's Log, made by Open, binds the queue.
+	ErrNotEngine = errors.New("only an engine's log has the command queue")
+
 	// ErrConflict is returned by key-value writes whose expected revision no
 	// longer matches, and by creates of a key that already exists.
 	ErrConflict = errors.New("revision conflict")
