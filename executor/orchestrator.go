@@ -30,8 +30,10 @@ type Config struct {
 	Engine string
 	// Root is the project directory: the default workspace of steps.
 	Root string
-	// Jobs looks jobs up by name for job.invoke (nil: child jobs fail).
-	Jobs func(name string) (*assets.Job, error)
+	// Jobs looks jobs up by name for job.invoke (nil: child jobs fail),
+	// with backend: auto resolved to backend (http or cli; empty: the
+	// engine's runtime.backend), the one the invoking run's job had.
+	Jobs func(name, backend string) (*assets.Job, error)
 	// Env looks up environment variables for {{ env.NAME }} (default
 	// os.LookupEnv).
 	Env func(name string) (string, bool)
@@ -82,6 +84,7 @@ type runCtl struct {
 	job     *assets.Job
 	parent  string // the run that started this one with job.invoke
 	depth   int    // see events.RunRequestedData.Depth
+	backend string // see events.RunRequestedData.Backend
 	started bool   // run.started is in the log
 	cancel  context.CancelCauseFunc
 }
@@ -288,6 +291,7 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 				rc.parent = d.Parent.RunID
 			}
 			rc.depth = d.Depth
+			rc.backend = d.Backend
 		case events.RunStarted:
 			rc.started = true
 		}
@@ -361,11 +365,12 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		Env:       req.Env,
 		RetryOf:   req.RetryOf,
 		From:      req.From,
+		Backend:   req.Backend,
 	})
 	if err != nil {
 		return err
 	}
-	rc := &runCtl{id: req.RunID, job: &req.Job, depth: req.Depth}
+	rc := &runCtl{id: req.RunID, job: &req.Job, depth: req.Depth, backend: req.Backend}
 	if req.Parent != nil {
 		rc.parent = req.Parent.RunID
 	}
