@@ -58,6 +58,11 @@ var (
 	// listen on its address.
 	ErrAddressInUse = errors.New("cannot listen")
 
+	// ErrTooLarge is returned by Append and AppendFirst for an event that,
+	// its large values moved to blobs, is still over the server's
+	// max_payload: it can never be stored, and sending it again is futile.
+	ErrTooLarge = errors.New("too large for the event log")
+
 	// ErrStoreFull is returned when the store has no space left for a write.
 	ErrStoreFull = errors.New("event store is full")
 

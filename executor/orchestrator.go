@@ -326,7 +326,12 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 		known = last > 0
 	}
 	if !known {
-		if err := o.request(ctx, &req); err != nil {
+		err := o.request(ctx, &req)
+		if errors.Is(err, events.ErrTooLarge) {
+			o.refuse(ctx, cmd, &req, err)
+			return
+		}
+		if err != nil {
 			o.log.Warn("run request not recorded; will retry", "run", req.RunID, "err", err)
 			_ = cmd.Nak(time.Second)
 			return
@@ -342,6 +347,34 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 	if err := cmd.Ack(ctx); err != nil {
 		o.log.Warn("acking run request", "run", req.RunID, "err", err)
 	}
+}
+
+// refuse ends a run whose run.requested the log can never store (err wraps
+// events.ErrTooLarge): it records run.finished, failed with the reason, for
+// whoever follows the run, and removes the command, which would otherwise
+// be redelivered for ever. The views know no such run: it was never
+// requested in the log.
+func (o *Orchestrator) refuse(ctx context.Context, cmd *events.Command, req *RunRequest, err error) {
+	o.log.Error("run request cannot be recorded; the run fails", "run", req.RunID, "err", err)
+	job := req.Job.Name
+	if len(job) > assets.MaxNameBytes {
+		job = "" // no loaded job has such a name, and it would not fit either
+	}
+	_, ferr := o.cfg.Log.Append(ctx, events.Event{
+		ID:    events.DecisionID(events.RunFinished, req.RunID),
+		Type:  events.RunFinished,
+		RunID: req.RunID,
+		Job:   job,
+	}, events.RunFinishedData{State: events.StateFailed, Error: &events.ErrorInfo{
+		Kind:    events.KindLimit,
+		Message: fmt.Sprintf("the run cannot be recorded: %v; make the job or its input smaller", err),
+	}})
+	if ferr != nil {
+		o.log.Warn("recording a refused run's end; will retry", "run", req.RunID, "err", ferr)
+		_ = cmd.Nak(time.Second)
+		return
+	}
+	_ = cmd.Term()
 }
 
 func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
