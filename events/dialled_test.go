@@ -11,9 +11,9 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// TestADialledLogHasNoCommandQueue: the command queue's methods on a log
-// made by Dial (a client's) return ErrNotEngine instead of panicking on
-// the stream only an engine binds.
+// TestADialledLogHasNoCommandQueue: the command queue's and the buckets'
+// methods on a log made by Dial (a client's) return ErrNotEngine instead
+// of panicking on what only an engine binds.
 func TestADialledLogHasNoCommandQueue(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
@@ -32,6 +32,17 @@ func TestADialledLogHasNoCommandQueue(t *testing.T) {
 	assert.ErrorIs(t, err, events.ErrNotEngine, "Consume")
 	_, err = client.QueueDepths(ctx)
 	assert.ErrorIs(t, err, events.ErrNotEngine, "QueueDepths")
+	for _, kv := range []*events.KV{client.Leases(), client.Locks()} {
+		_, err = kv.Get(ctx, "k")
+		assert.ErrorIs(t, err, events.ErrNotEngine, "Get")
+		_, err = kv.Create(ctx, "k", nil)
+		assert.ErrorIs(t, err, events.ErrNotEngine, "Create")
+		_, err = kv.Update(ctx, "k", nil, 1)
+		assert.ErrorIs(t, err, events.ErrNotEngine, "Update")
+		assert.ErrorIs(t, kv.Delete(ctx, "k", 1), events.ErrNotEngine, "Delete")
+		_, err = kv.Keys(ctx)
+		assert.ErrorIs(t, err, events.ErrNotEngine, "Keys")
+	}
 
 	_, err = l.CommandsLastSeq(ctx)
 	assert.NoError(t, err, "the engine's own log has the queue")

@@ -37,9 +37,10 @@ var (
 	ErrLogMissing = errors.New("the event log is missing")
 
 	// ErrNotEngine is returned by the command queue's methods (Pending,
-	// CommandsLastSeq, Consume, QueueDepths) on a Log made by Dial: only an
-	// engine's Log, made by Open, binds the queue.
-	ErrNotEngine = errors.New("only an engine's log has the command queue")
+	// CommandsLastSeq, Consume, QueueDepths) and the buckets' (Leases,
+	// Locks) on a Log made by Dial: only an engine's Log, made by Open,
+	// binds them.
+	ErrNotEngine = errors.New("only an engine's log has the command queue and the buckets")
 
 	// ErrConflict is returned by key-value writes whose expected revision no
 	// longer matches, and by creates of a key that already exists.
