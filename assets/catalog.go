@@ -162,6 +162,10 @@ func OpenCatalog(root string, opts CatalogOptions) (*Catalog, error) {
 // layer and file order; nil when every file loaded.
 func (c *Catalog) Problems() []Problem { return c.problems }
 
+// Backend is what backend: auto resolved to in this catalog's agent specs:
+// BackendHTTP or BackendCLI.
+func (c *Catalog) Backend() string { return c.opts.backend }
+
 // Err returns the problems as an *Error (matching ErrInvalid), nil when
 // every file loaded.
 func (c *Catalog) Err() error {

@@ -207,8 +207,8 @@ func (c *Config) Validate() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(v.FSProfiles)) {
 		path := child("fs_profiles", name)
-		if !assetName.MatchString(name) {
-			ps.add(0, path, fmt.Sprintf("%q must start with a letter or digit and contain only letters, digits, _, . and -", name))
+		if p := nameProblem(name, assetName, assetNameForm); p != "" {
+			ps.add(0, path, p)
 		}
 		p := v.FSProfiles[name]
 		for _, list := range []struct {

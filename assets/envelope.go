@@ -105,10 +105,10 @@ func (d *decoder) metadata(n *yaml.Node, env *envelope) {
 	}
 	d.checkKeys(m, []string{"name", "description", "labels"}, nil)
 	if name, ok := d.requiredStr(m, "name"); ok {
-		if assetName.MatchString(name) {
+		if p := nameProblem(name, assetName, assetNameForm); p == "" {
 			env.name = name
 		} else {
-			d.addAt(m.get("name"), "metadata.name", fmt.Sprintf("%q must start with a letter or digit and contain only letters, digits, _, . and -", name))
+			d.addAt(m.get("name"), "metadata.name", p)
 		}
 	}
 	env.nameLine = m.line("name")

@@ -167,8 +167,8 @@ func (l *jobLoader) stepID(m *mapping, sn *stepNode) {
 		return
 	}
 	sn.id = id
-	if !stepID.MatchString(id) {
-		l.d.addAt(m.get("id"), child(m.path, "id"), fmt.Sprintf("%q must start with a letter or _ and contain only letters, digits, _ and -", id))
+	if p := nameProblem(id, stepID, stepIDForm); p != "" {
+		l.d.addAt(m.get("id"), child(m.path, "id"), p)
 	}
 	l.define(id, child(m.path, "id"), m.line("id"), sn)
 }
@@ -244,7 +244,11 @@ func (l *jobLoader) target(m *mapping, out *Step, sn *stepNode) *ActivitySpec {
 	}
 	out.Target = t
 	name, found := strings.CutPrefix(t, targetPrefix)
-	if !found || !assetName.MatchString(name) {
+	switch {
+	case len(name) > MaxNameBytes:
+		l.d.addAt(n, path, lengthProblem(name))
+		return nil
+	case !found || !assetName.MatchString(name):
 		l.d.addAt(n, path, fmt.Sprintf("%q must be activity:<name>", t))
 		return nil
 	}
@@ -273,6 +277,10 @@ func (l *jobLoader) activityRef(m *mapping, key string) *ActivityRef {
 		return nil
 	}
 	name := strings.TrimPrefix(s, targetPrefix)
+	if len(name) > MaxNameBytes {
+		l.d.addAt(n, path, lengthProblem(name))
+		return nil
+	}
 	if !assetName.MatchString(name) {
 		l.d.addAt(n, path, fmt.Sprintf("%q is not an activity name", s))
 		return nil

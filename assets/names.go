@@ -1,6 +1,16 @@
 package assets
 
-import "regexp"
+import (
+	"fmt"
+	"regexp"
+)
+
+// MaxNameBytes bounds every name and id an asset declares or refers to:
+// metadata.name, step ids, fan_in collect names, activity references and
+// fs_profiles names. They are written into subjects, keys and every event
+// of a run, so a name of megabytes would make a run that validates but whose
+// events the log cannot store.
+const MaxNameBytes = 128
 
 var (
 	// assetName is the form of metadata.name, and so of every name a
@@ -14,6 +24,32 @@ var (
 	// envName is the form of an environment variable's name that Orbit
 	// sets or reads.
 	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// nameProblem is what is wrong with s as a name of form re, with form
+// saying what re wants; "" when nothing is. The length is checked first.
+func nameProblem(s string, re *regexp.Regexp, form string) string {
+	if p := lengthProblem(s); p != "" {
+		return p
+	}
+	if !re.MatchString(s) {
+		return fmt.Sprintf("%q %s", s, form)
+	}
+	return ""
+}
+
+// lengthProblem says that s is over MaxNameBytes; "" when it is not.
+func lengthProblem(s string) string {
+	if len(s) > MaxNameBytes {
+		return fmt.Sprintf("%s is longer than a name may be (%d bytes)", Quote(s), MaxNameBytes)
+	}
+	return ""
+}
+
+// Forms of names, as nameProblem words them.
+const (
+	assetNameForm = "must start with a letter or digit and contain only letters, digits, _, . and -"
+	stepIDForm    = "must start with a letter or _ and contain only letters, digits, _ and -"
 )
 
 // suggest returns the candidate closest to word when it is within edit

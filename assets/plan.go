@@ -233,10 +233,11 @@ func (d *decoder) checkpoint(n *yaml.Node, path string, firstAt map[string]strin
 	if id, ok := d.requiredStr(m, "id"); ok {
 		c.ID = id
 		idPath := child(path, "id")
-		valid := checkpointID.MatchString(id)
+		problem := nameProblem(id, checkpointID, assetNameForm)
+		valid := problem == ""
 		switch {
 		case !valid:
-			d.add(m.line("id"), idPath, fmt.Sprintf("%q must start with a letter or digit and contain only letters, digits, _, . and -", id))
+			d.add(m.line("id"), idPath, problem)
 		case firstAt[id] != "":
 			d.add(m.line("id"), idPath, fmt.Sprintf("duplicate checkpoint id %q (also %s)", id, firstAt[id]))
 		default:

@@ -106,8 +106,8 @@ func (l *jobLoader) fanOut(m *mapping, out *Step, sn *stepNode) {
 	out.FanIn = &FanIn{Join: d.join(fim, -1), Collect: d.str(fim, "collect")}
 	if c := out.FanIn.Collect; c != "" {
 		cpath := child(fim.path, "collect")
-		if !stepID.MatchString(c) {
-			d.add(fim.line("collect"), cpath, fmt.Sprintf("%q must start with a letter or _ and contain only letters, digits, _ and -", c))
+		if p := nameProblem(c, stepID, stepIDForm); p != "" {
+			d.add(fim.line("collect"), cpath, p)
 			return
 		}
 		sn.collect = c

@@ -32,7 +32,10 @@ func (l *jobLoader) wait(m *mapping, out *Step, sn *stepNode) {
 	d.checkKeys(wm, []string{"signal", "timeout_seconds"}, nil)
 	w := &Wait{TimeoutSeconds: d.intAtLeast(wm, "timeout_seconds", 1, 0)}
 	if name, ok := d.requiredStr(wm, "signal"); ok {
-		if !ValidSignal(name) {
+		switch {
+		case len(name) > MaxNameBytes:
+			d.addAt(wm.get("signal"), child(wm.path, "signal"), lengthProblem(name))
+		case !ValidSignal(name):
 			d.addAt(wm.get("signal"), child(wm.path, "signal"), fmt.Sprintf("%q must start with a letter or _ and contain only letters, digits, _, . and -", name))
 		}
 		w.Signal = name

@@ -162,8 +162,8 @@ func (s *apiService) Stop() {
 
 // Request sends req to an API endpoint and decodes the answer into resp. An
 // error reply comes back with the server's message, wrapping ErrNotFound,
-// ErrInvalidRequest, ErrConflict or ErrStoreFull when it is of that kind; no answer at
-// all is ErrUnavailable.
+// ErrInvalidRequest, ErrConflict or ErrStoreFull when it is of that kind and
+// ErrEngineFailed when it is of none; no answer at all is ErrUnavailable.
 func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error {
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -183,7 +183,7 @@ func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error
 		if kind, ok := codeErrors[code]; ok {
 			return &replyError{kind: kind, text: text}
 		}
-		return errors.New(text)
+		return &replyError{kind: ErrEngineFailed, text: text}
 	}
 	if resp == nil {
 		return nil

@@ -62,9 +62,13 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 // Pending reports whether a command is stored under orbit.cmd.<name>: sent
 // and not yet acknowledged, and, on a signed log, one that verifies. Commands whose names are unique per decision
 // (one subject per step attempt) can so be checked before sending them again.
+// ErrNotEngine on a Log made by Dial.
 func (l *Log) Pending(ctx context.Context, name string) (bool, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := l.needCommands("Pending"); err != nil {
+		return false, err
+	}
 	raw, err := l.cmds.GetLastMsgForSubject(ctx, CommandSubject(name))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
@@ -80,15 +84,28 @@ func (l *Log) Pending(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
-// CommandsLastSeq returns the sequence of the last command ever stored.
+// CommandsLastSeq returns the sequence of the last command ever stored;
+// ErrNotEngine on a Log made by Dial.
 func (l *Log) CommandsLastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := l.needCommands("CommandsLastSeq"); err != nil {
+		return 0, err
+	}
 	info, err := l.cmds.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return info.State.LastSeq, nil
+}
+
+// needCommands returns ErrNotEngine, naming the method, when the Log was
+// made by Dial and so has no command stream bound.
+func (l *Log) needCommands(method string) error {
+	if l.cmds == nil {
+		return fmt.Errorf("events: %s on a dialled log: %w", method, ErrNotEngine)
+	}
+	return nil
 }
 
 // ConsumerSpec configures a durable consumer of commands.
@@ -183,7 +200,11 @@ type Stopper interface{ Stop() }
 // time, in delivery order. Handlers that take long should hand the command to
 // a goroutine and return; MaxAckPending bounds how many are outstanding. The
 // consumer's configuration is created or corrected to match spec.
+// ErrNotEngine on a Log made by Dial.
 func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Command)) (Stopper, error) {
+	if err := l.needCommands("Consume"); err != nil {
+		return nil, err
+	}
 	spec.setDefaults()
 	cctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()

@@ -36,6 +36,12 @@ var (
 	// silently (DESIGN §2).
 	ErrLogMissing = errors.New("the event log is missing")
 
+	// ErrNotEngine is returned by the command queue's methods (Pending,
+	// CommandsLastSeq, Consume, QueueDepths) and the buckets' (Leases,
+	// Locks) on a Log made by Dial: only an engine's Log, made by Open,
+	// binds them.
+	ErrNotEngine = errors.New("only an engine's log has the command queue and the buckets")
+
 	// ErrConflict is returned by key-value writes whose expected revision no
 	// longer matches, and by creates of a key that already exists.
 	ErrConflict = errors.New("revision conflict")
@@ -44,9 +50,19 @@ var (
 	// refers to something that cannot be done.
 	ErrInvalidRequest = errors.New("invalid request")
 
+	// ErrEngineFailed is returned by Request when the engine answered with
+	// an error of no known kind: it took the request and failed at it, which
+	// is neither the request's fault nor the engine being unavailable.
+	ErrEngineFailed = errors.New("the engine failed")
+
 	// ErrAddressInUse is returned by Open when the embedded server cannot
 	// listen on its address.
 	ErrAddressInUse = errors.New("cannot listen")
+
+	// ErrTooLarge is returned by Append and AppendFirst for an event that,
+	// its large values moved to blobs, is still over the server's
+	// max_payload: it can never be stored, and sending it again is futile.
+	ErrTooLarge = errors.New("too large for the event log")
 
 	// ErrStoreFull is returned when the store has no space left for a write.
 	ErrStoreFull = errors.New("event store is full")

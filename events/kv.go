@@ -21,16 +21,21 @@ type Entry struct {
 	Revision uint64
 }
 
-// Leases returns the orbit_leases bucket (run ownership).
+// Leases returns the orbit_leases bucket (run ownership). On a Log made by
+// Dial, which does not bind the buckets, its methods return ErrNotEngine.
 func (l *Log) Leases() *KV { return &KV{name: LeasesBucket, kv: l.leases} }
 
-// Locks returns the orbit_locks bucket (task lock reservations).
+// Locks returns the orbit_locks bucket (task lock reservations); on a Log
+// made by Dial its methods return ErrNotEngine.
 func (l *Log) Locks() *KV { return &KV{name: LocksBucket, kv: l.locks} }
 
 // Get returns the current entry of key, or ErrNotFound.
 func (k *KV) Get(ctx context.Context, key string) (Entry, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := k.bound(); err != nil {
+		return Entry{}, err
+	}
 	e, err := k.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Entry{}, fmt.Errorf("%w: %s/%s", ErrNotFound, k.name, key)
@@ -46,6 +51,9 @@ func (k *KV) Get(ctx context.Context, key string) (Entry, error) {
 func (k *KV) Create(ctx context.Context, key string, value []byte) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := k.bound(); err != nil {
+		return 0, err
+	}
 	rev, err := k.kv.Create(ctx, key, value)
 	return rev, k.writeErr(key, err)
 }
@@ -54,6 +62,9 @@ func (k *KV) Create(ctx context.Context, key string, value []byte) (uint64, erro
 func (k *KV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := k.bound(); err != nil {
+		return 0, err
+	}
 	newRev, err := k.kv.Update(ctx, key, value, rev)
 	return newRev, k.writeErr(key, err)
 }
@@ -62,6 +73,9 @@ func (k *KV) Update(ctx context.Context, key string, value []byte, rev uint64) (
 func (k *KV) Delete(ctx context.Context, key string, rev uint64) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := k.bound(); err != nil {
+		return err
+	}
 	return k.writeErr(key, k.kv.Delete(ctx, key, jetstream.LastRevision(rev)))
 }
 
@@ -69,6 +83,9 @@ func (k *KV) Delete(ctx context.Context, key string, rev uint64) error {
 func (k *KV) Keys(ctx context.Context) ([]string, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := k.bound(); err != nil {
+		return nil, err
+	}
 	keys, err := k.kv.Keys(ctx)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil
@@ -77,6 +94,14 @@ func (k *KV) Keys(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("%w: %s keys: %v", ErrUnavailable, k.name, err)
 	}
 	return keys, nil
+}
+
+// bound returns ErrNotEngine for a bucket of a Log made by Dial.
+func (k *KV) bound() error {
+	if k.kv == nil {
+		return fmt.Errorf("events: bucket %s on a dialled log: %w", k.name, ErrNotEngine)
+	}
+	return nil
 }
 
 func (k *KV) writeErr(key string, err error) error {

@@ -162,9 +162,17 @@ func (l *Log) connect() error {
 		}
 		opts = append(opts, opt)
 	}
-	if l.engine {
-		plain = append(plain, nats.CustomInboxPrefix(engineInboxPrefix))
-		opts = append(opts, nats.CustomInboxPrefix(engineInboxPrefix))
+	inbox := engineInboxPrefix
+	if !l.engine && seed != "" {
+		// The only inbox the server lets this identity subscribe to.
+		var err error
+		if inbox, err = SeedInboxPrefix(seed); err != nil {
+			return err
+		}
+	}
+	if l.engine || seed != "" {
+		plain = append(plain, nats.CustomInboxPrefix(inbox))
+		opts = append(opts, nats.CustomInboxPrefix(inbox))
 	}
 	url := l.cfg.URL
 	if l.srv != nil {

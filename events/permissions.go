@@ -13,11 +13,31 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// engineInboxPrefix is the inbox prefix of the engine's connection. Clients
-// and readers may subscribe to _INBOX.> (every NATS client's replies arrive
-// there) but not to this: the engine's JetStream replies name its
-// consumers, which a client must not learn, and carry commands.
+// engineInboxPrefix is the inbox prefix of the engine's connection. No
+// client or reader may subscribe to it: the engine's JetStream replies name
+// its consumers, which a client must not learn, and carry commands.
 const engineInboxPrefix = "_ORBIT_ENGINE"
+
+// inboxRoot is the root of every other identity's inbox prefix (see
+// InboxPrefix).
+const inboxRoot = "_ORBIT_INBOX"
+
+// InboxPrefix returns the inbox prefix of the nkey user public (a client,
+// the reader, a key admitted with serve --nkey): its connection must use it
+// (nats.CustomInboxPrefix; inbox_prefix in a nats CLI context), and it is
+// the only inbox the server lets that user subscribe to. So no identity
+// reads the replies of another: a client's API answers, or the JetStream
+// answers that name its consumers. The shared _INBOX.> is no one's.
+func InboxPrefix(public string) string { return inboxRoot + "." + public }
+
+// SeedInboxPrefix is InboxPrefix for the user whose nkey seed is in path.
+func SeedInboxPrefix(path string) (string, error) {
+	public, err := nkeyPublic(path)
+	if err != nil {
+		return "", err
+	}
+	return InboxPrefix(public), nil
+}
 
 // readStreams are the streams a client or a reader may read: the log and
 // the blobs; the client also the large API answers.
@@ -29,11 +49,12 @@ func readStreams(id Identity) []string {
 	return streams
 }
 
-// Permissions returns what id may do on the server, as NATS enforces it:
-// nil (everything) for the engine; for the client and the reader, reading
-// the log and the blobs through JetStream's read API (stream info, direct
-// and stored-message gets, consumers of their own and their flow control)
-// and subscribing to the events and to their inboxes; the client may also
+// Permissions returns what id, signing in with the nkey public, may do on
+// the server, as NATS enforces it: nil (everything) for the engine; for the
+// client and the reader, reading the log and the blobs through JetStream's
+// read API (stream info, direct and stored-message gets, consumers of their
+// own and their flow control) and subscribing to the events and to their own
+// inbox (InboxPrefix(public)); the client may also
 // call the engine's API on orbit.api.>. Every write is denied explicitly:
 // stream and consumer administration beyond their own feeds, publishing
 // events or commands, key-value and object puts.
@@ -41,7 +62,7 @@ func readStreams(id Identity) []string {
 // IMPORTANT: the engine's durable consumers are on ORBIT_COMMANDS, to which
 // a client has no access at all; its event feeds are ordered consumers with
 // random names that only the engine's inbox (engineInboxPrefix) learns.
-func Permissions(id Identity) *server.Permissions {
+func Permissions(id Identity, public string) *server.Permissions {
 	if id == IdentityEngine {
 		return nil
 	}
@@ -81,7 +102,7 @@ func Permissions(id Identity) *server.Permissions {
 			},
 		},
 		Subscribe: &server.SubjectPermission{
-			Allow: []string{"_INBOX.>", EventsRoot + ".>"},
+			Allow: []string{InboxPrefix(public) + ".>", EventsRoot + ".>"},
 			Deny:  []string{CommandsRoot + ".>", engineInboxPrefix + ".>"},
 		},
 	}
@@ -92,10 +113,10 @@ func Permissions(id Identity) *server.Permissions {
 func users(creds *Creds, extra []string) []*server.NkeyUser {
 	var out []*server.NkeyUser
 	for _, id := range Identities {
-		out = append(out, &server.NkeyUser{Nkey: creds.Public[id], Permissions: Permissions(id)})
+		out = append(out, &server.NkeyUser{Nkey: creds.Public[id], Permissions: Permissions(id, creds.Public[id])})
 	}
 	for _, key := range extra {
-		out = append(out, &server.NkeyUser{Nkey: key, Permissions: Permissions(IdentityClient)})
+		out = append(out, &server.NkeyUser{Nkey: key, Permissions: Permissions(IdentityClient, key)})
 	}
 	return out
 }
@@ -108,7 +129,7 @@ func AuthorizationBlock(creds *Creds) string {
 	b.WriteString("authorization {\n  users = [\n")
 	for _, id := range Identities {
 		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n", id, creds.Public[id])
-		if p := Permissions(id); p != nil {
+		if p := Permissions(id, creds.Public[id]); p != nil {
 			b.WriteString("      permissions: {\n")
 			writeSubjects(&b, "publish", p.Publish)
 			writeSubjects(&b, "subscribe", p.Subscribe)
@@ -143,8 +164,12 @@ func (l *Log) CheckReader(ctx context.Context, seed string) error {
 	if err != nil {
 		return fmt.Errorf("events: nkey seed %s: %w", seed, err)
 	}
+	inbox, err := SeedInboxPrefix(seed)
+	if err != nil {
+		return err
+	}
 	refused := make(chan struct{}, 1)
-	opts := []nats.Option{nats.Name("orbit-permission-check"), key, nats.Timeout(2 * time.Second),
+	opts := []nats.Option{nats.Name("orbit-permission-check"), key, nats.CustomInboxPrefix(inbox), nats.Timeout(2 * time.Second),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrPermissionViolation) {
 				select {
@@ -175,13 +200,13 @@ func (l *Log) CheckReader(ctx context.Context, seed string) error {
 	if err != nil {
 		return err
 	}
-	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	reply := nc.NewInbox()
+	sub, err := nc.SubscribeSync(reply)
 	if err != nil {
 		return nil
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$JS.API.STREAM.UPDATE."+EventsStream, inbox, data); err != nil {
+	if err := nc.PublishRequest("$JS.API.STREAM.UPDATE."+EventsStream, reply, data); err != nil {
 		return nil
 	}
 	answered := make(chan struct{})

@@ -189,7 +189,25 @@ func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, 
 	if l.key != nil {
 		l.key.sign(msg, "")
 	}
+	if n, limit := msgSize(msg), l.nc.MaxPayload(); int64(n) > limit {
+		return nil, fmt.Errorf("%w: %s of %d bytes is over the server's max_payload of %d bytes", ErrTooLarge, ev.Type, n, limit)
+	}
 	return msg, nil
+}
+
+// msgSize is about what msg takes of the server's max_payload: its data
+// and its headers as NATS encodes them.
+func msgSize(msg *nats.Msg) int {
+	n := len(msg.Data)
+	if len(msg.Header) > 0 {
+		n += len("NATS/1.0\r\n\r\n")
+		for k, vs := range msg.Header {
+			for _, v := range vs {
+				n += len(k) + len(": \r\n") + len(v)
+			}
+		}
+	}
+	return n
 }
 
 // publishError classifies a failed publish.

@@ -20,10 +20,13 @@ type QueueDepth struct {
 
 // QueueDepths returns the depth of every durable consumer of the command
 // queue, by name. It reads the server's consumer state, so on a cluster it
-// counts what every engine has waiting.
+// counts what every engine has waiting. ErrNotEngine on a Log made by Dial.
 func (l *Log) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := l.needCommands("QueueDepths"); err != nil {
+		return nil, err
+	}
 	lister := l.cmds.ListConsumers(ctx)
 	var out []QueueDepth
 	for info := range lister.Info() {

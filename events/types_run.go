@@ -128,6 +128,10 @@ type RunRequestedData struct {
 	// RetryOf's recorded outputs (DESIGN §12).
 	RetryOf string `json:"retry_of,omitempty"`
 	From    string `json:"from,omitempty"`
+	// Backend is what backend: auto resolved to in Job (http or cli); the
+	// jobs the run invokes resolve theirs the same way. Empty in runs
+	// recorded before it was: they resolve by the engine's runtime.backend.
+	Backend string `json:"backend,omitempty"`
 }
 
 // RunQueuedData records that a run waits because its job already has

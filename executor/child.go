@@ -119,7 +119,7 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 	if x.o.cfg.Jobs == nil {
 		return "", false, fail(events.KindValidation, false, "job.invoke: this engine has no job catalog")
 	}
-	job, err := x.o.cfg.Jobs(name)
+	job, err := x.o.cfg.Jobs(name, x.backend)
 	if err != nil {
 		return "", false, fail(events.KindValidation, false, "job.invoke: %v", err)
 	}
@@ -138,6 +138,7 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		Parent:      &events.RunLink{RunID: x.runID, StepKey: key},
 		ParentEvent: startedID,
 		Depth:       x.depth + 1,
+		Backend:     x.backend,
 	}
 	if err := req.PinEnv(x.env); err != nil {
 		return "", false, err

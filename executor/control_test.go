@@ -169,7 +169,7 @@ spec:
 `)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(name string) (*assets.Job, error) {
+	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(name, _ string) (*assets.Job, error) {
 		if name == "child" {
 			return child, nil
 		}
@@ -230,7 +230,7 @@ func TestChildOfTheSameJobIsNotQueuedBehindItsParent(t *testing.T) {
 	var self *assets.Job
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(string) (*assets.Job, error) { return self, nil }})
+	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(string, string) (*assets.Job, error) { return self, nil }})
 	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()

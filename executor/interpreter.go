@@ -29,6 +29,9 @@ type interpreter struct {
 	runID string
 	job   *assets.Job
 	depth int
+	// backend is what backend: auto resolved to in job; its children's
+	// jobs are looked up resolved the same way.
+	backend string
 	// env looks up {{ env.NAME }}: the values pinned in run.requested,
 	// then the engine's environment.
 	env     func(string) (string, bool)
@@ -45,7 +48,7 @@ type interpreter struct {
 }
 
 func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
-	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, cancelled: make(chan struct{})}
+	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, backend: rc.backend, cancelled: make(chan struct{})}
 }
 
 // run interprets the run to its end and records run.finished. It returns

@@ -30,8 +30,10 @@ type Config struct {
 	Engine string
 	// Root is the project directory: the default workspace of steps.
 	Root string
-	// Jobs looks jobs up by name for job.invoke (nil: child jobs fail).
-	Jobs func(name string) (*assets.Job, error)
+	// Jobs looks jobs up by name for job.invoke (nil: child jobs fail),
+	// with backend: auto resolved to backend (http or cli; empty: the
+	// engine's runtime.backend), the one the invoking run's job had.
+	Jobs func(name, backend string) (*assets.Job, error)
 	// Env looks up environment variables for {{ env.NAME }} (default
 	// os.LookupEnv).
 	Env func(name string) (string, bool)
@@ -82,6 +84,7 @@ type runCtl struct {
 	job     *assets.Job
 	parent  string // the run that started this one with job.invoke
 	depth   int    // see events.RunRequestedData.Depth
+	backend string // see events.RunRequestedData.Backend
 	started bool   // run.started is in the log
 	cancel  context.CancelCauseFunc
 }
@@ -288,6 +291,7 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 				rc.parent = d.Parent.RunID
 			}
 			rc.depth = d.Depth
+			rc.backend = d.Backend
 		case events.RunStarted:
 			rc.started = true
 		}
@@ -322,7 +326,12 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 		known = last > 0
 	}
 	if !known {
-		if err := o.request(ctx, &req); err != nil {
+		err := o.request(ctx, &req)
+		if errors.Is(err, events.ErrTooLarge) {
+			o.refuse(ctx, cmd, &req, err)
+			return
+		}
+		if err != nil {
 			o.log.Warn("run request not recorded; will retry", "run", req.RunID, "err", err)
 			_ = cmd.Nak(time.Second)
 			return
@@ -338,6 +347,34 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 	if err := cmd.Ack(ctx); err != nil {
 		o.log.Warn("acking run request", "run", req.RunID, "err", err)
 	}
+}
+
+// refuse ends a run whose run.requested the log can never store (err wraps
+// events.ErrTooLarge): it records run.finished, failed with the reason, for
+// whoever follows the run, and removes the command, which would otherwise
+// be redelivered for ever. The views know no such run: it was never
+// requested in the log.
+func (o *Orchestrator) refuse(ctx context.Context, cmd *events.Command, req *RunRequest, err error) {
+	o.log.Error("run request cannot be recorded; the run fails", "run", req.RunID, "err", err)
+	job := req.Job.Name
+	if len(job) > assets.MaxNameBytes {
+		job = "" // no loaded job has such a name, and it would not fit either
+	}
+	_, ferr := o.cfg.Log.Append(ctx, events.Event{
+		ID:    events.DecisionID(events.RunFinished, req.RunID),
+		Type:  events.RunFinished,
+		RunID: req.RunID,
+		Job:   job,
+	}, events.RunFinishedData{State: events.StateFailed, Error: &events.ErrorInfo{
+		Kind:    events.KindLimit,
+		Message: fmt.Sprintf("the run cannot be recorded: %v; make the job or its input smaller", err),
+	}})
+	if ferr != nil {
+		o.log.Warn("recording a refused run's end; will retry", "run", req.RunID, "err", ferr)
+		_ = cmd.Nak(time.Second)
+		return
+	}
+	_ = cmd.Term()
 }
 
 func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
@@ -361,11 +398,12 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		Env:       req.Env,
 		RetryOf:   req.RetryOf,
 		From:      req.From,
+		Backend:   req.Backend,
 	})
 	if err != nil {
 		return err
 	}
-	rc := &runCtl{id: req.RunID, job: &req.Job, depth: req.Depth}
+	rc := &runCtl{id: req.RunID, job: &req.Job, depth: req.Depth, backend: req.Backend}
 	if req.Parent != nil {
 		rc.parent = req.Parent.RunID
 	}

@@ -27,7 +27,7 @@ func startWithJobs(t *testing.T, log *events.Log, maxDepth int, jobs ...*assets.
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), MaxChildDepth: maxDepth,
-		Jobs: func(name string) (*assets.Job, error) {
+		Jobs: func(name, _ string) (*assets.Job, error) {
 			if j, ok := byName[name]; ok {
 				return j, nil
 			}

@@ -37,6 +37,10 @@ type RunRequest struct {
 	// RetryOf and From make the run a retry (see NewRetryRequest).
 	RetryOf string `json:"retry_of,omitempty"`
 	From    string `json:"from,omitempty"`
+	// Backend is what backend: auto resolved to in Job (see
+	// events.RunRequestedData.Backend); empty means the engine's
+	// runtime.backend.
+	Backend string `json:"backend,omitempty"`
 }
 
 // NewRunRequest checks that the executor can run job and builds a request

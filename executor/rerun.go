@@ -90,6 +90,7 @@ func NewRetryRequest(ctx context.Context, log *events.Log, runID string, opts Re
 		Env:       req.Env,
 		RetryOf:   runID,
 		From:      opts.From,
+		Backend:   req.Backend,
 	}, nil
 }
 

@@ -231,11 +231,7 @@ func TestCommitSuccessResumes(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			f, s := startAttempt(t)
-			crashing := f.open()
-			gitops.CrashAt(crashing, point)
-			if _, _, err := crashing.CommitSuccess(f.ctx, s, "done", testTrailers); !errors.Is(err, gitops.ErrSimulatedCrash) {
-				t.Fatalf("CommitSuccess = %v, want the simulated crash", err)
-			}
+			f.crashCommit(s, point, testTrailers)
 			sha, noChange, err := f.open().CommitSuccess(f.ctx, s, "done", testTrailers)
 			if err != nil || noChange {
 				t.Fatalf("resumed CommitSuccess = %s, %v, %v", sha, noChange, err)
@@ -252,11 +248,7 @@ func TestCommitSuccessResumesNoChange(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			s := f.snapshot()
-			crashing := f.open()
-			gitops.CrashAt(crashing, point)
-			if _, _, err := crashing.CommitSuccess(f.ctx, s, "done", nil); !errors.Is(err, gitops.ErrSimulatedCrash) {
-				t.Fatalf("CommitSuccess = %v", err)
-			}
+			f.crashCommit(s, point, nil)
 			sha, noChange, err := f.open().CommitSuccess(f.ctx, s, "done", nil)
 			if err != nil || !noChange || sha != s.SnapshotRef {
 				t.Fatalf("resumed CommitSuccess = %s, %v, %v", sha, noChange, err)

@@ -26,18 +26,6 @@ func (f *fixture) attemptInPlace() {
 	f.write("dir/new2.txt", "another new file\n")
 }
 
-// startAttemptInPlace is startAttempt with attemptInPlace.
-func startAttemptInPlace(t *testing.T, opts ...gitops.Option) (*fixture, *gitops.Snapshot) {
-	t.Helper()
-	f := newFixture(t, opts...)
-	f.write("notes.txt", "my notes\n")
-	f.write("debug.log", "ignored\n")
-	s := f.snapshot()
-	f.attemptInPlace()
-	f.write("build.log", "the attempt's ignored output\n")
-	return f, s
-}
-
 // An attempt that made no commit of its own lands, and rewinds, as one
 // that did; a crash at any point of either is resumed.
 func TestAttemptInPlace(t *testing.T) {
@@ -70,11 +58,7 @@ func TestAttemptInPlace(t *testing.T) {
 		t.Run("commit resumed after "+point, func(t *testing.T) {
 			t.Parallel()
 			f, s := startAttemptInPlace(t)
-			crashing := f.open()
-			gitops.CrashAt(crashing, point)
-			if _, _, err := crashing.CommitSuccess(f.ctx, s, "done", testTrailers); !errors.Is(err, gitops.ErrSimulatedCrash) {
-				t.Fatalf("CommitSuccess = %v, want the simulated crash", err)
-			}
+			f.crashCommit(s, point, testTrailers)
 			sha, noChange, err := f.open().CommitSuccess(f.ctx, s, "done", testTrailers)
 			if err != nil || noChange {
 				t.Fatalf("resumed CommitSuccess = %s, %v, %v", sha, noChange, err)
@@ -84,11 +68,7 @@ func TestAttemptInPlace(t *testing.T) {
 		t.Run("commit, then rewind after "+point, func(t *testing.T) {
 			t.Parallel()
 			f, s := startAttemptInPlace(t)
-			crashing := f.open()
-			gitops.CrashAt(crashing, point)
-			if _, _, err := crashing.CommitSuccess(f.ctx, s, "done", testTrailers); !errors.Is(err, gitops.ErrSimulatedCrash) {
-				t.Fatalf("CommitSuccess = %v, want the simulated crash", err)
-			}
+			f.crashCommit(s, point, testTrailers)
 			if point == "committed" {
 				return // landed: there is nothing left to rewind
 			}
@@ -103,11 +83,7 @@ func TestAttemptInPlace(t *testing.T) {
 		t.Run("rewind resumed after "+point, func(t *testing.T) {
 			t.Parallel()
 			f, s := startAttemptInPlace(t)
-			crashing := f.open()
-			gitops.CrashAt(crashing, point)
-			if _, err := crashing.Rewind(f.ctx, s, "failed"); !errors.Is(err, gitops.ErrSimulatedCrash) {
-				t.Fatalf("Rewind = %v, want the simulated crash", err)
-			}
+			f.crashRewind(s, point)
 			scratchSHA, err := f.open().Rewind(f.ctx, s, "failed")
 			if err != nil {
 				t.Fatalf("resumed Rewind: %v", err)

@@ -53,19 +53,6 @@ func checkRewound(t *testing.T, f *fixture, s *gitops.Snapshot, scratchSHA strin
 	}
 }
 
-// startAttempt makes the fixture's snapshot with an untracked notes.txt
-// and an ignored debug.log, and the attempt's changes.
-func startAttempt(t *testing.T, opts ...gitops.Option) (*fixture, *gitops.Snapshot) {
-	t.Helper()
-	f := newFixture(t, opts...)
-	f.write("notes.txt", "my notes\n")
-	f.write("debug.log", "ignored\n")
-	s := f.snapshot()
-	f.attempt()
-	f.write("build.log", "the attempt's ignored output\n")
-	return f, s
-}
-
 func TestRewind(t *testing.T) {
 	t.Parallel()
 	f, s := startAttempt(t)
@@ -212,11 +199,7 @@ func TestRewindResumes(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			f, s := startAttempt(t)
-			crashing := f.open()
-			gitops.CrashAt(crashing, point)
-			if _, err := crashing.Rewind(f.ctx, s, "failed"); !errors.Is(err, gitops.ErrSimulatedCrash) {
-				t.Fatalf("Rewind = %v, want the simulated crash", err)
-			}
+			f.crashRewind(s, point)
 			scratchSHA, err := f.open().Rewind(f.ctx, s, "failed")
 			if err != nil {
 				t.Fatalf("resumed Rewind: %v", err)

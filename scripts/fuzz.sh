@@ -4,6 +4,10 @@
 #
 #   scripts/fuzz.sh                          every target
 #   FUZZTIME=5m scripts/fuzz.sh FuzzParseJob  some of them, by name
+#   scripts/fuzz.sh --list                   the targets it finds, and nothing else
+#
+# The targets are found, not listed: every Fuzz function that
+# `go test -list` reports in a package of the module.
 #
 # Go fuzzes one target per `go test` and the machines this runs on have few
 # cores, so targets run in sequence, each with all the cores. Inputs that
@@ -28,25 +32,29 @@ go=${GO:-go}
 fuzztime=${FUZZTIME:-30s}
 minimizetime=${FUZZMINIMIZETIME:-2s}
 
-# package target
-all=(
-	"./assets FuzzParseJob"
-	"./assets FuzzParseActivity"
-	"./assets FuzzParseExecutor"
-	"./assets FuzzParsePlan"
-	"./assets FuzzTemplate"
-	"./assets FuzzCondition"
-	"./executor/agent FuzzParseFixture"
-	"./executor/agent FuzzClaudeStream"
-	"./events FuzzDecodeEvent"
-	"./events FuzzDecodeEnvelope"
-	"./mcp FuzzCodexOverrides"
-	"./cmd/orbit FuzzParseSideEffect"
-	"./internal/engine FuzzDecodeSubmission"
-	"./gitops FuzzScratchBranchName"
-	"./gitops FuzzParseStatus"
-	"./gitops FuzzValidRefNameMatchesGit"
-)
+# Every fuzz target of the module, as "package target" lines, found by
+# asking go test for the Fuzz functions of each package whose test files
+# declare one: a new target is fuzzed without being listed here.
+discover() {
+	"$go" list -f '{{.Dir}} {{.ImportPath}}' ./... | while read -r dir pkg; do
+		grep -qs '^func Fuzz' "$dir"/*_test.go || continue
+		names=$("$go" test -list '^Fuzz' "$pkg")
+		sed -n "s|^\(Fuzz[A-Za-z0-9_]*\)\$|$pkg \1|p" <<<"$names"
+	done
+}
+targets=$(discover) || {
+	echo "fuzz.sh: cannot list the fuzz targets (above: what go reported)" >&2
+	exit 2
+}
+mapfile -t all <<<"$targets"
+if [ -z "$targets" ]; then
+	echo "fuzz.sh: found no fuzz targets" >&2
+	exit 2
+fi
+if [ "${1:-}" = --list ]; then
+	printf '%s\n' "${all[@]}"
+	exit 0
+fi
 
 selected=()
 if [ $# -eq 0 ]; then

@@ -74,6 +74,10 @@ func codeFor(err error) int {
 		return exitUnavailable
 	case errors.Is(err, events.ErrTokenEmbedded), errors.Is(err, events.ErrAddressInUse):
 		return exitUsage
+	case errors.Is(err, events.ErrEngineFailed):
+		// The engine took the request and failed at it: not the user's
+		// input (2), and the engine was there to answer (not 3).
+		return exitUnsuccess
 	}
 	return exitUsage
 }

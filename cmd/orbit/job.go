@@ -160,6 +160,8 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 	if err != nil {
 		return err
 	}
+	// The jobs the run invokes resolve backend: auto as this one did.
+	req.Backend = cat.Backend()
 	if err := req.PinEnv(os.LookupEnv); err != nil {
 		return err
 	}

@@ -19,6 +19,9 @@ type natsContext struct {
 	Description string `json:"description"`
 	URL         string `json:"url"`
 	NKey        string `json:"nkey"`
+	// InboxPrefix is the identity's own inbox (events.InboxPrefix): the
+	// only one the server lets it subscribe to, so requests need it.
+	InboxPrefix string `json:"inbox_prefix"`
 }
 
 // contextName is the nats CLI context name for root and identity: orbit-
@@ -55,7 +58,8 @@ project's engine as its client identity (with --reader: the reader, which
 may only subscribe to and read the log and the blobs), and print how to use
 it. The URL is the running engine's (engine.json), else serve.listen: start
 the engine with 'orbit serve' so that it listens there. The context names the
-seed file in .orbit/state/creds/; it holds no secret itself.`,
+seed file in .orbit/state/creds/; it holds no secret itself. It also sets the
+identity's own inbox prefix, the only inbox the server lets it subscribe to.`,
 		Example: `  orbit nats-context --reader
   nats --context orbit-myproject-reader sub 'orbit.events.>'`,
 		Args: cobra.NoArgs,
@@ -96,6 +100,7 @@ seed file in .orbit/state/creds/; it holds no secret itself.`,
 				Description: fmt.Sprintf("Orbit project %s, as its %s", root, id),
 				URL:         url,
 				NKey:        creds.File(id),
+				InboxPrefix: events.InboxPrefix(creds.Public[id]),
 			}, "", "  ")
 			if err != nil {
 				return err

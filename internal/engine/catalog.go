@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +25,10 @@ import (
 // change times, and inode. A file written, added, removed, renamed over or
 // touched changes the listing.
 //
+// A catalog is kept for each backend that backend: auto is asked to
+// resolve to: the config's, and the one a run was requested with
+// (--backend) for its children.
+//
 // It is safe for concurrent use; lookups wait while the catalog is opened.
 type catalogCache struct {
 	root string
@@ -32,10 +37,15 @@ type catalogCache struct {
 	dirs   assets.CatalogOptions
 	logger *slog.Logger
 
-	mu      sync.Mutex
+	mu    sync.Mutex
+	open  map[string]openCatalog // by the backend asked for ("": the config's)
+	opens int                    // how many times a catalog was opened, for tests
+}
+
+// openCatalog is a catalog and the listing it was opened with.
+type openCatalog struct {
 	listing string
 	cat     *assets.Catalog
-	opens   int // how many times the catalog was opened, for tests
 }
 
 // newCatalogCache returns a cache of root's catalog (logger nil: discard).
@@ -51,47 +61,50 @@ func newCatalogCache(root string, logger *slog.Logger) *catalogCache {
 			ExecutorDir: os.Getenv("ORBIT_EXECUTOR_DIR"),
 		},
 		logger: logger,
+		open:   map[string]openCatalog{},
 	}
 }
 
-// job looks a job up in the catalog as the files are now.
-func (c *catalogCache) job(name string) (*assets.Job, error) {
-	cat, err := c.catalog()
+// job looks a job up in the catalog as the files are now, with backend:
+// auto resolved to backend ("": the config's runtime.backend).
+func (c *catalogCache) job(name, backend string) (*assets.Job, error) {
+	cat, err := c.catalog(backend)
 	if err != nil {
 		return nil, err
 	}
 	return cat.Job(name)
 }
 
-// catalog returns the open catalog, opening it again when the listing of
-// its files differs from the one it was opened with. A catalog that fails
-// to open is not kept: the next lookup tries again.
-func (c *catalogCache) catalog() (*assets.Catalog, error) {
+// catalog returns the open catalog for backend, opening it again when the
+// listing of its files differs from the one it was opened with. A catalog
+// that fails to open is not kept: the next lookup tries again.
+func (c *catalogCache) catalog(backend string) (*assets.Catalog, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	listing, err := c.list()
 	if err != nil {
 		return nil, err
 	}
-	if c.cat != nil && listing == c.listing {
-		return c.cat, nil
+	held, ok := c.open[backend]
+	if ok && listing == held.listing {
+		return held.cat, nil
 	}
 	cfg, err := assets.LoadConfig(c.root)
 	if err != nil {
 		return nil, err
 	}
 	opts := c.dirs
-	opts.Backend = cfg.Runtime.Backend
+	opts.Backend = cmp.Or(backend, cfg.Runtime.Backend)
 	opts.FSProfiles = cfg.FSProfileNames()
 	cat, err := assets.OpenCatalog(c.root, opts)
 	if err != nil {
-		c.cat, c.listing = nil, ""
+		delete(c.open, backend)
 		return nil, err
 	}
-	if c.cat != nil {
-		c.logger.Debug("a catalog file changed; reopened the catalog")
+	if ok {
+		c.logger.Debug("a catalog file changed; reopened the catalog", "backend", opts.Backend)
 	}
-	c.cat, c.listing = cat, listing
+	c.open[backend] = openCatalog{listing: listing, cat: cat}
 	c.opens++
 	return cat, nil
 }

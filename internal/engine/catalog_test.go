@@ -31,7 +31,7 @@ func echoJob(name, greeting string) string {
 
 func greeting(t *testing.T, c *catalogCache, name string) any {
 	t.Helper()
-	job, err := c.job(name)
+	job, err := c.job(name, "")
 	require.NoError(t, err)
 	return job.Spec.Steps[0].Activity.Config["greeting"]
 }
@@ -56,7 +56,7 @@ func TestTheCatalogIsReopenedOnlyWhenAFileChanges(t *testing.T) {
 	writeAsset(t, filepath.Join(jobs, "a.yaml"), echoJob("a", "bonjour"))
 	assert.Equal(t, "bonjour", greeting(t, c, "a"), "a file rewritten with the same size")
 
-	_, err := c.job("b")
+	_, err := c.job("b", "")
 	require.ErrorIs(t, err, assets.ErrNotFound)
 	writeAsset(t, filepath.Join(jobs, "b.yaml"), echoJob("b", "hi"))
 	assert.Equal(t, "hi", greeting(t, c, "b"), "a file added")
@@ -67,7 +67,7 @@ func TestTheCatalogIsReopenedOnlyWhenAFileChanges(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(envJobs, "a.yaml")))
 	require.NoError(t, os.Remove(filepath.Join(jobs, "b.yaml")))
 	assert.Equal(t, "bonjour", greeting(t, c, "a"), "a file removed")
-	_, err = c.job("b")
+	_, err = c.job("b", "")
 	require.ErrorIs(t, err, assets.ErrNotFound)
 
 	opens := c.opens
@@ -87,9 +87,9 @@ func TestABrokenCatalogIsNotKept(t *testing.T) {
 	config := filepath.Join(root, ".orbit", "config.yaml")
 	writeAsset(t, config, "runtime: {backend: nope}\n")
 	c := newCatalogCache(root, nil)
-	_, err := c.job("a")
+	_, err := c.job("a", "")
 	require.ErrorIs(t, err, assets.ErrInvalid)
-	_, err = c.job("a")
+	_, err = c.job("a", "")
 	require.ErrorIs(t, err, assets.ErrInvalid, "still broken")
 	writeAsset(t, config, "runtime: {backend: http}\n")
 	assert.Equal(t, "hello", greeting(t, c, "a"))

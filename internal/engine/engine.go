@@ -443,8 +443,10 @@ func keyEnvs(cfg *assets.Config) []string {
 }
 
 // job looks a job up in the project's catalogs as they are now (child jobs
-// of job.invoke).
-func (e *Engine) job(name string) (*assets.Job, error) { return e.catalog.job(name) }
+// of job.invoke), with backend: auto resolved to backend ("": the config's).
+func (e *Engine) job(name, backend string) (*assets.Job, error) {
+	return e.catalog.job(name, backend)
+}
 
 // Close releases the root: NATS store, views file and engine.json.
 func (e *Engine) Close() error {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/orbitrun/orbit/events"
 )
 
 // Outsider is a plain NATS connection to an engine's server, made as any
@@ -21,8 +23,9 @@ type Outsider struct {
 	signal  chan struct{}
 }
 
-// DialOutsider connects to url, signing with the nkey seed in seed unless
-// it is empty. The connection closes when the test ends.
+// DialOutsider connects to url, signing with the nkey seed in seed (and
+// using its inbox prefix, events.SeedInboxPrefix) unless it is empty. The
+// connection closes when the test ends.
 func DialOutsider(t testing.TB, url, seed string) (*Outsider, error) {
 	t.Helper()
 	o := &Outsider{signal: make(chan struct{}, 1)}
@@ -43,7 +46,13 @@ func DialOutsider(t testing.TB, url, seed string) (*Outsider, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, opt)
+		// The inbox the server lets this key subscribe to, as Orbit's own
+		// connections use it.
+		inbox, err := events.SeedInboxPrefix(seed)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, opt, nats.CustomInboxPrefix(inbox))
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {

@@ -1,0 +1,66 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestEachIdentityHasItsOwnInbox: a client and the reader each sign in with
+// an inbox of their own and may subscribe to no other, nor to the shared
+// _INBOX.>, so neither reads the other's answers; the client's API calls
+// and the reader's feed still work through theirs.
+func TestEachIdentityHasItsOwnInbox(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	store := filepath.Join(t.TempDir(), "nats")
+	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0"})
+	credsDir := filepath.Join(filepath.Dir(store), "creds")
+	creds, err := events.EnsureCreds(credsDir)
+	require.NoError(t, err)
+	stop, err := l.Serve("test", "0.0.1", 10*time.Second, map[string]events.Handler{
+		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
+	})
+	require.NoError(t, err)
+	defer stop.Stop()
+	_, err = l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
+	require.NoError(t, err)
+
+	client, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: creds.File(events.IdentityClient)})
+	require.NoError(t, err)
+	defer client.Close()
+	var answer string
+	require.NoError(t, client.Request(ctx, "engine.info", nil, &answer), "the client's answers reach its own inbox")
+	assert.Equal(t, "hello", answer)
+	reader, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: creds.File(events.IdentityReader)})
+	require.NoError(t, err)
+	defer reader.Close()
+	evs, err := reader.Read(ctx, events.FollowOptions{})
+	require.NoError(t, err, "the reader's JetStream answers reach its own inbox")
+	assert.Len(t, evs, 1)
+
+	clientInbox := events.InboxPrefix(creds.Public[events.IdentityClient]) + ".>"
+	readerInbox := events.InboxPrefix(creds.Public[events.IdentityReader]) + ".>"
+	for _, tt := range []struct {
+		id            events.Identity
+		own, other    string
+		otherIdentity events.Identity
+	}{
+		{events.IdentityReader, readerInbox, clientInbox, events.IdentityClient},
+		{events.IdentityClient, clientInbox, readerInbox, events.IdentityReader},
+	} {
+		o, err := testkit.DialOutsider(t, l.ClientURL(), creds.File(tt.id))
+		require.NoError(t, err)
+		assert.True(t, o.SubscribeRefused(tt.other), "the %s may not read the %s's inbox", tt.id, tt.otherIdentity)
+		assert.True(t, o.SubscribeRefused("_INBOX.>"), "the %s may not read the shared inbox", tt.id)
+		assert.False(t, o.SubscribeRefused(tt.own), "the %s reads its own", tt.id)
+	}
+}
