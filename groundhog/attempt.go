@@ -91,7 +91,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 		report := syntheticReport(out, runErr)
 		report.Source = "infrastructure"
 		if provider == nil {
-			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
+			report.WhatHappened = r.cliNames(report.WhatHappened)
 		}
 		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 			return false, r.abort(ctx, a, err)
@@ -125,7 +125,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	default:
 		report = syntheticReport(out, runErr)
 		if provider == nil {
-			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
+			report.WhatHappened = r.cliNames(report.WhatHappened)
 		}
 	}
 	if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
