@@ -128,6 +128,7 @@ func TestGroundhogOverCodex(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Codex session per attempt")
 	assert.Contains(t, r.Stdout, `mcp_servers.orbit.command=`)
+	assert.Equal(t, 3, strings.Count(r.Stdout, `ORBIT_ATTEMPT_TOKEN = \"[REDACTED]\"`), "each attempt's token, redacted")
 	assert.NotContains(t, r.Stdout, "sk-orbit-test")
 
 	r = p.Orbit("groundhog", "verify", task)
