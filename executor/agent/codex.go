@@ -68,10 +68,12 @@ func tomlString(s string) string {
 // itself is recorded as tool.called when its item completes; the usage
 // Codex reports for the whole session is the outcome's.
 //
-// IMPORTANT: Codex 0.169 leaves out the items of a command that ends at
-// once in about half the runs (testdata/cli/README.md): such a command is
-// on no record but Codex's own, and its effects (a file written) are seen
-// only in the workspace.
+// IMPORTANT: Codex 0.169 was seen leaving out the items of a command that
+// ends at once in about half the runs, though 42 runs since left out none
+// (testdata/cli/README.md): a command with no item is on no record but
+// Codex's own, and its effects (a file written) are seen only in the
+// workspace. A call whose item.started came and whose item.completed did
+// not is recorded at the end (unfinished).
 type codexStream struct {
 	cfg   *CLIConfig
 	grant assets.CodexGrantData
