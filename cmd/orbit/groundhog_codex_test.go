@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -159,4 +161,38 @@ func TestGroundhogOverCodexWithoutAVerb(t *testing.T) {
 	require.Len(t, reqs, 4)
 	assert.Contains(t, string(reqs[2].Raw), "The last attempt at this checkpoint failed (synthetic)")
 	assert.Contains(t, string(reqs[2].Raw), "I wrote one.txt and stopped.", "the failure report quotes the last message")
+}
+
+// TestGroundhogOverCodexKilledMidAttempt: the engine is killed while Codex
+// waits for the model; the restarted engine rewinds the open attempt as
+// interrupted and a fresh session finishes the checkpoint.
+func TestGroundhogOverCodexKilledMidAttempt(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewOpenAIServer(t,
+		testkit.Turn{Hang: true},
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "sleep 0.5 && echo one > one.txt"}}}},
+		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+	)
+	p, repo, task := codexGroundhogProject(t, srv)
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
+	require.Equal(t, 0, r.Code, r.String())
+	p.StopEngine()
+	engine := serve(t, p)
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "Codex to ask the model", func() bool { return len(srv.Scripted()) == 1 })
+	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
+	_ = engine.Wait()
+	assert.True(t, strings.HasPrefix(testkit.Git(t, repo, "branch", "--show-current"), "groundhog/T-1/day-"), "the kill left the workspace on the scratch branch")
+
+	serve(t, p)
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
+	assert.Len(t, srv.Scripted(), 3, "one session before the kill, one after")
+	r = p.Orbit("groundhog", "show", task)
+	assert.Contains(t, r.Stdout, ": interrupted")
+	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	r = p.Orbit("groundhog", "verify", task)
+	assert.Equal(t, 0, r.Code, r.String())
 }
