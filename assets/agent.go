@@ -142,7 +142,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 // groundhogBackend resolves where a groundhog activity's attempts run:
 // over HTTP (backend: http, or left out; Backend stays empty), or as CLI
 // sessions (backend: cli), which needs an executor with an adapter that
-// can give the agent the verbs: claude_code. backend: auto is not taken:
+// can give the agent the verbs: claude_code or codex. backend: auto is not taken:
 // the runtime's default backend does not move a Groundhog task onto a CLI
 // agent.
 func (d *decoder) groundhogBackend(m *mapping, spec *ActivitySpec, providerOK bool, o *loadOptions) {
@@ -165,13 +165,13 @@ func (d *decoder) groundhogBackend(m *mapping, spec *ActivitySpec, providerOK bo
 		return
 	}
 	d.attachExecutor(m, spec, o)
-	if es := spec.ExecutorSpec; es != nil && es.Output != OutputClaudeCode {
+	if es := spec.ExecutorSpec; es != nil && es.Output != OutputClaudeCode && es.Output != OutputCodex {
 		name, key := spec.Executor, "executor"
 		if name == "" {
 			name, key = spec.Provider, "provider"
 		}
-		d.add(m.line(key), m.path, fmt.Sprintf("executor %q has output %q: a groundhog activity on backend cli needs an executor with output %s (the adapter that gives the agent the Groundhog verbs)",
-			name, cmp.Or(es.Output, "text"), OutputClaudeCode))
+		d.add(m.line(key), m.path, fmt.Sprintf("executor %q has output %q: a groundhog activity on backend cli needs an executor with output %s or %s (the adapters that give the agent the Groundhog verbs)",
+			name, cmp.Or(es.Output, "text"), OutputClaudeCode, OutputCodex))
 	}
 }
 

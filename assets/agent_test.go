@@ -200,7 +200,7 @@ func TestFSProfileNames(t *testing.T) {
 }
 
 // TestGroundhogOnTheCLIBackend: backend: cli attaches the executor when it
-// has the claude_code adapter, and refuses one without it.
+// has the claude_code or codex adapter, and refuses one without either.
 func TestGroundhogOnTheCLIBackend(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -214,6 +214,16 @@ func TestGroundhogOnTheCLIBackend(t *testing.T) {
 	require.NotNil(t, a.Spec.ExecutorSpec)
 	assert.Equal(t, assets.OutputClaudeCode, a.Spec.ExecutorSpec.Output)
 
+	writeFile(t, root, ".orbit/executors/cx.yaml", "schemaVersion: 2\nkind: Executor\nmetadata: {name: cx}\nspec: {command: codex, output: codex}\n")
+	writeFile(t, root, ".orbit/activities/gx.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: gx}\nspec: {type: groundhog, provider: claude, backend: cli, executor: cx, tools: [fs.read, fs.write]}\n")
+	c, err = openStrict(root, assets.CatalogOptions{})
+	require.NoError(t, err)
+	a, err = c.Activity("gx")
+	require.NoError(t, err)
+	require.NotNil(t, a.Spec.ExecutorSpec)
+	assert.Equal(t, assets.OutputCodex, a.Spec.ExecutorSpec.Output)
+	writeFile(t, root, ".orbit/activities/gx.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: gx}\nspec: {type: groundhog, provider: claude, backend: cli, executor: cc}\n")
+
 	// A tool Claude Code cannot be granted is refused as for an agent_loop.
 	writeFile(t, root, ".orbit/activities/gh.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: gh}\nspec: {type: groundhog, provider: claude, backend: cli, executor: cc, tools: [http.get]}\n")
 	_, err = openStrict(root, assets.CatalogOptions{})
@@ -224,5 +234,5 @@ func TestGroundhogOnTheCLIBackend(t *testing.T) {
 	writeFile(t, root, ".orbit/activities/gh.yaml", "schemaVersion: 2\nkind: Activity\nmetadata: {name: gh}\nspec: {type: groundhog, provider: claude, backend: cli, executor: cc}\n")
 	_, err = openStrict(root, assets.CatalogOptions{})
 	require.ErrorIs(t, err, assets.ErrInvalid)
-	assert.Contains(t, err.Error(), `gh.yaml:4: spec: executor "cc" has output "text": a groundhog activity on backend cli needs an executor with output claude_code`)
+	assert.Contains(t, err.Error(), `gh.yaml:4: spec: executor "cc" has output "text": a groundhog activity on backend cli needs an executor with output claude_code or codex`)
 }

@@ -112,7 +112,7 @@ func checkAgent(t *testing.T, spec *assets.ActivitySpec) {
 		}
 	case assets.TypeGroundhog:
 		if spec.Backend == assets.BackendCLI {
-			if spec.ExecutorSpec == nil || spec.ExecutorSpec.Output != assets.OutputClaudeCode {
+			if spec.ExecutorSpec == nil || spec.ExecutorSpec.Output != assets.OutputClaudeCode && spec.ExecutorSpec.Output != assets.OutputCodex {
 				t.Fatalf("a groundhog spec on cli with executor %+v", spec.ExecutorSpec)
 			}
 		} else if spec.Backend != "" || spec.ExecutorSpec != nil {

@@ -3,7 +3,6 @@ package executor_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,33 +23,8 @@ const claudeTestModel = "claude-orbit-test"
 // talking to srv. extra is more of the spec, in YAML at its indentation.
 func claudeCodeJob(t *testing.T, srv *testkit.AnthropicServer, extra string) *assets.Job {
 	t.Helper()
-	bin := testkit.ClaudeCLI(t)
-	job := parseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: claude_code_agent}
-spec:
-  steps:
-    - id: agent
-      default_input: {prompt: "Write the file.", ticket: 42}
-      spec:
-        type: agent_loop
-        provider: claude
-        model: `+claudeTestModel+`
-        instruction: "You write files for ticket {{ input.ticket }}."
-`+extra)
-	spec := job.Spec.Steps[0].Activity
-	spec.Backend = assets.BackendCLI
-	spec.Executor = "claude"
-	// The environment that keeps Claude Code on loopback; in a real project
-	// the key is in the engine's environment, never in an executor.
-	env := map[string]string{}
-	for _, kv := range testkit.ClaudeEnv(t, srv) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	spec.ExecutorSpec = &assets.ExecutorSpec{Command: bin, Output: assets.OutputClaudeCode, Env: env}
-	return job
+	return cliAgentJob(t, cliAgent{job: "claude_code_agent", executor: "claude", model: claudeTestModel,
+		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: testkit.ClaudeEnv(t, srv)}, extra)
 }
 
 func writeFileTurns(path string) []testkit.Turn {
@@ -62,9 +36,7 @@ func writeFileTurns(path string) []testkit.Turn {
 
 func TestClaudeCodeAllowedWriteLandsAndIsRecorded(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
+	log, dir := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("out.txt")...)
 	runID, fin := runJob(t, log, claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n"), nil)
 
@@ -112,8 +84,7 @@ func TestClaudeCodeAllowedWriteLandsAndIsRecorded(t *testing.T) {
 
 func TestClaudeCodeDenialFailsTheStep(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log, _ := cliEngine(t)
 	for name, tc := range map[string]struct {
 		spec        string
 		turns       []testkit.Turn
@@ -157,9 +128,7 @@ func TestClaudeCodeDenialFailsTheStep(t *testing.T) {
 
 func TestClaudeCodeDenialUnderContinueIsRecorded(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
+	log, dir := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("out.txt")...)
 	runID, fin := runJob(t, log, claudeCodeJob(t, srv, "        tools: [fs.read]\n        on_denial: continue\n        wall_clock_timeout_seconds: 60\n"), nil)
 
@@ -173,8 +142,7 @@ func TestClaudeCodeDenialUnderContinueIsRecorded(t *testing.T) {
 
 func TestClaudeCodeErrorResultFailsTheStep(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log, _ := cliEngine(t)
 	for name, tc := range map[string]struct {
 		spec  string
 		turns []testkit.Turn
@@ -198,8 +166,7 @@ func TestClaudeCodeErrorResultFailsTheStep(t *testing.T) {
 
 func TestClaudeCodeHungServerIsKilledAtTheWallClock(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log, _ := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, testkit.Turn{Hang: true})
 	began := time.Now()
 	// Long enough for Claude Code to start and ask on a loaded machine.
@@ -216,8 +183,7 @@ func TestClaudeCodeHungServerIsKilledAtTheWallClock(t *testing.T) {
 
 func TestCLIBackendMissingCommandIsNotRetried(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log, _ := cliEngine(t)
 	job := cliJob(t, "orbit-no-such-agent", assets.OutputClaudeCode, 30)
 	job.Spec.Steps[0].Activity.Tools = []string{"fs.read"}
 	_, fin := runJob(t, log, job, nil)
@@ -229,8 +195,7 @@ func TestCLIBackendMissingCommandIsNotRetried(t *testing.T) {
 
 func TestClaudeCodeWithoutToolsOffersNone(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log, _ := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, testkit.Turn{Text: "nothing to do"})
 	// A model request with no tools is a side request to the server; the
 	// agent's one turn is the only request.

@@ -24,35 +24,9 @@ const codexTestModel = "gpt-orbit-test"
 // srv. extra is more of the spec, in YAML at its indentation.
 func codexJob(t *testing.T, srv *testkit.OpenAIServer, extra string) *assets.Job {
 	t.Helper()
-	bin := testkit.CodexCLI(t)
-	job := parseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: codex_agent}
-spec:
-  steps:
-    - id: agent
-      default_input: {prompt: "Write the file.", ticket: 42}
-      spec:
-        type: agent_loop
-        provider: claude
-        model: `+codexTestModel+`
-        instruction: "You write files for ticket {{ input.ticket }}."
-`+extra)
-	// Parsed without executors, so as an http step first: Codex has no HTTP
-	// transport.
-	spec := job.Spec.Steps[0].Activity
-	spec.Backend, spec.Provider, spec.Executor = assets.BackendCLI, "codex", "codex"
-	// The environment and provider that keep Codex on loopback; in a real
-	// project the key is in the engine's environment, never in an executor.
-	env := map[string]string{}
-	for _, kv := range testkit.CodexEnv(t) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	spec.ExecutorSpec = &assets.ExecutorSpec{Command: bin, Output: assets.OutputCodex, Env: env,
-		Args: testkit.CodexProviderArgs(srv)}
-	return job
+	return cliAgentJob(t, cliAgent{job: "codex_agent", provider: "codex", executor: "codex", model: codexTestModel,
+		spec: assets.ExecutorSpec{Command: testkit.CodexCLI(t), Output: assets.OutputCodex, Args: testkit.CodexProviderArgs(srv)},
+		env:  testkit.CodexEnv(t)}, extra)
 }
 
 // codexCommandTurns run a command through Codex's shell, then answer. The
@@ -67,9 +41,7 @@ func codexCommandTurns(cmd string) []testkit.Turn {
 
 func TestCodexAllowedWriteLandsAndIsRecorded(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
+	log, dir := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, codexCommandTurns("echo written > out.txt")...)
 	runID, fin := runJob(t, log, codexJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n"), nil)
 
@@ -125,9 +97,7 @@ func TestCodexAllowedWriteLandsAndIsRecorded(t *testing.T) {
 // Codex's sandbox is read-only and the command's write fails.
 func TestCodexReadOnlyAllowlistKeepsTheWorkspace(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
+	log, dir := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, codexCommandTurns("echo written > out.txt")...)
 	runID, fin := runJob(t, log, codexJob(t, srv, "        tools: [fs.read]\n        wall_clock_timeout_seconds: 60\n"), nil)
 
@@ -140,8 +110,7 @@ func TestCodexReadOnlyAllowlistKeepsTheWorkspace(t *testing.T) {
 
 func TestCodexFailedTurnFailsTheStep(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log, _ := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, testkit.Turn{Fail: &testkit.APIFailure{Status: 500, Message: "scripted outage"}})
 	_, fin := runJob(t, log, codexJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n"), nil)
 
@@ -156,8 +125,7 @@ func TestCodexFailedTurnFailsTheStep(t *testing.T) {
 // succeeds.
 func TestCodexRecoveredReconnectIsNotAFailure(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log, _ := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, testkit.Turn{Cut: true}, testkit.Turn{Text: "recovered"})
 	job := codexJob(t, srv, "        wall_clock_timeout_seconds: 60\n")
 	spec := job.Spec.Steps[0].Activity.ExecutorSpec
@@ -176,8 +144,7 @@ func TestCodexRecoveredReconnectIsNotAFailure(t *testing.T) {
 
 func TestCodexHungServerIsKilledAtTheWallClock(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log, _ := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, testkit.Turn{Hang: true})
 	began := time.Now()
 	runID, fin := runJob(t, log, codexJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 8\n"), nil)
@@ -195,9 +162,7 @@ func TestCodexHungServerIsKilledAtTheWallClock(t *testing.T) {
 // adapter stops it when it calls a tool past max_iterations.
 func TestCodexTurnLimitStopsTheAgent(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
+	log, dir := cliEngine(t)
 	first := codexCommandTurns("echo one > one.txt")[0]
 	second := codexCommandTurns("sleep 5 && echo two > two.txt")[0]
 	srv := testkit.NewOpenAIServer(t, first, second, testkit.Turn{Text: "done"})

@@ -93,7 +93,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 		report := syntheticReport(out, runErr)
 		report.Source = sourceInfrastructure
 		if provider == nil {
-			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
+			report.WhatHappened = r.cliNames(report.WhatHappened)
 		}
 		if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {
 			return false, r.abort(ctx, a, err)
@@ -124,7 +124,7 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	default:
 		report = syntheticReport(out, runErr)
 		if provider == nil {
-			report.WhatHappened = cliVerbNames.Replace(report.WhatHappened)
+			report.WhatHappened = r.cliNames(report.WhatHappened)
 		}
 	}
 	if err := record(ctx, r, events.GroundhogAttemptFailed, "", events.GroundhogAttemptFailedData{Attempt: a.id, Report: report}); err != nil {

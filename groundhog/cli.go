@@ -22,6 +22,16 @@ const (
 	ClaudeToolSideEffect = "mcp__orbit__side_effect"
 )
 
+// The verbs as Codex offers them: the functions of the namespace
+// mcp__orbit, named in Codex's own way of naming a namespace's function.
+// A Codex session reports a call of one as an mcp_tool_call item of server
+// orbit, recorded as mcp:orbit/<tool>.
+const (
+	CodexToolSuccess    = "mcp__orbit.checkpoint_success"
+	CodexToolFailure    = "mcp__orbit.checkpoint_failure"
+	CodexToolSideEffect = "mcp__orbit.side_effect"
+)
+
 // claudeNoAutoMemory turns Claude Code's auto memory off (2.1.331 reads
 // it from the environment).
 const claudeNoAutoMemory = "CLAUDE_CODE_DISABLE_AUTO_MEMORY=1"
@@ -34,15 +44,31 @@ var claudeVerbs = map[string]string{
 	ClaudeToolSideEffect: VerbSideEffect,
 }
 
+// codexVerbs maps the verbs as a Codex session reports their calls to the
+// verbs they are recorded as.
+var codexVerbs = map[string]string{
+	"mcp:orbit/checkpoint_success": VerbSuccess,
+	"mcp:orbit/checkpoint_failure": VerbFailure,
+	"mcp:orbit/side_effect":        VerbSideEffect,
+}
+
 // cliVerbNames renames the verbs to the names a CLI agent sees them by,
 // in what it is told: its system prompt, and the synthetic failure report
 // the next attempt reads.
-var cliVerbNames = strings.NewReplacer(VerbSuccess, ClaudeToolSuccess, VerbFailure, ClaudeToolFailure, VerbSideEffect, ClaudeToolSideEffect)
+var cliVerbNames = map[string]*strings.Replacer{
+	assets.OutputClaudeCode: strings.NewReplacer(VerbSuccess, ClaudeToolSuccess, VerbFailure, ClaudeToolFailure, VerbSideEffect, ClaudeToolSideEffect),
+	assets.OutputCodex:      strings.NewReplacer(VerbSuccess, CodexToolSuccess, VerbFailure, CodexToolFailure, VerbSideEffect, CodexToolSideEffect),
+}
 
-// cliSystemPrompt is systemPrompt with the verbs under the names the CLI
-// agent sees them by.
-func cliSystemPrompt(instruction string) string {
-	return cliVerbNames.Replace(systemPrompt(instruction))
+// cliNames renames the verbs in text to the names the run's CLI agent sees
+// them by.
+func (r *runner) cliNames(text string) string {
+	if es := r.cfg.Spec.ExecutorSpec; es != nil {
+		if rep := cliVerbNames[es.Output]; rep != nil {
+			return rep.Replace(text)
+		}
+	}
+	return text
 }
 
 // cliSession runs the attempt as a fresh CLI agent session in the
@@ -63,15 +89,11 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 		return nil, err
 	}
 	defer r.cfg.CLI.Attempts.Unregister(scope)
-	dir, err := os.MkdirTemp("", "orbit-attempt-")
+	server, cleanup, err := a.mcpServer(scope)
 	if err != nil {
-		return nil, fmt.Errorf("the attempt's MCP config: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	config := filepath.Join(dir, "mcp.json")
-	if err := r.cfg.CLI.WriteMCPConfig(config, r.cfg.TaskID, scope.Token); err != nil {
 		return nil, err
 	}
+	defer cleanup()
 
 	stop, exited := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -96,12 +118,15 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 		env = os.Environ()
 	}
 	// Claude Code's auto memory would carry what one attempt learnt into
-	// the next, outside GroundhogMemory: it is off.
-	env = append(slices.Clip(env), claudeNoAutoMemory)
+	// the next, outside GroundhogMemory: it is off. (Codex keeps no memory
+	// across sessions run with --ephemeral.)
+	if spec.ExecutorSpec.Output == assets.OutputClaudeCode {
+		env = append(slices.Clip(env), claudeNoAutoMemory)
+	}
 	out, err := agent.RunCLI(ctx, agent.CLIConfig{
 		Executor: name,
 		Spec:     *spec.ExecutorSpec,
-		Envelope: agent.Envelope{Instruction: cliSystemPrompt(spec.Instruction), Prompt: Prompt(r.plan, mem, cp),
+		Envelope: agent.Envelope{Instruction: r.cliNames(systemPrompt(spec.Instruction)), Prompt: Prompt(r.plan, mem, cp),
 			Tools: spec.Tools, Model: spec.Model, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Attempt: a.id.Day, Workspace: r.repo.Dir},
 		Workspace:       r.repo.Dir,
 		Env:             env,
@@ -111,11 +136,38 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 		AllowedPrograms: spec.AllowedPrograms,
 		MaxTurns:        spec.MaxIterations,
 		OnDenial:        spec.OnDenial,
-		MCP:             &agent.CLIMCP{ConfigPath: config, Tools: claudeVerbs},
+		MCP:             server,
 		Stop:            stop,
 	})
 	close(exited)
 	cancel()
 	wg.Wait()
 	return out, err
+}
+
+// mcpServer is how the attempt's agent is given `orbit mcp` with the
+// scope's token: a --mcp-config file for Claude Code (removed by cleanup),
+// -c overrides for Codex.
+func (a *attempt) mcpServer(scope *Scope) (server *agent.CLIMCP, cleanup func(), err error) {
+	r := a.r
+	if r.cfg.Spec.ExecutorSpec.Output == assets.OutputCodex {
+		if r.cfg.CLI.CodexOverrides == nil {
+			return nil, nil, fmt.Errorf("the attempt's MCP server: %w", ErrNoCLIBackend)
+		}
+		overrides, err := r.cfg.CLI.CodexOverrides(r.cfg.TaskID, scope.Token)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &agent.CLIMCP{CodexOverrides: overrides, Tools: codexVerbs}, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "orbit-attempt-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("the attempt's MCP config: %w", err)
+	}
+	config := filepath.Join(dir, "mcp.json")
+	if err := r.cfg.CLI.WriteMCPConfig(config, r.cfg.TaskID, scope.Token); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return &agent.CLIMCP{ConfigPath: config, Tools: claudeVerbs}, func() { os.RemoveAll(dir) }, nil
 }

@@ -70,8 +70,11 @@ type Config struct {
 type CLIBackend struct {
 	Attempts *Attempts
 	// WriteMCPConfig writes, at path, the --mcp-config that starts the
-	// engine's `orbit mcp` for the attempt that holds token.
+	// engine's `orbit mcp` for the attempt that holds token (Claude Code).
 	WriteMCPConfig func(path, taskID, token string) error
+	// CodexOverrides returns the -c arguments that start the engine's
+	// `orbit mcp` in Codex for the attempt that holds token.
+	CodexOverrides func(taskID, token string) ([]string, error)
 }
 
 // Result is how a run left the task.

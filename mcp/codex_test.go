@@ -23,8 +23,8 @@ import (
 // verbs' schemas, in its mcp__orbit namespace.
 //
 // Codex 0.169 calls such a tool only from a function_call that names the
-// namespace, which the scripted OpenAI server does not write: the call
-// itself is tested through Claude Code and an MCP client.
+// namespace (testkit.ToolUse.Namespace): the calls themselves are tested
+// end to end by TestGroundhogOverCodex in cmd/orbit.
 func TestCodexOffersTheVerbsFromTheOverrides(t *testing.T) {
 	t.Parallel()
 	bin := testkit.CodexCLI(t)

@@ -95,7 +95,14 @@ func WriteClaudeConfig(path string, s Scope) error {
 }
 
 // CodexOverrides returns the `-c key=value` arguments that make Codex
-// start `<binary> mcp` as its MCP server orbit, values in TOML.
+// start `<binary> mcp` as its MCP server orbit, values in TOML, and let it
+// call the server's tools without asking.
+//
+// IMPORTANT: Codex 0.169 asks for approval of every MCP tool call by
+// default, and under approval_policy "never" (how Orbit runs it) a call
+// that needs approval fails ("MCP tool call requires approval, but
+// approval policy is never") without reaching the server:
+// default_tools_approval_mode "approve" lets the verbs through.
 //
 // IMPORTANT: they hold the token on Codex's command line; whoever records
 // the command line must redact it (the engine adds every token to its
@@ -119,6 +126,7 @@ func CodexOverrides(s Scope) ([]string, error) {
 		"-c", prefix + "command=" + tomlString(s.Binary),
 		"-c", prefix + `args=["mcp"]`,
 		"-c", prefix + "env={" + strings.Join(pairs, ", ") + "}",
+		"-c", prefix + `default_tools_approval_mode="approve"`,
 	}, nil
 }
 

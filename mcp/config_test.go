@@ -44,6 +44,7 @@ func TestCodexOverrides(t *testing.T) {
 		"-c", `mcp_servers.orbit.command="C:\\orbit \"dev\"\\orbit"`,
 		"-c", `mcp_servers.orbit.args=["mcp"]`,
 		"-c", `mcp_servers.orbit.env={ORBIT_ATTEMPT_TOKEN = "tok", ORBIT_LOG_KEY = "/p/log.key", ORBIT_NATS_URL = "nats://127.0.0.1:4222", ORBIT_NKEY = "/p/.orbit/state/creds/client.nk", ORBIT_TASK_ID = "T1"}`,
+		"-c", `mcp_servers.orbit.default_tools_approval_mode="approve"`,
 	}, args)
 }
 

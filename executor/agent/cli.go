@@ -67,8 +67,8 @@ type CLIConfig struct {
 	// Budget, when set, is checked after every turn the claude_code
 	// adapter records: once spent, the agent is stopped.
 	Budget *Budget
-	// MCP, when set, gives a claude_code agent one MCP server's tools
-	// besides its built-in ones.
+	// MCP, when set, gives a claude_code or codex agent one MCP server's
+	// tools besides its built-in ones.
 	MCP *CLIMCP
 	// Stop, when closed, stops the agent as a finished session: RunCLI
 	// kills its group and returns what was read, with StopTerminalTool and
@@ -76,14 +76,19 @@ type CLIConfig struct {
 	Stop <-chan struct{}
 }
 
-// CLIMCP is an MCP server a claude_code agent is given: --mcp-config with
-// --strict-mcp-config (no other server it may find is started), and its
-// tools allowed by name.
+// CLIMCP is an MCP server an agent is given. Claude Code reads it from
+// ConfigPath (--mcp-config with --strict-mcp-config: no other server it
+// may find is started) and is allowed its tools by name; Codex is given it
+// by CodexOverrides on its command line.
 type CLIMCP struct {
 	// ConfigPath is the file Claude Code reads with --mcp-config.
 	ConfigPath string
-	// Tools maps the server's tools as Claude Code names them
-	// (mcp__<server>__<tool>) to the Orbit names they are recorded under.
+	// CodexOverrides are the `-c` arguments that start the server in Codex
+	// (mcp.CodexOverrides).
+	CodexOverrides []string
+	// Tools maps the server's tools as the agent reports them (Claude
+	// Code: mcp__<server>__<tool>; Codex: mcp:<server>/<tool>) to the Orbit
+	// names they are recorded under.
 	Tools map[string]string
 }
 

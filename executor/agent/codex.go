@@ -44,6 +44,9 @@ func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData) []string {
 	if s := cfg.Envelope.Instruction; s != "" {
 		args = append(args, "-c", "developer_instructions="+tomlString(s))
 	}
+	if cfg.MCP != nil {
+		args = append(args, cfg.MCP.CodexOverrides...)
+	}
 	return append(args, "-")
 }
 
@@ -65,10 +68,12 @@ func tomlString(s string) string {
 // itself is recorded as tool.called when its item completes; the usage
 // Codex reports for the whole session is the outcome's.
 //
-// IMPORTANT: Codex 0.169 leaves out the items of a command that ends at
-// once in about half the runs (testdata/cli/README.md): such a command is
-// on no record but Codex's own, and its effects (a file written) are seen
-// only in the workspace.
+// IMPORTANT: Codex 0.169 was seen leaving out the items of a command that
+// ends at once in about half the runs, though 42 runs since left out none
+// (testdata/cli/README.md): a command with no item is on no record but
+// Codex's own, and its effects (a file written) are seen only in the
+// workspace. A call whose item.started came and whose item.completed did
+// not is recorded at the end (unfinished).
 type codexStream struct {
 	cfg   *CLIConfig
 	grant assets.CodexGrantData
@@ -79,6 +84,7 @@ type codexStream struct {
 	turn      int
 	text      []string // messages said since the last recorded turn
 	items     map[string]*codexCall
+	order     []string // the items' ids, as they started
 	out       Outcome
 	completed bool   // a turn.completed was read
 	failure   string // turn.failed's message
@@ -119,17 +125,27 @@ type codexItem struct {
 		Kind string `json:"kind"`
 	} `json:"changes"`
 	// mcp_tool_call
-	Server string `json:"server"`
-	Tool   string `json:"tool"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result"`
+	MCPError  *codexError     `json:"error"`
 	// web_search
 	Query string `json:"query"`
 }
 
+// codexError is an MCP call's error.
+type codexError struct {
+	Message string `json:"message"`
+}
+
 // codexCall is a tool call whose turn is recorded.
 type codexCall struct {
+	item   *codexItem // as it started
 	turn   int
 	at     time.Time
 	denied bool
+	done   bool // its tool.called is recorded
 }
 
 func newCodexStream(cfg *CLIConfig, grant assets.CodexGrantData, stop func(error)) *codexStream {
@@ -196,8 +212,16 @@ func (it *codexItem) agentTool() string {
 }
 
 // orbitName is the Orbit tool the item stands for, or "" when it stands for
-// none. A change of several files of several kinds is an fs.edit.
-func (it *codexItem) orbitName() string {
+// none. A change of several files of several kinds is an fs.edit; a call of
+// an MCP tool stands for what the session's MCP server maps it to (mcp: nil
+// when it has none).
+func (it *codexItem) orbitName(mcp *CLIMCP) string {
+	if it.Type == "mcp_tool_call" {
+		if mcp == nil {
+			return ""
+		}
+		return mcp.Tools[it.agentTool()]
+	}
 	if it.Type != "file_change" {
 		return assets.CodexOrbitTool(it.Type, "")
 	}
@@ -221,8 +245,24 @@ func (it *codexItem) input() []byte {
 		return b
 	case "web_search":
 		return []byte(it.Query)
+	case "mcp_tool_call":
+		return it.Arguments
 	}
 	return nil
+}
+
+// output is what came of the item, for the result of tool.called.
+func (it *codexItem) output() string {
+	if it.Type == "mcp_tool_call" {
+		if it.MCPError != nil {
+			return it.MCPError.Message
+		}
+		if len(it.Result) == 0 || string(it.Result) == "null" {
+			return ""
+		}
+		return string(it.Result)
+	}
+	return it.AggregatedOutput
 }
 
 // start records the turn that asked for a call, once per item, and refuses
@@ -235,13 +275,14 @@ func (s *codexStream) start(ctx context.Context, it *codexItem) error {
 	if err := s.recordTurn(ctx, it); err != nil {
 		return err
 	}
-	s.items[it.ID] = &codexCall{turn: s.turn, at: time.Now()}
+	s.items[it.ID] = &codexCall{item: it, turn: s.turn, at: time.Now()}
+	s.order = append(s.order, it.ID)
 	if s.cfg.MaxTurns > 0 && s.turn > s.cfg.MaxTurns && s.limit == nil {
 		s.limit = fmt.Errorf("%w: Codex was still calling tools after %d turns", ErrTurnLimit, s.cfg.MaxTurns)
 		s.out.StopReason = StopTurnLimit
 		s.stop(s.limit)
 	}
-	name := it.orbitName()
+	name := it.orbitName(s.cfg.MCP)
 	switch {
 	case name == "":
 		return s.denial(ctx, it, "not in the allowlist: Orbit grants Codex no "+it.Type)
@@ -286,27 +327,28 @@ func (s *codexStream) recordTurn(ctx context.Context, it *codexItem) error {
 // declined it.
 func (s *codexStream) complete(ctx context.Context, it *codexItem) error {
 	c := s.items[it.ID]
-	if c.denied {
+	if c.denied || c.done {
 		return nil
 	}
+	c.done = true
 	if it.Status == "declined" {
 		return s.denial(ctx, it, "declined by Codex")
 	}
-	in := it.input()
+	in, out := it.input(), it.output()
 	sum := sha256.Sum256(in)
 	data := events.ToolCalledData{
-		Attempt: s.cfg.Attempt, Turn: c.turn, ToolUseID: it.ID, Name: it.orbitName(), AgentTool: it.agentTool(),
+		Attempt: s.cfg.Attempt, Turn: c.turn, ToolUseID: it.ID, Name: it.orbitName(s.cfg.MCP), AgentTool: it.agentTool(),
 		InputDigest: "sha256-" + hex.EncodeToString(sum[:]), InputSize: len(in),
-		ResultSize: len(it.AggregatedOutput), DurationMS: time.Since(c.at).Milliseconds(),
+		ResultSize: len(out), DurationMS: time.Since(c.at).Milliseconds(),
 	}
 	switch {
 	case it.Status == "failed" && it.ExitCode != nil:
-		data.Error = capText(fmt.Sprintf("exit code %d: %s", *it.ExitCode, it.AggregatedOutput), textCap)
+		data.Error = capText(fmt.Sprintf("exit code %d: %s", *it.ExitCode, out), textCap)
 	case it.Status == "failed":
-		data.Error = capText("failed: "+it.AggregatedOutput, textCap)
+		data.Error = capText("failed: "+out, textCap)
 	}
-	if len(it.AggregatedOutput) > blobCap {
-		ref, err := s.cfg.Emitter.PutBlob(ctx, []byte(it.AggregatedOutput))
+	if len(out) > blobCap {
+		ref, err := s.cfg.Emitter.PutBlob(ctx, []byte(out))
 		if err != nil {
 			return err
 		}
@@ -331,7 +373,7 @@ func (s *codexStream) denial(ctx context.Context, it *codexItem, reason string) 
 	if onDenial == "" {
 		onDenial = OnDenialTerminate
 	}
-	name := it.orbitName()
+	name := it.orbitName(s.cfg.MCP)
 	if name == "" {
 		name = it.agentTool()
 	}
@@ -351,11 +393,34 @@ func (s *codexStream) denial(ctx context.Context, it *codexItem, reason string) 
 	return nil
 }
 
+// unfinished records the calls that started and never completed: the
+// session ended while they ran (a terminal verb, whose MCP call Codex is
+// stopped in the middle of, or a kill). Each is a tool.called whose error
+// says so, in the order the calls started.
+func (s *codexStream) unfinished(ctx context.Context) error {
+	for _, id := range s.order {
+		c := s.items[id]
+		if c.done || c.denied {
+			continue
+		}
+		const why = "the session ended before the call returned"
+		it := *c.item
+		it.Status, it.ExitCode, it.AggregatedOutput, it.MCPError = "failed", nil, why, &codexError{Message: why}
+		if err := s.complete(ctx, &it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // outcome is how the session ended, and the error that fails the step when
 // it did not end well: a denial under on_denial terminate, the turn limit,
 // a failed turn (Codex's words), or no completed turn at all (then tail,
 // the end of what Codex printed, says what happened).
-func (s *codexStream) outcome(_ context.Context, tail string) (*Outcome, error) {
+func (s *codexStream) outcome(ctx context.Context, tail string) (*Outcome, error) {
+	if s.err == nil {
+		s.err = s.unfinished(ctx)
+	}
 	out := s.out
 	switch {
 	case s.err != nil:

@@ -152,7 +152,46 @@ func TestCodexStreamTurnLimit(t *testing.T) {
 	assert.Equal(t, err, stopped, "the agent is stopped when it calls past the limit")
 	assert.Equal(t, StopTurnLimit, out.StopReason)
 	assert.Contains(t, err.Error(), "after 2 turns")
-	assert.Len(t, rec.types, 3)
+	// Three turns, then the three commands that never completed: each is
+	// on the record, as a call the session ended in the middle of.
+	require.Equal(t, []string{events.AgentTurn, events.AgentTurn, events.AgentTurn, events.ToolCalled, events.ToolCalled, events.ToolCalled}, rec.types)
+	for i, id := range []string{"item_1", "item_2", "item_3"} {
+		c := rec.payloads[3+i].(events.ToolCalledData)
+		assert.Equal(t, id, c.ToolUseID)
+		assert.Equal(t, "shell.exec", c.Name)
+		assert.Equal(t, i+1, c.Turn)
+		assert.Equal(t, "failed: the session ended before the call returned", c.Error)
+	}
+}
+
+// TestCodexStreamMCPCall: a call of the session's MCP server is recorded
+// under the Orbit name the server maps it to, with its arguments and
+// result; a call of an MCP tool that maps to none is denied.
+func TestCodexStreamMCPCall(t *testing.T) {
+	mcp := &CLIMCP{Tools: map[string]string{"mcp:orbit/checkpoint_success": "orbit.groundhog.checkpoint_success"}}
+	call := func(tool, status, rest string) string {
+		return `{"type":"item.started","item":{"id":"item_1","type":"mcp_tool_call","server":"orbit","tool":"` + tool + `","arguments":{"summary":"s"},"status":"in_progress"}}` + "\n" +
+			`{"type":"item.completed","item":{"id":"item_1","type":"mcp_tool_call","server":"orbit","tool":"` + tool + `","arguments":{"summary":"s"},` + rest + `,"status":"` + status + `"}}` + "\n"
+	}
+	done := `{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}` + "\n"
+	rec, out, err, _ := replayCodex(t, []byte(call("checkpoint_success", "completed", `"result":{"content":[{"type":"text","text":"accepted"}]},"error":null`)+done), CLIConfig{MCP: mcp})
+	require.NoError(t, err)
+	assert.Equal(t, 1, out.ToolCalls)
+	c := rec.payloads[1].(events.ToolCalledData)
+	assert.Equal(t, "orbit.groundhog.checkpoint_success", c.Name)
+	assert.Equal(t, "mcp:orbit/checkpoint_success", c.AgentTool)
+	assert.Equal(t, len(`{"summary":"s"}`), c.InputSize)
+	assert.Empty(t, c.Error)
+	assert.Positive(t, c.ResultSize)
+
+	rec, _, err, _ = replayCodex(t, []byte(call("checkpoint_success", "failed", `"result":null,"error":{"message":"MCP tool call requires approval"}`)+done), CLIConfig{MCP: mcp})
+	require.NoError(t, err)
+	assert.Equal(t, "failed: MCP tool call requires approval", rec.payloads[1].(events.ToolCalledData).Error)
+
+	_, _, err, _ = replayCodex(t, []byte(call("drop_tables", "completed", `"result":null,"error":null`)+done), CLIConfig{MCP: mcp})
+	var denied *DeniedError
+	require.ErrorAs(t, err, &denied, "a tool of the server that stands for no Orbit tool")
+	assert.Equal(t, "mcp:orbit/drop_tables", denied.Tool)
 }
 
 func TestCodexArgs(t *testing.T) {

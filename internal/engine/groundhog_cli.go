@@ -15,16 +15,28 @@ import (
 // clientSeed (the project's client identity, or the --nkey file an
 // external server admits the engine with).
 func (e *Engine) groundhogCLI(clientSeed string) *groundhog.CLIBackend {
+	scope := func(taskID, token string) (mcp.Scope, error) {
+		bin, err := os.Executable()
+		if err != nil {
+			return mcp.Scope{}, fmt.Errorf("the orbit executable for orbit mcp: %w", err)
+		}
+		return mcp.Scope{Binary: bin, NATSURL: e.log.ClientURL(), NKeyFile: clientSeed, TaskID: taskID, Token: token}, nil
+	}
 	return &groundhog.CLIBackend{
 		Attempts: e.attempts,
 		WriteMCPConfig: func(path, taskID, token string) error {
-			bin, err := os.Executable()
+			s, err := scope(taskID, token)
 			if err != nil {
-				return fmt.Errorf("the orbit executable for orbit mcp: %w", err)
+				return err
 			}
-			return mcp.WriteClaudeConfig(path, mcp.Scope{
-				Binary: bin, NATSURL: e.log.ClientURL(), NKeyFile: clientSeed, TaskID: taskID, Token: token,
-			})
+			return mcp.WriteClaudeConfig(path, s)
+		},
+		CodexOverrides: func(taskID, token string) ([]string, error) {
+			s, err := scope(taskID, token)
+			if err != nil {
+				return nil, err
+			}
+			return mcp.CodexOverrides(s)
 		},
 	}
 }

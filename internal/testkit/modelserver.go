@@ -37,6 +37,11 @@ type ToolUse struct {
 	ID    string // default: derived from the turn and the call's position
 	Name  string
 	Input any
+	// Namespace is the namespace of a Responses API function_call: the
+	// name of a tool of type namespace the client offered, Name one of its
+	// members (Codex offers an MCP server's tools as the namespace
+	// mcp__<server>). Empty for a plain function, and for Anthropic.
+	Namespace string
 }
 
 // APIFailure is an HTTP error answered in the API's error format.

@@ -2,7 +2,9 @@ package testkit_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -205,5 +207,57 @@ func TestModelServersCutStreams(t *testing.T) {
 	}
 	if len(kinds) != 1 || kinds[0] != "response.created" {
 		t.Errorf("openai events %v, want only response.created", kinds)
+	}
+}
+
+// TestOpenAIServerNamespacedFunctionCall: a namespace's tools are recorded
+// as <namespace>.<tool>, and a scripted call in a namespace carries it,
+// streamed and in the completed response, as Codex reads it.
+func TestOpenAIServerNamespacedFunctionCall(t *testing.T) {
+	srv := testkit.NewOpenAIServer(t, testkit.Turn{
+		Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "s"}}}})
+	body := `{"model":"m","stream":true,"input":"go","tools":[{"type":"function","name":"exec_command"},` +
+		`{"type":"namespace","name":"mcp__orbit","tools":[{"type":"function","name":"checkpoint_success"},{"type":"function","name":"side_effect"}]}]}`
+	resp, err := http.Post(srv.URL()+"/v1/responses", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added, done int
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type string
+			Item struct{ Type, Name, Namespace string }
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Item.Type != "function_call" {
+			continue
+		}
+		if ev.Item.Name != "checkpoint_success" || ev.Item.Namespace != "mcp__orbit" {
+			t.Errorf("%s: item %+v", ev.Type, ev.Item)
+		}
+		switch ev.Type {
+		case "response.output_item.added":
+			added++
+		case "response.output_item.done":
+			done++
+		}
+	}
+	if added != 1 || done != 1 {
+		t.Errorf("function_call items: %d added, %d done\n%s", added, done, raw)
+	}
+	reqs := srv.Scripted()
+	if len(reqs) != 1 || strings.Join(reqs[0].Tools, ",") != "exec_command,mcp__orbit.checkpoint_success,mcp__orbit.side_effect" {
+		t.Errorf("recorded %+v", reqs)
 	}
 }

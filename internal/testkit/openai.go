@@ -16,6 +16,13 @@ import (
 //
 // A request that offers tools takes the next turn of the script; one that
 // offers none is answered with SideText. Every request is recorded.
+//
+// Codex 0.169 offers an MCP server's tools as one tool of type namespace,
+// named mcp__<server>, whose tools are the server's; it routes a
+// function_call to the server only when the call carries that namespace
+// and the bare tool name (ToolUse.Namespace). A function_call named
+// mcp__orbit__checkpoint_success with no namespace is answered by Codex
+// itself as "unsupported call".
 type OpenAIServer struct {
 	*modelServer
 	// SideText answers requests outside the script.
@@ -44,8 +51,11 @@ func decodeOpenAI(raw []byte, req *ModelRequest) {
 		Instructions string          `json:"instructions"`
 		Input        json.RawMessage `json:"input"`
 		Tools        []struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
+			Type  string `json:"type"`
+			Name  string `json:"name"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"` // a namespace's functions
 		} `json:"tools"`
 		Stream bool `json:"stream"`
 	}
@@ -54,7 +64,15 @@ func decodeOpenAI(raw []byte, req *ModelRequest) {
 	}
 	req.Model, req.System, req.Stream = body.Model, body.Instructions, body.Stream
 	for _, t := range body.Tools {
-		req.Tools = append(req.Tools, cmp.Or(t.Name, t.Type))
+		if t.Type != "namespace" {
+			req.Tools = append(req.Tools, cmp.Or(t.Name, t.Type))
+			continue
+		}
+		// A namespace's functions are listed as <namespace>.<function>,
+		// Codex's own way of naming them (mcp__orbit.checkpoint_success).
+		for _, f := range t.Tools {
+			req.Tools = append(req.Tools, t.Name+"."+f.Name)
+		}
 	}
 	var s string
 	if json.Unmarshal(body.Input, &s) == nil {
@@ -153,6 +171,9 @@ func (s *OpenAIServer) responses(w http.ResponseWriter, r *http.Request) {
 		case "function_call":
 			added := map[string]any{"id": item["id"], "type": "function_call", "status": "in_progress",
 				"call_id": item["call_id"], "name": item["name"], "arguments": ""}
+			if ns, ok := item["namespace"]; ok {
+				added["namespace"] = ns
+			}
 			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
 			args := item["arguments"].(string)
 			half := len(args) / 2
@@ -174,9 +195,13 @@ func openAIOutput(turn Turn, n int) []map[string]any {
 			"role": "assistant", "content": []map[string]any{{"type": "output_text", "text": turn.Text, "annotations": []any{}}}})
 	}
 	for i, tu := range turn.Tools {
-		output = append(output, map[string]any{"id": fmt.Sprintf("fc_%03d_%d", n+1, i+1), "type": "function_call",
+		item := map[string]any{"id": fmt.Sprintf("fc_%03d_%d", n+1, i+1), "type": "function_call",
 			"status": "completed", "call_id": cmp.Or(tu.ID, fmt.Sprintf("call_%03d_%d", n+1, i+1)),
-			"name": tu.Name, "arguments": inputJSON(tu.Input)})
+			"name": tu.Name, "arguments": inputJSON(tu.Input)}
+		if tu.Namespace != "" {
+			item["namespace"] = tu.Namespace
+		}
+		output = append(output, item)
 	}
 	return output
 }

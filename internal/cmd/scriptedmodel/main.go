@@ -1,13 +1,15 @@
-// Command scriptedmodel serves the Anthropic Messages API on loopback from
-// a script of turns (testkit.AnthropicServer), so that a real CLI agent
-// can be shown at work offline: make demo-groundhog-cli runs Claude Code
-// against it. It prints its base URL on stdout, serves until it gets
-// SIGINT or SIGTERM, and then prints on stderr what each scripted request
-// held.
+// Command scriptedmodel serves the Anthropic Messages API (-api anthropic,
+// testkit.AnthropicServer) or the OpenAI Responses API (-api openai,
+// testkit.OpenAIServer) on loopback from a script of turns, so that a real
+// CLI agent can be shown at work offline: make demo-groundhog-cli runs
+// Claude Code against it, make demo-groundhog-codex Codex. It prints its
+// base URL on stdout, serves until it gets SIGINT or SIGTERM, and then
+// prints on stderr what each scripted request held.
 //
 // The script is a JSON object {"turns": [...]}, each turn as
 // testkit.Turn: {"text": "...", "tools": [{"id": "...", "name": "Bash",
-// "input": {...}}]}.
+// "input": {...}}]}; a Responses function_call in a namespace also has
+// "namespace" (Codex's MCP tools: "mcp__orbit").
 package main
 
 import (
@@ -42,9 +44,10 @@ func fail(err error) {
 
 func main() {
 	path := flag.String("script", "", "the script of turns (JSON)")
+	api := flag.String("api", "anthropic", "the API to speak: anthropic or openai")
 	flag.Parse()
-	if *path == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: scriptedmodel -script FILE")
+	if *path == "" || flag.NArg() > 0 || (*api != "anthropic" && *api != "openai") {
+		fmt.Fprintln(os.Stderr, "usage: scriptedmodel -script FILE [-api anthropic|openai]")
 		os.Exit(2)
 	}
 	data, err := os.ReadFile(*path)
@@ -60,7 +63,15 @@ func main() {
 		fail(fmt.Errorf("%s: %w", *path, err))
 	}
 	h := &host{}
-	srv := testkit.NewAnthropicServer(h, script.Turns...)
+	var srv interface {
+		URL() string
+		Scripted() []testkit.ModelRequest
+	}
+	if *api == "openai" {
+		srv = testkit.NewOpenAIServer(h, script.Turns...)
+	} else {
+		srv = testkit.NewAnthropicServer(h, script.Turns...)
+	}
 	fmt.Println(srv.URL())
 
 	sig := make(chan os.Signal, 1)
@@ -75,12 +86,14 @@ func main() {
 }
 
 // describe says whether a request opens a session (no model turn in it
-// yet) and whether it carries a failure report.
+// yet) and whether it carries a failure report. A model turn is an
+// assistant message (Anthropic) or an output item sent back as input
+// (Responses: a message of the assistant, a function_call).
 func describe(req testkit.ModelRequest) string {
 	turns := 0
 	for _, raw := range req.Messages {
-		var m struct{ Role string }
-		if json.Unmarshal(raw, &m) == nil && m.Role == "assistant" {
+		var m struct{ Role, Type string }
+		if json.Unmarshal(raw, &m) == nil && (m.Role == "assistant" || m.Type == "function_call") {
 			turns++
 		}
 	}

@@ -1,0 +1,198 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
+)
+
+// codexScript is the example's script of model turns for Codex.
+func codexScript(t *testing.T) []testkit.Turn {
+	t.Helper()
+	var script struct {
+		Turns []testkit.Turn `json:"turns"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(readCLIExample(t, "codex_script.json")), &script))
+	return script.Turns
+}
+
+// codexGroundhogProject is a project whose engine runs Codex against srv,
+// with the example's activity example_codex_agent on its executor codex,
+// and a task with the example's plan on a fresh repository.
+func codexGroundhogProject(t *testing.T, srv *testkit.OpenAIServer) (p *testkit.Project, repo, task string) {
+	t.Helper()
+	bin := testkit.CodexCLI(t)
+	p = testkit.NewProject(t)
+	p.Env = append(p.Env, testkit.GitEnv()...)
+	p.Env = append(p.Env, testkit.CodexEnv(t)...)
+	executor := readCLIExample(t, "codex.yaml")
+	require.Contains(t, executor, "\n  command: codex\n")
+	quoted := make([]string, 0, len(testkit.CodexProviderArgs(srv)))
+	for _, a := range testkit.CodexProviderArgs(srv) {
+		quoted = append(quoted, fmt.Sprintf("%q", a))
+	}
+	executor = strings.Replace(executor, "\n  command: codex\n", "\n  command: "+bin+"\n  args: ["+strings.Join(quoted, ", ")+"]\n", 1)
+	p.WriteFile(".orbit/executors/codex.yaml", executor)
+	p.WriteFile(".orbit/activities/example_codex_agent.yaml", readCLIExample(t, "example_codex_agent.yaml"))
+	repo = testkit.NewGitRepo(t, map[string]string{"README.md": "# cli\n"})
+	r := p.Orbit("task", "create", "--title", "Codex", "--plan", p.WriteFile("plan.yaml", readCLIExample(t, "plan.yaml")), "--workspace", repo)
+	require.Equal(t, 0, r.Code, r.String())
+	return p, repo, strings.TrimSpace(r.Stdout)
+}
+
+// TestGroundhogOverCodex runs the two-checkpoint plan of
+// TestGroundhogOverClaudeCode over the real Codex CLI: each checkpoint's
+// file is written through Codex's shell and the attempt closed through
+// checkpoint_success of the mcp__orbit namespace, which Codex routes to
+// `orbit mcp`; checkpoint two's first attempt is refuted by the verifier,
+// rewound, and the second, whose prompt holds the failure report and
+// nothing of the first attempt's conversation, commits.
+func TestGroundhogOverCodex(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewOpenAIServer(t, codexScript(t)...)
+	p, repo, task := codexGroundhogProject(t, srv)
+
+	r := p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	assert.Equal(t, "one", testkit.Git(t, repo, "show", "main:one.txt"))
+	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
+	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
+	assert.Equal(t, "wrong-answer", testkit.Git(t, repo, "show", "groundhog/T-1/day-2:two.txt"),
+		"what the agent wrote through its shell was rewound and kept on the attempt's scratch branch")
+
+	// Six model turns, one per request: no session went on after its
+	// terminal verb.
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 6)
+	first := reqs[0]
+	assert.Equal(t, "gpt-orbit-test", first.Model)
+	assert.Contains(t, first.System, "You keep files short and run the checks yourself before you declare success.")
+	assert.Contains(t, first.System, "call mcp__orbit.checkpoint_success", "the protocol names the verbs as the agent sees them")
+	for _, tool := range []string{"mcp__orbit.checkpoint_success", "mcp__orbit.checkpoint_failure", "mcp__orbit.side_effect", "exec_command"} {
+		assert.Contains(t, first.Tools, tool)
+	}
+	// Each attempt starts a fresh session: its first request holds no
+	// output of the model's and one user message holding the prompt.
+	for _, i := range []int{0, 2, 4} {
+		raw := string(reqs[i].Raw)
+		assert.NotContains(t, raw, `"type":"function_call"`, "request %d", i)
+		assert.Contains(t, raw, "Add one.txt.", "request %d: the plan", i)
+	}
+	retry := string(reqs[4].Raw)
+	assert.Contains(t, retry, "The last attempt at this checkpoint failed (verifier)")
+	assert.Contains(t, retry, "two.txt")
+	assert.NotContains(t, retry, "wrong-answer", "nothing of the first attempt's conversation")
+	assert.NotContains(t, retry, "call_wrong")
+
+	r = p.Orbit("groundhog", "show", task, "--audit", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var audit projector.GroundhogRun
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
+	require.Len(t, audit.Checkpoints, 2)
+	require.Len(t, audit.Checkpoints[0].Attempts, 1)
+	require.Len(t, audit.Checkpoints[1].Attempts, 2)
+	calls := func(cp, at int) []string {
+		var out []string
+		for _, c := range audit.Checkpoints[cp].Attempts[at].ToolCalls {
+			out = append(out, c.AgentTool+"="+c.Name)
+		}
+		return out
+	}
+	shell, verb := "command_execution=shell.exec", "mcp:orbit/checkpoint_success=orbit.groundhog.checkpoint_success"
+	assert.Equal(t, []string{shell, verb}, calls(0, 0))
+	assert.Equal(t, []string{shell, verb}, calls(1, 0))
+	assert.Equal(t, []string{shell, verb}, calls(1, 1))
+	for cp, n := range []int{1, 2} {
+		for at := range n {
+			a := audit.Checkpoints[cp].Attempts[at]
+			assert.NotEmpty(t, a.Turns, "checkpoint %d attempt %d", cp, at)
+			assert.Empty(t, a.Denials, "checkpoint %d attempt %d", cp, at)
+		}
+	}
+	assert.Equal(t, "rewound", audit.Checkpoints[1].Attempts[0].Outcome)
+	assert.Equal(t, "committed", audit.Checkpoints[1].Attempts[1].Outcome)
+
+	// The agent's process and output are the run's events; the attempt
+	// tokens on Codex's command line and the key in its environment are
+	// not.
+	r = p.Orbit("run", "events", runID, "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Codex session per attempt")
+	assert.Contains(t, r.Stdout, `mcp_servers.orbit.command=`)
+	assert.Equal(t, 3, strings.Count(r.Stdout, `ORBIT_ATTEMPT_TOKEN = \"[REDACTED]\"`), "each attempt's token, redacted")
+	assert.NotContains(t, r.Stdout, "sk-orbit-test")
+
+	r = p.Orbit("groundhog", "verify", task)
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "2 commits, verified")
+}
+
+// TestGroundhogOverCodexWithoutAVerb: a Codex session that ends without a
+// terminal verb is a synthetic failure of its attempt, rewound like any
+// other, and the next attempt hears of it under the verbs' Codex names.
+func TestGroundhogOverCodexWithoutAVerb(t *testing.T) {
+	t.Parallel()
+	write := testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "sleep 0.5 && echo one > one.txt"}}}}
+	srv := testkit.NewOpenAIServer(t,
+		write,
+		testkit.Turn{Text: "I wrote one.txt and stopped."},
+		write,
+		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+	)
+	p, repo, task := codexGroundhogProject(t, srv)
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "synthetic: the attempt ended without mcp__orbit.checkpoint_success or mcp__orbit.checkpoint_failure")
+	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 4)
+	assert.Contains(t, string(reqs[2].Raw), "The last attempt at this checkpoint failed (synthetic)")
+	assert.Contains(t, string(reqs[2].Raw), "I wrote one.txt and stopped.", "the failure report quotes the last message")
+}
+
+// TestGroundhogOverCodexKilledMidAttempt: the engine is killed while Codex
+// waits for the model; the restarted engine rewinds the open attempt as
+// interrupted and a fresh session finishes the checkpoint.
+func TestGroundhogOverCodexKilledMidAttempt(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewOpenAIServer(t,
+		testkit.Turn{Hang: true},
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "sleep 0.5 && echo one > one.txt"}}}},
+		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+	)
+	p, repo, task := codexGroundhogProject(t, srv)
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
+	require.Equal(t, 0, r.Code, r.String())
+	p.StopEngine()
+	engine := serve(t, p)
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "Codex to ask the model", func() bool { return len(srv.Scripted()) == 1 })
+	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
+	_ = engine.Wait()
+	assert.True(t, strings.HasPrefix(testkit.Git(t, repo, "branch", "--show-current"), "groundhog/T-1/day-"), "the kill left the workspace on the scratch branch")
+
+	serve(t, p)
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
+	assert.Len(t, srv.Scripted(), 3, "one session before the kill, one after")
+	r = p.Orbit("groundhog", "show", task)
+	assert.Contains(t, r.Stdout, ": interrupted")
+	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	r = p.Orbit("groundhog", "verify", task)
+	assert.Equal(t, 0, r.Code, r.String())
+}
