@@ -92,3 +92,29 @@ func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 	assert.Contains(t, fin.Error.Message, "600 tokens of max_tokens 600")
 	assert.Empty(t, ofType(history(t, log, runID), events.AgentTurn))
 }
+
+// TestARunsCostBudgetCountsWhatClaudeJSONReports: claude -p
+// --output-format json prints total_cost_usd in its result object; it is
+// recorded on cli.invocation.finished and counts against max_cost_usd, so
+// the run stops before the next step.
+func TestARunsCostBudgetCountsWhatClaudeJSONReports(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":40,"output_tokens":2}}\n'
+`)
+	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.2}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "again", fin.Error.StepKey)
+	assert.Contains(t, fin.Error.Message, "$0.2500 of max_cost_usd 0.2000")
+	invs := decodeAll[events.CLIInvocationFinishedData](t, ofType(history(t, log, runID), events.CLIInvocationFinished))
+	require.Len(t, invs, 1)
+	assert.Equal(t, 0.25, invs[0].CostUSD)
+	assert.False(t, invs[0].UsageInTurns, "no turns were recorded: the invocation's usage is the only account")
+}
