@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -75,11 +76,16 @@ func (h *history) spent() spend {
 // skipped was let through before: the check is not made again, so a
 // replay that sees usage recorded later makes the same decisions.
 func (x *interpreter) budgetCheck(ctx context.Context, sc *scope, key string) *events.ErrorInfo {
-	b := x.job.Spec.Budget
+	b := x.budget
 	if b == nil {
 		return nil
 	}
 	id := events.DecisionID(events.RunBudgetExhausted, x.runID, key)
+	if x.raise > 0 {
+		// The decisions made before the last raise were made under an
+		// older budget: each raise decides afresh.
+		id = events.DecisionID(events.RunBudgetExhausted, x.runID, key, "raise", strconv.Itoa(x.raise))
+	}
 	if ev, ok := x.hist.get(id); ok {
 		var d events.RunBudgetExhaustedData
 		if err := ev.Decode(&d); err != nil {
