@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-groundhog-cli cluster-demo clean nats-cli chromium screenshots
+.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-groundhog-cli demo-cli-agent cluster-demo clean nats-cli chromium screenshots
 
 all: build
 
@@ -135,5 +135,9 @@ demo-groundhog-cli: build
 	$(GO) build -o bin/scriptedmodel ./internal/cmd/scriptedmodel
 	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-groundhog-cli.sh
 
+demo-cli-agent: build
+	$(GO) build -o bin/scriptedmodel ./internal/cmd/scriptedmodel
+	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-cli-agent.sh
+
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog .demo-groundhog-cli .demo-cluster $(AGENTS)/node_modules
+	rm -rf bin $(DEMO) .demo-groundhog .demo-groundhog-cli .demo-cli-agent .demo-cluster $(AGENTS)/node_modules
