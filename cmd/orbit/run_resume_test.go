@@ -106,6 +106,10 @@ func TestARunStoppedByItsBudgetIsResumedAfterARaise(t *testing.T) {
 	show := p.Orbit("run", "show", id)
 	require.Equal(t, 0, show.Code, show.String())
 	assert.Contains(t, show.Stdout, "raised to max_tokens 5000 after 600 tokens")
+	trace := p.Orbit("run", "trace", id)
+	require.Equal(t, 0, trace.Code, trace.String())
+	assert.Contains(t, trace.Stdout, events.RunBudgetRaised)
+	assert.Contains(t, trace.Stdout, "raised to max_tokens 5000")
 
 	r = p.Orbit("run", "resume", id, "--max-tokens", "9000")
 	assert.Equal(t, 2, r.Code, "a run that is not budget_exhausted: "+r.String())
