@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/orbitrun/orbit/assets"
@@ -35,7 +36,8 @@ type Raised struct {
 //
 // It refuses, writing nothing, with an error matching events.ErrNotFound a
 // run the log does not have, and with one matching ErrNotResumable and
-// events.ErrInvalidRequest a run that is not budget_exhausted, a raise that
+// events.ErrInvalidRequest a Groundhog run (its task's budget is raised in
+// a new plan version), a run that is not budget_exhausted, a raise that
 // sets no bound, or a bound not above what the run has spent (it would
 // stop again before its next step). A raise recorded by someone else at the
 // same moment is refused with events.ErrConflict.
@@ -88,6 +90,11 @@ func ResumeRun(ctx context.Context, log *events.Log, runID string, r Raise, requ
 	switch {
 	case job == "":
 		return nil, refuse([]error{events.ErrNotFound}, "no run %s (orbit run history lists the runs)", runID)
+	case strings.HasPrefix(job, events.GroundhogJobPrefix):
+		// The task's budget stopped it, and it lives in the task's plan.
+		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
+			"run %s is a Groundhog run: its task's budget is in the task's plan; raise it in a new plan version (orbit task plan %s --file FILE), then orbit groundhog run %s",
+			runID, strings.TrimPrefix(job, events.GroundhogJobPrefix), strings.TrimPrefix(job, events.GroundhogJobPrefix))
 	case state != events.StateBudgetExhausted:
 		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
 			"run %s is %s, not %s: only a run its budget stopped can be resumed", runID, state, events.StateBudgetExhausted)

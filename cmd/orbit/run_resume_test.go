@@ -178,3 +178,28 @@ func TestARaiseSurvivesAKillOfTheEngine(t *testing.T) {
 	}, stepAttempts(t, p, id))
 	require.Equal(t, 0, p.Orbit("replay", "--verify").Code)
 }
+
+// TestARunStoppedBeforeAStepIsResumed: the interpreter's recorded decision
+// stopped the run before its second step (replay provider, budgetFixture);
+// after a raise, the decision taken under the old budget no longer holds,
+// the second step runs, and the first keeps its one attempt.
+func TestARunStoppedBeforeAStepIsResumed(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+p.WriteFile("fixture.json", budgetFixture))
+	p.WriteFile(".orbit/jobs/between_steps.yaml", budgetJob("between_steps", "1000"))
+	r := p.Orbit("job", "run", "between_steps")
+	require.Equal(t, 1, r.Code, r.String())
+	id := strings.TrimSpace(r.Stdout)
+
+	r = p.Orbit("run", "resume", id, "--max-tokens", "1200")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, map[string][]string{
+		"first":  {events.StateSuccess},
+		"second": {events.StateSuccess},
+	}, stepAttempts(t, p, id))
+	decided := runEvents(t, p, id, "--type", events.RunBudgetExhausted)
+	require.Len(t, decided, 1, "no decision under the raised budget")
+	assert.Equal(t, events.StateSuccess, runView(t, p, id).State)
+	require.Equal(t, 0, p.Orbit("replay", "--verify").Code)
+}
