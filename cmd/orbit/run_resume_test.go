@@ -203,3 +203,44 @@ func TestARunStoppedBeforeAStepIsResumed(t *testing.T) {
 	assert.Equal(t, events.StateSuccess, runView(t, p, id).State)
 	require.Equal(t, 0, p.Orbit("replay", "--verify").Code)
 }
+
+// TestAParallelStepStoppedByItsBudgetRunsItsBranchesAgain: the budget stops
+// the agent branch of a parallel step; after the raise the parallel step
+// runs again as attempt 2, every branch afresh under checks@2/ (the record
+// of attempt 1 stays whole), and the run succeeds.
+func TestAParallelStepStoppedByItsBudgetRunsItsBranchesAgain(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewAnthropicServer(t, resumeTurns()[:2]...)
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=sk-ant-orbit-test")
+	p.WriteFile(".orbit/jobs/checks.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: checks}
+spec:
+  budget: {max_tokens: 500}
+  steps:
+    - id: checks
+      parallel:
+        branches:
+          - id: lint
+            spec: {type: shell, program: sh, args: ["-c", "echo lint"], allowed_programs: [sh]}
+          - id: agent
+            default_input: {prompt: "List the files."}
+            spec: {type: agent_loop, provider: claude, model: claude-sonnet-4-5, tools: [fs.list]}
+`)
+	r := p.Orbit("job", "run", "checks")
+	require.Equal(t, 1, r.Code, r.String())
+	id := strings.TrimSpace(r.Stdout)
+
+	r = p.Orbit("run", "resume", id, "--max-tokens", "5000")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, map[string][]string{
+		"checks/lint":    {events.StateSuccess},
+		"checks/agent":   {events.StateBudgetExhausted},
+		"checks":         {events.StateBudgetExhausted, events.StateSuccess},
+		"checks@2/lint":  {events.StateSuccess},
+		"checks@2/agent": {events.StateSuccess},
+	}, stepAttempts(t, p, id))
+	require.Equal(t, 0, p.Orbit("replay", "--verify").Code)
+}
