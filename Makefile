@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-groundhog-cli demo-groundhog-codex cluster-demo clean nats-cli chromium screenshots
+.PHONY: all build agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
 
 all: build
 
@@ -136,9 +136,16 @@ demo-groundhog-cli: build
 	$(GO) build -o bin/scriptedmodel ./internal/cmd/scriptedmodel
 	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-groundhog-cli.sh
 
+# The same plan over the real Codex CLI, offline against a scripted OpenAI
+# Responses server.
 demo-groundhog-codex: build
 	$(GO) build -o bin/scriptedmodel ./internal/cmd/scriptedmodel
 	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-groundhog-codex.sh
 
+# The seeded example_cli_agent: one agent step on Claude Code, offline.
+demo-cli-agent: build
+	$(GO) build -o bin/scriptedmodel ./internal/cmd/scriptedmodel
+	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-cli-agent.sh
+
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog .demo-groundhog-cli .demo-groundhog-codex .demo-cluster $(AGENTS)/node_modules
+	rm -rf bin $(DEMO) .demo-groundhog .demo-groundhog-cli .demo-groundhog-codex .demo-cli-agent .demo-cluster $(AGENTS)/node_modules

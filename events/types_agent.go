@@ -113,6 +113,14 @@ type CLIInvocationFinishedData struct {
 	Model        string       `json:"model,omitempty"`
 	Usage        TokenUsage   `json:"usage"`
 	CostUSD      float64      `json:"cost_usd,omitempty"` // as the agent reports it (Claude Code's total_cost_usd)
+	// UsageInTurns says that the invocation's agent.turn events (or
+	// groundhog.agent.turn, for a Groundhog attempt) carry its usage turn
+	// by turn, as the claude_code adapter records them: Usage is then their
+	// total by the agent's result record, and whatever sums usage counts
+	// the turns and not Usage, or it would count the tokens twice. False
+	// when the turns carry none (codex_jsonl) or none were recorded
+	// (claude_json, text): Usage is then the only account.
+	UsageInTurns bool `json:"usage_in_turns,omitempty"`
 }
 
 // CLIOutputData is one line a CLI agent printed, as it printed it.

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -12,16 +13,19 @@ import (
 
 // spend is what a run's agents spent, by the log: input plus output tokens
 // of every agent.turn (the HTTP loop and the claude_code adapter record
-// them live), the tokens of a CLI invocation that recorded no turns (an
-// output parsed only at the end: claude_json, codex_jsonl), and the
-// cost_usd of every cli.invocation.finished (only CLI agents report a
-// cost; the HTTP loop has no price table, so its turns count by tokens
-// only). Events must be added in log order: a step attempt's turns come
-// before its invocation's end.
+// them live), the tokens of a CLI invocation whose turns carried none (an
+// output parsed only at the end: claude_json; codex_jsonl, whose turns
+// carry no usage), and the cost_usd of every cli.invocation.finished (only
+// CLI agents report a cost; the HTTP loop has no price table, so its turns
+// count by tokens only). Events must be added in log order: a step
+// attempt's turns come before its invocation's end.
 type spend struct {
 	tokens  int64
 	costUSD float64
-	turned  map[string]bool // step key # attempt of every agent.turn added
+	// turned holds step key # attempt of every agent.turn added that
+	// carried usage: an invocation recorded before usage_in_turns existed
+	// says nothing, and its turns tell.
+	turned map[string]bool
 }
 
 // add counts one event of the run's log; events of other types are
@@ -32,6 +36,9 @@ func (s *spend) add(ev events.Event) {
 		var d events.AgentTurnData
 		if ev.Decode(&d) == nil {
 			s.tokens += d.Usage.InputTokens + d.Usage.OutputTokens
+			if d.Usage == (events.TokenUsage{}) {
+				break
+			}
 			if s.turned == nil {
 				s.turned = map[string]bool{}
 			}
@@ -41,7 +48,7 @@ func (s *spend) add(ev events.Event) {
 		var d events.CLIInvocationFinishedData
 		if ev.Decode(&d) == nil {
 			s.costUSD += d.CostUSD
-			if !s.turned[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] {
+			if !d.UsageInTurns && !s.turned[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] {
 				s.tokens += d.Usage.InputTokens + d.Usage.OutputTokens
 			}
 		}
@@ -69,11 +76,16 @@ func (h *history) spent() spend {
 // skipped was let through before: the check is not made again, so a
 // replay that sees usage recorded later makes the same decisions.
 func (x *interpreter) budgetCheck(ctx context.Context, sc *scope, key string) *events.ErrorInfo {
-	b := x.job.Spec.Budget
+	b := x.budget
 	if b == nil {
 		return nil
 	}
 	id := events.DecisionID(events.RunBudgetExhausted, x.runID, key)
+	if x.raise > 0 {
+		// The decisions made before the last raise were made under an
+		// older budget: each raise decides afresh.
+		id = events.DecisionID(events.RunBudgetExhausted, x.runID, key, "raise", strconv.Itoa(x.raise))
+	}
 	if ev, ok := x.hist.get(id); ok {
 		var d events.RunBudgetExhaustedData
 		if err := ev.Decode(&d); err != nil {

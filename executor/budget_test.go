@@ -92,3 +92,54 @@ func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 	assert.Contains(t, fin.Error.Message, "600 tokens of max_tokens 600")
 	assert.Empty(t, ofType(history(t, log, runID), events.AgentTurn))
 }
+
+// TestARunsCostBudgetCountsWhatClaudeJSONReports: claude -p
+// --output-format json prints total_cost_usd in its result object; it is
+// recorded on cli.invocation.finished and counts against max_cost_usd, so
+// the run stops before the next step.
+func TestARunsCostBudgetCountsWhatClaudeJSONReports(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":40,"output_tokens":2}}\n'
+`)
+	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.2}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "again", fin.Error.StepKey)
+	assert.Contains(t, fin.Error.Message, "$0.2500 of max_cost_usd 0.2000")
+	invs := decodeAll[events.CLIInvocationFinishedData](t, ofType(history(t, log, runID), events.CLIInvocationFinished))
+	require.Len(t, invs, 1)
+	assert.Equal(t, 0.25, invs[0].CostUSD)
+	assert.False(t, invs[0].UsageInTurns, "no turns were recorded: the invocation's usage is the only account")
+}
+
+// TestARunsTokenBudgetCountsWhatCodexReports: Codex's turns carry no usage
+// (it reports the session's, on cli.invocation.finished), so its
+// invocation's tokens count: the real Codex CLI's first step spends past
+// max_tokens and the run stops before the second.
+func TestARunsTokenBudgetCountsWhatCodexReports(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	srv := testkit.NewOpenAIServer(t, append(codexCommandTurns("echo written > out.txt"), testkit.Turn{Hang: true})...)
+	job := codexJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = &assets.Budget{MaxTokens: 100}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "again", fin.Error.StepKey)
+	evs := history(t, log, runID)
+	require.NotEmpty(t, ofType(evs, events.AgentTurn), "Codex's turns are recorded, without usage")
+	decided := decodeAll[events.RunBudgetExhaustedData](t, ofType(evs, events.RunBudgetExhausted))
+	require.Len(t, decided, 1)
+	assert.Equal(t, int64(240), decided[0].Tokens, "turn.completed's usage, once")
+}

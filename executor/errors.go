@@ -31,6 +31,11 @@ var (
 	// events.ErrInvalidRequest.
 	ErrNotRetryable = errors.New("run cannot be retried")
 
+	// ErrNotResumable is returned by ResumeRun for a run that cannot be
+	// resumed as asked: not budget_exhausted, or a budget not above what
+	// it spent. It also matches events.ErrInvalidRequest.
+	ErrNotResumable = errors.New("run cannot be resumed")
+
 	// ErrNotWaiting is returned by Signal for a run that is not waiting for
 	// the signal. It also matches events.ErrInvalidRequest.
 	ErrNotWaiting = errors.New("run is not waiting for that signal")

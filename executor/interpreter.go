@@ -41,6 +41,12 @@ type interpreter struct {
 	// the top-level steps before From (see reuseStep); retryOf names it.
 	reuse   map[string]reused
 	retryOf string
+	// raise counts the run's budget raises (see ResumeRun), raisedAt is the
+	// sequence of the last, and budget the run's budget since: the job's
+	// when it has none.
+	raise    int
+	raisedAt uint64
+	budget   *assets.Budget
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when run.cancel_requested arrives
@@ -60,8 +66,11 @@ func (x *interpreter) run(ctx context.Context) error {
 	}
 	defer hist.close()
 	x.hist = hist
+	if err := x.loadRaises(); err != nil {
+		return err
+	}
 
-	if _, done := hist.get(events.DecisionID(events.RunFinished, x.runID)); done {
+	if _, done := hist.get(events.RunFinishedID(x.runID, x.raise)); done {
 		return nil
 	}
 	reqEv, ok := hist.get(events.DecisionID(events.RunRequested, x.runID))
@@ -174,7 +183,7 @@ func (x *interpreter) finish(ctx context.Context, from events.Event, output any,
 	}
 	data.DurationMS = time.Since(from.Time).Milliseconds()
 	_, err := x.o.cfg.Log.Append(ctx, events.Event{
-		ID:       events.DecisionID(events.RunFinished, x.runID),
+		ID:       events.RunFinishedID(x.runID, x.raise),
 		Type:     events.RunFinished,
 		RunID:    x.runID,
 		Job:      x.job.Name,
@@ -277,7 +286,12 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 	}
 	policy := retryPolicy(st.Retry)
 	recovered := false
+	passed := 0 // attempts the budget stopped before a raise: no retry spent
 	for attempt := 1; ; attempt++ {
+		if x.stoppedBeforeRaise(key, attempt) {
+			passed++
+			continue
+		}
 		res, failed := x.body(ctx, sc, st, key, attempt)
 		if failed == nil {
 			return res, nil
@@ -285,7 +299,7 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 		if failed.Kind == events.KindCancelled || failed.Kind == events.KindBudget || x.isCancelled() || ctx.Err() != nil {
 			return failedResult(key, failed)
 		}
-		if !recovered && failed.Retryable && attempt < policy.MaxAttempts {
+		if !recovered && failed.Retryable && attempt-passed < policy.MaxAttempts {
 			if failed := x.waitRetry(ctx, sc, key, attempt+1, failed, policy); failed != nil {
 				return failedResult(key, failed)
 			}

@@ -87,6 +87,7 @@ type runCtl struct {
 	backend string // see events.RunRequestedData.Backend
 	started bool   // run.started is in the log
 	cancel  context.CancelCauseFunc
+	again   bool // its budget was raised while it ended: interpret it again
 }
 
 // NewOrchestrator returns an orchestrator; Run starts it.
@@ -112,6 +113,11 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 }
 
 func (o *Orchestrator) run(ctx context.Context) error {
+	raises, err := o.watchRaises(ctx)
+	if err != nil {
+		return err
+	}
+	defer raises()
 	if err := o.recover(ctx); err != nil {
 		return fmt.Errorf("resuming runs: %w", err)
 	}
@@ -134,6 +140,7 @@ func (o *Orchestrator) run(ctx context.Context) error {
 	stop.Stop()
 	adopted()
 	cancels()
+	raises()
 	o.wg.Wait()
 	return nil
 }
@@ -512,8 +519,12 @@ func (o *Orchestrator) startLocked(ctx context.Context, rc *runCtl) {
 	go func() {
 		defer o.wg.Done()
 		defer cancel(nil)
-		o.executeUntilDone(rctx, rc)
-		o.release(ctx, rc)
+		for {
+			o.executeUntilDone(rctx, rc)
+			if !o.release(ctx, rc) {
+				return
+			}
+		}
 	}()
 }
 
@@ -543,14 +554,20 @@ func (o *Orchestrator) executeUntilDone(ctx context.Context, rc *runCtl) {
 
 // release frees a run's slot and starts the next queued run of its job. A
 // run that stopped without finishing (the engine is stopping) is forgotten
-// here and resumed by whichever engine recovers it.
-func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
+// here and resumed by whichever engine recovers it. A run whose budget was
+// raised as it ended keeps its slot instead, and release reports true: it
+// is to be interpreted again.
+func (o *Orchestrator) release(ctx context.Context, rc *runCtl) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if rc.again && ctx.Err() == nil {
+		rc.again = false
+		return true
+	}
 	delete(o.runs, rc.id)
 	job := rc.job.Name
 	if ctx.Err() != nil {
-		return
+		return false
 	}
 	if o.shared() {
 		o.giveSlot(ctx, rc)
@@ -559,6 +576,7 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	// take the free slots, and descendants of running runs may borrow
 	// theirs (see borrowsLocked) past runs that must wait for a free one.
 	o.startAdmissibleLocked(ctx, job)
+	return false
 }
 
 // execute runs one run to its end under its lease.

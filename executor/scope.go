@@ -156,7 +156,7 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		StartedID:    stepEventID(events.StepStarted, x.runID, key, n),
 		Session:      st.Session,
 		ActivityName: strings.TrimPrefix(st.Target, "activity:"),
-		Budget:       x.job.Spec.Budget,
+		Budget:       x.budget,
 	}, nil
 }
 

@@ -48,6 +48,7 @@ var eventData = map[string]func(events.Event) (any, error){
 	events.RunResumed:         decodeAs[events.RunResumedData](),
 	events.RunCancelRequested: decodeAs[events.RunCancelRequestedData](),
 	events.RunFinished:        decodeAs(terminalRunState),
+	events.RunBudgetRaised:    decodeAs[events.RunBudgetRaisedData](),
 	events.StepStarted:        decodeAs(hasStepKey[events.StepStartedData]),
 	events.StepSkipped:        decodeAs(hasStepKey[events.StepSkippedData]),
 	events.StepRetryScheduled: decodeAs(hasStepKey[events.StepRetryScheduledData]),

@@ -80,7 +80,10 @@ func (b *metricsBatch) cliInvocationFinished(ev events.Event, d *events.CLIInvoc
 	}
 	m.Invocations++
 	inc(&m.Executors, d.Executor)
-	addUsage(&m.Usage, d.Usage)
+	if !d.UsageInTurns {
+		// Otherwise the invocation's turns counted its tokens already.
+		addUsage(&m.Usage, d.Usage)
+	}
 	m.CostNanoUSD += int64(math.Round(d.CostUSD * 1e9))
 	return nil
 }

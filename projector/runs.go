@@ -39,10 +39,13 @@ type RunView struct {
 	Retries   []string `json:"retries,omitempty"`
 
 	// Engine is the engine that started the run or last resumed it.
-	Engine          string   `json:"engine,omitempty"`
-	Resumes         int      `json:"resumes,omitempty"`
-	CancelRequested bool     `json:"cancel_requested,omitempty"`
-	QueuedBehind    []string `json:"queued_behind,omitempty"`
+	Engine          string `json:"engine,omitempty"`
+	Resumes         int    `json:"resumes,omitempty"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	// BudgetRaises are the raises that resumed the run after its budget
+	// stopped it (orbit run resume), in order.
+	BudgetRaises []events.RunBudgetRaisedData `json:"budget_raises,omitempty"`
+	QueuedBehind []string                     `json:"queued_behind,omitempty"`
 
 	RequestedAt *time.Time `json:"requested_at,omitempty"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`

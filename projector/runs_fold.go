@@ -23,6 +23,7 @@ var runFolds = foldTable[*runsBatch]{
 	events.RunResumed:         on((*runsBatch).runResumed),
 	events.RunCancelRequested: on((*runsBatch).runCancelRequested),
 	events.RunFinished:        on((*runsBatch).runFinished),
+	events.RunBudgetRaised:    on((*runsBatch).runBudgetRaised),
 	events.StepStarted:        on((*runsBatch).stepStarted),
 	events.StepSkipped:        on((*runsBatch).stepSkipped),
 	events.StepRetryScheduled: on((*runsBatch).stepRetryScheduled),

@@ -132,8 +132,9 @@ var exampleChecks = map[string]func(t *testing.T, p *testkit.Project, v projecto
 }
 
 // TestExamplesRun runs every seeded example job (but example_slow, which is
-// for `orbit run cancel`) with no input, as a user would, and checks the
-// construct each one shows.
+// for `orbit run cancel`, and example_cli_agent, which needs the claude CLI
+// and a model: TestSeededExampleCLIAgentRunsClaudeCode) with no input, as a
+// user would, and checks the construct each one shows.
 func TestExamplesRun(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -144,7 +145,7 @@ func TestExamplesRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &jobs), r.Stdout)
 	var seeded, checked []string
 	for _, j := range jobs {
-		if j.Layer == "seeded" && strings.HasPrefix(j.Name, "example_") && j.Name != "example_slow" {
+		if j.Layer == "seeded" && strings.HasPrefix(j.Name, "example_") && j.Name != "example_slow" && j.Name != "example_cli_agent" {
 			seeded = append(seeded, j.Name)
 		}
 	}

@@ -31,7 +31,7 @@ one of the subcommands below needs the long form.`,
 	}
 	opts.register(cmd)
 	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
-		a.runRetryCommand(), a.runSignalCommand())
+		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand())
 	return cmd
 }
 
@@ -99,6 +99,9 @@ func (a *app) showRun(v *projector.RunView) {
 	}
 	if len(v.Retries) > 0 {
 		field("Retries", strings.Join(v.Retries, ", "))
+	}
+	for _, r := range v.BudgetRaises {
+		field("Budget", budgetRaise(r))
 	}
 	if len(v.QueuedBehind) > 0 && v.StartedAt == nil {
 		field("Queued", "behind "+strings.Join(v.QueuedBehind, ", "))

@@ -249,6 +249,10 @@ func traceSummary(ev events.Event) string {
 		var d events.RunBudgetExhaustedData
 		_ = ev.Decode(&d)
 		add("before "+d.Before, fmt.Sprintf("%d tokens", d.Tokens))
+	case events.RunBudgetRaised:
+		var d events.RunBudgetRaisedData
+		_ = ev.Decode(&d)
+		add(budgetRaise(d))
 	case events.RunFinished:
 		var d events.RunFinishedData
 		_ = ev.Decode(&d)

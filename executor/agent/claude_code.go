@@ -286,7 +286,7 @@ func (s *claudeStream) flush(ctx context.Context) error {
 	s.msg = nil
 	q := s.queue
 	s.queue = nil
-	s.out.Turns = s.turn
+	s.out.Turns, s.out.UsageInTurns = s.turn, true
 	if m.Model != "" && !strings.HasPrefix(m.Model, "<") {
 		s.out.Model = m.Model
 	}

@@ -218,7 +218,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		out, perr = parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
 	}
 	fin.FinalMessage = capText(out.FinalMessage, textCap)
-	fin.Model, fin.Usage, fin.CostUSD = out.Model, tokenUsage(out.Usage), out.CostUSD
+	fin.Model, fin.Usage, fin.CostUSD, fin.UsageInTurns = out.Model, tokenUsage(out.Usage), out.CostUSD, out.UsageInTurns
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationFinished, fin); err != nil {
 		return nil, err
 	}
@@ -316,11 +316,12 @@ func parseCLIOutput(format string, stdout []byte) (*Outcome, error) {
 	switch format {
 	case OutputClaudeJSON:
 		var res struct {
-			Type     string `json:"type"`
-			Subtype  string `json:"subtype"`
-			IsError  bool   `json:"is_error"`
-			Result   string `json:"result"`
-			NumTurns int    `json:"num_turns"`
+			Type     string  `json:"type"`
+			Subtype  string  `json:"subtype"`
+			IsError  bool    `json:"is_error"`
+			Result   string  `json:"result"`
+			NumTurns int     `json:"num_turns"`
+			CostUSD  float64 `json:"total_cost_usd"`
 			Usage    struct {
 				InputTokens              int64 `json:"input_tokens"`
 				OutputTokens             int64 `json:"output_tokens"`
@@ -336,7 +337,7 @@ func parseCLIOutput(format string, stdout []byte) (*Outcome, error) {
 		if err := json.Unmarshal(line, &res); err != nil {
 			return out, fmt.Errorf("result object: %v", err)
 		}
-		out.FinalMessage, out.Turns = res.Result, res.NumTurns
+		out.FinalMessage, out.Turns, out.CostUSD = res.Result, res.NumTurns, res.CostUSD
 		out.Usage = Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadTokens: res.Usage.CacheReadInputTokens, CacheWriteTokens: res.Usage.CacheCreationInputTokens}
 		out.Model = strings.Join(slices.Sorted(maps.Keys(res.ModelUsage)), ",")

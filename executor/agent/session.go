@@ -95,6 +95,9 @@ type Outcome struct {
 	// CostUSD is what the session cost by the agent's own account (a CLI
 	// agent that reports it); 0 when unknown.
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// UsageInTurns: the agent.turn events recorded for the session carry
+	// its usage (see events.CLIInvocationFinishedData).
+	UsageInTurns bool `json:"-"`
 	// Transcript is History followed by this session's messages.
 	Transcript []Message `json:"-"`
 	// TerminalCall is the terminal tool call that ended the session.

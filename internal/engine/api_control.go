@@ -52,6 +52,7 @@ func (e *Engine) controlEndpoints() map[string]events.Handler {
 	return map[string]events.Handler{
 		EndpointRunRetry:  e.handle(e.apiRunRetry),
 		EndpointRunSignal: e.handle(e.apiRunSignal),
+		EndpointRunResume: e.handle(e.apiRunResume),
 	}
 }
 

@@ -1,0 +1,76 @@
+package main_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
+)
+
+// TestClaudeCodesTokensCountOnceInMetrics: the claude_code adapter records
+// each turn's usage on agent.turn and the session's total on
+// cli.invocation.finished. orbit metrics counts the tokens once — the
+// turns' — and the cost Claude Code reports.
+func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
+	t.Parallel()
+	bin := testkit.ClaudeCLI(t)
+	srv := testkit.NewAnthropicServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_w", Name: "Write", Input: map[string]any{"file_path": "out.txt", "content": "x\n"}}},
+			InputTokens: 700, OutputTokens: 30},
+		testkit.Turn{Text: "written", InputTokens: 800, OutputTokens: 20})
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
+	p.WriteFile(".orbit/executors/claude_code.yaml", `schemaVersion: 2
+kind: Executor
+metadata: {name: claude_code}
+spec: {command: `+bin+`, output: claude_code}
+`)
+	p.WriteFile(".orbit/jobs/write.yaml", `schemaVersion: 2
+kind: Job
+metadata: {name: write}
+spec:
+  steps:
+    - id: agent
+      default_input: {prompt: "Write out.txt."}
+      spec:
+        type: agent_loop
+        backend: cli
+        executor: claude_code
+        model: claude-sonnet-4-5
+        tools: [fs.write]
+        wall_clock_timeout_seconds: 120
+`)
+	r := p.Orbit("job", "run", "write")
+	require.Equal(t, 0, r.Code, r.String())
+	id := strings.TrimSpace(r.Stdout)
+
+	var turns int64
+	for _, ev := range runEvents(t, p, id, "--type", events.AgentTurn) {
+		var d events.AgentTurnData
+		require.NoError(t, ev.Decode(&d))
+		turns += d.Usage.InputTokens + d.Usage.OutputTokens
+	}
+	require.Greater(t, turns, int64(1000), "the scripted usage, turn by turn")
+	invs := runEvents(t, p, id, "--type", events.CLIInvocationFinished)
+	require.Len(t, invs, 1)
+	var inv events.CLIInvocationFinishedData
+	require.NoError(t, invs[0].Decode(&inv))
+	assert.True(t, inv.UsageInTurns)
+	assert.Greater(t, inv.CostUSD, 0.0)
+
+	r = p.Orbit("metrics", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var m projector.Metrics
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m), r.Stdout)
+	model := m.Models["claude-sonnet-4-5"]
+	assert.Equal(t, turns, model.Usage.InputTokens+model.Usage.OutputTokens, "each token once: %+v", model)
+	assert.InDelta(t, inv.CostUSD, model.CostUSD(), 1e-9)
+	assert.Equal(t, int64(1), model.Invocations)
+	assert.Equal(t, int64(2), model.Turns)
+}
