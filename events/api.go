@@ -98,7 +98,7 @@ func (l *Log) Serve(id, name, version string, timeout time.Duration, endpoints m
 type apiService struct {
 	log    *Log
 	svc    micro.Service
-	roll   *nats.Subscription
+	roll   []*nats.Subscription
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -171,8 +171,8 @@ func (l *Log) takeReply(ctx context.Context, name string) ([]byte, error) {
 }
 
 func (s *apiService) Stop() {
-	if s.roll != nil {
-		_ = s.roll.Unsubscribe()
+	for _, sub := range s.roll {
+		_ = sub.Unsubscribe()
 	}
 	_ = s.svc.Stop()
 	s.cancel()
@@ -211,7 +211,9 @@ func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error
 }
 
 // RequestEngine is Request to the engine (service instance) id only: for
-// questions about one engine, such as whether its views verify.
+// questions about one engine, such as whether its views verify. An engine
+// that does not answer its own roll call within two seconds is
+// ErrUnavailable, and is not sent the request.
 func (l *Log) RequestEngine(ctx context.Context, id, endpoint string, req, resp any) error {
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -219,18 +221,21 @@ func (l *Log) RequestEngine(ctx context.Context, id, endpoint string, req, resp 
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if err := l.checkEngine(ctx, id, endpoint); err != nil {
+		return err
+	}
 	return l.requestAt(ctx, id, endpoint, data, resp)
 }
 
 // errEngineGone is the ErrUnavailable of a request that no engine received.
-var errEngineGone = fmt.Errorf("%w: the engine does not serve", ErrUnavailable)
+var errEngineGone = errors.New("no such engine")
 
 func (l *Log) requestAt(ctx context.Context, id, endpoint string, data []byte, resp any) error {
 	msg, err := l.nc.RequestWithContext(ctx, EngineSubject(id, endpoint), data)
 	if err != nil {
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
-			return fmt.Errorf("%w: engine %s, %s", errEngineGone, id, endpoint)
+			return fmt.Errorf("%w: %w: engine %s does not answer %s", ErrUnavailable, errEngineGone, id, endpoint)
 		case errors.Is(err, context.DeadlineExceeded):
 			return fmt.Errorf("%w: engine %s did not answer %s", ErrUnavailable, id, endpoint)
 		}

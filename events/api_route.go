@@ -71,13 +71,44 @@ func (r *apiRoute) forget(id string) {
 	}
 }
 
-// answerRollCall subscribes the service instance id to the roll call.
-func (l *Log) answerRollCall(id string) (*nats.Subscription, error) {
+// answerRollCall subscribes the service instance id to the roll call, and
+// to its own (EngineSubject(id, "engines")), by which a requester checks
+// that this one engine answers.
+func (l *Log) answerRollCall(id string) ([]*nats.Subscription, error) {
 	answer, err := json.Marshal(rollAnswer{ID: id})
 	if err != nil {
 		return nil, err
 	}
-	return l.nc.Subscribe(rollCallSubject, func(m *nats.Msg) { _ = m.Respond(answer) })
+	var subs []*nats.Subscription
+	for _, subject := range []string{rollCallSubject, EngineSubject(id, "engines")} {
+		sub, err := l.nc.Subscribe(subject, func(m *nats.Msg) { _ = m.Respond(answer) })
+		if err != nil {
+			for _, s := range subs {
+				_ = s.Unsubscribe()
+			}
+			return nil, err
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}
+
+// checkEngine asks engine id alone to answer the roll call, within
+// rollCallTry: an engine that is stopped or gone is ErrUnavailable before
+// any request is sent to it.
+func (l *Log) checkEngine(ctx context.Context, id, endpoint string) error {
+	tctx, cancel := context.WithTimeout(ctx, rollCallTry)
+	defer cancel()
+	_, err := l.nc.RequestWithContext(tctx, EngineSubject(id, "engines"), nil)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("%w: %w: engine %s does not serve %s", ErrUnavailable, errEngineGone, id, endpoint)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: engine %s did not answer the roll call for %s within %s", ErrUnavailable, id, endpoint, rollCallTry)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrUnavailable, endpoint, err)
 }
 
 // pickEngine returns the engine to send a request to: the last one that

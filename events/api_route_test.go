@@ -80,11 +80,13 @@ func TestRequestsPassAStoppedEngineBy(t *testing.T) {
 
 // TestRequestEngineAsksThatEngine: the roll call names every serving
 // engine, and a request to one of them is answered by it alone; an engine
-// that does not serve is ErrUnavailable at once.
+// that does not serve is ErrUnavailable at once, and one that is stopped
+// (subscribed, silent) after its roll call's two seconds, not the
+// request's deadline.
 func TestRequestEngineAsksThatEngine(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	l, client, _, _ := routedLog(t)
+	l, client, raw, _ := routedLog(t)
 	whoAmI(t, l, "E1")
 	whoAmI(t, l, "E2")
 	ids, err := client.Engines(ctx)
@@ -97,6 +99,16 @@ func TestRequestEngineAsksThatEngine(t *testing.T) {
 	}
 	err = client.RequestEngine(ctx, "E3", "who.am_i", nil, nil)
 	assert.True(t, errors.Is(err, events.ErrUnavailable), "%v", err)
+
+	for _, s := range []string{events.EngineSubject("E4", "engines"), events.EngineSubject("E4", "who.am_i")} {
+		_, err := raw.Subscribe(s, func(*nats.Msg) {})
+		require.NoError(t, err)
+	}
+	require.NoError(t, raw.Flush())
+	began := time.Now()
+	err = client.RequestEngine(ctx, "E4", "who.am_i", nil, nil)
+	assert.True(t, errors.Is(err, events.ErrUnavailable), "%v", err)
+	assert.Less(t, time.Since(began), 5*time.Second, "the stopped engine was not waited for")
 }
 
 // TestRequestWithNoEngineFailsAtOnce: with no engine serving, a request
