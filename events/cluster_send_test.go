@@ -51,7 +51,12 @@ func TestSendsWaitThroughALostQuorum(t *testing.T) {
 		t.Fatal("the send did not end within 60 s")
 	}
 	t.Logf("the send was stored %s after the loss", took.Round(100*time.Millisecond))
-	pending, err := l.Pending(ctx, "after.loss")
-	require.NoError(t, err)
+	// The restarted node may still be catching up: a read is asked again
+	// while JetStream answers that it is temporarily unavailable.
+	var pending bool
+	require.Eventually(t, func() bool {
+		pending, err = l.Pending(ctx, "after.loss")
+		return err == nil
+	}, 20*time.Second, 250*time.Millisecond, "looking the command up")
 	assert.True(t, pending, "the command is in the queue")
 }
