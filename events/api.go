@@ -199,7 +199,7 @@ func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error
 			return err
 		}
 		err = l.requestAt(ctx, id, endpoint, data, resp)
-		if err != nil && errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, ErrUnavailable) {
 			l.route.forget(id)
 		}
 		// No responders: the engine left between its answer to the roll
