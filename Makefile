@@ -93,7 +93,8 @@ chaos:
 
 # The heavy tests of Orbit on a three-node NATS cluster with two engines
 # (kill -9 of an engine mid-run, max_active_runs across engines, SIGTERM
-# with no server, the stream leader's node killed mid fan-out), then the
+# with no server, the stream leader's node killed mid fan-out, the CLI with
+# one engine SIGSTOPped), then the
 # cluster trials of the chaos suite (TestChaosCluster: the chaos jobs on
 # three nats-servers and two engines, losing the stream leader's node, the
 # engine holding the run, or both; not yet green, see the README). make

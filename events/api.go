@@ -46,18 +46,24 @@ func (e *replyError) Unwrap() error { return e.kind }
 
 // Serve registers endpoints as a NATS micro service named name: each
 // endpoint (a dotted name such as "runs.get") answers on
-// orbit.api.<endpoint>. The endpoints answer as soon as Serve returns.
-// Every request runs in its own goroutine with a context that ends at Stop
-// or after timeout.
-func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[string]Handler) (Stopper, error) {
+// orbit.api.<endpoint>, in one queue group with every other instance, and
+// on EngineSubject(id, endpoint), this instance's own; the instance answers
+// the roll call (see Request) with id. id is the engine's id, or the
+// service instance's when it is empty. The endpoints answer as soon as
+// Serve returns. Every request runs in its own goroutine with a context
+// that ends at Stop or after timeout.
+func (l *Log) Serve(id, name, version string, timeout time.Duration, endpoints map[string]Handler) (Stopper, error) {
 	svc, err := micro.AddService(l.nc, micro.Config{Name: name, Version: version, Description: "Orbit engine API"})
 	if err != nil {
 		return nil, fmt.Errorf("events: starting API service: %w", err)
 	}
+	if id == "" {
+		id = svc.Info().ID
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &apiService{svc: svc, cancel: cancel, log: l}
 	for endpoint, h := range endpoints {
-		err := svc.AddEndpoint(strings.ReplaceAll(endpoint, ".", "_"), micro.HandlerFunc(func(req micro.Request) {
+		handler := micro.HandlerFunc(func(req micro.Request) {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -65,11 +71,20 @@ func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[s
 				defer rcancel()
 				s.answer(rctx, req, h)
 			}()
-		}), micro.WithEndpointSubject(APISubject(endpoint)))
+		})
+		name := strings.ReplaceAll(endpoint, ".", "_")
+		err := svc.AddEndpoint(name, handler, micro.WithEndpointSubject(APISubject(endpoint)))
+		if err == nil {
+			err = svc.AddEndpoint("at_"+name, handler, micro.WithEndpointSubject(EngineSubject(id, endpoint)))
+		}
 		if err != nil {
 			s.Stop()
 			return nil, fmt.Errorf("events: API endpoint %s: %w", endpoint, err)
 		}
+	}
+	if s.roll, err = l.answerRollCall(id); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("events: answering the roll call: %w", err)
 	}
 	// The server has the endpoints' subscriptions once a round trip after
 	// them is done: from here on, a request finds its responder.
@@ -83,6 +98,7 @@ func (l *Log) Serve(name, version string, timeout time.Duration, endpoints map[s
 type apiService struct {
 	log    *Log
 	svc    micro.Service
+	roll   []*nats.Subscription
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -155,12 +171,18 @@ func (l *Log) takeReply(ctx context.Context, name string) ([]byte, error) {
 }
 
 func (s *apiService) Stop() {
+	for _, sub := range s.roll {
+		_ = sub.Unsubscribe()
+	}
 	_ = s.svc.Stop()
 	s.cancel()
 	s.wg.Wait()
 }
 
-// Request sends req to an API endpoint and decodes the answer into resp. An
+// Request sends req to an API endpoint and decodes the answer into resp. It
+// goes to one engine that answers the roll call (the one the last request
+// went to, while it answers), so that a stopped engine in the queue group
+// cannot swallow it, and it is sent once: a write is never repeated. An
 // error reply comes back with the server's message, wrapping ErrNotFound,
 // ErrInvalidRequest, ErrConflict or ErrStoreFull when it is of that kind and
 // ErrEngineFailed when it is of none; no answer at all is ErrUnavailable.
@@ -171,10 +193,51 @@ func (l *Log) Request(ctx context.Context, endpoint string, req, resp any) error
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	msg, err := l.nc.RequestWithContext(ctx, APISubject(endpoint), data)
+	for try := 0; ; try++ {
+		id, err := l.pickEngine(ctx, endpoint)
+		if err != nil {
+			return err
+		}
+		err = l.requestAt(ctx, id, endpoint, data, resp)
+		if errors.Is(err, ErrUnavailable) {
+			l.route.forget(id)
+		}
+		// No responders: the engine left between its answer to the roll
+		// call and the request, which no one received. Ask another.
+		if !errors.Is(err, errEngineGone) || try == 2 {
+			return err
+		}
+	}
+}
+
+// RequestEngine is Request to the engine (service instance) id only: for
+// questions about one engine, such as whether its views verify. An engine
+// that does not answer its own roll call within two seconds is
+// ErrUnavailable, and is not sent the request.
+func (l *Log) RequestEngine(ctx context.Context, id, endpoint string, req, resp any) error {
+	data, err := json.Marshal(req)
 	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: no engine answered %s", ErrUnavailable, endpoint)
+		return fmt.Errorf("events: encoding %s request: %w", endpoint, err)
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if err := l.checkEngine(ctx, id, endpoint); err != nil {
+		return err
+	}
+	return l.requestAt(ctx, id, endpoint, data, resp)
+}
+
+// errEngineGone is the ErrUnavailable of a request that no engine received.
+var errEngineGone = errors.New("no such engine")
+
+func (l *Log) requestAt(ctx context.Context, id, endpoint string, data []byte, resp any) error {
+	msg, err := l.nc.RequestWithContext(ctx, EngineSubject(id, endpoint), data)
+	if err != nil {
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			return fmt.Errorf("%w: %w: engine %s does not answer %s", ErrUnavailable, errEngineGone, id, endpoint)
+		case errors.Is(err, context.DeadlineExceeded):
+			return fmt.Errorf("%w: engine %s did not answer %s", ErrUnavailable, id, endpoint)
 		}
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, endpoint, err)
 	}

@@ -28,8 +28,6 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 	if data, err = l.shrink(ctx, data); err != nil {
 		return fmt.Errorf("events: storing the large values of command %s: %w", name, err)
 	}
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
 	msg := &nats.Msg{Subject: CommandSubject(name), Data: data}
 	if l.key != nil {
 		l.key.sign(msg, id)
@@ -46,11 +44,23 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 		if err := l.cmdCommitter().submit(r); err != nil {
 			return err
 		}
+		// IMPORTANT: no default timeout here, as in Append. The group
+		// commit ends every request within its own bounds, which on a
+		// cluster wait through a leader election (groupCommit.retry): a
+		// shorter wait here gave up on a command that could still be
+		// stored, and failed the run that sent it.
 		if _, err := r.wait(ctx); err != nil {
 			return err
 		}
 		l.sentCommand(ctx)
 		return nil
+	}
+	// On a cluster the JetStream context gives a publish without a
+	// deadline the election window; elsewhere it gets the default.
+	if _, cluster := l.js.(electionTolerant); !cluster {
+		var cancel context.CancelFunc
+		ctx, cancel = withDefaultTimeout(ctx)
+		defer cancel()
 	}
 	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(id)), jetstream.WithExpectStream(CommandsStream)); err != nil {
 		return publishError("command "+name, err)

@@ -53,7 +53,7 @@ func TestAReaderReadsTheLogAndNothingElse(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "nats")
 	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0"})
 	creds := filepath.Join(filepath.Dir(store), "creds")
-	stop, err := l.Serve("test", "0.0.1", 10*time.Second, map[string]events.Handler{
+	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
 		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
 	})
 	require.NoError(t, err)

@@ -65,16 +65,37 @@ func (j electionTolerant) PublishMsg(ctx context.Context, m *nats.Msg, opts ...j
 		if err == nil || ctx.Err() != nil || !electing(err) {
 			return ack, err
 		}
+		if inProcess(err) {
+			// The first try is still being proposed: ask again once it
+			// may have been stored, to get its ack as a duplicate.
+			select {
+			case <-time.After(electionRetryWait):
+			case <-ctx.Done():
+				return ack, err
+			}
+		}
 	}
+}
+
+// errCodeDuplicateInProcess is the server's answer to a publish whose
+// message ID belongs to a message still being proposed to the stream's
+// replicas (JSStreamDuplicateMessageConflict): the try before it, cut off
+// by a leader's loss, may yet be stored.
+const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess
 }
 
 // electing reports whether err is what a publish gets from a stream that
 // has no leader, or while the connection moves to another server because
-// its own died (a node loss is both).
+// its own died (a node loss is both), or what a retry gets while the try
+// it repeats is still in process.
 func electing(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		errors.Is(err, nats.ErrDisconnected)
+		errors.Is(err, nats.ErrDisconnected) || inProcess(err)
 }
 
 // Publish publishes data on subject, retrying while the stream has no

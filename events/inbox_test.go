@@ -26,7 +26,7 @@ func TestEachIdentityHasItsOwnInbox(t *testing.T) {
 	credsDir := filepath.Join(filepath.Dir(store), "creds")
 	creds, err := events.EnsureCreds(credsDir)
 	require.NoError(t, err)
-	stop, err := l.Serve("test", "0.0.1", 10*time.Second, map[string]events.Handler{
+	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
 		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
 	})
 	require.NoError(t, err)

@@ -79,7 +79,7 @@ func TestAnswersPastAMessageArriveWhole(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	big := strings.Repeat("x", 3<<20)
-	stop, err := l.Serve("test", "0.0.1", 10*time.Second, map[string]events.Handler{
+	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
 		"big.get": func(context.Context, json.RawMessage) (any, error) { return map[string]string{"text": big}, nil },
 	})
 	require.NoError(t, err)

@@ -43,6 +43,7 @@ type Log struct {
 	// first needs it (repliesMu).
 	replies   jetstream.ObjectStore
 	repliesMu sync.Mutex
+	route     apiRoute    // the engine API requests go to (see Request)
 	space     *spaceGuard // nil: no reserve (an external server manages its own disk)
 	log       *slog.Logger
 

@@ -227,6 +227,16 @@ func request(ctx context.Context, l *events.Log, endpoint string, req, resp any)
 	return err
 }
 
+// requestEngine asks the engine with id only, mapping "no such engine or
+// no answer" to exit code 3.
+func requestEngine(ctx context.Context, l *events.Log, id, endpoint string, req, resp any) error {
+	err := l.RequestEngine(ctx, id, endpoint, req, resp)
+	if errors.Is(err, events.ErrUnavailable) {
+		return &exitError{code: exitUnavailable, err: err}
+	}
+	return err
+}
+
 // withEngine adapts a command body that needs the engine to cobra: it
 // connects (starting an engine if need be) and closes the connection after.
 func (a *app) withEngine(run func(ctx context.Context, l *events.Log, args []string) error) func(*cobra.Command, []string) error {

@@ -22,7 +22,7 @@ func TestAnEngineFailureIsExitOne(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	l := testkit.StartLog(t, events.Config{})
-	stop, err := l.Serve("test", "0.0.1", 10*time.Second, map[string]events.Handler{
+	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
 		"engine.fail": func(context.Context, json.RawMessage) (any, error) { return nil, errors.New("the disk caught fire") },
 	})
 	require.NoError(t, err)

@@ -86,7 +86,7 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 	for name, h := range e.controlEndpoints() {
 		endpoints[name] = h
 	}
-	return e.log.Serve("orbit", Version, 5*time.Minute, endpoints)
+	return e.log.Serve(e.id, "orbit", Version, 5*time.Minute, endpoints)
 }
 
 // handle marks the engine busy while a request is answered.
