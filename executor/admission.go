@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -38,6 +39,7 @@ type waitingRun struct {
 	seq    uint64 // of its run.requested: its place in the global order
 	parent string
 	rc     *runCtl // read from the log when first tried; the admission goroutine's
+	queued bool    // run.queued recorded (by this engine); the admission goroutine's
 }
 
 // lifecycleFilters are the events the global queue follows.
@@ -147,6 +149,7 @@ func (o *Orchestrator) dropWaiting(id string) {
 		return
 	}
 	delete(o.waitingJob, id)
+	delete(o.requested, id)
 	o.waiting[job] = slices.DeleteFunc(o.waiting[job], func(w *waitingRun) bool { return w.id == id })
 	if len(o.waiting[job]) == 0 {
 		delete(o.waiting, job)
@@ -236,6 +239,10 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 		case claimElsewhere:
 			continue
 		case claimFull:
+			if !blocked && !w.queued && o.requestedHere(w.id) {
+				w.queued = true
+				o.recordQueued(ctx, rc)
+			}
 			blocked = true
 			continue
 		}
@@ -345,4 +352,42 @@ func (o *Orchestrator) queuedChildrenLocked(runID string) []string {
 		}
 	}
 	return ids
+}
+
+// requestedHere reports whether this engine recorded run id's request: it
+// records the run's run.queued, so that engines do not race to append the
+// same event.
+func (o *Orchestrator) requestedHere(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.requested[id]
+}
+
+// recordQueued records that rc waits for a slot.
+func (o *Orchestrator) recordQueued(ctx context.Context, rc *runCtl) {
+	var active []string
+	for _, key := range slotKeys(rc.job) {
+		cur, err := o.cfg.Log.Leases().Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		var held slotRecord
+		if json.Unmarshal(cur.Value, &held) == nil && held.Run != "" {
+			active = append(active, held.Run)
+		}
+	}
+	slices.Sort(active)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		_, err := o.cfg.Log.Append(ctx, events.Event{
+			ID:    events.DecisionID(events.RunQueued, rc.id),
+			Type:  events.RunQueued,
+			RunID: rc.id,
+			Job:   rc.job.Name,
+		}, events.RunQueuedData{MaxActiveRuns: maxActive(rc.job), Active: active})
+		if err != nil && ctx.Err() == nil {
+			o.log.Warn("recording queued run", "run", rc.id, "err", err)
+		}
+	}()
 }

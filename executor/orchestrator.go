@@ -85,7 +85,8 @@ type Orchestrator struct {
 	waitingJob map[string]string        // run → its job, for the runs in waiting
 	dirty      map[string]bool          // jobs whose queue is to be tried
 	kicked     chan struct{}
-	queueReady bool // the queue has caught up with the log
+	queueReady bool            // the queue has caught up with the log
+	requested  map[string]bool // runs of the queue whose request this engine recorded
 }
 
 // runCtl is the orchestrator's handle on one run.
@@ -112,6 +113,7 @@ func NewOrchestrator(cfg Config) *Orchestrator {
 		waitingJob: make(map[string]string),
 		dirty:      make(map[string]bool),
 		kicked:     make(chan struct{}, 1),
+		requested:  make(map[string]bool),
 	}
 }
 
@@ -380,6 +382,12 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 	if err != nil {
 		return err
 	}
+	if o.shared() {
+		// Marked before the append: the queue may see the run at once.
+		o.mu.Lock()
+		o.requested[req.RunID] = true
+		o.mu.Unlock()
+	}
 	_, err = o.cfg.Log.Append(ctx, events.Event{
 		ID:       events.DecisionID(events.RunRequested, req.RunID),
 		Type:     events.RunRequested,
@@ -398,16 +406,19 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		From:      req.From,
 	})
 	if err != nil {
+		o.mu.Lock()
+		delete(o.requested, req.RunID)
+		o.mu.Unlock()
 		return err
 	}
 	rc := &runCtl{id: req.RunID, job: &req.Job, depth: req.Depth}
 	if req.Parent != nil {
 		rc.parent = req.Parent.RunID
 	}
-	if !o.shared() {
-		// On a shared server the global queue admits it.
-		o.admit(ctx, rc)
+	if o.shared() {
+		return nil // the global queue admits it
 	}
+	o.admit(ctx, rc)
 	return nil
 }
 
