@@ -107,22 +107,34 @@ func (o *Orchestrator) claimSlot(ctx context.Context, rc *runCtl, keys []string)
 		slots = append(slots, s)
 	}
 	for _, s := range slots {
-		if s.rev == 0 {
-			if _, err := kv.Create(ctx, s.key, value); err == nil {
-				rc.slot = s.key
-				return claimTaken
-			}
+		var err error
+		switch {
+		case s.rev == 0:
+			_, err = kv.Create(ctx, s.key, value)
+		case s.held.Run != rc.id && !o.slotFree(ctx, s.held):
 			continue
+		default:
+			_, err = kv.Update(ctx, s.key, value, s.rev)
 		}
-		if s.held.Run != rc.id && !o.slotFree(ctx, s.held) {
-			continue
-		}
-		if _, err := kv.Update(ctx, s.key, value, s.rev); err == nil {
+		if err == nil {
 			rc.slot = s.key
 			return claimTaken
 		}
+		if o.heldFor(ctx, s.key, rc.id) {
+			return claimElsewhere // another engine won the race for this run
+		}
 	}
 	return claimFull
+}
+
+// heldFor reports whether slot key names run id.
+func (o *Orchestrator) heldFor(ctx context.Context, key, id string) bool {
+	cur, err := o.cfg.Log.Leases().Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	var held slotRecord
+	return json.Unmarshal(cur.Value, &held) == nil && held.Run == id
 }
 
 // slotFree reports whether the run holding a slot no longer needs it.
