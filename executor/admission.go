@@ -270,16 +270,19 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 // claimShared takes, for a queued run, the slot its nearest running
 // ancestor of its job lends, or (unless the queue is blocked before it)
 // one of its job's slots.
+// Every key it may hold is read first, so a run admitted elsewhere in one
+// kind of slot is not admitted here in the other.
 func (o *Orchestrator) claimShared(ctx context.Context, rc *runCtl, blocked bool) claim {
-	if lender := o.sharedLender(ctx, rc); lender != "" {
-		if c := o.claimSlot(ctx, rc, []string{lentKey(rc.job.Name, lender)}); c != claimFull || blocked {
-			return c
-		}
-	}
+	keys := slotKeys(rc.job)
+	n := len(keys)
 	if blocked {
-		return claimFull
+		n = 0
 	}
-	return o.claimSlot(ctx, rc, slotKeys(rc.job))
+	if lender := o.sharedLender(ctx, rc); lender != "" {
+		keys = append([]string{lentKey(rc.job.Name, lender)}, keys...)
+		n++
+	}
+	return o.claimSlot(ctx, rc, keys, n)
 }
 
 // sharedLender returns the nearest ancestor of rc of the same job that has

@@ -63,14 +63,14 @@ func (o *Orchestrator) shared() bool { return !o.cfg.Log.Embedded() }
 // all held, held for rc by another engine, or the bucket does not answer
 // (the run waits and is tried again).
 func (o *Orchestrator) takeSlot(ctx context.Context, rc *runCtl) bool {
-	return o.claimSlot(ctx, rc, slotKeys(rc.job)) == claimTaken
+	return o.claimSlot(ctx, rc, slotKeys(rc.job), len(slotKeys(rc.job))) == claimTaken
 }
 
-// claimSlot takes one of keys for rc by compare-and-set. A key that
-// already names rc is the run's whoever wrote it, until it is free (see
-// slotFree): so two engines that try to admit one queued run at once never
-// both start it, and a run never holds two slots.
-func (o *Orchestrator) claimSlot(ctx context.Context, rc *runCtl, keys []string) claim {
+// claimSlot takes one of the first n of keys for rc by compare-and-set. A
+// key of keys that already names rc is the run's whoever wrote it, until
+// it is free (see slotFree): so two engines that try to admit one queued
+// run at once never both start it, and a run never holds two slots.
+func (o *Orchestrator) claimSlot(ctx context.Context, rc *runCtl, keys []string, n int) claim {
 	kv := o.cfg.Log.Leases()
 	value, err := json.Marshal(slotRecord{Run: rc.id, Engine: o.cfg.Engine, Taken: time.Now().UTC()})
 	if err != nil {
@@ -82,10 +82,12 @@ func (o *Orchestrator) claimSlot(ctx context.Context, rc *runCtl, keys []string)
 		rev  uint64 // 0: missing
 	}
 	slots := make([]slot, 0, len(keys))
-	for _, key := range keys {
+	for i, key := range keys {
 		cur, err := kv.Get(ctx, key)
 		if errors.Is(err, events.ErrNotFound) {
-			slots = append(slots, slot{key: key})
+			if i < n {
+				slots = append(slots, slot{key: key})
+			}
 			continue
 		}
 		if err != nil {
@@ -104,7 +106,9 @@ func (o *Orchestrator) claimSlot(ctx context.Context, rc *runCtl, keys []string)
 			slots = append([]slot{s}, slots...) // the run's own key first
 			continue
 		}
-		slots = append(slots, s)
+		if i < n {
+			slots = append(slots, s)
+		}
 	}
 	for _, s := range slots {
 		var err error
