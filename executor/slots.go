@@ -153,7 +153,10 @@ func (o *Orchestrator) slotFree(ctx context.Context, held slotRecord) bool {
 	if finished > 0 {
 		return true
 	}
-	if time.Since(held.Taken) < o.cfg.LeaseTTL {
+	// A run that took its slot holds its lease from its first moment: a
+	// slow start (its history read, under load) keeps the slot while the
+	// lease lives.
+	if time.Since(held.Taken) < o.cfg.LeaseTTL || !o.orphaned(ctx, held.Run) {
 		return false
 	}
 	started, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, held.Run, events.RunStarted)})
