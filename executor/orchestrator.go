@@ -26,6 +26,11 @@ type Config struct {
 	// were requested. The orchestrator calls it once at start to resume
 	// them; the projector's active-runs index provides it.
 	ActiveRuns func(ctx context.Context) ([]string, error)
+	// ViewsApplied returns the last log sequence the views behind
+	// ActiveRuns have applied (nil: the start of the log). On a shared
+	// server the global queue is read from the log from there, or from the
+	// request of the oldest unfinished run if that is earlier.
+	ViewsApplied func() uint64
 	// Engine identifies this engine in leases and events (default: a new id).
 	Engine string
 	// Root is the project directory: the default workspace of steps.
@@ -73,9 +78,17 @@ type Orchestrator struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
-	runs   map[string]*runCtl   // every run admitted or queued by this engine
-	queued map[string][]*runCtl // job → runs waiting for a slot, in arrival order
+	runs   map[string]*runCtl   // every run admitted (and, embedded, queued) by this engine
+	queued map[string][]*runCtl // embedded: job → runs waiting for a slot, in arrival order
 	wg     sync.WaitGroup
+
+	// The global queue of a shared server (see admission.go).
+	waiting    map[string][]*waitingRun // job → runs requested, not started nor finished, in log order
+	waitingJob map[string]string        // run → its job, for the runs in waiting
+	dirty      map[string]bool          // jobs whose queue is to be tried
+	kicked     chan struct{}
+	queueReady bool            // the queue has caught up with the log
+	requested  map[string]bool // runs of the queue whose request this engine recorded
 }
 
 // runCtl is the orchestrator's handle on one run.
@@ -86,6 +99,8 @@ type runCtl struct {
 	depth   int    // see events.RunRequestedData.Depth
 	backend string // see events.RunRequestedData.Backend
 	started bool   // run.started is in the log
+	seq     uint64 // of its run.requested, when read from the log
+	slot    string // the slot key it took on a shared server
 	cancel  context.CancelCauseFunc
 	again   bool // its budget was raised while it ended: interpret it again
 }
@@ -94,10 +109,15 @@ type runCtl struct {
 func NewOrchestrator(cfg Config) *Orchestrator {
 	cfg.setDefaults()
 	return &Orchestrator{
-		cfg:    cfg,
-		log:    cfg.Logger.With("component", "orchestrator"),
-		runs:   make(map[string]*runCtl),
-		queued: make(map[string][]*runCtl),
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "orchestrator"),
+		runs:       make(map[string]*runCtl),
+		queued:     make(map[string][]*runCtl),
+		waiting:    make(map[string][]*waitingRun),
+		waitingJob: make(map[string]string),
+		dirty:      make(map[string]bool),
+		kicked:     make(chan struct{}, 1),
+		requested:  make(map[string]bool),
 	}
 }
 
@@ -118,11 +138,15 @@ func (o *Orchestrator) run(ctx context.Context) error {
 		return err
 	}
 	defer raises()
-	if err := o.recover(ctx); err != nil {
+	from, err := o.recover(ctx)
+	if err != nil {
 		return fmt.Errorf("resuming runs: %w", err)
 	}
-	cancels, err := o.watchCancels(ctx)
-	if err != nil {
+	var cancels func()
+	if o.shared() {
+		// The global queue's feed sees the cancels too, in log order.
+		cancels = o.followQueue(ctx, from)
+	} else if cancels, err = o.watchCancels(ctx); err != nil {
 		return err
 	}
 	stop, err := o.cfg.Log.Consume(ctx, events.ConsumerSpec{
@@ -153,14 +177,21 @@ func (o *Orchestrator) Busy() int {
 }
 
 // recover admits every run the log says is unfinished, in request order:
-// started runs first (they hold their slots), then queued ones.
-func (o *Orchestrator) recover(ctx context.Context) error {
+// started runs first (they hold their slots), then queued ones. On a
+// shared server it admits only the started ones whose lease has lapsed
+// (see adopt), and returns the log sequence the global queue must be read
+// from to see every queued run.
+func (o *Orchestrator) recover(ctx context.Context) (uint64, error) {
+	from := uint64(1)
+	if o.cfg.ViewsApplied != nil {
+		from = o.cfg.ViewsApplied() + 1
+	}
 	if o.cfg.ActiveRuns == nil {
-		return nil
+		return from, nil
 	}
 	ids, err := o.cfg.ActiveRuns(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var pending []*runCtl
 	for _, id := range ids {
@@ -169,9 +200,14 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 			o.log.Error("cannot resume run", "run", id, "err", err)
 			continue
 		}
-		if rc.started {
+		from = min(from, rc.seq)
+		switch {
+		case o.shared() && (!rc.started || !o.orphaned(ctx, id)):
+			// Queued runs are the global queue's; a live lease is
+			// another engine's run.
+		case rc.started:
 			o.admit(ctx, rc)
-		} else {
+		default:
 			pending = append(pending, rc)
 		}
 	}
@@ -184,10 +220,10 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	o.mu.Unlock()
 	for _, rc := range resumed {
 		if err := o.cancelIfParentCancelled(ctx, rc.id, rc.parent); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return from, nil
 }
 
 // watchCancels starts the run of a queued run as soon as it is cancelled,
@@ -227,7 +263,7 @@ func (o *Orchestrator) watchCancels(ctx context.Context) (func(), error) {
 // down a whole tree of runs, waited for or not, queued or running.
 func (o *Orchestrator) cancelChildren(ctx context.Context, runID string) {
 	o.mu.Lock()
-	var children []string
+	children := o.queuedChildrenLocked(runID)
 	for id, rc := range o.runs {
 		if rc.parent == runID {
 			children = append(children, id)
@@ -287,6 +323,7 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 	for _, ev := range evs {
 		switch ev.Type {
 		case events.RunRequested:
+			rc.seq = ev.Seq
 			var d events.RunRequestedData
 			if err := ev.Decode(&d); err != nil {
 				return nil, err
@@ -389,6 +426,12 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 	if err != nil {
 		return err
 	}
+	if o.shared() {
+		// Marked before the append: the queue may see the run at once.
+		o.mu.Lock()
+		o.requested[req.RunID] = true
+		o.mu.Unlock()
+	}
 	_, err = o.cfg.Log.Append(ctx, events.Event{
 		ID:       events.DecisionID(events.RunRequested, req.RunID),
 		Type:     events.RunRequested,
@@ -408,11 +451,17 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		Backend:   req.Backend,
 	})
 	if err != nil {
+		o.mu.Lock()
+		delete(o.requested, req.RunID)
+		o.mu.Unlock()
 		return err
 	}
 	rc := &runCtl{id: req.RunID, job: &req.Job, depth: req.Depth, backend: req.Backend}
 	if req.Parent != nil {
 		rc.parent = req.Parent.RunID
+	}
+	if o.shared() {
+		return nil // the global queue admits it
 	}
 	o.admit(ctx, rc)
 	return nil
@@ -571,6 +620,8 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) bool {
 	}
 	if o.shared() {
 		o.giveSlot(ctx, rc)
+		o.kickLocked(job)
+		return false
 	}
 	// In arrival order, every queued run that may start now: the first ones
 	// take the free slots, and descendants of running runs may borrow
@@ -581,13 +632,7 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) bool {
 
 // execute runs one run to its end under its lease.
 func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
-	ls := &lease{
-		kv:       o.cfg.Log.Leases(),
-		key:      leaseKey(rc.id),
-		engine:   o.cfg.Engine,
-		ttl:      o.cfg.LeaseTTL,
-		takeOver: o.cfg.Log.Embedded(),
-	}
+	ls := o.runLease(rc)
 	if err := ls.acquire(ctx); err != nil {
 		return fmt.Errorf("taking the lease: %w", err)
 	}
@@ -606,4 +651,15 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 	}()
 
 	return newInterpreter(o, rc).run(leaseCtx)
+}
+
+// runLease is the lease under which this engine interprets rc.
+func (o *Orchestrator) runLease(rc *runCtl) *lease {
+	return &lease{
+		kv:       o.cfg.Log.Leases(),
+		key:      leaseKey(rc.id),
+		engine:   o.cfg.Engine,
+		ttl:      o.cfg.LeaseTTL,
+		takeOver: o.cfg.Log.Embedded(),
+	}
 }

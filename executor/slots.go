@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 )
 
@@ -23,51 +24,121 @@ import (
 // On an embedded store one engine runs, and its own count is the limit.
 
 type slotRecord struct {
-	Run   string    `json:"run"`
-	Taken time.Time `json:"taken"`
+	Run    string    `json:"run"`
+	Engine string    `json:"engine,omitempty"`
+	Taken  time.Time `json:"taken"`
 }
+
+// claim is what an attempt to take a slot for a run found.
+type claim int
+
+const (
+	claimFull      claim = iota // every slot is held: the run waits
+	claimTaken                  // this engine holds a slot for the run
+	claimElsewhere              // another engine holds a slot for the run
+)
 
 func slotKey(job string, n int) string {
 	return "slot." + events.Token(job) + "." + strconv.Itoa(n)
+}
+
+// lentKey is the one slot a run of job lends to a descendant of its job
+// (see borrowsLocked).
+func lentKey(job, lender string) string {
+	return "slot." + events.Token(job) + ".lent." + events.Token(lender)
+}
+
+func slotKeys(job *assets.Job) []string {
+	keys := make([]string, maxActive(job))
+	for n := range keys {
+		keys[n] = slotKey(job.Name, n)
+	}
+	return keys
 }
 
 // shared reports whether slots are shared between engines.
 func (o *Orchestrator) shared() bool { return !o.cfg.Log.Embedded() }
 
 // takeSlot gives rc one of its job's slots, or reports false when they are
-// all held (or the bucket does not answer: the run waits and is tried
-// again).
+// all held, held for rc by another engine, or the bucket does not answer
+// (the run waits and is tried again).
 func (o *Orchestrator) takeSlot(ctx context.Context, rc *runCtl) bool {
+	return o.claimSlot(ctx, rc, slotKeys(rc.job), len(slotKeys(rc.job))) == claimTaken
+}
+
+// claimSlot takes one of the first n of keys for rc by compare-and-set. A
+// key of keys that already names rc is the run's whoever wrote it, until
+// it is free (see slotFree): so two engines that try to admit one queued
+// run at once never both start it, and a run never holds two slots.
+func (o *Orchestrator) claimSlot(ctx context.Context, rc *runCtl, keys []string, n int) claim {
 	kv := o.cfg.Log.Leases()
-	value, err := json.Marshal(slotRecord{Run: rc.id, Taken: time.Now().UTC()})
+	value, err := json.Marshal(slotRecord{Run: rc.id, Engine: o.cfg.Engine, Taken: time.Now().UTC()})
 	if err != nil {
-		return false
+		return claimFull
 	}
-	for n := range maxActive(rc.job) {
-		key := slotKey(rc.job.Name, n)
+	type slot struct {
+		key  string
+		held slotRecord
+		rev  uint64 // 0: missing
+	}
+	slots := make([]slot, 0, len(keys))
+	for i, key := range keys {
 		cur, err := kv.Get(ctx, key)
 		if errors.Is(err, events.ErrNotFound) {
-			if _, err := kv.Create(ctx, key, value); err == nil {
-				return true
+			if i < n {
+				slots = append(slots, slot{key: key})
 			}
 			continue
 		}
 		if err != nil {
 			o.log.Warn("reading a run slot", "slot", key, "err", err)
-			return false
+			return claimFull
 		}
-		var held slotRecord
-		if json.Unmarshal(cur.Value, &held) == nil && held.Run == rc.id {
-			return true
-		}
-		if !o.slotFree(ctx, held) {
+		s := slot{key: key, rev: cur.Revision}
+		_ = json.Unmarshal(cur.Value, &s.held)
+		if s.held.Run == rc.id {
+			if s.held.Engine == o.cfg.Engine {
+				return claimTaken
+			}
+			if !o.slotFree(ctx, s.held) {
+				return claimElsewhere
+			}
+			slots = append([]slot{s}, slots...) // the run's own key first
 			continue
 		}
-		if _, err := kv.Update(ctx, key, value, cur.Revision); err == nil {
-			return true
+		if i < n {
+			slots = append(slots, s)
 		}
 	}
-	return false
+	for _, s := range slots {
+		var err error
+		switch {
+		case s.rev == 0:
+			_, err = kv.Create(ctx, s.key, value)
+		case s.held.Run != rc.id && !o.slotFree(ctx, s.held):
+			continue
+		default:
+			_, err = kv.Update(ctx, s.key, value, s.rev)
+		}
+		if err == nil {
+			rc.slot = s.key
+			return claimTaken
+		}
+		if o.heldFor(ctx, s.key, rc.id) {
+			return claimElsewhere // another engine won the race for this run
+		}
+	}
+	return claimFull
+}
+
+// heldFor reports whether slot key names run id.
+func (o *Orchestrator) heldFor(ctx context.Context, key, id string) bool {
+	cur, err := o.cfg.Log.Leases().Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	var held slotRecord
+	return json.Unmarshal(cur.Value, &held) == nil && held.Run == id
 }
 
 // slotFree reports whether the run holding a slot no longer needs it.
@@ -82,18 +153,25 @@ func (o *Orchestrator) slotFree(ctx context.Context, held slotRecord) bool {
 	if finished > 0 {
 		return true
 	}
-	if time.Since(held.Taken) < o.cfg.LeaseTTL {
+	// A run that took its slot holds its lease from its first moment: a
+	// slow start (its history read, under load) keeps the slot while the
+	// lease lives.
+	if time.Since(held.Taken) < o.cfg.LeaseTTL || !o.orphaned(ctx, held.Run) {
 		return false
 	}
 	started, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, held.Run, events.RunStarted)})
 	return err == nil && started == 0
 }
 
-// giveSlot frees the slot rc holds, if any.
+// giveSlot frees the slot rc holds, if any: the one it took, or for a run
+// taken over (which took none here) the one of its job's slots naming it.
 func (o *Orchestrator) giveSlot(ctx context.Context, rc *runCtl) {
 	kv := o.cfg.Log.Leases()
-	for n := range maxActive(rc.job) {
-		key := slotKey(rc.job.Name, n)
+	keys := slotKeys(rc.job)
+	if rc.slot != "" {
+		keys = []string{rc.slot}
+	}
+	for _, key := range keys {
 		cur, err := kv.Get(ctx, key)
 		if err != nil {
 			continue
@@ -125,6 +203,10 @@ func (o *Orchestrator) startAdmissibleLocked(ctx context.Context, job string) {
 // retryQueued tries every queued run again: a slot another engine freed
 // reaches no one otherwise.
 func (o *Orchestrator) retryQueued(ctx context.Context) {
+	if o.shared() {
+		o.kickAll()
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for job := range o.queued {

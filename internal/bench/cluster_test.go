@@ -83,15 +83,24 @@ func clusterBatch(b *testing.B, job *assets.Job, engines int) (int, int, time.Du
 	defer cancel()
 	c := testkit.StartCluster(b, filepath.Join(b.TempDir(), "creds"))
 	key := filepath.Join(b.TempDir(), "log.key")
-	var stops []func()
+	var engs []*testkit.Engine
 	defer func() {
-		for _, stop := range stops {
-			stop()
+		for _, e := range engs {
+			e.Stop()
+		}
+		// What slowed a batch down (a step result dropped and
+		// redelivered after its ack wait, say) is in the engines' logs.
+		for _, e := range engs {
+			for _, line := range strings.Split(e.Stderr(), "\n") {
+				if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+					b.Log(line)
+				}
+			}
 		}
 	}()
 	for range engines {
 		p := testkit.ClusterProject(b, c, key)
-		stops = append(stops, testkit.StartEngine(b, p).Stop)
+		engs = append(engs, testkit.StartEngine(b, p))
 	}
 	l, err := events.Dial(ctx, c.URLs(), events.Config{
 		NKeySeedFile: c.Creds.File(events.IdentityEngine),

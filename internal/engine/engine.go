@@ -206,6 +206,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e.orch = executor.NewOrchestrator(executor.Config{
 		Log:           e.log,
 		ActiveRuns:    e.activeRuns,
+		ViewsApplied:  e.proj.Applied,
 		Jobs:          e.job,
 		Engine:        e.id,
 		Root:          root,

@@ -1,0 +1,183 @@
+package executor_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// sharedEngine is an orchestrator and a worker on their own connection to
+// a cluster, as one `orbit serve --nats-url` would run them.
+type sharedEngine struct {
+	log    *events.Log
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (e *sharedEngine) stop() {
+	e.cancel()
+	e.wg.Wait()
+}
+
+// startShared starts an engine named name on c with a short lease and ack
+// wait, so that takeovers happen within the test's patience.
+func startShared(t *testing.T, c *testkit.Cluster, name string) *sharedEngine {
+	t.Helper()
+	log, err := events.Open(testkit.Context(t), events.Config{
+		URL:          c.URLs(),
+		NKeySeedFile: c.Creds.File(events.IdentityEngine),
+		Redactor:     &events.Redactor{},
+		Name:         name,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &sharedEngine{log: log, cancel: cancel}
+	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Engine: name, LeaseTTL: 1500 * time.Millisecond,
+		ActiveRuns: func(ctx context.Context) ([]string, error) { return unfinished(ctx, log) }})
+	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Engine: name, AckWait: 2 * time.Second})
+	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			assert.NoError(t, run(ctx))
+		}()
+	}
+	t.Cleanup(func() {
+		e.stop()
+		log.Close()
+	})
+	return e
+}
+
+// unfinished lists the runs requested and not finished, in request order:
+// what an engine's views give its orchestrator, read here from the log.
+func unfinished(ctx context.Context, log *events.Log) ([]string, error) {
+	evs, err := log.Read(ctx, events.FollowOptions{Filters: []string{
+		events.TypeFilter(events.AggregateRun, events.RunRequested),
+		events.TypeFilter(events.AggregateRun, events.RunFinished),
+	}})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	finished := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Type == events.RunFinished {
+			finished[ev.RunID] = true
+		}
+	}
+	for _, ev := range evs {
+		if ev.Type == events.RunRequested && !finished[ev.RunID] {
+			ids = append(ids, ev.RunID)
+		}
+	}
+	return ids, nil
+}
+
+const sharedQueueJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: shared_queue}
+spec:
+  max_active_runs: 1
+  steps:
+    - id: nap
+      spec: {type: deterministic, action: sleep, config: {ms: 300}}
+`
+
+// startOrder checks from the log that runs started once each, in the order
+// of their run.requested, one at a time.
+func startOrder(t *testing.T, log *events.Log, ids []string) {
+	t.Helper()
+	mine := map[string]bool{}
+	for _, id := range ids {
+		mine[id] = true
+	}
+	evs, err := log.Read(testkit.Context(t), events.FollowOptions{Filters: []string{
+		events.TypeFilter(events.AggregateRun, events.RunRequested),
+		events.TypeFilter(events.AggregateRun, events.RunStarted),
+		events.TypeFilter(events.AggregateRun, events.RunFinished),
+	}})
+	require.NoError(t, err)
+	var requested, started []string
+	running, most := 0, 0
+	for _, ev := range evs {
+		if !mine[ev.RunID] {
+			continue
+		}
+		switch ev.Type {
+		case events.RunRequested:
+			requested = append(requested, ev.RunID)
+		case events.RunStarted:
+			started = append(started, ev.RunID)
+			running++
+		case events.RunFinished:
+			running--
+		}
+		most = max(most, running)
+	}
+	assert.Len(t, requested, len(ids))
+	assert.Equal(t, requested, started, "started once each, in the order requested")
+	assert.Equal(t, 1, most, "runs at once")
+}
+
+// TestSharedQueueAdmitsInRequestOrder: two engines on a cluster, runs of a
+// job at max_active_runs 1 submitted through both: they start in the
+// order of their run.requested, whichever engine handled each request.
+func TestSharedQueueAdmitsInRequestOrder(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	es := []*sharedEngine{startShared(t, c, "e1"), startShared(t, c, "e2")}
+	job := parseJob(t, sharedQueueJob)
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, submit(t, es[i%2].log, job, nil))
+	}
+	for _, id := range ids {
+		assert.Equal(t, events.StateSuccess, waitFinished(t, es[0].log, id).State)
+	}
+	startOrder(t, es[0].log, ids)
+	// The engine that recorded a request records run.queued when it finds
+	// the run waiting; one another engine admitted first has none.
+	queued := 0
+	for _, id := range ids[1:] {
+		if has(t, es[0].log, id, events.RunQueued, "") {
+			queued++
+		}
+	}
+	assert.NotZero(t, queued, "runs recorded queued")
+}
+
+// TestSharedQueueOutlivesItsEngine: the engine running the first run stops
+// while runs wait behind it; the other engine takes that run over once its
+// lease lapses and starts every queued run, each once, in order.
+func TestSharedQueueOutlivesItsEngine(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	es := []*sharedEngine{startShared(t, c, "e1"), startShared(t, c, "e2")}
+	job := parseJob(t, sharedQueueJob)
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, submit(t, es[i%2].log, job, nil))
+	}
+	waitFor(t, "the first run to start", func() bool { return has(t, es[0].log, ids[0], events.RunStarted, "") })
+	var started events.RunStartedData
+	require.NoError(t, ofType(history(t, es[0].log, ids[0]), events.RunStarted)[0].Decode(&started))
+	holder := map[string]int{"e1": 0, "e2": 1}[started.Engine]
+	es[holder].stop()
+	survivor := es[1-holder]
+	for _, id := range ids {
+		assert.Equal(t, events.StateSuccess, waitFinished(t, survivor.log, id).State)
+	}
+	startOrder(t, survivor.log, ids)
+	assert.NotEmpty(t, ofType(history(t, survivor.log, ids[0]), events.RunResumed), "the stopped engine's run was taken over")
+}
