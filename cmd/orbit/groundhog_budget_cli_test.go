@@ -1,0 +1,50 @@
+package main_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestAGroundhogTaskOverCodexStopsWhenItsBudgetIsSpent: Codex's turns carry
+// no usage; its session reports the session's at turn.completed (120
+// tokens a request here, 240 a session of two). Two attempts whose
+// sessions end without a verb (synthetic failures) bring the task under
+// max_tokens 400 to 480 tokens: it stops as budget_exhausted before the
+// third, counting each session once, and a plan version with a higher
+// budget continues it to the commit.
+func TestAGroundhogTaskOverCodexStopsWhenItsBudgetIsSpent(t *testing.T) {
+	t.Parallel()
+	write := testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "echo one > one.txt"}}}}
+	srv := testkit.NewOpenAIServer(t,
+		write, testkit.Turn{Text: "I wrote one.txt."},
+		write, testkit.Turn{Text: "I wrote one.txt again."},
+		write, testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+	)
+	p, repo, task := codexGroundhogProject(t, srv)
+	plan := func(maxTokens string) string {
+		return "budget: {max_tokens: " + maxTokens + "}\ncheckpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"
+	}
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", plan("400")))
+	require.Equal(t, 0, r.Code, r.String())
+
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	require.Equal(t, 1, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "budget spent before checkpoint one: 480 tokens of max_tokens 400")
+	assert.Equal(t, "initial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	assert.Len(t, srv.Scripted(), 4, "two sessions ran, the third did not")
+	assert.Equal(t, events.TaskBudgetExhausted, taskStatus(t, p, task))
+
+	r = p.Orbit("task", "plan", task, "--file", p.WriteFile("plan2.yaml", plan("1000")))
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	assert.Equal(t, events.TaskDone, taskStatus(t, p, task))
+	r = p.Orbit("groundhog", "verify", task)
+	assert.Equal(t, 0, r.Code, r.String())
+}
