@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,4 +49,37 @@ func TestAGroundhogTaskOverCodexStopsWhenItsBudgetIsSpent(t *testing.T) {
 	assert.Equal(t, events.TaskDone, taskStatus(t, p, task))
 	r = p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())
+}
+
+// TestAGroundhogTaskOverClaudeCodeCountsItsCostAndEachTokenOnce: Claude
+// Code's turns carry their usage and its result record the session's total
+// and cost (usage_in_turns). Two sessions that end without a verb spend
+// 400000 input tokens and a few output tokens, counted once, and more than
+// the task's max_cost_usd, which only the cost Claude Code reports can
+// show: the task stops as budget_exhausted before the third session.
+func TestAGroundhogTaskOverClaudeCodeCountsItsCostAndEachTokenOnce(t *testing.T) {
+	t.Parallel()
+	write := testkit.Turn{Tools: []testkit.ToolUse{{Name: "Write", Input: map[string]any{"file_path": "one.txt", "content": "one\n"}}},
+		InputTokens: 100000, OutputTokens: 10}
+	stop := testkit.Turn{Text: "I wrote one.txt and stopped.", InputTokens: 100000, OutputTokens: 10}
+	srv := testkit.NewAnthropicServer(t, write, stop, write, stop,
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}})
+	p, repo, task := cliGroundhogProject(t, srv)
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml",
+		"budget: {max_tokens: 1000000, max_cost_usd: 0.8}\ncheckpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
+	require.Equal(t, 0, r.Code, r.String())
+
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
+	require.Equal(t, 1, r.Code, r.String())
+	m := regexp.MustCompile(`budget spent before checkpoint one: (\d+) tokens of max_tokens 1000000, \$(\d+\.\d+) of max_cost_usd 0\.8000`).FindStringSubmatch(r.Stderr)
+	require.NotNil(t, m, r.Stderr)
+	tokens, err := strconv.ParseInt(m[1], 10, 64)
+	require.NoError(t, err)
+	assert.True(t, tokens >= 400000 && tokens <= 400040, "the four turns' tokens, once: %d", tokens)
+	cost, err := strconv.ParseFloat(m[2], 64)
+	require.NoError(t, err)
+	assert.Greater(t, cost, 0.8, "the cost Claude Code reported for the two sessions")
+	assert.Equal(t, "initial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	assert.Len(t, srv.Scripted(), 4, "two sessions ran, the third did not")
+	assert.Equal(t, events.TaskBudgetExhausted, taskStatus(t, p, task))
 }
