@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
 )
 
 // TestAGroundhogTaskOverCodexStopsWhenItsBudgetIsSpent: Codex's turns carry
@@ -40,6 +42,19 @@ func TestAGroundhogTaskOverCodexStopsWhenItsBudgetIsSpent(t *testing.T) {
 	assert.Equal(t, "initial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	assert.Len(t, srv.Scripted(), 4, "two sessions ran, the third did not")
 	assert.Equal(t, events.TaskBudgetExhausted, taskStatus(t, p, task))
+
+	// The audit shows what each session spent.
+	r = p.Orbit("groundhog", "show", task, "--audit", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var audit projector.GroundhogRun
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
+	require.Len(t, audit.Checkpoints, 1)
+	require.Len(t, audit.Checkpoints[0].Attempts, 2)
+	for i, a := range audit.Checkpoints[0].Attempts {
+		require.Len(t, a.Sessions, 1, "attempt %d", i)
+		assert.Equal(t, int64(240), a.Sessions[0].Usage.InputTokens+a.Sessions[0].Usage.OutputTokens, "attempt %d", i)
+		assert.False(t, a.Sessions[0].UsageInTurns)
+	}
 
 	r = p.Orbit("task", "plan", task, "--file", p.WriteFile("plan2.yaml", plan("1000")))
 	require.Equal(t, 0, r.Code, r.String())
