@@ -94,6 +94,18 @@ func WriteClaudeConfig(path string, s Scope) error {
 	return nil
 }
 
+// Environ returns the server's environment as NAME=value entries, sorted
+// by name: what Codex is started with for CodexOverrides' env_vars.
+func (s Scope) Environ() []string {
+	env := s.Env()
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // CodexOverrides returns the `-c key=value` arguments that make Codex
 // start `<binary> mcp` as its MCP server orbit, values in TOML, and let it
 // call the server's tools without asking.
@@ -104,9 +116,10 @@ func WriteClaudeConfig(path string, s Scope) error {
 // approval policy is never") without reaching the server:
 // default_tools_approval_mode "approve" lets the verbs through.
 //
-// IMPORTANT: they hold the token on Codex's command line; whoever records
-// the command line must redact it (the engine adds every token to its
-// redactor).
+// IMPORTANT: the scope's values (the attempt token, the seed's path) are
+// not on Codex's command line, which any process of the machine may read
+// from /proc: env_vars names the variables Codex forwards to the server
+// from its own environment, and Codex must be started with Environ.
 func CodexOverrides(s Scope) ([]string, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -114,18 +127,14 @@ func CodexOverrides(s Scope) ([]string, error) {
 	env := s.Env()
 	keys := make([]string, 0, len(env))
 	for k := range env {
-		keys = append(keys, k)
+		keys = append(keys, tomlString(k))
 	}
 	sort.Strings(keys)
-	pairs := make([]string, len(keys))
-	for i, k := range keys {
-		pairs[i] = k + " = " + tomlString(env[k])
-	}
 	prefix := "mcp_servers." + ServerName + "."
 	return []string{
 		"-c", prefix + "command=" + tomlString(s.Binary),
 		"-c", prefix + `args=["mcp"]`,
-		"-c", prefix + "env={" + strings.Join(pairs, ", ") + "}",
+		"-c", prefix + "env_vars=[" + strings.Join(keys, ", ") + "]",
 		"-c", prefix + `default_tools_approval_mode="approve"`,
 	}, nil
 }

@@ -123,14 +123,17 @@ func TestGroundhogOverCodex(t *testing.T) {
 	assert.Equal(t, "rewound", audit.Checkpoints[1].Attempts[0].Outcome)
 	assert.Equal(t, "committed", audit.Checkpoints[1].Attempts[1].Outcome)
 
-	// The agent's process and output are the run's events; the attempt
-	// tokens on Codex's command line and the key in its environment are
-	// not.
+	// The agent's process and output are the run's events; the key in its
+	// environment is not. Codex's command line, which any process may read
+	// from /proc, names the variables it forwards to orbit mcp and holds
+	// neither an attempt token (redacted if it did) nor the seed's path.
 	r = p.Orbit("run", "events", runID, "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Codex session per attempt")
 	assert.Contains(t, r.Stdout, `mcp_servers.orbit.command=`)
-	assert.Equal(t, 3, strings.Count(r.Stdout, `ORBIT_ATTEMPT_TOKEN = \"[REDACTED]\"`), "each attempt's token, redacted")
+	assert.Equal(t, 3, strings.Count(r.Stdout, `mcp_servers.orbit.env_vars=[\"ORBIT_ATTEMPT_TOKEN\", `), "each attempt's token by name")
+	assert.NotContains(t, r.Stdout, "[REDACTED]")
+	assert.NotContains(t, r.Stdout, credsFile(p, events.IdentityClient))
 	assert.NotContains(t, r.Stdout, "sk-orbit-test")
 
 	r = p.Orbit("groundhog", "verify", task)
