@@ -3,7 +3,9 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -119,24 +121,31 @@ func (s Scope) Environ() []string {
 // IMPORTANT: the scope's values (the attempt token, the seed's path) are
 // not on Codex's command line, which any process of the machine may read
 // from /proc: env_vars names the variables Codex forwards to the server
-// from its own environment, and Codex must be started with Environ.
+// from its own environment, and Codex must be started with Environ. The
+// commands Codex runs inherit its environment: shell_environment_policy.set
+// empties the variables there, each by its own key, so whatever the user's
+// policy sets or excludes still holds.
 func CodexOverrides(s Scope) ([]string, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	env := s.Env()
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, tomlString(k))
+	// The names are bare TOML keys: the constants above, and nothing else.
+	names := slices.Sorted(maps.Keys(s.Env()))
+	quoted := make([]string, len(names))
+	for i, k := range names {
+		quoted[i] = tomlString(k)
 	}
-	sort.Strings(keys)
 	prefix := "mcp_servers." + ServerName + "."
-	return []string{
+	args := []string{
 		"-c", prefix + "command=" + tomlString(s.Binary),
 		"-c", prefix + `args=["mcp"]`,
-		"-c", prefix + "env_vars=[" + strings.Join(keys, ", ") + "]",
+		"-c", prefix + "env_vars=[" + strings.Join(quoted, ", ") + "]",
 		"-c", prefix + `default_tools_approval_mode="approve"`,
-	}, nil
+	}
+	for _, k := range names {
+		args = append(args, "-c", "shell_environment_policy.set."+k+`=""`)
+	}
+	return args, nil
 }
 
 // tomlString quotes s as a TOML basic string.

@@ -46,6 +46,11 @@ func TestCodexOverrides(t *testing.T) {
 		"-c", `mcp_servers.orbit.args=["mcp"]`,
 		"-c", `mcp_servers.orbit.env_vars=["ORBIT_ATTEMPT_TOKEN", "ORBIT_LOG_KEY", "ORBIT_NATS_URL", "ORBIT_NKEY", "ORBIT_TASK_ID"]`,
 		"-c", `mcp_servers.orbit.default_tools_approval_mode="approve"`,
+		"-c", `shell_environment_policy.set.ORBIT_ATTEMPT_TOKEN=""`,
+		"-c", `shell_environment_policy.set.ORBIT_LOG_KEY=""`,
+		"-c", `shell_environment_policy.set.ORBIT_NATS_URL=""`,
+		"-c", `shell_environment_policy.set.ORBIT_NKEY=""`,
+		"-c", `shell_environment_policy.set.ORBIT_TASK_ID=""`,
 	}, args)
 	for _, a := range args {
 		assert.NotContains(t, a, "tok\"", "the token is not on the command line")

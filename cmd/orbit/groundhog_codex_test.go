@@ -199,3 +199,26 @@ func TestGroundhogOverCodexKilledMidAttempt(t *testing.T) {
 	r = p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())
 }
+
+// TestCodexsShellSeesNoAttemptToken: Codex forwards the attempt's variables
+// to orbit mcp from its environment, and the commands it runs for the
+// model see them empty: the shell writes its ORBIT_ variables into the
+// checkpoint's file, and the verb that closes the attempt still reaches
+// the engine.
+func TestCodexsShellSeesNoAttemptToken(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewOpenAIServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "env | grep ^ORBIT_ | sort > one.txt"}}}},
+		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+	)
+	p, repo, task := codexGroundhogProject(t, srv)
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	require.Equal(t, 0, r.Code, r.String())
+	env := testkit.Git(t, repo, "show", "main:one.txt")
+	for _, name := range []string{"ORBIT_ATTEMPT_TOKEN", "ORBIT_NKEY", "ORBIT_NATS_URL", "ORBIT_TASK_ID"} {
+		assert.Contains(t, "\n"+env+"\n", "\n"+name+"=\n", "%s is empty in the shell", name)
+	}
+	assert.NotContains(t, env, credsFile(p, events.IdentityClient))
+}
