@@ -478,14 +478,27 @@ func (e *emitter) Emit(ctx context.Context, typ string, payload any) error {
 		return record(ctx, e.a.r, events.GroundhogToolCalled, "", events.GroundhogToolCalledData{Attempt: e.a.id, Call: d})
 	case events.ToolDeniedData:
 		return record(ctx, e.a.r, events.GroundhogToolDenied, "", events.GroundhogToolDeniedData{Attempt: e.a.id, Denial: d})
-	case events.CLIInvocationStartedData, events.CLIInvocationFinishedData, events.CLIOutputData:
-		// A CLI agent's process and output are the run's, as an
-		// agent_loop's are: `orbit run tail` shows the agent at work.
-		r := e.a.r
-		_, err := r.cfg.Log.Append(ctx, events.Event{Type: typ, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Job: r.cfg.Job}, payload)
-		return err
+	case events.CLIInvocationFinishedData:
+		// The task's budget spans runs: the session's account is recorded
+		// on the task first, so a crash before the run's record leaves the
+		// budget counting it.
+		u := events.GroundhogUsageData{Attempt: e.a.id, Usage: d.Usage, CostUSD: d.CostUSD, UsageInTurns: d.UsageInTurns}
+		if err := record(ctx, e.a.r, events.GroundhogUsage, "", u); err != nil {
+			return err
+		}
+		return e.runEvent(ctx, typ, payload)
+	case events.CLIInvocationStartedData, events.CLIOutputData:
+		return e.runEvent(ctx, typ, payload)
 	}
 	return fmt.Errorf("groundhog: no task event for %s", typ)
+}
+
+// runEvent appends a CLI agent's process and output records to the run, as
+// an agent_loop's are: `orbit run tail` shows the agent at work.
+func (e *emitter) runEvent(ctx context.Context, typ string, payload any) error {
+	r := e.a.r
+	_, err := r.cfg.Log.Append(ctx, events.Event{Type: typ, RunID: r.cfg.RunID, StepKey: r.cfg.StepKey, Job: r.cfg.Job}, payload)
+	return err
 }
 
 func (e *emitter) PutBlob(ctx context.Context, data []byte) (events.BlobRef, error) {

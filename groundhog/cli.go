@@ -147,18 +147,18 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 
 // mcpServer is how the attempt's agent is given `orbit mcp` with the
 // scope's token: a --mcp-config file for Claude Code (removed by cleanup),
-// -c overrides for Codex.
+// -c overrides for Codex, the token in its environment.
 func (a *attempt) mcpServer(scope *Scope) (server *agent.CLIMCP, cleanup func(), err error) {
 	r := a.r
 	if r.cfg.Spec.ExecutorSpec.Output == assets.OutputCodex {
 		if r.cfg.CLI.CodexOverrides == nil {
 			return nil, nil, fmt.Errorf("the attempt's MCP server: %w", ErrNoCLIBackend)
 		}
-		overrides, err := r.cfg.CLI.CodexOverrides(r.cfg.TaskID, scope.Token)
+		overrides, env, err := r.cfg.CLI.CodexOverrides(r.cfg.TaskID, scope.Token)
 		if err != nil {
 			return nil, nil, err
 		}
-		return &agent.CLIMCP{CodexOverrides: overrides, Tools: codexVerbs}, func() {}, nil
+		return &agent.CLIMCP{CodexOverrides: overrides, Env: env, Tools: codexVerbs}, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "orbit-attempt-")
 	if err != nil {

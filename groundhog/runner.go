@@ -73,8 +73,10 @@ type CLIBackend struct {
 	// engine's `orbit mcp` for the attempt that holds token (Claude Code).
 	WriteMCPConfig func(path, taskID, token string) error
 	// CodexOverrides returns the -c arguments that start the engine's
-	// `orbit mcp` in Codex for the attempt that holds token.
-	CodexOverrides func(taskID, token string) ([]string, error)
+	// `orbit mcp` in Codex for the attempt that holds token, and the
+	// variables Codex must be started with, which it forwards to the
+	// server: the token is never on Codex's command line.
+	CodexOverrides func(taskID, token string) (args, env []string, err error)
 }
 
 // Result is how a run left the task.

@@ -43,6 +43,8 @@ type attemptState struct {
 	rewound      *events.GroundhogRewoundData
 	interrupted  bool
 	turns        []events.AgentTurnData
+	// usage is the account of each CLI session of the attempt.
+	usage []*events.GroundhogUsageData
 	// forgotten: a rewind (groundhog.rewound_to) took the task back to
 	// before this attempt. It still numbers the days, and nothing else.
 	forgotten bool
@@ -131,6 +133,10 @@ func (st *state) fold(seq uint64, payload any) {
 	case *events.GroundhogTurnData:
 		if a := st.byDay(d.Day); a != nil {
 			a.turns = append(a.turns, d.Turn)
+		}
+	case *events.GroundhogUsageData:
+		if a := st.byDay(d.Day); a != nil {
+			a.usage = append(a.usage, d)
 		}
 	case *events.GroundhogVerbData:
 		if a := st.byDay(d.Day); a != nil {

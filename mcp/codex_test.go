@@ -35,13 +35,14 @@ func TestCodexOffersTheVerbsFromTheOverrides(t *testing.T) {
 
 	srv := testkit.NewOpenAIServer(t, testkit.Turn{Text: "done"})
 	dir := t.TempDir()
-	overrides, err := mcp.CodexOverrides(mcp.Scope{
+	sc := mcp.Scope{
 		Binary:   l.p.Bin,
 		NATSURL:  l.url,
 		NKeyFile: events.CredsFile(engine.CredsDir(l.p.Root), events.IdentityClient),
 		TaskID:   l.task,
 		Token:    s.Token,
-	})
+	}
+	overrides, err := mcp.CodexOverrides(sc)
 	require.NoError(t, err)
 	args := append([]string{"exec", "--json", "--model", "gpt-orbit-test", "--sandbox", "workspace-write", "-C", dir, "--skip-git-repo-check"},
 		testkit.CodexProviderArgs(srv)...)
@@ -50,7 +51,7 @@ func TestCodexOffersTheVerbsFromTheOverrides(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(testkit.CodexEnv(t), testkit.GitEnv()...)
+	cmd.Env = append(append(testkit.CodexEnv(t), testkit.GitEnv()...), sc.Environ()...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())

@@ -3,7 +3,9 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -94,6 +96,18 @@ func WriteClaudeConfig(path string, s Scope) error {
 	return nil
 }
 
+// Environ returns the server's environment as NAME=value entries, sorted
+// by name: what Codex is started with for CodexOverrides' env_vars.
+func (s Scope) Environ() []string {
+	env := s.Env()
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // CodexOverrides returns the `-c key=value` arguments that make Codex
 // start `<binary> mcp` as its MCP server orbit, values in TOML, and let it
 // call the server's tools without asking.
@@ -104,30 +118,34 @@ func WriteClaudeConfig(path string, s Scope) error {
 // approval policy is never") without reaching the server:
 // default_tools_approval_mode "approve" lets the verbs through.
 //
-// IMPORTANT: they hold the token on Codex's command line; whoever records
-// the command line must redact it (the engine adds every token to its
-// redactor).
+// IMPORTANT: the scope's values (the attempt token, the seed's path) are
+// not on Codex's command line, which any process of the machine may read
+// from /proc: env_vars names the variables Codex forwards to the server
+// from its own environment, and Codex must be started with Environ. The
+// commands Codex runs inherit its environment: shell_environment_policy.set
+// empties the variables there, each by its own key, so whatever the user's
+// policy sets or excludes still holds.
 func CodexOverrides(s Scope) ([]string, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	env := s.Env()
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	pairs := make([]string, len(keys))
-	for i, k := range keys {
-		pairs[i] = k + " = " + tomlString(env[k])
+	// The names are bare TOML keys: the constants above, and nothing else.
+	names := slices.Sorted(maps.Keys(s.Env()))
+	quoted := make([]string, len(names))
+	for i, k := range names {
+		quoted[i] = tomlString(k)
 	}
 	prefix := "mcp_servers." + ServerName + "."
-	return []string{
+	args := []string{
 		"-c", prefix + "command=" + tomlString(s.Binary),
 		"-c", prefix + `args=["mcp"]`,
-		"-c", prefix + "env={" + strings.Join(pairs, ", ") + "}",
+		"-c", prefix + "env_vars=[" + strings.Join(quoted, ", ") + "]",
 		"-c", prefix + `default_tools_approval_mode="approve"`,
-	}, nil
+	}
+	for _, k := range names {
+		args = append(args, "-c", "shell_environment_policy.set."+k+`=""`)
+	}
+	return args, nil
 }
 
 // tomlString quotes s as a TOML basic string.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/mcp"
@@ -43,9 +44,20 @@ func TestCodexOverrides(t *testing.T) {
 	require.Equal(t, []string{
 		"-c", `mcp_servers.orbit.command="C:\\orbit \"dev\"\\orbit"`,
 		"-c", `mcp_servers.orbit.args=["mcp"]`,
-		"-c", `mcp_servers.orbit.env={ORBIT_ATTEMPT_TOKEN = "tok", ORBIT_LOG_KEY = "/p/log.key", ORBIT_NATS_URL = "nats://127.0.0.1:4222", ORBIT_NKEY = "/p/.orbit/state/creds/client.nk", ORBIT_TASK_ID = "T1"}`,
+		"-c", `mcp_servers.orbit.env_vars=["ORBIT_ATTEMPT_TOKEN", "ORBIT_LOG_KEY", "ORBIT_NATS_URL", "ORBIT_NKEY", "ORBIT_TASK_ID"]`,
 		"-c", `mcp_servers.orbit.default_tools_approval_mode="approve"`,
+		"-c", `shell_environment_policy.set.ORBIT_ATTEMPT_TOKEN=""`,
+		"-c", `shell_environment_policy.set.ORBIT_LOG_KEY=""`,
+		"-c", `shell_environment_policy.set.ORBIT_NATS_URL=""`,
+		"-c", `shell_environment_policy.set.ORBIT_NKEY=""`,
+		"-c", `shell_environment_policy.set.ORBIT_TASK_ID=""`,
 	}, args)
+	for _, a := range args {
+		assert.NotContains(t, a, "tok\"", "the token is not on the command line")
+		assert.NotContains(t, a, "client.nk", "nor the seed's path")
+	}
+	assert.Equal(t, []string{"ORBIT_ATTEMPT_TOKEN=tok", "ORBIT_LOG_KEY=/p/log.key", "ORBIT_NATS_URL=nats://127.0.0.1:4222",
+		"ORBIT_NKEY=/p/.orbit/state/creds/client.nk", "ORBIT_TASK_ID=T1"}, s.Environ())
 }
 
 // FuzzCodexOverrides: whatever the paths and ids hold, each value is one

@@ -75,6 +75,7 @@ var eventData = map[string]func(events.Event) (any, error){
 	// Groundhog events about an attempt.
 	events.GroundhogAttempt:       attemptData(func(d *events.GroundhogAttemptData) *events.Attempt { return &d.Attempt }),
 	events.GroundhogTurn:          attemptData(func(d *events.GroundhogTurnData) *events.Attempt { return &d.Attempt }),
+	events.GroundhogUsage:         attemptData(func(d *events.GroundhogUsageData) *events.Attempt { return &d.Attempt }),
 	events.GroundhogToolCalled:    attemptData(func(d *events.GroundhogToolCalledData) *events.Attempt { return &d.Attempt }),
 	events.GroundhogToolDenied:    attemptData(func(d *events.GroundhogToolDeniedData) *events.Attempt { return &d.Attempt }),
 	events.GroundhogSideEffect:    attemptData(func(d *events.GroundhogSideEffectData) *events.Attempt { return &d.Attempt }),

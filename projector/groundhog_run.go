@@ -134,7 +134,11 @@ type AttemptRecord struct {
 	// Abandon is who abandoned the attempt and why (AttemptAbandoned).
 	Abandon *AttemptAbandonRecord `json:"abandon,omitempty"`
 
-	Turns         []TurnRecord          `json:"turns,omitempty"`
+	Turns []TurnRecord `json:"turns,omitempty"`
+	// Sessions is the account each CLI session of the attempt gave at its
+	// end (groundhog.agent.usage): a Codex session's tokens are only
+	// there, and every session's cost.
+	Sessions      []SessionUsageRecord  `json:"sessions,omitempty"`
 	ToolCalls     []ToolCallRecord      `json:"tool_calls,omitempty"`
 	Denials       []DenialRecord        `json:"denials,omitempty"`
 	SideEffects   []SideEffectRecord    `json:"side_effects,omitempty"`
@@ -169,6 +173,15 @@ type TurnRecord struct {
 	ToolUses    []string          `json:"tool_uses,omitempty"`
 	Response    *events.BlobRef   `json:"response,omitempty"`
 	At          time.Time         `json:"at"`
+}
+
+// SessionUsageRecord is a groundhog.agent.usage event. With UsageInTurns
+// its tokens are the attempt's turns' own, not more of them.
+type SessionUsageRecord struct {
+	Usage        events.TokenUsage `json:"usage"`
+	CostUSD      float64           `json:"cost_usd,omitempty"`
+	UsageInTurns bool              `json:"usage_in_turns,omitempty"`
+	At           time.Time         `json:"at"`
 }
 
 // ToolCallRecord is a groundhog.tool.called event.

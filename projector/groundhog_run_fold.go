@@ -15,6 +15,7 @@ var groundhogRunFolds = foldTable[*groundhogRunBatch]{
 	events.GroundhogRunFinished:   on((*groundhogRunBatch).runFinished),
 	events.GroundhogAttempt:       on((*groundhogRunBatch).attemptStarted),
 	events.GroundhogTurn:          on((*groundhogRunBatch).turn),
+	events.GroundhogUsage:         on((*groundhogRunBatch).usage),
 	events.GroundhogToolCalled:    on((*groundhogRunBatch).toolCalled),
 	events.GroundhogToolDenied:    on((*groundhogRunBatch).toolDenied),
 	events.GroundhogSideEffect:    on((*groundhogRunBatch).sideEffect),
@@ -155,6 +156,16 @@ func (b *groundhogRunBatch) turn(ev events.Event, d *events.GroundhogTurnData) e
 		StopReason: t.StopReason, Usage: t.Usage, Text: t.Text, ToolUses: t.ToolUses, Response: t.Response,
 		At: ev.Time.UTC(),
 	})
+	at.dirty = true
+	return nil
+}
+
+func (b *groundhogRunBatch) usage(ev events.Event, d *events.GroundhogUsageData) error {
+	_, at, err := b.attempt(ev, d.Attempt)
+	if at == nil || err != nil {
+		return err
+	}
+	at.rec.Sessions = append(at.rec.Sessions, SessionUsageRecord{Usage: d.Usage, CostUSD: d.CostUSD, UsageInTurns: d.UsageInTurns, At: ev.Time.UTC()})
 	at.dirty = true
 	return nil
 }

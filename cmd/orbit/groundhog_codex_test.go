@@ -123,14 +123,17 @@ func TestGroundhogOverCodex(t *testing.T) {
 	assert.Equal(t, "rewound", audit.Checkpoints[1].Attempts[0].Outcome)
 	assert.Equal(t, "committed", audit.Checkpoints[1].Attempts[1].Outcome)
 
-	// The agent's process and output are the run's events; the attempt
-	// tokens on Codex's command line and the key in its environment are
-	// not.
+	// The agent's process and output are the run's events; the key in its
+	// environment is not. Codex's command line, which any process may read
+	// from /proc, names the variables it forwards to orbit mcp and holds
+	// neither an attempt token (redacted if it did) nor the seed's path.
 	r = p.Orbit("run", "events", runID, "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Codex session per attempt")
 	assert.Contains(t, r.Stdout, `mcp_servers.orbit.command=`)
-	assert.Equal(t, 3, strings.Count(r.Stdout, `ORBIT_ATTEMPT_TOKEN = \"[REDACTED]\"`), "each attempt's token, redacted")
+	assert.Equal(t, 3, strings.Count(r.Stdout, `mcp_servers.orbit.env_vars=[\"ORBIT_ATTEMPT_TOKEN\", `), "each attempt's token by name")
+	assert.NotContains(t, r.Stdout, "[REDACTED]")
+	assert.NotContains(t, r.Stdout, credsFile(p, events.IdentityClient))
 	assert.NotContains(t, r.Stdout, "sk-orbit-test")
 
 	r = p.Orbit("groundhog", "verify", task)
@@ -195,4 +198,27 @@ func TestGroundhogOverCodexKilledMidAttempt(t *testing.T) {
 	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	r = p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())
+}
+
+// TestCodexsShellSeesNoAttemptToken: Codex forwards the attempt's variables
+// to orbit mcp from its environment, and the commands it runs for the
+// model see them empty: the shell writes its ORBIT_ variables into the
+// checkpoint's file, and the verb that closes the attempt still reaches
+// the engine.
+func TestCodexsShellSeesNoAttemptToken(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewOpenAIServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "env | grep ^ORBIT_ | sort > one.txt"}}}},
+		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+	)
+	p, repo, task := codexGroundhogProject(t, srv)
+	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	require.Equal(t, 0, r.Code, r.String())
+	env := testkit.Git(t, repo, "show", "main:one.txt")
+	for _, name := range []string{"ORBIT_ATTEMPT_TOKEN", "ORBIT_NKEY", "ORBIT_NATS_URL", "ORBIT_TASK_ID"} {
+		assert.Contains(t, "\n"+env+"\n", "\n"+name+"=\n", "%s is empty in the shell", name)
+	}
+	assert.NotContains(t, env, credsFile(p, events.IdentityClient))
 }

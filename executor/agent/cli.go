@@ -86,6 +86,10 @@ type CLIMCP struct {
 	// CodexOverrides are the `-c` arguments that start the server in Codex
 	// (mcp.CodexOverrides).
 	CodexOverrides []string
+	// Env is added to the agent's environment: the server's variables,
+	// which Codex forwards to it by the env_vars of CodexOverrides rather
+	// than from its command line (mcp.Scope.Environ).
+	Env []string
 	// Tools maps the server's tools as the agent reports them (Claude
 	// Code: mcp__<server>__<tool>; Codex: mcp:<server>/<tool>) to the Orbit
 	// names they are recorded under.
@@ -151,6 +155,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg.Spec.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+cfg.Spec.Env[k])
+	}
+	if cfg.MCP != nil {
+		cmd.Env = append(slices.Clip(cmd.Env), cfg.MCP.Env...)
 	}
 	// Our own pipes rather than cmd's: the program's exit is then seen when
 	// it exits, even if something it started still holds its output open

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/groundhog"
 )
 
@@ -22,26 +20,6 @@ type GroundhogAbandon struct {
 	Reason string `json:"reason,omitempty"`
 	// By names who asks, for the record.
 	By string `json:"by,omitempty"`
-}
-
-// abandonTTL bounds the workspace reservation an abandon takes: it is not
-// a run, so nothing else would make it stale if the engine died holding
-// it. An abandon's git work is bounded well below it.
-const abandonTTL = 5 * time.Minute
-
-// workspaceHold returns the reserve and release functions with which a
-// person's act on a task (abandon, approve, rewind: verb) holds the task's
-// workspace, as a run holds it, under an owner of its own.
-func (e *Engine) workspaceHold(verb, taskID string) (reserve func(context.Context, string) (string, error), release func(context.Context, string) error) {
-	owner := verb + "-" + events.NewID()
-	what := "groundhog " + verb + " " + taskID
-	reserve = func(ctx context.Context, path string) (string, error) {
-		return executor.ReserveWorkspace(ctx, e.log, owner, what, path, abandonTTL)
-	}
-	release = func(ctx context.Context, path string) error {
-		return executor.ReleaseWorkspace(ctx, e.log, owner, path)
-	}
-	return reserve, release
 }
 
 // apiGroundhogAbandon abandons under the task's workspace reservation, as

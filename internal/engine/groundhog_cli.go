@@ -31,12 +31,13 @@ func (e *Engine) groundhogCLI(clientSeed string) *groundhog.CLIBackend {
 			}
 			return mcp.WriteClaudeConfig(path, s)
 		},
-		CodexOverrides: func(taskID, token string) ([]string, error) {
+		CodexOverrides: func(taskID, token string) ([]string, []string, error) {
 			s, err := scope(taskID, token)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return mcp.CodexOverrides(s)
+			args, err := mcp.CodexOverrides(s)
+			return args, s.Environ(), err
 		},
 	}
 }
