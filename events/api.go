@@ -117,16 +117,32 @@ func (s *apiService) answer(ctx context.Context, req micro.Request, h Handler) {
 		}
 	}
 	if err != nil {
-		code := codeInternal
-		for c, kind := range codeErrors {
-			if errors.Is(err, kind) {
-				code = c
-			}
-		}
-		_ = req.Error(code, err.Error(), nil)
+		s.fail(req, err)
 		return
 	}
 	_ = req.Respond(data)
+}
+
+// codeOrder is the order in which fail matches an error's kinds, so an
+// error that wraps two of them always gets the same code.
+var codeOrder = []string{codeNotFound, codeInvalid, codeFull, codeConflict}
+
+// fail sends an error reply in micro's format. It publishes the reply
+// itself instead of calling req.Error: the service reads what req.Error
+// records as soon as the handler returns, and answer runs after that, in
+// a goroutine of its own.
+func (s *apiService) fail(req micro.Request, err error) {
+	code := codeInternal
+	for _, c := range codeOrder {
+		if errors.Is(err, codeErrors[c]) {
+			code = c
+			break
+		}
+	}
+	msg := &nats.Msg{Subject: req.Reply(), Header: nats.Header{}}
+	msg.Header.Set(micro.ErrorHeader, err.Error())
+	msg.Header.Set(micro.ErrorCodeHeader, code)
+	_ = s.log.nc.PublishMsg(msg)
 }
 
 // Answers too large for one message. The server's max_payload bounds a
