@@ -30,6 +30,10 @@ import (
 // one engine, kept by the key lentKey(job, ancestor) instead of the
 // engine's memory.
 //
+// A run that ended budget_exhausted gave its slot back; when its budget is
+// raised (run.budget_raised) it joins the back of its job's queue, and
+// leaves it at its run.resumed.
+//
 // On an embedded store one engine runs and its own queue (o.queued) is the
 // global one.
 
@@ -38,6 +42,7 @@ type waitingRun struct {
 	id     string
 	seq    uint64 // of its run.requested: its place in the global order
 	parent string
+	raised bool    // queued by a budget raise: its parent is known once rc is read
 	rc     *runCtl // read from the log when first tried; the admission goroutine's
 	queued bool    // run.queued recorded (by this engine); the admission goroutine's
 }
@@ -46,7 +51,9 @@ type waitingRun struct {
 var lifecycleFilters = []string{
 	events.TypeFilter(events.AggregateRun, events.RunRequested),
 	events.TypeFilter(events.AggregateRun, events.RunStarted),
+	events.TypeFilter(events.AggregateRun, events.RunResumed),
 	events.TypeFilter(events.AggregateRun, events.RunFinished),
+	events.TypeFilter(events.AggregateRun, events.RunBudgetRaised),
 	events.TypeFilter(events.AggregateRun, events.RunCancelRequested),
 }
 
@@ -128,7 +135,15 @@ func (o *Orchestrator) apply(ctx context.Context, ev events.Event) {
 		}
 		o.mu.Unlock()
 		o.kick(d.JobName)
-	case events.RunStarted:
+	case events.RunBudgetRaised:
+		o.mu.Lock()
+		if _, known := o.waitingJob[ev.RunID]; !known {
+			o.waiting[ev.Job] = append(o.waiting[ev.Job], &waitingRun{id: ev.RunID, seq: ev.Seq, raised: true})
+			o.waitingJob[ev.RunID] = ev.Job
+		}
+		o.mu.Unlock()
+		o.kick(ev.Job)
+	case events.RunStarted, events.RunResumed:
 		o.dropWaiting(ev.RunID)
 	case events.RunFinished:
 		o.dropWaiting(ev.RunID)
@@ -223,7 +238,7 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 		if mine {
 			continue // started here; its run.started is on its way
 		}
-		if blocked && w.parent == "" {
+		if blocked && w.parent == "" && !w.raised {
 			continue
 		}
 		if w.rc == nil {
@@ -232,7 +247,10 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 				o.log.Warn("reading a queued run", "run", w.id, "err", err)
 				return
 			}
-			w.rc = rc
+			w.rc, w.parent, w.raised = rc, rc.parent, false
+		}
+		if blocked && w.parent == "" {
+			continue
 		}
 		rc := &runCtl{id: w.rc.id, job: w.rc.job, parent: w.rc.parent, depth: w.rc.depth}
 		switch o.claimShared(ctx, rc, blocked) {
@@ -296,24 +314,33 @@ func (o *Orchestrator) sharedLender(ctx context.Context, rc *runCtl) string {
 			return ""
 		}
 		if p.job.Name == rc.job.Name && p.started {
-			finished, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunFinished)})
-			if err == nil && finished == 0 {
-				return id
-			}
+			return id
 		}
 		id = p.parent
 	}
 	return ""
 }
 
-// startedOrFinished reports whether the log has run.started or
-// run.finished of run id.
+// startedOrFinished reports whether the log has run.started, run.resumed
+// or run.finished of run id since its last budget raise.
 func (o *Orchestrator) startedOrFinished(ctx context.Context, id string) (bool, error) {
-	last, err := o.cfg.Log.LastMatching(ctx, []string{
-		events.EventSubject(events.AggregateRun, id, events.RunStarted),
-		events.EventSubject(events.AggregateRun, id, events.RunFinished),
-	})
-	return last > 0, err
+	return o.sinceRaise(ctx, id, events.RunStarted, events.RunResumed, events.RunFinished)
+}
+
+// sinceRaise reports whether the log has an event of run id of one of
+// types after its last run.budget_raised (or at all, when it has none): a
+// raise makes a finished run live again.
+func (o *Orchestrator) sinceRaise(ctx context.Context, id string, types ...string) (bool, error) {
+	filters := make([]string, len(types))
+	for i, typ := range types {
+		filters[i] = events.EventSubject(events.AggregateRun, id, typ)
+	}
+	last, err := o.cfg.Log.LastMatching(ctx, filters)
+	if err != nil || last == 0 {
+		return false, err
+	}
+	raised, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunBudgetRaised)})
+	return last > raised, err
 }
 
 // startCancelled starts a queued run of the global queue at once, out of

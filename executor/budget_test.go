@@ -71,6 +71,34 @@ func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 	assert.Equal(t, events.StateSuccess, steps[0].State)
 }
 
+// TestARunsTokensSpentByClaudeCodeAreItsResults: the tokens a run's budget
+// counts for a real Claude Code session (summed from its turns) are the
+// session's own total, its result record's, output tokens included.
+func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	turns := writeFileTurns("out.txt")
+	turns[0].InputTokens, turns[0].OutputTokens = 300, 70
+	turns[1].InputTokens, turns[1].OutputTokens = 400, 90
+	srv := testkit.NewAnthropicServer(t, append(turns, testkit.Turn{Hang: true})...)
+	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.000001}
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	evs := history(t, log, runID)
+	invs := decodeAll[events.CLIInvocationFinishedData](t, ofType(evs, events.CLIInvocationFinished))
+	require.Len(t, invs, 1)
+	assert.Equal(t, events.TokenUsage{InputTokens: 700, OutputTokens: 160}, invs[0].Usage, "the result record's")
+	decided := decodeAll[events.RunBudgetExhaustedData](t, ofType(evs, events.RunBudgetExhausted))
+	require.Len(t, decided, 1)
+	assert.Equal(t, int64(860), decided[0].Tokens, "the budget counts every output token")
+}
+
 // TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult: an executor whose
 // output is parsed only at the end (claude_json) records no agent.turn;
 // the tokens of its result count, so the run stops before the next step.

@@ -98,11 +98,11 @@ type runCtl struct {
 	parent  string // the run that started this one with job.invoke
 	depth   int    // see events.RunRequestedData.Depth
 	backend string // see events.RunRequestedData.Backend
-	started bool   // run.started is in the log
+	started bool   // it holds its slot: run.started is in the log, with no run.finished since it last started or resumed
 	seq     uint64 // of its run.requested, when read from the log
 	slot    string // the slot key it took on a shared server
 	cancel  context.CancelCauseFunc
-	again   bool // its budget was raised while it ended: interpret it again
+	again   bool // its budget was raised while it ended: admit it again
 }
 
 // NewOrchestrator returns an orchestrator; Run starts it.
@@ -311,10 +311,16 @@ func (o *Orchestrator) startQueued(ctx context.Context, runID string) {
 }
 
 // loadRun reads what the log says about a run's request and start.
+//
+// IMPORTANT: a run that ended budget_exhausted gave its slot back; after a
+// raise (run.budget_raised) it is live again but not started: it takes a
+// slot, or queues, like any run. It holds one again from its run.resumed.
 func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) {
 	evs, err := o.cfg.Log.Read(ctx, events.FollowOptions{Filters: []string{
 		events.EventSubject(events.AggregateRun, id, events.RunRequested),
 		events.EventSubject(events.AggregateRun, id, events.RunStarted),
+		events.EventSubject(events.AggregateRun, id, events.RunResumed),
+		events.EventSubject(events.AggregateRun, id, events.RunFinished),
 	}})
 	if err != nil {
 		return nil, err
@@ -336,8 +342,10 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 			}
 			rc.depth = d.Depth
 			rc.backend = d.Backend
-		case events.RunStarted:
+		case events.RunStarted, events.RunResumed:
 			rc.started = true
+		case events.RunFinished:
+			rc.started = false
 		}
 	}
 	if rc.job == nil {
@@ -471,6 +479,11 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.admitLocked(ctx, rc)
+}
+
+// admitLocked is admit for a caller that holds o.mu.
+func (o *Orchestrator) admitLocked(ctx context.Context, rc *runCtl) {
 	if _, known := o.runs[rc.id]; known {
 		return
 	}
@@ -498,8 +511,8 @@ func (o *Orchestrator) admit(ctx context.Context, rc *runCtl) {
 }
 
 // admissibleLocked reports whether a run may start now: it started before
-// (it holds its slot), its job has a free slot, or it may borrow the slot
-// of an ancestor.
+// and has not finished since (it holds its slot), its job has a free slot,
+// or it may borrow the slot of an ancestor.
 func (o *Orchestrator) admissibleLocked(ctx context.Context, rc *runCtl) bool {
 	if rc.started || o.borrowsLocked(rc) {
 		return true
@@ -568,12 +581,8 @@ func (o *Orchestrator) startLocked(ctx context.Context, rc *runCtl) {
 	go func() {
 		defer o.wg.Done()
 		defer cancel(nil)
-		for {
-			o.executeUntilDone(rctx, rc)
-			if !o.release(ctx, rc) {
-				return
-			}
-		}
+		o.executeUntilDone(rctx, rc)
+		o.release(ctx, rc)
 	}()
 }
 
@@ -604,30 +613,29 @@ func (o *Orchestrator) executeUntilDone(ctx context.Context, rc *runCtl) {
 // release frees a run's slot and starts the next queued run of its job. A
 // run that stopped without finishing (the engine is stopping) is forgotten
 // here and resumed by whichever engine recovers it. A run whose budget was
-// raised as it ended keeps its slot instead, and release reports true: it
-// is to be interpreted again.
-func (o *Orchestrator) release(ctx context.Context, rc *runCtl) bool {
+// raised as it ended is admitted again once its slot is free: it queues
+// behind the runs that waited for that slot (see admit).
+func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if rc.again && ctx.Err() == nil {
-		rc.again = false
-		return true
-	}
 	delete(o.runs, rc.id)
 	job := rc.job.Name
 	if ctx.Err() != nil {
-		return false
+		return
 	}
 	if o.shared() {
+		// A raised run is in the global queue again (see apply).
 		o.giveSlot(ctx, rc)
 		o.kickLocked(job)
-		return false
+		return
 	}
 	// In arrival order, every queued run that may start now: the first ones
 	// take the free slots, and descendants of running runs may borrow
 	// theirs (see borrowsLocked) past runs that must wait for a free one.
 	o.startAdmissibleLocked(ctx, job)
-	return false
+	if rc.again {
+		o.admitLocked(ctx, &runCtl{id: rc.id, job: rc.job, parent: rc.parent, depth: rc.depth, backend: rc.backend, seq: rc.seq})
+	}
 }
 
 // execute runs one run to its end under its lease.

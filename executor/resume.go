@@ -174,9 +174,8 @@ func (x *interpreter) stoppedBeforeRaise(key string, n int) bool {
 }
 
 // watchRaises admits every run whose budget is raised from now on, so that
-// it goes on at once on whichever engines see the raise (the lease lets one
-// of them interpret it). A run the engine still holds, ending as the raise
-// arrives, is interpreted again when it ends. The returned func stops
+// it goes on as soon as it has a slot. A run the engine still holds, ending
+// as the raise arrives, is admitted again when it ends. The returned func stops
 // watching and waits until it has; it may be called more than once.
 func (o *Orchestrator) watchRaises(ctx context.Context) (func(), error) {
 	last, err := o.cfg.Log.LastSeq(ctx)
@@ -207,8 +206,13 @@ func (o *Orchestrator) watchRaises(ctx context.Context) (func(), error) {
 }
 
 // resume admits a run whose budget was raised, or, when this engine still
-// holds it, has it interpreted again once it ends.
+// holds it, has it admitted again once it ends (see release). Either way it
+// takes a slot or queues like any run. On a shared server the global queue
+// admits it (see apply).
 func (o *Orchestrator) resume(ctx context.Context, runID string) {
+	if o.shared() {
+		return
+	}
 	o.mu.Lock()
 	if rc, ok := o.runs[runID]; ok {
 		rc.again = true

@@ -146,11 +146,11 @@ func (o *Orchestrator) slotFree(ctx context.Context, held slotRecord) bool {
 	if held.Run == "" {
 		return true
 	}
-	finished, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, held.Run, events.RunFinished)})
+	finished, err := o.sinceRaise(ctx, held.Run, events.RunFinished)
 	if err != nil {
 		return false
 	}
-	if finished > 0 {
+	if finished {
 		return true
 	}
 	// A run that took its slot holds its lease from its first moment: a
@@ -159,8 +159,8 @@ func (o *Orchestrator) slotFree(ctx context.Context, held slotRecord) bool {
 	if time.Since(held.Taken) < o.cfg.LeaseTTL || !o.orphaned(ctx, held.Run) {
 		return false
 	}
-	started, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, held.Run, events.RunStarted)})
-	return err == nil && started == 0
+	started, err := o.sinceRaise(ctx, held.Run, events.RunStarted, events.RunResumed)
+	return err == nil && !started
 }
 
 // giveSlot frees the slot rc holds, if any: the one it took, or for a run

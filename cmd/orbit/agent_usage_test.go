@@ -14,9 +14,11 @@ import (
 )
 
 // TestClaudeCodesTokensCountOnceInMetrics: the claude_code adapter records
-// each turn's usage on agent.turn and the session's total on
-// cli.invocation.finished. orbit metrics counts the tokens once — the
-// turns' — and the cost Claude Code reports.
+// each turn's usage on agent.turn — the output tokens the server sent for
+// that message — and the session's total (its result record's) on
+// cli.invocation.finished. The turns add up to the result's total, and
+// orbit metrics counts the tokens once — the turns' — and the cost Claude
+// Code reports.
 func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
 	t.Parallel()
 	bin := testkit.ClaudeCLI(t)
@@ -51,18 +53,22 @@ spec:
 	id := strings.TrimSpace(r.Stdout)
 
 	var turns int64
+	var perTurn []events.TokenUsage
 	for _, ev := range runEvents(t, p, id, "--type", events.AgentTurn) {
 		var d events.AgentTurnData
 		require.NoError(t, ev.Decode(&d))
 		turns += d.Usage.InputTokens + d.Usage.OutputTokens
+		perTurn = append(perTurn, d.Usage)
 	}
-	require.Greater(t, turns, int64(1000), "the scripted usage, turn by turn")
+	assert.Equal(t, []events.TokenUsage{{InputTokens: 700, OutputTokens: 30}, {InputTokens: 800, OutputTokens: 20}}, perTurn,
+		"each turn's usage is what the server sent for its message")
 	invs := runEvents(t, p, id, "--type", events.CLIInvocationFinished)
 	require.Len(t, invs, 1)
 	var inv events.CLIInvocationFinishedData
 	require.NoError(t, invs[0].Decode(&inv))
 	assert.True(t, inv.UsageInTurns)
 	assert.Greater(t, inv.CostUSD, 0.0)
+	assert.Equal(t, inv.Usage.InputTokens+inv.Usage.OutputTokens, turns, "the turns add up to the result record's usage")
 
 	r = p.Orbit("metrics", "--json")
 	require.Equal(t, 0, r.Code, r.String())

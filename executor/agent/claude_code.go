@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,7 +26,8 @@ const OutputClaudeCode = assets.OutputClaudeCode
 const claudeCodeProvider = "claude_code"
 
 // claudeCodeArgs is Claude Code's command line for one invocation: the
-// executor's own args first, then print mode with stream-json records, the
+// executor's own args first, then print mode with stream-json records (and
+// the partial-message records that carry each message's final usage), the
 // model, the instruction appended to Claude Code's system prompt, the turn
 // limit, and the allowlist as Claude Code's own permissions. The prompt
 // goes on stdin.
@@ -36,8 +38,8 @@ const claudeCodeProvider = "claude_code"
 // prompt, and nothing outside the allowlist runs.
 func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
 	args := append([]string(nil), cfg.Spec.Args...)
-	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--no-session-persistence",
-		"--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
+	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages",
+		"--no-session-persistence", "--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
 	if len(grant.Allowed) > 0 {
 		args = append(args, "--allowedTools="+strings.Join(grant.Allowed, ","))
 	}
@@ -96,8 +98,10 @@ type claudeStream struct {
 	spent error
 
 	turn    int
-	msg     *ccMessage // the model message being read (one per turn)
-	queue   []queued   // what its calls recorded while it was being read
+	msg     *ccMessage         // the model message being read (one per turn)
+	final   map[string]ccUsage // each message's usage as its stream events left it, by message id
+	apiMsg  string             // the message whose stream events are being read
+	queue   []queued           // what its calls recorded while it was being read
 	calls   map[string]*ccCall
 	out     Outcome
 	result  *ccResult
@@ -136,10 +140,47 @@ func (u ccUsage) usage() Usage {
 		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
 }
 
+// ccUsageDelta is the usage of a message_delta stream event: the message's
+// totals so far, for the fields it has.
+type ccUsageDelta struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+}
+
+// apply sets u's fields to those the delta has.
+func (d ccUsageDelta) apply(u ccUsage) ccUsage {
+	for _, f := range []struct {
+		to   *int64
+		from *int64
+	}{{&u.InputTokens, d.InputTokens}, {&u.OutputTokens, d.OutputTokens},
+		{&u.CacheReadInputTokens, d.CacheReadInputTokens}, {&u.CacheCreationInputTokens, d.CacheCreationInputTokens}} {
+		if f.from != nil {
+			*f.to = *f.from
+		}
+	}
+	return u
+}
+
+// ccStreamEvent is the Messages API stream event a stream_event record
+// (--include-partial-messages) carries, as far as Orbit reads it.
+type ccStreamEvent struct {
+	Type    string `json:"type"`
+	Message struct {
+		ID    string  `json:"id"`
+		Usage ccUsage `json:"usage"`
+	} `json:"message"` // message_start
+	Usage ccUsageDelta `json:"usage"` // message_delta
+}
+
 // ccRecord is one stream-json line, as far as Orbit reads it.
 type ccRecord struct {
 	Type    string `json:"type"`
 	Subtype string `json:"subtype"`
+	// stream_event
+	Event        json.RawMessage `json:"event"`
+	APIMessageID string          `json:"api_message_id"`
 	// assistant, user
 	Message json.RawMessage `json:"message"`
 	// system/permission_denied (message is then a string)
@@ -189,7 +230,7 @@ type ccCall struct {
 
 func newClaudeStream(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, deny func(*DeniedError)) *claudeStream {
 	return &claudeStream{cfg: cfg, grant: grant, deny: deny, calls: map[string]*ccCall{},
-		out: Outcome{StopReason: StopEndTurn}}
+		final: map[string]ccUsage{}, out: Outcome{StopReason: StopEndTurn}}
 }
 
 // line reads one line of stdout. A line that is not a JSON record (Claude
@@ -200,6 +241,10 @@ func (s *claudeStream) line(ctx context.Context, line []byte) {
 	}
 	var rec ccRecord
 	if json.Unmarshal(line, &rec) != nil || rec.Type == "" {
+		return
+	}
+	if rec.Type == "stream_event" {
+		s.streamEvent(rec)
 		return
 	}
 	s.records++
@@ -251,6 +296,9 @@ func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error
 	}
 	s.msg.Content = append(s.msg.Content, m.Content...)
 	s.msg.Usage = m.Usage
+	if u, ok := s.final[m.ID]; ok {
+		s.msg.Usage = u
+	}
 	for _, b := range m.Content {
 		if b.Type != "tool_use" {
 			continue
@@ -265,6 +313,44 @@ func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error
 		}
 	}
 	return nil
+}
+
+// streamEvent reads a message's usage from its stream events. An assistant
+// record carries the usage of the message's start (its output tokens are
+// 1): the final count comes only in the message_delta event, printed after
+// the message's last assistant record and before the next message's.
+//
+// IMPORTANT: a turn's usage is what metrics and budgets add up
+// (usage_in_turns), so it must be the message's final usage, not the
+// assistant record's.
+func (s *claudeStream) streamEvent(rec ccRecord) {
+	var ev ccStreamEvent
+	if json.Unmarshal(rec.Event, &ev) != nil {
+		return
+	}
+	switch ev.Type {
+	case "message_start":
+		s.apiMsg = ev.Message.ID
+		s.final[s.apiMsg] = ev.Message.Usage
+	case "message_delta":
+		id := rec.APIMessageID
+		if id == "" {
+			id = s.apiMsg
+		}
+		u := ev.Usage.apply(s.final[id])
+		s.final[id] = u
+		if s.msg != nil && s.msg.ID == id {
+			s.msg.Usage = u
+			s.checkBudget()
+		}
+	}
+}
+
+// isClaudeStreamEvent says whether a stdout line is a stream_event record:
+// read for usage, but not recorded as cli.output nor kept in the output
+// blob, since the assistant records say the same whole.
+func isClaudeStreamEvent(line []byte) bool {
+	return bytes.HasPrefix(line, []byte(`{"type":"stream_event"`))
 }
 
 // emit records an event, or queues it while a model message is being read.
@@ -284,6 +370,7 @@ func (s *claudeStream) flush(ctx context.Context) error {
 		return nil
 	}
 	s.msg = nil
+	delete(s.final, m.ID)
 	q := s.queue
 	s.queue = nil
 	s.out.Turns, s.out.UsageInTurns = s.turn, true

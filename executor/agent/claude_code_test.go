@@ -149,18 +149,54 @@ func TestClaudeStreamWithoutResult(t *testing.T) {
 	assert.Equal(t, "claude_code: Claude Code printed no result record (1 records read): killed", perr.Error())
 }
 
+// TestClaudeStreamTurnUsageIsEachMessagesFinal: a turn's usage is its
+// message's as the message_delta event left it (the output tokens the
+// server sent), not the assistant record's start; the turns add up to the
+// result's total.
+func TestClaudeStreamTurnUsageIsEachMessagesFinal(t *testing.T) {
+	rec, out, err, _ := replayClaude(t, "claude-partial-usage.jsonl", []string{"fs.write"}, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{events.AgentTurn, events.ToolCalled, events.AgentTurn}, rec.types)
+	first, second := rec.payloads[0].(events.AgentTurnData), rec.payloads[2].(events.AgentTurnData)
+	assert.Equal(t, events.TokenUsage{InputTokens: 300, OutputTokens: 37}, first.Usage)
+	assert.Equal(t, events.TokenUsage{InputTokens: 400, OutputTokens: 53}, second.Usage)
+	assert.True(t, out.UsageInTurns)
+	assert.Equal(t, Usage{InputTokens: 700, OutputTokens: 90}, out.Usage)
+}
+
+// TestClaudeStreamStopsWhenAMessagesFinalUsageSpendsTheBudget: the output
+// tokens of the message_delta event count against the run's budget at
+// once, before the next record.
+func TestClaudeStreamStopsWhenAMessagesFinalUsageSpendsTheBudget(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "cli", "claude-partial-usage.jsonl"))
+	require.NoError(t, err)
+	grant, err := assets.ClaudeCodeGrant([]string{"fs.write"}, nil)
+	require.NoError(t, err)
+	s := newClaudeStream(&CLIConfig{Attempt: 1, Emitter: &recorder{}, Budget: &Budget{MaxTokens: 337}}, grant, func(*DeniedError) {})
+	var halted error
+	s.halt = func(err error) { halted = err }
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		s.line(context.Background(), bytes.TrimSpace(line))
+		if halted != nil {
+			assert.Contains(t, string(line), `"message_delta"`, "the first message's start is 301 tokens, its end 337")
+			break
+		}
+	}
+	require.ErrorIs(t, halted, ErrBudgetExhausted)
+}
+
 func TestClaudeCodeArgs(t *testing.T) {
 	grant, err := assets.ClaudeCodeGrant([]string{"fs.read", "shell.exec"}, []string{"git"})
 	require.NoError(t, err)
 	cfg := &CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"--debug-to-stderr"}}, MaxTurns: 7,
 		Envelope: Envelope{Model: "claude-x", Instruction: "-- be careful", Prompt: "not an argument"}}
-	assert.Equal(t, []string{"--debug-to-stderr", "-p", "--output-format=stream-json", "--verbose", "--no-session-persistence",
+	assert.Equal(t, []string{"--debug-to-stderr", "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages", "--no-session-persistence",
 		"--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
 		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--model=claude-x", "--append-system-prompt=-- be careful", "--max-turns=7"}, claudeCodeArgs(cfg, grant))
 
 	none, err := assets.ClaudeCodeGrant(nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"-p", "--output-format=stream-json", "--verbose", "--no-session-persistence",
+	assert.Equal(t, []string{"-p", "--output-format=stream-json", "--verbose", "--include-partial-messages", "--no-session-persistence",
 		"--permission-mode=dontAsk", "--tools=", "--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)"},
 		claudeCodeArgs(&CLIConfig{}, none), "no tools offered, nothing allowed")
 }

@@ -186,6 +186,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	if stream != nil {
 		stdout.onLine = stream.line
 	}
+	if cfg.Spec.Output == OutputClaudeCode {
+		stdout.quiet = isClaudeStreamEvent
+	}
 	stderr := &lineRecorder{stream: "stderr", cfg: &cfg}
 	defer wg.Wait()
 	defer g.Kill()
@@ -266,6 +269,7 @@ type lineRecorder struct {
 	stream string
 	cfg    *CLIConfig
 	onLine func(ctx context.Context, line []byte) // sees every line as it comes, if set
+	quiet  func(line []byte) bool                 // a line onLine reads but nothing records, if set
 	buf    bytes.Buffer
 	size   int64
 	lines  int
@@ -276,7 +280,9 @@ func (r *lineRecorder) read(ctx context.Context, rd io.Reader) {
 	br := bufio.NewReaderSize(rd, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
+		if len(line) > 0 && r.quiet != nil && r.quiet(line) {
+			r.onLine(ctx, bytes.TrimSpace(line))
+		} else if len(line) > 0 {
 			r.size += int64(len(line))
 			if room := cliCapture - r.buf.Len(); room > 0 {
 				r.buf.Write(line[:min(room, len(line))])

@@ -255,6 +255,42 @@ func TestClaudeCLIDenyRuleIsSaidInToolResultMeta(t *testing.T) {
 	keepStream(t, "claude-write-deny-rule", run, append(machinePaths(env, dir), filepath.Dir(outside), "$ELSEWHERE")...)
 }
 
+// TestClaudeCLIPrintsEachMessagesFinalUsageInStreamEvents: an assistant
+// record carries the usage of its message's start (1 output token); only
+// the message_delta stream event (--include-partial-messages) carries the
+// output tokens the server sent, and the result sums those.
+func TestClaudeCLIPrintsEachMessagesFinalUsageInStreamEvents(t *testing.T) {
+	bin := testkit.ClaudeCLI(t)
+	turns := writeTurns()
+	turns[0].InputTokens, turns[0].OutputTokens = 300, 37
+	turns[1].InputTokens, turns[1].OutputTokens = 400, 53
+	srv := testkit.NewAnthropicServer(t, turns...)
+	dir := t.TempDir()
+	env := testkit.ClaudeEnv(t, srv)
+	run := runAgentCLI(t, dir, env, bin, claudeArgs("claude-orbit-test", "--allowedTools", "Write",
+		"--permission-mode", "dontAsk", "--include-partial-messages")...)
+
+	require.Equal(t, 0, run.exitCode, "stderr:\n%s", run.stderr)
+	var started []float64
+	for _, rec := range run.find("assistant") {
+		usage := rec["message"].(map[string]any)["usage"].(map[string]any)
+		started = append(started, usage["output_tokens"].(float64))
+	}
+	assert.Equal(t, []float64{1, 1}, started, "an assistant record's usage is its message's start")
+	final := map[string]float64{}
+	for _, rec := range run.find("stream_event") {
+		ev := rec["event"].(map[string]any)
+		if ev["type"] == "message_delta" {
+			final[rec["api_message_id"].(string)] = ev["usage"].(map[string]any)["output_tokens"].(float64)
+		}
+	}
+	assert.Equal(t, map[string]float64{"msg_001": 37, "msg_002": 53}, final)
+	usage := onlyRecord(t, run, "result/success")["usage"].(map[string]any)
+	assert.EqualValues(t, 90, usage["output_tokens"])
+	assert.EqualValues(t, 700, usage["input_tokens"])
+	keepStream(t, "claude-partial-usage", run, machinePaths(env, dir)...)
+}
+
 func TestClaudeCLIReportsAPIErrorInResult(t *testing.T) {
 	bin := testkit.ClaudeCLI(t)
 	srv := testkit.NewAnthropicServer(t, testkit.Turn{Fail: &testkit.APIFailure{Status: 500, Message: "scripted outage"}})
