@@ -17,11 +17,24 @@ import (
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	buildPath string
 	buildErr  error
 )
 
-// Binary builds cmd/orbit once per test process and returns its path.
+// Main runs a package's tests and then removes the binary Binary built for
+// them: every package whose tests use Binary (or a Project) calls it from
+// its TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// Binary builds cmd/orbit once per test process and returns its path. The
+// build (over 100 MB) is removed by Main when the process's tests end.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -30,6 +43,7 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		buildPath = filepath.Join(dir, "orbit")
 		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/orbit")
 		cmd.Dir = ModuleRoot(t)
