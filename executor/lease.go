@@ -175,7 +175,9 @@ func (l *lease) write(ctx context.Context) error {
 // answer comes from a compare-and-set, not from a read that a lagging
 // replica answers, and a write that fails without a conflict (an election,
 // a timeout under load) is tried again until the lease would have expired
-// since its last renewal; only then is it given up as lost.
+// since its last renewal; only then is it given up as lost. An expired
+// lease that no one took over is still this holder's: a takeover is a
+// write, which the compare-and-set would meet.
 func (l *lease) held(ctx context.Context) bool {
 	if l.kv == nil {
 		return true
@@ -184,9 +186,7 @@ func (l *lease) held(ctx context.Context) bool {
 	defer l.mu.Unlock()
 	expires := l.written.Add(l.ttl)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		wctx, cancel := context.WithDeadline(ctx, expires)
-		err := l.write(wctx)
-		cancel()
+		err := l.write(ctx)
 		if err == nil {
 			return true
 		}
