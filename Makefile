@@ -86,10 +86,13 @@ soak:
 	ORBIT_SOAK=1 $(GO) test -count=1 -run Soak -v -timeout 20m ./internal/soak/
 
 # The chaos suite in full: every job killed (SIGKILL) at every failpoint that
-# applies and at random moments; prints a table of trials and the seed
+# applies and at random moments, then the cluster trials (TestChaosCluster:
+# three nats-servers, two engines, losing the stream leader's node, the
+# engine holding the run, or both); prints a table of trials and the seed
 # (CHAOS_SEED=<n> repeats a run). make test runs a quick subset of it.
 chaos:
 	CHAOS=full $(GO) test -count=1 -run Chaos -v -timeout 30m ./internal/chaos/
+	CLUSTER_CHAOS=1 CHAOS=full $(GO) test -count=1 -run 'TestChaosCluster' -v -timeout 30m ./internal/chaos/
 
 # The heavy tests of Orbit on a three-node NATS cluster with two engines
 # (kill -9 of an engine mid-run, max_active_runs across engines, SIGTERM
@@ -97,7 +100,7 @@ chaos:
 # one engine SIGSTOPped), then the
 # cluster trials of the chaos suite (TestChaosCluster: the chaos jobs on
 # three nats-servers and two engines, losing the stream leader's node, the
-# engine holding the run, or both; not yet green, see the README). make
+# engine holding the run, or both; also in make chaos). make
 # test runs the events-level cluster tests: appends through the loss of
 # the stream leader, and too few servers for the replicas.
 cluster-chaos:

@@ -43,8 +43,9 @@ type lease struct {
 	scope    string // step leases: the mark of the processes the execution starts
 	fence    bool   // before taking over an expired lease, kill its holder's processes on this host
 
-	mu  sync.Mutex // renewals run beside the holder's other calls
-	rev uint64
+	mu      sync.Mutex // renewals run beside the holder's other calls
+	rev     uint64
+	written time.Time // when rev was written: the lease holds until a TTL later
 }
 
 type leaseRecord struct {
@@ -86,13 +87,15 @@ func (l *lease) try(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	value, err := l.record()
+	at := time.Now()
+	value, err := l.record(at)
 	if err != nil {
 		return err
 	}
 	cur, err := l.kv.Get(ctx, l.key)
 	if errors.Is(err, events.ErrNotFound) {
 		l.rev, err = l.kv.Create(ctx, l.key, value)
+		l.written = at
 		return err
 	}
 	if err != nil {
@@ -110,12 +113,13 @@ func (l *lease) try(ctx context.Context) error {
 		}
 	}
 	l.rev, err = l.kv.Update(ctx, l.key, value, cur.Revision)
+	l.written = at
 	return err
 }
 
-// record is the lease's value, expiring a TTL from now.
-func (l *lease) record() ([]byte, error) {
-	return json.Marshal(leaseRecord{Engine: l.engine, Host: hostname, Scope: l.scope, Expires: time.Now().Add(l.ttl).UTC()})
+// record is the lease's value, expiring a TTL after at.
+func (l *lease) record(at time.Time) ([]byte, error) {
+	return json.Marshal(leaseRecord{Engine: l.engine, Host: hostname, Scope: l.scope, Expires: at.Add(l.ttl).UTC()})
 }
 
 // renew extends the lease. It fails with events.ErrConflict when another
@@ -126,27 +130,75 @@ func (l *lease) renew(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	value, err := l.record()
-	if err != nil {
-		return err
-	}
-	rev, err := l.kv.Update(ctx, l.key, value, l.rev)
-	if err != nil {
-		return err
-	}
-	l.rev = rev
-	return nil
+	return l.write(ctx)
 }
 
-// held reports whether the lease is still this holder's.
+// write extends the lease by a compare-and-set at its last known
+// revision, which the bucket's leader checks: never a read that a lagging
+// replica answers. A conflict whose current value is this very lease
+// (same scope) is a write of ours whose answer was lost, a timeout under
+// load say: its revision is taken and the write done again (a replica
+// that answers the read may lag: a few times), so that only a lease
+// another holder wrote counts as lost. l.mu is held.
+func (l *lease) write(ctx context.Context) error {
+	at := time.Now()
+	value, err := l.record(at)
+	if err != nil {
+		return err
+	}
+	rev := l.rev
+	for range 5 {
+		var newRev uint64
+		newRev, err = l.kv.Update(ctx, l.key, value, rev)
+		if err == nil {
+			l.rev, l.written = newRev, at
+			return nil
+		}
+		if !errors.Is(err, events.ErrConflict) || l.scope == "" {
+			return err
+		}
+		cur, gerr := l.kv.Get(ctx, l.key)
+		var held leaseRecord
+		if gerr != nil || json.Unmarshal(cur.Value, &held) != nil || held.Engine != l.engine || held.Scope != l.scope {
+			return err
+		}
+		if cur.Revision == rev {
+			time.Sleep(20 * time.Millisecond) // a replica behind the write that conflicted
+		}
+		rev = cur.Revision
+	}
+	return err
+}
+
+// held reports whether the lease is still this holder's, extending it for
+// the holder's next writes. A step's result is stored only if it is: the
+// answer comes from a compare-and-set, not from a read that a lagging
+// replica answers, and a write that fails without a conflict (an election,
+// a timeout under load) is tried again until the lease would have expired
+// since its last renewal; only then is it given up as lost. An expired
+// lease that no one took over is still this holder's: a takeover is a
+// write, which the compare-and-set would meet.
 func (l *lease) held(ctx context.Context) bool {
 	if l.kv == nil {
 		return true
 	}
-	cur, err := l.kv.Get(ctx, l.key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return err == nil && cur.Revision == l.rev
+	expires := l.written.Add(l.ttl)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := l.write(ctx)
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, events.ErrConflict) || time.Now().Add(wait).After(expires) {
+			return false
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // release gives the lease up.
