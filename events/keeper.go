@@ -7,7 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// keeperSubject holds the command queue's keeper: one small message that
+// KeeperSubject holds the command queue's keeper: one small message that
 // no consumer takes, so that it stays in ORBIT_COMMANDS for good.
 //
 // Why: the server's file store removes a message block once its last
@@ -25,7 +25,7 @@ import (
 // subject roll-up that removes the previous one, when the engine opens
 // the log and then every keeperEvery commands sent (see Send): after a
 // roll-over at most that many acknowledgements pay for the empty block.
-const keeperSubject = CommandsRoot + ".keeper"
+const KeeperSubject = CommandsRoot + ".keeper"
 
 // keeperEvery is how many commands a Log sends between two keepers.
 const keeperEvery = 256
@@ -34,7 +34,7 @@ const keeperEvery = 256
 func (l *Log) keepQueue(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	msg := &nats.Msg{Subject: keeperSubject, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: KeeperSubject, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	if l.key != nil {
 		l.key.sign(msg, "")

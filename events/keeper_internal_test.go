@@ -97,7 +97,7 @@ func TestQueueKeeperIsReplaced(t *testing.T) {
 	}
 	keeper := func(l *Log) (seq, count uint64) {
 		t.Helper()
-		msg, err := l.cmds.GetLastMsgForSubject(ctx, keeperSubject)
+		msg, err := l.cmds.GetLastMsgForSubject(ctx, KeeperSubject)
 		if err != nil {
 			t.Fatalf("no keeper in the queue: %v", err)
 		}
@@ -107,11 +107,11 @@ func TestQueueKeeperIsReplaced(t *testing.T) {
 		if reason := l.verifyCommand(msg.Sequence, msg.Subject, msg.Header, msg.Data); reason != "" {
 			t.Errorf("the keeper does not verify: %s", reason)
 		}
-		info, err := l.cmds.Info(ctx, jetstream.WithSubjectFilter(keeperSubject))
+		info, err := l.cmds.Info(ctx, jetstream.WithSubjectFilter(KeeperSubject))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return msg.Sequence, info.State.Subjects[keeperSubject]
+		return msg.Sequence, info.State.Subjects[KeeperSubject]
 	}
 	first, n := keeper(l)
 	if n != 1 {

@@ -267,10 +267,11 @@ func leftovers(ctx context.Context, t *testing.T, eng *engineProc, timeout time.
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		info, err := cmds.Info(ctx)
+		info, err := cmds.Info(ctx, jetstream.WithSubjectFilter(events.KeeperSubject))
 		if err != nil {
 			t.Fatal(err)
 		}
+		queued := info.State.Msgs - info.State.Subjects[events.KeeperSubject]
 		leases, err := kv.Keys(ctx)
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			leases, err = nil, nil
@@ -278,8 +279,8 @@ func leftovers(ctx context.Context, t *testing.T, eng *engineProc, timeout time.
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (info.State.Msgs == 0 && len(leases) == 0) || time.Now().After(deadline) {
-			return info.State.Msgs, leases
+		if (queued == 0 && len(leases) == 0) || time.Now().After(deadline) {
+			return queued, leases
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
