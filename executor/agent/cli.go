@@ -80,8 +80,9 @@ type CLIConfig struct {
 	// (Codex's turn.completed, Claude Code's result); its group is killed
 	// when it runs out. It may start nothing more: a tool call or command
 	// it starts once the call that closed its session has returned is
-	// recorded as tool.denied and stops it at once (stopGrace). Only the
-	// claude_code and codex outputs with an MCP server are watched.
+	// recorded as tool.denied and stops it at once (stopGrace), and RunCLI
+	// returns ErrActedAfterStop. Only the claude_code and codex outputs
+	// with an MCP server are watched.
 	StopGrace time.Duration
 }
 
@@ -264,10 +265,13 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return out, ctx.Err()
 	case grace != nil && grace.err != nil:
 		return out, grace.err
+	case grace != nil && grace.denied != nil:
+		out.StopReason = StopTerminalTool
+		return out, fmt.Errorf("%w: %w", ErrActedAfterStop, grace.denied)
 	case closed(cfg.Stop):
 		// Closed by the caller: however the agent ended after that (on its
-		// own, at the grace's end, or stopped for acting), its session is
-		// over as a finished one.
+		// own or at the grace's end), its session is over as a finished
+		// one.
 		out.StopReason = StopTerminalTool
 		return out, nil
 	case stream != nil && perr != nil:

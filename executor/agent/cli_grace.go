@@ -9,9 +9,15 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// errActedAfterStop is the cause of an agent stopped because it started a
-// tool call or a command after it was told to stop (CLIConfig.Stop).
-var errActedAfterStop = errors.New("the agent acted after its session was closed")
+// ErrActedAfterStop is the error of a session whose agent started a tool
+// call or a command after it was told to stop (CLIConfig.Stop): it was
+// stopped, but what it started may have begun to run. It comes with the
+// call's *DeniedError.
+var ErrActedAfterStop = errors.New("the agent acted after its session was closed")
+
+// closedReason is the reason recorded for a call started after the
+// session was closed.
+const closedReason = "called after the session was closed by a terminal verb: the agent was stopped"
 
 // stopGrace watches an agent told to stop (CLIConfig.Stop with a
 // StopGrace): it may end its turn on its own, printing the record that
@@ -31,8 +37,8 @@ type stopGrace struct {
 
 	verbIDs map[string]bool // Claude Code: ids of the calls of the MCP server's tools
 	closed  bool            // the closing call's result has been read
-	denied  bool
-	err     error // the failure to record the denial
+	denied  *DeniedError    // the call refused
+	err     error           // the failure to record the denial
 }
 
 func newStopGrace(cfg *CLIConfig, stream cliStream, halt func(error)) *stopGrace {
@@ -40,7 +46,7 @@ func newStopGrace(cfg *CLIConfig, stream cliStream, halt func(error)) *stopGrace
 }
 
 func (g *stopGrace) line(ctx context.Context, line []byte) {
-	if g.denied || g.cfg.MCP == nil {
+	if g.denied != nil || g.cfg.MCP == nil {
 		return
 	}
 	switch g.cfg.Spec.Output {
@@ -102,10 +108,10 @@ func (g *stopGrace) claudeLine(ctx context.Context, line []byte) {
 
 // deny stops the agent and records the call as refused.
 func (g *stopGrace) deny(ctx context.Context, id, name, agentTool string) {
-	g.denied = true
-	g.halt(errActedAfterStop)
+	g.denied = &DeniedError{Tool: name, Reason: closedReason}
+	g.halt(ErrActedAfterStop)
 	g.err = g.cfg.Emitter.Emit(ctx, events.ToolDenied, events.ToolDeniedData{
 		Attempt: g.cfg.Attempt, ToolUseID: id, Name: name, AgentTool: agentTool,
-		Reason: "called after the session was closed by a terminal verb: the agent was stopped", OnDenial: OnDenialTerminate,
+		Reason: closedReason, OnDenial: OnDenialTerminate,
 	})
 }
