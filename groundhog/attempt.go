@@ -108,6 +108,11 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 	}
 	var report events.FailureReport
 	switch {
+	case a.verdict != nil && errors.Is(runErr, agent.ErrActedAfterStop):
+		// What the agent started after its verb may have begun to run:
+		// the verdict does not stand on a workspace it changed since.
+		report = events.FailureReport{Source: "synthetic", WhatHappened: r.cliNames(
+			"the attempt was closed by " + a.verdict.verb + ", then the agent went on: " + runErr.Error())}
 	case a.verdict != nil && a.verdict.verb == VerbSuccess:
 		v := &verifier{repo: r.repo, snap: snap, env: r.cfg.Env}
 		results, passed := v.check(ctx, cp)

@@ -71,12 +71,20 @@ func (r *runner) cliNames(text string) string {
 	return text
 }
 
+// VerbGrace is how long a CLI agent that has called a terminal verb may
+// take to end its turn on its own, printing the record that carries its
+// usage and cost (Codex prints its usage only there). Its session is
+// closed: the first tool call or command it starts is denied and stops
+// it, and it is stopped when the grace runs out.
+const VerbGrace = 20 * time.Second
+
 // cliSession runs the attempt as a fresh CLI agent session in the
 // workspace: the prompt is Prompt's (the same bytes as over HTTP), the
 // instruction and the protocol its system prompt, and the verbs reach the
 // attempt through `orbit mcp`, scoped by a token registered for this
 // attempt alone. serveVerbs answers them beside the session; a terminal
-// verb stops the agent. The token is unregistered when the session ends,
+// verb closes it: the agent may end its turn within VerbGrace and do
+// nothing more. The token is unregistered when the session ends,
 // so a verb sent after it is refused as stale.
 func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Memory) (*agent.Outcome, error) {
 	r := a.r
@@ -95,19 +103,16 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 	}
 	defer cleanup()
 
-	stop, exited := make(chan struct{}), make(chan struct{})
+	stop := make(chan struct{})
 	var once sync.Once
 	verbCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		// The agent is gone before it hears the verb's answer: it cannot
-		// go on to another turn of the attempt it has closed.
-		a.serveVerbs(verbCtx, scope, func() {
-			once.Do(func() { close(stop) })
-			<-exited
-		})
+		// The session is closed before the agent hears the verb's answer:
+		// from then on it may only end its turn (StopGrace).
+		a.serveVerbs(verbCtx, scope, func() { once.Do(func() { close(stop) }) })
 	}()
 	name := spec.Executor
 	if name == "" {
@@ -138,8 +143,8 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 		OnDenial:        spec.OnDenial,
 		MCP:             server,
 		Stop:            stop,
+		StopGrace:       VerbGrace,
 	})
-	close(exited)
 	cancel()
 	wg.Wait()
 	return out, err

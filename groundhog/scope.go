@@ -150,11 +150,16 @@ func (as *Attempts) lookup(taskID, token string) (*Scope, error) {
 
 func sameTask(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
+// closedSession is what a CLI agent is told with the answer of the
+// terminal verb that closed its session.
+const closedSession = "This attempt is now closed: end your turn with a one-line final message. Call no more tools and run no more commands; any you start is refused and stops the session."
+
 // serveVerbs answers the verbs sent to scope as the attempt's own verb
 // tools would (groundhog/verbs.go): a side effect is recorded at once, a
 // terminal verb sets the attempt's verdict. After the first terminal verb
-// it accepts, it calls stop (which ends the agent's session), answers the
-// call once stop has returned, and returns; it returns too when ctx ends
+// it accepts, it calls stop (which closes the agent's session), answers the
+// call once stop has returned, telling the agent to end its turn, and
+// returns; it returns too when ctx ends
 // or the scope is unregistered. The session reads the verdict only after
 // serveVerbs has returned.
 func (a *attempt) serveVerbs(ctx context.Context, s *Scope, stop func()) {
@@ -170,7 +175,7 @@ func (a *attempt) serveVerbs(ctx context.Context, s *Scope, stop func()) {
 			text, err := vt.call(ctx, c.Input)
 			if err == nil && vt.terminal {
 				stop()
-				c.Answer(text, nil)
+				c.Answer(text+" "+closedSession, nil)
 				return
 			}
 			c.Answer(text, err)

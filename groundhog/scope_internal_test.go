@@ -79,8 +79,8 @@ func TestServeVerbsRecordsAsTheVerbTools(t *testing.T) {
 }
 
 // TestServeVerbsStopsBeforeItAnswers: a terminal verb's caller hears the
-// answer only once the session has stopped its agent, so a CLI agent
-// cannot take another turn of the attempt it has closed.
+// answer only once the session is closed, so whatever a CLI agent starts
+// after it is refused; the answer tells the agent to end its turn.
 func TestServeVerbsStopsBeforeItAnswers(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
@@ -92,8 +92,10 @@ func TestServeVerbsStopsBeforeItAnswers(t *testing.T) {
 	stopping, release := make(chan struct{}), make(chan struct{})
 	go a.serveVerbs(ctx, s, func() { close(stopping); <-release })
 	answered := make(chan error, 1)
+	var text string
 	go func() {
-		_, _, err := reg.Deliver(ctx, "t1", s.Token, VerbSuccess, json.RawMessage(`{"summary":"done"}`))
+		var err error
+		_, text, err = reg.Deliver(ctx, "t1", s.Token, VerbSuccess, json.RawMessage(`{"summary":"done"}`))
 		answered <- err
 	}()
 	<-stopping
@@ -104,4 +106,6 @@ func TestServeVerbsStopsBeforeItAnswers(t *testing.T) {
 	}
 	close(release)
 	require.NoError(t, <-answered)
+	require.Contains(t, text, "The runtime will now verify")
+	require.Contains(t, text, "end your turn")
 }

@@ -28,6 +28,7 @@ func TestAGroundhogTaskOverCodexStopsWhenItsBudgetIsSpent(t *testing.T) {
 		write, testkit.Turn{Text: "I wrote one.txt."},
 		write, testkit.Turn{Text: "I wrote one.txt again."},
 		write, testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
 	plan := func(maxTokens string) string {
@@ -78,7 +79,8 @@ func TestAGroundhogTaskOverClaudeCodeCountsItsCostAndEachTokenOnce(t *testing.T)
 		InputTokens: 100000, OutputTokens: 10}
 	stop := testkit.Turn{Text: "I wrote one.txt and stopped.", InputTokens: 100000, OutputTokens: 10}
 	srv := testkit.NewAnthropicServer(t, write, stop, write, stop,
-		testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}})
+		testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		testkit.Turn{Text: "Done."})
 	p, repo, task := cliGroundhogProject(t, srv)
 	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml",
 		"budget: {max_tokens: 1000000, max_cost_usd: 0.8}\ncheckpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))

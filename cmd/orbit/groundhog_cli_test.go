@@ -75,10 +75,11 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	assert.Equal(t, "wrong-answer", testkit.Git(t, repo, "show", "groundhog/T-1/day-2:two.txt"),
 		"what the agent wrote through Bash was rewound and kept on the attempt's scratch branch")
 
-	// Six model turns, one per request: no session went on after its
-	// terminal verb.
+	// Nine model turns, one per request: each session ended its turn after
+	// its terminal verb with a final message (which carries its result
+	// record) and did nothing more.
 	reqs := srv.Scripted()
-	require.Len(t, reqs, 6)
+	require.Len(t, reqs, 9)
 	first := reqs[0]
 	assert.Equal(t, "claude-sonnet-4-5", first.Model)
 	assert.Contains(t, first.System, "You keep files short and run the checks yourself before you declare success.")
@@ -102,12 +103,12 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 		}
 		return user, assistant
 	}
-	for _, i := range []int{0, 2, 4} {
+	for _, i := range []int{0, 3, 6} {
 		user, assistant := roles(reqs[i])
 		assert.Len(t, user, 1, "request %d", i)
 		assert.Zero(t, assistant, "request %d", i)
 	}
-	user, _ := roles(reqs[4])
+	user, _ := roles(reqs[6])
 	retry := user[0]
 	assert.Contains(t, retry, "The last attempt at this checkpoint failed (verifier)")
 	assert.Contains(t, retry, "two.txt")
@@ -131,8 +132,8 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	}
 	verb := "mcp__orbit__checkpoint_success=orbit.groundhog.checkpoint_success#"
 	assert.Equal(t, []string{"Write=fs.write#toolu_one", verb + "toolu_002_1"}, calls(0, 0))
-	assert.Equal(t, []string{"Bash=shell.exec#toolu_wrong", verb + "toolu_004_1"}, calls(1, 0))
-	assert.Equal(t, []string{"Bash=shell.exec#toolu_right", verb + "toolu_006_1"}, calls(1, 1))
+	assert.Equal(t, []string{"Bash=shell.exec#toolu_wrong", verb + "toolu_005_1"}, calls(1, 0))
+	assert.Equal(t, []string{"Bash=shell.exec#toolu_right", verb + "toolu_008_1"}, calls(1, 1))
 	for cp, n := range []int{1, 2} {
 		for at := range n {
 			a := audit.Checkpoints[cp].Attempts[at]
@@ -165,6 +166,7 @@ func TestGroundhogOverClaudeCodeKilledMidAttempt(t *testing.T) {
 		testkit.Turn{Hang: true},
 		testkit.Turn{Tools: []testkit.ToolUse{{Name: "Write", Input: map[string]any{"file_path": "one.txt", "content": "one\n"}}}},
 		testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := cliGroundhogProject(t, srv)
 	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
@@ -182,7 +184,7 @@ func TestGroundhogOverClaudeCodeKilledMidAttempt(t *testing.T) {
 	serve(t, p)
 	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
-	assert.Len(t, srv.Scripted(), 3, "one session before the kill, one after")
+	assert.Len(t, srv.Scripted(), 4, "one session before the kill, one after that ends its turn after its verb")
 	r = p.Orbit("groundhog", "show", task)
 	assert.Contains(t, r.Stdout, ": interrupted")
 	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
@@ -200,6 +202,7 @@ func TestGroundhogOverClaudeCodeWithoutAVerb(t *testing.T) {
 		testkit.Turn{Text: "I wrote one.txt and stopped."},
 		testkit.Turn{Tools: []testkit.ToolUse{{Name: "Write", Input: map[string]any{"file_path": "one.txt", "content": "one\n"}}}},
 		testkit.Turn{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := cliGroundhogProject(t, srv)
 	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
@@ -210,7 +213,7 @@ func TestGroundhogOverClaudeCodeWithoutAVerb(t *testing.T) {
 		"the report names the verbs as the agent knows them")
 	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	reqs := srv.Scripted()
-	require.Len(t, reqs, 4)
+	require.Len(t, reqs, 5, "the second session ended its turn after its verb")
 	assert.Contains(t, string(reqs[2].Raw), "The last attempt at this checkpoint failed (synthetic)")
 	assert.Contains(t, string(reqs[2].Raw), "I wrote one.txt and stopped.", "the failure report quotes the last message")
 }

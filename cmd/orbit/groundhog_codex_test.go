@@ -71,10 +71,11 @@ func TestGroundhogOverCodex(t *testing.T) {
 	assert.Equal(t, "wrong-answer", testkit.Git(t, repo, "show", "groundhog/T-1/day-2:two.txt"),
 		"what the agent wrote through its shell was rewound and kept on the attempt's scratch branch")
 
-	// Six model turns, one per request: no session went on after its
-	// terminal verb.
+	// Nine model turns, one per request: each session ended its turn after
+	// its terminal verb with a final message (and its usage) and did
+	// nothing more.
 	reqs := srv.Scripted()
-	require.Len(t, reqs, 6)
+	require.Len(t, reqs, 9)
 	first := reqs[0]
 	assert.Equal(t, "gpt-orbit-test", first.Model)
 	assert.Contains(t, first.System, "You keep files short and run the checks yourself before you declare success.")
@@ -84,12 +85,12 @@ func TestGroundhogOverCodex(t *testing.T) {
 	}
 	// Each attempt starts a fresh session: its first request holds no
 	// output of the model's and one user message holding the prompt.
-	for _, i := range []int{0, 2, 4} {
+	for _, i := range []int{0, 3, 6} {
 		raw := string(reqs[i].Raw)
 		assert.NotContains(t, raw, `"type":"function_call"`, "request %d", i)
 		assert.Contains(t, raw, "Add one.txt.", "request %d: the plan", i)
 	}
-	retry := string(reqs[4].Raw)
+	retry := string(reqs[6].Raw)
 	assert.Contains(t, retry, "The last attempt at this checkpoint failed (verifier)")
 	assert.Contains(t, retry, "two.txt")
 	assert.NotContains(t, retry, "wrong-answer", "nothing of the first attempt's conversation")
@@ -152,6 +153,7 @@ func TestGroundhogOverCodexWithoutAVerb(t *testing.T) {
 		testkit.Turn{Text: "I wrote one.txt and stopped."},
 		write,
 		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
 	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
@@ -161,7 +163,7 @@ func TestGroundhogOverCodexWithoutAVerb(t *testing.T) {
 	assert.Contains(t, r.Stderr, "synthetic: the attempt ended without mcp__orbit.checkpoint_success or mcp__orbit.checkpoint_failure")
 	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	reqs := srv.Scripted()
-	require.Len(t, reqs, 4)
+	require.Len(t, reqs, 5, "the second session ended its turn after its verb")
 	assert.Contains(t, string(reqs[2].Raw), "The last attempt at this checkpoint failed (synthetic)")
 	assert.Contains(t, string(reqs[2].Raw), "I wrote one.txt and stopped.", "the failure report quotes the last message")
 }
@@ -175,6 +177,7 @@ func TestGroundhogOverCodexKilledMidAttempt(t *testing.T) {
 		testkit.Turn{Hang: true},
 		testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "sleep 0.5 && echo one > one.txt"}}}},
 		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
 	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
@@ -192,7 +195,7 @@ func TestGroundhogOverCodexKilledMidAttempt(t *testing.T) {
 	serve(t, p)
 	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
-	assert.Len(t, srv.Scripted(), 3, "one session before the kill, one after")
+	assert.Len(t, srv.Scripted(), 4, "one session before the kill, one after that ends its turn after its verb")
 	r = p.Orbit("groundhog", "show", task)
 	assert.Contains(t, r.Stdout, ": interrupted")
 	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
@@ -210,6 +213,7 @@ func TestCodexsShellSeesNoAttemptToken(t *testing.T) {
 	srv := testkit.NewOpenAIServer(t,
 		testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "env | grep ^ORBIT_ | sort > one.txt"}}}},
 		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
 	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))

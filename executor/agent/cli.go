@@ -70,10 +70,20 @@ type CLIConfig struct {
 	// MCP, when set, gives a claude_code or codex agent one MCP server's
 	// tools besides its built-in ones.
 	MCP *CLIMCP
-	// Stop, when closed, stops the agent as a finished session: RunCLI
-	// kills its group and returns what was read, with StopTerminalTool and
-	// no error (a Groundhog attempt whose agent called a terminal verb).
+	// Stop, when closed, closes the agent's session: RunCLI returns what
+	// was read, with StopTerminalTool and no error (a Groundhog attempt
+	// whose agent called a terminal verb). With no StopGrace its group is
+	// killed at once.
 	Stop <-chan struct{}
+	// StopGrace is how long an agent told to stop may take to end its turn
+	// on its own, so that it prints the record that carries its usage
+	// (Codex's turn.completed, Claude Code's result); its group is killed
+	// when it runs out. It may start nothing more: a tool call or command
+	// it starts once the call that closed its session has returned is
+	// recorded as tool.denied and stops it at once (stopGrace), and RunCLI
+	// returns ErrActedAfterStop. Only the claude_code and codex outputs
+	// with an MCP server are watched.
+	StopGrace time.Duration
 }
 
 // CLIMCP is an MCP server an agent is given. Claude Code reads it from
@@ -183,8 +193,16 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	var wg sync.WaitGroup
 	stdout := &lineRecorder{stream: "stdout", cfg: &cfg}
+	var grace *stopGrace
 	if stream != nil {
 		stdout.onLine = stream.line
+		if cfg.Stop != nil && cfg.StopGrace > 0 {
+			grace = newStopGrace(&cfg, stream, stopAgent)
+			stdout.onLine = func(ctx context.Context, line []byte) {
+				stream.line(ctx, line)
+				grace.line(ctx, line)
+			}
+		}
 	}
 	if cfg.Spec.Output == OutputClaudeCode {
 		stdout.quiet = isClaudeStreamEvent
@@ -204,9 +222,19 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		go func() {
 			select {
 			case <-cfg.Stop:
-				stopAgent(errStopped)
 			case <-waitCtx.Done():
+				return
 			}
+			if grace != nil {
+				t := time.NewTimer(cfg.StopGrace)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-waitCtx.Done():
+					return
+				}
+			}
+			stopAgent(errStopped)
 		}()
 	}
 	res := g.Wait(waitCtx, cfg.Timeout, cliKillGrace)
@@ -238,7 +266,15 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return out, fmt.Errorf("%w: %s ran past %s; its process group was killed", ErrTimeout, cfg.Spec.Command, cfg.Timeout)
 	case ctx.Err() != nil:
 		return out, ctx.Err()
-	case errors.Is(context.Cause(waitCtx), errStopped):
+	case grace != nil && grace.err != nil:
+		return out, grace.err
+	case grace != nil && grace.denied != nil:
+		out.StopReason = StopTerminalTool
+		return out, fmt.Errorf("%w: %w", ErrActedAfterStop, grace.denied)
+	case closed(cfg.Stop):
+		// Closed by the caller: however the agent ended after that (on its
+		// own or at the grace's end), its session is over as a finished
+		// one.
 		out.StopReason = StopTerminalTool
 		return out, nil
 	case stream != nil && perr != nil:
@@ -254,6 +290,16 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return out, &ProviderError{Provider: cfg.Executor, Message: perr.Error()}
 	}
 	return out, nil
+}
+
+// closed reports whether ch is closed (a nil ch never is).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // cliStream is an adapter's reading of its agent's records: line sees each
