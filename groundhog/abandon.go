@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 
@@ -87,38 +86,17 @@ type Abandonment struct {
 // error and records nothing. Abandon can be run again after a crash at
 // any point.
 func Abandon(ctx context.Context, cfg ControlConfig) (_ *Abandonment, err error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	r := &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, GitEnv: cfg.GitEnv,
-		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log}
-	st, err := loadState(ctx, cfg.Log, cfg.TaskID)
+	res := &Abandonment{TaskID: cfg.TaskID}
+	r, holder, err := reserve(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if r.repo, err = gitops.Open(st.task.Workspace, gitops.WithEnv(cfg.GitEnv...)); err != nil {
-		return nil, fmt.Errorf("task %s workspace: %w", cfg.TaskID, err)
+	if holder != "" {
+		res.Outcome, res.HeldBy = AbandonRefused, holder
+		res.Message = fmt.Sprintf("task %s: a run works in its workspace (%s); stop it (orbit run cancel <run>) or let it end, then abandon", cfg.TaskID, holder)
+		return res, nil
 	}
-	res := &Abandonment{TaskID: cfg.TaskID}
-	if cfg.ReserveWorkspace != nil {
-		var holder string
-		holder, err = cfg.ReserveWorkspace(ctx, r.repo.Dir)
-		if err != nil {
-			return nil, err
-		}
-		if holder != "" {
-			res.Outcome, res.HeldBy = AbandonRefused, holder
-			res.Message = fmt.Sprintf("task %s: a run works in its workspace (%s); stop it (orbit run cancel <run>) or let it end, then abandon", cfg.TaskID, holder)
-			return res, nil
-		}
-		defer func() { err = errors.Join(err, r.release(ctx)) }()
-	}
-	// Read again under the reservation: a run may have closed the attempt
-	// since the first read.
-	if r.st, err = loadState(ctx, cfg.Log, cfg.TaskID); err != nil {
-		return nil, err
-	}
+	defer func() { err = errors.Join(err, r.release(ctx)) }()
 	a := &abandon{r: r, by: cfg.By, reason: cfg.Reason, res: res}
 	if a.by == "" {
 		a.by = "unknown"

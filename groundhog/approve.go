@@ -56,39 +56,51 @@ type Control struct {
 	Message string `json:"message"`
 }
 
-// control opens the task's repository and takes its workspace, then runs
-// do on the task's state as it is under the reservation. do's ctx is not
-// cancelled with the caller's.
-func control(ctx context.Context, cfg ControlConfig, do func(ctx context.Context, r *runner, res *Control) error) (_ *Control, err error) {
+// reserve opens the task's repository and takes its workspace, then reads
+// the task's state again under the reservation (a run may have changed it
+// since). holder names the run that holds the workspace when one does:
+// nothing is taken then. On success the caller releases the workspace
+// with r.release.
+func reserve(ctx context.Context, cfg ControlConfig) (r *runner, holder string, err error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, GitEnv: cfg.GitEnv,
+	r = &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, GitEnv: cfg.GitEnv,
 		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log}
 	st, err := loadState(ctx, cfg.Log, cfg.TaskID)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if r.repo, err = gitops.Open(st.task.Workspace, gitops.WithEnv(cfg.GitEnv...)); err != nil {
-		return nil, fmt.Errorf("task %s workspace: %w", cfg.TaskID, err)
+		return nil, "", fmt.Errorf("task %s workspace: %w", cfg.TaskID, err)
 	}
-	res := &Control{TaskID: cfg.TaskID}
 	if cfg.ReserveWorkspace != nil {
-		holder, err := cfg.ReserveWorkspace(ctx, r.repo.Dir)
-		if err != nil {
-			return nil, err
+		if holder, err = cfg.ReserveWorkspace(ctx, r.repo.Dir); err != nil || holder != "" {
+			return nil, holder, err
 		}
-		if holder != "" {
-			res.Outcome, res.HeldBy = ControlRefused, holder
-			res.Message = fmt.Sprintf("task %s: a run works in its workspace (%s); stop it (orbit run cancel <run>) or let it end, then try again", cfg.TaskID, holder)
-			return res, nil
-		}
-		defer func() { err = errors.Join(err, r.release(ctx)) }()
 	}
 	if r.st, err = loadState(ctx, cfg.Log, cfg.TaskID); err != nil {
+		return nil, "", errors.Join(err, r.release(ctx))
+	}
+	return r, "", nil
+}
+
+// control takes the task's workspace (reserve), then runs do on the
+// task's state as it is under the reservation. do's ctx is not cancelled
+// with the caller's.
+func control(ctx context.Context, cfg ControlConfig, do func(ctx context.Context, r *runner, res *Control) error) (_ *Control, err error) {
+	res := &Control{TaskID: cfg.TaskID}
+	r, holder, err := reserve(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
+	if holder != "" {
+		res.Outcome, res.HeldBy = ControlRefused, holder
+		res.Message = fmt.Sprintf("task %s: a run works in its workspace (%s); stop it (orbit run cancel <run>) or let it end, then try again", cfg.TaskID, holder)
+		return res, nil
+	}
+	defer func() { err = errors.Join(err, r.release(ctx)) }()
 	// Once begun, the work is finished: it is short, and stopping half-way
 	// would leave a ref moved without its record.
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
