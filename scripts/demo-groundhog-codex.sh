@@ -9,39 +9,18 @@
 # succeeds on the second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/demo-agent-lib.sh
 orbit=${ORBIT:-bin/orbit}
 model=${SCRIPTED_MODEL:-bin/scriptedmodel}
 demo=.demo-groundhog-codex
 
-codex=${CODEX:-}
-if [ -z "$codex" ]; then
-  if [ -x tools/agents/node_modules/.bin/codex ]; then
-    codex=$PWD/tools/agents/node_modules/.bin/codex
-  elif command -v codex >/dev/null; then
-    codex=$(command -v codex)
-  fi
-fi
-if [ -z "$codex" ]; then
-  echo "Codex is not installed. Install the pinned version with 'make agents'" >&2
-  echo "(npm ci in tools/agents), or 'npm install -g @openai/codex', or set CODEX=<path>." >&2
-  exit 1
-fi
-
-# A repository that does not depend on this machine's git configuration.
-export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
-export GIT_AUTHOR_NAME="Demo User" GIT_AUTHOR_EMAIL=demo@orbit.invalid
-export GIT_COMMITTER_NAME="Demo User" GIT_COMMITTER_EMAIL=demo@orbit.invalid
+codex=$(find_agent codex Codex @openai/codex CODEX)
 
 rm -rf "$demo" && mkdir -p "$demo/repo" "$demo/home"
 demo=$(cd "$demo" && pwd)
-git -C "$demo/repo" init --quiet --initial-branch=main
-echo "# counting" > "$demo/repo/README.md"
-git -C "$demo/repo" add README.md && git -C "$demo/repo" commit --quiet -m "Start counting"
+demo_repo "$demo/repo"
 
-"$model" -api openai -script examples/groundhog-cli/codex_script.json >"$demo/model.url" 2>"$demo/model.log" &
-model_pid=$!
-trap 'kill "$model_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 50); do [ -s "$demo/model.url" ] && break; sleep 0.1; done
+start_model "$demo" -api openai -script examples/groundhog-cli/codex_script.json
 
 # Codex, started by the engine this script starts, reads its configuration
 # from a fresh CODEX_HOME and talks to the scripted server as its model
@@ -59,21 +38,11 @@ task=$("$orbit" --root "$demo" task create --title "Count to two" \
 echo "== task $task, over $("$codex" --version)"
 "$orbit" --root "$demo" groundhog run "$task" --activity example_codex_agent
 echo "== the CLI tool calls in the audit"
-"$orbit" --root "$demo" groundhog show "$task" --audit --json |
-  python3 -c 'import json,sys
-a=json.load(sys.stdin)
-for cp in a["checkpoints"]:
-    for at in cp["attempts"]:
-        for c in at.get("tool_calls", []):
-            print("%s attempt %d: %s (%s)" % (cp["id"], at["attempt"], c.get("agent_tool", ""), c["name"]))'
+audit_calls "$demo" "$task"
 echo "== orbit groundhog verify $task"
 "$orbit" --root "$demo" groundhog verify "$task"
 echo "== git log"
 git -C "$demo/repo" log --format='%h %s' main
-# The engine the first command started holds Codex's environment: stop it
-# with the scripted server.
-engine_pid=$(sed -n 's/^ *"pid": \([0-9]*\),$/\1/p' "$demo/.orbit/state/engine.json" 2>/dev/null || true)
-[ -n "$engine_pid" ] && kill "$engine_pid" 2>/dev/null || true
-kill "$model_pid" && wait "$model_pid" || true
+stop_demo "$demo"
 echo "== what the scripted model was asked"
 cat "$demo/model.log"
