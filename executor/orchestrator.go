@@ -231,12 +231,22 @@ func (o *Orchestrator) recover(ctx context.Context) (uint64, error) {
 // without running anything. (A running run sees the request in its own
 // history.) The returned func stops watching and waits until it has.
 func (o *Orchestrator) watchCancels(ctx context.Context) (func(), error) {
+	return o.watchRuns(ctx, events.RunCancelRequested, func(runID string) {
+		o.startQueued(ctx, runID)
+		o.cancelChildren(ctx, runID)
+	})
+}
+
+// watchRuns calls on with the run of every event of type typ appended from
+// now on, one at a time, until ctx ends. The returned func stops watching
+// and waits until it has; it may be called more than once.
+func (o *Orchestrator) watchRuns(ctx context.Context, typ string, on func(runID string)) (func(), error) {
 	last, err := o.cfg.Log.LastSeq(ctx)
 	if err != nil {
 		return nil, err
 	}
 	feed, err := o.cfg.Log.Follow(ctx, events.FollowOptions{
-		Filters: []string{events.TypeFilter(events.AggregateRun, events.RunCancelRequested)},
+		Filters: []string{events.TypeFilter(events.AggregateRun, typ)},
 		FromSeq: last + 1,
 	})
 	if err != nil {
@@ -247,13 +257,13 @@ func (o *Orchestrator) watchCancels(ctx context.Context) (func(), error) {
 		defer close(done)
 		for ev := range feed.Events() {
 			if ctx.Err() == nil {
-				o.startQueued(ctx, ev.RunID)
-				o.cancelChildren(ctx, ev.RunID)
+				on(ev.RunID)
 			}
 		}
 	}()
+	var once sync.Once
 	return func() {
-		feed.Stop()
+		once.Do(feed.Stop)
 		<-done
 	}, nil
 }

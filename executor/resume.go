@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -178,31 +177,7 @@ func (x *interpreter) stoppedBeforeRaise(key string, n int) bool {
 // as the raise arrives, is admitted again when it ends. The returned func stops
 // watching and waits until it has; it may be called more than once.
 func (o *Orchestrator) watchRaises(ctx context.Context) (func(), error) {
-	last, err := o.cfg.Log.LastSeq(ctx)
-	if err != nil {
-		return nil, err
-	}
-	feed, err := o.cfg.Log.Follow(ctx, events.FollowOptions{
-		Filters: []string{events.TypeFilter(events.AggregateRun, events.RunBudgetRaised)},
-		FromSeq: last + 1,
-	})
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range feed.Events() {
-			if ctx.Err() == nil {
-				o.resume(ctx, ev.RunID)
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(feed.Stop)
-		<-done
-	}, nil
+	return o.watchRuns(ctx, events.RunBudgetRaised, func(runID string) { o.resume(ctx, runID) })
 }
 
 // resume admits a run whose budget was raised, or, when this engine still
