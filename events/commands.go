@@ -130,9 +130,21 @@ type ConsumerSpec struct {
 	// MaxDeliver bounds deliveries of one command (default 10; -1: no
 	// bound); after the last, JetStream stops delivering it.
 	MaxDeliver int
-	// MaxAckPending bounds commands delivered and not yet acknowledged
-	// (default 64): the consumer's concurrency.
+	// MaxAckPending bounds commands delivered and not yet acknowledged,
+	// counted by the server across every process that consumes the
+	// durable (default 64; with Concurrency, see there).
 	MaxAckPending int
+	// Concurrency, when set, is this process's own bound on the commands
+	// it handles at once, and changes how Consume delivers them: each
+	// handler runs on a goroutine of its own and holds one of Concurrency
+	// slots until it returns, a command is asked for only when a slot is
+	// free, and Stop waits for the handlers. Processes that share the
+	// durable so share its commands by turns (see consumeSlots).
+	// MaxAckPending then defaults to Concurrency with Reset (the process
+	// is the sole consumer) and to no bound (-1) without: every process
+	// writes the same value into the shared consumer, and each one's
+	// bound is its own Concurrency.
+	Concurrency int
 	// Reset deletes the consumer before creating it again, so that commands
 	// delivered to a consumer that is gone (a killed engine) are delivered
 	// again at once instead of after their ack wait. Only a process that
@@ -150,8 +162,27 @@ func (s *ConsumerSpec) setDefaults() {
 	if s.MaxDeliver == 0 {
 		s.MaxDeliver = 10
 	}
-	if s.MaxAckPending == 0 {
+	switch {
+	case s.MaxAckPending != 0:
+	case s.Concurrency > 0 && s.Reset:
+		s.MaxAckPending = s.Concurrency
+	case s.Concurrency > 0:
+		s.MaxAckPending = -1
+	default:
 		s.MaxAckPending = 64
+	}
+}
+
+// config is the server's configuration of the consumer spec describes.
+func (s *ConsumerSpec) config() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       s.Durable,
+		FilterSubject: CommandSubject(s.Command),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.AckWait,
+		MaxDeliver:    s.MaxDeliver,
+		MaxAckPending: s.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 }
 
@@ -208,8 +239,10 @@ type Stopper interface{ Stop() }
 
 // Consume delivers commands from a durable consumer to handle, one call at a
 // time, in delivery order. Handlers that take long should hand the command to
-// a goroutine and return; MaxAckPending bounds how many are outstanding. The
-// consumer's configuration is created or corrected to match spec.
+// a goroutine and return; MaxAckPending bounds how many are outstanding. With
+// spec.Concurrency set, handlers run concurrently instead, within this
+// process's own bound (see ConsumerSpec.Concurrency). The consumer's
+// configuration is created or corrected to match spec.
 // ErrNotEngine on a Log made by Dial.
 func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Command)) (Stopper, error) {
 	if err := l.needCommands("Consume"); err != nil {
@@ -224,44 +257,17 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 			return nil, fmt.Errorf("%w: resetting consumer %s: %v", ErrUnavailable, spec.Durable, err)
 		}
 	}
-	cons, err := l.createConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       spec.Durable,
-		FilterSubject: CommandSubject(spec.Command),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       spec.AckWait,
-		MaxDeliver:    spec.MaxDeliver,
-		MaxAckPending: spec.MaxAckPending,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	cons, err := l.createConsumer(ctx, spec.config())
 	if err != nil {
 		return nil, fmt.Errorf("%w: consumer %s: %v", ErrUnavailable, spec.Durable, err)
 	}
+	if spec.Concurrency > 0 {
+		return l.consumeSlots(ctx, cons, spec, handle)
+	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		meta, err := msg.Metadata()
-		if err != nil {
-			l.log.Warn("dropping a command without metadata", "subject", msg.Subject(), "err", err)
-			_ = msg.Term()
-			return
+		if cmd := l.command(ctx, msg); cmd != nil {
+			handle(cmd)
 		}
-		hdr := msgHeaders(msg)
-		if err := l.checkCommand(meta.Sequence.Stream, msg.Subject(), hdr, msg.Data()); err != nil {
-			// Never run: a forged or altered command is removed for good.
-			_ = msg.Term()
-			return
-		}
-		data, err := l.expand(ctx, msg.Data())
-		if err != nil {
-			l.log.Warn("command's large values not readable; redelivering", "subject", msg.Subject(), "err", err)
-			_ = msg.NakWithDelay(time.Second)
-			return
-		}
-		id := hdr.Get(CommandIDHeader)
-		if id == "" { // unsigned: sent before the log key was made
-			id = hdr.Get(jetstream.MsgIDHeader)
-		}
-		cmd := &Command{Subject: msg.Subject(), Data: data, msg: msg, ID: id,
-			Delivery: int(meta.NumDelivered), StreamSeq: meta.Sequence.Stream}
-		handle(cmd)
 	}, jetstream.PullMaxMessages(spec.MaxAckPending), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 			l.log.Debug("consumer error", "consumer", spec.Durable, "err", err)
@@ -271,6 +277,37 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 		return nil, fmt.Errorf("%w: consuming %s: %v", ErrUnavailable, spec.Durable, err)
 	}
 	return consumeStopper{cc}, nil
+}
+
+// command turns a delivered message into a Command, or settles it and
+// returns nil: a message without metadata or failing the log's integrity
+// check is removed for good, one whose large values cannot be read yet is
+// redelivered after a second.
+func (l *Log) command(ctx context.Context, msg jetstream.Msg) *Command {
+	meta, err := msg.Metadata()
+	if err != nil {
+		l.log.Warn("dropping a command without metadata", "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return nil
+	}
+	hdr := msgHeaders(msg)
+	if err := l.checkCommand(meta.Sequence.Stream, msg.Subject(), hdr, msg.Data()); err != nil {
+		// Never run: a forged or altered command is removed for good.
+		_ = msg.Term()
+		return nil
+	}
+	data, err := l.expand(ctx, msg.Data())
+	if err != nil {
+		l.log.Warn("command's large values not readable; redelivering", "subject", msg.Subject(), "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return nil
+	}
+	id := hdr.Get(CommandIDHeader)
+	if id == "" { // unsigned: sent before the log key was made
+		id = hdr.Get(jetstream.MsgIDHeader)
+	}
+	return &Command{Subject: msg.Subject(), Data: data, msg: msg, ID: id,
+		Delivery: int(meta.NumDelivered), StreamSeq: meta.Sequence.Stream}
 }
 
 type consumeStopper struct{ cc jetstream.ConsumeContext }
