@@ -95,7 +95,6 @@ func (c *WorkerConfig) setDefaults() {
 type Worker struct {
 	cfg WorkerConfig
 	log *slog.Logger
-	wg  sync.WaitGroup
 
 	// before is the last command sequence stored before this worker started
 	// on an embedded store; commands up to it may have been delivered to a
@@ -183,27 +182,25 @@ func (w *Worker) run(ctx context.Context) error {
 	}
 	w.started = started
 	stops = append(stops, started)
+	// The consumers stop first: their Stop waits for the running handlers,
+	// which use the feeds.
 	defer func() {
-		for _, s := range stops {
-			s.Stop()
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i].Stop()
 		}
-		w.wg.Wait()
 	}()
 	for typ := range runners {
+		// Engines sharing a cluster share each type's consumer: each
+		// takes commands only into its own free slots, by turns with the
+		// others (events.ConsumerSpec.Concurrency).
 		stop, err := w.cfg.Log.Consume(ctx, events.ConsumerSpec{
-			Durable:       "worker-" + typ,
-			Command:       cmdStepPrefix + typ + ".>",
-			AckWait:       w.cfg.AckWait,
-			MaxDeliver:    -1, // bounded by MaxDeliver starts, counted in the log
-			MaxAckPending: w.cfg.Concurrency[typ],
-			Reset:         reset,
-		}, func(cmd *events.Command) {
-			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				w.handle(ctx, cmd)
-			}()
-		})
+			Durable:     "worker-" + typ,
+			Command:     cmdStepPrefix + typ + ".>",
+			AckWait:     w.cfg.AckWait,
+			MaxDeliver:  -1, // bounded by MaxDeliver starts, counted in the log
+			Concurrency: w.cfg.Concurrency[typ],
+			Reset:       reset,
+		}, func(cmd *events.Command) { w.handle(ctx, cmd) })
 		if err != nil {
 			return err
 		}
