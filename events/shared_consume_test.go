@@ -238,19 +238,25 @@ func TestSharedConsumerStopWaitsForHandlers(t *testing.T) {
 		"the command sent after Stop is delivered to the next consumer at once")
 }
 
-// TestSharedConsumerOutlivesTheConsumersDeletion: a consumer deleted under
-// a waiting request (as a reset does) is made again, and consuming goes on.
+// TestSharedConsumerOutlivesTheConsumersDeletion: a consumer deleted
+// under a waiting request (as a reset does), or while no request waits
+// (every slot busy), is made again, and consuming goes on.
 func TestSharedConsumerOutlivesTheConsumersDeletion(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	q := startSharedQueue(t)
-	h := hold(t, q.logs[:1], events.ConsumerSpec{Durable: "gone", Command: "step.shell.>", AckWait: time.Minute, Concurrency: 2})
+	h := hold(t, q.logs[:1], events.ConsumerSpec{Durable: "gone", Command: "step.shell.>", AckWait: time.Minute, Concurrency: 1})
 	require.Eventually(t, func() bool { return waiting(t, q.js, "gone") == 1 }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, q.js.DeleteConsumer(ctx, events.CommandsStream, "gone"))
+	sendSteps(t, q.logs[0], 0, 1)
+	require.Eventually(t, func() bool { return sum(h.counts()) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"deleted under a waiting request: made again, and it delivers")
 
-	sendSteps(t, q.logs[0], 0, 2)
+	require.NoError(t, q.js.DeleteConsumer(ctx, events.CommandsStream, "gone"))
+	h.releaseOne(0) // its ack finds no consumer; the next request neither
+	sendSteps(t, q.logs[0], 1, 2)
 	require.Eventually(t, func() bool { return sum(h.counts()) == 2 }, 10*time.Second, 10*time.Millisecond,
-		"the consumer was made again and delivers")
+		"deleted while its one slot was busy: made again, and it delivers")
 }
 
 // TestSharedConsumerOnAClusterSurvivesANodesLoss: on a three-node cluster,
