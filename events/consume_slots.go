@@ -40,6 +40,9 @@ const (
 	// request, which doubles with each failure in a row.
 	pullRetryFirst = 50 * time.Millisecond
 	pullRetryMax   = 2 * time.Second
+	// restoreTimeout bounds each request that looks for a missing
+	// consumer or makes it again.
+	restoreTimeout = 5 * time.Second
 )
 
 // slotConsumer delivers a durable consumer's commands to handlers running
@@ -179,10 +182,20 @@ func consumerMissing(err error) bool {
 		errors.Is(err, nats.ErrNoResponders)
 }
 
-// restore makes the consumer again as spec describes it; a consumer that
-// exists is left as it is.
+// restore makes the consumer again as spec describes it if the server
+// says it is gone. One that does not answer is left alone: it is electing
+// its leader, and the next pull finds it again or calls restore again.
+// Each request is bounded by restoreTimeout, so that a request lost in an
+// election holds the pulling only that long.
 func (s *slotConsumer) restore() {
-	if _, err := s.l.createConsumer(s.ctx, s.spec.config()); err != nil && s.ctx.Err() == nil {
+	ctx, cancel := context.WithTimeout(s.ctx, restoreTimeout)
+	defer cancel()
+	if _, err := s.cons.Info(ctx); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return
+	}
+	ctx, cancel = context.WithTimeout(s.ctx, restoreTimeout)
+	defer cancel()
+	if _, err := s.l.js.CreateOrUpdateConsumer(ctx, CommandsStream, s.spec.config()); err != nil && s.ctx.Err() == nil {
 		s.l.log.Warn("consumer missing and not made again yet", "consumer", s.spec.Durable, "err", err)
 	}
 }
