@@ -30,12 +30,10 @@ import (
 //     MaxAckPending is only a bound over all of them, the same from each.
 const (
 	// pullExpiry bounds one waiting request; an idle process asks again
-	// when it expires.
+	// when it expires. The server shows every sixth of it (5 s) that it
+	// still holds the request: two missed, and the request is taken as
+	// lost (its server gone, the consumer's leader moved) and asked again.
 	pullExpiry = 30 * time.Second
-	// pullHeartbeat is how often the server shows that it still holds a
-	// waiting request. Two missed, and the request is taken as lost (its
-	// server gone, the consumer's leader moved) and asked again.
-	pullHeartbeat = 5 * time.Second
 	// pullRetryFirst and pullRetryMax bound the pause after a failed
 	// request, which doubles with each failure in a row.
 	pullRetryFirst = 50 * time.Millisecond
@@ -59,6 +57,8 @@ type slotConsumer struct {
 	cancel context.CancelFunc
 	// stopPull waits for the pulling to end.
 	stopPull func()
+	// expiry is how long one request waits (pullExpiry).
+	expiry time.Duration
 
 	mu       sync.Mutex
 	stopped  bool
@@ -72,15 +72,9 @@ var _ Stopper = (*slotConsumer)(nil)
 // which the consumer's MaxAckPending then bounds too: no other process
 // waits for a turn. A shared one keeps one request of one message waiting.
 func (l *Log) consumeSlots(ctx context.Context, cons jetstream.Consumer, spec ConsumerSpec, handle func(*Command)) (Stopper, error) {
-	s := &slotConsumer{l: l, spec: spec, cons: cons, handle: handle, slots: make(chan struct{}, spec.Concurrency)}
-	s.ctx, s.cancel = context.WithCancel(ctx)
+	s := newSlotConsumer(ctx, l, cons, spec, handle)
 	if !spec.Reset {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.pull()
-		}()
-		s.stopPull = func() { <-done }
+		s.startPull()
 		return s, nil
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
@@ -103,6 +97,22 @@ func (l *Log) consumeSlots(ctx context.Context, cons jetstream.Consumer, spec Co
 		<-cc.Closed()
 	}
 	return s, nil
+}
+
+func newSlotConsumer(ctx context.Context, l *Log, cons jetstream.Consumer, spec ConsumerSpec, handle func(*Command)) *slotConsumer {
+	s := &slotConsumer{l: l, spec: spec, cons: cons, handle: handle, slots: make(chan struct{}, spec.Concurrency), expiry: pullExpiry}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	return s
+}
+
+// startPull starts the pull loop of a shared consumer.
+func (s *slotConsumer) startPull() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.pull()
+	}()
+	s.stopPull = func() { <-done }
 }
 
 // Stop ends the pulling, then waits for the running handlers to return.
@@ -151,12 +161,12 @@ func (s *slotConsumer) pull() {
 	}
 }
 
-// next waits for one command for up to pullExpiry. It returns neither a
+// next waits for one command for up to s.expiry. It returns neither a
 // command nor an error when the request expired with nothing to deliver.
 func (s *slotConsumer) next() (jetstream.Msg, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, pullExpiry)
+	ctx, cancel := context.WithTimeout(s.ctx, s.expiry)
 	defer cancel()
-	batch, err := s.cons.Fetch(1, jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(pullHeartbeat))
+	batch, err := s.cons.Fetch(1, jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(s.expiry/6))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,46 @@
+package events
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSlotPullIsAskedAgainWhenItExpires: an idle consumer's request that
+// expires is asked again, so a command sent after several expiries is
+// delivered at once.
+func TestSlotPullIsAskedAgainWhenItExpires(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	spec := ConsumerSpec{Durable: "expiring", Command: "step.>", AckWait: time.Minute, Concurrency: 1}
+	spec.setDefaults()
+	cons, err := l.createConsumer(ctx, spec.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *Command, 1)
+	s := newSlotConsumer(ctx, l, cons, spec, func(c *Command) { got <- c })
+	s.expiry = 600 * time.Millisecond
+	s.startPull()
+	defer s.Stop()
+
+	time.Sleep(4 * s.expiry)
+	if err := l.Send(ctx, "step.shell.R.a.1", "cmd-a", map[string]string{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-got:
+		if c.ID != "cmd-a" {
+			t.Fatalf("delivered %q, want cmd-a", c.ID)
+		}
+	case <-time.After(s.expiry):
+		t.Fatal("the command sent after the requests expired was not delivered within one expiry")
+	}
+}
