@@ -124,7 +124,7 @@ func (l *Log) LastMatching(ctx context.Context, filters []string) (uint64, error
 		return l.lastFor(ctx, filters[0])
 	}
 	// One request per filter, all in flight at once: a reader of a run
-	// without its activity events follows about ten filters.
+	// without its activity events follows nine filters.
 	seqs := make([]uint64, len(filters))
 	errs := make([]error, len(filters))
 	var wg sync.WaitGroup
