@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,18 +120,41 @@ func (l *Log) LastMatching(ctx context.Context, filters []string) (uint64, error
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	var last uint64
-	for _, f := range filters {
-		raw, err := l.events.GetLastMsgForSubject(ctx, f)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%w: last event for %s: %v", ErrUnavailable, f, err)
-		}
-		last = max(last, raw.Sequence)
+	if len(filters) == 1 {
+		return l.lastFor(ctx, filters[0])
 	}
-	return last, nil
+	// One request per filter, all in flight at once: a reader of a run
+	// without its activity events follows nine filters.
+	seqs := make([]uint64, len(filters))
+	errs := make([]error, len(filters))
+	var wg sync.WaitGroup
+	for i, f := range filters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seqs[i], errs[i] = l.lastFor(ctx, f)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return slices.Max(seqs), nil
+}
+
+// lastFor returns the sequence of the last event matching filter, 0 when
+// none does.
+func (l *Log) lastFor(ctx context.Context, filter string) (uint64, error) {
+	raw, err := l.events.GetLastMsgForSubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: last event for %s: %v", ErrUnavailable, filter, err)
+	}
+	return raw.Sequence, nil
 }
 
 func (f *Feed) run() {

@@ -128,11 +128,7 @@ func (x *interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step
 	if err != nil || pending {
 		return events.Event{}, false, err
 	}
-	last, err := x.o.cfg.Log.LastMatching(ctx, []string{events.RunFilter(x.runID)})
-	if err != nil {
-		return events.Event{}, false, err
-	}
-	if err := x.hist.waitSeq(ctx, last); err != nil {
+	if err := x.hist.catchUp(ctx, x.o.cfg.Log); err != nil {
 		return events.Event{}, false, err
 	}
 	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, n)); ok {
