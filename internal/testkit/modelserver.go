@@ -68,7 +68,6 @@ type ModelRequest struct {
 // modelServer is what the Anthropic and OpenAI servers share: the script,
 // the record and the listener on loopback.
 type modelServer struct {
-	t   testing.TB
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -78,21 +77,24 @@ type modelServer struct {
 	hung     chan struct{} // closed when the server stops, to release hung requests
 }
 
-func newModelServer(t testing.TB, turns []Turn) *modelServer {
-	return &modelServer{t: t, turns: turns, hung: make(chan struct{})}
-}
-
-// start serves h on a loopback port until the test ends.
-func (ms *modelServer) start(h http.Handler) {
-	t := ms.t
+// serveModel starts a model server with the given script on a loopback
+// port, routing each pattern of routes (http.ServeMux patterns) to its
+// handler, until the test ends.
+func serveModel(t testing.TB, turns []Turn, routes map[string]http.HandlerFunc) *modelServer {
 	t.Helper()
+	mux := http.NewServeMux()
+	for pattern, h := range routes {
+		mux.HandleFunc(pattern, h)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("model server: %v", err)
 	}
-	ms.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
+	ms := &modelServer{turns: turns, hung: make(chan struct{})}
+	ms.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	ms.srv.Start()
 	t.Cleanup(ms.Close)
+	return ms
 }
 
 // Close releases hung requests and stops the server; it may be called more
@@ -135,6 +137,25 @@ func (ms *modelServer) take(req ModelRequest) (Turn, int) {
 			Message: fmt.Sprintf("model server: the script has %d turns and this is request %d", len(ms.turns), n+1)}}, n
 	}
 	return ms.turns[n], n
+}
+
+// turn records a model request, decoded by decode, and picks its answer:
+// the script's next turn when it offers tools (the agent's loop), one of
+// sideText when it offers none. A turn that hangs is held here until the
+// client leaves or the server stops, and ok is false: there is nothing
+// left to answer.
+func (ms *modelServer) turn(r *http.Request, decode func(raw []byte, req *ModelRequest), sideText string) (req ModelRequest, turn Turn, n int, ok bool) {
+	req = ms.record(r, decode)
+	req.Scripted = len(req.Tools) > 0
+	turn, n = ms.take(req)
+	if !req.Scripted {
+		turn = Turn{Text: sideText}
+	}
+	if turn.Hang {
+		ms.hang(r)
+		return req, turn, n, false
+	}
+	return req, turn, n, true
 }
 
 // hang holds a request open until the client leaves or the server stops.
@@ -206,6 +227,13 @@ func inputJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// halves splits s in two, streamed as two deltas so that a client that
+// keeps only the last one is caught.
+func halves(s string) []string {
+	half := len(s) / 2
+	return []string{s[:half], s[half:]}
 }
 
 func usageOr(v, def int64) int64 {
