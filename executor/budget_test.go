@@ -18,8 +18,7 @@ import (
 // the wall clock), and the run ends budget_exhausted.
 func TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	first := writeFileTurns("out.txt")[0]
 	first.InputTokens, first.OutputTokens = 1000, 50
 	srv := testkit.NewAnthropicServer(t, first, testkit.Turn{Hang: true})
@@ -47,8 +46,7 @@ func TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent(t *testing.T) {
 // stops the run before the second, recording its decision.
 func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	srv := testkit.NewAnthropicServer(t, append(writeFileTurns("out.txt"), testkit.Turn{Hang: true})...)
 	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
 	again := job.Spec.Steps[0]
@@ -76,8 +74,7 @@ func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 // session's own total, its result record's, output tokens included.
 func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	turns := writeFileTurns("out.txt")
 	turns[0].InputTokens, turns[0].OutputTokens = 300, 70
 	turns[1].InputTokens, turns[1].OutputTokens = 400, 90
@@ -104,8 +101,7 @@ func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
 // the tokens of its result count, so the run stops before the next step.
 func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}\n'
 `)
 	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
@@ -127,8 +123,7 @@ func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 // the run stops before the next step.
 func TestARunsCostBudgetCountsWhatClaudeJSONReports(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":40,"output_tokens":2}}\n'
 `)
 	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
@@ -153,8 +148,7 @@ func TestARunsCostBudgetCountsWhatClaudeJSONReports(t *testing.T) {
 // max_tokens and the run stops before the second.
 func TestARunsTokenBudgetCountsWhatCodexReports(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	srv := testkit.NewOpenAIServer(t, append(codexCommandTurns("echo written > out.txt"), testkit.Turn{Hang: true})...)
 	job := codexJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
 	again := job.Spec.Steps[0]
