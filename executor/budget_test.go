@@ -12,6 +12,18 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
+// runTwiceUnder runs job with its one step repeated as a second step,
+// "again", under budget: a budget the first step spends stops the run
+// before the second.
+func runTwiceUnder(t *testing.T, log *events.Log, job *assets.Job, budget *assets.Budget) (string, events.RunFinishedData) {
+	t.Helper()
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = budget
+	return runJob(t, log, job, nil)
+}
+
 // TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent: the real Claude Code
 // CLI's first turn spends past the run's max_tokens; the adapter stops the
 // agent before the model is asked again (the second turn would hang until
@@ -49,11 +61,7 @@ func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 	log := engineLog(t)
 	srv := testkit.NewAnthropicServer(t, append(writeFileTurns("out.txt"), testkit.Turn{Hang: true})...)
 	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.000001}
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "again", fin.Error.StepKey)
@@ -80,11 +88,7 @@ func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
 	turns[1].InputTokens, turns[1].OutputTokens = 400, 90
 	srv := testkit.NewAnthropicServer(t, append(turns, testkit.Turn{Hang: true})...)
 	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.000001}
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	evs := history(t, log, runID)
@@ -105,11 +109,7 @@ func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}\n'
 `)
 	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxTokens: 600}
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxTokens: 600})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "again", fin.Error.StepKey)
@@ -127,11 +127,7 @@ func TestARunsCostBudgetCountsWhatClaudeJSONReports(t *testing.T) {
 	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":40,"output_tokens":2}}\n'
 `)
 	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.2}
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.2})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "again", fin.Error.StepKey)
@@ -151,11 +147,7 @@ func TestARunsTokenBudgetCountsWhatCodexReports(t *testing.T) {
 	log := engineLog(t)
 	srv := testkit.NewOpenAIServer(t, append(codexCommandTurns("echo written > out.txt"), testkit.Turn{Hang: true})...)
 	job := codexJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxTokens: 100}
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxTokens: 100})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "again", fin.Error.StepKey)
