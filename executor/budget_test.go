@@ -34,7 +34,7 @@ func TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent(t *testing.T) {
 	first := writeFileTurns("out.txt")[0]
 	first.InputTokens, first.OutputTokens = 1000, 50
 	srv := testkit.NewAnthropicServer(t, first, testkit.Turn{Hang: true})
-	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	job := claudeCodeJob(t, srv, writeForAMinute)
 	job.Spec.Budget = &assets.Budget{MaxTokens: 500}
 	runID, fin := runJob(t, log, job, nil)
 
@@ -60,7 +60,7 @@ func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 	t.Parallel()
 	log := engineLog(t)
 	srv := testkit.NewAnthropicServer(t, append(writeFileTurns("out.txt"), testkit.Turn{Hang: true})...)
-	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	job := claudeCodeJob(t, srv, writeForAMinute)
 	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
@@ -87,7 +87,7 @@ func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
 	turns[0].InputTokens, turns[0].OutputTokens = 300, 70
 	turns[1].InputTokens, turns[1].OutputTokens = 400, 90
 	srv := testkit.NewAnthropicServer(t, append(turns, testkit.Turn{Hang: true})...)
-	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	job := claudeCodeJob(t, srv, writeForAMinute)
 	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
@@ -146,7 +146,7 @@ func TestARunsTokenBudgetCountsWhatCodexReports(t *testing.T) {
 	t.Parallel()
 	log := engineLog(t)
 	srv := testkit.NewOpenAIServer(t, append(codexCommandTurns("echo written > out.txt"), testkit.Turn{Hang: true})...)
-	job := codexJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	job := codexJob(t, srv, writeForAMinute)
 	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxTokens: 100})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
