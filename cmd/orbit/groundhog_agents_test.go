@@ -104,6 +104,32 @@ func planTask(t *testing.T, p *testkit.Project, task, plan string) {
 	require.Equal(t, 0, r.Code, r.String())
 }
 
+// runTheExamplePlan runs task, on the example's plan, with activity, and
+// checks what the example's script leaves in repo: both checkpoints
+// committed on main, and what the agent wrote at checkpoint two's first
+// attempt rewound and kept on that attempt's scratch branch. It returns
+// the run's id.
+func runTheExamplePlan(t *testing.T, p *testkit.Project, repo, task, activity string) string {
+	t.Helper()
+	r := p.Orbit("groundhog", "run", task, "--activity", activity)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
+	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
+	assert.Equal(t, "wrong-answer", testkit.Git(t, repo, "show", "groundhog/T-1/day-2:two.txt"),
+		"what the agent wrote was rewound and kept on the attempt's scratch branch")
+	return strings.TrimSpace(r.Stdout)
+}
+
+// checkVerified checks that groundhog verify finds the task's two commits
+// verified.
+func checkVerified(t *testing.T, p *testkit.Project, task string) {
+	t.Helper()
+	r := p.Orbit("groundhog", "verify", task)
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "2 commits, verified")
+}
+
 // scriptedServer is a scripted model server of either API.
 type scriptedServer interface {
 	Scripted() []testkit.ModelRequest

@@ -22,14 +22,7 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	srv := testkit.NewAnthropicServer(t, exampleTurns(t, "script.json")...)
 	p, repo, task := cliGroundhogProject(t, srv)
 
-	r := p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
-	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
-	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
-	assert.Equal(t, "wrong-answer", testkit.Git(t, repo, "show", "groundhog/T-1/day-2:two.txt"),
-		"what the agent wrote through Bash was rewound and kept on the attempt's scratch branch")
+	runID := runTheExamplePlan(t, p, repo, task, "example_cli_agent")
 
 	// Nine model turns, one per request: each session ended its turn after
 	// its terminal verb with a final message (which carries its result
@@ -87,15 +80,13 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 
 	// The agent's process and output are the run's events; the key in its
 	// environment is not.
-	r = p.Orbit("run", "events", runID, "--json")
+	r := p.Orbit("run", "events", runID, "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Claude Code session per attempt")
 	assert.Contains(t, r.Stdout, `"--strict-mcp-config"`)
 	assert.NotContains(t, r.Stdout, "sk-ant-orbit-test")
 
-	r = p.Orbit("groundhog", "verify", task)
-	assert.Equal(t, 0, r.Code, r.String())
-	assert.Contains(t, r.Stdout, "2 commits, verified")
+	checkVerified(t, p, task)
 }
 
 // TestGroundhogOverClaudeCodeKilledMidAttempt: the engine is killed while

@@ -23,15 +23,8 @@ func TestGroundhogOverCodex(t *testing.T) {
 	srv := testkit.NewOpenAIServer(t, exampleTurns(t, "codex_script.json")...)
 	p, repo, task := codexGroundhogProject(t, srv)
 
-	r := p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	runID := runTheExamplePlan(t, p, repo, task, "example_codex_agent")
 	assert.Equal(t, "one", testkit.Git(t, repo, "show", "main:one.txt"))
-	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
-	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
-	assert.Equal(t, "wrong-answer", testkit.Git(t, repo, "show", "groundhog/T-1/day-2:two.txt"),
-		"what the agent wrote through its shell was rewound and kept on the attempt's scratch branch")
 
 	// Nine model turns, one per request: each session ended its turn after
 	// its terminal verb with a final message (and its usage) and did
@@ -75,7 +68,7 @@ func TestGroundhogOverCodex(t *testing.T) {
 	// environment is not. Codex's command line, which any process may read
 	// from /proc, names the variables it forwards to orbit mcp and holds
 	// neither an attempt token (redacted if it did) nor the seed's path.
-	r = p.Orbit("run", "events", runID, "--json")
+	r := p.Orbit("run", "events", runID, "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Codex session per attempt")
 	assert.Contains(t, r.Stdout, `mcp_servers.orbit.command=`)
@@ -84,9 +77,7 @@ func TestGroundhogOverCodex(t *testing.T) {
 	assert.NotContains(t, r.Stdout, credsFile(p, events.IdentityClient))
 	assert.NotContains(t, r.Stdout, "sk-orbit-test")
 
-	r = p.Orbit("groundhog", "verify", task)
-	assert.Equal(t, 0, r.Code, r.String())
-	assert.Contains(t, r.Stdout, "2 commits, verified")
+	checkVerified(t, p, task)
 }
 
 // TestGroundhogOverCodexWithoutAVerb: a Codex session that ends without a
