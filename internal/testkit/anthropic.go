@@ -28,8 +28,8 @@ type AnthropicServer struct {
 // it stops when the test ends.
 func NewAnthropicServer(t testing.TB, turns ...Turn) *AnthropicServer {
 	t.Helper()
-	as := &AnthropicServer{SideText: "ok"}
-	as.modelServer = serveModel(t, turns, map[string]http.HandlerFunc{
+	as := &AnthropicServer{SideText: "ok", modelServer: newModelServer(turns)}
+	as.serve(t, map[string]http.HandlerFunc{
 		"POST /v1/messages":              as.messages,
 		"POST /v1/messages/count_tokens": as.countTokens,
 		"/":                              as.other,

@@ -77,10 +77,16 @@ type modelServer struct {
 	hung     chan struct{} // closed when the server stops, to release hung requests
 }
 
-// serveModel starts a model server with the given script on a loopback
-// port, routing each pattern of routes (http.ServeMux patterns) to its
-// handler, until the test ends.
-func serveModel(t testing.TB, turns []Turn, routes map[string]http.HandlerFunc) *modelServer {
+func newModelServer(turns []Turn) *modelServer {
+	return &modelServer{turns: turns, hung: make(chan struct{})}
+}
+
+// serve routes each pattern of routes (http.ServeMux patterns) to its
+// handler on a loopback port until the test ends.
+//
+// IMPORTANT: the handlers start answering before serve returns, so the
+// server that embeds ms must hold it already.
+func (ms *modelServer) serve(t testing.TB, routes map[string]http.HandlerFunc) {
 	t.Helper()
 	mux := http.NewServeMux()
 	for pattern, h := range routes {
@@ -90,11 +96,9 @@ func serveModel(t testing.TB, turns []Turn, routes map[string]http.HandlerFunc) 
 	if err != nil {
 		t.Fatalf("model server: %v", err)
 	}
-	ms := &modelServer{turns: turns, hung: make(chan struct{})}
 	ms.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	ms.srv.Start()
 	t.Cleanup(ms.Close)
-	return ms
 }
 
 // Close releases hung requests and stops the server; it may be called more

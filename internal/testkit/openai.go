@@ -35,8 +35,8 @@ type OpenAIServer struct {
 // stops when the test ends.
 func NewOpenAIServer(t testing.TB, turns ...Turn) *OpenAIServer {
 	t.Helper()
-	srv := &OpenAIServer{SideText: "ok"}
-	srv.modelServer = serveModel(t, turns, map[string]http.HandlerFunc{
+	srv := &OpenAIServer{SideText: "ok", modelServer: newModelServer(turns)}
+	srv.serve(t, map[string]http.HandlerFunc{
 		"POST /v1/responses": srv.responses,
 		"GET /v1/models":     srv.models,
 		"/":                  srv.other,
