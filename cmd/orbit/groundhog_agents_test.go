@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -174,8 +173,7 @@ func checkKilledMidAttempt(t *testing.T, p *testkit.Project, srv scriptedServer,
 	require.Equal(t, 0, r.Code, r.String())
 	runID := strings.TrimSpace(r.Stdout)
 	waitFor(t, agent+" to ask the model", func() bool { return len(srv.Scripted()) == 1 })
-	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-	_ = engine.Wait()
+	killEngine(t, engine)
 	assert.True(t, strings.HasPrefix(testkit.Git(t, repo, "branch", "--show-current"), "groundhog/T-1/day-"), "the kill left the workspace on the scratch branch")
 
 	serve(t, p)
