@@ -143,14 +143,14 @@ func build(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int, erro
 // everything the log held when the feed started if the log ends before
 // upTo; ctx's error when ctx ends; the feed's when it fails.
 func readBatches(ctx context.Context, feed *events.Feed, upTo uint64, out chan<- []decodedEvent) error {
-	var batch []events.Event
+	batch := make([]events.Event, 0, rebuildBatchSize)
 	send := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
 		select {
 		case out <- decodeEvents(batch):
-			batch = nil
+			batch = batch[:0] // decodeEvents copied the events
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
