@@ -20,8 +20,10 @@ const MaxDifferences = 50
 
 // rebuildBatchSize is the batch size of rebuilds: larger than the live
 // default because nothing waits for a rebuilt file until it is complete. The
-// views do not depend on it.
-const rebuildBatchSize = 1024
+// views do not depend on it. A record that many events update (a job's or
+// a step's metrics, a long run) is read, decoded, encoded and written once
+// per batch: 4,096 took about 5% off a rebuild's CPU time against 1,024.
+const rebuildBatchSize = 4096
 
 // ReplayReport is the outcome of Replay.
 type ReplayReport struct {
