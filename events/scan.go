@@ -69,7 +69,11 @@ func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]E
 		if err != nil {
 			return fmt.Errorf("%w: scanning events after sequence %d: %v", ErrUnavailable, from-1, err)
 		}
-		if status := msg.Header.Get("Status"); len(msg.Data) == 0 && status != "" {
+		if msg.Reply == "" {
+			// The server's answer to a request, not a stored message
+			// (which comes with its metadata as the reply subject, and
+			// may carry any header its publisher gave it).
+			status := msg.Header.Get("Status")
 			switch status {
 			case noMessagesStatus:
 				// The log holds nothing more: it lost its last events

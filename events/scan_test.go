@@ -106,8 +106,9 @@ func TestScanStopsOnItsCallersError(t *testing.T) {
 }
 
 // A scan checks every event as a feed does: forged ones (unsigned, or
-// with a wrong MAC) are left out and recorded as rejected; the real events
-// around them are all handed over.
+// with a wrong MAC, or dressed as the server's answer at the log's end) are
+// left out and recorded as rejected; the real events around them are all
+// handed over.
 func TestScanLeavesForgedEventsOut(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
@@ -125,6 +126,11 @@ func TestScanLeavesForgedEventsOut(t *testing.T) {
 	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: body, Header: nats.Header{events.MACHeader: []string{"00ff"}}})
 	require.NoError(t, err)
 	badMAC := ack.Sequence
+	// An empty message that says what the server's answer at the log's
+	// end says, to end the scan early.
+	ack, err = js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: nats.Header{"Status": []string{"404"}, "Description": []string{"No Messages"}}})
+	require.NoError(t, err)
+	endForged := ack.Sequence
 	last, err := l.Append(ctx, events.Event{Type: events.StepFinished, RunID: "R", StepKey: "s"}, events.StepFinishedData{State: events.StateSuccess, Output: "real"})
 	require.NoError(t, err)
 
@@ -132,9 +138,10 @@ func TestScanLeavesForgedEventsOut(t *testing.T) {
 	assert.Equal(t, []uint64{first.Seq, last.Seq}, seqs)
 
 	rej := rejections(t, l, "R")
-	require.Len(t, rej, 2)
+	require.Len(t, rej, 3)
 	assert.Equal(t, unsigned, rej[0].Seq)
 	assert.Equal(t, events.ReasonUnsigned, rej[0].Reason)
 	assert.Equal(t, badMAC, rej[1].Seq)
 	assert.Equal(t, events.ReasonBadMAC, rej[1].Reason)
+	assert.Equal(t, endForged, rej[2].Seq)
 }
