@@ -3,6 +3,7 @@ package events_test
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -144,4 +145,28 @@ func TestScanLeavesForgedEventsOut(t *testing.T) {
 	assert.Equal(t, badMAC, rej[1].Seq)
 	assert.Equal(t, events.ReasonBadMAC, rej[1].Reason)
 	assert.Equal(t, endForged, rej[2].Seq)
+}
+
+// On a three-server cluster, connected to a server that does not lead the
+// event stream, a scan reads the replicated log whole.
+func TestScanReadsAReplicatedLog(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	l1, err := openOnCluster(t, c, c.Nodes[0].URL(), 0)
+	require.NoError(t, err)
+	leader, err := c.StreamLeader(ctx, events.EventsStream)
+	require.NoError(t, err)
+	l1.Close()
+	l, err := openOnCluster(t, c, c.Nodes[(leader+1)%len(c.Nodes)].URL(), 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	require.Equal(t, 3, l.Replicas())
+	const n = 300
+	for i := range n {
+		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
+		require.NoError(t, err)
+	}
+	seqs, _ := scanAll(t, l, 1, n, 64)
+	assert.Equal(t, seqRange(1, n), seqs)
 }
