@@ -130,13 +130,10 @@ const (
 	requestsPendingStatus = "408"
 )
 
-// readMessage checks and decodes one stored event as a Feed does: a
-// message that fails verification or does not decode is an error, and
-// was recorded or logged.
+// readMessage checks and decodes one stored event, as every read of the
+// log does (Follow, Read, Scan): a message that fails verification or does
+// not decode is an error, and was recorded or logged.
 func (l *Log) readMessage(seq uint64, subject string, hdr nats.Header, data []byte) (Event, error) {
-	if hdr == nil {
-		hdr = nats.Header{}
-	}
 	if err := l.checkEvent(seq, subject, hdr, data); err != nil {
 		return Event{}, err
 	}
@@ -148,8 +145,8 @@ func (l *Log) readMessage(seq uint64, subject string, hdr nats.Header, data []by
 	return ev, nil
 }
 
-// A scan is the consumer and subscription of one Scan.
-type scan struct {
+// A pullScan is the consumer and subscription of one Scan.
+type pullScan struct {
 	log  *Log
 	cons string
 	sub  *nats.Subscription
@@ -158,7 +155,7 @@ type scan struct {
 
 // startScan creates a consumer that delivers the stream from sequence from
 // to nobody until asked, and the subscription its messages come to.
-func (l *Log) startScan(ctx context.Context, from uint64) (*scan, error) {
+func (l *Log) startScan(ctx context.Context, from uint64) (*pullScan, error) {
 	cfg := jetstream.ConsumerConfig{
 		AckPolicy:         jetstream.AckNonePolicy,
 		MemoryStorage:     true,
@@ -175,7 +172,7 @@ func (l *Log) startScan(ctx context.Context, from uint64) (*scan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: scanning events: %v", ErrUnavailable, err)
 	}
-	s := &scan{log: l, cons: cons.CachedInfo().Name}
+	s := &pullScan{log: l, cons: cons.CachedInfo().Name}
 	s.next = "$JS.API.CONSUMER.MSG.NEXT." + EventsStream + "." + s.cons
 	s.sub, err = l.nc.SubscribeSync(l.nc.NewInbox())
 	if err != nil {
@@ -187,7 +184,7 @@ func (l *Log) startScan(ctx context.Context, from uint64) (*scan, error) {
 
 // request asks the consumer for n more messages, or an answer that it has
 // no more, without waiting for new ones.
-func (s *scan) request(n uint64) error {
+func (s *pullScan) request(n uint64) error {
 	body := []byte(`{"batch":` + strconv.FormatUint(n, 10) + `,"no_wait":true}`)
 	if err := s.log.nc.PublishRequest(s.next, s.sub.Subject, body); err != nil {
 		return fmt.Errorf("%w: scanning events: %v", ErrUnavailable, err)
@@ -196,7 +193,7 @@ func (s *scan) request(n uint64) error {
 }
 
 // handOver gives a non-empty batch to fn, unless ctx has ended.
-func (s *scan) handOver(ctx context.Context, batch []Event, fn func([]Event) error) error {
+func (s *pullScan) handOver(ctx context.Context, batch []Event, fn func([]Event) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -207,12 +204,12 @@ func (s *scan) handOver(ctx context.Context, batch []Event, fn func([]Event) err
 }
 
 // stop ends the subscription and removes the consumer.
-func (s *scan) stop() {
+func (s *pullScan) stop() {
 	_ = s.sub.Unsubscribe()
 	s.deleteConsumer()
 }
 
-func (s *scan) deleteConsumer() {
+func (s *pullScan) deleteConsumer() {
 	if s.log.nc.IsClosed() {
 		return
 	}
