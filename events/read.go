@@ -181,13 +181,7 @@ func (f *Feed) run() {
 			return
 		}
 		seq := meta.Sequence.Stream
-		var ev Event
-		if err = f.log.checkEvent(seq, msg.Subject(), msgHeaders(msg), msg.Data()); err == nil {
-			ev, err = DecodeEvent(msg.Data())
-			if err != nil {
-				f.log.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
-			}
-		}
+		ev, err := f.log.readMessage(seq, msg.Subject(), msg.Headers(), msg.Data())
 		if err != nil {
 			ev = Event{}
 		} else if !f.refs {
