@@ -48,6 +48,9 @@ func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]E
 		return err
 	}
 	defer s.stop()
+	// A wait for the server ends when ctx does: closing the subscription
+	// wakes NextMsg, which a per-message context would cost a timer each.
+	defer context.AfterFunc(ctx, func() { _ = s.sub.Unsubscribe() })()
 
 	batch := make([]Event, 0, size)
 	// Requests ask for no more than the messages through end, which a log
@@ -66,6 +69,9 @@ func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]E
 			toAsk -= lastAsked
 		}
 		msg, err := s.sub.NextMsg(scanStall)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			return fmt.Errorf("%w: scanning events after sequence %d: %v", ErrUnavailable, from-1, err)
 		}
