@@ -68,7 +68,11 @@ func (s *startedFeed) run() {
 		}
 	}()
 	for ev := range s.feed.Events() {
-		var d events.StepStartedData
+		// Only the activity type: the input, often most of the event (a
+		// fan-out item's holds its run's input), is skipped, not built.
+		var d struct {
+			ActivityType string `json:"activity_type"`
+		}
 		if ev.Decode(&d) != nil {
 			continue
 		}
