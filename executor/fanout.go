@@ -30,6 +30,8 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 		return failedResult(key, internal(ctx, err))
 	}
 	prefix := childPrefix(key, attempt)
+	// The members the items' inputs share, encoded once.
+	shared := encodeMembers(sc.input)
 	limit := max(1, fo.MaxWorkers)
 	slots := make(chan struct{}, limit)
 	results := make([]assets.StepResult, len(items))
@@ -61,7 +63,8 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 				return
 			}
 			wsc := sc.fork(itemKey+"/", startedID)
-			wsc.input = with(sc.input, map[string]any{"item": item})
+			wsc.setInput(with(sc.input, map[string]any{"item": item}))
+			wsc.inputEnc = withEncoded(shared, "item", item)
 			wsc.item, wsc.hasItem = item, true
 			results[i], failures[i] = x.step(ctx, wsc, &fo.Worker, itemKey)
 			if err := recorded.wait(ctx); err != nil && failures[i] == nil {
