@@ -215,17 +215,6 @@ func largestLeaf(sites []*valueSite) *valueSite {
 	return best
 }
 
-// decodeJSON decodes a JSON document keeping numbers as they were written.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
 // preview is the start of an encoded value, cut at a character boundary.
 func preview(enc []byte) string {
 	if len(enc) <= previewBytes {
