@@ -163,8 +163,11 @@ func (l *Log) stopCommits() {
 // how many events they held (appends published on their own count in
 // neither).
 func (l *Log) GroupCommits() (batches, events uint64) {
-	l.commitOnce.Do(func() {})
-	if l.commits == nil {
+	// Started as the first append would start them: a count asked for
+	// before it (a /metrics scrape of an idle engine) must not keep them
+	// from starting, which left the appends without a committer.
+	l.startCommits()
+	if l.commits == nil { // closed before anything was appended
 		return 0, 0
 	}
 	return l.commits.batches.Load(), l.commits.appended.Load()

@@ -20,14 +20,14 @@ const cancelWait = killGrace + 5*time.Second
 func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (any, *events.ErrorInfo) {
 	finishedID := stepEventID(events.StepFinished, x.runID, key, n)
 	if ev, ok := x.hist.get(finishedID); ok {
-		return stepOutcome(ev)
+		return x.outcome(key, ev)
 	}
 	startedID := stepEventID(events.StepStarted, x.runID, key, n)
 	if _, ok := x.hist.get(startedID); ok {
 		if ev, done, err := x.redispatch(ctx, sc, st, key, n, input); err != nil {
 			return nil, internal(ctx, err)
 		} else if done {
-			return stepOutcome(ev)
+			return x.outcome(key, ev)
 		}
 	} else {
 		if x.isCancelled() {
@@ -46,7 +46,7 @@ func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, k
 	if ev == nil {
 		return nil, x.cancelFailure(key)
 	}
-	return stepOutcome(*ev)
+	return x.outcome(key, *ev)
 }
 
 // waitFinished waits for a dispatched attempt's step.finished. When the run
