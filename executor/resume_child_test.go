@@ -83,3 +83,44 @@ func TestAResumedChildRunTellsItsParent(t *testing.T) {
 	// The child went on: its first step ran once.
 	assert.Len(t, ofType(history(t, log, childID), events.ActivityStarted), 2)
 }
+
+const resumeAnyParentJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: resume_any_parent}
+spec:
+  steps:
+    - id: either
+      parallel:
+        join: {mode: any}
+        branches:
+          - id: call
+            spec: {type: deterministic, action: job.invoke, config: {job: resume_slot}}
+          - id: other
+            spec: {type: deterministic, action: echo, config: {text: fine}}
+`
+
+// TestAChildWhoseEndItsParentWentOnFromIsNotResumed: a parent whose
+// parallel step needs any one branch takes its child's budget_exhausted end
+// and succeeds with the other branch. Resuming the child alone could not
+// change what the parent did: it is refused naming the parent.
+func TestAChildWhoseEndItsParentWentOnFromIsNotResumed(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	ctx := testkit.Context(t)
+	child := resumeSlotJob(t, filepath.Join(t.TempDir(), "no-hold"))
+	parent := parseJob(t, resumeAnyParentJob)
+	startWithJobs(t, log, 3, parent, child)
+
+	parentID, fin := runJob(t, log, parent, nil)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	childID := childOf(t, log, parentID, "either/call", 1)
+	require.NotEmpty(t, childID)
+	require.Equal(t, events.StateBudgetExhausted, waitFinished(t, log, childID).State)
+
+	_, err := executor.ResumeRun(ctx, log, childID, executor.Raise{MaxTokens: 5000}, "test")
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, executor.ErrNotResumable), "%v", err)
+	assert.Contains(t, err.Error(), "parent run "+parentID+" took that end in step either/call and went on (it is success)")
+	assert.Empty(t, ofType(history(t, log, childID), events.RunBudgetRaised), "a refused raise wrote to the log")
+}
