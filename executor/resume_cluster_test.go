@@ -62,6 +62,8 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"done","n
 
 	run := submit(t, log, job, nil)
 	require.Equal(t, events.StateBudgetExhausted, waitFinished(t, log, run).State)
+	// A read of the log may lag the feed that delivered the end.
+	waitFor(t, "the run's end in the log", func() bool { return has(t, log, run, events.RunFinished, "") })
 	raised, err := executor.ResumeRun(ctx, log, run, executor.Raise{MaxTokens: 5000}, "test")
 	require.NoError(t, err)
 	waitFor(t, "the run to finish again", func() bool { return len(ofType(history(t, log, run), events.RunFinished)) == 2 })
