@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/projector"
 )
 
 // resumeParentJob waits for a run of resumable, whose budget stops it.
@@ -66,6 +68,16 @@ func TestResumingAChildRunResumesItsParent(t *testing.T) {
 	var d events.StepStartedData
 	require.NoError(t, started[1].Decode(&d))
 	assert.Equal(t, child, d.ChildRunID, "the parent's second attempt waits for the same child")
+
+	// Each run counts once, by its last end.
+	r = p.Orbit("metrics", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var m projector.Metrics
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m))
+	for _, job := range []string{"resumable", "waits_for_resumable"} {
+		assert.Equal(t, int64(1), m.Jobs[job].Runs, job)
+		assert.Equal(t, map[string]int64{events.StateSuccess: 1}, m.Jobs[job].States, job)
+	}
 
 	r = p.Orbit("replay", "--verify")
 	assert.Equal(t, 0, r.Code, r.String())
