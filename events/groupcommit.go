@@ -47,7 +47,8 @@ const (
 )
 
 // headerRoom is the headers' share of a message, roughly, in the bytes a
-// batch holds.
+// batch holds; and the room an event keeps under the server's max_payload
+// for the headers its publish adds (the message id, a batch's headers).
 const headerRoom = 256
 
 // commitReq is one append waiting for the group commit.

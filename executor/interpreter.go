@@ -47,6 +47,10 @@ type interpreter struct {
 	raise    int
 	raisedAt uint64
 	budget   *assets.Budget
+	// raisedChild is the child run whose resumption reopened this run (the
+	// last raise's ChildRunID), and childRaise that child's raise.
+	raisedChild string
+	childRaise  int
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when run.cancel_requested arrives

@@ -165,6 +165,14 @@ func (o *Orchestrator) slotFree(ctx context.Context, held slotRecord) bool {
 
 // giveSlot frees the slot rc holds, if any: the one it took, or for a run
 // taken over (which took none here) the one of its job's slots naming it.
+//
+// IMPORTANT: a run whose budget was raised as it ended is live again, and
+// another engine may already have taken a slot for its resumption (slotFree
+// finds the run finished and its lease gone before this engine gets here).
+// That slot names the run too, but it is the resumed run's: freeing it would
+// let this engine start the run a second time and a third run take the
+// slot. So a slot another engine wrote is left alone once the run has been
+// raised since its last end; a stale one is freed by slotFree in time.
 func (o *Orchestrator) giveSlot(ctx context.Context, rc *runCtl) {
 	kv := o.cfg.Log.Leases()
 	keys := slotKeys(rc.job)
@@ -178,12 +186,30 @@ func (o *Orchestrator) giveSlot(ctx context.Context, rc *runCtl) {
 		}
 		var held slotRecord
 		if json.Unmarshal(cur.Value, &held) == nil && held.Run == rc.id {
+			if held.Engine != o.cfg.Engine && o.raisedSinceEnd(ctx, rc.id) {
+				return
+			}
 			if err := kv.Delete(ctx, key, cur.Revision); err != nil && !errors.Is(err, events.ErrConflict) {
 				o.log.Warn("freeing a run slot", "slot", key, "err", err)
 			}
 			return
 		}
 	}
+}
+
+// raisedSinceEnd reports whether run id's budget was raised after its last
+// run.finished: it is live again. A log that cannot be read counts as
+// raised, so that a slot is kept rather than freed under a running run.
+func (o *Orchestrator) raisedSinceEnd(ctx context.Context, id string) bool {
+	finished, err := o.sinceRaise(ctx, id, events.RunFinished)
+	if err != nil {
+		return true
+	}
+	if finished {
+		return false
+	}
+	raised, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunBudgetRaised)})
+	return err != nil || raised > 0
 }
 
 // startAdmissible starts, in arrival order, the queued runs that may start

@@ -60,6 +60,9 @@ type Config struct {
 	LogKeyFile string
 	// Durability is events.DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
+	// MaxPayload is the embedded server's largest message (zero:
+	// events.DefaultMaxPayload).
+	MaxPayload int32
 	// IdleTimeout, when positive, stops the engine after it has had no run
 	// and no request for that long.
 	IdleTimeout time.Duration
@@ -138,6 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Replicas:   cfg.Replicas,
 		Listen:     cfg.Listen,
 		Durability: cfg.Durability,
+		MaxPayload: cfg.MaxPayload,
 		Name:       "orbit-engine",
 		Redactor:   cfg.Redactor,
 		Logger:     cfg.Logger,
