@@ -124,21 +124,34 @@ func (o *Orchestrator) claimSlot(ctx context.Context, rc *runCtl, keys []string,
 			rc.slot = s.key
 			return claimTaken
 		}
-		if o.heldFor(ctx, s.key, rc.id) {
+		switch o.heldBy(ctx, s.key, rc.id) {
+		case claimTaken: // a write of this engine's whose answer was lost
+			rc.slot = s.key
+			return claimTaken
+		case claimElsewhere:
 			return claimElsewhere // another engine won the race for this run
 		}
 	}
 	return claimFull
 }
 
-// heldFor reports whether slot key names run id.
-func (o *Orchestrator) heldFor(ctx context.Context, key, id string) bool {
-	cur, err := o.cfg.Log.Leases().Get(ctx, key)
+// heldBy reads slot key after a refused or unanswered write, at the
+// bucket's leader (a replica may not have the write that refused it yet):
+// claimTaken when it names run id and this engine, claimElsewhere when it
+// names run id and another engine, claimFull otherwise.
+func (o *Orchestrator) heldBy(ctx context.Context, key, id string) claim {
+	cur, err := o.cfg.Log.Leases().Latest(ctx, key)
 	if err != nil {
-		return false
+		return claimFull
 	}
 	var held slotRecord
-	return json.Unmarshal(cur.Value, &held) == nil && held.Run == id
+	switch {
+	case json.Unmarshal(cur.Value, &held) != nil || held.Run != id:
+		return claimFull
+	case held.Engine == o.cfg.Engine:
+		return claimTaken
+	}
+	return claimElsewhere
 }
 
 // slotFree reports whether the run holding a slot no longer needs it.
