@@ -69,7 +69,7 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: following events: %v", ErrUnavailable, err)
 	}
-	mc, err := cons.Messages(jetstream.PullMaxMessages(256))
+	mc, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(feedHeartbeat))
 	if err != nil {
 		return nil, fmt.Errorf("%w: following events: %v", ErrUnavailable, err)
 	}
@@ -91,6 +91,15 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	go f.run()
 	return f, nil
 }
+
+// feedHeartbeat is how often the server tells a waiting feed that its pull
+// is alive; two missed in a row make the ordered consumer start over. On a
+// cluster under load the first pull of a new consumer is sometimes never
+// served (the consumer, placed on another server, was not yet reachable
+// there): with the client's default of 5 s, a run's history then waited
+// 10 s for its first event (BenchmarkClusterThroughput's stalls). The cost
+// is one small message a second per idle feed.
+const feedHeartbeat = time.Second
 
 // feedInactiveThreshold is how long the server keeps the consumer of a feed
 // whose client went away without stopping it (a killed process). A live
