@@ -221,7 +221,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		FSProfiles:      fsProfiles(project),
 		Providers:       providers(project),
 		GroundhogMemory: e.groundhogMemory,
-		GroundhogCLI:    e.groundhogCLI(clientSeed(cfg, creds)),
+		GroundhogCLI:    e.groundhogCLI(agentSeed(creds)),
 		Logger:          cfg.Logger,
 	})
 	e.info = Info{
