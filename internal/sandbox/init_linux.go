@@ -20,6 +20,7 @@ const (
 	prCapAmbientClearAll = 4
 	capSetPCap           = 8
 	capSysAdmin          = 21
+	capSetFCap           = 31
 	capabilityVersion3   = 0x20080522
 	// oPath is O_PATH, which syscall does not name: an open file that
 	// is only a place, enough for a bind's source.
@@ -170,14 +171,26 @@ func bindReadOnly(src, dst string) error {
 
 // dropCapabilities leaves this thread, and what it execs, no capability
 // and no way to gain one: no_new_privs (no setuid or file capabilities on
-// exec), an empty bounding set (what root gains on
-// exec, and what a user namespace it made would grant), no ambient,
+// exec), an empty bounding set (what root gains on exec), no ambient,
 // permitted, effective or inheritable ones.
+//
+// Root keeps CAP_SETFCAP alone: Codex's own sandbox (bubblewrap) maps
+// root into a user namespace of its own, which Linux 5.12 and later allow
+// only with it. It gives a root agent no more than root's files already
+// do (it may make a setuid-root file without it), and nothing over the
+// mounts: a user namespace it makes gets them locked.
 func dropCapabilities() error {
 	if err := prctl(prSetNoNewPrivs, 1, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
+	var keep uint32
+	if os.Getuid() == 0 {
+		keep = 1 << capSetFCap
+	}
 	for c := uintptr(0); ; c++ {
+		if c < 32 && keep&(1<<c) != 0 {
+			continue
+		}
 		err := prctl(prCapBSetDrop, c, 0)
 		if errors.Is(err, syscall.EINVAL) {
 			break // past the last capability
@@ -194,6 +207,7 @@ func dropCapabilities() error {
 		pid     int32
 	}{version: capabilityVersion3}
 	var data [2]struct{ effective, permitted, inheritable uint32 }
+	data[0].effective, data[0].permitted = keep, keep
 	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
 		return fmt.Errorf("capset: %w", e)
 	}
