@@ -213,6 +213,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		MaxChildDepth: project.Engine.MaxChildDepth,
 		Logger:        cfg.Logger,
 	})
+	agents := agentSandbox(cfg, creds, e.logger)
+	cli := e.groundhogCLI(agentSeed(creds))
+	cli.Sandbox = agents
 	e.worker = executor.NewWorker(executor.WorkerConfig{
 		Log:             e.log,
 		Engine:          e.id,
@@ -221,7 +224,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		FSProfiles:      fsProfiles(project),
 		Providers:       providers(project),
 		GroundhogMemory: e.groundhogMemory,
-		GroundhogCLI:    e.groundhogCLI(agentSeed(creds)),
+		GroundhogCLI:    cli,
+		AgentSandbox:    agents,
 		Logger:          cfg.Logger,
 	})
 	e.info = Info{
