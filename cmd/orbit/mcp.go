@@ -27,7 +27,8 @@ checkpoint_failure {what_tried, what_happened, next_attempt_plan} and
 side_effect {kind, target, reversible}. Each call is forwarded to the engine
 with the attempt token from ORBIT_ATTEMPT_TOKEN and the task from
 ORBIT_TASK_ID; the engine reached is ORBIT_NATS_URL (else the root's), as
-ORBIT_NKEY. A call with a missing, stale or foreign token is refused (a tool
+ORBIT_NKEY: the engine gives it the agent identity's seed, which may send a
+verb and nothing else. A call with a missing, stale or foreign token is refused (a tool
 error the agent sees) and recorded under the task.
 
 The engine starts it for a CLI attempt (the agent's --mcp-config, or
