@@ -94,3 +94,54 @@ func TestAClaudeCodeAgentCannotReadTheEnginesCreds(t *testing.T) {
 		assert.NotContains(t, seen, secret)
 	}
 }
+
+// TestACodexAgentCannotReadTheEnginesCreds is the Claude Code test for
+// Codex, whose exec_command runs inside its own bubblewrap sandbox inside
+// Orbit's: the creds are gone but for the agent's seed, and the verb,
+// which Codex routes to orbit mcp, still commits the checkpoint.
+func TestACodexAgentCannotReadTheEnginesCreds(t *testing.T) {
+	t.Parallel()
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox on this machine: %s", why)
+	}
+	probe := filepath.Join(t.TempDir(), "probe.txt")
+	p := testkit.NewProject(t)
+	root := p.Root
+	srv := testkit.NewOpenAIServer(t, []testkit.Turn{
+		{Tools: []testkit.ToolUse{{ID: "call_probe", Name: "exec_command", Input: map[string]any{"cmd": credsProbe(root, probe)}}}},
+		{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		{Text: "Done: the checkpoint is closed."},
+	}...)
+	p.Env = append(p.Env, testkit.GitEnv()...)
+	p.Env = append(p.Env, testkit.CodexEnv(t)...)
+	quoted := make([]string, 0, len(testkit.CodexProviderArgs(srv)))
+	for _, a := range testkit.CodexProviderArgs(srv) {
+		quoted = append(quoted, fmt.Sprintf("%q", a))
+	}
+	executor := strings.Replace(readCLIExample(t, "codex.yaml"), "\n  command: codex\n", "\n  command: "+testkit.CodexCLI(t)+"\n  args: ["+strings.Join(quoted, ", ")+"]\n", 1)
+	p.WriteFile(".orbit/executors/codex.yaml", executor)
+	p.WriteFile(".orbit/activities/example_codex_agent.yaml", readCLIExample(t, "example_codex_agent.yaml"))
+	repo := testkit.NewGitRepo(t, map[string]string{"README.md": "# cli\n"})
+	plan := p.WriteFile("plan.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n")
+	r := p.Orbit("task", "create", "--title", "Probe", "--plan", plan, "--workspace", repo)
+	require.Equal(t, 0, r.Code, r.String())
+	task := strings.TrimSpace(r.Stdout)
+
+	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	require.Equal(t, 0, r.Code, "the verb reached the engine from the sandbox: %s", r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	r = p.Orbit("run", "events", runID, "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, `"sandbox": "mount-namespace"`)
+
+	data, err := os.ReadFile(probe)
+	require.NoError(t, err, "the agent's exec_command ran the probe")
+	seen := string(data)
+	for _, f := range []string{"engine.nk", "client.nk", "reader.nk", events.LogKeyFile} {
+		assert.Contains(t, seen, filepath.Join(engine.CredsDir(root), f)+": No such file or directory", f)
+	}
+	assert.Contains(t, seen, " agent.nk:0", "the agent identity's seed stays readable")
+	for _, secret := range secretsOf(t, root) {
+		assert.NotContains(t, seen, secret)
+	}
+}
