@@ -192,6 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		} else if err != nil {
 			e.logger.Debug("the reader's permissions were not checked", "err", err)
 		}
+		e.checkAgentAdmitted(ctx, creds)
 	}
 	e.proj.SetSource(e.log)
 	if err := e.checkLog(ctx); err != nil {

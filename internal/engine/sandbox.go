@@ -1,12 +1,30 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/sandbox"
 )
+
+// checkAgentAdmitted warns when the external server refuses the agent
+// identity (one configured before it existed): the verbs of every CLI
+// agent's `orbit mcp` would be refused.
+func (e *Engine) checkAgentAdmitted(ctx context.Context, creds *events.Creds) {
+	l, err := events.DialAPI(ctx, e.log.ClientURL(), events.Config{NKeySeedFile: agentSeed(creds), Name: "orbit-agent-check"})
+	if errors.Is(err, events.ErrUnauthorized) {
+		e.logger.Warn("the NATS server does not admit the agent identity, so CLI agents cannot send their verbs; configure it with the users of orbit nats-config", "seed", agentSeed(creds))
+		return
+	}
+	if err != nil {
+		e.logger.Debug("the agent identity was not checked", "err", err)
+		return
+	}
+	l.Close()
+}
 
 // agentSandbox is what the engine's CLI agents do not see: the whole state
 // directory (the nkey seeds and the log key in creds/, the NATS store with
