@@ -159,3 +159,31 @@ func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
 	assert.Contains(t, string(out), "--- PASS: TestTheSandboxWorksForAUserOtherThanRoot")
 	assert.NotContains(t, string(out), "SKIP")
 }
+
+// BenchmarkStart measures what the sandbox adds to starting a program:
+// the re-executed step, its namespaces and mounts, against a plain start.
+func BenchmarkStart(b *testing.B) {
+	if ok, why := sandbox.Available(); !ok {
+		b.Skipf("no sandbox on this machine: %s", why)
+	}
+	dir := b.TempDir()
+	state := filepath.Join(dir, "state", "creds")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	for name, wrap := range map[string]bool{"plain": false, "sandboxed": true} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				cmd := exec.Command("true")
+				if wrap {
+					if _, err := sandbox.Wrap(cmd, sandbox.Policy{Hide: []string{filepath.Dir(state)}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
