@@ -27,6 +27,7 @@ func credsProbe(root, out string) string {
 		fmt.Fprintf(&b, "cat %s; echo \" %s:$?\"; ", filepath.Join(creds, f), f)
 	}
 	fmt.Fprintf(&b, "ls %s; echo \" state:$?\"; ", engine.StateDir(root))
+	fmt.Fprintf(&b, "echo x >> %s; echo \" config:$?\"; ", filepath.Join(root, ".orbit", "config.yaml"))
 	return fmt.Sprintf("sh -c '(%s) > %s 2>&1; echo one > one.txt'", b.String(), out)
 }
 
@@ -90,6 +91,8 @@ func TestAClaudeCodeAgentCannotReadTheEnginesCreds(t *testing.T) {
 	}
 	assert.Contains(t, seen, " agent.nk:0", "the agent identity's seed stays readable")
 	assert.Contains(t, seen, "creds\n state:0", "the state directory shows the kept seed's directory only")
+	assert.Contains(t, seen, "Read-only file system", "the project's .orbit is read-only")
+	assert.NotContains(t, seen, " config:0", "the agent changed the project's configuration")
 	for _, secret := range secretsOf(t, root) {
 		assert.NotContains(t, seen, secret)
 	}

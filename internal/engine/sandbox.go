@@ -31,13 +31,19 @@ func (e *Engine) checkAgentAdmitted(ctx context.Context, creds *events.Creds) {
 // the log and the command queue, the views, engine.json, engine.log), and
 // the --log-key and --nkey files wherever they are. The agent identity's
 // seed stays readable at its own path: `orbit mcp` signs in with it, and
-// it is worth no more than the verbs (events.IdentityAgent).
+// it is worth no more than the verbs (events.IdentityAgent). The rest of
+// .orbit is read-only: the jobs, activities and configuration there are
+// what the engine runs next, outside any sandbox.
 //
 // It logs a warning when the machine cannot sandbox a program: the agents
 // then run as before, which their records say (sandbox: none).
 func agentSandbox(cfg Config, creds *events.Creds, logger *slog.Logger) *sandbox.Policy {
 	state := StateDir(cfg.Root)
-	p := &sandbox.Policy{Hide: []string{state}, Keep: []string{creds.File(events.IdentityAgent)}}
+	p := &sandbox.Policy{
+		Hide:     []string{state},
+		Keep:     []string{creds.File(events.IdentityAgent)},
+		ReadOnly: []string{filepath.Dir(state)},
+	}
 	for _, f := range []string{cfg.LogKeyFile, cfg.NKeySeedFile} {
 		if f == "" {
 			continue

@@ -88,8 +88,20 @@ func step(args []string) error {
 	return nil
 }
 
-// apply covers p.Hide and binds p.Keep back, read-only.
+// apply makes p.ReadOnly read-only, covers p.Hide and binds p.Keep back,
+// read-only.
 func apply(p Policy) error {
+	for _, r := range p.ReadOnly {
+		if _, err := os.Stat(r); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := syscall.Mount(r, r, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("making %s read-only: %w", r, err)
+		}
+		if err := remountReadOnly(r); err != nil {
+			return fmt.Errorf("making %s read-only: %w", r, err)
+		}
+	}
 	// The kept files are opened before they are covered: their bind
 	// source is the open file (/proc/self/fd/N).
 	kept := map[string]*os.File{}
@@ -155,6 +167,11 @@ func bindReadOnly(src, dst string) error {
 	if err := syscall.Mount(src, dst, "", syscall.MS_BIND, ""); err != nil {
 		return err
 	}
+	return remountReadOnly(dst)
+}
+
+// remountReadOnly makes the bind mount at dst read-only.
+func remountReadOnly(dst string) error {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dst, &st); err != nil {
 		return err

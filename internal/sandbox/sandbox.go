@@ -59,6 +59,10 @@ type Policy struct {
 	// Keep are absolute paths of files under a hidden directory that the
 	// program may read: each is bound back, read-only, at its own path.
 	Keep []string `json:"keep,omitempty"`
+	// ReadOnly are absolute paths the program may read but not change
+	// (bound on themselves, read-only), before Hide is applied: a hidden
+	// path may be under one.
+	ReadOnly []string `json:"read_only,omitempty"`
 }
 
 // Wrap makes cmd (built by exec.Command, not started) start in the

@@ -33,6 +33,7 @@ func secrets(t *testing.T, dir string) (state, agentSeed, key string) {
 	for name, text := range map[string]string{"creds/engine.nk": "ENGINESEED", "creds/log.key": "LOGKEY", "creds/agent.nk": "AGENTSEED", "views.db": "VIEWS"} {
 		require.NoError(t, os.WriteFile(filepath.Join(state, name), []byte(text), 0o644))
 	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("CONFIG"), 0o644))
 	key = filepath.Join(dir, "external.key")
 	require.NoError(t, os.WriteFile(key, []byte("EXTERNALKEY"), 0o644))
 	return state, filepath.Join(state, "creds", "agent.nk"), key
@@ -48,6 +49,8 @@ cat state/views.db; echo " views:$?"
 cat state/creds/agent.nk; echo " agent:$?"
 cat external.key; echo " external:$?"
 echo x > state/creds/agent.nk; echo " write-agent:$?"
+echo x > config.yaml; echo " write-config:$?"
+cat config.yaml; echo " config:$?"
 touch state/new; echo " write-state:$?"
 echo "pids:$(ls /proc | grep -c '^[0-9]')"
 grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status
@@ -60,7 +63,7 @@ func runProbe(t *testing.T, dir string) (string, string) {
 	t.Helper()
 	state, agentSeed, key := secrets(t, dir)
 	cmd := exec.Command("sh", "-c", probeScript, "probe", dir)
-	mode, err := sandbox.Wrap(cmd, sandbox.Policy{Hide: []string{state, key}, Keep: []string{agentSeed}})
+	mode, err := sandbox.Wrap(cmd, sandbox.Policy{Hide: []string{state, key}, Keep: []string{agentSeed}, ReadOnly: []string{dir}})
 	require.NoError(t, err)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -82,6 +85,8 @@ func checkProbe(t *testing.T, out string) {
 	assert.Contains(t, out, " external:0", "a hidden file reads empty")
 	assert.NotContains(t, out, "write-agent:0", "the kept seed is read-only")
 	assert.NotContains(t, out, "write-state:0", "the cover is read-only")
+	assert.NotContains(t, out, "write-config:0", "a read-only path cannot be written")
+	assert.Contains(t, out, "CONFIG config:0", "a read-only path can be read")
 	assert.Regexp(t, `pids:[1-5]\n`, out, "only the sandbox's processes are in its /proc")
 	// Root keeps CAP_SETFCAP (bit 31) alone, for Codex's bubblewrap.
 	left := `0+`
@@ -97,7 +102,8 @@ func checkProbe(t *testing.T, out string) {
 
 // TestASandboxedProgramSeesNoneOfTheHiddenPaths: a program Wrap starts
 // reads no hidden file (a directory's are gone, a file is empty), keeps
-// the one kept file, read-only, may write to none of them, sees only its
+// the one kept file, read-only, may write to none of them nor to the
+// read-only directory they are in, sees only its
 // own processes and holds no capability; the engine's view is unchanged.
 func TestASandboxedProgramSeesNoneOfTheHiddenPaths(t *testing.T) {
 	t.Parallel()
