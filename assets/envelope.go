@@ -22,6 +22,28 @@ type envelope struct {
 	spec        *yaml.Node // nil when missing
 }
 
+// parseAsset reads the one document in data as an asset of kind: its
+// envelope, and its spec as spec reads it from the spec node (which may be
+// nil) into d. It returns both, or an *Error listing every problem d found
+// in the file.
+func parseAsset[S any](file string, data []byte, kind string, spec func(d *decoder, n *yaml.Node) S) (*envelope, S, error) {
+	var none S
+	d := newDecoder(file)
+	root := d.parseDocument(data, false)
+	if root == nil {
+		return nil, none, d.err()
+	}
+	env := d.envelope(root, kind)
+	if env == nil {
+		return nil, none, d.err()
+	}
+	s := spec(d, env.spec)
+	if err := d.err(); err != nil {
+		return nil, none, err
+	}
+	return env, s, nil
+}
+
 // envelope checks the document's schemaVersion, kind (which must be want) and
 // metadata. It returns nil when the document cannot be read as the wanted
 // kind at all; otherwise the spec is there to decode, even when metadata had
@@ -145,23 +167,17 @@ func ParseActivity(file string, data []byte) (*Activity, error) {
 // parseActivity is ParseActivity with the options agent specs resolve with,
 // that also returns the line of metadata.name.
 func parseActivity(file string, data []byte, o *loadOptions) (*Activity, int, error) {
-	d := newDecoder(file)
-	root := d.parseDocument(data, false)
-	if root == nil {
-		return nil, 0, d.err()
-	}
-	env := d.envelope(root, KindActivity)
-	if env == nil {
-		return nil, 0, d.err()
-	}
-	var sites []site
-	spec, _ := d.activitySpec(env.spec, "spec", &sites, o)
-	for _, s := range sites {
-		if _, reason := s.parse(); reason != "" {
-			d.add(s.line, s.path, reason)
+	env, spec, err := parseAsset(file, data, KindActivity, func(d *decoder, n *yaml.Node) *ActivitySpec {
+		var sites []site
+		spec, _ := d.activitySpec(n, "spec", &sites, o)
+		for _, s := range sites {
+			if _, reason := s.parse(); reason != "" {
+				d.add(s.line, s.path, reason)
+			}
 		}
-	}
-	if err := d.err(); err != nil {
+		return spec
+	})
+	if err != nil {
 		return nil, 0, err
 	}
 	return &Activity{
@@ -192,19 +208,13 @@ func ParseJob(file string, data []byte, resolve func(name string) (*Activity, er
 // parseJob is ParseJob with the options agent specs resolve with, that also
 // returns the line of metadata.name.
 func parseJob(file string, data []byte, resolve func(string) (*Activity, error), o *loadOptions) (*Job, int, error) {
-	d := newDecoder(file)
-	root := d.parseDocument(data, false)
-	if root == nil {
-		return nil, 0, d.err()
-	}
-	env := d.envelope(root, KindJob)
-	if env == nil {
-		return nil, 0, d.err()
-	}
-	l := newJobLoader(d, resolve, o)
-	spec := l.jobSpec(env.spec, "spec")
-	l.validate()
-	if err := d.err(); err != nil {
+	env, spec, err := parseAsset(file, data, KindJob, func(d *decoder, n *yaml.Node) JobSpec {
+		l := newJobLoader(d, resolve, o)
+		spec := l.jobSpec(n, "spec")
+		l.validate()
+		return spec
+	})
+	if err != nil {
 		return nil, 0, err
 	}
 	return &Job{

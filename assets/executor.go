@@ -44,17 +44,10 @@ func parseExecutorFile(f assetFile, layer Layer) (*Executor, string, int, error)
 // parseExecutor is ParseExecutor that also returns the line of
 // metadata.name.
 func parseExecutor(file string, data []byte) (*Executor, int, error) {
-	d := newDecoder(file)
-	root := d.parseDocument(data, false)
-	if root == nil {
-		return nil, 0, d.err()
-	}
-	env := d.envelope(root, KindExecutor)
-	if env == nil {
-		return nil, 0, d.err()
-	}
-	spec := d.executorSpec(env.spec, "spec")
-	if err := d.err(); err != nil {
+	env, spec, err := parseAsset(file, data, KindExecutor, func(d *decoder, n *yaml.Node) ExecutorSpec {
+		return d.executorSpec(n, "spec")
+	})
+	if err != nil {
 		return nil, 0, err
 	}
 	return &Executor{

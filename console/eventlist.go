@@ -19,19 +19,14 @@ const eventsCap = 5000
 // when the query names them, with the causal tree of all of them and of
 // its child runs'.
 func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request) {
-	id := s.pathID(w, r, "run")
-	if id == "" {
+	view, _ := s.pathRun(w, r)
+	if view == nil {
 		return
 	}
 	ctx := r.Context()
-	view, _, err := s.getRun(ctx, id)
-	if err != nil {
-		s.fail(w, "run "+id, err)
-		return
-	}
 	all, err := s.log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(view.ID)}, BlobRefs: true})
 	if err != nil {
-		s.fail(w, "events of run "+id, err)
+		s.fail(w, "events of run "+view.ID, err)
 		return
 	}
 	q := r.URL.Query()
@@ -55,7 +50,7 @@ func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	traced, err := s.withChildren(ctx, view, all)
 	if err != nil {
-		s.fail(w, "events of run "+id, err)
+		s.fail(w, "events of run "+view.ID, err)
 		return
 	}
 	if traced != nil {

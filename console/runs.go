@@ -100,16 +100,27 @@ func (s *Server) getRun(ctx context.Context, id string) (view *projector.RunView
 	return view, seq, nil
 }
 
-// runPage shows a run's step tree, lineage and cancel button. While the run
-// is not finished the page's script follows /runs/<id>/live from seq on.
-func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+// pathRun is the run the request's path names, as the runs view has it
+// now, and the log's position it was read at. When it returns nil the
+// request has been answered: 404 for an id that is none, or the failure.
+func (s *Server) pathRun(w http.ResponseWriter, r *http.Request) (*projector.RunView, uint64) {
 	id := s.pathID(w, r, "run")
 	if id == "" {
-		return
+		return nil, 0
 	}
 	view, seq, err := s.getRun(r.Context(), id)
 	if err != nil {
 		s.fail(w, "run "+id, err)
+		return nil, 0
+	}
+	return view, seq
+}
+
+// runPage shows a run's step tree, lineage and cancel button. While the run
+// is not finished the page's script follows /runs/<id>/live from seq on.
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	view, seq := s.pathRun(w, r)
+	if view == nil {
 		return
 	}
 	s.render(w, http.StatusOK, "run", map[string]any{"Title": "Run " + view.ID, "Run": view, "Seq": seq})
@@ -119,23 +130,18 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 // cancel: an unknown run is 404, a finished one never changes (409).
 // Cross-site requests never get here (http.CrossOriginProtection).
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
-	id := s.pathID(w, r, "run")
-	if id == "" {
+	view, _ := s.pathRun(w, r)
+	if view == nil {
 		return
 	}
 	ctx := r.Context()
-	view, _, err := s.getRun(ctx, id)
-	if err != nil {
-		s.fail(w, "run "+id, err)
-		return
-	}
 	if events.Terminal(view.State) {
 		s.errorPage(w, http.StatusConflict, "Already finished",
 			fmt.Sprintf("Run %s has already finished (%s); a finished run never changes.", view.ID, view.State))
 		return
 	}
 	if err := s.request(ctx, engine.EndpointCancel, engine.CancelRequest{RunID: view.ID, Requester: s.requester, Reason: "cancelled from the console"}, nil); err != nil {
-		s.fail(w, "run "+id, err)
+		s.fail(w, "run "+view.ID, err)
 		return
 	}
 	http.Redirect(w, r, "/runs/"+view.ID, http.StatusSeeOther)

@@ -36,11 +36,21 @@ func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
 }
 
 // GetBlob returns the bytes of a blob, or ErrNotFound; ErrTampered when
-// the bytes stored under a sha256- digest are not those it names.
+// the bytes stored under a sha256- digest are not those it names. Blobs so
+// named are kept once read (see blobCache): callers must not change the
+// bytes returned.
 func (l *Log) GetBlob(ctx context.Context, digest string) ([]byte, error) {
+	if !strings.HasPrefix(digest, blobDigestPrefix) {
+		return l.getBlob(ctx, digest)
+	}
+	return l.blobCache.get(digest, func() ([]byte, error) { return l.getBlob(ctx, digest) })
+}
+
+// getBlob reads a blob and checks its bytes against a sha256- name.
+func (l *Log) getBlob(ctx context.Context, digest string) ([]byte, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	data, err := l.blobs.GetBytes(ctx, digest)
+	data, err := l.readBlob(ctx, digest)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("%w: blob %s", ErrNotFound, digest)
 	}

@@ -24,10 +24,17 @@ const (
 	// IdentityReader subscribes to and reads the log and the blobs, and
 	// nothing else: for tailing with the nats CLI and for dashboards.
 	IdentityReader Identity = "reader"
+	// IdentityAgent is what a CLI agent's `orbit mcp` (and `orbit
+	// groundhog success|failure|side-effect`) signs in as: it may call the
+	// roll and the groundhog.verb endpoint, which takes a verb only with
+	// an open attempt's token, and nothing else. Its seed is the one a CLI
+	// agent's sandbox leaves readable, so it must be worth no more than
+	// the verbs.
+	IdentityAgent Identity = "agent"
 )
 
 // Identities lists the project's identities in a fixed order.
-var Identities = []Identity{IdentityEngine, IdentityClient, IdentityReader}
+var Identities = []Identity{IdentityEngine, IdentityClient, IdentityReader, IdentityAgent}
 
 // CredsFile is the seed file of id in the creds directory dir.
 func CredsFile(dir string, id Identity) string {

@@ -47,7 +47,8 @@ const (
 )
 
 // headerRoom is the headers' share of a message, roughly, in the bytes a
-// batch holds.
+// batch holds; and the room an event keeps under the server's max_payload
+// for the headers its publish adds (the message id, a batch's headers).
 const headerRoom = 256
 
 // commitReq is one append waiting for the group commit.
@@ -163,8 +164,11 @@ func (l *Log) stopCommits() {
 // how many events they held (appends published on their own count in
 // neither).
 func (l *Log) GroupCommits() (batches, events uint64) {
-	l.commitOnce.Do(func() {})
-	if l.commits == nil {
+	// Started as the first append would start them: a count asked for
+	// before it (a /metrics scrape of an idle engine) must not keep them
+	// from starting, which left the appends without a committer.
+	l.startCommits()
+	if l.commits == nil { // closed before anything was appended
 		return 0, 0
 	}
 	return l.commits.batches.Load(), l.commits.appended.Load()

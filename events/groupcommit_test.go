@@ -115,6 +115,22 @@ func TestGroupCommitAsyncAppendsKeepTheirOrder(t *testing.T) {
 	assert.NotZero(t, batches)
 }
 
+// TestGroupCommitCountedBeforeTheFirstAppend: asking a fresh strict Log
+// how many batches it committed (as /metrics does before anything ran)
+// must not keep its group commit from starting: the appends after it are
+// stored, and batched.
+func TestGroupCommitCountedBeforeTheFirstAppend(t *testing.T) {
+	t.Parallel()
+	l := testkit.StartLog(t, events.Config{})
+	batches, batched := l.GroupCommits()
+	assert.Zero(t, batches)
+	assert.Zero(t, batched)
+	seqs := appendRuns(t, l, 64, 5)
+	checkRuns(t, l, seqs)
+	batches, _ = l.GroupCommits()
+	assert.NotZero(t, batches, "64 concurrent appenders never formed a batch")
+}
+
 // rawClient connects a plain JetStream client to l.
 func rawClient(t *testing.T, l *events.Log) jetstream.JetStream {
 	t.Helper()

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// KV is a key-value bucket with compare-and-set writes.
+// KV is a key-value bucket with compare-and-set writes (see kvcas.go for
+// what a refused one means).
 type KV struct {
 	name string
 	kv   jetstream.KeyValue
+	nc   *nats.Conn // for Latest, which the bucket's leader answers
 }
 
 // Entry is the current value of a key and its revision.
@@ -23,11 +26,11 @@ type Entry struct {
 
 // Leases returns the orbit_leases bucket (run ownership). On a Log made by
 // Dial, which does not bind the buckets, its methods return ErrNotEngine.
-func (l *Log) Leases() *KV { return &KV{name: LeasesBucket, kv: l.leases} }
+func (l *Log) Leases() *KV { return &KV{name: LeasesBucket, kv: l.leases, nc: l.nc} }
 
 // Locks returns the orbit_locks bucket (task lock reservations); on a Log
 // made by Dial its methods return ErrNotEngine.
-func (l *Log) Locks() *KV { return &KV{name: LocksBucket, kv: l.locks} }
+func (l *Log) Locks() *KV { return &KV{name: LocksBucket, kv: l.locks, nc: l.nc} }
 
 // Get returns the current entry of key, or ErrNotFound.
 func (k *KV) Get(ctx context.Context, key string) (Entry, error) {
@@ -47,36 +50,29 @@ func (k *KV) Get(ctx context.Context, key string) (Entry, error) {
 }
 
 // Create writes key only if it does not exist (or was deleted), returning
-// the new revision; ErrConflict when it exists.
+// the new revision; ErrConflict when it exists. A write of the key in
+// flight is waited out, and a create whose answer was lost but that holds
+// is recognised by its value (see cas).
 func (k *KV) Create(ctx context.Context, key string, value []byte) (uint64, error) {
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
-	if err := k.bound(); err != nil {
-		return 0, err
-	}
-	rev, err := k.kv.Create(ctx, key, value)
-	return rev, k.writeErr(key, err)
+	return k.cas(ctx, key, value, func(ctx context.Context) (uint64, error) {
+		return k.kv.Create(ctx, key, value)
+	})
 }
 
-// Update writes key only if its revision is still rev; ErrConflict otherwise.
+// Update writes key only if its revision is still rev; ErrConflict
+// otherwise, as for Create.
 func (k *KV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
-	if err := k.bound(); err != nil {
-		return 0, err
-	}
-	newRev, err := k.kv.Update(ctx, key, value, rev)
-	return newRev, k.writeErr(key, err)
+	return k.cas(ctx, key, value, func(ctx context.Context) (uint64, error) {
+		return k.kv.Update(ctx, key, value, rev)
+	})
 }
 
 // Delete removes key if its revision is still rev; ErrConflict otherwise.
 func (k *KV) Delete(ctx context.Context, key string, rev uint64) error {
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
-	if err := k.bound(); err != nil {
-		return err
-	}
-	return k.writeErr(key, k.kv.Delete(ctx, key, jetstream.LastRevision(rev)))
+	_, err := k.cas(ctx, key, nil, func(ctx context.Context) (uint64, error) {
+		return 0, k.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	})
+	return err
 }
 
 // Keys returns every live key of the bucket.
@@ -102,16 +98,4 @@ func (k *KV) bound() error {
 		return fmt.Errorf("events: bucket %s on a dialled log: %w", k.name, ErrNotEngine)
 	}
 	return nil
-}
-
-func (k *KV) writeErr(key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var apiErr *jetstream.APIError
-	if errors.Is(err, jetstream.ErrKeyExists) ||
-		(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
-		return fmt.Errorf("%w: %s/%s", ErrConflict, k.name, key)
-	}
-	return publishError(k.name+"/"+key, err)
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"unicode/utf8"
 )
 
@@ -43,17 +41,16 @@ type BlobValue struct {
 
 // shrink returns data, a JSON document, with its largest values moved to
 // blobs until it is at most inlineBudget bytes. Data within the budget is
-// returned as it is.
+// returned as it is. The document is worked on as bytes: the values moved
+// are stored as they are encoded in it, and the rest is kept as written.
 func (l *Log) shrink(ctx context.Context, data []byte) ([]byte, error) {
 	if len(data) <= inlineBudget {
 		return data, nil
 	}
-	doc, err := decodeJSON(data)
+	sites, err := scanSites(data)
 	if err != nil {
 		return nil, err
 	}
-	var sites []*valueSite
-	collectSites(doc, nil, &sites)
 	// A document often holds one value many times (each output of a
 	// fan-out carrying the same input): it is stored once, not asked
 	// about once per copy.
@@ -64,10 +61,7 @@ func (l *Log) shrink(ctx context.Context, data []byte) ([]byte, error) {
 		if next == nil {
 			break
 		}
-		enc, err := json.Marshal(next.value)
-		if err != nil {
-			return nil, err
-		}
+		enc := spliced(data, next.start, next.end, sites)
 		ref, ok := stored[string(enc)]
 		if !ok {
 			if ref, err = l.PutBlob(ctx, enc); err != nil {
@@ -75,18 +69,32 @@ func (l *Log) shrink(ctx context.Context, data []byte) ([]byte, error) {
 			}
 			stored[string(enc)] = ref
 		}
-		stub := map[string]any{blobKey: ref.Digest, "size": ref.Size, "preview": preview(enc)}
-		stubEnc, _ := json.Marshal(stub)
-		next.set(stub)
+		next.stub, _ = json.Marshal(map[string]any{blobKey: ref.Digest, "size": ref.Size, "preview": preview(enc)})
 		next.moved = true
-		saved := next.size - len(stubEnc)
+		saved := next.size - len(next.stub)
 		for p := next.parent; p != nil; p = p.parent {
 			p.size -= saved
 			p.open--
 		}
 		total -= saved
 	}
-	return json.Marshal(doc)
+	return spliced(data, 0, len(data), sites), nil
+}
+
+// spliced returns data[start:end] with each moved site in that range
+// replaced by its reference (a site inside a moved one goes with it).
+func spliced(data []byte, start, end int, sites []*valueSite) []byte {
+	out := make([]byte, 0, end-start)
+	pos := start
+	for _, s := range sites {
+		if !s.moved || s.start < pos || s.end > end {
+			continue
+		}
+		out = append(out, data[pos:s.start]...)
+		out = append(out, s.stub...)
+		pos = s.end
+	}
+	return append(out, data[pos:end]...)
 }
 
 // expand returns data with every blob reference replaced by the value it
@@ -95,57 +103,79 @@ func (l *Log) expand(ctx context.Context, data []byte) ([]byte, error) {
 	if !hasBlobRefs(data) {
 		return data, nil
 	}
-	doc, err := decodeJSON(data)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.expandValue(ctx, &doc, map[string][]byte{}); err != nil {
-		return nil, err
-	}
-	return json.Marshal(doc)
+	return l.expandRefs(ctx, data, map[string][]byte{})
 }
 
 // hasBlobRefs reports whether data may hold a blob reference.
 func hasBlobRefs(data []byte) bool { return bytes.Contains(data, []byte(`"`+blobKey+`"`)) }
 
-// expandValue replaces the blob references in *v by their values. fetched
-// holds the blobs already read for this document, by digest: a value
-// stored once and referred to many times is read once.
-func (l *Log) expandValue(ctx context.Context, v *any, fetched map[string][]byte) error {
-	switch x := (*v).(type) {
-	case map[string]any:
-		if digest, ok := blobRef(x); ok {
-			data, ok := fetched[digest]
-			if !ok {
-				var err error
-				if data, err = l.GetBlob(ctx, digest); err != nil {
-					return err
-				}
-				fetched[digest] = data
-			}
-			// Decoded for each reference: the copies must not share maps.
-			val, err := decodeJSON(data)
+// expandRefs splices into data, a JSON document, the values its blob
+// references stand for. fetched holds the values already read for this
+// document, by digest: a value stored once and referred to many times is
+// read once.
+//
+// A reference is an object whose first key is "$blob" (shrink writes it
+// with json.Marshal, whose keys come sorted). The bytes `"$blob"` occur in
+// a JSON document only as a string of its own (inside a string the quotes
+// would be escaped), so each occurrence is a key or a value; it stands
+// for a reference when an object opens just before it and the object is
+// one (blobRef).
+func (l *Log) expandRefs(ctx context.Context, data []byte, fetched map[string][]byte) ([]byte, error) {
+	key := []byte(`"` + blobKey + `"`)
+	var out []byte
+	pos := 0 // data[:pos] is in out
+	for from := 0; ; {
+		i := bytes.Index(data[from:], key)
+		if i < 0 {
+			break
+		}
+		at := from + i
+		from = at + len(key)
+		open := at - 1
+		for open >= 0 && isSpace(data[open]) {
+			open--
+		}
+		if open < 0 || data[open] != '{' {
+			continue
+		}
+		end, err := valueEnd(data, open)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+		}
+		var m map[string]any
+		if json.Unmarshal(data[open:end], &m) != nil {
+			continue
+		}
+		digest, ok := blobRef(m)
+		if !ok {
+			continue
+		}
+		val, ok := fetched[digest]
+		if !ok {
+			raw, err := l.GetBlob(ctx, digest)
 			if err != nil {
-				return fmt.Errorf("%w: blob %s: %v", ErrInvalidEvent, digest, err)
+				return nil, err
 			}
-			*v = val
-			return l.expandValue(ctx, v, fetched) // a moved value may hold values moved before it
-		}
-		for k := range x {
-			val := x[k]
-			if err := l.expandValue(ctx, &val, fetched); err != nil {
-				return err
+			if !json.Valid(raw) {
+				return nil, fmt.Errorf("%w: blob %s is not JSON", ErrInvalidEvent, digest)
 			}
-			x[k] = val
-		}
-	case []any:
-		for i := range x {
-			if err := l.expandValue(ctx, &x[i], fetched); err != nil {
-				return err
+			// A moved value may hold values moved before it.
+			if hasBlobRefs(raw) {
+				if raw, err = l.expandRefs(ctx, raw, fetched); err != nil {
+					return nil, err
+				}
 			}
+			val = raw
+			fetched[digest] = val
 		}
+		out = append(out, data[pos:open]...)
+		out = append(out, val...)
+		pos, from = end, end
 	}
-	return nil
+	if out == nil {
+		return data, nil
+	}
+	return append(out, data[pos:]...), nil
 }
 
 // blobRef reports whether m is a reference written by shrink, and its
@@ -160,14 +190,15 @@ func blobRef(m map[string]any) (string, bool) {
 	return digest, sized && previewed
 }
 
-// valueSite is a value inside a decoded document that shrink may move.
+// valueSite is a value inside an encoded document that shrink may move:
+// data[start:end].
 type valueSite struct {
-	value  any
-	set    func(any) // replaces the value in its map or list
-	size   int       // of its encoding, less what moving sites inside it saved
-	parent *valueSite
-	open   int // sites inside it, at any depth, not moved
-	moved  bool
+	start, end int
+	size       int // of its encoding, less what moving sites inside it saved
+	parent     *valueSite
+	open       int // sites inside it, at any depth, not moved
+	moved      bool
+	stub       []byte // the reference that replaces it once moved
 }
 
 // largestLeaf returns the largest site not moved that has no site inside
@@ -182,83 +213,6 @@ func largestLeaf(sites []*valueSite) *valueSite {
 		}
 	}
 	return best
-}
-
-// collectSites lists the values under v (not v itself, the document's
-// shape) whose encoding is at least minBlobValue bytes, parents before
-// their children, and returns the length of v's encoding. Lengths are
-// summed from the leaves up, each value encoded once: encoding every
-// listed value whole, as it once did, encoded a leaf once per level above
-// it, a cost that grew with the depth of large payloads.
-func collectSites(v any, parent *valueSite, out *[]*valueSite) int {
-	visit := func(child any, set func(any)) int {
-		// The site takes its place before its children, so the list stays
-		// in document order; a value too small to move has no site
-		// inside it either, and gives its place back.
-		site := &valueSite{value: child, set: set, parent: parent}
-		at := len(*out)
-		*out = append(*out, site)
-		site.size = collectSites(child, site, out)
-		if site.size < minBlobValue {
-			*out = (*out)[:at]
-			return site.size
-		}
-		for p := parent; p != nil; p = p.parent {
-			p.open++
-		}
-		return site.size
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		size := 2 + max(len(x)-1, 0) // braces and commas
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			size += encodedLen(k) + 1 + visit(x[k], func(nv any) { x[k] = nv })
-		}
-		return size
-	case []any:
-		if x == nil {
-			return len("null")
-		}
-		size := 2 + max(len(x)-1, 0)
-		for i, child := range x {
-			size += visit(child, func(nv any) { x[i] = nv })
-		}
-		return size
-	}
-	return encodedLen(v)
-}
-
-// encodedLen is the length of v's JSON encoding (0 if it has none).
-// Numbers (decoded as written), booleans and null are counted without
-// encoding them: a list of numbers is most of a large payload's leaves.
-func encodedLen(v any) int {
-	switch x := v.(type) {
-	case nil:
-		return len("null")
-	case bool:
-		if x {
-			return len("true")
-		}
-		return len("false")
-	case json.Number:
-		return len(x)
-	}
-	enc, err := json.Marshal(v)
-	if err != nil {
-		return 0
-	}
-	return len(enc)
-}
-
-// decodeJSON decodes a JSON document keeping numbers as they were written.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
 }
 
 // preview is the start of an encoded value, cut at a character boundary.

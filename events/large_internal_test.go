@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -86,52 +87,170 @@ func TestRepeatedLargeValuesAreStoredAndReadOnce(t *testing.T) {
 	}
 }
 
-// TestSiteSizesAreTheEncodedLengths checks the lengths collectSites sums
-// from the leaves up against encoding each listed value whole, and that
-// every site comes after its parent, on documents with escapes, numbers
-// as written, empty containers and nulls.
-func TestSiteSizesAreTheEncodedLengths(t *testing.T) {
+// TestSitesAreTheValuesAsEncoded checks the sites scanSites lists: each
+// is one whole value of the document as written, at least minBlobValue
+// long, inside its parent and listed after it; and every value that long
+// is listed. Documents with escapes, numbers as written, white space,
+// empty containers and nulls.
+func TestSitesAreTheValuesAsEncoded(t *testing.T) {
 	t.Parallel()
-	big := strings.Repeat("é<&>\"\\\n", 200)
+	big := strings.Repeat("é<&>\"\\\n{\"$blob\"", 200)
 	docs := map[string]string{
 		"escapes": `{"a<b": "` + strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(big, `\`, `\\`), `"`, `\"`), "\n", `\n`) + `", "n": 1.50e3}`,
 		"nested":  `{"x": [{"k": [1, 2.0, -3e-7, null, true, {}, []], "s": "` + strings.Repeat("y", 1500) + `"}, {"t": {"u": {"v": "` + strings.Repeat("z", 3000) + `"}}}]}`,
-		"list":    `[` + strings.Repeat(`{"items": [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,83,84,85,86,87,88,89,90,91,92,93,94,95,96,97,98,99,100,101,102,103,104,105,106,107,108,109,110,111,112,113,114,115,116,117,118,119,120,121,122,123,124,125,126,127,128,129,130,131,132,133,134,135,136,137,138,139,140,141,142,143,144,145,146,147,148,149,150,151,152,153,154,155,156,157,158,159,160,161,162,163,164,165,166,167,168,169,170,171,172,173,174,175,176,177,178,179,180,181,182,183,184,185,186,187,188,189,190,191,192,193,194,195,196,197,198,199,200,201,202,203,204,205,206,207,208,209,210,211,212,213,214,215,216,217,218,219,220,221,222,223,224,225,226,227,228,229,230,231,232,233,234,235,236,237,238,239,240,241,242,243,244,245,246,247,248,249,250], "item": "`+strings.Repeat("a", 300)+`"},`, 20) + `null]`,
+		"list":    "[\n" + strings.Repeat(`{"items": [`+strings.Repeat("12345, ", 200)+`0], "item": "`+strings.Repeat("a", 300)+`"},`, 20) + "null ]",
 	}
 	for name, text := range docs {
 		t.Run(name, func(t *testing.T) {
-			doc, err := decodeJSON([]byte(text))
+			data := []byte(text)
+			if !json.Valid(data) {
+				t.Fatal("the test's document is not JSON")
+			}
+			sites, err := scanSites(data)
 			if err != nil {
 				t.Fatal(err)
-			}
-			whole, err := json.Marshal(doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sites []*valueSite
-			if got := collectSites(doc, nil, &sites); got != len(whole) {
-				t.Errorf("document: summed %d, encoded %d", got, len(whole))
 			}
 			if len(sites) == 0 {
 				t.Fatal("no site listed")
 			}
+			if want := countLarge(t, data); len(sites) != want {
+				t.Errorf("%d sites listed, want %d", len(sites), want)
+			}
 			seen := map[*valueSite]bool{}
 			for i, s := range sites {
-				enc, err := json.Marshal(s.value)
-				if err != nil {
-					t.Fatal(err)
+				if !json.Valid(data[s.start:s.end]) {
+					t.Errorf("site %d: %q is not a value", i, preview(data[s.start:s.end]))
 				}
-				if s.size != len(enc) {
-					t.Errorf("site %d: summed %d, encoded %d", i, s.size, len(enc))
+				if s.size != s.end-s.start || s.size < minBlobValue {
+					t.Errorf("site %d: size %d for %d bytes", i, s.size, s.end-s.start)
 				}
-				if s.size < minBlobValue {
-					t.Errorf("site %d: %d bytes, under the minimum", i, s.size)
-				}
-				if s.parent != nil && !seen[s.parent] {
-					t.Errorf("site %d comes before its parent", i)
+				if p := s.parent; p != nil && (!seen[p] || s.start < p.start || s.end > p.end) {
+					t.Errorf("site %d is listed before its parent or lies outside it", i)
 				}
 				seen[s] = true
 			}
 		})
+	}
+}
+
+// countLarge counts the values under the document (not the document
+// itself) whose text is at least minBlobValue bytes long, by decoding:
+// each value's text is found as the decoder's input offsets around it.
+func countLarge(t *testing.T, data []byte) int {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	n := 0
+	var walk func(top bool)
+	walk = func(top bool) {
+		// The value starts at the first byte that is not space or a
+		// separator after the offset before its first token.
+		start := int(dec.InputOffset())
+		for start < len(data) && strings.IndexByte(" \t\r\n,:", data[start]) >= 0 {
+			start++
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
+			for dec.More() {
+				if d == '{' {
+					if _, err := dec.Token(); err != nil { // the key
+						t.Fatal(err)
+					}
+				}
+				walk(false)
+			}
+			if _, err := dec.Token(); err != nil { // the close
+				t.Fatal(err)
+			}
+		}
+		if !top && int(dec.InputOffset())-start >= minBlobValue {
+			n++
+		}
+	}
+	walk(true)
+	return n
+}
+
+// FuzzScanSites: whatever a JSON document holds, the scanner accepts it,
+// and every site it lists is one whole value of it.
+func FuzzScanSites(f *testing.F) {
+	f.Add([]byte(`{"a":[1,2,3],"b":"x"}`))
+	f.Add([]byte(`[` + strings.Repeat(`"`+strings.Repeat("q", 600)+`",`, 4) + `{"$blob":"sha256-x","preview":"[1","size":2}]`))
+	f.Add([]byte(`{"s":"\"{\\\"$blob\\\":1}","k":{"` + strings.Repeat("w", 1100) + `":null}}`))
+	f.Add([]byte(` [ {} , [ ] , "" , -0.5e+7 ] `))
+	f.Add([]byte(`{"a":`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sites, err := scanSites(data)
+		if !json.Valid(data) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("a JSON document refused: %v", err)
+		}
+		for _, s := range sites {
+			if !json.Valid(data[s.start:s.end]) {
+				t.Fatalf("a site that is not a value: %q", data[s.start:s.end])
+			}
+			if end, err := valueEnd(data, s.start); err != nil || end != s.end {
+				t.Fatalf("a site that is not a whole value: ends at %d, value at %d (%v)", s.end, end, err)
+			}
+		}
+	})
+}
+
+// TestExpandSplicesOnlyReferences shrinks a document holding what looks
+// like references — the text of one inside a string, an object with a
+// "$blob" key and more, a "$blob" string value — with large values, and
+// checks that it expands back to the same value.
+func TestExpandSplicesOnlyReferences(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: DurabilityRelaxed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	decoys := []any{
+		`{"$blob":"sha256-0","preview":"","size":0}`,
+		map[string]any{"$blob": "sha256-0", "preview": "", "size": 0, "more": true},
+		map[string]any{"$blob": 7, "preview": "", "size": 0},
+		[]any{"$blob", "size", "preview"},
+	}
+	parts := make([]any, 0, 40)
+	for i := range 40 {
+		parts = append(parts, map[string]any{
+			"n":      i,
+			"decoys": decoys,
+			"text":   strings.Repeat(string(rune('a'+i%26)), 20_000),
+			"inner":  map[string]any{"list": strings.Split(strings.Repeat("x ", 3000), " ")},
+		})
+	}
+	data, err := json.Marshal(map[string]any{"parts": parts, "decoys": decoys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := l.shrink(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(small) > inlineBudget {
+		t.Fatalf("shrink left %d bytes", len(small))
+	}
+	whole, err := l.expand(ctx, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(whole, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Error("the expanded document differs from the original")
 	}
 }

@@ -38,6 +38,11 @@ type Log struct {
 	leases jetstream.KeyValue
 	locks  jetstream.KeyValue
 	blobs  jetstream.ObjectStore
+	// blobsStream is the object store's stream (blobread.go), blobCache
+	// the blobs read last.
+	blobsMu     sync.Mutex
+	blobsStream jetstream.Stream
+	blobCache   blobCache
 	// replies holds API answers too large for one message, for the
 	// requester to fetch, for repliesTTL. A client looks it up when it
 	// first needs it (repliesMu).

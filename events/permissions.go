@@ -63,8 +63,11 @@ func readStreams(id Identity) []string {
 // a client has no access at all; its event feeds are ordered consumers with
 // random names that only the engine's inbox (engineInboxPrefix) learns.
 func Permissions(id Identity, public string) *server.Permissions {
-	if id == IdentityEngine {
+	switch id {
+	case IdentityEngine:
 		return nil
+	case IdentityAgent:
+		return agentPermissions(public)
 	}
 	var pub []string
 	for _, s := range readStreams(id) {
@@ -104,6 +107,38 @@ func Permissions(id Identity, public string) *server.Permissions {
 		Subscribe: &server.SubjectPermission{
 			Allow: []string{InboxPrefix(public) + ".>", EventsRoot + ".>"},
 			Deny:  []string{CommandsRoot + ".>", engineInboxPrefix + ".>"},
+		},
+	}
+}
+
+// AgentEndpoints are the API endpoints the agent identity may call: the
+// one that takes a Groundhog verb with its attempt token. A new endpoint a
+// CLI agent needs is added here, and only one that checks the token.
+var AgentEndpoints = []string{"groundhog.verb"}
+
+// agentPermissions is what the agent identity (public) may do: call the
+// roll (orbit.api.engines and one engine's own, orbit.api.at.<engine>.engines,
+// which is how a request finds an engine) and AgentEndpoints at one engine
+// (orbit.api.at.<engine>.<endpoint>), and receive the answers in its own
+// inbox. No stream, consumer, key-value or object API, no event or command
+// subject, no other endpoint: the allow lists are the whole of it, the
+// deny lists say so again for an external server configured by hand.
+//
+// IMPORTANT: the endpoints themselves must still check the attempt token:
+// the identity's seed is readable by every CLI agent the engine starts.
+func agentPermissions(public string) *server.Permissions {
+	pub := []string{rollCallSubject, EngineSubject("*", "engines")}
+	for _, e := range AgentEndpoints {
+		pub = append(pub, EngineSubject("*", e))
+	}
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{
+			Allow: pub,
+			Deny:  []string{"$JS.>", "$KV.>", "$O.>", "$SRV.>", EventsRoot + ".>", CommandsRoot + ".>"},
+		},
+		Subscribe: &server.SubjectPermission{
+			Allow: []string{InboxPrefix(public) + ".>"},
+			Deny:  []string{EventsRoot + ".>", CommandsRoot + ".>", engineInboxPrefix + ".>", APIRoot + ".>"},
 		},
 	}
 }

@@ -189,7 +189,10 @@ func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, 
 	if l.key != nil {
 		l.key.sign(msg, "")
 	}
-	if n, limit := msgSize(msg), l.nc.MaxPayload(); int64(n) > limit {
+	// The publish adds headers of its own (the message id, a batch's
+	// headers): counted here, an event the check lets through is never
+	// refused by the server for its size, which no retry would mend.
+	if n, limit := msgSize(msg)+headerRoom, l.nc.MaxPayload(); int64(n) > limit {
 		return nil, fmt.Errorf("%w: %s of %d bytes is over the server's max_payload of %d bytes", ErrTooLarge, ev.Type, n, limit)
 	}
 	return msg, nil

@@ -77,14 +77,7 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 	var out []Event
 	err := l.scan(ctx, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
 		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
-		var ev Event
-		err := l.checkEvent(seq, subject, msg.Header, msg.Data)
-		if err == nil {
-			ev, err = DecodeEvent(msg.Data)
-			if err != nil {
-				l.log.Warn("skipping malformed event", "seq", seq, "subject", subject, "err", err)
-			}
-		}
+		ev, err := l.readMessage(seq, subject, msg.Header, msg.Data)
 		if err != nil {
 			if !opts.Placeholders {
 				return nil

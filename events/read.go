@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,7 +69,7 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: following events: %v", ErrUnavailable, err)
 	}
-	mc, err := cons.Messages(jetstream.PullMaxMessages(256))
+	mc, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(feedHeartbeat))
 	if err != nil {
 		return nil, fmt.Errorf("%w: following events: %v", ErrUnavailable, err)
 	}
@@ -90,6 +91,15 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	go f.run()
 	return f, nil
 }
+
+// feedHeartbeat is how often the server tells a waiting feed that its pull
+// is alive; two missed in a row make the ordered consumer start over. On a
+// cluster under load the first pull of a new consumer is sometimes never
+// served (the consumer, placed on another server, was not yet reachable
+// there): with the client's default of 5 s, a run's history then waited
+// 10 s for its first event (BenchmarkClusterThroughput's stalls). The cost
+// is one small message a second per idle feed.
+const feedHeartbeat = time.Second
 
 // feedInactiveThreshold is how long the server keeps the consumer of a feed
 // whose client went away without stopping it (a killed process). A live
@@ -119,18 +129,41 @@ func (l *Log) LastMatching(ctx context.Context, filters []string) (uint64, error
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	var last uint64
-	for _, f := range filters {
-		raw, err := l.events.GetLastMsgForSubject(ctx, f)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%w: last event for %s: %v", ErrUnavailable, f, err)
-		}
-		last = max(last, raw.Sequence)
+	if len(filters) == 1 {
+		return l.lastFor(ctx, filters[0])
 	}
-	return last, nil
+	// One request per filter, all in flight at once: a reader of a run
+	// without its activity events follows nine filters.
+	seqs := make([]uint64, len(filters))
+	errs := make([]error, len(filters))
+	var wg sync.WaitGroup
+	for i, f := range filters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seqs[i], errs[i] = l.lastFor(ctx, f)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return slices.Max(seqs), nil
+}
+
+// lastFor returns the sequence of the last event matching filter, 0 when
+// none does.
+func (l *Log) lastFor(ctx context.Context, filter string) (uint64, error) {
+	raw, err := l.events.GetLastMsgForSubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: last event for %s: %v", ErrUnavailable, filter, err)
+	}
+	return raw.Sequence, nil
 }
 
 func (f *Feed) run() {
@@ -157,13 +190,7 @@ func (f *Feed) run() {
 			return
 		}
 		seq := meta.Sequence.Stream
-		var ev Event
-		if err = f.log.checkEvent(seq, msg.Subject(), msgHeaders(msg), msg.Data()); err == nil {
-			ev, err = DecodeEvent(msg.Data())
-			if err != nil {
-				f.log.log.Warn("skipping malformed event", "seq", seq, "subject", msg.Subject(), "err", err)
-			}
-		}
+		ev, err := f.log.readMessage(seq, msg.Subject(), msg.Headers(), msg.Data())
 		if err != nil {
 			ev = Event{}
 		} else if !f.refs {

@@ -96,6 +96,11 @@ type CLIInvocationStartedData struct {
 	Command  string   `json:"command"`
 	Args     []string `json:"args,omitempty"`
 	PID      int      `json:"pid"`
+	// Sandbox is how the agent was confined: "mount-namespace" (the
+	// engine's secrets covered, see internal/sandbox) or "none" (it could
+	// read whatever the engine's user can). Empty in records made before
+	// agents were sandboxed.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // CLIInvocationFinishedData records how a CLI agent process ended and what

@@ -175,6 +175,10 @@ type StepStartedData struct {
 	Target       string `json:"target,omitempty"`
 	Input        any    `json:"input,omitempty"`
 	ChildRunID   string `json:"child_run_id,omitempty"`
+	// ChildRaise is the raise of the child run whose end this attempt
+	// waits for: set when the attempt waits again for a child that a
+	// budget raise resumed (see RunBudgetRaisedData.ChildRunID).
+	ChildRaise int `json:"child_raise,omitempty"`
 	// Wait is set for a signal gate (ActivityType wait).
 	Wait *WaitInfo `json:"wait,omitempty"`
 }

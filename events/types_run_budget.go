@@ -22,6 +22,12 @@ type RunBudgetRaisedData struct {
 	Tokens     int64   `json:"tokens"`
 	CostUSD    float64 `json:"cost_usd,omitempty"`
 	Requester  string  `json:"requester,omitempty"`
+	// ChildRunID, set when the run stopped because a child run it waited
+	// for did, names that child, whose raise numbered ChildRaise reopened
+	// this run too: the step that waited for the child waits for its
+	// next end (run.finished RunFinishedID(ChildRunID, ChildRaise)).
+	ChildRunID string `json:"child_run_id,omitempty"`
+	ChildRaise int    `json:"child_raise,omitempty"`
 }
 
 // RunBudgetRaisedID is the id of a run's raise-th run.budget_raised.

@@ -20,14 +20,14 @@ const cancelWait = killGrace + 5*time.Second
 func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (any, *events.ErrorInfo) {
 	finishedID := stepEventID(events.StepFinished, x.runID, key, n)
 	if ev, ok := x.hist.get(finishedID); ok {
-		return stepOutcome(ev)
+		return x.outcome(key, ev)
 	}
 	startedID := stepEventID(events.StepStarted, x.runID, key, n)
 	if _, ok := x.hist.get(startedID); ok {
 		if ev, done, err := x.redispatch(ctx, sc, st, key, n, input); err != nil {
 			return nil, internal(ctx, err)
 		} else if done {
-			return stepOutcome(ev)
+			return x.outcome(key, ev)
 		}
 	} else {
 		if x.isCancelled() {
@@ -46,7 +46,7 @@ func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, k
 	if ev == nil {
 		return nil, x.cancelFailure(key)
 	}
-	return stepOutcome(*ev)
+	return x.outcome(key, *ev)
 }
 
 // waitFinished waits for a dispatched attempt's step.finished. When the run
@@ -128,11 +128,7 @@ func (x *interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step
 	if err != nil || pending {
 		return events.Event{}, false, err
 	}
-	last, err := x.o.cfg.Log.LastMatching(ctx, []string{events.RunFilter(x.runID)})
-	if err != nil {
-		return events.Event{}, false, err
-	}
-	if err := x.hist.waitSeq(ctx, last); err != nil {
+	if err := x.hist.catchUp(ctx, x.o.cfg.Log); err != nil {
 		return events.Event{}, false, err
 	}
 	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, n)); ok {

@@ -129,8 +129,7 @@ sleep 60
 
 func TestCLIBackendFailures(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	for name, tc := range map[string]struct{ script, output, msg string }{
 		"exit code":     {"echo broken >&2; exit 4", agent.OutputText, "exited with code 4: broken"},
 		"error result":  {`echo '{"type":"result","subtype":"error_max_turns","is_error":true,"result":"out of turns"}'`, agent.OutputClaudeJSON, "error_max_turns"},

@@ -340,6 +340,7 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		MaxTurns:        spec.MaxIterations,
 		OnDenial:        spec.OnDenial,
 		Budget:          budget,
+		Sandbox:         a.w.cfg.AgentSandbox,
 	})
 	if errors.Is(err, agent.ErrNoCompletion) && !spec.CompletionRequired() {
 		err = nil

@@ -254,7 +254,7 @@ func TestReviewLoopWithASharedSession(t *testing.T) {
 	  {"content": [{"kind": "text", "text": "never reached"}], "stop_reason": "end_turn"}
 	]`)
 	agentEngine(t, log, dir, map[string]string{"ORBIT_REPLAY_FIXTURE": fixture})
-	runID, fin := runJob(t, log, parseJob(t, `
+	runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: review}
@@ -269,7 +269,7 @@ spec:
             session: reviewer
             default_input: {prompt: "Review round {{ iteration }}."}
             spec: {type: agent_loop, provider: claude, instruction: Review the change.}
-`), nil)
+`)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	evs := history(t, log, runID)
 	assert.Len(t, ofType(evs, events.LoopIteration), 2)

@@ -12,18 +12,29 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
+// runTwiceUnder runs job with its one step repeated as a second step,
+// "again", under budget: a budget the first step spends stops the run
+// before the second.
+func runTwiceUnder(t *testing.T, log *events.Log, job *assets.Job, budget *assets.Budget) (string, events.RunFinishedData) {
+	t.Helper()
+	again := job.Spec.Steps[0]
+	again.ID = "again"
+	job.Spec.Steps = append(job.Spec.Steps, again)
+	job.Spec.Budget = budget
+	return runJob(t, log, job, nil)
+}
+
 // TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent: the real Claude Code
 // CLI's first turn spends past the run's max_tokens; the adapter stops the
 // agent before the model is asked again (the second turn would hang until
 // the wall clock), and the run ends budget_exhausted.
 func TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	first := writeFileTurns("out.txt")[0]
 	first.InputTokens, first.OutputTokens = 1000, 50
 	srv := testkit.NewAnthropicServer(t, first, testkit.Turn{Hang: true})
-	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
+	job := claudeCodeJob(t, srv, writeForAMinute)
 	job.Spec.Budget = &assets.Budget{MaxTokens: 500}
 	runID, fin := runJob(t, log, job, nil)
 
@@ -47,15 +58,10 @@ func TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent(t *testing.T) {
 // stops the run before the second, recording its decision.
 func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	srv := testkit.NewAnthropicServer(t, append(writeFileTurns("out.txt"), testkit.Turn{Hang: true})...)
-	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.000001}
-	runID, fin := runJob(t, log, job, nil)
+	job := claudeCodeJob(t, srv, writeForAMinute)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "again", fin.Error.StepKey)
@@ -76,18 +82,13 @@ func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 // session's own total, its result record's, output tokens included.
 func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	turns := writeFileTurns("out.txt")
 	turns[0].InputTokens, turns[0].OutputTokens = 300, 70
 	turns[1].InputTokens, turns[1].OutputTokens = 400, 90
 	srv := testkit.NewAnthropicServer(t, append(turns, testkit.Turn{Hang: true})...)
-	job := claudeCodeJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.000001}
-	runID, fin := runJob(t, log, job, nil)
+	job := claudeCodeJob(t, srv, writeForAMinute)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	evs := history(t, log, runID)
@@ -104,16 +105,11 @@ func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
 // the tokens of its result count, so the run stops before the next step.
 func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}\n'
 `)
 	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxTokens: 600}
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxTokens: 600})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "again", fin.Error.StepKey)
@@ -127,16 +123,11 @@ func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 // the run stops before the next step.
 func TestARunsCostBudgetCountsWhatClaudeJSONReports(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	script := writeScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":40,"output_tokens":2}}\n'
 `)
 	job := cliJob(t, script, agent.OutputClaudeJSON, 30)
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxCostUSD: 0.2}
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.2})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "again", fin.Error.StepKey)
@@ -153,15 +144,10 @@ func TestARunsCostBudgetCountsWhatClaudeJSONReports(t *testing.T) {
 // max_tokens and the run stops before the second.
 func TestARunsTokenBudgetCountsWhatCodexReports(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	srv := testkit.NewOpenAIServer(t, append(codexCommandTurns("echo written > out.txt"), testkit.Turn{Hang: true})...)
-	job := codexJob(t, srv, "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n")
-	again := job.Spec.Steps[0]
-	again.ID = "again"
-	job.Spec.Steps = append(job.Spec.Steps, again)
-	job.Spec.Budget = &assets.Budget{MaxTokens: 100}
-	runID, fin := runJob(t, log, job, nil)
+	job := codexJob(t, srv, writeForAMinute)
+	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxTokens: 100})
 
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "again", fin.Error.StepKey)

@@ -41,19 +41,26 @@ func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 	}
 	cfg := cmd.Activity.Config
 	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
-	var childID string
-	var wait bool
+	var (
+		childID string
+		wait    bool
+		raise   int // of the child, whose end after that raise is awaited
+	)
 	switch st.Activity.Action {
 	case actionInvoke:
-		childID, wait, err = x.invoke(ctx, sc, st, key, attempt, cmd)
+		childID, wait, raise, err = x.invoke(ctx, sc, st, key, attempt, cmd)
 	case actionWait:
 		wait = true
 		childID, _ = cfg["run_id"].(string)
+		if resumed, n := x.resumedChild(key, attempt); resumed != "" && resumed == childID {
+			raise = n
+		}
 		if childID == "" {
 			err = fail(events.KindValidation, false, "job.wait: config.run_id is required")
 		} else {
 			err = x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
-				events.StepStartedData{Attempt: attempt, ActivityType: assets.TypeDeterministic, Target: st.Target, Input: cmd.Input, ChildRunID: childID})
+				events.StepStartedData{Attempt: attempt, ActivityType: assets.TypeDeterministic, Target: st.Target, Input: cmd.Input,
+					ChildRunID: childID, ChildRaise: raise})
 		}
 	}
 	if err != nil {
@@ -63,7 +70,7 @@ func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 		return x.finishStructural(ctx, key, attempt, startedID, assets.StepResult{State: events.StateSuccess,
 			Output: map[string]any{"run_id": childID}}, nil)
 	}
-	fin, failed := x.waitRun(ctx, childID)
+	fin, failed := x.waitRun(ctx, childID, raise)
 	if failed != nil {
 		return failedResult(key, failed)
 	}
@@ -82,12 +89,16 @@ func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 }
 
 // invoke starts (or, resumed, makes sure of) the child run of a job.invoke
-// attempt and returns its id and whether to wait for it.
-func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, cmd *stepCommand) (string, bool, error) {
+// attempt and returns its id, whether to wait for it, and the child's raise
+// whose end to wait for. An attempt that follows one the budget stopped
+// with its child waits for that child again when the child's resumption
+// reopened this run (see resumedChild): the child goes on, it does not
+// start over.
+func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, cmd *stepCommand) (string, bool, int, error) {
 	cfg := cmd.Activity.Config
 	name, _ := cfg["job"].(string)
 	if name == "" {
-		return "", false, fail(events.KindValidation, false, "job.invoke: config.job is required")
+		return "", false, 0, fail(events.KindValidation, false, "job.invoke: config.job is required")
 	}
 	wait := true
 	if w, ok := cfg["wait"].(bool); ok {
@@ -98,37 +109,46 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 	if ev, ok := x.hist.get(startedID); ok {
 		var d events.StepStartedData
 		if err := ev.Decode(&d); err != nil {
-			return "", false, err
+			return "", false, 0, err
 		}
 		childID = d.ChildRunID
+		if d.ChildRaise > 0 {
+			return childID, true, d.ChildRaise, nil // a resumed child: requested long ago
+		}
 		last, err := x.o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, childID, events.RunRequested)})
 		if err != nil || last > 0 {
-			return childID, wait, err
+			return childID, wait, 0, err
 		}
 	} else {
 		if x.isCancelled() {
-			return "", false, &failure{info: *x.cancelFailure(key)}
+			return "", false, 0, &failure{info: *x.cancelFailure(key)}
+		}
+		if resumed, raise := x.resumedChild(key, attempt); resumed != "" {
+			err := x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
+				events.StepStartedData{Attempt: attempt, ActivityType: assets.TypeDeterministic, Target: st.Target, Input: cmd.Input,
+					ChildRunID: resumed, ChildRaise: raise})
+			return resumed, true, raise, err
 		}
 		if limit := x.o.cfg.MaxChildDepth; x.depth+1 > limit {
-			return "", false, fail(events.KindLimit, false,
+			return "", false, 0, fail(events.KindLimit, false,
 				"job.invoke: a run of %q here would be at depth %d, past engine.max_child_depth (%d); a job that invokes itself needs a condition that ends it, and deeper nesting that is meant needs a higher engine.max_child_depth in .orbit/config.yaml",
 				name, x.depth+1, limit)
 		}
 		childID = events.NewID()
 	}
 	if x.o.cfg.Jobs == nil {
-		return "", false, fail(events.KindValidation, false, "job.invoke: this engine has no job catalog")
+		return "", false, 0, fail(events.KindValidation, false, "job.invoke: this engine has no job catalog")
 	}
 	job, err := x.o.cfg.Jobs(name, x.backend)
 	if err != nil {
-		return "", false, fail(events.KindValidation, false, "job.invoke: %v", err)
+		return "", false, 0, fail(events.KindValidation, false, "job.invoke: %v", err)
 	}
 	if err := ValidateJob(job); err != nil {
-		return "", false, fail(events.KindStructural, false, "job.invoke: %v", err)
+		return "", false, 0, fail(events.KindStructural, false, "job.invoke: %v", err)
 	}
 	if err := x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
 		events.StepStartedData{Attempt: attempt, ActivityType: assets.TypeDeterministic, Target: st.Target, Input: cmd.Input, ChildRunID: childID}); err != nil {
-		return "", false, err
+		return "", false, 0, err
 	}
 	req := &RunRequest{
 		RunID:       childID,
@@ -141,14 +161,17 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		Backend:     x.backend,
 	}
 	if err := req.PinEnv(x.env); err != nil {
-		return "", false, err
+		return "", false, 0, err
 	}
-	return childID, wait, Submit(ctx, x.o.cfg.Log, req)
+	return childID, wait, 0, Submit(ctx, x.o.cfg.Log, req)
 }
 
-// waitRun waits for a run's run.finished. If this run is cancelled
-// meanwhile, the awaited run is cancelled too, and waited for a little.
-func (x *interpreter) waitRun(ctx context.Context, runID string) (*events.RunFinishedData, *events.ErrorInfo) {
+// waitRun waits for a run's run.finished: its first, or with raise > 0 the
+// end of its segment after that budget raise (events.RunFinishedID). If
+// this run is cancelled meanwhile, the awaited run is cancelled too, and
+// waited for a little.
+func (x *interpreter) waitRun(ctx context.Context, runID string, raise int) (*events.RunFinishedData, *events.ErrorInfo) {
+	want := events.RunFinishedID(runID, raise)
 	feed, err := x.o.cfg.Log.Follow(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
 	if err != nil {
 		return nil, internal(ctx, err)
@@ -161,6 +184,9 @@ func (x *interpreter) waitRun(ctx context.Context, runID string) (*events.RunFin
 		case ev, ok := <-feed.Events():
 			if !ok {
 				return nil, internal(ctx, feed.Err())
+			}
+			if raise > 0 && ev.ID != want {
+				continue // an end before the raise the wait is for
 			}
 			var d events.RunFinishedData
 			if err := ev.Decode(&d); err != nil {

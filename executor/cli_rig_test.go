@@ -1,8 +1,14 @@
 package executor_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -66,4 +72,81 @@ func cliEngine(t *testing.T) (*events.Log, string) {
 	dir := t.TempDir()
 	startEngine(t, log, dir, nil)
 	return log, dir
+}
+
+// writeForAMinute is the spec of a step whose agent may write files, for
+// a minute of wall clock.
+const writeForAMinute = "        tools: [fs.write]\n        wall_clock_timeout_seconds: 60\n"
+
+// scriptedServer is a scripted model server of either API.
+type scriptedServer interface {
+	Scripted() []testkit.ModelRequest
+}
+
+// wroteFile is what a CLI agent's step did when it wrote out.txt through
+// one call of a tool and then answered "the file is written".
+type wroteFile struct {
+	tool, agentTool string // the call, by its Orbit and its agent's name
+	provider, model string // the turns' provider and the model asked
+	key             string // the API key in the agent's environment
+}
+
+// checkWroteFile checks the run of a step that did what w says: the file
+// in the workspace dir, the step's output, the call and the two turns on
+// record, no denial, the model, instruction and prompt on the wire, and
+// no event that carries the key. It returns the run's events and the
+// scripted requests, for what is particular to the agent.
+func checkWroteFile(t *testing.T, log *events.Log, srv scriptedServer, dir, runID string, fin events.RunFinishedData, w wroteFile) ([]events.Event, []testkit.ModelRequest) {
+	t.Helper()
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	got, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "written\n", string(got))
+	out := fin.Output.(map[string]any)
+	assert.Equal(t, "the file is written", out["final_message"])
+	assert.Equal(t, float64(2), out["turns"])
+	assert.Equal(t, float64(1), out["tool_calls"])
+	assert.Equal(t, w.model, out["model"])
+
+	evs := history(t, log, runID)
+	calls := decodeAll[events.ToolCalledData](t, ofType(evs, events.ToolCalled))
+	require.Len(t, calls, 1)
+	assert.Equal(t, w.tool, calls[0].Name)
+	assert.Equal(t, w.agentTool, calls[0].AgentTool)
+	assert.Equal(t, 1, calls[0].Turn)
+	assert.Empty(t, calls[0].Error)
+	turns := decodeAll[events.AgentTurnData](t, ofType(evs, events.AgentTurn))
+	require.Len(t, turns, 2)
+	assert.Equal(t, []string{w.agentTool}, turns[0].ToolUses)
+	assert.Equal(t, w.provider, turns[0].Provider)
+	assert.Equal(t, "the file is written", turns[1].Text)
+	assert.Empty(t, ofType(evs, events.ToolDenied))
+
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, w.model, reqs[0].Model)
+	assert.Contains(t, reqs[0].System, "You write files for ticket 42.")
+	assert.Contains(t, string(reqs[0].Raw), "Write the file.", "the prompt is the user's message")
+
+	for _, ev := range evs {
+		assert.NotContains(t, string(ev.Data), w.key, "%s carries the API key", ev.Type)
+	}
+	return evs, reqs
+}
+
+// checkKilledAtTheWallClock runs job, whose agent (named agent) hangs on
+// its first request to srv under a wall clock of 8 s: the step fails on
+// time out soon after, and the agent's process is gone.
+func checkKilledAtTheWallClock(t *testing.T, log *events.Log, srv scriptedServer, job *assets.Job, agent string) {
+	t.Helper()
+	began := time.Now()
+	runID, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
+	assert.Less(t, time.Since(began), 30*time.Second)
+	started := decodeAll[events.CLIInvocationStartedData](t, ofType(history(t, log, runID), events.CLIInvocationStarted))
+	require.Len(t, started, 1)
+	assert.True(t, testkit.WaitGone(started[0].PID, 3*time.Second), "%s (pid %d) is gone", agent, started[0].PID)
+	assert.Len(t, srv.Scripted(), 1, "the request hung")
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // TestBreakWhenComparesTextWithEqualsAndColon runs a review loop whose
@@ -16,9 +15,8 @@ import (
 // message matches.
 func TestBreakWhenComparesTextWithEqualsAndColon(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
-	runID, fin := runJob(t, log, parseJob(t, `
+	log := engineLog(t)
+	runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: review}
@@ -32,7 +30,7 @@ spec:
           - id: reviewer
             spec: {type: deterministic, action: echo}
             default_input: {final_message: "reviewed: blocking={{ iteration }}"}
-`), nil)
+`)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	its := decodeAll[events.LoopIterationData](t, ofType(history(t, log, runID), events.LoopIteration))
 	require.Len(t, its, 2, "break_when held after iteration 2")

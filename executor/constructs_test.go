@@ -28,9 +28,8 @@ func decodeAll[T any](t *testing.T, evs []events.Event) []T {
 
 func TestWhenSkipsAndCountsAsSuccess(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
-	runID, fin := runJob(t, log, parseJob(t, `
+	log := engineLog(t)
+	runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: w}
@@ -45,7 +44,7 @@ spec:
     - id: taken
       when: "{{ input.mode }} != slow && {{ steps.skipped.state }} == skipped"
       spec: {type: deterministic, action: echo, config: {ran: true}}
-`), nil)
+`)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, true, fin.Output.(map[string]any)["ran"])
 	evs := history(t, log, runID)
@@ -59,9 +58,8 @@ spec:
 
 func TestRetryBacksOffAndSucceedsOnAttemptThree(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
-	runID, fin := runJob(t, log, parseJob(t, `
+	log := engineLog(t)
+	runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: r}
@@ -74,7 +72,7 @@ spec:
         program: sh
         args: ["-c", "test $ORBIT_STEP_ATTEMPT -ge 3 || { echo attempt $ORBIT_STEP_ATTEMPT failed >&2; exit 1; }"]
         allowed_programs: [sh]
-`), nil)
+`)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	evs := history(t, log, runID)
 	retries := decodeAll[events.StepRetryScheduledData](t, ofType(evs, events.StepRetryScheduled))
@@ -94,8 +92,7 @@ spec:
 
 func TestRetryStopsWhenExhaustedOrNotRetryable(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	for name, tc := range map[string]struct {
 		retryable bool
 		attempts  int
@@ -142,8 +139,7 @@ spec:
 
 func TestParallelJoins(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	okC := `spec: {type: deterministic, action: echo, config: {c: 3}}`
 	failC := `spec: {type: deterministic, action: fail, config: {message: c broke}}`
 	structuralC := "loop:\n              items: '[1, 2, 3]'\n              max_iterations: 2\n              steps:\n                - id: inner\n                  spec: {type: deterministic, action: echo}"
@@ -194,7 +190,7 @@ func TestFanOutBoundsConcurrency(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
 	startEngine(t, log, dir, nil)
-	runID, fin := runJob(t, log, parseJob(t, `
+	runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: f}
@@ -215,7 +211,7 @@ spec:
       fan_in: {join: {mode: all}, collect: results}
     - id: summary
       spec: {type: deterministic, action: echo, config: {all: "{{ steps.results.output }}", first: "{{ steps.per_item.output.0.stdout }}"}}
-`), nil)
+`)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
 	type span struct{ start, end int64 }
@@ -260,9 +256,8 @@ spec:
 
 func TestFanOutWorkerFailingUnderAll(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
-	_, fin := runJob(t, log, parseJob(t, `
+	log := engineLog(t)
+	_, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: f}
@@ -283,7 +278,7 @@ spec:
           id: check
           spec: {type: deterministic, action: fail, config: {message: "{{ input.item }} is bad"}}
       fan_in: {join: {mode: all}}
-`), nil)
+`)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, "strict/1", fin.Error.StepKey)
 	assert.Contains(t, fin.Error.Message, "0 of 2 succeeded")
@@ -291,11 +286,10 @@ spec:
 
 func TestLoops(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 
 	t.Run("breaks after the body of iteration 2", func(t *testing.T) {
-		runID, fin := runJob(t, log, parseJob(t, `
+		runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: l}
@@ -312,7 +306,7 @@ spec:
             spec: {type: deterministic, action: echo, config: {after: "{{ steps.review.output.n }}"}}
     - id: after
       spec: {type: deterministic, action: echo, config: {last: "{{ steps.fix.output.after }}"}}
-`), nil)
+`)
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 		assert.Equal(t, map[string]any{"last": float64(2)}, fin.Output)
 		its := decodeAll[events.LoopIterationData](t, ofType(history(t, log, runID), events.LoopIteration))
@@ -326,7 +320,7 @@ spec:
 		assert.Equal(t, []string{"review_fix/1/review", "review_fix/1/fix", "review_fix/2/review", "review_fix/2/fix", "review_fix", "after"}, keys)
 	})
 	t.Run("over items, never breaking", func(t *testing.T) {
-		_, fin := runJob(t, log, parseJob(t, `
+		_, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: l}
@@ -340,12 +334,12 @@ spec:
         steps:
           - id: visit
             spec: {type: deterministic, action: echo, config: {item: "{{ item }}", i: "{{ iteration }}"}}
-`), nil)
+`)
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 		assert.Equal(t, map[string]any{"visit": map[string]any{"item": "z", "i": float64(3), "iteration": float64(3)}}, fin.Output)
 	})
 	t.Run("more items than max_iterations is structural", func(t *testing.T) {
-		runID, fin := runJob(t, log, parseJob(t, `
+		runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: l}
@@ -358,7 +352,7 @@ spec:
         steps:
           - id: visit
             spec: {type: deterministic, action: echo}
-`), nil)
+`)
 		require.Equal(t, events.StateFailed, fin.State)
 		assert.Equal(t, events.KindStructural, fin.Error.Kind)
 		assert.False(t, fin.Error.Retryable)

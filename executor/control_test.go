@@ -104,8 +104,7 @@ func TestCancel(t *testing.T) {
 
 func TestMaxActiveRunsQueuesInArrivalOrder(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	job := parseJob(t, `
 schemaVersion: 2
 kind: Job
@@ -137,9 +136,8 @@ spec:
 
 func TestStepTimeoutAppliesToEveryActivity(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
-	_, fin := runJob(t, log, parseJob(t, `
+	log := engineLog(t)
+	_, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: slow}
@@ -148,7 +146,7 @@ spec:
     - id: nap
       timeout_seconds: 1
       spec: {type: deterministic, action: sleep, config: {ms: 5000}}
-`), nil)
+`)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
 	assert.Contains(t, fin.Error.Message, "timed out after 1s")
@@ -179,7 +177,7 @@ spec:
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()
 
-	runID, fin := runJob(t, log, parseJob(t, `
+	runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: parent}
@@ -193,7 +191,7 @@ spec:
       spec: {type: deterministic, action: job.wait, config: {run_id: "{{ steps.detach.output.run_id }}"}}
     - id: report
       spec: {type: deterministic, action: echo, config: {a: "{{ steps.call.output.said }}", b: "{{ steps.join.output.said }}"}}
-`), nil)
+`)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, map[string]any{"a": "hello Ada", "b": "hello Bo"}, fin.Output)
 
@@ -207,7 +205,7 @@ spec:
 	require.NoError(t, req.Decode(&rd))
 	assert.Equal(t, &events.RunLink{RunID: runID, StepKey: "call"}, rd.Parent)
 
-	_, fin = runJob(t, log, parseJob(t, `
+	_, fin = runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: orphan}
@@ -215,7 +213,7 @@ spec:
   steps:
     - id: call
       spec: {type: deterministic, action: job.invoke, config: {job: nowhere}}
-`), nil)
+`)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindValidation, fin.Error.Kind)
 	assert.Contains(t, fin.Error.Message, "nowhere")

@@ -88,8 +88,7 @@ spec:
 // incomplete, unless require_completion_envelope is false.
 func TestCompletionEnvelopeOnTheCLIBackend(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	for name, tc := range map[string]struct{ script, output string }{
 		"claude without a result": {"cat >/dev/null; echo 'I am done, honest.'", agent.OutputClaudeJSON},
 		"codex without a turn":    {`cat >/dev/null; echo '{"type":"thread.started","thread_id":"t"}'`, agent.OutputCodexJSONL},

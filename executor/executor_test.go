@@ -127,8 +127,7 @@ spec:
 
 func TestSequentialJobPassesDataBetweenSteps(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 
 	runID, fin := runJob(t, log, parseJob(t, pipeline), map[string]any{"name": "Ada"})
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
@@ -149,8 +148,7 @@ func TestSequentialJobPassesDataBetweenSteps(t *testing.T) {
 
 func TestFailuresCarryTheFirstConcreteError(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 
 	cases := []struct {
 		name, job string
@@ -209,8 +207,7 @@ spec:
 
 func TestSubmittingTheSameRequestTwiceRunsOnce(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	req, err := executor.NewRunRequest(parseJob(t, pipeline), nil, "test")
 	require.NoError(t, err)
 	ctx := testkit.Context(t)

@@ -30,6 +30,8 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 		return failedResult(key, internal(ctx, err))
 	}
 	prefix := childPrefix(key, attempt)
+	// The members the items' inputs share, encoded once.
+	shared := encodeMembers(sc.input)
 	limit := max(1, fo.MaxWorkers)
 	slots := make(chan struct{}, limit)
 	results := make([]assets.StepResult, len(items))
@@ -61,7 +63,8 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 				return
 			}
 			wsc := sc.fork(itemKey+"/", startedID)
-			wsc.input = with(sc.input, map[string]any{"item": item})
+			wsc.setInput(with(sc.input, map[string]any{"item": item}))
+			wsc.inputEnc = withEncoded(shared, "item", item)
 			wsc.item, wsc.hasItem = item, true
 			results[i], failures[i] = x.step(ctx, wsc, &fo.Worker, itemKey)
 			if err := recorded.wait(ctx); err != nil && failures[i] == nil {
@@ -76,18 +79,35 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 
 	outputs := make([]any, len(items))
 	members := make([]events.JoinMember, len(items))
+	keys := make([]string, len(items))
+	null := make([]bool, len(items)) // a failed or skipped item's output
 	for i := range items {
-		members[i] = member(prefix+strconv.Itoa(i+1), results[i], failures[i])
+		keys[i] = prefix + strconv.Itoa(i+1)
+		members[i] = member(keys[i], results[i], failures[i])
 		if failures[i] == nil {
 			outputs[i] = results[i].Output
 		}
+		null[i] = outputs[i] == nil
 	}
 	var join assets.Join
 	if st.FanIn != nil {
 		join = st.FanIn.Join
 	}
 	failed := x.joinResult(ctx, key, attempt, startedID, join, members)
-	res, failed := x.finishStructural(ctx, key, attempt, startedID, assets.StepResult{State: events.StateSuccess, Output: outputs}, failed)
+	// Recorded from the items' outputs as their events hold them, when
+	// they all are known; returned as the values.
+	recorded := assets.StepResult{State: events.StateSuccess, Output: outputs}
+	enc, known := x.encoded.list(keys, null)
+	if known {
+		recorded.Output = enc
+	}
+	res, failed := x.finishStructural(ctx, key, attempt, startedID, recorded, failed)
+	if failed == nil {
+		res.Output = outputs
+		if known {
+			x.encoded.put(key, enc)
+		}
+	}
 	if st.FanIn != nil && st.FanIn.Collect != "" {
 		sc.record(st.FanIn.Collect, res)
 	}

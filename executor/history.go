@@ -12,9 +12,12 @@ import (
 // by a feed. The interpreter consults it before every decision: what is
 // recorded is returned, never done again. Decision events are found by their
 // derived ids.
+//
+// It holds every event of the run but those of the types in unread.
 type history struct {
-	runID string
-	feed  *events.Feed
+	runID   string
+	feed    *events.Feed
+	filters []string // what the feed follows
 
 	mu      sync.Mutex
 	byID    map[string]events.Event
@@ -27,33 +30,51 @@ type history struct {
 	spend spend
 }
 
+// unread are the event types of a run that the interpreter never reads:
+// the worker's record of each execution, for auditors and the views (see
+// ARCHITECTURE, "What each event of a step is for"). They are two of a
+// step's four events, and a history that followed them had the server
+// deliver, and the orchestrator decode, both on the path of every step
+// before its step.finished.
+//
+// IMPORTANT: the interpreter's decisions must not depend on an event of
+// these types; a history does not hold them.
+var unread = []string{events.ActivityStarted, events.ActivityFinished}
+
 // openHistory follows the run's events and returns once every event already
 // in the log has been delivered. onEvent, if not nil, is called for every
 // event as it arrives, before the history records it.
 func openHistory(ctx context.Context, log *events.Log, runID string, onEvent func(events.Event)) (*history, error) {
-	feed, err := log.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
+	filters := events.RunFilterExcept(runID, unread...)
+	feed, err := log.Follow(ctx, events.FollowOptions{Filters: filters})
 	if err != nil {
 		return nil, err
 	}
 	h := &history{
 		runID:   runID,
 		feed:    feed,
+		filters: filters,
 		byID:    make(map[string]events.Event),
 		changed: make(chan struct{}),
 		onEvent: onEvent,
 		done:    make(chan struct{}),
 	}
 	go h.follow()
-	last, err := log.LastMatching(ctx, []string{events.RunFilter(runID)})
-	if err != nil {
-		h.close()
-		return nil, err
-	}
-	if err := h.waitSeq(ctx, last); err != nil {
+	if err := h.catchUp(ctx, log); err != nil {
 		h.close()
 		return nil, err
 	}
 	return h, nil
+}
+
+// catchUp blocks until the history holds every event of the run it
+// follows that is in the log now.
+func (h *history) catchUp(ctx context.Context, log *events.Log) error {
+	last, err := log.LastMatching(ctx, h.filters)
+	if err != nil {
+		return err
+	}
+	return h.waitSeq(ctx, last)
 }
 
 func (h *history) follow() {
@@ -110,7 +131,8 @@ func (h *history) wait(ctx context.Context, id string) (events.Event, error) {
 	}
 }
 
-// waitSeq blocks until every event of the run up to seq has been recorded.
+// waitSeq blocks until every event of the run up to seq that the history
+// follows has been recorded; seq must be one it follows (see catchUp).
 func (h *history) waitSeq(ctx context.Context, seq uint64) error {
 	for {
 		h.mu.Lock()

@@ -47,10 +47,18 @@ type interpreter struct {
 	raise    int
 	raisedAt uint64
 	budget   *assets.Budget
+	// raisedChild is the child run whose resumption reopened this run (the
+	// last raise's ChildRunID), and childRaise that child's raise.
+	raisedChild string
+	childRaise  int
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when run.cancel_requested arrives
 	cancelMsg  string
+
+	// encoded keeps steps' outputs as recorded, for the payloads that
+	// hold them again (a fan-in, run.finished).
+	encoded encodedOutputs
 }
 
 func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
@@ -109,6 +117,13 @@ func (x *interpreter) run(ctx context.Context) error {
 		failed = &events.ErrorInfo{Kind: events.KindStructural, Message: err.Error()}
 	} else {
 		output, failed = x.steps(ctx, sc, x.job.Spec.Steps)
+	}
+	// The run's output is its last step's: recorded as that step's
+	// record holds it, when known.
+	if steps := x.job.Spec.Steps; failed == nil && output != nil && len(steps) > 0 {
+		if enc, ok := x.encoded.get(sc.key(steps[len(steps)-1].ID)); ok {
+			output = enc
+		}
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // TestItemsWrittenAsAList runs one fan_out worker and one loop iteration
@@ -15,11 +14,10 @@ import (
 // reach the steps as themselves, and string elements are rendered.
 func TestItemsWrittenAsAList(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 
 	t.Run("fan_out", func(t *testing.T) {
-		runID, fin := runJob(t, log, parseJob(t, `
+		runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: fan}
@@ -34,7 +32,7 @@ spec:
           id: w
           spec: {type: deterministic, action: echo, config: {got: "{{ item }}"}}
       fan_in: {join: {mode: all}}
-`), nil)
+`)
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 		got := []any{}
 		for _, out := range fin.Output.([]any) {
@@ -45,7 +43,7 @@ spec:
 	})
 
 	t.Run("loop", func(t *testing.T) {
-		runID, fin := runJob(t, log, parseJob(t, `
+		runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: loop}
@@ -57,7 +55,7 @@ spec:
         max_iterations: 5
         steps:
           - {id: visit, spec: {type: deterministic, action: echo, config: {item: "{{ item }}"}}}
-`), nil)
+`)
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 		its := decodeAll[events.LoopIterationData](t, ofType(history(t, log, runID), events.LoopIteration))
 		require.Len(t, its, 3, "one iteration per element, not max_iterations")
@@ -67,7 +65,7 @@ spec:
 	})
 
 	t.Run("a template rendering a mapping is not one item", func(t *testing.T) {
-		runID, fin := runJob(t, log, parseJob(t, `
+		runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: notlist}
@@ -79,7 +77,7 @@ spec:
         items: "{{ input.m }}"
         worker: {id: w, spec: {type: deterministic, action: echo}}
       fan_in: {join: {mode: all}}
-`), nil)
+`)
 		require.Equal(t, events.StateFailed, fin.State)
 		assert.Equal(t, events.KindValidation, fin.Error.Kind)
 		assert.Equal(t, "fan_out.items: {{ input.m }} rendered a mapping: not a list", fin.Error.Message)

@@ -135,11 +135,12 @@ func (l *lease) renew(ctx context.Context) error {
 
 // write extends the lease by a compare-and-set at its last known
 // revision, which the bucket's leader checks: never a read that a lagging
-// replica answers. A conflict whose current value is this very lease
-// (same scope) is a write of ours whose answer was lost, a timeout under
-// load say: its revision is taken and the write done again (a replica
-// that answers the read may lag: a few times), so that only a lease
-// another holder wrote counts as lost. l.mu is held.
+// replica answers. A conflict whose current value at the leader is this
+// very lease (same scope) is a write of ours whose answer was lost in an
+// earlier call, a timeout under load say (within one call events.KV
+// recognises its own write): its revision is taken and the write done
+// again, so that only a lease another holder wrote counts as lost. l.mu
+// is held.
 func (l *lease) write(ctx context.Context) error {
 	at := time.Now()
 	value, err := l.record(at)
@@ -157,13 +158,13 @@ func (l *lease) write(ctx context.Context) error {
 		if !errors.Is(err, events.ErrConflict) || l.scope == "" {
 			return err
 		}
-		cur, gerr := l.kv.Get(ctx, l.key)
+		cur, gerr := l.kv.Latest(ctx, l.key)
 		var held leaseRecord
 		if gerr != nil || json.Unmarshal(cur.Value, &held) != nil || held.Engine != l.engine || held.Scope != l.scope {
 			return err
 		}
 		if cur.Revision == rev {
-			time.Sleep(20 * time.Millisecond) // a replica behind the write that conflicted
+			time.Sleep(20 * time.Millisecond) // the write that conflicted is not applied yet
 		}
 		rev = cur.Revision
 	}

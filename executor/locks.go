@@ -136,11 +136,17 @@ func (l *locks) release(ctx context.Context, runID string, resources []string) (
 var errUnchanged = errors.New("unchanged")
 
 // change applies a change to the reservations by compare-and-set, retrying
-// when another writer got there first.
+// when another writer got there first: after a conflict the record is read
+// again at the bucket's leader, which has the write that refused ours (a
+// replica may not), and the change applied to it anew. A write of ours
+// whose answer was lost is recognised by events.KV; one lost in an earlier
+// call is in the record, and applying the change again finds it there
+// (the run already holds what it reserves, or no longer what it releases).
 func (l *locks) change(ctx context.Context, apply func(map[string]reservation) error) error {
+	read := l.kv.Get
 	for try := 0; try < 20; try++ {
 		held := map[string]reservation{}
-		cur, err := l.kv.Get(ctx, reservationsKey)
+		cur, err := read(ctx, reservationsKey)
 		switch {
 		case errors.Is(err, events.ErrNotFound):
 		case err != nil:
@@ -167,6 +173,7 @@ func (l *locks) change(ctx context.Context, apply func(map[string]reservation) e
 		if !errors.Is(err, events.ErrConflict) {
 			return err
 		}
+		read = l.kv.Latest
 	}
 	return errors.New("orbit_locks: too much contention; try again")
 }

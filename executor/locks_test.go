@@ -56,8 +56,7 @@ func reservations(t *testing.T, log *events.Log) map[string]map[string]any {
 // them.
 func TestReservationsContend(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 
 	first := submit(t, log, parseJob(t, holder), nil)
 	waitFor(t, "the holder to reserve", func() bool { return has(t, log, first, events.StepFinished, "lock") })
@@ -84,17 +83,16 @@ func TestReservationsContend(t *testing.T) {
 // by the next reserver.
 func TestStaleAndExpiredReservationsAreTakenBack(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	ctx := testkit.Context(t)
-	finishedRun, _ := runJob(t, log, parseJob(t, `
+	finishedRun, _ := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: quick}
 spec:
   steps:
     - {id: s, spec: {type: deterministic, action: echo}}
-`), nil)
+`)
 	stale, err := json.Marshal(map[string]any{
 		"task:T-9":  map[string]any{"owner": finishedRun, "step": "lock", "acquired": time.Now().UTC()},
 		"task:T-10": map[string]any{"owner": "some-manual-owner", "step": "", "acquired": time.Now().Add(-time.Hour).UTC(), "expires": time.Now().Add(-time.Minute).UTC()},
@@ -109,7 +107,7 @@ spec:
 	}
 	require.NoError(t, err)
 
-	runID, fin := runJob(t, log, parseJob(t, `
+	runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: reclaimer}
@@ -119,7 +117,7 @@ spec:
       spec: {type: deterministic, action: locks.reserve, config: {tasks: [T-9, T-10], ttl_seconds: 60}}
     - id: live
       spec: {type: deterministic, action: locks.reserve, config: {tasks: [T-11]}}
-`), nil)
+`)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, "live", fin.Error.StepKey)
 	assert.Contains(t, fin.Error.Message, "task:T-11 is held by run someone-alive")
@@ -151,8 +149,7 @@ spec:
 // order), and every loser names a run of the race as the holder.
 func TestReservationsRace(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 
 	job := parseJob(t, racer)
 	var runs []string

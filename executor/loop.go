@@ -56,7 +56,7 @@ func (x *interpreter) loop(ctx context.Context, sc *scope, st *assets.Step, key 
 			extra["item"] = item
 			isc.item, isc.hasItem = item, true
 		}
-		isc.input = with(sc.input, extra)
+		isc.setInput(with(sc.input, extra))
 
 		_, failed := x.steps(ctx, isc, lp.Steps)
 		iterID := events.DecisionID(events.LoopIteration, x.runID, key, strconv.Itoa(attempt), strconv.Itoa(i))

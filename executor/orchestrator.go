@@ -386,6 +386,14 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 			return
 		}
 		known = last > 0
+		if known {
+			// A refused run whose engine died between its run.requested
+			// and its run.finished (see refuse) is finished now.
+			if err := CheckStorable(ctx, o.cfg.Log, &req); errors.Is(err, events.ErrTooLarge) {
+				o.refuse(ctx, cmd, &req, err)
+				return
+			}
+		}
 	}
 	if !known {
 		err := o.request(ctx, &req)
@@ -412,16 +420,18 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 }
 
 // refuse ends a run whose run.requested the log can never store (err wraps
-// events.ErrTooLarge): it records run.finished, failed with the reason, for
-// whoever follows the run, and removes the command, which would otherwise
-// be redelivered for ever. The views know no such run: it was never
-// requested in the log.
+// events.ErrTooLarge): it records a small run.requested (see
+// recordRefused) and run.finished, failed with the reason, for whoever
+// follows the run and for the views, and removes the command, which would
+// otherwise be redelivered for ever.
 func (o *Orchestrator) refuse(ctx context.Context, cmd *events.Command, req *RunRequest, err error) {
 	o.log.Error("run request cannot be recorded; the run fails", "run", req.RunID, "err", err)
-	job := req.Job.Name
-	if len(job) > assets.MaxNameBytes {
-		job = "" // no loaded job has such a name, and it would not fit either
+	if rerr := o.recordRefused(ctx, req); rerr != nil {
+		o.log.Warn("recording a refused run; will retry", "run", req.RunID, "err", rerr)
+		_ = cmd.Nak(time.Second)
+		return
 	}
+	job := refusedJobName(req)
 	_, ferr := o.cfg.Log.Append(ctx, events.Event{
 		ID:    events.DecisionID(events.RunFinished, req.RunID),
 		Type:  events.RunFinished,
@@ -440,7 +450,7 @@ func (o *Orchestrator) refuse(ctx context.Context, cmd *events.Command, req *Run
 }
 
 func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
-	job, err := encodeJSON(req.Job)
+	ev, data, err := requestedEvent(req)
 	if err != nil {
 		return err
 	}
@@ -450,24 +460,7 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		o.requested[req.RunID] = true
 		o.mu.Unlock()
 	}
-	_, err = o.cfg.Log.Append(ctx, events.Event{
-		ID:       events.DecisionID(events.RunRequested, req.RunID),
-		Type:     events.RunRequested,
-		RunID:    req.RunID,
-		Job:      req.Job.Name,
-		ParentID: req.ParentEvent,
-	}, events.RunRequestedData{
-		JobName:   req.Job.Name,
-		Job:       job,
-		Input:     req.Input,
-		Requester: req.Requester,
-		Parent:    req.Parent,
-		Depth:     req.Depth,
-		Env:       req.Env,
-		RetryOf:   req.RetryOf,
-		From:      req.From,
-		Backend:   req.Backend,
-	})
+	_, err = o.cfg.Log.Append(ctx, ev, data)
 	if err != nil {
 		o.mu.Lock()
 		delete(o.requested, req.RunID)

@@ -25,6 +25,9 @@ type Raised struct {
 	// events after it are the resumed run's.
 	Seq  uint64                     `json:"seq"`
 	Data events.RunBudgetRaisedData `json:"budget"`
+	// Parents are the runs reopened with it, nearest first: each had
+	// stopped because the run below it, which it waited for, did.
+	Parents []string `json:"parents,omitempty"`
 }
 
 // ResumeRun raises the budget of a run that ended budget_exhausted by
@@ -33,108 +36,160 @@ type Raised struct {
 // recovery) goes on where the budget stopped it: finished steps keep their
 // results, and the step the budget stopped runs again as a new attempt.
 //
+// A child run is where its budget was spent, so it is the one to resume:
+// a parent that waited for it and stopped because it did is reopened with
+// it (and so on up), its job.invoke or job.wait step waiting for the
+// child's next end instead of starting a new child. Resuming such a parent
+// is refused naming the child, unless the child was resumed already (the
+// parent's reopening was interrupted), in which case the parent is
+// reopened with it.
+//
 // It refuses, writing nothing, with an error matching events.ErrNotFound a
 // run the log does not have, and with one matching ErrNotResumable and
 // events.ErrInvalidRequest a Groundhog run (its task's budget is raised in
 // a new plan version), a run that is not budget_exhausted, a raise that
-// sets no bound, or a bound not above what the run has spent (it would
-// stop again before its next step). A raise recorded by someone else at the
-// same moment is refused with events.ErrConflict.
+// sets no bound, a bound not above what the run has spent (it would
+// stop again before its next step), a parent stopped by a child that was
+// not resumed, or a child whose end a parent took and went on from (the
+// parent did not stop with it: resuming the child alone changes nothing it
+// did). A raise recorded by someone else at the same moment is refused with
+// events.ErrConflict.
 func ResumeRun(ctx context.Context, log *events.Log, runID string, r Raise, requester string) (*Raised, error) {
 	if r.MaxTokens < 0 || r.MaxCostUSD < 0 || (r.MaxTokens == 0 && r.MaxCostUSD == 0) {
 		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
 			"a raise needs a positive max_tokens or max_cost_usd (orbit run resume %s --max-tokens N | --max-cost-usd N)", runID)
 	}
-	evs, err := readRun(ctx, log, runID, events.RunRequested, events.RunFinished, events.RunBudgetRaised,
-		events.AgentTurn, events.CLIInvocationFinished)
+	f, err := readFacts(ctx, log, runID)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		job    string
-		state  string
-		budget *assets.Budget
-		raises int
-		last   events.Event // the run.finished a raise reopens
-		s      spend
-	)
-	for _, ev := range evs {
-		s.add(ev)
-		switch ev.Type {
-		case events.RunRequested:
-			var d events.RunRequestedData
-			if err := ev.Decode(&d); err != nil {
-				return nil, err
-			}
-			j, err := decodeJob(d.Job)
-			if err != nil {
-				return nil, err
-			}
-			job, state, budget = j.Name, events.StatePending, j.Spec.Budget
-		case events.RunFinished:
-			var d events.RunFinishedData
-			if err := ev.Decode(&d); err != nil {
-				return nil, err
-			}
-			state, last = d.State, ev
-		case events.RunBudgetRaised:
-			var d events.RunBudgetRaisedData
-			if err := ev.Decode(&d); err != nil {
-				return nil, err
-			}
-			state, raises = events.StateRunning, d.Raise
-			budget = &assets.Budget{MaxTokens: d.MaxTokens, MaxCostUSD: d.MaxCostUSD}
-		}
-	}
 	switch {
-	case job == "":
+	case f.job == "":
 		return nil, refuse([]error{events.ErrNotFound}, "no run %s (orbit run history lists the runs)", runID)
-	case strings.HasPrefix(job, events.GroundhogJobPrefix):
+	case strings.HasPrefix(f.job, events.GroundhogJobPrefix):
 		// The task's budget stopped it, and it lives in the task's plan.
+		task := strings.TrimPrefix(f.job, events.GroundhogJobPrefix)
 		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
 			"run %s is a Groundhog run: its task's budget is in the task's plan; raise it in a new plan version (orbit task plan %s --file FILE), then orbit groundhog run %s",
-			runID, strings.TrimPrefix(job, events.GroundhogJobPrefix), strings.TrimPrefix(job, events.GroundhogJobPrefix))
-	case state != events.StateBudgetExhausted:
+			runID, task, task)
+	case f.state != events.StateBudgetExhausted:
 		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
-			"run %s is %s, not %s: only a run its budget stopped can be resumed", runID, state, events.StateBudgetExhausted)
+			"run %s is %s, not %s: only a run its budget stopped can be resumed", runID, f.state, events.StateBudgetExhausted)
 	}
-	d := events.RunBudgetRaisedData{Raise: raises + 1, Tokens: s.tokens, CostUSD: s.costUSD, Requester: requester}
-	if budget != nil {
-		d.MaxTokens, d.MaxCostUSD = budget.MaxTokens, budget.MaxCostUSD
+	d := events.RunBudgetRaisedData{Raise: f.raises + 1, Tokens: f.spent.tokens, CostUSD: f.spent.costUSD, Requester: requester}
+	if f.budget != nil {
+		d.MaxTokens, d.MaxCostUSD = f.budget.MaxTokens, f.budget.MaxCostUSD
+	}
+	if stop, ok := f.stoppedBy(); ok && stop.reusable() {
+		child, err := readFacts(ctx, log, stop.child)
+		if err != nil {
+			return nil, err
+		}
+		if child.raises == 0 || child.raisedAt < stop.seq {
+			return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
+				"run %s stopped because its child run %s (step %s) spent its budget: resume the child, and run %s goes on with it (orbit run resume %s --max-tokens N | --max-cost-usd N)",
+				runID, stop.child, stop.key, runID, stop.child)
+		}
+		d.ChildRunID, d.ChildRaise = stop.child, child.raises
 	}
 	if r.MaxTokens > 0 {
-		if r.MaxTokens <= s.tokens {
+		if r.MaxTokens <= f.spent.tokens {
 			return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
-				"run %s has spent %d tokens: a max_tokens of %d is not above that", runID, s.tokens, r.MaxTokens)
+				"run %s has spent %d tokens: a max_tokens of %d is not above that", runID, f.spent.tokens, r.MaxTokens)
 		}
 		d.MaxTokens = r.MaxTokens
 	}
 	if r.MaxCostUSD > 0 {
-		if r.MaxCostUSD <= s.costUSD {
+		if r.MaxCostUSD <= f.spent.costUSD {
 			return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
-				"run %s has spent $%.4f: a max_cost_usd of %.4f is not above that", runID, s.costUSD, r.MaxCostUSD)
+				"run %s has spent $%.4f: a max_cost_usd of %.4f is not above that", runID, f.spent.costUSD, r.MaxCostUSD)
 		}
 		d.MaxCostUSD = r.MaxCostUSD
 	}
-	if (&assets.Budget{MaxTokens: d.MaxTokens, MaxCostUSD: d.MaxCostUSD}).Exhausted(s.tokens, s.costUSD) {
+	if (&assets.Budget{MaxTokens: d.MaxTokens, MaxCostUSD: d.MaxCostUSD}).Exhausted(f.spent.tokens, f.spent.costUSD) {
 		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
-			"run %s would stop again at once: %s; raise that bound too", runID, spentText(s.tokens, s.costUSD, d.MaxTokens, d.MaxCostUSD))
+			"run %s would stop again at once: %s; raise that bound too", runID, spentText(f.spent.tokens, f.spent.costUSD, d.MaxTokens, d.MaxCostUSD))
 	}
-	app, err := log.Append(ctx, events.Event{
-		ID:       events.RunBudgetRaisedID(runID, d.Raise),
-		Type:     events.RunBudgetRaised,
-		RunID:    runID,
-		Job:      job,
-		ParentID: last.ID,
-	}, d)
+	parents, err := waitingParents(ctx, log, f)
 	if err != nil {
-		return nil, fmt.Errorf("recording the raise of run %s: %w", runID, err)
+		return nil, err
+	}
+	app, err := appendRaise(ctx, log, f, d)
+	if err != nil {
+		return nil, err
 	}
 	failpoint.Hit("resume-after-raise")
 	if app.Duplicate {
 		return nil, fmt.Errorf("%w: run %s was resumed by another request at the same moment", events.ErrConflict, runID)
 	}
-	return &Raised{RunID: runID, Job: job, Seq: app.Seq, Data: d}, nil
+	res := &Raised{RunID: runID, Job: f.job, Seq: app.Seq, Data: d}
+	// Each parent is reopened with the run below it. A crash in between
+	// leaves a parent budget_exhausted; resuming it then reopens it with
+	// its child (see above).
+	child, childRaise := runID, d.Raise
+	for _, p := range parents {
+		pd := events.RunBudgetRaisedData{Raise: p.raises + 1, Tokens: p.spent.tokens, CostUSD: p.spent.costUSD,
+			Requester: "run:" + child, ChildRunID: child, ChildRaise: childRaise}
+		if p.budget != nil {
+			pd.MaxTokens, pd.MaxCostUSD = p.budget.MaxTokens, p.budget.MaxCostUSD
+		}
+		if _, err := appendRaise(ctx, log, p, pd); err != nil {
+			return nil, fmt.Errorf("reopening run %s, the parent of run %s: %w", p.id, child, err)
+		}
+		res.Parents = append(res.Parents, p.id)
+		child, childRaise = p.id, pd.Raise
+	}
+	return res, nil
+}
+
+// waitingParents returns the runs above f, nearest first, that stopped
+// because the run below them did and wait for it again once reopened. It
+// refuses a run whose end a parent took without stopping with it, or took
+// in a step that cannot wait for it again.
+func waitingParents(ctx context.Context, log *events.Log, f *runFacts) ([]*runFacts, error) {
+	var parents []*runFacts
+	seen := map[string]bool{f.id: true}
+	for cur := f; cur.parent != nil && cur.parent.RunID != "" && !seen[cur.parent.RunID]; {
+		seen[cur.parent.RunID] = true
+		p, err := readFacts(ctx, log, cur.parent.RunID)
+		if err != nil {
+			return nil, err
+		}
+		took, ok := p.tookEnd(cur.id, cur.last.Seq)
+		if !ok {
+			return parents, nil // it did not wait for this end: nothing to tell it
+		}
+		stop, stopped := p.stoppedBy()
+		switch {
+		case !stopped || stop.child != cur.id:
+			return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
+				"run %s ended %s and its parent run %s took that end in step %s and went on (it is %s): resuming run %s alone cannot change what run %s did; orbit run retry %s runs it again",
+				cur.id, events.StateBudgetExhausted, p.id, took.key, p.state, cur.id, p.id, p.id)
+		case !stop.reusable():
+			return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
+				"run %s stopped its parent run %s in step %s, inside a parallel, fan-out or loop step that runs again as a whole with a new child run: resume run %s instead (orbit run resume %s --max-tokens N | --max-cost-usd N)",
+				cur.id, p.id, stop.key, p.id, p.id)
+		}
+		parents = append(parents, p)
+		cur = p
+	}
+	return parents, nil
+}
+
+// appendRaise records run f's raise d, reopening the run.finished it ends
+// on.
+func appendRaise(ctx context.Context, log *events.Log, f *runFacts, d events.RunBudgetRaisedData) (events.Appended, error) {
+	app, err := log.Append(ctx, events.Event{
+		ID:       events.RunBudgetRaisedID(f.id, d.Raise),
+		Type:     events.RunBudgetRaised,
+		RunID:    f.id,
+		Job:      f.job,
+		ParentID: f.last.ID,
+	}, d)
+	if err != nil {
+		return app, fmt.Errorf("recording the raise of run %s: %w", f.id, err)
+	}
+	return app, nil
 }
 
 // raises reads the run's budget raises from the history: how many, the
@@ -154,7 +209,28 @@ func (x *interpreter) loadRaises() error {
 		}
 		x.raise, x.raisedAt = n, ev.Seq
 		x.budget = &assets.Budget{MaxTokens: d.MaxTokens, MaxCostUSD: d.MaxCostUSD}
+		x.raisedChild, x.childRaise = d.ChildRunID, d.ChildRaise
 	}
+}
+
+// resumedChild returns the child run that attempt n of step key waits for
+// again, and the raise of the child whose end it waits for: the child the
+// run's last raise reopened it with, when attempt n-1 waited for that child
+// and the budget stopped it before the raise. "" when the attempt starts
+// its own child (or waits for the run its config names).
+func (x *interpreter) resumedChild(key string, n int) (string, int) {
+	if x.raisedChild == "" || n < 2 || !x.stoppedBeforeRaise(key, n-1) {
+		return "", 0
+	}
+	ev, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, n-1))
+	if !ok {
+		return "", 0
+	}
+	var d events.StepStartedData
+	if ev.Decode(&d) != nil || d.ChildRunID != x.raisedChild {
+		return "", 0
+	}
+	return x.raisedChild, x.childRaise
 }
 
 // stoppedBeforeRaise reports whether attempt n of step key ended

@@ -113,8 +113,7 @@ func resumeWaitsForASlot(t *testing.T, log *events.Log) {
 // TestAResumedRunWaitsForASlot: one engine on an embedded log.
 func TestAResumedRunWaitsForASlot(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	resumeWaitsForASlot(t, log)
 }
 

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -14,7 +15,15 @@ import (
 // instance keys unique (e.g. "per_item/3/"), and the event that the steps'
 // first events name as their parent.
 type scope struct {
-	input     any
+	input any
+	// inputEnc, when not nil, holds input's members encoded: set for a
+	// fan-out's items, whose inputs share everything but their item, so
+	// that the members are encoded once for all items (see
+	// encodedInput).
+	//
+	// IMPORTANT: it describes input exactly; setInput, the one way to
+	// change input, clears it.
+	inputEnc  map[string]json.RawMessage
 	root      string
 	prefix    string
 	parent    string
@@ -55,6 +64,61 @@ func (sc *scope) within(prefix, parent string) *scope {
 	return &c
 }
 
+// setInput replaces the scope's input (and forgets its encoding).
+func (sc *scope) setInput(input any) {
+	sc.input, sc.inputEnc = input, nil
+}
+
+// encodedInput returns the scope's input encoded, from inputEnc, or
+// nil when it has no encoding. Encoding a map of encoded members writes
+// what encoding the input would (keys sorted, each value as encoded).
+func (sc *scope) encodedInput() json.RawMessage {
+	if sc.inputEnc == nil {
+		return nil
+	}
+	raw, err := json.Marshal(sc.inputEnc)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// encodeMembers returns the members of an object input encoded, an
+// empty map for an input that is not an object (with sets members of an
+// object of their own on it), nil if one does not encode.
+func encodeMembers(input any) map[string]json.RawMessage {
+	m, ok := input.(map[string]any)
+	if !ok {
+		return map[string]json.RawMessage{}
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil
+		}
+		out[k] = raw
+	}
+	return out
+}
+
+// withEncoded is with for encoded members: base with key set to v.
+func withEncoded(base map[string]json.RawMessage, key string, v any) map[string]json.RawMessage {
+	if base == nil {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(base)+1)
+	for k, r := range base {
+		out[k] = r
+	}
+	out[key] = raw
+	return out
+}
+
 // with returns the input with extra keys set (item, iteration): merged over
 // an object input, or an object of their own when the input is not one.
 func with(input any, extra map[string]any) any {
@@ -93,6 +157,14 @@ func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.S
 func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, override any) (*stepCommand, error) {
 	env := withSecretPlaceholders(x.env)
 	input := sc.input
+	// What the command and step.started carry: the input, or, when the
+	// step takes its scope's input as it is, that input's encoding.
+	var carried any = input
+	if override == nil && st.DefaultInput == nil {
+		if enc := sc.encodedInput(); enc != nil {
+			carried = enc
+		}
+	}
 	if override != nil {
 		input = override
 	} else if st.DefaultInput != nil {
@@ -101,6 +173,7 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 			return nil, fail(events.KindValidation, false, "default_input: %v", err)
 		}
 		input = assets.MergeInput(sc.input, rendered)
+		carried = input
 	}
 	spec := *st.Activity
 	ts := sc.templates(input, env)
@@ -150,7 +223,7 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		StepKey:      key,
 		Attempt:      n,
 		Activity:     spec,
-		Input:        input,
+		Input:        carried,
 		Workspace:    sc.workspace(input),
 		Timeout:      timeout,
 		StartedID:    stepEventID(events.StepStarted, x.runID, key, n),

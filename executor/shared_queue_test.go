@@ -32,6 +32,13 @@ func (e *sharedEngine) stop() {
 // wait, so that takeovers happen within the test's patience.
 func startShared(t *testing.T, c *testkit.Cluster, name string) *sharedEngine {
 	t.Helper()
+	return startSharedWith(t, c, name, unfinished)
+}
+
+// startSharedWith is startShared with active as the engine's list of live
+// runs.
+func startSharedWith(t *testing.T, c *testkit.Cluster, name string, active func(context.Context, *events.Log) ([]string, error)) *sharedEngine {
+	t.Helper()
 	log, err := events.Open(testkit.Context(t), events.Config{
 		URL:          c.URLs(),
 		NKeySeedFile: c.Creds.File(events.IdentityEngine),
@@ -42,7 +49,7 @@ func startShared(t *testing.T, c *testkit.Cluster, name string) *sharedEngine {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &sharedEngine{log: log, cancel: cancel}
 	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Engine: name, LeaseTTL: 1500 * time.Millisecond,
-		ActiveRuns: func(ctx context.Context) ([]string, error) { return unfinished(ctx, log) }})
+		ActiveRuns: func(ctx context.Context) ([]string, error) { return active(ctx, log) }})
 	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Engine: name, AckWait: 2 * time.Second})
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		e.wg.Add(1)

@@ -111,34 +111,62 @@ func (o *Orchestrator) claimSlot(ctx context.Context, rc *runCtl, keys []string,
 		}
 	}
 	for _, s := range slots {
-		var err error
-		switch {
-		case s.rev == 0:
-			_, err = kv.Create(ctx, s.key, value)
-		case s.held.Run != rc.id && !o.slotFree(ctx, s.held):
+		if s.rev != 0 && s.held.Run != rc.id && !o.slotFree(ctx, s.held) {
 			continue
-		default:
-			_, err = kv.Update(ctx, s.key, value, s.rev)
 		}
-		if err == nil {
-			rc.slot = s.key
-			return claimTaken
-		}
-		if o.heldFor(ctx, s.key, rc.id) {
-			return claimElsewhere // another engine won the race for this run
+		if c := o.writeSlot(ctx, rc, s.key, s.rev, value); c != claimFull {
+			return c
 		}
 	}
 	return claimFull
 }
 
-// heldFor reports whether slot key names run id.
-func (o *Orchestrator) heldFor(ctx context.Context, key, id string) bool {
-	cur, err := o.cfg.Log.Leases().Get(ctx, key)
-	if err != nil {
-		return false
+// writeSlot writes value, rc's claim, to slot key at revision rev (0: a
+// missing key). A refused or unanswered write is decided by the slot as
+// the bucket's leader holds it (a replica may not have the write that
+// refused it yet): naming rc and this engine, it is this engine's write
+// whose answer was lost (taken); naming rc and another engine, that
+// engine won the race for the run (elsewhere); held by a run that needs
+// it, it is full; gone, or held by a run that no longer needs it, it is
+// written once more at what the leader holds — the write that refused
+// ours may have freed it (the finished run's engine deleting it while
+// ours was read from a replica that still had it), and waiting for the
+// next admission tick would leave it free for seconds.
+func (o *Orchestrator) writeSlot(ctx context.Context, rc *runCtl, key string, rev uint64, value []byte) claim {
+	kv := o.cfg.Log.Leases()
+	for try := 0; try < 2; try++ {
+		var err error
+		if rev == 0 {
+			_, err = kv.Create(ctx, key, value)
+		} else {
+			_, err = kv.Update(ctx, key, value, rev)
+		}
+		if err == nil {
+			rc.slot = key
+			return claimTaken
+		}
+		cur, err := kv.Latest(ctx, key)
+		if errors.Is(err, events.ErrNotFound) {
+			rev = 0
+			continue
+		}
+		if err != nil {
+			return claimFull
+		}
+		var held slotRecord
+		_ = json.Unmarshal(cur.Value, &held)
+		switch {
+		case held.Run == rc.id && held.Engine == o.cfg.Engine:
+			rc.slot = key
+			return claimTaken
+		case held.Run == rc.id:
+			return claimElsewhere
+		case !o.slotFree(ctx, held):
+			return claimFull
+		}
+		rev = cur.Revision
 	}
-	var held slotRecord
-	return json.Unmarshal(cur.Value, &held) == nil && held.Run == id
+	return claimFull
 }
 
 // slotFree reports whether the run holding a slot no longer needs it.
@@ -165,6 +193,14 @@ func (o *Orchestrator) slotFree(ctx context.Context, held slotRecord) bool {
 
 // giveSlot frees the slot rc holds, if any: the one it took, or for a run
 // taken over (which took none here) the one of its job's slots naming it.
+//
+// IMPORTANT: a run whose budget was raised as it ended is live again, and
+// another engine may already have taken a slot for its resumption (slotFree
+// finds the run finished and its lease gone before this engine gets here).
+// That slot names the run too, but it is the resumed run's: freeing it would
+// let this engine start the run a second time and a third run take the
+// slot. So a slot another engine wrote is left alone once the run has been
+// raised since its last end; a stale one is freed by slotFree in time.
 func (o *Orchestrator) giveSlot(ctx context.Context, rc *runCtl) {
 	kv := o.cfg.Log.Leases()
 	keys := slotKeys(rc.job)
@@ -178,12 +214,30 @@ func (o *Orchestrator) giveSlot(ctx context.Context, rc *runCtl) {
 		}
 		var held slotRecord
 		if json.Unmarshal(cur.Value, &held) == nil && held.Run == rc.id {
+			if held.Engine != o.cfg.Engine && o.raisedSinceEnd(ctx, rc.id) {
+				return
+			}
 			if err := kv.Delete(ctx, key, cur.Revision); err != nil && !errors.Is(err, events.ErrConflict) {
 				o.log.Warn("freeing a run slot", "slot", key, "err", err)
 			}
 			return
 		}
 	}
+}
+
+// raisedSinceEnd reports whether run id's budget was raised after its last
+// run.finished: it is live again. A log that cannot be read counts as
+// raised, so that a slot is kept rather than freed under a running run.
+func (o *Orchestrator) raisedSinceEnd(ctx context.Context, id string) bool {
+	finished, err := o.sinceRaise(ctx, id, events.RunFinished)
+	if err != nil {
+		return true
+	}
+	if finished {
+		return false
+	}
+	raised, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunBudgetRaised)})
+	return err != nil || raised > 0
 }
 
 // startAdmissible starts, in arrival order, the queued runs that may start

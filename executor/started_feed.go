@@ -68,7 +68,7 @@ func (s *startedFeed) run() {
 		}
 	}()
 	for ev := range s.feed.Events() {
-		var d events.StepStartedData
+		var d startedActivity
 		if ev.Decode(&d) != nil {
 			continue
 		}
@@ -87,6 +87,12 @@ func (s *startedFeed) run() {
 		s.changed = make(chan struct{})
 		s.mu.Unlock()
 	}
+}
+
+// startedActivity is the part of a step.started the feed reads: decoding
+// only it leaves the rendered input, which may be large, undecoded.
+type startedActivity struct {
+	ActivityType string `json:"activity_type"`
 }
 
 // await reports whether the step.started with id, recording activityType,

@@ -27,8 +27,7 @@ spec:
 
 func TestSignalOpensAGateAndPassesItsData(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	ctx := testkit.Context(t)
 
 	runID := submit(t, log, parseJob(t, gateJob), nil)
@@ -56,11 +55,10 @@ func TestSignalOpensAGateAndPassesItsData(t *testing.T) {
 
 func TestAGateTimesOutAndCanBeCancelled(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	log := engineLog(t)
 	ctx := testkit.Context(t)
 
-	runID, fin := runJob(t, log, parseJob(t, `
+	runID, fin := runYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: brief}
@@ -68,7 +66,7 @@ spec:
   steps:
     - id: approve
       wait: {signal: approved, timeout_seconds: 1}
-`), nil)
+`)
 	require.Equal(t, events.StateFailed, fin.State)
 	require.NotNil(t, fin.Error)
 	assert.Equal(t, events.KindTimeout, fin.Error.Kind)

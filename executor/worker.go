@@ -15,6 +15,7 @@ import (
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/failpoint"
 	"github.com/orbitrun/orbit/internal/proc"
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 // WorkerConfig configures a Worker.
@@ -50,6 +51,9 @@ type WorkerConfig struct {
 	// GroundhogCLI runs the attempts of groundhog activities on backend
 	// cli (nil: such a step fails without starting an attempt).
 	GroundhogCLI *groundhog.CLIBackend
+	// AgentSandbox is what the CLI agents of agent steps do not see
+	// (agent.CLIConfig Sandbox); nil: they see what the engine's user can.
+	AgentSandbox *sandbox.Policy
 	// Logger receives operational messages (nil discards them).
 	Logger *slog.Logger
 }

@@ -212,7 +212,7 @@ func TestAbandonLeavesAMovedTaskBranchAsItIs(t *testing.T) {
 			assert.Equal(t, "abandoned", mem.Active.LastFailure.Source, "a resumed run's report (interrupted, rewound) is superseded: nothing was rewound")
 			assert.Contains(t, mem.Active.LastFailure.WhatHappened, "a person took over")
 
-			out, err := h.run("R3", spec("fs.write"), replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+			out, err := h.run("R3", spec("fs.write"), replay(t, wholePlan))
 			require.NoError(t, err)
 			assert.Equal(t, events.GroundhogDone, out.State, out.Message)
 			assert.Equal(t, "Add bye.txt\nAdd greet.txt\na person's commit\ninitial", h.git("log", "--format=%s", "main"))

@@ -144,6 +144,7 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 		MCP:             server,
 		Stop:            stop,
 		StopGrace:       VerbGrace,
+		Sandbox:         r.cfg.CLI.Sandbox,
 	})
 	cancel()
 	wg.Wait()

@@ -101,6 +101,24 @@ func (c *crashRig) crash(point string) {
 	require.True(t, ok && status.Signaled() && status.Signal() == syscall.SIGKILL, "the child did not die by SIGKILL at %s: %v\n%s", point, err, out)
 }
 
+// crashAt has the child of this test run child, which must die at the
+// failpoint point (the child of another point's subtest skips), and
+// returns, in the parent, a harness on what the child left.
+func (c *crashRig) crashAt(point string, child func(h *harness) error) *harness {
+	t := c.t
+	t.Helper()
+	if c.child {
+		if os.Getenv(failpoint.Env) != point {
+			t.Skip("another window's child")
+		}
+		h, _ := c.open()
+		t.Fatalf("the run went past %s: %v", point, child(h))
+	}
+	c.crash(point)
+	h, _ := c.open()
+	return h
+}
+
 // failingProvider fails every turn as a provider that is down does: an
 // infrastructure failure, not the agent's.
 type failingProvider struct{ agent.Provider }
@@ -127,17 +145,11 @@ func TestACrashAroundAnInfrastructureFailureSpendsNoBudget(t *testing.T) {
 			c := newCrashRig(t, nil, onePlan)
 			s := spec("fs.write")
 			s.AttemptBudgetDefault = 1
-			if c.child {
-				if os.Getenv(failpoint.Env) != point {
-					t.Skip("another window's child")
-				}
-				h, _ := c.open()
+			h := c.crashAt(point, func(h *harness) error {
 				_, err := h.run("R1", s, providerDown)
-				t.Fatalf("the run went past %s: %v", point, err)
-			}
-			c.crash(point)
-			h, _ := c.open()
-			res, err := h.run("R2", s, replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+				return err
+			})
+			res, err := h.run("R2", s, replay(t, wholePlan))
 			require.NoError(t, err)
 			assert.Equal(t, events.GroundhogDone, res.State, res.Message)
 			assert.Empty(t, h.events(events.GroundhogAbandoned))
@@ -191,7 +203,7 @@ func TestAnApprovalCutShortIsRecorded(t *testing.T) {
 			}
 			h, closeLog := c.open()
 			initial := h.git("rev-parse", "main")
-			res, err := h.run("R1", heldSpec(), replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+			res, err := h.run("R1", heldSpec(), replay(t, wholePlan))
 			require.NoError(t, err)
 			require.Equal(t, events.GroundhogDone, res.State, res.Message)
 			held := h.git("rev-parse", heldRef)
@@ -268,7 +280,7 @@ func TestACancelledAttemptSpendsNoBudget(t *testing.T) {
 	assert.Equal(t, "interrupted", failed.Report.Source)
 	assert.Equal(t, "main", h.git("branch", "--show-current"))
 
-	res, err = h.run("R2", s, replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+	res, err = h.run("R2", s, replay(t, wholePlan))
 	require.NoError(t, err)
 	assert.Equal(t, events.GroundhogDone, res.State, res.Message)
 	assert.Empty(t, h.events(events.GroundhogAbandoned))
@@ -288,17 +300,11 @@ func TestACrashWhileRecoveringSpendsNoBudget(t *testing.T) {
 			c := newCrashRig(t, nil, onePlan)
 			s := spec("fs.write")
 			s.AttemptBudgetDefault = 1
-			if c.child {
-				if os.Getenv(failpoint.Env) != point {
-					t.Skip("another window's child")
-				}
-				h, _ := c.open()
+			h := c.crashAt(point, func(h *harness) error {
 				crashedAttempt(t, h, "editing")
 				_, err := h.run("R2", s, replay(t, farewellOnly))
-				t.Fatalf("the run went past %s: %v", point, err)
-			}
-			c.crash(point)
-			h, _ := c.open()
+				return err
+			})
 			res, err := h.run("R3", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
 			require.NoError(t, err)
 			assert.Equal(t, events.GroundhogDone, res.State, res.Message)

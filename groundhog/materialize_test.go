@@ -17,7 +17,6 @@ import (
 // approved, the direct run lands checkpoint 2 on top of it.
 func TestDirectIsRefusedWhileCommitsAreHeld(t *testing.T) {
 	// The replay script goes on where the first run left it.
-	bothTurns := fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))
 	t.Parallel()
 	h := newHarness(t, map[string]string{"README.md": "# demo\n"}, onePlan)
 	initial := h.git("rev-parse", "main")
@@ -26,7 +25,7 @@ func TestDirectIsRefusedWhileCommitsAreHeld(t *testing.T) {
 	held := h.git("rev-parse", heldRef)
 	require.NotEqual(t, initial, held)
 
-	_, err = h.run("R2", spec("fs.write"), replay(t, bothTurns))
+	_, err = h.run("R2", spec("fs.write"), replay(t, wholePlan))
 	require.ErrorIs(t, err, groundhog.ErrHeldUnapproved)
 	assert.Contains(t, err.Error(), "greeting "+held[:12])
 	assert.Contains(t, err.Error(), "orbit groundhog approve T-1")
@@ -38,7 +37,7 @@ func TestDirectIsRefusedWhileCommitsAreHeld(t *testing.T) {
 	ctl, err := h.approve()
 	require.NoError(t, err)
 	require.Equal(t, groundhog.ApproveDone, ctl.Outcome, ctl.Message)
-	res, err := h.run("R3", spec("fs.write"), replay(t, bothTurns))
+	res, err := h.run("R3", spec("fs.write"), replay(t, wholePlan))
 	require.NoError(t, err)
 	assert.Equal(t, events.GroundhogDone, res.State, res.Message)
 	assert.Equal(t, "Add bye.txt\nAdd greet.txt\ninitial", h.git("log", "--format=%s", "main"))

@@ -5,32 +5,13 @@ import (
 	"strings"
 
 	"github.com/orbitrun/orbit/assets"
-	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/projector"
 )
 
 // Memory is what later attempts of a task may know of earlier ones: the
-// GroundhogMemory view, and nothing else. Its JSON is the view's.
-type Memory struct {
-	TaskID      string             `json:"task_id"`
-	PlanVersion int                `json:"plan_version"`
-	Checkpoints []MemoryCheckpoint `json:"checkpoints"`
-	Active      *ActiveCheckpoint  `json:"active,omitempty"`
-}
-
-// MemoryCheckpoint is a committed checkpoint as memory keeps it.
-type MemoryCheckpoint struct {
-	ID          string              `json:"id"`
-	Summary     string              `json:"summary"`
-	Commit      string              `json:"commit"`
-	SideEffects []events.SideEffect `json:"side_effects,omitempty"`
-}
-
-// ActiveCheckpoint is the checkpoint being worked on and its latest
-// failure report.
-type ActiveCheckpoint struct {
-	ID          string                `json:"id"`
-	LastFailure *events.FailureReport `json:"last_failure,omitempty"`
-}
+// GroundhogMemory view, and nothing else. It is the view's own type, so
+// the prompt reads exactly what the view keeps.
+type Memory = projector.GroundhogMemory
 
 // protocol is the part of the system prompt every attempt gets.
 const protocol = `

@@ -68,6 +68,10 @@ func crashedAttempt(t *testing.T, h *harness, stage string) *gitops.Snapshot {
 // farewellOnly is a fixture for the rest of the plan after checkpoint 1.
 var farewellOnly = fixture(writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))
 
+// wholePlan is a fixture for all of onePlan, each checkpoint done at its
+// first attempt.
+var wholePlan = fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))
+
 func TestResumeRewindsAnInterruptedAttempt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, onePlan)
@@ -139,7 +143,7 @@ func TestAStaleSnapshotIsTakenBackAndItsDaySkipped(t *testing.T) {
 	require.NoError(t, err)
 	_, err = repo.CreateSnapshot(h.ctx, h.task, 1, "main")
 	require.NoError(t, err)
-	res, err := h.run("R1", spec("fs.write"), replay(t, fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
+	res, err := h.run("R1", spec("fs.write"), replay(t, wholePlan))
 	require.NoError(t, err)
 	assert.Equal(t, events.GroundhogDone, res.State, res.Message)
 	var first events.GroundhogAttemptData
@@ -156,7 +160,7 @@ func TestPlanEditedMidRunDrifts(t *testing.T) {
 	edited := false
 	res, err := h.run("R1", spec("fs.write"), func(_ int, start func(string) int) (agent.Provider, error) {
 		p, err := agent.NewProvider(agent.ProviderOptions{Name: "replay", Fixture: "f", Start: start("f"),
-			FixtureData: []byte(fixture(writeTurn("greet.txt", "hello\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt")))})
+			FixtureData: []byte(wholePlan)})
 		return &editingProvider{Provider: p, edit: func() {
 			if !edited {
 				edited = true

@@ -26,6 +26,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/gitops"
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 // Config is one Groundhog run: the task, the activity that runs it, and
@@ -77,6 +78,9 @@ type CLIBackend struct {
 	// variables Codex must be started with, which it forwards to the
 	// server: the token is never on Codex's command line.
 	CodexOverrides func(taskID, token string) (args, env []string, err error)
+	// Sandbox is what the attempt's agent does not see (agent.CLIConfig
+	// Sandbox); nil: it sees what the engine's user can.
+	Sandbox *sandbox.Policy
 }
 
 // Result is how a run left the task.

@@ -28,7 +28,8 @@ type Scope struct {
 	Binary string
 	// NATSURL is the engine's NATS URL.
 	NATSURL string
-	// NKeyFile is the client seed file it signs in with.
+	// NKeyFile is the seed file it signs in with: the agent identity's
+	// (events.IdentityAgent), which may send a verb and nothing else.
 	NKeyFile string
 	// LogKeyFile is the key the log is signed with ("" when the client
 	// may not read it).

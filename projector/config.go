@@ -11,11 +11,13 @@ import (
 )
 
 // Source is the part of the event log the projector reads: a feed in stream
-// order, single events by sequence and the last sequence, and the stream's
+// order (the live projector), a scan of the log as it stands (rebuilds),
+// single events by sequence and the last sequence, and the stream's
 // creation time (for the anchor check, which fails with ErrLogMismatch when
 // Created fails with events.ErrLogMissing). *events.Log implements it.
 type Source interface {
 	Follow(ctx context.Context, opts events.FollowOptions) (*events.Feed, error)
+	Scan(ctx context.Context, from, upTo uint64, size int, fn func([]events.Event) error) error
 	EventAt(ctx context.Context, seq uint64) (events.Event, error)
 	LastSeq(ctx context.Context) (uint64, error)
 	Created(ctx context.Context) (time.Time, error)

@@ -102,6 +102,7 @@ type JobMetrics struct {
 //	job/<job>                JobMetrics
 //	type/<activity type>     ActivityTypeMetrics
 //	started/<run>\x00<step key>\x00<attempt>  startedStep, until the attempt finishes
+//	exhausted/<run>          exhaustedRun, while the run's last end is budget_exhausted
 //
 //	checkpoint/<task>\x00<checkpoint>  CheckpointMetrics
 //	verifier/<criterion kind>          VerifierMetrics
@@ -174,6 +175,11 @@ var metricsGroups = []struct {
 		var s startedStep
 		return unmarshal(raw, &s)
 	}, canonicalAs[startedStep]},
+	// So is the end of a run its budget stopped (see metrics_resume.go).
+	{prefixExhausted, func(_ *Metrics, _ string, raw []byte) error {
+		var x exhaustedRun
+		return unmarshal(raw, &x)
+	}, canonicalAs[exhaustedRun]},
 	{prefixCheckpoint, func(m *Metrics, key string, raw []byte) error {
 		task, checkpoint, ok := strings.Cut(key, "\x00")
 		if !ok {

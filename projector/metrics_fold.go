@@ -20,6 +20,7 @@ var metricsFolds = foldTable[*metricsBatch]{
 	events.StepStarted:           on((*metricsBatch).stepStarted),
 	events.StepFinished:          on((*metricsBatch).stepFinished),
 	events.RunFinished:           on((*metricsBatch).runFinished),
+	events.RunBudgetRaised:       on((*metricsBatch).runBudgetRaised),
 
 	events.GroundhogTurn:         on((*metricsBatch).groundhogTurn),
 	events.GroundhogToolCalled:   on((*metricsBatch).groundhogToolCalled),
@@ -149,17 +150,33 @@ func (b *metricsBatch) runFinished(ev events.Event, d *events.RunFinishedData) e
 	if err != nil {
 		return err
 	}
+	counted, err := b.countedDuration(ev, d)
+	if err != nil {
+		return err
+	}
 	j.Runs++
 	inc(&j.States, d.State)
-	j.TotalDurationMS += d.DurationMS
+	j.TotalDurationMS += max(d.DurationMS-counted, 0)
 	return nil
+}
+
+// deleted reports whether r stands for a key to delete: a nil record of
+// the view's own bookkeeping.
+func deleted(r any) bool {
+	switch r := r.(type) {
+	case *startedStep:
+		return r == nil
+	case *exhaustedRun:
+		return r == nil
+	}
+	return false
 }
 
 // flush writes every touched record once, in key order, and deletes the
 // starts of the attempts that finished.
 func (b *metricsBatch) flush() error {
 	for _, key := range sortedKeys(b.records) {
-		if s, ok := b.records[key].(*startedStep); ok && s == nil {
+		if deleted(b.records[key]) {
 			if err := b.b.Delete([]byte(key)); err != nil {
 				return err
 			}

@@ -69,65 +69,57 @@ func (b *metricsBatch) groundhogToolDenied(ev events.Event, d *events.GroundhogT
 	return b.countDenial(&d.Denial)
 }
 
-// checkpointRecord returns the counters of the checkpoint a Groundhog event
-// names.
-func (b *metricsBatch) checkpointRecord(ev events.Event, checkpoint string) (*CheckpointMetrics, error) {
-	return record[CheckpointMetrics](b, checkpointMetricsKey(ev.TaskID, checkpoint))
+// countCheckpoint counts a Groundhog event against the checkpoint it
+// names: count adds one to the counter the event's type stands for.
+func (b *metricsBatch) countCheckpoint(ev events.Event, checkpoint string, count func(*CheckpointMetrics)) error {
+	c, err := record[CheckpointMetrics](b, checkpointMetricsKey(ev.TaskID, checkpoint))
+	if err != nil {
+		return err
+	}
+	count(c)
+	return nil
+}
+
+// countSetback counts a Groundhog setback against the checkpoint it names
+// and against its task. Both records are read before either is counted,
+// so an event whose task record cannot be read counts nowhere.
+func (b *metricsBatch) countSetback(ev events.Event, checkpoint string, count func(*CheckpointMetrics, *TaskMetrics)) error {
+	c, err := record[CheckpointMetrics](b, checkpointMetricsKey(ev.TaskID, checkpoint))
+	if err != nil {
+		return err
+	}
+	t, err := record[TaskMetrics](b, taskMetricsKey(ev.TaskID))
+	if err != nil {
+		return err
+	}
+	count(c, t)
+	return nil
 }
 
 func (b *metricsBatch) groundhogAttempt(ev events.Event, d *events.GroundhogAttemptData) error {
-	c, err := b.checkpointRecord(ev, d.Checkpoint)
-	if err != nil {
-		return err
-	}
-	c.Started++
-	return nil
+	return b.countCheckpoint(ev, d.Checkpoint, func(c *CheckpointMetrics) { c.Started++ })
 }
 
 func (b *metricsBatch) groundhogCommitted(ev events.Event, d *events.GroundhogCommittedData) error {
-	c, err := b.checkpointRecord(ev, d.Checkpoint)
-	if err != nil {
-		return err
-	}
-	c.Committed++
-	return nil
-}
-
-func (b *metricsBatch) groundhogRewound(ev events.Event, d *events.GroundhogRewoundData) error {
-	c, err := b.checkpointRecord(ev, d.Checkpoint)
-	if err != nil {
-		return err
-	}
-	t, err := record[TaskMetrics](b, taskMetricsKey(ev.TaskID))
-	if err != nil {
-		return err
-	}
-	c.Rewound++
-	t.Rewinds++
-	return nil
+	return b.countCheckpoint(ev, d.Checkpoint, func(c *CheckpointMetrics) { c.Committed++ })
 }
 
 func (b *metricsBatch) groundhogInterrupted(ev events.Event, d *events.GroundhogInterruptedData) error {
-	c, err := b.checkpointRecord(ev, d.Checkpoint)
-	if err != nil {
-		return err
-	}
-	c.Interrupted++
-	return nil
+	return b.countCheckpoint(ev, d.Checkpoint, func(c *CheckpointMetrics) { c.Interrupted++ })
+}
+
+func (b *metricsBatch) groundhogRewound(ev events.Event, d *events.GroundhogRewoundData) error {
+	return b.countSetback(ev, d.Checkpoint, func(c *CheckpointMetrics, t *TaskMetrics) {
+		c.Rewound++
+		t.Rewinds++
+	})
 }
 
 func (b *metricsBatch) groundhogAbandoned(ev events.Event, d *events.GroundhogAbandonedData) error {
-	c, err := b.checkpointRecord(ev, d.Checkpoint)
-	if err != nil {
-		return err
-	}
-	t, err := record[TaskMetrics](b, taskMetricsKey(ev.TaskID))
-	if err != nil {
-		return err
-	}
-	c.Abandoned++
-	t.Abandons++
-	return nil
+	return b.countSetback(ev, d.Checkpoint, func(c *CheckpointMetrics, t *TaskMetrics) {
+		c.Abandoned++
+		t.Abandons++
+	})
 }
 
 // groundhogVerification counts every result of a verification. A result

@@ -298,32 +298,50 @@ func TestMetricsAreCountedOnceAcrossACrashBeforeCommit(t *testing.T) {
 	assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path))
 }
 
+// metricsOfAnOldFile runs the views over the agent history until they
+// have applied it, then closes them and lets old write into the file what
+// an older format left. It returns the history's last sequence and its
+// metrics.
+func (e *env) metricsOfAnOldFile(old func(p *projector.Projector, want *projector.Metrics)) (uint64, *projector.Metrics) {
+	e.t.Helper()
+	last, want := e.agentHistory()
+	p := e.open(projector.Config{})
+	stop := e.start(p)
+	require.NoError(e.t, p.WaitFor(e.ctx, last))
+	require.NoError(e.t, stop())
+	old(p, want)
+	require.NoError(e.t, p.Close())
+	return last, want
+}
+
+// checkMetricsRebuilt opens the views again and checks that the metrics
+// view is rebuilt from the log, its log saying why, and counts want.
+func (e *env) checkMetricsRebuilt(last uint64, want *projector.Metrics, why string) {
+	e.t.Helper()
+	var logs lockedBuffer
+	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	e.start(p)
+	require.NoError(e.t, p.WaitFor(e.ctx, last))
+	got, err := p.Metrics(e.ctx)
+	require.NoError(e.t, err)
+	assert.Equal(e.t, want, got)
+	assert.Contains(e.t, logs.String(), why)
+}
+
 // A file written before the metrics view existed records no metrics
 // format: it is rebuilt, and the metrics count the whole log.
 func TestAFileWithoutTheMetricsViewIsRebuilt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	last, want := e.agentHistory()
-	p := e.open(projector.Config{})
-	stop := e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
-	require.NoError(t, stop())
-	// What a file of the previous format looks like, as far as the
-	// metrics go: no format recorded, nothing counted.
-	require.NoError(t, projector.PutRaw(p, "meta", "version:metrics", ""))
-	for model := range want.Models {
-		require.NoError(t, projector.PutRaw(p, "metrics", "model/"+model, ""))
-	}
-	require.NoError(t, p.Close())
-
-	var logs lockedBuffer
-	p = e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
-	got, err := p.Metrics(e.ctx)
-	require.NoError(t, err)
-	assert.Equal(t, want, got)
-	assert.Contains(t, logs.String(), "view metrics is new")
+	last, want := e.metricsOfAnOldFile(func(p *projector.Projector, want *projector.Metrics) {
+		// What a file of the previous format looks like, as far as the
+		// metrics go: no format recorded, nothing counted.
+		require.NoError(t, projector.PutRaw(p, "meta", "version:metrics", ""))
+		for model := range want.Models {
+			require.NoError(t, projector.PutRaw(p, "metrics", "model/"+model, ""))
+		}
+	})
+	e.checkMetricsRebuilt(last, want, "view metrics is new")
 }
 
 func TestMetricsReportADamagedRecord(t *testing.T) {
@@ -366,26 +384,14 @@ func buckets(changes map[int64]int64) []projector.DurationBucket {
 func TestAMetricsFileOfFormat3IsRebuilt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	last, want := e.agentHistory()
-	p := e.open(projector.Config{})
-	stop := e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
-	require.NoError(t, stop())
-	// What format 3 wrote: the same counters but for these.
-	require.NoError(t, projector.PutRaw(p, "meta", "version:metrics", "3"))
-	for typ := range want.ActivityTypes {
-		require.NoError(t, projector.PutRaw(p, "metrics", "type/"+typ, ""))
-	}
-	require.NoError(t, projector.PutRaw(p, "metrics", "started/"+runID(2)+"\x00deploy\x001", ""))
-	require.NoError(t, projector.PutRaw(p, "metrics", "model/claude-sonnet-4-5", `{"turns":2,"providers":{"anthropic":2},"invocations":2,"executors":{"claude_code":2},"usage":{"input_tokens":7100,"output_tokens":1150,"cache_read_tokens":5700,"cache_write_tokens":100}}`))
-	require.NoError(t, p.Close())
-
-	var logs lockedBuffer
-	p = e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
-	got, err := p.Metrics(e.ctx)
-	require.NoError(t, err)
-	assert.Equal(t, want, got)
-	assert.Contains(t, logs.String(), "view metrics changed format from 3 to 4")
+	last, want := e.metricsOfAnOldFile(func(p *projector.Projector, want *projector.Metrics) {
+		// What format 3 wrote: the same counters but for these.
+		require.NoError(t, projector.PutRaw(p, "meta", "version:metrics", "3"))
+		for typ := range want.ActivityTypes {
+			require.NoError(t, projector.PutRaw(p, "metrics", "type/"+typ, ""))
+		}
+		require.NoError(t, projector.PutRaw(p, "metrics", "started/"+runID(2)+"\x00deploy\x001", ""))
+		require.NoError(t, projector.PutRaw(p, "metrics", "model/claude-sonnet-4-5", `{"turns":2,"providers":{"anthropic":2},"invocations":2,"executors":{"claude_code":2},"usage":{"input_tokens":7100,"output_tokens":1150,"cache_read_tokens":5700,"cache_write_tokens":100}}`))
+	})
+	e.checkMetricsRebuilt(last, want, "view metrics changed format from 3 to 4")
 }

@@ -20,8 +20,10 @@ const MaxDifferences = 50
 
 // rebuildBatchSize is the batch size of rebuilds: larger than the live
 // default because nothing waits for a rebuilt file until it is complete. The
-// views do not depend on it.
-const rebuildBatchSize = 1024
+// views do not depend on it. A record that many events update (a job's or
+// a step's metrics, a long run) is read, decoded, encoded and written once
+// per batch: 4,096 took about 5% off a rebuild's CPU time against 1,024.
+const rebuildBatchSize = 4096
 
 // ReplayReport is the outcome of Replay.
 type ReplayReport struct {
@@ -98,27 +100,29 @@ func buildFresh(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int,
 // and returns how many it folded. It stops early, without error, when the
 // log ends before upTo.
 //
-// Reading and applying overlap: readBatches decodes each batch (envelopes
-// in the feed, data in decodeEvents) while the one before it is applied, so
-// a rebuild keeps two CPUs busy where it has them.
+// Reading and applying overlap: the scan's goroutine reads and decodes
+// each batch (envelopes in events.Log.Scan, data in decodeEvents) while
+// the one before it is applied, so a rebuild keeps two CPUs busy where it
+// has them.
 func build(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int, error) {
 	from, err := appliedCursor(db)
 	if err != nil || from.Seq >= upTo {
 		return 0, err
 	}
-	feed, err := src.Follow(ctx, events.FollowOptions{FromSeq: from.Seq + 1, BlobRefs: true})
-	if err != nil {
-		return 0, fmt.Errorf("projector: reading the log: %w", err)
-	}
-	defer feed.Stop()
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan []decodedEvent, 1)
 	var readErr error // set before batches is closed
 	go func() {
 		defer close(batches)
-		readErr = readBatches(ctx, feed, upTo, batches)
+		readErr = src.Scan(ctx, from.Seq+1, upTo, rebuildBatchSize, func(evs []events.Event) error {
+			select {
+			case batches <- decodeEvents(evs): // a copy: evs is reused
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
 	}()
 
 	discard := slog.New(slog.DiscardHandler) // the live projector already reported what the events hold
@@ -128,77 +132,16 @@ func build(ctx context.Context, src Source, db *bolt.DB, upTo uint64) (int, erro
 		if _, _, err := applyDecoded(db, discard, batch, nil); err != nil {
 			cancel()
 			for range batches {
-				// Drained, so that the reader has returned when the feed
-				// stops.
+				// Drained, so that the scan has returned.
 			}
 			return n, err
 		}
 		n += size
 	}
-	return n, readErr
-}
-
-// readBatches sends the events of feed through upTo to out, decoded, in
-// batches of rebuildBatchSize. It returns nil when it sent upTo, or
-// everything the log held when the feed started if the log ends before
-// upTo; ctx's error when ctx ends; the feed's when it fails.
-func readBatches(ctx context.Context, feed *events.Feed, upTo uint64, out chan<- []decodedEvent) error {
-	var batch []events.Event
-	send := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		select {
-		case out <- decodeEvents(batch):
-			batch = nil
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if readErr != nil {
+		return n, fmt.Errorf("projector: reading the log: %w", readErr)
 	}
-	caughtUp, draining := feed.CaughtUp(), false
-	for {
-		var (
-			ev events.Event
-			ok bool
-		)
-		if draining {
-			// Everything the log held when the feed started has been
-			// delivered to the feed's buffer: take what is left there.
-			select {
-			case ev, ok = <-feed.Events():
-			default:
-				return send()
-			}
-		} else {
-			select {
-			case ev, ok = <-feed.Events():
-			case <-caughtUp:
-				draining = true
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		if !ok {
-			if err := send(); err != nil {
-				return err
-			}
-			return feedEnded(feed)
-		}
-		if ev.Seq > upTo {
-			return send()
-		}
-		batch = append(batch, ev)
-		if ev.Seq == upTo {
-			return send()
-		}
-		if len(batch) == rebuildBatchSize {
-			if err := send(); err != nil {
-				return err
-			}
-		}
-	}
+	return n, nil
 }
 
 // Replay rebuilds the views from sequence 1 into a fresh file next to the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -107,8 +108,37 @@ func decodeData(ev events.Event, v any) error {
 // unmarshal is json.Unmarshal with numbers kept as json.Number. Views are
 // read back with it so that a record decoded and encoded again is
 // byte-identical.
+//
+// Like a json.Decoder, it decodes the first value of data and ignores what
+// follows it. The decoder and its buffer are reused (numberDecoders): a
+// rebuild decodes hundreds of thousands of values, and a new decoder each
+// time was a fifth of what a rebuild allocated.
 func unmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	return dec.Decode(v)
+	nd := numberDecoders.Get().(*numberDecoder)
+	nd.r.Reset(data)
+	nd.fed += int64(len(data))
+	err := nd.dec.Decode(v)
+	if err == nil && nd.dec.InputOffset() == nd.fed {
+		nd.r.Reset(nil)
+		numberDecoders.Put(nd)
+	}
+	// Otherwise the decoder keeps an error, or bytes after the value, that
+	// the next value must not see: it is dropped.
+	return err
 }
+
+// A numberDecoder is a json.Decoder with UseNumber over a reader that
+// unmarshal points at each value in turn; fed counts the bytes it was
+// given, all of which a decoder fit for the next value has consumed.
+type numberDecoder struct {
+	r   bytes.Reader
+	dec *json.Decoder
+	fed int64
+}
+
+var numberDecoders = sync.Pool{New: func() any {
+	nd := &numberDecoder{}
+	nd.dec = json.NewDecoder(&nd.r)
+	nd.dec.UseNumber()
+	return nd
+}}

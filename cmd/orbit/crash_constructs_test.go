@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,8 +83,7 @@ func crashRun(t *testing.T, job, unit string, killAfter int) (output any, began,
 			}
 			return len(before) >= killAfter
 		})
-		require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-		_ = engine.Wait()
+		killEngine(t, engine)
 		serve(t, p)
 	}
 	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })

@@ -114,8 +114,7 @@ func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
 	runID := strings.TrimSpace(r.Stdout)
 
 	waitFor(t, "step two to write", func() bool { return count(readLines(t, lines), "two") == 1 })
-	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-	_ = engine.Wait()
+	killEngine(t, engine)
 
 	engine = serve(t, p)
 	waitFor(t, "step three to start", func() bool {
@@ -126,8 +125,7 @@ func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
 		}
 		return false
 	})
-	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-	_ = engine.Wait()
+	killEngine(t, engine)
 
 	serve(t, p)
 	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
@@ -200,8 +198,7 @@ func TestAKilledEnginesLeftoversDieBeforeItsStepRunsAgain(t *testing.T) {
 		return err == nil && len(data) > 0
 	})
 	child, daemon := pidIn("child.pid"), pidIn("daemon.pid")
-	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-	_ = engine.Wait()
+	killEngine(t, engine)
 	time.Sleep(200 * time.Millisecond)
 	require.True(t, testkit.Runs(child), "the background child outlives the engine")
 	require.True(t, testkit.Runs(daemon), "the daemon outlives the engine")

@@ -17,21 +17,28 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
+// followedAppender starts `job run appender` on a new project, in the
+// foreground (following its run), and returns the project, the file the
+// job appends to, the command and what it prints.
+func followedAppender(t *testing.T) (p *testkit.Project, lines string, cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	p = testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/appender.yaml", appendJob)
+	cmd = p.Command("job", "run", "appender")
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return p, filepath.Join(p.Root, "lines.txt"), cmd, stdout, stderr
+}
+
 // TestJobRunFollowsItsRunAcrossAKilledEngine SIGKILLs the background engine
 // a foreground `job run` started while a step runs: the command starts
 // another engine and follows the run to its end, printing every step once,
 // and exits with the run's outcome.
 func TestJobRunFollowsItsRunAcrossAKilledEngine(t *testing.T) {
 	t.Parallel()
-	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/appender.yaml", appendJob)
-	lines := filepath.Join(p.Root, "lines.txt")
-
-	cmd := p.Command("job", "run", "appender")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	p, lines, cmd, stdout, stderr := followedAppender(t)
 	waitFor(t, "step two to write", func() bool { return count(readLines(t, lines), "two") == 1 })
 	first := p.EnginePID()
 	require.NotZero(t, first)
@@ -96,15 +103,7 @@ func TestJobRunOnAnExternalEngineThatDiesSaysHowToFollowOn(t *testing.T) {
 // follow or cancel the run, which goes on to its end.
 func TestInterruptedJobRunExits130AndLeavesTheRunRunning(t *testing.T) {
 	t.Parallel()
-	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/appender.yaml", appendJob)
-	lines := filepath.Join(p.Root, "lines.txt")
-
-	cmd := p.Command("job", "run", "appender")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	_, lines, cmd, stdout, stderr := followedAppender(t)
 	waitFor(t, "step one to write", func() bool { return count(readLines(t, lines), "one") == 1 })
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 

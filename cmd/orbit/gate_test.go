@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,8 +54,7 @@ func TestASignalGateSurvivesAKilledEngine(t *testing.T) {
 	require.NotNil(t, before.Wait)
 	require.NotNil(t, before.Wait.Deadline)
 
-	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-	_ = engine.Wait()
+	killEngine(t, engine)
 	serve(t, p)
 	waitFor(t, "the run to be resumed", func() bool { return runView(t, p, runID).Resumes == 1 })
 

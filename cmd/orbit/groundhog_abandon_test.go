@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,12 +27,8 @@ func TestGroundhogAbandon(t *testing.T) {
 	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
 	p.StopEngine()
 	engine := serve(t, p)
-	r := p.Orbit("groundhog", "run", task, "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the agent's command to start", func() bool { _, err := os.Stat(mark); return err == nil })
-	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-	_ = engine.Wait()
+	runID := runUntilTheAgentSleeps(t, p, task, mark)
+	killEngine(t, engine)
 	require.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"))
 
 	other := filepath.Join(t.TempDir(), "other")
@@ -48,7 +42,7 @@ func TestGroundhogAbandon(t *testing.T) {
 	serve(t, p)
 	waitFor(t, "the resumed run to end", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	assert.Equal(t, events.StateFailed, runView(t, p, runID).State)
-	r = p.Orbit("groundhog", "run", task)
+	r := p.Orbit("groundhog", "run", task)
 	assert.Equal(t, 1, r.Code, "stuck: every run fails closed\n%s", r.String())
 	assert.Contains(t, r.Stderr, "task branch moved")
 	r = p.Orbit("groundhog", "verify", task)
@@ -99,12 +93,9 @@ func TestGroundhogAbandonIsRefusedWhileARunWorks(t *testing.T) {
 	t.Parallel()
 	mark := filepath.Join(t.TempDir(), "slept")
 	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	r := p.Orbit("groundhog", "run", task, "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the agent's command to start", func() bool { _, err := os.Stat(mark); return err == nil })
+	runID := runUntilTheAgentSleeps(t, p, task, mark)
 
-	r = p.Orbit("groundhog", "abandon", task, "--reason", "too slow")
+	r := p.Orbit("groundhog", "abandon", task, "--reason", "too slow")
 	assert.Equal(t, 1, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "held by run "+runID)
 	assert.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"), "the run's workspace was not touched")

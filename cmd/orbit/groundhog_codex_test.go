@@ -1,10 +1,7 @@
 package main_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,42 +9,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
-	"github.com/orbitrun/orbit/projector"
 )
-
-// codexScript is the example's script of model turns for Codex.
-func codexScript(t *testing.T) []testkit.Turn {
-	t.Helper()
-	var script struct {
-		Turns []testkit.Turn `json:"turns"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(readCLIExample(t, "codex_script.json")), &script))
-	return script.Turns
-}
-
-// codexGroundhogProject is a project whose engine runs Codex against srv,
-// with the example's activity example_codex_agent on its executor codex,
-// and a task with the example's plan on a fresh repository.
-func codexGroundhogProject(t *testing.T, srv *testkit.OpenAIServer) (p *testkit.Project, repo, task string) {
-	t.Helper()
-	bin := testkit.CodexCLI(t)
-	p = testkit.NewProject(t)
-	p.Env = append(p.Env, testkit.GitEnv()...)
-	p.Env = append(p.Env, testkit.CodexEnv(t)...)
-	executor := readCLIExample(t, "codex.yaml")
-	require.Contains(t, executor, "\n  command: codex\n")
-	quoted := make([]string, 0, len(testkit.CodexProviderArgs(srv)))
-	for _, a := range testkit.CodexProviderArgs(srv) {
-		quoted = append(quoted, fmt.Sprintf("%q", a))
-	}
-	executor = strings.Replace(executor, "\n  command: codex\n", "\n  command: "+bin+"\n  args: ["+strings.Join(quoted, ", ")+"]\n", 1)
-	p.WriteFile(".orbit/executors/codex.yaml", executor)
-	p.WriteFile(".orbit/activities/example_codex_agent.yaml", readCLIExample(t, "example_codex_agent.yaml"))
-	repo = testkit.NewGitRepo(t, map[string]string{"README.md": "# cli\n"})
-	r := p.Orbit("task", "create", "--title", "Codex", "--plan", p.WriteFile("plan.yaml", readCLIExample(t, "plan.yaml")), "--workspace", repo)
-	require.Equal(t, 0, r.Code, r.String())
-	return p, repo, strings.TrimSpace(r.Stdout)
-}
 
 // TestGroundhogOverCodex runs the two-checkpoint plan of
 // TestGroundhogOverClaudeCode over the real Codex CLI: each checkpoint's
@@ -58,18 +20,11 @@ func codexGroundhogProject(t *testing.T, srv *testkit.OpenAIServer) (p *testkit.
 // nothing of the first attempt's conversation, commits.
 func TestGroundhogOverCodex(t *testing.T) {
 	t.Parallel()
-	srv := testkit.NewOpenAIServer(t, codexScript(t)...)
+	srv := testkit.NewOpenAIServer(t, exampleTurns(t, "codex_script.json")...)
 	p, repo, task := codexGroundhogProject(t, srv)
 
-	r := p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	assert.Equal(t, "Add two.txt saying two\nAdd one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	runID := runTheExamplePlan(t, p, repo, task, "example_codex_agent")
 	assert.Equal(t, "one", testkit.Git(t, repo, "show", "main:one.txt"))
-	assert.Equal(t, "two", testkit.Git(t, repo, "show", "main:two.txt"))
-	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
-	assert.Equal(t, "wrong-answer", testkit.Git(t, repo, "show", "groundhog/T-1/day-2:two.txt"),
-		"what the agent wrote through its shell was rewound and kept on the attempt's scratch branch")
 
 	// Nine model turns, one per request: each session ended its turn after
 	// its terminal verb with a final message (and its usage) and did
@@ -96,13 +51,7 @@ func TestGroundhogOverCodex(t *testing.T) {
 	assert.NotContains(t, retry, "wrong-answer", "nothing of the first attempt's conversation")
 	assert.NotContains(t, retry, "call_wrong")
 
-	r = p.Orbit("groundhog", "show", task, "--audit", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var audit projector.GroundhogRun
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
-	require.Len(t, audit.Checkpoints, 2)
-	require.Len(t, audit.Checkpoints[0].Attempts, 1)
-	require.Len(t, audit.Checkpoints[1].Attempts, 2)
+	audit := checkTwoCheckpointAudit(t, p, task)
 	calls := func(cp, at int) []string {
 		var out []string
 		for _, c := range audit.Checkpoints[cp].Attempts[at].ToolCalls {
@@ -114,21 +63,12 @@ func TestGroundhogOverCodex(t *testing.T) {
 	assert.Equal(t, []string{shell, verb}, calls(0, 0))
 	assert.Equal(t, []string{shell, verb}, calls(1, 0))
 	assert.Equal(t, []string{shell, verb}, calls(1, 1))
-	for cp, n := range []int{1, 2} {
-		for at := range n {
-			a := audit.Checkpoints[cp].Attempts[at]
-			assert.NotEmpty(t, a.Turns, "checkpoint %d attempt %d", cp, at)
-			assert.Empty(t, a.Denials, "checkpoint %d attempt %d", cp, at)
-		}
-	}
-	assert.Equal(t, "rewound", audit.Checkpoints[1].Attempts[0].Outcome)
-	assert.Equal(t, "committed", audit.Checkpoints[1].Attempts[1].Outcome)
 
 	// The agent's process and output are the run's events; the key in its
 	// environment is not. Codex's command line, which any process may read
 	// from /proc, names the variables it forwards to orbit mcp and holds
 	// neither an attempt token (redacted if it did) nor the seed's path.
-	r = p.Orbit("run", "events", runID, "--json")
+	r := p.Orbit("run", "events", runID, "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Codex session per attempt")
 	assert.Contains(t, r.Stdout, `mcp_servers.orbit.command=`)
@@ -137,9 +77,7 @@ func TestGroundhogOverCodex(t *testing.T) {
 	assert.NotContains(t, r.Stdout, credsFile(p, events.IdentityClient))
 	assert.NotContains(t, r.Stdout, "sk-orbit-test")
 
-	r = p.Orbit("groundhog", "verify", task)
-	assert.Equal(t, 0, r.Code, r.String())
-	assert.Contains(t, r.Stdout, "2 commits, verified")
+	checkVerified(t, p, task)
 }
 
 // TestGroundhogOverCodexWithoutAVerb: a Codex session that ends without a
@@ -156,16 +94,7 @@ func TestGroundhogOverCodexWithoutAVerb(t *testing.T) {
 		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
-	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
-	require.Equal(t, 0, r.Code, r.String())
-	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
-	require.Equal(t, 0, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "synthetic: the attempt ended without mcp__orbit.checkpoint_success or mcp__orbit.checkpoint_failure")
-	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
-	reqs := srv.Scripted()
-	require.Len(t, reqs, 5, "the second session ended its turn after its verb")
-	assert.Contains(t, string(reqs[2].Raw), "The last attempt at this checkpoint failed (synthetic)")
-	assert.Contains(t, string(reqs[2].Raw), "I wrote one.txt and stopped.", "the failure report quotes the last message")
+	checkWithoutAVerb(t, p, srv, repo, task, "example_codex_agent", "mcp__orbit.checkpoint_success or mcp__orbit.checkpoint_failure")
 }
 
 // TestGroundhogOverCodexKilledMidAttempt: the engine is killed while Codex
@@ -180,27 +109,7 @@ func TestGroundhogOverCodexKilledMidAttempt(t *testing.T) {
 		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
-	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
-	require.Equal(t, 0, r.Code, r.String())
-	p.StopEngine()
-	engine := serve(t, p)
-	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	waitFor(t, "Codex to ask the model", func() bool { return len(srv.Scripted()) == 1 })
-	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-	_ = engine.Wait()
-	assert.True(t, strings.HasPrefix(testkit.Git(t, repo, "branch", "--show-current"), "groundhog/T-1/day-"), "the kill left the workspace on the scratch branch")
-
-	serve(t, p)
-	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
-	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
-	assert.Len(t, srv.Scripted(), 4, "one session before the kill, one after that ends its turn after its verb")
-	r = p.Orbit("groundhog", "show", task)
-	assert.Contains(t, r.Stdout, ": interrupted")
-	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
-	r = p.Orbit("groundhog", "verify", task)
-	assert.Equal(t, 0, r.Code, r.String())
+	checkKilledMidAttempt(t, p, srv, repo, task, "example_codex_agent", "Codex")
 }
 
 // TestCodexsShellSeesNoAttemptToken: Codex forwards the attempt's variables
@@ -216,9 +125,8 @@ func TestCodexsShellSeesNoAttemptToken(t *testing.T) {
 		testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
-	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"))
-	require.Equal(t, 0, r.Code, r.String())
-	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	planTask(t, p, task, onePlan(""))
+	r := p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
 	require.Equal(t, 0, r.Code, r.String())
 	env := testkit.Git(t, repo, "show", "main:one.txt")
 	for _, name := range []string{"ORBIT_ATTEMPT_TOKEN", "ORBIT_NKEY", "ORBIT_NATS_URL", "ORBIT_TASK_ID"} {

@@ -167,18 +167,15 @@ func TestGroundhogControlIsRefusedWhileARunWorks(t *testing.T) {
 	t.Parallel()
 	mark := filepath.Join(t.TempDir(), "slept")
 	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	r := p.Orbit("groundhog", "run", task, "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the agent's command to start", func() bool { _, err := os.Stat(mark); return err == nil })
+	runID := runUntilTheAgentSleeps(t, p, task, mark)
 
 	for _, args := range [][]string{{"approve", task}, {"rewind", task, "--to", "greet"}} {
-		r = p.Orbit(append([]string{"groundhog"}, args...)...)
+		r := p.Orbit(append([]string{"groundhog"}, args...)...)
 		assert.Equal(t, 1, r.Code, r.String())
 		assert.Contains(t, r.Stderr, "held by run "+runID)
 	}
 	assert.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"), "the run's workspace was not touched")
-	r = p.Orbit("run", "cancel", runID)
+	r := p.Orbit("run", "cancel", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	waitFor(t, "the run to end", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	assert.Equal(t, 0, p.Orbit("groundhog", "verify", task).Code)

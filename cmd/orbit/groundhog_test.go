@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,6 +122,17 @@ func sleeperFixture(mark string) string {
 	]}`
 }
 
+// runUntilTheAgentSleeps runs task detached and waits until its agent,
+// replaying sleeperFixture(mark), has started its sleeping command. It
+// returns the run's id.
+func runUntilTheAgentSleeps(t *testing.T, p *testkit.Project, task, mark string) string {
+	t.Helper()
+	r := p.Orbit("groundhog", "run", task, "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	waitFor(t, "the agent's command to start", func() bool { _, err := os.Stat(mark); return err == nil })
+	return strings.TrimSpace(r.Stdout)
+}
+
 const greetPlan = `
 checkpoints:
   - id: greet
@@ -137,18 +147,14 @@ func TestGroundhogKilledMidAttempt(t *testing.T) {
 	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
 	p.StopEngine()
 	engine := serve(t, p)
-	r := p.Orbit("groundhog", "run", task, "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the agent's command to start", func() bool { _, err := os.Stat(mark); return err == nil })
-	require.NoError(t, engine.Process.Signal(syscall.SIGKILL))
-	_ = engine.Wait()
+	runID := runUntilTheAgentSleeps(t, p, task, mark)
+	killEngine(t, engine)
 	assert.True(t, strings.HasPrefix(testkit.Git(t, repo, "branch", "--show-current"), "groundhog/T-1/day-"), "the kill left the workspace on the scratch branch")
 
 	serve(t, p)
 	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	assert.Equal(t, events.StateSuccess, runView(t, p, runID).State)
-	r = p.Orbit("groundhog", "verify", task)
+	r := p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())
 	r = p.Orbit("groundhog", "show", task)
 	assert.Contains(t, r.Stdout, "(day 1) on groundhog/T-1/day-1 from")

@@ -39,10 +39,9 @@ func TestAGroundhogAttemptOverCodexClosedByFailureCountsItsTokens(t *testing.T) 
 		testkit.Turn{Text: "never asked"},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
-	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", onePlan("{max_tokens: 300}")))
-	require.Equal(t, 0, r.Code, r.String())
+	planTask(t, p, task, onePlan("{max_tokens: 300}"))
 
-	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	r := p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
 	require.Equal(t, 1, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "budget spent before checkpoint one: 360 tokens of max_tokens 300")
 	assert.Len(t, srv.Scripted(), 3, "one session, ended by itself after its verb; no second attempt")
@@ -107,9 +106,8 @@ func TestACodexSessionThatRunsACommandAfterItsVerbIsStopped(t *testing.T) {
 		write, success, testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := codexGroundhogProject(t, srv)
-	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", onePlan("")))
-	require.Equal(t, 0, r.Code, r.String())
-	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
+	planTask(t, p, task, onePlan(""))
+	r := p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
 	require.Equal(t, 0, r.Code, r.String())
 	afterVerb(t, p, repo, task, srv.Scripted(), "command_execution")
 }
@@ -127,9 +125,8 @@ func TestAClaudeCodeSessionThatRunsACommandAfterItsVerbIsStopped(t *testing.T) {
 		write, success, testkit.Turn{Text: "Done."},
 	)
 	p, repo, task := cliGroundhogProject(t, srv)
-	r := p.Orbit("task", "plan", task, "--file", p.WriteFile("plan1.yaml", onePlan("")))
-	require.Equal(t, 0, r.Code, r.String())
-	r = p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
+	planTask(t, p, task, onePlan(""))
+	r := p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
 	require.Equal(t, 0, r.Code, r.String())
 	afterVerb(t, p, repo, task, srv.Scripted(), "Bash")
 	// Claude Code prints the call before it runs it: it was stopped in

@@ -21,7 +21,7 @@ func (a *app) initCommand() *cobra.Command {
 		Short: "Create .orbit/ with a config file and sample assets",
 		Long: `Create .orbit/ in the project directory (--root, else the current directory)
 with config.yaml, a .gitignore for the engine's state, and a sample activity
-and job, and the project's NATS identities (engine, client, reader) in
+and job, and the project's NATS identities (engine, client, reader, agent) in
 .orbit/state/creds/, readable by their owner only: the engine's server admits
 no one else. Existing files and keys are left alone, so init is safe to run
 again.
@@ -88,7 +88,7 @@ the views from the log it finds. The engine must be stopped.`,
 				a.printf("Orbit project in %s is already initialised\n", dir)
 			} else {
 				a.printf("Initialised Orbit project in %s\n", dir)
-				a.printf("Identities (engine, client, reader) in %s; see orbit nats-context\n", creds.Dir)
+				a.printf("Identities (engine, client, reader, agent) in %s; see orbit nats-context\n", creds.Dir)
 			}
 			if newLog {
 				return a.acceptNewLog(root)

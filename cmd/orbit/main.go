@@ -8,9 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 func main() {
+	// The sandbox's step (internal/sandbox) is this binary re-executed:
+	// it must be recognised before anything else runs.
+	sandbox.Init()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

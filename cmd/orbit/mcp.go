@@ -27,7 +27,8 @@ checkpoint_failure {what_tried, what_happened, next_attempt_plan} and
 side_effect {kind, target, reversible}. Each call is forwarded to the engine
 with the attempt token from ORBIT_ATTEMPT_TOKEN and the task from
 ORBIT_TASK_ID; the engine reached is ORBIT_NATS_URL (else the root's), as
-ORBIT_NKEY. A call with a missing, stale or foreign token is refused (a tool
+ORBIT_NKEY: the engine gives it the agent identity's seed, which may send a
+verb and nothing else. A call with a missing, stale or foreign token is refused (a tool
 error the agent sees) and recorded under the task.
 
 The engine starts it for a CLI attempt (the agent's --mcp-config, or
@@ -92,24 +93,41 @@ func (f *verbForwarder) close() {
 	}
 }
 
-// connectRunning connects to the engine of --nats-url (ORBIT_NATS_URL),
-// else to the root's running engine; unlike connect it never starts one: a
-// verb is only ever sent for an attempt an engine has open.
+// connectRunning connects to the API of the engine of --nats-url
+// (ORBIT_NATS_URL), else of the root's running engine, as --nkey
+// (ORBIT_NKEY: the agent identity when an engine started this) else the
+// root's client; unlike connect it never starts one: a verb is only ever
+// sent for an attempt an engine has open. It looks nothing up in the log
+// (events.DialAPI), which the agent identity may not read.
 func (a *app) connectRunning(ctx context.Context) (*events.Log, error) {
-	if a.natsURL != "" {
-		return a.dial(ctx, a.natsURL)
+	url := a.natsURL
+	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, Name: "orbit-mcp"}
+	if url == "" || (a.nkey == "" && a.token == "") {
+		root, err := a.project()
+		if err != nil && url == "" {
+			return nil, err
+		}
+		if err == nil {
+			if url == "" {
+				info, ierr := engine.ReadInfo(root)
+				if ierr != nil {
+					return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("no engine serves %s (%w): a verb is sent to the engine that runs the attempt (set %s)", root, ierr, mcp.EnvNATSURL)}
+				}
+				url = info.URL
+			}
+			client, cerr := a.clientConfig(root)
+			if cerr != nil {
+				return nil, cerr
+			}
+			cfg.NKeySeedFile, cfg.Token = client.NKeySeedFile, client.Token
+		}
 	}
-	root, err := a.project()
-	if err != nil {
-		return nil, err
+	l, err := events.DialAPI(ctx, url, cfg)
+	if errors.Is(err, events.ErrUnauthorized) {
+		return nil, refused("the engine at "+url, err)
 	}
-	cfg, err := a.clientConfig(root)
 	if err != nil {
-		return nil, err
-	}
-	l, err := a.dialRoot(ctx, root, cfg)
-	if err != nil {
-		return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("no engine serves %s (%w): a verb is sent to the engine that runs the attempt (set %s)", root, err, mcp.EnvNATSURL)}
+		return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("no Orbit engine at %s: %w", url, err)}
 	}
 	return l, nil
 }

@@ -135,7 +135,7 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	srv.Start()
 	require.True(t, srv.ReadyForConnections(10*time.Second))
 	t.Cleanup(srv.Shutdown)
-	require.Len(t, opts.Nkeys, 3)
+	require.Len(t, opts.Nkeys, len(events.Identities))
 
 	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
 	stderr := &syncBuffer{}
@@ -161,6 +161,11 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	assert.ErrorContains(t, err, "Authorization Violation")
 	assert.False(t, bytes.Contains([]byte(stderr.String()), []byte("admits anyone")), stderr.String())
 	assert.NotContains(t, stderr.String(), "misconfigured", "the block of nats-config keeps the reader a reader")
+	assert.NotContains(t, stderr.String(), "does not admit the agent identity")
+	agent, err := testkit.DialOutsider(t, srv.ClientURL(), credsFile(p, events.IdentityAgent))
+	require.NoError(t, err)
+	_, refused = agent.Ask(natsMsg("$JS.API.STREAM.INFO." + events.EventsStream))
+	assert.True(t, refused, "the agent may not read the log")
 }
 
 // TestAnEngineSaysWhenTheServerLetsAReaderWrite: on an external server that

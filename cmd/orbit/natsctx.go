@@ -130,9 +130,11 @@ func (a *app) natsConfigCommand() *cobra.Command {
 		Use:   "nats-config",
 		Short: "Print the nats-server authorization block for this project's identities",
 		Long: `Print the authorization block of a nats-server configuration that admits this
-project's engine, client and reader identities with the same permissions the
-embedded server gives them: the engine everything, the client reading and
-the orbit.api request/reply API, the reader reading only. Put it in the
+project's engine, client, reader and agent identities with the same
+permissions the embedded server gives them: the engine everything, the
+client reading and the orbit.api request/reply API, the reader reading
+only, the agent (what a CLI agent's orbit mcp signs in as) the roll call
+and the groundhog.verb endpoint only. Put it in the
 configuration of an external server or cluster and start engines with
 --nats-url; they sign in with .orbit/state/creds/engine.nk (copy that
 directory to every engine of the project), and clients with client.nk.`,

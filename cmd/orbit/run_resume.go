@@ -26,6 +26,11 @@ stopped (or was about to start) runs again, as a new attempt. The raise is
 recorded in the run's log (run.budget_raised) with what the run had spent;
 'orbit run show' lists it. A bound you leave out keeps its current value.
 
+A child run (job.invoke) is where its budget was spent, so it is the one to
+resume: a parent that waited for it and stopped with it goes on too, its
+step waiting for the child's next end. Resuming such a parent is refused,
+naming the child.
+
 A run that is not budget_exhausted, a raise without a bound, or a bound not
 above what the run has spent (it would stop again at once) is refused and
 nothing is recorded.
@@ -67,6 +72,9 @@ not above the spending), 3 no engine could be reached.`,
 				a.printf("%s\n", res.RunID)
 			}
 			a.errorf("run %s: budget raised to %s; resuming\n", res.RunID, bounds(res.Data.MaxTokens, res.Data.MaxCostUSD))
+			for _, p := range res.Parents {
+				a.errorf("run %s, which stopped waiting for it, goes on too\n", p)
+			}
 			return a.follow(ctx, feed, res.Job)
 		}),
 	}

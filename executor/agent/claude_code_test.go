@@ -3,12 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,39 +12,16 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// recorder keeps what a stream records, in order: the event log's side of
-// the Emitter edge.
-type recorder struct {
-	types    []string
-	payloads []any
-	blobs    int
-}
-
-func (r *recorder) Emit(_ context.Context, typ string, payload any) error {
-	r.types, r.payloads = append(r.types, typ), append(r.payloads, payload)
-	return nil
-}
-
-func (r *recorder) PutBlob(_ context.Context, data []byte) (events.BlobRef, error) {
-	r.blobs++
-	sum := sha256.Sum256(data)
-	return events.BlobRef{Digest: "sha256-" + hex.EncodeToString(sum[:]), Size: int64(len(data))}, nil
-}
-
 // replayClaude feeds a recorded stream-json file through the adapter's
 // reader, as RunCLI does line by line.
 func replayClaude(t *testing.T, file string, tools []string, onDenial string) (*recorder, *Outcome, error, *DeniedError) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "cli", file))
-	require.NoError(t, err)
 	grant, err := assets.ClaudeCodeGrant(tools, nil)
 	require.NoError(t, err)
 	rec := &recorder{}
 	var stopped *DeniedError
 	s := newClaudeStream(&CLIConfig{Attempt: 1, Emitter: rec, OnDenial: onDenial}, grant, func(d *DeniedError) { stopped = d })
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		s.line(context.Background(), bytes.TrimSpace(line))
-	}
+	feed(s, cliRecording(t, file))
 	out, err := s.outcome(context.Background(), "")
 	return rec, out, err, stopped
 }
@@ -168,8 +139,7 @@ func TestClaudeStreamTurnUsageIsEachMessagesFinal(t *testing.T) {
 // tokens of the message_delta event count against the run's budget at
 // once, before the next record.
 func TestClaudeStreamStopsWhenAMessagesFinalUsageSpendsTheBudget(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "cli", "claude-partial-usage.jsonl"))
-	require.NoError(t, err)
+	data := cliRecording(t, "claude-partial-usage.jsonl")
 	grant, err := assets.ClaudeCodeGrant([]string{"fs.write"}, nil)
 	require.NoError(t, err)
 	s := newClaudeStream(&CLIConfig{Attempt: 1, Emitter: &recorder{}, Budget: &Budget{MaxTokens: 337}}, grant, func(*DeniedError) {})
@@ -204,42 +174,11 @@ func TestClaudeCodeArgs(t *testing.T) {
 // FuzzClaudeStream: whatever Claude Code prints, the reader neither panics
 // nor counts a call it did not record.
 func FuzzClaudeStream(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "cli", "claude-*.jsonl"))
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			f.Add(line)
-		}
-	}
-	f.Add([]byte(`{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"x","message":{}}`))
-	f.Add([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"nobody","content":[{"text":1}]}]}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	fuzzCLIStream(f, "claude-*.jsonl", []string{
+		`{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"x","message":{}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"nobody","content":[{"text":1}]}]}}`,
+	}, func(rec *recorder) cliStream {
 		grant, _ := assets.ClaudeCodeGrant([]string{"fs.read", "fs.write", "shell.exec"}, []string{"git"})
-		rec := &recorder{}
-		s := newClaudeStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue}, grant, func(*DeniedError) {})
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			s.line(context.Background(), line)
-		}
-		out, err := s.outcome(context.Background(), "")
-		var perr *ProviderError
-		if err != nil && !errors.As(err, &perr) && !errors.Is(err, ErrTurnLimit) {
-			t.Fatalf("outcome error %T: %v", err, err)
-		}
-		called := 0
-		for _, typ := range rec.types {
-			if typ == events.ToolCalled {
-				called++
-			}
-		}
-		if out.ToolCalls != called {
-			t.Fatalf("%d tool calls counted, %d recorded", out.ToolCalls, called)
-		}
-		if _, err := json.Marshal(rec.payloads); err != nil {
-			t.Fatalf("a payload that does not marshal: %v", err)
-		}
+		return newClaudeStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue}, grant, func(*DeniedError) {})
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/proc"
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 // Output formats of CLI agents.
@@ -84,6 +85,11 @@ type CLIConfig struct {
 	// returns ErrActedAfterStop. Only the claude_code and codex outputs
 	// with an MCP server are watched.
 	StopGrace time.Duration
+	// Sandbox, when set, starts the agent in the sandbox of this policy
+	// where the machine allows one (internal/sandbox); the invocation's
+	// record says whether it did. Nil runs it as the engine's other
+	// programs run.
+	Sandbox *sandbox.Policy
 }
 
 // CLIMCP is an MCP server an agent is given. Claude Code reads it from
@@ -157,6 +163,12 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return nil, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("executor %q: %v (PATH=%s)",
 			cfg.Executor, cmd.Err, os.Getenv("PATH"))}
 	}
+	mode := sandbox.ModeNone
+	if cfg.Sandbox != nil {
+		if mode, err = sandbox.Wrap(cmd, *cfg.Sandbox); err != nil {
+			return nil, err
+		}
+	}
 	cmd.Dir = cfg.Workspace
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Env = cfg.Env
@@ -211,7 +223,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	defer wg.Wait()
 	defer g.Kill()
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationStarted, events.CLIInvocationStartedData{
-		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: args, PID: g.PID(),
+		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: args, PID: g.PID(), Sandbox: mode,
 	}); err != nil {
 		return nil, err
 	}

@@ -3,10 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,22 +22,13 @@ func replayCodex(t *testing.T, data []byte, cfg CLIConfig) (*recorder, *Outcome,
 	cfg.Attempt, cfg.Emitter = 1, rec
 	var stopped error
 	s := newCodexStream(&cfg, grant, func(err error) { stopped = err })
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		s.line(context.Background(), bytes.TrimSpace(line))
-	}
+	feed(s, data)
 	out, err := s.outcome(context.Background(), "\nthe last line")
 	return rec, out, err, stopped
 }
 
-func codexFile(t *testing.T, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "cli", name))
-	require.NoError(t, err)
-	return data
-}
-
 func TestCodexStreamRecordsTurnsAndCalls(t *testing.T) {
-	rec, out, err, stopped := replayCodex(t, codexFile(t, "codex-exec.jsonl"),
+	rec, out, err, stopped := replayCodex(t, cliRecording(t, "codex-exec.jsonl"),
 		CLIConfig{Envelope: Envelope{Tools: []string{"fs.write"}, Model: "gpt-x"}})
 	require.NoError(t, err)
 	assert.Nil(t, stopped)
@@ -80,7 +67,7 @@ func TestCodexStreamEndings(t *testing.T) {
 		"codex-api-error.jsonl": {err: "codex: Codex's turn failed: ", retryable: true},
 	} {
 		t.Run(file, func(t *testing.T) {
-			rec, out, err, _ := replayCodex(t, codexFile(t, file), CLIConfig{})
+			rec, out, err, _ := replayCodex(t, cliRecording(t, file), CLIConfig{})
 			if want.err != "" {
 				var perr *ProviderError
 				require.ErrorAs(t, err, &perr)
@@ -96,7 +83,7 @@ func TestCodexStreamEndings(t *testing.T) {
 	}
 	// Cut short: the calls read are on record, and the step fails quoting
 	// the end of the output.
-	data := codexFile(t, "codex-exec.jsonl")
+	data := cliRecording(t, "codex-exec.jsonl")
 	rec, _, err, _ := replayCodex(t, data[:bytes.LastIndex(data, []byte(`{"type":"item.completed","item":{"id":"item_2"`))], CLIConfig{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Codex printed no turn.completed (5 records read)\nthe last line")
@@ -214,42 +201,11 @@ func TestCodexArgs(t *testing.T) {
 // FuzzCodexStream: whatever Codex prints, the reader neither panics nor
 // counts a call it did not record.
 func FuzzCodexStream(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "cli", "codex-*.jsonl"))
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			f.Add(line)
-		}
-	}
-	f.Add([]byte(`{"type":"item.completed","item":{"id":"a","type":"file_change","changes":[{"kind":"add"},{"kind":"delete"}]}}`))
-	f.Add([]byte(`{"type":"item.completed","item":{"id":"a","type":"command_execution","status":"declined"}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	fuzzCLIStream(f, "codex-*.jsonl", []string{
+		`{"type":"item.completed","item":{"id":"a","type":"file_change","changes":[{"kind":"add"},{"kind":"delete"}]}}`,
+		`{"type":"item.completed","item":{"id":"a","type":"command_execution","status":"declined"}}`,
+	}, func(rec *recorder) cliStream {
 		grant, _ := assets.CodexGrant([]string{"fs.read", "fs.write"})
-		rec := &recorder{}
-		s := newCodexStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue, MaxTurns: 3}, grant, func(error) {})
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			s.line(context.Background(), line)
-		}
-		out, err := s.outcome(context.Background(), "")
-		var perr *ProviderError
-		if err != nil && !errors.As(err, &perr) && !errors.Is(err, ErrTurnLimit) {
-			t.Fatalf("outcome error %T: %v", err, err)
-		}
-		called := 0
-		for _, typ := range rec.types {
-			if typ == events.ToolCalled {
-				called++
-			}
-		}
-		if out.ToolCalls != called {
-			t.Fatalf("%d tool calls counted, %d recorded", out.ToolCalls, called)
-		}
-		if _, err := json.Marshal(rec.payloads); err != nil {
-			t.Fatalf("a payload that does not marshal: %v", err)
-		}
+		return newCodexStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue, MaxTurns: 3}, grant, func(error) {})
 	})
 }

@@ -269,15 +269,12 @@ func TestClaudeErrorStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ws := testkit.NewWireServer(t, tc.reply, testkit.WireReply{Body: claudeTextReply})
-			_, err := newClaude(t, ws).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-			perr, ok := errors.AsType[*agent.ProviderError](err)
-			require.True(t, ok, "want a *ProviderError, got %v", err)
+			perr := failedHi(t, newClaude(t, ws), fakeAnthropicKey)
 			assert.Equal(t, "claude", perr.Provider)
 			assert.Equal(t, tc.reply.Status, perr.Status)
 			assert.Equal(t, tc.message, perr.Message)
 			assert.Equal(t, tc.retryable, perr.Retryable)
-			assert.NotContains(t, err.Error(), fakeAnthropicKey)
-			assert.NotContains(t, err.Error(), "ant-test-FAKE")
+			assert.NotContains(t, perr.Error(), "ant-test-FAKE")
 
 			req := ws.Only() // and the SDK did not retry
 			assert.Equal(t, fakeAnthropicKey, req.Header.Get("X-Api-Key"))
@@ -300,14 +297,11 @@ func TestClaudeMalformedBody(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ws := testkit.NewWireServer(t, tc.reply)
-			_, err := newClaude(t, ws).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-			perr, ok := errors.AsType[*agent.ProviderError](err)
-			require.True(t, ok, "want a *ProviderError, got %v", err)
+			perr := failedHi(t, newClaude(t, ws), fakeAnthropicKey)
 			assert.Equal(t, 0, perr.Status)
 			assert.False(t, perr.Retryable)
 			assert.Contains(t, perr.Message, "malformed response")
-			t.Log(err)
-			assert.NotContains(t, err.Error(), fakeAnthropicKey)
+			t.Log(perr)
 		})
 	}
 }
@@ -320,13 +314,10 @@ func TestClaudeTransportFailure(t *testing.T) {
 
 	p, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", BaseURL: url, APIKey: fakeAnthropicKey, Env: wireEnv(nil)})
 	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	perr, ok := errors.AsType[*agent.ProviderError](err)
-	require.True(t, ok, "want a *ProviderError, got %v", err)
+	perr := failedHi(t, p, fakeAnthropicKey)
 	assert.Equal(t, 0, perr.Status)
 	assert.True(t, perr.Retryable, "a connection failure is worth another try")
-	t.Log(err)
-	assert.NotContains(t, err.Error(), fakeAnthropicKey)
+	t.Log(perr)
 }
 
 func TestClaudeCancelled(t *testing.T) {

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -258,15 +257,12 @@ func TestOpenAIErrorStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ws := testkit.NewWireServer(t, tc.reply, testkit.WireReply{Body: openAITextReply})
-			_, err := newOpenAI(t, ws, fakeOpenAIKey).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-			perr, ok := errors.AsType[*agent.ProviderError](err)
-			require.True(t, ok, "want a *ProviderError, got %v", err)
+			perr := failedHi(t, newOpenAI(t, ws, fakeOpenAIKey), fakeOpenAIKey)
 			assert.Equal(t, "openai_compat", perr.Provider)
 			assert.Equal(t, tc.reply.Status, perr.Status)
 			assert.Equal(t, tc.message, perr.Message)
 			assert.Equal(t, tc.retryable, perr.Retryable)
-			assert.NotContains(t, err.Error(), fakeOpenAIKey)
-			assert.NotContains(t, err.Error(), "test-FAKE")
+			assert.NotContains(t, perr.Error(), "test-FAKE")
 
 			req := ws.Only() // and the SDK did not retry
 			assert.Equal(t, "Bearer "+fakeOpenAIKey, req.Header.Get("Authorization"))
@@ -293,13 +289,10 @@ func TestOpenAIMalformedBody(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ws := testkit.NewWireServer(t, tc.reply)
-			_, err := newOpenAI(t, ws, fakeOpenAIKey).Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-			perr, ok := errors.AsType[*agent.ProviderError](err)
-			require.True(t, ok, "want a *ProviderError, got %v", err)
+			perr := failedHi(t, newOpenAI(t, ws, fakeOpenAIKey), fakeOpenAIKey)
 			assert.Equal(t, 0, perr.Status)
 			assert.False(t, perr.Retryable)
-			assert.True(t, strings.HasPrefix(err.Error(), tc.want), "%q does not start with %q", err.Error(), tc.want)
-			assert.NotContains(t, err.Error(), fakeOpenAIKey)
+			assert.True(t, strings.HasPrefix(perr.Error(), tc.want), "%q does not start with %q", perr.Error(), tc.want)
 		})
 	}
 }

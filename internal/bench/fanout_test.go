@@ -113,11 +113,15 @@ spec:
 
 	var strict, relaxed, raw, strictCPU, relaxedCPU, rawCPU time.Duration
 	var written int
+	var batches, batched uint64
 	b.ResetTimer()
 	for range b.N {
+		b0, e0 := strictLog.GroupCommits()
 		d, cpu, _ := runJob(b, strictLog, job, input)
 		strict += d
 		strictCPU += cpu
+		b1, e1 := strictLog.GroupCommits()
+		batches, batched = batches+b1-b0, batched+e1-e0
 		d, cpu, hist := runJob(b, relaxedLog, job, input)
 		relaxed += d
 		relaxedCPU += cpu
@@ -138,4 +142,10 @@ spec:
 	b.ReportMetric(per(relaxedCPU), "relaxed-cpu-ms")
 	b.ReportMetric(per(rawCPU), "raw-cpu-ms")
 	b.ReportMetric(relaxedCPU.Seconds()/rawCPU.Seconds(), "relaxed/raw-cpu")
+	// How the strict run's events were grouped: in atomic batches (how
+	// many, of how many events on average), the rest one by one.
+	b.ReportMetric(float64(batched)/float64(b.N), "strict-batched-events/run")
+	if batches > 0 {
+		b.ReportMetric(float64(batched)/float64(batches), "strict-events/batch")
+	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/oklog/ulid/v2"
@@ -73,6 +74,14 @@ func (e *Engine) apiSubmit(ctx context.Context, raw json.RawMessage) (any, error
 	}
 	if used != 0 {
 		return nil, fmt.Errorf("%w: run id %s is taken: the log has its events", events.ErrInvalidRequest, req.RunID)
+	}
+	// A run the log cannot record is refused now, before the client has
+	// an id for it.
+	if err := executor.CheckStorable(ctx, e.log, req); err != nil {
+		if errors.Is(err, events.ErrTooLarge) {
+			return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
+		}
+		return nil, err
 	}
 	if err := executor.Submit(ctx, e.log, req); err != nil {
 		return nil, err

@@ -60,6 +60,9 @@ type Config struct {
 	LogKeyFile string
 	// Durability is events.DurabilityStrict (default) or DurabilityRelaxed.
 	Durability string
+	// MaxPayload is the embedded server's largest message (zero:
+	// events.DefaultMaxPayload).
+	MaxPayload int32
 	// IdleTimeout, when positive, stops the engine after it has had no run
 	// and no request for that long.
 	IdleTimeout time.Duration
@@ -138,6 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Replicas:   cfg.Replicas,
 		Listen:     cfg.Listen,
 		Durability: cfg.Durability,
+		MaxPayload: cfg.MaxPayload,
 		Name:       "orbit-engine",
 		Redactor:   cfg.Redactor,
 		Logger:     cfg.Logger,
@@ -192,6 +196,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		} else if err != nil {
 			e.logger.Debug("the reader's permissions were not checked", "err", err)
 		}
+		e.checkAgentAdmitted(ctx, creds)
 	}
 	e.proj.SetSource(e.log)
 	if err := e.checkLog(ctx); err != nil {
@@ -213,6 +218,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		MaxChildDepth: project.Engine.MaxChildDepth,
 		Logger:        cfg.Logger,
 	})
+	agents := agentSandbox(cfg, creds, e.logger)
+	cli := e.groundhogCLI(agentSeed(creds))
+	cli.Sandbox = agents
 	e.worker = executor.NewWorker(executor.WorkerConfig{
 		Log:             e.log,
 		Engine:          e.id,
@@ -221,7 +229,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		FSProfiles:      fsProfiles(project),
 		Providers:       providers(project),
 		GroundhogMemory: e.groundhogMemory,
-		GroundhogCLI:    e.groundhogCLI(clientSeed(cfg, creds)),
+		GroundhogCLI:    cli,
+		AgentSandbox:    agents,
 		Logger:          cfg.Logger,
 	})
 	e.info = Info{

@@ -12,15 +12,14 @@ import (
 // groundhogCLI is what the engine's Groundhog attempts on a CLI agent
 // need: its attempt registry, and an --mcp-config that starts this very
 // executable as `orbit mcp`, on the engine's NATS URL, signing in with
-// clientSeed (the project's client identity, or the --nkey file an
-// external server admits the engine with).
-func (e *Engine) groundhogCLI(clientSeed string) *groundhog.CLIBackend {
+// agentSeed (the project's agent identity: events.IdentityAgent).
+func (e *Engine) groundhogCLI(agentSeed string) *groundhog.CLIBackend {
 	scope := func(taskID, token string) (mcp.Scope, error) {
 		bin, err := os.Executable()
 		if err != nil {
 			return mcp.Scope{}, fmt.Errorf("the orbit executable for orbit mcp: %w", err)
 		}
-		return mcp.Scope{Binary: bin, NATSURL: e.log.ClientURL(), NKeyFile: clientSeed, TaskID: taskID, Token: token}, nil
+		return mcp.Scope{Binary: bin, NATSURL: e.log.ClientURL(), NKeyFile: agentSeed, TaskID: taskID, Token: token}, nil
 	}
 	return &groundhog.CLIBackend{
 		Attempts: e.attempts,
@@ -42,12 +41,14 @@ func (e *Engine) groundhogCLI(clientSeed string) *groundhog.CLIBackend {
 	}
 }
 
-// clientSeed is the seed a CLI agent's `orbit mcp` signs in with: the
-// project's client identity on the embedded server, the engine's own
-// --nkey file on an external one that admits it.
-func clientSeed(cfg Config, creds *events.Creds) string {
-	if cfg.NATSURL != "" && cfg.NKeySeedFile != "" {
-		return cfg.NKeySeedFile
-	}
-	return creds.File(events.IdentityClient)
+// agentSeed is the seed a CLI agent's `orbit mcp` signs in with: the
+// project's agent identity, which may send a verb and nothing else, on the
+// embedded server and on an external one (configured with the users of
+// orbit nats-config).
+//
+// IMPORTANT: never the client's or the engine's seed: a CLI agent can read
+// whatever its `orbit mcp` reads, so the identity it signs in as is what
+// the agent can do.
+func agentSeed(creds *events.Creds) string {
+	return creds.File(events.IdentityAgent)
 }

@@ -35,7 +35,8 @@ type Result struct {
 }
 
 // Start starts cmd in a new process group whose leader gets SIGKILL if the
-// engine dies, marked with TagVar under ctx's scope (see WithScope). Unless
+// engine dies, marked with TagVar under ctx's scope (see WithScope); the
+// rest of cmd.SysProcAttr (a sandbox's namespaces) is kept. Unless
 // cmd says otherwise, Wait stops waiting for output a second after the
 // program exits: a background child that keeps its output pipes open must
 // not hold it.
@@ -45,7 +46,10 @@ func Start(ctx context.Context, cmd *exec.Cmd) (*Group, error) {
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = outputDelay
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

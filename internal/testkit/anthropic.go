@@ -28,13 +28,12 @@ type AnthropicServer struct {
 // it stops when the test ends.
 func NewAnthropicServer(t testing.TB, turns ...Turn) *AnthropicServer {
 	t.Helper()
-	as := &AnthropicServer{SideText: "ok"}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/messages", as.messages)
-	mux.HandleFunc("POST /v1/messages/count_tokens", as.countTokens)
-	mux.HandleFunc("/", as.other)
-	as.modelServer = newModelServer(t, turns)
-	as.start(mux)
+	as := &AnthropicServer{SideText: "ok", modelServer: newModelServer(turns)}
+	as.serve(t, map[string]http.HandlerFunc{
+		"POST /v1/messages":              as.messages,
+		"POST /v1/messages/count_tokens": as.countTokens,
+		"/":                              as.other,
+	})
 	return as
 }
 
@@ -70,17 +69,11 @@ func decodeAnthropic(raw []byte, req *ModelRequest) {
 }
 
 func (as *AnthropicServer) messages(w http.ResponseWriter, r *http.Request) {
-	req := as.record(r, decodeAnthropic)
-	req.Scripted = len(req.Tools) > 0
-	turn, n := as.take(req)
-	if !req.Scripted {
-		turn = Turn{Text: as.SideText}
-	}
-	switch {
-	case turn.Hang:
-		as.hang(r)
+	req, turn, n, ok := as.turn(r, decodeAnthropic, as.SideText)
+	if !ok {
 		return
-	case turn.Fail != nil:
+	}
+	if turn.Fail != nil {
 		writeJSON(w, cmp.Or(turn.Fail.Status, http.StatusInternalServerError), map[string]any{
 			"type":  "error",
 			"error": map[string]any{"type": cmp.Or(turn.Fail.Type, anthropicErrorType(turn.Fail.Status)), "message": turn.Fail.Message},
@@ -119,19 +112,14 @@ func (as *AnthropicServer) messages(w http.ResponseWriter, r *http.Request) {
 		case "text":
 			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "text", "text": ""}})
-			// Two deltas, so a client that keeps only the last one is caught.
-			text := block["text"].(string)
-			half := len(text) / 2
-			for _, part := range []string{text[:half], text[half:]} {
+			for _, part := range halves(block["text"].(string)) {
 				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
 					"delta": map[string]any{"type": "text_delta", "text": part}})
 			}
 		case "tool_use":
 			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
-			args := inputJSON(block["input"])
-			half := len(args) / 2
-			for _, part := range []string{args[:half], args[half:]} {
+			for _, part := range halves(inputJSON(block["input"])) {
 				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
 					"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
 			}

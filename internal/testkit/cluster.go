@@ -55,6 +55,13 @@ func (n *Node) Running() bool { return n.srv != nil && n.srv.Running() }
 // requests.
 func StartCluster(t testing.TB, credsDir string) *Cluster {
 	t.Helper()
+	return StartClusterWith(t, credsDir, events.DefaultMaxPayload)
+}
+
+// StartClusterWith is StartCluster with servers whose largest message is
+// maxPayload bytes.
+func StartClusterWith(t testing.TB, credsDir string, maxPayload int32) *Cluster {
+	t.Helper()
 	creds, err := events.EnsureCreds(credsDir)
 	if err != nil {
 		t.Fatalf("cluster creds: %v", err)
@@ -83,7 +90,7 @@ cluster {
   listen: "127.0.0.1:%d"
   routes: [%s]
 }
-%s`, n.Name, n.Port, events.DefaultMaxPayload, filepath.Join(dir, n.Name), ports[ClusterSize+i], strings.Join(routes, ", "), auth)
+%s`, n.Name, n.Port, maxPayload, filepath.Join(dir, n.Name), ports[ClusterSize+i], strings.Join(routes, ", "), auth)
 		if err := os.WriteFile(n.conf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}

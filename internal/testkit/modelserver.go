@@ -68,7 +68,6 @@ type ModelRequest struct {
 // modelServer is what the Anthropic and OpenAI servers share: the script,
 // the record and the listener on loopback.
 type modelServer struct {
-	t   testing.TB
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -78,19 +77,26 @@ type modelServer struct {
 	hung     chan struct{} // closed when the server stops, to release hung requests
 }
 
-func newModelServer(t testing.TB, turns []Turn) *modelServer {
-	return &modelServer{t: t, turns: turns, hung: make(chan struct{})}
+func newModelServer(turns []Turn) *modelServer {
+	return &modelServer{turns: turns, hung: make(chan struct{})}
 }
 
-// start serves h on a loopback port until the test ends.
-func (ms *modelServer) start(h http.Handler) {
-	t := ms.t
+// serve routes each pattern of routes (http.ServeMux patterns) to its
+// handler on a loopback port until the test ends.
+//
+// IMPORTANT: the handlers start answering before serve returns, so the
+// server that embeds ms must hold it already.
+func (ms *modelServer) serve(t testing.TB, routes map[string]http.HandlerFunc) {
 	t.Helper()
+	mux := http.NewServeMux()
+	for pattern, h := range routes {
+		mux.HandleFunc(pattern, h)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("model server: %v", err)
 	}
-	ms.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
+	ms.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	ms.srv.Start()
 	t.Cleanup(ms.Close)
 }
@@ -135,6 +141,25 @@ func (ms *modelServer) take(req ModelRequest) (Turn, int) {
 			Message: fmt.Sprintf("model server: the script has %d turns and this is request %d", len(ms.turns), n+1)}}, n
 	}
 	return ms.turns[n], n
+}
+
+// turn records a model request, decoded by decode, and picks its answer:
+// the script's next turn when it offers tools (the agent's loop), one of
+// sideText when it offers none. A turn that hangs is held here until the
+// client leaves or the server stops, and ok is false: there is nothing
+// left to answer.
+func (ms *modelServer) turn(r *http.Request, decode func(raw []byte, req *ModelRequest), sideText string) (req ModelRequest, turn Turn, n int, ok bool) {
+	req = ms.record(r, decode)
+	req.Scripted = len(req.Tools) > 0
+	turn, n = ms.take(req)
+	if !req.Scripted {
+		turn = Turn{Text: sideText}
+	}
+	if turn.Hang {
+		ms.hang(r)
+		return req, turn, n, false
+	}
+	return req, turn, n, true
 }
 
 // hang holds a request open until the client leaves or the server stops.
@@ -206,6 +231,13 @@ func inputJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// halves splits s in two, streamed as two deltas so that a client that
+// keeps only the last one is caught.
+func halves(s string) []string {
+	half := len(s) / 2
+	return []string{s[:half], s[half:]}
 }
 
 func usageOr(v, def int64) int64 {

@@ -35,13 +35,12 @@ type OpenAIServer struct {
 // stops when the test ends.
 func NewOpenAIServer(t testing.TB, turns ...Turn) *OpenAIServer {
 	t.Helper()
-	srv := &OpenAIServer{SideText: "ok"}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/responses", srv.responses)
-	mux.HandleFunc("GET /v1/models", srv.models)
-	mux.HandleFunc("/", srv.other)
-	srv.modelServer = newModelServer(t, turns)
-	srv.start(mux)
+	srv := &OpenAIServer{SideText: "ok", modelServer: newModelServer(turns)}
+	srv.serve(t, map[string]http.HandlerFunc{
+		"POST /v1/responses": srv.responses,
+		"GET /v1/models":     srv.models,
+		"/":                  srv.other,
+	})
 	return srv
 }
 
@@ -108,17 +107,11 @@ func decodeOpenAI(raw []byte, req *ModelRequest) {
 }
 
 func (s *OpenAIServer) responses(w http.ResponseWriter, r *http.Request) {
-	req := s.record(r, decodeOpenAI)
-	req.Scripted = len(req.Tools) > 0
-	turn, n := s.take(req)
-	if !req.Scripted {
-		turn = Turn{Text: s.SideText}
-	}
-	switch {
-	case turn.Hang:
-		s.hang(r)
+	req, turn, n, ok := s.turn(r, decodeOpenAI, s.SideText)
+	if !ok {
 		return
-	case turn.Fail != nil:
+	}
+	if turn.Fail != nil {
 		status := cmp.Or(turn.Fail.Status, http.StatusInternalServerError)
 		writeJSON(w, status, map[string]any{"error": map[string]any{
 			"message": turn.Fail.Message, "type": cmp.Or(turn.Fail.Type, openAIErrorType(status)), "param": nil, "code": nil}})
@@ -161,8 +154,7 @@ func (s *OpenAIServer) responses(w http.ResponseWriter, r *http.Request) {
 			ev("response.content_part.added", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0,
 				"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
 			text := item["content"].([]map[string]any)[0]["text"].(string)
-			half := len(text) / 2
-			for _, part := range []string{text[:half], text[half:]} {
+			for _, part := range halves(text) {
 				ev("response.output_text.delta", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0, "delta": part})
 			}
 			ev("response.output_text.done", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0, "text": text})
@@ -176,8 +168,7 @@ func (s *OpenAIServer) responses(w http.ResponseWriter, r *http.Request) {
 			}
 			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
 			args := item["arguments"].(string)
-			half := len(args) / 2
-			for _, part := range []string{args[:half], args[half:]} {
+			for _, part := range halves(args) {
 				ev("response.function_call_arguments.delta", map[string]any{"item_id": item["id"], "output_index": i, "delta": part})
 			}
 			ev("response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": i, "arguments": args})

@@ -1,0 +1,123 @@
+package events
+
+import (
+	"container/list"
+	"context"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// readBlob reads the stored bytes of the blob named digest. A blob of one
+// chunk (the object store's chunks are 128 KiB: nearly every blob) is read
+// with one direct get of that chunk, which any replica answers at once; a
+// larger one through the object store's reader, which streams its chunks
+// over an ordered consumer of its own. That consumer was seen, about once
+// in a hundred fan-outs, to deliver nothing until the read's timeout.
+func (l *Log) readBlob(ctx context.Context, digest string) ([]byte, error) {
+	info, err := l.blobs.GetInfo(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	if info.Chunks != 1 {
+		return l.blobs.GetBytes(ctx, digest)
+	}
+	stream, err := l.blobStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := stream.GetLastMsgForSubject(ctx, "$O."+BlobsStore+".C."+info.NUID)
+	if err != nil {
+		return nil, err
+	}
+	return msg.Data, nil
+}
+
+// blobStream returns the object store's stream, looked up on first use.
+func (l *Log) blobStream(ctx context.Context) (jetstream.Stream, error) {
+	l.blobsMu.Lock()
+	defer l.blobsMu.Unlock()
+	if l.blobsStream != nil {
+		return l.blobsStream, nil
+	}
+	s, err := l.js.Stream(ctx, "OBJ_"+BlobsStore)
+	if err != nil {
+		return nil, err
+	}
+	l.blobsStream = s
+	return s, nil
+}
+
+// blobCacheBytes bounds the bytes of the blobs a Log keeps; a blob larger
+// than a quarter of it is not kept.
+const blobCacheBytes = 32 << 20
+
+// A blobCache keeps the blobs a Log read last, by digest. A blob's name is
+// the digest of its bytes, checked when they were read, so what it holds
+// never goes stale. It also makes the readers of one blob at one moment
+// (the items of a fan-out expanding the input they share) wait for a
+// single read.
+type blobCache struct {
+	mu     sync.Mutex
+	byName map[string]*list.Element // of *cachedBlob
+	order  list.List                // most recently used first
+	size   int
+}
+
+type cachedBlob struct {
+	digest string
+	ready  chan struct{} // closed when data and err are set
+	data   []byte
+	err    error
+}
+
+// get returns the blob named digest, from the cache or from read, whose
+// bytes it keeps if read succeeds. The bytes are shared: callers must not
+// change them.
+func (c *blobCache) get(digest string, read func() ([]byte, error)) ([]byte, error) {
+	c.mu.Lock()
+	if c.byName == nil {
+		c.byName = map[string]*list.Element{}
+	}
+	if el, ok := c.byName[digest]; ok {
+		c.order.MoveToFront(el)
+		b := el.Value.(*cachedBlob)
+		c.mu.Unlock()
+		<-b.ready
+		return b.data, b.err
+	}
+	b := &cachedBlob{digest: digest, ready: make(chan struct{})}
+	c.byName[digest] = c.order.PushFront(b)
+	c.mu.Unlock()
+
+	b.data, b.err = read()
+	close(b.ready)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b.err != nil || len(b.data) > blobCacheBytes/4 {
+		c.remove(digest)
+		return b.data, b.err
+	}
+	c.size += len(b.data)
+	for c.size > blobCacheBytes {
+		c.remove(c.order.Back().Value.(*cachedBlob).digest)
+	}
+	return b.data, nil
+}
+
+// remove forgets the blob named digest.
+func (c *blobCache) remove(digest string) {
+	el, ok := c.byName[digest]
+	if !ok {
+		return
+	}
+	b := el.Value.(*cachedBlob)
+	delete(c.byName, digest)
+	c.order.Remove(el)
+	select {
+	case <-b.ready:
+		c.size -= len(b.data)
+	default:
+	}
+}

@@ -1,0 +1,228 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Scan reads the events of the log from sequence from (the start when 0)
+// through upTo, in stream order, and hands them to fn in batches of at most
+// size events. fn owns a batch only until it returns: the slice is reused
+// for the next one. Scan returns nil once it has handed upTo, or everything
+// the log held when it started if the log ends before upTo; fn's error if
+// fn fails; ErrUnavailable if the log cannot be read, or if a message goes
+// missing on the way (a reconnect): Scan never skips an event unseen.
+//
+// Events are checked and decoded as Follow checks and decodes them, with
+// FollowOptions.BlobRefs: one that fails verification by the log key, or
+// does not decode, is left out (and recorded as integrity.rejected, or
+// logged, the same way); values moved to blobs stay references.
+//
+// Scan is for a reader that wants the log as it stands, from one sequence
+// to another, as fast as it can be read (a view rebuild): it pulls from a
+// consumer of its own in requests of size messages, two in flight, over a
+// plain subscription, without the feed's per-message work (a heartbeat
+// timer set and stopped, a channel hand-off to the reader). It does not
+// wait for events to be appended.
+func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]Event) error) error {
+	if size < 1 {
+		return fmt.Errorf("events: scanning in batches of %d: want at least 1", size)
+	}
+	from = max(from, 1)
+	last, err := l.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	end := min(upTo, last)
+	if from > end {
+		return nil
+	}
+	s, err := l.startScan(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	// A wait for the server ends when ctx does: closing the subscription
+	// wakes NextMsg, which a per-message context would cost a timer each.
+	defer context.AfterFunc(ctx, func() { _ = s.sub.Unsubscribe() })()
+
+	batch := make([]Event, 0, size)
+	// Requests ask for no more than the messages through end, which a log
+	// without gaps holds; the server answers a request short with 404 when
+	// the log ends, and refuses one with 408 when those in flight already
+	// cover every message it has.
+	toAsk, inFlight, lastAsked, asking := end-from+1, uint64(0), uint64(0), true
+	var consumerSeq uint64
+	for {
+		if asking && toAsk > 0 && inFlight <= uint64(size/2) {
+			lastAsked = min(uint64(size), toAsk)
+			if err := s.request(lastAsked); err != nil {
+				return err
+			}
+			inFlight += lastAsked
+			toAsk -= lastAsked
+		}
+		msg, err := s.sub.NextMsg(scanStall)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("%w: scanning events after sequence %d: %v", ErrUnavailable, from-1, err)
+		}
+		if msg.Reply == "" {
+			// The server's answer to a request, not a stored message
+			// (which comes with its metadata as the reply subject, and
+			// may carry any header its publisher gave it).
+			status := msg.Header.Get("Status")
+			switch status {
+			case noMessagesStatus:
+				// The log holds nothing more: it lost its last events
+				// since LastSeq.
+				return s.handOver(ctx, batch, fn)
+			case requestsPendingStatus:
+				inFlight -= lastAsked
+				asking = false
+				continue
+			}
+			return fmt.Errorf("%w: scanning events after sequence %d: %s %s", ErrUnavailable, from-1,
+				status, msg.Header.Get("Description"))
+		}
+		inFlight--
+		meta, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("%w: scanning events: %v", ErrInvalidEvent, err)
+		}
+		if meta.Sequence.Consumer != consumerSeq+1 {
+			return fmt.Errorf("%w: scanning events: message %d of the scan came after %d (lost on the way)",
+				ErrUnavailable, meta.Sequence.Consumer, consumerSeq)
+		}
+		consumerSeq = meta.Sequence.Consumer
+		seq := meta.Sequence.Stream
+		if seq > end {
+			return s.handOver(ctx, batch, fn)
+		}
+		from = seq + 1
+		if ev, err := l.readMessage(seq, msg.Subject, msg.Header, msg.Data); err == nil {
+			ev.Seq = seq
+			batch = append(batch, ev)
+		}
+		if seq == end {
+			return s.handOver(ctx, batch, fn)
+		}
+		if len(batch) == size {
+			if err := s.handOver(ctx, batch, fn); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// scanStall is how long Scan waits for an answer to its pull requests,
+// which a server answers at once (they do not wait for new events).
+const scanStall = 30 * time.Second
+
+// The statuses of the server's answers to a pull request that asked not
+// to wait: the consumer has nothing more to deliver; the requests already
+// waiting cover every message it has.
+const (
+	noMessagesStatus      = "404"
+	requestsPendingStatus = "408"
+)
+
+// readMessage checks and decodes one stored event, as every read of the
+// log does (Follow, Read, Scan): a message that fails verification or does
+// not decode is an error, and was recorded or logged.
+func (l *Log) readMessage(seq uint64, subject string, hdr nats.Header, data []byte) (Event, error) {
+	if err := l.checkEvent(seq, subject, hdr, data); err != nil {
+		return Event{}, err
+	}
+	ev, err := DecodeEvent(data)
+	if err != nil {
+		l.log.Warn("skipping malformed event", "seq", seq, "subject", subject, "err", err)
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// A pullScan is the consumer and subscription of one Scan.
+type pullScan struct {
+	log  *Log
+	cons string
+	sub  *nats.Subscription
+	next string // the consumer's pull subject
+}
+
+// startScan creates a consumer that delivers the stream from sequence from
+// to nobody until asked, and the subscription its messages come to.
+func (l *Log) startScan(ctx context.Context, from uint64) (*pullScan, error) {
+	cfg := jetstream.ConsumerConfig{
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: feedInactiveThreshold,
+	}
+	if from > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from
+	}
+	cctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	cons, err := l.events.CreateConsumer(cctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: scanning events: %v", ErrUnavailable, err)
+	}
+	s := &pullScan{log: l, cons: cons.CachedInfo().Name}
+	s.next = "$JS.API.CONSUMER.MSG.NEXT." + EventsStream + "." + s.cons
+	s.sub, err = l.nc.SubscribeSync(l.nc.NewInbox())
+	if err != nil {
+		s.deleteConsumer()
+		return nil, fmt.Errorf("%w: scanning events: %v", ErrUnavailable, err)
+	}
+	return s, nil
+}
+
+// request asks the consumer for n more messages, or an answer that it has
+// no more, without waiting for new ones.
+func (s *pullScan) request(n uint64) error {
+	body := []byte(`{"batch":` + strconv.FormatUint(n, 10) + `,"no_wait":true}`)
+	if err := s.log.nc.PublishRequest(s.next, s.sub.Subject, body); err != nil {
+		return fmt.Errorf("%w: scanning events: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// handOver gives a non-empty batch to fn, unless ctx has ended.
+func (s *pullScan) handOver(ctx context.Context, batch []Event, fn func([]Event) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	return fn(batch)
+}
+
+// stop ends the subscription and removes the consumer.
+func (s *pullScan) stop() {
+	_ = s.sub.Unsubscribe()
+	s.deleteConsumer()
+}
+
+func (s *pullScan) deleteConsumer() {
+	if s.log.nc.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.log.js.DeleteConsumer(ctx, EventsStream, s.cons)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		s.log.log.Debug("scan consumer not deleted; the server drops it when idle", "consumer", s.cons, "err", err)
+	}
+}

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/sandbox"
+)
+
+// checkAgentAdmitted warns when the external server refuses the agent
+// identity (one configured before it existed): the verbs of every CLI
+// agent's `orbit mcp` would be refused.
+func (e *Engine) checkAgentAdmitted(ctx context.Context, creds *events.Creds) {
+	l, err := events.DialAPI(ctx, e.log.ClientURL(), events.Config{NKeySeedFile: agentSeed(creds), Name: "orbit-agent-check"})
+	if errors.Is(err, events.ErrUnauthorized) {
+		e.logger.Warn("the NATS server does not admit the agent identity, so CLI agents cannot send their verbs; configure it with the users of orbit nats-config", "seed", agentSeed(creds))
+		return
+	}
+	if err != nil {
+		e.logger.Debug("the agent identity was not checked", "err", err)
+		return
+	}
+	l.Close()
+}
+
+// agentSandbox is what the engine's CLI agents do not see: the whole state
+// directory (the nkey seeds and the log key in creds/, the NATS store with
+// the log and the command queue, the views, engine.json, engine.log), and
+// the --log-key and --nkey files wherever they are. The agent identity's
+// seed stays readable at its own path: `orbit mcp` signs in with it, and
+// it is worth no more than the verbs (events.IdentityAgent). The rest of
+// .orbit is read-only: the jobs, activities and configuration there are
+// what the engine runs next, outside any sandbox.
+//
+// It logs a warning when the machine cannot sandbox a program: the agents
+// then run as before, which their records say (sandbox: none).
+func agentSandbox(cfg Config, creds *events.Creds, logger *slog.Logger) *sandbox.Policy {
+	state := StateDir(cfg.Root)
+	p := &sandbox.Policy{
+		Hide:     []string{state},
+		Keep:     []string{creds.File(events.IdentityAgent)},
+		ReadOnly: []string{filepath.Dir(state)},
+	}
+	for _, f := range []string{cfg.LogKeyFile, cfg.NKeySeedFile} {
+		if f == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(f); err == nil {
+			p.Hide = append(p.Hide, abs)
+		}
+	}
+	if ok, why := sandbox.Available(); !ok {
+		logger.Warn("CLI agents run without a sandbox: an agent with a shell can read the engine's keys in "+state, "reason", why)
+	}
+	return p
+}

@@ -1,0 +1,104 @@
+// Package sandbox starts a program where it cannot see what Orbit keeps
+// secret: in private mount and PID namespaces whose view of the file system
+// covers the paths of a Policy (the engine's state directory: its nkey
+// seeds, the log key, the NATS store) and whose /proc shows its own
+// processes only, and with no capabilities left. The engine starts CLI
+// agents so (DESIGN §8): an agent with a shell runs as the engine's user,
+// and without this could read the engine's seed and forge the log.
+//
+// The namespaces are made by the kernel when the program's first process
+// is cloned (Wrap); the mounts are made in that process before the program
+// runs, by the executable that starts it (this one, re-executed: the
+// pattern of moby's reexec), which Init recognises and which then execs
+// the program. So every executable that calls Wrap must call Init first
+// thing in main (and a test binary in TestMain). An executable that does
+// not exits at once on the unknown first argument (a Go test binary on
+// its flag), and Available reports the sandbox unavailable.
+//
+// Where the namespaces cannot be made (not Linux, user namespaces turned
+// off, a seccomp profile that refuses them) Available says why and the
+// engine runs its CLI agents as before, saying so at start and on each
+// invocation's record (ModeNone).
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+)
+
+// Modes, as recorded on a CLI invocation (cli.invocation.started sandbox).
+const (
+	// ModeMountNamespace: the program ran in private mount and PID
+	// namespaces with the policy's paths covered.
+	ModeMountNamespace = "mount-namespace"
+	// ModeNone: the program ran as the engine's other programs do, and
+	// could read what its user can.
+	ModeNone = "none"
+)
+
+// argv0 is the hidden name the re-executed step runs under, and argFlag
+// its first argument: a binary that does not call Init takes it for an
+// unknown flag and exits.
+const (
+	argv0   = "orbit-sandbox"
+	argFlag = "-orbit-sandbox-exec"
+	// argProbe, instead of a policy, asks the step to make its mounts and
+	// exit 0 (Available).
+	argProbe = "probe"
+)
+
+// Policy is what a sandboxed program does not see.
+type Policy struct {
+	// Hide are absolute paths covered in the program's view: a directory
+	// by an empty read-only tmpfs, a file by an empty one (/dev/null). A
+	// path that does not exist is skipped.
+	Hide []string `json:"hide"`
+	// Keep are absolute paths of files under a hidden directory that the
+	// program may read: each is bound back, read-only, at its own path.
+	Keep []string `json:"keep,omitempty"`
+	// ReadOnly are absolute paths the program may read but not change
+	// (bound on themselves, read-only), before Hide is applied: a hidden
+	// path may be under one.
+	ReadOnly []string `json:"read_only,omitempty"`
+}
+
+// Wrap makes cmd (built by exec.Command, not started) start in the
+// sandbox of p when Available, and returns the mode it will run in; cmd
+// is then this executable re-executed, with the program's path and
+// arguments after the policy, and its SysProcAttr set: internal/proc's
+// Start keeps it. When the sandbox is not available cmd is left as it was
+// and the mode is ModeNone.
+func Wrap(cmd *exec.Cmd, p Policy) (string, error) {
+	if ok, _ := Available(); !ok {
+		return ModeNone, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("sandbox: the executable to re-execute: %w", err)
+	}
+	policy, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	args := append([]string{argv0, argFlag, string(policy), cmd.Path}, cmd.Args...)
+	cmd.Path, cmd.Args = self, args
+	cmd.SysProcAttr = sysProcAttr()
+	return ModeMountNamespace, nil
+}
+
+var probe struct {
+	once   sync.Once
+	ok     bool
+	reason string
+}
+
+// Available reports whether Wrap can sandbox a program on this machine
+// and, when it cannot, why. It finds out once per process, by starting the
+// re-executed step in the namespaces with nothing to hide.
+func Available() (bool, string) {
+	probe.once.Do(func() { probe.ok, probe.reason = available() })
+	return probe.ok, probe.reason
+}
