@@ -22,13 +22,17 @@ func (p Policy) ForWorkspace(dir string) Policy {
 	if gitDir == "" {
 		return p
 	}
-	for _, d := range []string{gitDir, common} {
-		hooks := filepath.Join(d, "hooks")
-		_ = os.MkdirAll(hooks, 0o755)
-		for _, path := range []string{filepath.Join(d, "config"), filepath.Join(d, "config.worktree"), hooks} {
-			if !slices.Contains(p.ReadOnly, path) {
-				p.ReadOnly = append(p.ReadOnly, path)
-			}
+	// Git reads the hooks and config of the common directory, which a
+	// linked work tree's commondir names, and config.worktree of both.
+	hooks := filepath.Join(common, "hooks")
+	_ = os.MkdirAll(hooks, 0o755)
+	paths := []string{
+		filepath.Join(gitDir, "commondir"), filepath.Join(gitDir, "config.worktree"),
+		filepath.Join(common, "config"), filepath.Join(common, "config.worktree"), hooks,
+	}
+	for _, path := range paths {
+		if !slices.Contains(p.ReadOnly, path) {
+			p.ReadOnly = append(p.ReadOnly, path)
 		}
 	}
 	return p
