@@ -169,6 +169,10 @@ type CriterionResult struct {
 	Detail   string `json:"detail"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Output   string `json:"output,omitempty"` // capped at 4 KiB
+	// Sandbox is how a command criterion ran (sandbox.ModeMountNamespace
+	// or ModeNone), as on cli.invocation.started; empty for the others
+	// and for an engine that gave the verifier no policy.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // GroundhogVerificationData records one run of the verifier, pass or fail.

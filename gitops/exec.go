@@ -93,6 +93,10 @@ func runGit(ctx context.Context, dir string, extraEnv []string, c call) ([]byte,
 		"-c", "core.pager=cat",
 		"-c", "color.ui=false",
 		"-c", "advice.detachedHead=false",
+		// A command in core.fsmonitor is run by any status, add or
+		// commit, and .git/config is the workspace's, which an agent
+		// may have written: Orbit's git asks no monitor.
+		"-c", "core.fsmonitor=false",
 	}
 	if !c.hooks {
 		global = append(global, "-c", "core.hooksPath="+os.DevNull)

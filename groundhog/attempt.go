@@ -115,6 +115,9 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 			"the attempt was closed by " + a.verdict.verb + ", then the agent went on: " + runErr.Error())}
 	case a.verdict != nil && a.verdict.verb == VerbSuccess:
 		v := &verifier{repo: r.repo, snap: snap, env: r.cfg.Env}
+		if r.cfg.CLI != nil {
+			v.sandbox = r.cfg.CLI.Sandbox
+		}
 		results, passed := v.check(ctx, cp)
 		if err := record(ctx, r, events.GroundhogVerification, "", events.GroundhogVerificationData{Attempt: a.id, Passed: passed, Results: results}); err != nil {
 			return false, r.abort(ctx, a, err)

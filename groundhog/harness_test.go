@@ -28,6 +28,7 @@ type harness struct {
 	proj *projector.Projector
 	repo string
 	task string
+	cli  *groundhog.CLIBackend // Config.CLI of its runs
 }
 
 func newHarness(t *testing.T, files map[string]string, plan string) *harness {
@@ -64,6 +65,7 @@ func (h *harness) run(runID string, s assets.ActivitySpec, newProvider func(star
 		Memory:  h.memory,
 		Profile: agent.DefaultProfile,
 		GitEnv:  testkit.GitEnv(),
+		CLI:     h.cli,
 	})
 }
 

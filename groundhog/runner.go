@@ -79,7 +79,9 @@ type CLIBackend struct {
 	// server: the token is never on Codex's command line.
 	CodexOverrides func(taskID, token string) (args, env []string, err error)
 	// Sandbox is what the attempt's agent does not see (agent.CLIConfig
-	// Sandbox); nil: it sees what the engine's user can.
+	// Sandbox), and the verifier's command criteria, which run the code
+	// an agent of either backend wrote; nil: they see what the engine's
+	// user can.
 	Sandbox *sandbox.Policy
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/internal/proc"
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 const (
@@ -43,6 +44,10 @@ type verifier struct {
 	repo *gitops.Repo
 	snap *gitops.Snapshot
 	env  []string
+	// sandbox, when set, is the policy command criteria run under: they
+	// run the workspace's code, which the agent wrote, so they see what
+	// the agent sees (CLIBackend.Sandbox).
+	sandbox *sandbox.Policy
 }
 
 // check runs every criterion (success criteria, then anti-criteria) in
@@ -147,16 +152,23 @@ func (v *verifier) command(ctx context.Context, c *assets.Criterion) (events.Cri
 	}
 	out := tailBuffer{Tail: proc.Tail{Max: outputCap}}
 	cmd := exec.Command("sh", "-c", c.Command)
+	mode := ""
+	if v.sandbox != nil {
+		var err error
+		if mode, err = sandbox.Wrap(cmd, v.sandbox.ForWorkspace(v.repo.Dir)); err != nil {
+			return events.CriterionResult{Detail: "starting sh: " + err.Error()}, false
+		}
+	}
 	cmd.Dir = v.repo.Dir
 	cmd.Env = v.env
 	cmd.Stdout, cmd.Stderr = &out, &out
 	g, err := proc.Start(ctx, cmd)
 	if err != nil {
-		return events.CriterionResult{Detail: "starting sh: " + err.Error()}, false
+		return events.CriterionResult{Detail: "starting sh: " + err.Error(), Sandbox: mode}, false
 	}
 	res := g.Wait(ctx, timeout, 3*time.Second)
 	code := res.ExitCode
-	r := events.CriterionResult{ExitCode: &code, Output: out.String()}
+	r := events.CriterionResult{ExitCode: &code, Output: out.String(), Sandbox: mode}
 	switch {
 	case res.TimedOut:
 		r.Detail = fmt.Sprintf("`%s` timed out after %s", c.Command, timeout)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/sandbox"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -74,7 +75,14 @@ func TestGroundhogThroughTheBinary(t *testing.T) {
 	require.Len(t, audit.Checkpoints, 2)
 	require.Len(t, audit.Checkpoints[1].Attempts, 2)
 	assert.NotEmpty(t, audit.Checkpoints[1].Attempts[0].ToolCalls)
-	assert.Len(t, audit.Checkpoints[1].Attempts[0].Verifications, 1)
+	require.Len(t, audit.Checkpoints[1].Attempts[0].Verifications, 1)
+	if ok, _ := sandbox.Available(); ok {
+		for _, res := range audit.Checkpoints[1].Attempts[0].Verifications[0].Results {
+			if res.Kind == "command" {
+				assert.Equal(t, sandbox.ModeMountNamespace, res.Sandbox, "the verifier's command ran in the agent's sandbox")
+			}
+		}
+	}
 
 	r = p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())

@@ -165,7 +165,10 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	mode := sandbox.ModeNone
 	if cfg.Sandbox != nil {
-		if mode, err = sandbox.Wrap(cmd, *cfg.Sandbox); err != nil {
+		// The workspace's git configuration and hooks are run by the
+		// engine's git later, outside the sandbox: the agent may not
+		// change them.
+		if mode, err = sandbox.Wrap(cmd, cfg.Sandbox.ForWorkspace(cfg.Workspace)); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,127 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/internal/proc"
+	"github.com/orbitrun/orbit/internal/sandbox"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// gitScript is what an agent does in its workspace: its work, committed,
+// then an attempt at what the engine's git would run later.
+const gitScript = `
+echo work > work.txt; echo " write-tree:$?"
+git add work.txt && git commit --quiet -m work; echo " commit:$?"
+echo '[core]
+	fsmonitor = /tmp/evil' >> .git/config; echo " write-config:$?"
+git config core.fsmonitor /tmp/evil; echo " git-config:$?"
+mkdir -p .git/hooks; echo 'exit 0' > .git/hooks/pre-commit; echo " write-hook:$?"
+`
+
+// TestAWorkspacesGitConfigAndHooksAreReadOnly: a program started with
+// the policy ForWorkspace gives may write and commit in its work tree (run
+// from a directory below its top) but may change neither .git/config nor
+// .git/hooks, which Orbit's own git reads outside the sandbox.
+func TestAWorkspacesGitConfigAndHooksAreReadOnly(t *testing.T) {
+	t.Parallel()
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox on this machine: %s", why)
+	}
+	repo := t.TempDir()
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.invalid",
+		"GIT_COMMITTER_NAME=C", "GIT_COMMITTER_EMAIL=c@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+repo)
+	git := exec.Command("git", "init", "--quiet", repo)
+	git.Env = env
+	out, err := git.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.RemoveAll(filepath.Join(repo, ".git", "hooks")), "a missing hooks directory is made")
+	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	require.NoError(t, err)
+	sub := filepath.Join(repo, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+
+	base := sandbox.Policy{Hide: []string{filepath.Join(repo, "nothing")}}
+	p := base.ForWorkspace(sub)
+	assert.Empty(t, base.ReadOnly, "the policy given is not changed")
+	cmd := exec.Command("sh", "-c", "cd .. && "+gitScript)
+	mode, err := sandbox.Wrap(cmd, p)
+	require.NoError(t, err)
+	require.Equal(t, sandbox.ModeMountNamespace, mode)
+	var buf bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = sub, env, &buf, &buf
+	g, err := proc.Start(testkit.Context(t), cmd)
+	require.NoError(t, err)
+	res := g.Wait(testkit.Context(t), 0, 0)
+	require.Equal(t, 0, res.ExitCode, "%v: %s", res.Err, buf.String())
+	got := buf.String()
+	assert.Contains(t, got, " write-tree:0", "the work tree is writable")
+	assert.Contains(t, got, " commit:0", "the agent may commit")
+	assert.NotContains(t, got, " write-config:0")
+	assert.NotContains(t, got, " git-config:0")
+	assert.NotContains(t, got, " write-hook:0")
+
+	after, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	require.NoError(t, err)
+	assert.Equal(t, string(config), string(after), ".git/config is unchanged")
+	hooks, err := os.ReadDir(filepath.Join(repo, ".git", "hooks"))
+	require.NoError(t, err)
+	assert.Empty(t, hooks, "no hook was planted")
+	log := exec.Command("git", "log", "--format=%s")
+	log.Dir, log.Env = repo, env
+	out, err = log.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "work\n", string(out))
+}
+
+// TestALinkedWorkTreesGitConfigIsReadOnly: in a linked work tree, the
+// main repository's config and the work tree's commondir (which names the
+// directory whose config and hooks git reads) are read-only; the program
+// still commits.
+func TestALinkedWorkTreesGitConfigIsReadOnly(t *testing.T) {
+	t.Parallel()
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox on this machine: %s", why)
+	}
+	base := t.TempDir()
+	repo, wt := filepath.Join(base, "repo"), filepath.Join(base, "wt")
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.invalid",
+		"GIT_COMMITTER_NAME=C", "GIT_COMMITTER_EMAIL=c@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+base)
+	for _, args := range [][]string{{"init", "--quiet", repo}, {"-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first"}, {"-C", repo, "worktree", "add", "--quiet", wt}} {
+		git := exec.Command("git", args...)
+		git.Env = env
+		out, err := git.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	require.NoError(t, err)
+
+	cmd := exec.Command("sh", "-c", `
+echo work > work.txt && git add work.txt && git commit --quiet -m work; echo " commit:$?"
+echo /tmp > "$(git rev-parse --git-dir)/commondir"; echo " write-commondir:$?"
+git config core.fsmonitor /tmp/evil; echo " git-config:$?"
+`)
+	mode, err := sandbox.Wrap(cmd, sandbox.Policy{}.ForWorkspace(wt))
+	require.NoError(t, err)
+	require.Equal(t, sandbox.ModeMountNamespace, mode)
+	var buf bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = wt, env, &buf, &buf
+	g, err := proc.Start(testkit.Context(t), cmd)
+	require.NoError(t, err)
+	res := g.Wait(testkit.Context(t), 0, 0)
+	require.Equal(t, 0, res.ExitCode, "%v: %s", res.Err, buf.String())
+	got := buf.String()
+	assert.Contains(t, got, " commit:0", "the agent may commit")
+	assert.NotContains(t, got, " write-commondir:0")
+	assert.NotContains(t, got, " git-config:0")
+	after, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	require.NoError(t, err)
+	assert.Equal(t, string(config), string(after), "the main repository's config is unchanged")
+}
