@@ -254,6 +254,10 @@ func (l *Log) requestAt(ctx context.Context, id, endpoint string, data []byte, r
 			return fmt.Errorf("%w: %w: engine %s does not answer %s", ErrUnavailable, errEngineGone, id, endpoint)
 		case errors.Is(err, context.DeadlineExceeded):
 			return fmt.Errorf("%w: engine %s did not answer %s", ErrUnavailable, id, endpoint)
+		case errors.Is(err, nats.ErrMaxPayload):
+			// The request itself, not the engine: sending it again cannot help.
+			return fmt.Errorf("%w: the %s request is %d bytes, over the server's largest message (max_payload) of %d bytes",
+				ErrInvalidRequest, endpoint, len(data), l.nc.MaxPayload())
 		}
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, endpoint, err)
 	}

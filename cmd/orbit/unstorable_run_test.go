@@ -54,7 +54,7 @@ func TestARunTooLargeToRecordIsRefusedBeforeItHasAnID(t *testing.T) {
 	lo, hi := 1000, maxPayload
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		if r = try(mid); r.Code == 3 {
+		if r = try(mid); r.Code == 2 && strings.Contains(r.Stderr, "request is") {
 			hi = mid
 		} else {
 			lo = mid
