@@ -92,7 +92,10 @@ func (l *lease) try(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cur, err := l.kv.Get(ctx, l.key)
+	// Read at the bucket's leader: a replica behind it would give a
+	// revision the compare-and-set below is refused for, and a step or
+	// run would wait for its next try though the lease was free.
+	cur, err := l.kv.Latest(ctx, l.key)
 	if errors.Is(err, events.ErrNotFound) {
 		l.rev, err = l.kv.Create(ctx, l.key, value)
 		l.written = at
