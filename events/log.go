@@ -118,13 +118,8 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 // configuration. It fails with ErrUnavailable when no server answers or
 // when the engine has not provisioned the streams yet.
 func Dial(ctx context.Context, url string, cfg Config) (*Log, error) {
-	cfg.URL = url
-	cfg.setDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events")}
-	if err := l.connect(); err != nil {
+	l, err := DialAPI(ctx, url, cfg)
+	if err != nil {
 		return nil, err
 	}
 	if err := l.bind(ctx); err != nil {

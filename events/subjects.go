@@ -1,7 +1,5 @@
 package events
 
-import "strings"
-
 // Subject roots. Events live under EventsRoot, commands under CommandsRoot,
 // the query API under APIRoot.
 const (
@@ -77,17 +75,4 @@ func CommandSubject(name string) string {
 // APISubject is the request subject of a query endpoint.
 func APISubject(endpoint string) string {
 	return APIRoot + "." + endpoint
-}
-
-// splitSubject returns the aggregate, id and type of an event subject.
-func splitSubject(subject string) (aggregate, id, typ string, ok bool) {
-	rest, found := strings.CutPrefix(subject, EventsRoot+".")
-	if !found {
-		return "", "", "", false
-	}
-	parts := strings.SplitN(rest, ".", 3)
-	if len(parts) != 3 {
-		return "", "", "", false
-	}
-	return parts[0], parts[1], parts[2], true
 }
