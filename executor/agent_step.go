@@ -232,7 +232,7 @@ func replayStart(ctx context.Context, log *events.Log, runID, fixture string) (i
 		if ev.Type == events.StepFinished {
 			var d events.StepFinishedData
 			if ev.Decode(&d) == nil {
-				finished[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] = true
+				finished[attemptKey(ev.StepKey, d.Attempt)] = true
 			}
 		}
 	}
@@ -242,7 +242,7 @@ func replayStart(ctx context.Context, log *events.Log, runID, fixture string) (i
 			continue
 		}
 		var d events.AgentTurnData
-		if ev.Decode(&d) == nil && d.Fixture == fixture && finished[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] {
+		if ev.Decode(&d) == nil && d.Fixture == fixture && finished[attemptKey(ev.StepKey, d.Attempt)] {
 			n++
 		}
 	}

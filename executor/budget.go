@@ -42,13 +42,13 @@ func (s *spend) add(ev events.Event) {
 			if s.turned == nil {
 				s.turned = map[string]bool{}
 			}
-			s.turned[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] = true
+			s.turned[attemptKey(ev.StepKey, d.Attempt)] = true
 		}
 	case events.CLIInvocationFinished:
 		var d events.CLIInvocationFinishedData
 		if ev.Decode(&d) == nil {
 			s.costUSD += d.CostUSD
-			if !d.UsageInTurns && !s.turned[fmt.Sprintf("%s#%d", ev.StepKey, d.Attempt)] {
+			if !d.UsageInTurns && !s.turned[attemptKey(ev.StepKey, d.Attempt)] {
 				s.tokens += d.Usage.InputTokens + d.Usage.OutputTokens
 			}
 		}

@@ -87,6 +87,7 @@ func readFacts(ctx context.Context, log *events.Log, runID string) (*runFacts, e
 	return f, nil
 }
 
+// attemptKey names a step attempt: step key # attempt.
 func attemptKey(key string, attempt int) string {
 	return key + "#" + strconv.Itoa(attempt)
 }
