@@ -85,8 +85,13 @@ func stepOutcomeEncoded(ev events.Event) (any, json.RawMessage, *events.ErrorInf
 		return nil, nil, &events.ErrorInfo{Kind: events.KindInternal, Message: err.Error(), StepKey: ev.StepKey}
 	}
 	if d.State != events.StateSuccess {
-		_, failed := stepOutcome(ev)
-		return nil, nil, failed
+		if d.Error == nil {
+			d.Error = &events.ErrorInfo{Kind: events.KindActivity, Message: "step " + d.State}
+		}
+		if d.Error.StepKey == "" {
+			d.Error.StepKey = ev.StepKey
+		}
+		return nil, nil, d.Error
 	}
 	var out any
 	if len(d.Output) > 0 {

@@ -464,20 +464,8 @@ func internal(ctx context.Context, err error) *events.ErrorInfo {
 
 // stepOutcome decodes a step.finished event into an output or a failure.
 func stepOutcome(ev events.Event) (any, *events.ErrorInfo) {
-	var d events.StepFinishedData
-	if err := ev.Decode(&d); err != nil {
-		return nil, &events.ErrorInfo{Kind: events.KindInternal, Message: err.Error(), StepKey: ev.StepKey}
-	}
-	if d.State == events.StateSuccess {
-		return d.Output, nil
-	}
-	if d.Error == nil {
-		d.Error = &events.ErrorInfo{Kind: events.KindActivity, Message: "step " + d.State}
-	}
-	if d.Error.StepKey == "" {
-		d.Error.StepKey = ev.StepKey
-	}
-	return nil, d.Error
+	out, _, failed := stepOutcomeEncoded(ev)
+	return out, failed
 }
 
 func encodeJSON(v any) (json.RawMessage, error) {
