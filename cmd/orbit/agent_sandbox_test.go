@@ -45,6 +45,40 @@ func secretsOf(t *testing.T, root string) []string {
 	return append(out, strings.TrimSpace(string(key)))
 }
 
+// probePlan is a plan of one checkpoint, which the probe's last command
+// does.
+const probePlan = "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n"
+
+// runProbe gives task the probe's plan and runs it with activity, whose
+// agent's shell call has the arguments call: it sets call[field] to the
+// probe, writing to out, once the project's root is known (the scripted
+// server answers with call when the agent asks, after this). It checks
+// that the verb committed, that the agent ran in the sandbox and read no
+// secret, and returns what the probe saw.
+func runProbe(t *testing.T, p *testkit.Project, task, activity string, call map[string]any, field, out string) string {
+	t.Helper()
+	call[field] = credsProbe(p.Root, out)
+	planTask(t, p, task, probePlan)
+	r := p.Orbit("groundhog", "run", task, "--activity", activity)
+	require.Equal(t, 0, r.Code, "the verb reached the engine from the sandbox: %s", r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	r = p.Orbit("run", "events", runID, "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, `"sandbox": "mount-namespace"`)
+
+	data, err := os.ReadFile(out)
+	require.NoError(t, err, "the agent's shell ran the probe")
+	seen := string(data)
+	for _, f := range []string{"engine.nk", "client.nk", "reader.nk", events.LogKeyFile} {
+		assert.Contains(t, seen, filepath.Join(engine.CredsDir(p.Root), f)+": No such file or directory", f)
+	}
+	assert.Contains(t, seen, " agent.nk:0", "the agent identity's seed stays readable")
+	for _, secret := range secretsOf(t, p.Root) {
+		assert.NotContains(t, seen, secret)
+	}
+	return seen
+}
+
 // TestAClaudeCodeAgentCannotReadTheEnginesCreds: a Groundhog attempt's
 // Claude Code session whose Bash reads the engine's creds directory by
 // its absolute path finds its files gone, save the agent identity's seed,
@@ -56,46 +90,20 @@ func TestAClaudeCodeAgentCannotReadTheEnginesCreds(t *testing.T) {
 	if ok, why := sandbox.Available(); !ok {
 		t.Skipf("no sandbox on this machine: %s", why)
 	}
-	probe := filepath.Join(t.TempDir(), "probe.txt")
-	p := testkit.NewProject(t)
-	root := p.Root
+	call := map[string]any{"description": "look around"}
 	srv := testkit.NewAnthropicServer(t, []testkit.Turn{
-		{Tools: []testkit.ToolUse{{ID: "toolu_probe", Name: "Bash", Input: map[string]any{"command": credsProbe(root, probe), "description": "look around"}}}},
+		{Tools: []testkit.ToolUse{{ID: "toolu_probe", Name: "Bash", Input: call}}},
 		{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
 		{Text: "Done: the checkpoint is closed."},
 	}...)
-	p.Env = append(p.Env, testkit.GitEnv()...)
-	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
-	executor := readCLIExample(t, "claude_code.yaml")
-	p.WriteFile(".orbit/executors/claude_code.yaml", strings.Replace(executor, "\n  command: claude\n", "\n  command: "+testkit.ClaudeCLI(t)+"\n", 1))
-	p.WriteFile(".orbit/activities/example_cli_agent.yaml", readCLIExample(t, "example_cli_agent.yaml"))
-	repo := testkit.NewGitRepo(t, map[string]string{"README.md": "# cli\n"})
-	plan := p.WriteFile("plan.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n")
-	r := p.Orbit("task", "create", "--title", "Probe", "--plan", plan, "--workspace", repo)
-	require.Equal(t, 0, r.Code, r.String())
-	task := strings.TrimSpace(r.Stdout)
-
-	r = p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
-	require.Equal(t, 0, r.Code, "the verb reached the engine from the sandbox: %s", r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	r = p.Orbit("run", "events", runID, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	assert.Contains(t, r.Stdout, `"sandbox": "mount-namespace"`)
-
-	data, err := os.ReadFile(probe)
-	require.NoError(t, err, "the agent's Bash ran the probe")
-	seen := string(data)
+	p, _, task := cliGroundhogProject(t, srv)
+	seen := runProbe(t, p, task, "example_cli_agent", call, "command", filepath.Join(t.TempDir(), "probe.txt"))
 	for _, f := range []string{"engine.nk", "client.nk", "reader.nk", events.LogKeyFile} {
-		assert.Contains(t, seen, filepath.Join(engine.CredsDir(root), f)+": No such file or directory", f)
 		assert.NotContains(t, seen, " "+f+":0", "%s was read", f)
 	}
-	assert.Contains(t, seen, " agent.nk:0", "the agent identity's seed stays readable")
 	assert.Contains(t, seen, "creds\n state:0", "the state directory shows the kept seed's directory only")
 	assert.Contains(t, seen, "Read-only file system", "the project's .orbit is read-only")
 	assert.NotContains(t, seen, " config:0", "the agent changed the project's configuration")
-	for _, secret := range secretsOf(t, root) {
-		assert.NotContains(t, seen, secret)
-	}
 }
 
 // TestACodexAgentCannotReadTheEnginesCreds is the Claude Code test for
@@ -107,44 +115,12 @@ func TestACodexAgentCannotReadTheEnginesCreds(t *testing.T) {
 	if ok, why := sandbox.Available(); !ok {
 		t.Skipf("no sandbox on this machine: %s", why)
 	}
-	probe := filepath.Join(t.TempDir(), "probe.txt")
-	p := testkit.NewProject(t)
-	root := p.Root
+	call := map[string]any{}
 	srv := testkit.NewOpenAIServer(t, []testkit.Turn{
-		{Tools: []testkit.ToolUse{{ID: "call_probe", Name: "exec_command", Input: map[string]any{"cmd": credsProbe(root, probe)}}}},
+		{Tools: []testkit.ToolUse{{ID: "call_probe", Name: "exec_command", Input: call}}},
 		{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
 		{Text: "Done: the checkpoint is closed."},
 	}...)
-	p.Env = append(p.Env, testkit.GitEnv()...)
-	p.Env = append(p.Env, testkit.CodexEnv(t)...)
-	quoted := make([]string, 0, len(testkit.CodexProviderArgs(srv)))
-	for _, a := range testkit.CodexProviderArgs(srv) {
-		quoted = append(quoted, fmt.Sprintf("%q", a))
-	}
-	executor := strings.Replace(readCLIExample(t, "codex.yaml"), "\n  command: codex\n", "\n  command: "+testkit.CodexCLI(t)+"\n  args: ["+strings.Join(quoted, ", ")+"]\n", 1)
-	p.WriteFile(".orbit/executors/codex.yaml", executor)
-	p.WriteFile(".orbit/activities/example_codex_agent.yaml", readCLIExample(t, "example_codex_agent.yaml"))
-	repo := testkit.NewGitRepo(t, map[string]string{"README.md": "# cli\n"})
-	plan := p.WriteFile("plan.yaml", "checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria:\n      - {kind: file_exists, path: one.txt}\n")
-	r := p.Orbit("task", "create", "--title", "Probe", "--plan", plan, "--workspace", repo)
-	require.Equal(t, 0, r.Code, r.String())
-	task := strings.TrimSpace(r.Stdout)
-
-	r = p.Orbit("groundhog", "run", task, "--activity", "example_codex_agent")
-	require.Equal(t, 0, r.Code, "the verb reached the engine from the sandbox: %s", r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	r = p.Orbit("run", "events", runID, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	assert.Contains(t, r.Stdout, `"sandbox": "mount-namespace"`)
-
-	data, err := os.ReadFile(probe)
-	require.NoError(t, err, "the agent's exec_command ran the probe")
-	seen := string(data)
-	for _, f := range []string{"engine.nk", "client.nk", "reader.nk", events.LogKeyFile} {
-		assert.Contains(t, seen, filepath.Join(engine.CredsDir(root), f)+": No such file or directory", f)
-	}
-	assert.Contains(t, seen, " agent.nk:0", "the agent identity's seed stays readable")
-	for _, secret := range secretsOf(t, root) {
-		assert.NotContains(t, seen, secret)
-	}
+	p, _, task := codexGroundhogProject(t, srv)
+	runProbe(t, p, task, "example_codex_agent", call, "cmd", filepath.Join(t.TempDir(), "probe.txt"))
 }
