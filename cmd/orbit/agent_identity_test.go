@@ -1,13 +1,8 @@
 package main_test
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -37,24 +32,7 @@ func TestAnEngineSaysWhenTheServerRefusesTheAgentIdentity(t *testing.T) {
 				}
 				block += "] }\n"
 			}
-			conf := filepath.Join(t.TempDir(), "nats.conf")
-			require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\n"+block), 0o600))
-			opts, err := server.ProcessConfigFile(conf)
-			require.NoError(t, err)
-			opts.NoLog, opts.NoSigs = true, true
-			srv, err := server.NewServer(opts)
-			require.NoError(t, err)
-			srv.Start()
-			require.True(t, srv.ReadyForConnections(10*time.Second))
-			t.Cleanup(srv.Shutdown)
-
-			p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
-			stderr := &syncBuffer{}
-			cmd := p.Command("serve")
-			cmd.Stderr = stderr
-			require.NoError(t, cmd.Start())
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+			stderr := serveOnExternalServer(t, p, block)
 			const warning = "does not admit the agent identity"
 			if withAgent {
 				assert.NotContains(t, stderr.String(), warning)

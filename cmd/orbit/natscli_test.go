@@ -176,28 +176,11 @@ func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
 	p := testkit.NewProject(t)
 	creds, err := events.EnsureCreds(engine.CredsDir(p.Root))
 	require.NoError(t, err)
-	conf := filepath.Join(t.TempDir(), "nats.conf")
 	users := ""
 	for _, id := range events.Identities {
 		users += "{nkey: " + creds.Public[id] + "}\n"
 	}
-	require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\nauthorization { users = [\n"+users+"] }\n"), 0o600))
-	opts, err := server.ProcessConfigFile(conf)
-	require.NoError(t, err)
-	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(srv.Shutdown)
-
-	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
-	stderr := &syncBuffer{}
-	cmd := p.Command("serve")
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+	stderr := serveOnExternalServer(t, p, "authorization { users = [\n"+users+"] }\n")
 	assert.Contains(t, stderr.String(), "the reader identity may change stream ORBIT_EVENTS")
 	assert.Contains(t, stderr.String(), "orbit nats-config")
 }
@@ -221,4 +204,30 @@ func TestNATSContextWithoutAnEngine(t *testing.T) {
 	assert.Equal(t, "nats://127.0.0.1:4222", ctx.URL)
 	assert.Equal(t, credsFile(p, events.IdentityReader), ctx.NKey)
 	assert.Zero(t, p.EnginePID(), "writing a context starts no engine")
+}
+
+// serveOnExternalServer starts a nats-server configured with the
+// authorization block auth and the project's engine on it, and returns
+// the engine's stderr once it serves.
+func serveOnExternalServer(t *testing.T, p *testkit.Project, auth string) *syncBuffer {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\n"+auth), 0o600))
+	opts, err := server.ProcessConfigFile(conf)
+	require.NoError(t, err)
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	require.NoError(t, err)
+	srv.Start()
+	require.True(t, srv.ReadyForConnections(10*time.Second))
+	t.Cleanup(srv.Shutdown)
+
+	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
+	stderr := &syncBuffer{}
+	cmd := p.Command("serve")
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+	return stderr
 }
