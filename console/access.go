@@ -132,7 +132,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, given string) {
 		HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	q := r.URL.Query()
 	q.Del(tokenParam)
-	to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	// Cleaned, so that "//elsewhere" stays on this console.
+	to := url.URL{Path: path.Clean("/" + r.URL.Path), RawQuery: q.Encode()}
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, to.String(), http.StatusSeeOther)
 }
@@ -140,8 +141,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, given string) {
 // authorized reports whether r carries the session cookie, the token as a
 // bearer token, or the token as a basic authentication password.
 func (s *Server) authorized(r *http.Request) bool {
-	if c, err := r.Cookie(s.cookieName); err == nil {
-		return equalSecret(c.Value, s.session)
+	if c, err := r.Cookie(s.cookieName); err == nil && equalSecret(c.Value, s.session) {
+		return true
 	}
 	if _, pass, ok := r.BasicAuth(); ok {
 		return s.matches(pass)

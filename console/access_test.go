@@ -168,6 +168,9 @@ func TestConsoleAsksForItsOwnersToken(t *testing.T) {
 	forged.AddCookie(&http.Cookie{Name: cookie.Name, Value: strings.Repeat("0", len(cookie.Value))})
 	code, _, _ = send(t, forged)
 	assert.Equal(t, http.StatusUnauthorized, code, "a made-up cookie")
+	code, header, _ = send(t, anonymous(http.MethodGet, "//elsewhere.example/x?token="+c.Token))
+	assert.Equal(t, http.StatusSeeOther, code)
+	assert.Equal(t, "/elsewhere.example/x", header.Get("Location"), "a login stays on the console")
 
 	for name, set := range map[string]func(*http.Request){
 		"bearer": func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+c.Token) },
