@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -90,6 +91,11 @@ type ServeConfig struct {
 	Listen string `json:"listen"`
 	// HTTP is the address of the web console, host:port ("" serves none).
 	HTTP string `json:"http,omitempty"`
+	// HTTPHosts are host names the console answers to besides its own
+	// address, localhost, 127.0.0.1 and [::1]: "name" (any port, or none
+	// behind a proxy) or "name:port". A request for any other host is
+	// refused (DNS rebinding).
+	HTTPHosts []string `json:"http_hosts,omitempty"`
 }
 
 // EngineConfig configures the engine.
@@ -133,7 +139,7 @@ type RuntimeConfig struct {
 var configKeys = map[string][]string{
 	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats"},
 	"nats":        {"url", "replicas"},
-	"serve":       {"listen", "http"},
+	"serve":       {"listen", "http", "http_hosts"},
 	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth"},
 	"runtime":     {"backend"},
 	"fs_profiles": {"read", "write"},           // of each profile
@@ -180,6 +186,11 @@ func (c *Config) Validate() error {
 	if v.Serve.HTTP != "" {
 		if reason := checkListen(v.Serve.HTTP); reason != "" {
 			ps.add(0, "serve.http", reason)
+		}
+	}
+	for i, h := range v.Serve.HTTPHosts {
+		if reason := checkHTTPHost(h); reason != "" {
+			ps.add(0, index("serve.http_hosts", i), reason)
 		}
 	}
 	if v.Engine.IdleTimeoutSeconds < 1 {
@@ -288,6 +299,39 @@ func checkNATSURLs(list string) string {
 	return ""
 }
 
+// hostLabel is one label of a DNS name.
+var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+
+// checkHTTPHost says why h is not a host the console may answer to (a DNS
+// name or an IP address, with a port or without), or "" when it is.
+func checkHTTPHost(h string) string {
+	want := fmt.Sprintf("%q is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)", h)
+	host := h
+	if hp, port, err := net.SplitHostPort(h); err == nil {
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return want
+		}
+		host = hp
+	} else if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		host = h[1 : len(h)-1]
+	}
+	if net.ParseIP(host) != nil {
+		if strings.Contains(host, ":") && host == h {
+			return fmt.Sprintf("%q: write an IPv6 address in brackets, [%s]", h, h)
+		}
+		return ""
+	}
+	if host == "" || len(host) > 253 {
+		return want
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if !hostLabel.MatchString(label) {
+			return want
+		}
+	}
+	return ""
+}
+
 func checkListen(addr string) string {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -369,6 +413,14 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 			d.checkKeys(m, configKeys[section], nil)
 			c.Serve.Listen = d.setting(m, "listen", lines)
 			c.Serve.HTTP = d.setting(m, "http", lines)
+			if ln := m.get("http_hosts"); ln != nil {
+				path := child(m.path, "http_hosts")
+				lines[path] = ln.Line
+				c.Serve.HTTPHosts, _ = d.stringList(ln, path)
+				for i := range c.Serve.HTTPHosts {
+					lines[index(path, i)] = resolve(ln).Content[i].Line
+				}
+			}
 		case "engine":
 			d.checkKeys(m, configKeys[section], nil)
 			for key, dst := range map[string]*int{

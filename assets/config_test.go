@@ -35,6 +35,10 @@ func TestLoadConfig(t *testing.T) {
 			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000", HTTP: "127.0.0.1:4280"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3},
 			Runtime: assets.RuntimeConfig{Backend: "cli"}}},
 		{"empty sections", ptr("serve:\nengine: {}\n"), defaults},
+		{"console hosts", ptr("serve:\n  http: 127.0.0.1:4280\n  http_hosts: [orbit.example.com, \"orbit.internal:8443\", 10.0.0.5, \"[fe80::1]\", \"[::1]:4280\"]\n"),
+			assets.Config{Durability: "strict", Serve: assets.ServeConfig{Listen: assets.DefaultListen, HTTP: "127.0.0.1:4280",
+				HTTPHosts: []string{"orbit.example.com", "orbit.internal:8443", "10.0.0.5", "[fe80::1]", "[::1]:4280"}},
+				Engine: defaults.Engine, Runtime: defaults.Runtime}},
 		{"agent settings", ptr(`fs_profiles:
   docs: {read: ["**"], write: ["docs/**", "*.md"]}
   readonly: {read: ["**"]}
@@ -85,6 +89,13 @@ func TestLoadConfigProblems(t *testing.T) {
 		{"bad child depth", "engine:\n  max_child_depth: -2\n", `2: engine.max_child_depth: must be ≥ 1`},
 		{"bad port", "serve: {listen: \"h:99999\"}\n", `1: serve.listen: "h:99999" has no valid port`},
 		{"bad console address", "serve:\n  http: console\n", `2: serve.http: "console" is not host:port`},
+		{"bad console hosts", "serve:\n  http_hosts:\n    - ok.example\n    - http://evil.example\n    - \"*.example.com\"\n    - \"h:0\"\n    - \"fe80::1\"\n    - \"\"\n",
+			"4: serve.http_hosts[1]: \"http://evil.example\" is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)\n" +
+				"FILE:5: serve.http_hosts[2]: \"*.example.com\" is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)\n" +
+				"FILE:6: serve.http_hosts[3]: \"h:0\" is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)\n" +
+				"FILE:7: serve.http_hosts[4]: \"fe80::1\": write an IPv6 address in brackets, [fe80::1]\n" +
+				"FILE:8: serve.http_hosts[5]: \"\" is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)"},
+		{"console hosts not a list", "serve: {http_hosts: orbit.example.com}\n", `1: serve.http_hosts: must be a list of strings, not "orbit.example.com"`},
 		{"wrong types", "engine: {idle_timeout_seconds: soon}\nruntime: [http]\n",
 			"1: engine.idle_timeout_seconds: must be an integer, not \"soon\"\n" +
 				"FILE:2: runtime: must be a mapping, not a list"},
@@ -211,4 +222,29 @@ func TestSeededFSProfiles(t *testing.T) {
 	assert.Equal(t, []string{"src/**"}, c.Profiles()["reviewer"].Read, "the config replaces a seeded profile")
 	got["implementer"].Write[0] = "changed"
 	assert.Equal(t, "**", zero.Profiles()["implementer"].Write[0], "Profiles returns copies")
+}
+
+// FuzzParseConfigHTTPHosts: any serve section parses or is refused with
+// problems, never a panic, and a host name it accepts has no scheme, path,
+// wildcard or space in it.
+func FuzzParseConfigHTTPHosts(f *testing.F) {
+	for _, seed := range []string{
+		"serve: {http_hosts: [orbit.example.com, 'h:443', '[::1]:80', 10.1.2.3]}\n",
+		"serve: {http_hosts: ['http://x/y', '*.x', 'a b']}\n",
+		"serve: {http_hosts: x}\n",
+		"serve:\n  http_hosts:\n    - ''\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		c, err := assets.ParseConfig("c.yaml", []byte(doc))
+		if err != nil {
+			return
+		}
+		for _, h := range c.Serve.HTTPHosts {
+			if h == "" || strings.ContainsAny(h, "/*?#@ \t\r\n") {
+				t.Fatalf("host %q accepted", h)
+			}
+		}
+	})
 }

@@ -72,6 +72,8 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 		EndpointRuns:    e.handle(e.apiRuns),
 		EndpointReplay:  e.handle(e.apiReplay),
 		EndpointMetrics: e.handle(e.apiMetrics),
+		// The console's view of a run: the step tree a page at a time.
+		EndpointRunSteps: e.handle(e.apiRunSteps),
 	}
 	for name, h := range e.taskEndpoints() {
 		endpoints[name] = h
