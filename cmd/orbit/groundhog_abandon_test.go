@@ -188,3 +188,26 @@ checkpoints:
 	assert.Equal(t, "a.txt", testkit.Git(t, repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "main"))
 	assert.Equal(t, 0, p.Orbit("groundhog", "verify", task).Code)
 }
+
+// TestGroundhogAnAttemptWithoutChangesSaysSo: an attempt whose checkpoint
+// already holds commits nothing, and its progress says "no changes", never
+// the sha of a commit it did not make.
+func TestGroundhogAnAttemptWithoutChangesSaysSo(t *testing.T) {
+	t.Parallel()
+	p, repo, task := groundhogProject(t, `[
+	  {"content": [{"kind": "tool_use", "id": "d1", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "The readme is there"}}], "stop_reason": "tool_use"}
+	]`, `
+checkpoints:
+  - id: readme
+    spec: Make sure there is a README.md.
+    success_criteria:
+      - {kind: file_exists, path: README.md}
+`)
+	head := testkit.Git(t, repo, "rev-parse", "main")
+	r := p.Orbit("groundhog", "run", task)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, head, testkit.Git(t, repo, "rev-parse", "main"), "nothing was committed")
+	assert.Contains(t, r.Stderr, "no changes")
+	assert.NotContains(t, r.Stderr, head[:12])
+	assert.NotContains(t, r.Stderr, head[:7])
+}
