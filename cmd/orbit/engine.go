@@ -202,47 +202,47 @@ so and exits 2.`,
 
 // findEngine connects to the engines without starting one and returns the
 // id of the one meant: id, else the engine recorded for the root. No
-// engine is exit status 3.
+// engine is exit status 3. It signs in as the root's client (unless
+// --nkey or --token says otherwise) also on a NATS server or cluster,
+// whether or not an engine of the root runs: the engines there serve the
+// project whose identities they share.
 func (a *app) findEngine(ctx context.Context, id string) (*events.Log, string, error) {
-	var (
-		l   *events.Log
-		err error
-	)
-	root, rerr := a.project()
-	url := a.natsURL
-	if url == "" && rerr == nil {
-		if cfg, err := a.config(root); err == nil {
-			url = cfg.NATS.URL
-		}
-	}
-	switch {
-	case url != "":
-		l, err = a.dial(ctx, url)
-	case rerr != nil:
-		return nil, "", rerr
-	default:
-		var cfg events.Config
-		if cfg, err = a.clientConfig(root); err != nil {
+	root, err := a.project()
+	if err != nil {
+		if a.natsURL == "" || id == "" {
 			return nil, "", err
 		}
-		l, err = a.dialRoot(ctx, root, cfg)
-		if errors.Is(err, events.ErrUnauthorized) {
-			return nil, "", refused("the engine serving "+root, err)
-		}
-		if err != nil {
-			return nil, "", &exitError{code: exitUnavailable, err: fmt.Errorf("no engine serves %s", root)}
+		l, err := a.dial(ctx, a.natsURL)
+		return l, id, err
+	}
+	url := a.natsURL
+	if url == "" {
+		if project, err := a.config(root); err == nil {
+			url = project.NATS.URL
 		}
 	}
+	cfg, err := a.clientConfig(root)
 	if err != nil {
 		return nil, "", err
+	}
+	var l *events.Log
+	if url != "" {
+		l, err = events.Dial(ctx, url, cfg)
+	} else {
+		url = "the engine serving " + root
+		l, err = a.dialRoot(ctx, root, cfg)
+	}
+	switch {
+	case errors.Is(err, events.ErrUnauthorized):
+		return nil, "", refused(url, err)
+	case err != nil:
+		return nil, "", &exitError{code: exitUnavailable, err: fmt.Errorf("no engine serves %s", root)}
 	}
 	if id != "" {
 		return l, id, nil
 	}
-	if rerr == nil {
-		if info, err := engine.ReadInfo(root); err == nil {
-			return l, info.Engine, nil
-		}
+	if info, err := engine.ReadInfo(root); err == nil {
+		return l, info.Engine, nil
 	}
 	defer l.Close()
 	msg := "no engine serves " + root

@@ -197,3 +197,37 @@ func TestEngineRestartOfAForegroundServe(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	require.NoError(t, engine.Wait(), "orbit serve exits 0 when stopped")
 }
+
+// TestEngineStopOnAClusterStopsOnlyTheEngineMeant: with two engines on a
+// cluster, engine stop stops the engine of its root (or the one --engine
+// names) and no other; status reaches either by --engine, and without an
+// engine of its own a root's status is exit 3 naming the others.
+func TestEngineStopOnAClusterStopsOnlyTheEngineMeant(t *testing.T) {
+	t.Parallel()
+	_, ps, es := twoEngines(t)
+	ids := [2]string{}
+	for i, p := range ps {
+		info, err := engine.ReadInfo(p.Root)
+		require.NoError(t, err)
+		ids[i] = info.Engine
+	}
+	r := ps[0].Orbit("engine", "status", "--engine", ids[1], "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var st engine.Status
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st), r.Stdout)
+	assert.Equal(t, ids[1], st.Engine)
+	assert.Equal(t, ps[1].Root, st.Root)
+
+	r = ps[0].Orbit("engine", "stop")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, ids[0])
+	require.NoError(t, es[0].Cmd.Wait(), "the root's engine exits 0")
+	assert.Equal(t, ids[1], engineStatus(t, ps[1]).Engine, "the other engine goes on")
+
+	r = ps[0].Orbit("engine", "status")
+	assert.Equal(t, 3, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--engine: "+ids[1])
+	r = ps[0].Orbit("engine", "stop", "--engine", ids[1])
+	require.Equal(t, 0, r.Code, r.String())
+	require.NoError(t, es[1].Cmd.Wait())
+}
