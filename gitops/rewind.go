@@ -90,7 +90,7 @@ func (r *Repo) Rewind(ctx context.Context, s *Snapshot, reason string) (scratchS
 	if now != s.SnapshotRef {
 		return r.setAside(ctx, s, scratchHead, now)
 	}
-	if err := r.restore(ctx, s, scratchHead); err != nil {
+	if err := r.resetToSnapshot(ctx, s, scratchHead); err != nil {
 		return scratchHead, err
 	}
 	return scratchHead, nil
