@@ -248,3 +248,37 @@ func FuzzParseConfigHTTPHosts(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigChanged: each setting a file changes is reported once, live or
+// needing a restart; defaults written out and empty sections change
+// nothing.
+func TestConfigChanged(t *testing.T) {
+	t.Parallel()
+	parse := func(text string) *assets.Config {
+		c, err := assets.ParseConfig("config.yaml", []byte(text))
+		require.NoError(t, err)
+		return c
+	}
+	base := parse("fs_profiles:\n  docs: {read: [\"**\"], write: [\"docs/**\"]}\n")
+	tests := []struct {
+		name          string
+		text          string
+		live, restart []string
+	}{
+		{"the same", "fs_profiles:\n  docs: {write: [\"docs/**\"], read: [\"**\"]}\n", nil, nil},
+		{"defaults written out", "durability: strict\nengine: {max_deliveries: 5}\nproviders: {}\nfs_profiles:\n  docs: {read: [\"**\"], write: [\"docs/**\"]}\n", nil, nil},
+		{"a profile tightened", "fs_profiles:\n  docs: {read: [\"**\"], write: []}\n", []string{"fs_profiles"}, nil},
+		{"a profile removed", "", []string{"fs_profiles"}, nil},
+		{"live and restart", "durability: relaxed\nserve: {listen: \"127.0.0.1:5222\"}\nengine: {max_child_depth: 4, ack_wait_seconds: 9}\nruntime: {backend: cli}\nnats: {replicas: 3}\nproviders:\n  claude: {api_key_env: MY_KEY}\nfs_profiles:\n  docs: {read: [\"**\"], write: [\"docs/**\"]}\n",
+			[]string{"engine.max_child_depth", "runtime.backend", "providers"},
+			[]string{"durability", "serve.listen", "engine.ack_wait_seconds", "nats.replicas"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			live, restart := parse(tt.text).Changed(base)
+			assert.Equal(t, tt.live, live)
+			assert.Equal(t, tt.restart, restart)
+		})
+	}
+}

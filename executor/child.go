@@ -129,7 +129,7 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 					ChildRunID: resumed, ChildRaise: raise})
 			return resumed, true, raise, err
 		}
-		if limit := x.o.cfg.MaxChildDepth; x.depth+1 > limit {
+		if limit := currentSettings(x.o.cfg.Settings).MaxChildDepth; x.depth+1 > limit {
 			return "", false, 0, fail(events.KindLimit, false,
 				"job.invoke: a run of %q here would be at depth %d, past engine.max_child_depth (%d); a job that invokes itself needs a condition that ends it, and deeper nesting that is meant needs a higher engine.max_child_depth in .orbit/config.yaml",
 				name, x.depth+1, limit)

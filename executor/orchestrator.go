@@ -42,10 +42,10 @@ type Config struct {
 	// Env looks up environment variables for {{ env.NAME }} (default
 	// os.LookupEnv).
 	Env func(name string) (string, bool)
-	// MaxChildDepth bounds the depth of child runs (default
-	// assets.DefaultMaxChildDepth): a job.invoke that would start a run
-	// deeper fails.
-	MaxChildDepth int
+	// Settings returns the settings of the project's configuration as
+	// they are now (MaxChildDepth is read at each job.invoke); nil: every
+	// default.
+	Settings func() Settings
 	// LeaseTTL is how long a run lease lasts without renewal (default 15s).
 	LeaseTTL time.Duration
 	// Logger receives operational messages (nil discards them).
@@ -58,9 +58,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.Env == nil {
 		c.Env = os.LookupEnv
-	}
-	if c.MaxChildDepth == 0 {
-		c.MaxChildDepth = assets.DefaultMaxChildDepth
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 15 * time.Second

@@ -26,7 +26,8 @@ func startWithJobs(t *testing.T, log *events.Log, maxDepth int, jobs ...*assets.
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), MaxChildDepth: maxDepth,
+	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(),
+		Settings: func() executor.Settings { return executor.Settings{MaxChildDepth: maxDepth} },
 		Jobs: func(name, _ string) (*assets.Job, error) {
 			if j, ok := byName[name]; ok {
 				return j, nil

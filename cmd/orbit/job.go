@@ -182,6 +182,7 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 		return err
 	}
 	a.warnSettings(info, &req.Job)
+	a.warnRestart(info)
 	var feed *runFeed
 	if !detach {
 		var err error

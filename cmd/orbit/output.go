@@ -157,7 +157,12 @@ func (p *progress) groundhog(ev events.Event) bool {
 	case events.GroundhogCommitted:
 		var d events.GroundhogCommittedData
 		_ = ev.Decode(&d)
-		p.line("committed", key(d.Attempt), "", shortSHA(d.SHA)+" "+firstLine(d.Summary))
+		if d.NoChange {
+			// d.SHA is the snapshot's commit, which is not the attempt's.
+			p.line("succeeded", key(d.Attempt), "", "no changes, no commit: "+firstLine(d.Summary))
+		} else {
+			p.line("committed", key(d.Attempt), "", shortSHA(d.SHA)+" "+firstLine(d.Summary))
+		}
 	case events.GroundhogAttemptFailed:
 		var d events.GroundhogAttemptFailedData
 		_ = ev.Decode(&d)

@@ -63,6 +63,10 @@ type InfoReply struct {
 	// Signing says the engine signs its log: what it reads without a valid
 	// MAC is rejected and recorded.
 	Signing bool `json:"signing,omitempty"`
+	// RestartNeeded are the settings of .orbit/config.yaml that changed
+	// since the engine started and that it applies only when restarted
+	// (see ConfigStatus).
+	RestartNeeded []string `json:"restart_needed,omitempty"`
 }
 
 func (e *Engine) serveAPI() (events.Stopper, error) {
@@ -86,6 +90,9 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 	}
 	endpoints[EndpointGroundhogVerb] = e.handle(e.apiGroundhogVerb)
 	for name, h := range e.controlEndpoints() {
+		endpoints[name] = h
+	}
+	for name, h := range e.engineEndpoints() {
 		endpoints[name] = h
 	}
 	return e.log.Serve(e.id, "orbit", Version, 5*time.Minute, endpoints)
@@ -115,8 +122,9 @@ func (e *Engine) apiInfo(ctx context.Context, _ json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return InfoReply{Info: e.info, Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
-		Consumers: consumers, StoreFull: e.log.SpaceShortage(), Signing: e.log.Signing()}, nil
+	return InfoReply{Info: e.Info(), Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
+		Consumers: consumers, StoreFull: e.log.SpaceShortage(), Signing: e.log.Signing(),
+		RestartNeeded: e.config.Status().RestartNeeded}, nil
 }
 
 func (e *Engine) apiRun(ctx context.Context, req json.RawMessage) (any, error) {

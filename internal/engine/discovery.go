@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -46,7 +49,7 @@ func ReadInfo(root string) (*Info, error) {
 	if err := json.Unmarshal(data, &info); err != nil {
 		return nil, fmt.Errorf("%s: %w", infoPath(root), err)
 	}
-	if !alive(info.PID) {
+	if !Running(info.PID) {
 		return nil, fmt.Errorf("engine %d is gone: %w", info.PID, os.ErrNotExist)
 	}
 	return &info, nil
@@ -77,10 +80,30 @@ func removeInfo(root string) {
 	}
 }
 
-func alive(pid int) bool {
+// Running reports whether process pid runs: it exists and has not exited.
+// A zombie (exited, not yet reaped by its parent: a parent that waits for
+// nothing, or a pid 1 that reaps nothing, as in some containers) does not
+// run.
+func Running(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		// No /proc to ask: the signal's answer is all there is. Gone
+		// since the signal: not running.
+		return !errors.Is(err, fs.ErrNotExist) || !procMounted()
+	}
+	// "pid (comm) state …": the state follows the last ')'.
+	rest := data[bytes.LastIndexByte(data, ')')+1:]
+	return !bytes.HasPrefix(bytes.TrimSpace(rest), []byte("Z"))
+}
+
+// procMounted reports whether /proc describes processes.
+func procMounted() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
 }
