@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,11 +134,11 @@ func (a *app) startEngine(ctx context.Context, root string) (*events.Log, error)
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(engine.StateDir(root), "engine.log")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	logPath := engine.LogPath(root)
+	if err := engine.EnsureStateDir(root); err != nil {
 		return nil, err
 	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -126,7 +126,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg.Root = root
-	if err := os.MkdirAll(StateDir(root), 0o755); err != nil {
+	if err := EnsureStateDir(root); err != nil {
 		return nil, err
 	}
 	creds, err := events.EnsureCreds(CredsDir(root))
