@@ -27,6 +27,12 @@ type natsContext struct {
 	// InboxPrefix is the identity's own inbox (events.InboxPrefix): the
 	// only one the server lets it subscribe to, so requests need it.
 	InboxPrefix string `json:"inbox_prefix"`
+	// CA, Cert and Key are the TLS files: the CA the engine's certificate
+	// is checked against, and the client certificate shown to an engine
+	// whose serve.tls has a ca.
+	CA   string `json:"ca,omitempty"`
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
 }
 
 // contextName is the nats CLI context name for root and identity: orbit-,
@@ -70,6 +76,9 @@ func (a *app) contextURL(root string, cfg *assets.Config) (url, note string) {
 		return info.URL, ""
 	}
 	url = "nats://" + cfg.Serve.Listen
+	if cfg.Serve.TLS != nil {
+		url = "tls://" + cfg.Serve.Listen
+	}
 	return url, fmt.Sprintf("the context reaches the engine only while 'orbit serve' runs for %s: it listens at %s (an engine that another command starts listens on a port of its own and stops when idle)", root, url)
 }
 
@@ -155,12 +164,23 @@ the only inbox the server lets it subscribe to.`,
 			if err := checkContextOwner(path, root, force); err != nil {
 				return err
 			}
-			data, err := json.MarshalIndent(natsContext{
+			c := natsContext{
 				Description: fmt.Sprintf("Orbit project %s, as its %s", root, id),
 				URL:         url,
 				NKey:        creds.File(id),
 				InboxPrefix: events.InboxPrefix(creds.Public[id]),
-			}, "", "  ")
+			}
+			if f := a.tlsFiles(root); f != nil {
+				// natscli reads them from wherever it runs.
+				for dst, src := range map[*string]string{&c.CA: f.CA, &c.Cert: f.Cert, &c.Key: f.Key} {
+					if src != "" {
+						if *dst, err = filepath.Abs(src); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			data, err := json.MarshalIndent(c, "", "  ")
 			if err != nil {
 				return err
 			}

@@ -45,6 +45,14 @@ type Config struct {
 	// Listen is the embedded server's client address (default
 	// 127.0.0.1:4222; port 0 picks a free port).
 	Listen string
+	// ListenTLS, when set, makes the embedded server's listener speak TLS
+	// only (serve.tls; see events.TLSFiles).
+	ListenTLS *events.TLSFiles
+	// TLS is the TLS of the engine's connection to an external server
+	// (NATSURL) and of the clients it starts (a CLI agent's orbit mcp,
+	// whose CA defaults to ListenTLS's): the CA they trust and the
+	// certificate they show.
+	TLS *events.TLSFiles
 	// Token is sent to an external server (NATSURL) that requires one. The
 	// embedded server admits only nkeys: a token without NATSURL is refused.
 	Token string
@@ -140,6 +148,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		URL:        cfg.NATSURL,
 		Replicas:   cfg.Replicas,
 		Listen:     cfg.Listen,
+		ListenTLS:  cfg.ListenTLS,
+		TLS:        cfg.TLS,
 		Durability: cfg.Durability,
 		MaxPayload: cfg.MaxPayload,
 		Name:       "orbit-engine",
