@@ -33,7 +33,7 @@ func TestLoadConfig(t *testing.T) {
 			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16, MaxDescendants: 1000}, Runtime: defaults.Runtime}},
 		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\n  http: 127.0.0.1:4280\n  tls: {cert: certs/engine.pem, key: /etc/orbit/engine-key.pem, ca: certs/ca.pem}\nengine:\n  idle_timeout_seconds: 1\n  max_child_depth: 3\n  max_descendants: 50\nruntime:\n  backend: cli\n"), assets.Config{
 			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000", HTTP: "127.0.0.1:4280", TLS: &assets.TLSConfig{Cert: "certs/engine.pem", Key: "/etc/orbit/engine-key.pem", CA: "certs/ca.pem"}},
-			Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3, MaxDescendants: 50},
+			Engine:  assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3, MaxDescendants: 50},
 			Runtime: assets.RuntimeConfig{Backend: "cli"}}},
 		{"empty sections", ptr("serve:\nengine: {}\n"), defaults},
 		{"agent settings", ptr(`fs_profiles:
