@@ -219,14 +219,15 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.orch = executor.NewOrchestrator(executor.Config{
-		Log:           e.log,
-		ActiveRuns:    e.activeRuns,
-		ViewsApplied:  e.proj.Applied,
-		Jobs:          e.job,
-		Engine:        e.id,
-		Root:          root,
-		MaxChildDepth: project.Engine.MaxChildDepth,
-		Logger:        cfg.Logger,
+		Log:            e.log,
+		ActiveRuns:     e.activeRuns,
+		ViewsApplied:   e.proj.Applied,
+		Jobs:           e.job,
+		Engine:         e.id,
+		Root:           root,
+		MaxChildDepth:  project.Engine.MaxChildDepth,
+		MaxDescendants: project.Engine.MaxDescendants,
+		Logger:         cfg.Logger,
 	})
 	agents := agentSandbox(cfg, creds, e.logger)
 	cli := e.groundhogCLI(agentSeed(creds))
