@@ -98,3 +98,25 @@ func TestStaleDescendantsAreDroppedWhenTheTreeIsFull(t *testing.T) {
 	}
 	assert.Equal(t, []string{"run0", "run2", "late"}, runs)
 }
+
+// BenchmarkHoldAndDropDescendant is what a job.invoke and its child's end
+// add to a child run: listing it below its root and removing it, on the
+// embedded store with strict durability.
+func BenchmarkHoldAndDropDescendant(b *testing.B) {
+	ctx := testkit.Context(b)
+	log := testkit.StartLog(b, events.Config{})
+	o := NewOrchestrator(Config{Log: log, Root: b.TempDir()})
+	for n := range 50 {
+		require.NoError(b, o.holdDescendant(ctx, "root", "root", fmt.Sprintf("live%d", n), 0))
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		child := fmt.Sprintf("c%d", n)
+		if err := o.holdDescendant(ctx, "root", "root", child, 1000); err != nil {
+			b.Fatal(err)
+		}
+		if err := o.dropDescendant(ctx, "root", child); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -635,12 +635,16 @@ func (o *Orchestrator) executeUntilDone(ctx context.Context, rc *runCtl) {
 	}
 }
 
-// release frees a run's slot and starts the next queued run of its job. A
-// run that stopped without finishing (the engine is stopping) is forgotten
-// here and resumed by whichever engine recovers it. A run whose budget was
+// release takes a run off its root's tree (see descendants.go), frees its
+// slot and starts the next queued run of its job. A run that stopped
+// without finishing (the engine is stopping) is forgotten here and resumed
+// by whichever engine recovers it. A run whose budget was
 // raised as it ended is admitted again once its slot is free: it queues
 // behind the runs that waited for that slot (see admit).
 func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
+	if ctx.Err() == nil {
+		o.releaseDescendant(ctx, rc)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.runs, rc.id)
@@ -648,7 +652,6 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	if ctx.Err() != nil {
 		return
 	}
-	o.releaseDescendant(ctx, rc)
 	if o.shared() {
 		// A raised run is in the global queue again (see apply).
 		o.giveSlot(ctx, rc)
