@@ -98,14 +98,15 @@ func treeBelow(ctx context.Context, log *events.Log, id, root string, entries []
 	}
 	under := map[string]bool{root: false, "": false}
 	under[id] = true // when id is root too
-	var isUnder func(run string, depth int) (bool, error)
-	isUnder = func(run string, depth int) (bool, error) {
+	var isUnder func(run string, visiting map[string]bool) (bool, error)
+	isUnder = func(run string, visiting map[string]bool) (bool, error) {
 		if v, ok := under[run]; ok {
 			return v, nil
 		}
-		if depth > len(entries)+1 {
+		if visiting[run] {
 			return false, fmt.Errorf("run %s: a cycle of parents in the tree of %s", run, root)
 		}
+		visiting[run] = true
 		p, ok := parent[run]
 		if !ok {
 			d, err := requested(ctx, log, run)
@@ -120,13 +121,13 @@ func treeBelow(ctx context.Context, log *events.Log, id, root string, entries []
 				p = d.Parent.RunID
 			}
 		}
-		v, err := isUnder(p, depth+1)
+		v, err := isUnder(p, visiting)
 		under[run] = v
 		return v, err
 	}
 	var out []string
 	for _, e := range entries {
-		v, err := isUnder(e.Run, 0)
+		v, err := isUnder(e.Run, map[string]bool{})
 		if err != nil {
 			return nil, err
 		}

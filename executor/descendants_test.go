@@ -125,10 +125,12 @@ func TestDescendantsOfOneRootAreBounded(t *testing.T) {
 	assert.Less(t, len(evs)/2, 63, "fewer runs than the depth limit alone lets grow")
 }
 
-// TestCancelTreeReachesTheLiveRunsBelowAFinishedRun: the root and a run
-// below it have finished, having started detached runs that sleep. A tree
-// cancel of the middle run cancels the runs below it and no other; one of
-// the root cancels the rest; each records whose tree cancel it was part of.
+// TestCancelTreeReachesTheLiveRunsBelowAFinishedRun: the root and two runs
+// below it, one in the other, have finished, having started detached runs
+// that sleep. A tree cancel of the outer one cancels the runs below the
+// inner one (their parent, ended, is found through the log) and no other;
+// one of the root cancels the rest; each records whose tree cancel it was
+// part of.
 func TestCancelTreeReachesTheLiveRunsBelowAFinishedRun(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
@@ -154,21 +156,31 @@ spec:
     - id: two
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
 `)
+	outer := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: outer}
+spec:
+  steps:
+    - id: middle
+      spec: {type: deterministic, action: job.invoke, config: {job: middle}}
+`)
 	top := parseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: top}
 spec:
   steps:
-    - id: middle
-      spec: {type: deterministic, action: job.invoke, config: {job: middle}}
+    - id: outer
+      spec: {type: deterministic, action: job.invoke, config: {job: outer}}
     - id: nap
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
 `)
-	startWithConfig(t, executor.Config{Log: log}, nap, middle, top)
+	startWithConfig(t, executor.Config{Log: log}, nap, middle, outer, top)
 	root, fin := runJob(t, log, top, nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	mid := runsOf(t, log, "middle")[0].RunID
+	inner := runsOf(t, log, "middle")[0].RunID
+	mid := runsOf(t, log, "outer")[0].RunID
 	waitFor(t, "three naps running", func() bool {
 		naps := runsOf(t, log, "nap")
 		return len(naps) == 3 && !slices.ContainsFunc(naps, func(ev events.Event) bool { return !has(t, log, ev.RunID, events.StepStarted, "sleep") })
@@ -178,7 +190,7 @@ spec:
 		var d events.RunRequestedData
 		require.NoError(t, ev.Decode(&d))
 		assert.Equal(t, root, d.Root)
-		if d.Parent.RunID == mid {
+		if d.Parent.RunID == inner {
 			underMid = append(underMid, ev.RunID)
 		} else {
 			underRoot = append(underRoot, ev.RunID)
@@ -188,7 +200,7 @@ spec:
 
 	asked, err := executor.CancelTree(ctx, log, mid, "test", "")
 	require.NoError(t, err)
-	assert.ElementsMatch(t, underMid, asked, "the middle run has finished: the runs below it")
+	assert.ElementsMatch(t, underMid, asked, "the outer run has finished: the runs below it")
 	for _, id := range underMid {
 		fin := waitFinished(t, log, id)
 		assert.Equal(t, events.StateCancelled, fin.State)
@@ -196,7 +208,7 @@ spec:
 		d := assertTreeCancel(t, log, id, mid)
 		assert.Equal(t, "test", d.Requester)
 	}
-	assert.False(t, has(t, log, underRoot[0], events.RunFinished, ""), "a run beside the middle one goes on")
+	assert.False(t, has(t, log, underRoot[0], events.RunFinished, ""), "a run beside the outer one goes on")
 
 	asked, err = executor.CancelTree(ctx, log, root, "test", "enough")
 	require.NoError(t, err)
