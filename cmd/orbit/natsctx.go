@@ -128,7 +128,9 @@ listens at, which the context then reaches only while 'orbit serve' runs
 (an engine that another command starts listens on a port of its own and
 exits when idle). The context names the seed file in .orbit/state/creds/;
 it holds no secret itself. It also sets the identity's own inbox prefix,
-the only inbox the server lets it subscribe to.`,
+the only inbox the server lets it subscribe to, and the TLS files: the CA
+(--tls-ca, else serve.tls.ca, else serve.tls.cert) and the client
+certificate of --tls-cert and --tls-key.`,
 		Example: `  orbit nats-context --reader
   nats --context orbit-myproject-1a2b3c4d-reader sub 'orbit.events.>'`,
 		Args: cobra.NoArgs,
