@@ -84,43 +84,61 @@ func readTree(ctx context.Context, kv *events.KV, root string, latest bool) (tre
 
 // changeTree applies change to the tree of root by compare-and-set until a
 // write holds or change says there is nothing to write (false). An empty
-// list deletes the key.
+// list deletes the key. A bucket that does not answer (its stream electing
+// a leader on a cluster) is asked again for up to events.ElectionWindow.
 func (o *Orchestrator) changeTree(ctx context.Context, root string, change func(*treeRecord) (bool, error)) error {
 	kv := o.cfg.Log.Leases()
 	latest := false
-	for try := 0; try < treeTries; try++ {
+	deadline := time.Now().Add(events.ElectionWindow)
+	for conflicts := 0; conflicts < treeTries; {
 		rec, rev, err := readTree(ctx, kv, root, latest)
-		if err != nil {
-			return err
-		}
-		write, err := change(&rec)
-		if err != nil || !write {
-			return err
+		if err == nil {
+			var write bool
+			if write, err = change(&rec); err != nil || !write {
+				return err
+			}
+			err = o.writeTree(ctx, kv, root, rec, rev)
+			if err == nil {
+				return nil
+			}
 		}
 		switch {
-		case len(rec.Runs) == 0 && rev == 0:
-			return nil
-		case len(rec.Runs) == 0:
-			err = kv.Delete(ctx, treeKey(root), rev)
+		case errors.Is(err, events.ErrConflict):
+			// Another engine changed the tree: read it again, at its leader.
+			conflicts++
+			latest = true
+		case errors.Is(err, events.ErrUnavailable) && time.Now().Before(deadline):
+			select {
+			case <-time.After(250 * time.Millisecond):
+			case <-ctx.Done():
+				return err
+			}
 		default:
-			rec.Engine, rec.At = o.cfg.Engine, time.Now().UTC()
-			value, merr := json.Marshal(rec)
-			if merr != nil {
-				return merr
-			}
-			if rev == 0 {
-				_, err = kv.Create(ctx, treeKey(root), value)
-			} else {
-				_, err = kv.Update(ctx, treeKey(root), value, rev)
-			}
-		}
-		if !errors.Is(err, events.ErrConflict) {
 			return err
 		}
-		// Another engine changed the tree: read it again, at its leader.
-		latest = true
 	}
 	return fmt.Errorf("%w: tree of %s: changed by others %d times in a row", events.ErrConflict, root, treeTries)
+}
+
+// writeTree writes rec as the tree of root at revision rev (0: no key).
+func (o *Orchestrator) writeTree(ctx context.Context, kv *events.KV, root string, rec treeRecord, rev uint64) error {
+	switch {
+	case len(rec.Runs) == 0 && rev == 0:
+		return nil
+	case len(rec.Runs) == 0:
+		return kv.Delete(ctx, treeKey(root), rev)
+	}
+	rec.Engine, rec.At = o.cfg.Engine, time.Now().UTC()
+	value, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if rev == 0 {
+		_, err = kv.Create(ctx, treeKey(root), value)
+	} else {
+		_, err = kv.Update(ctx, treeKey(root), value, rev)
+	}
+	return err
 }
 
 // holdDescendant lists child, started by parent, among the live runs below
