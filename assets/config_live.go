@@ -30,11 +30,18 @@ var configSettings = []struct {
 	{ConfigSetting{"durability", false}, func(c *Config) any { return c.Durability }},
 	{ConfigSetting{"serve.listen", false}, func(c *Config) any { return c.Serve.Listen }},
 	{ConfigSetting{"serve.http", false}, func(c *Config) any { return c.Serve.HTTP }},
+	{ConfigSetting{"serve.tls", false}, func(c *Config) any {
+		if c.Serve.TLS == nil {
+			return TLSConfig{}
+		}
+		return *c.Serve.TLS
+	}},
 	{ConfigSetting{"serve.http_hosts", false}, func(c *Config) any { return strings.Join(c.Serve.HTTPHosts, "\n") }},
 	{ConfigSetting{"engine.idle_timeout_seconds", true}, func(c *Config) any { return c.Engine.IdleTimeoutSeconds }},
 	{ConfigSetting{"engine.ack_wait_seconds", false}, func(c *Config) any { return c.Engine.AckWaitSeconds }},
 	{ConfigSetting{"engine.max_deliveries", true}, func(c *Config) any { return c.Engine.MaxDeliveries }},
 	{ConfigSetting{"engine.max_child_depth", true}, func(c *Config) any { return c.Engine.MaxChildDepth }},
+	{ConfigSetting{"engine.max_descendants", true}, func(c *Config) any { return c.Engine.MaxDescendants }},
 	{ConfigSetting{"runtime.backend", true}, func(c *Config) any { return c.Runtime.Backend }},
 	{ConfigSetting{"nats.url", false}, func(c *Config) any { return c.NATS.URL }},
 	{ConfigSetting{"nats.replicas", false}, func(c *Config) any { return c.NATS.Replicas }},

@@ -14,7 +14,7 @@ import (
 var defaults = assets.Config{
 	Durability: "strict",
 	Serve:      assets.ServeConfig{Listen: "127.0.0.1:4222"},
-	Engine:     assets.EngineConfig{IdleTimeoutSeconds: 60, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16},
+	Engine:     assets.EngineConfig{IdleTimeoutSeconds: 60, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16, MaxDescendants: 1000},
 	Runtime:    assets.RuntimeConfig{Backend: "http"},
 }
 
@@ -30,9 +30,10 @@ func TestLoadConfig(t *testing.T) {
 		{"comments only", ptr("# nothing set\n"), defaults},
 		{"empty document", ptr("---\n"), defaults},
 		{"partial", ptr("durability: relaxed\nengine: {idle_timeout_seconds: 5}\n"), assets.Config{
-			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16}, Runtime: defaults.Runtime}},
-		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\n  http: 127.0.0.1:4280\nengine:\n  idle_timeout_seconds: 1\n  max_child_depth: 3\nruntime:\n  backend: cli\n"), assets.Config{
-			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000", HTTP: "127.0.0.1:4280"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3},
+			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16, MaxDescendants: 1000}, Runtime: defaults.Runtime}},
+		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\n  http: 127.0.0.1:4280\n  tls: {cert: certs/engine.pem, key: /etc/orbit/engine-key.pem, ca: certs/ca.pem}\nengine:\n  idle_timeout_seconds: 1\n  max_child_depth: 3\n  max_descendants: 50\nruntime:\n  backend: cli\n"), assets.Config{
+			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000", HTTP: "127.0.0.1:4280", TLS: &assets.TLSConfig{Cert: "certs/engine.pem", Key: "/etc/orbit/engine-key.pem", CA: "certs/ca.pem"}},
+			Engine:  assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3, MaxDescendants: 50},
 			Runtime: assets.RuntimeConfig{Backend: "cli"}}},
 		{"empty sections", ptr("serve:\nengine: {}\n"), defaults},
 		{"console hosts", ptr("serve:\n  http: 127.0.0.1:4280\n  http_hosts: [orbit.example.com, \"orbit.internal:8443\", 10.0.0.5, \"[fe80::1]\", \"[::1]:4280\"]\n"),
@@ -87,6 +88,12 @@ func TestLoadConfigProblems(t *testing.T) {
 				"FILE:5: engine.idle_timeout_seconds: must be ≥ 1\n" +
 				"FILE:7: runtime.backend: \"auto\" is not one of http, cli"},
 		{"bad child depth", "engine:\n  max_child_depth: -2\n", `2: engine.max_child_depth: must be ≥ 1`},
+		{"bad descendants", "engine:\n  max_descendants: -1\n", `2: engine.max_descendants: must be ≥ 1`},
+		{"descendants not a number", "engine:\n  max_descendants: lots\n", `2: engine.max_descendants: must be an integer, not "lots"`},
+		{"tls without a key", "serve:\n  tls:\n    cert: engine.pem\n    ca: ca.pem\n    verify: yes\n",
+			"2: serve.tls.key: is required: the private key of serve.tls.cert (a PEM file)\n" +
+				"FILE:5: serve.tls.verify: unknown key \"verify\""},
+		{"tls not a mapping", "serve:\n  tls: on\n", `2: serve.tls: must be a mapping, not "on"`},
 		{"bad port", "serve: {listen: \"h:99999\"}\n", `1: serve.listen: "h:99999" has no valid port`},
 		{"bad console address", "serve:\n  http: console\n", `2: serve.http: "console" is not host:port`},
 		{"bad console hosts", "serve:\n  http_hosts:\n    - ok.example\n    - http://evil.example\n    - \"*.example.com\"\n    - \"h:0\"\n    - \"fe80::1\"\n    - \"\"\n",

@@ -181,8 +181,10 @@ func (s *Server) stepsPage(w http.ResponseWriter, r *http.Request) {
 const maxStepKey = 1024
 
 // cancelRun asks for a run to be cancelled, by the rules of orbit run
-// cancel: an unknown run is 404, a finished one never changes (409).
-// Cross-site requests never get here (http.CrossOriginProtection).
+// cancel: an unknown run is 404, a finished one never changes (409). With
+// ?tree=1, as orbit run cancel --tree: the run if live and every live run
+// below it (409 when none is). Cross-site requests never get here
+// (http.CrossOriginProtection).
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	page, _ := s.pathRun(w, r)
 	if page == nil {
@@ -190,6 +192,21 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	}
 	view := &page.Run
 	ctx := r.Context()
+	if tree := r.URL.Query().Get("tree") != ""; tree {
+		req := engine.CancelRequest{RunID: view.ID, Tree: true, Requester: s.requester, Reason: "from the console"}
+		var asked engine.Cancelled
+		if err := s.request(ctx, engine.EndpointCancel, req, &asked); err != nil {
+			s.fail(w, "run "+view.ID, err)
+			return
+		}
+		if len(asked.Runs) == 0 {
+			s.errorPage(w, http.StatusConflict, "Nothing to cancel",
+				fmt.Sprintf("Run %s has already finished (%s) and no run below it is live.", view.ID, view.State))
+			return
+		}
+		http.Redirect(w, r, "/runs/"+view.ID, http.StatusSeeOther)
+		return
+	}
 	if events.Terminal(view.State) {
 		s.errorPage(w, http.StatusConflict, "Already finished",
 			fmt.Sprintf("Run %s has already finished (%s); a finished run never changes.", view.ID, view.State))

@@ -119,6 +119,11 @@ type RunRequestedData struct {
 	// Depth is how many job.invoke steps lie between the run and the run
 	// someone requested: 0 for that one, its parent's + 1 for a child.
 	Depth int `json:"depth,omitempty"`
+	// Root is that run someone requested, at the top of this run's chain
+	// of job.invoke steps; empty for that run itself (and in runs recorded
+	// before it was). engine.max_descendants counts the live runs below
+	// one root.
+	Root string `json:"root,omitempty"`
 	// Env pins the values of the environment variables the job reads
 	// ({{ env.NAME }}) that the requester had, secret-named ones excepted:
 	// the run sees them whichever engine runs it, and a replay the same.
@@ -164,6 +169,10 @@ type RunFinishedData struct {
 type RunCancelRequestedData struct {
 	Reason    string `json:"reason,omitempty"`
 	Requester string `json:"requester,omitempty"`
+	// Tree is the run whose tree cancel (orbit run cancel --tree) this is
+	// part of: that run's, or one below it, whether asked for directly or
+	// reached through a cancelled parent.
+	Tree string `json:"tree,omitempty"`
 }
 
 // StepStartedData records the start of one attempt of a step instance: the

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -158,9 +159,21 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		Parent:      &events.RunLink{RunID: x.runID, StepKey: key},
 		ParentEvent: startedID,
 		Depth:       x.depth + 1,
+		Root:        x.root,
 		Backend:     x.backend,
 	}
 	if err := req.PinEnv(x.env); err != nil {
+		return "", false, 0, err
+	}
+	// Listed below the root once step.started names it (a replay lists the
+	// same child, and a refusal leaves no run to be counted), before it
+	// can start.
+	limit := currentSettings(x.o.cfg.Settings).MaxDescendants
+	if err := x.o.holdDescendant(ctx, x.root, x.runID, childID, limit); errors.Is(err, errTreeFull) {
+		return "", false, 0, fail(events.KindLimit, false,
+			"job.invoke: a run of %q here would be one more than the %d live runs below run %s that engine.max_descendants allows; stop that tree with 'orbit run cancel --tree %s', or allow more with a higher engine.max_descendants in .orbit/config.yaml",
+			name, limit, x.root, x.root)
+	} else if err != nil {
 		return "", false, 0, err
 	}
 	return childID, wait, 0, Submit(ctx, x.o.cfg.Log, req)
@@ -195,7 +208,7 @@ func (x *interpreter) waitRun(ctx context.Context, runID string, raise int) (*ev
 			return &d, nil
 		case <-cancelled:
 			cancelled = nil
-			if err := RequestCancel(ctx, x.o.cfg.Log, runID, "run:"+x.runID, "parent run cancelled"); err != nil {
+			if err := requestCancel(ctx, x.o.cfg.Log, runID, parentCancelled(x.runID, x.cancelTree)); err != nil {
 				return nil, internal(ctx, err)
 			}
 			giveUp = time.After(cancelWait)

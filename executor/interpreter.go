@@ -29,6 +29,9 @@ type interpreter struct {
 	runID string
 	job   *assets.Job
 	depth int
+	// root is the run at the top of this run's job.invoke chain: its
+	// children count against engine.max_descendants there.
+	root string
 	// backend is what backend: auto resolved to in job; its children's
 	// jobs are looked up resolved the same way.
 	backend string
@@ -55,6 +58,7 @@ type interpreter struct {
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when run.cancel_requested arrives
 	cancelMsg  string
+	cancelTree string // the tree cancel it is part of, passed on to children
 
 	// encoded keeps steps' outputs as recorded, for the payloads that
 	// hold them again (a fan-in, run.finished).
@@ -62,7 +66,11 @@ type interpreter struct {
 }
 
 func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
-	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, backend: rc.backend, cancelled: make(chan struct{})}
+	root := rc.root
+	if root == "" {
+		root = rc.id
+	}
+	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, cancelled: make(chan struct{})}
 }
 
 // run interprets the run to its end and records run.finished. It returns
@@ -97,6 +105,14 @@ func (x *interpreter) run(ctx context.Context) error {
 	}
 	if err := x.loadReuse(ctx, &req); err != nil {
 		return err
+	}
+	if x.raise > 0 && req.Parent != nil && x.root != x.runID {
+		// Its end took it off its root's tree; its budget raise made it
+		// live again, beyond the limit if need be: it was counted when it
+		// started.
+		if err := x.o.holdDescendant(ctx, x.root, req.Parent.RunID, x.runID, 0); err != nil {
+			return err
+		}
 	}
 	if x.isCancelled() {
 		if _, started := hist.get(events.DecisionID(events.RunStarted, x.runID)); !started {
@@ -153,6 +169,10 @@ func (x *interpreter) observe(ev events.Event) {
 		if d.Reason != "" {
 			x.cancelMsg += ": " + d.Reason
 		}
+		if d.Tree != "" {
+			x.cancelMsg += ", as part of the tree cancel of " + d.Tree
+		}
+		x.cancelTree = d.Tree
 		close(x.cancelled)
 	})
 }

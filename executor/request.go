@@ -31,6 +31,9 @@ type RunRequest struct {
 	// Depth is the run's depth below the run someone requested (see
 	// events.RunRequestedData.Depth).
 	Depth int `json:"depth,omitempty"`
+	// Root is the run at the top of its chain of job.invoke steps (see
+	// events.RunRequestedData.Root); empty for a run someone requested.
+	Root string `json:"root,omitempty"`
 	// Env is what run.requested pins of the requester's environment (see
 	// events.RunRequestedData.Env).
 	Env map[string]string `json:"env,omitempty"`

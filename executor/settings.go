@@ -26,6 +26,11 @@ type Settings struct {
 	// assets.DefaultMaxChildDepth): a job.invoke that would start a run
 	// deeper fails.
 	MaxChildDepth int
+	// MaxDescendants bounds the live runs below one root run, at any depth
+	// (default assets.DefaultMaxDescendants): a job.invoke that would
+	// start one more fails. It holds across the engines of a NATS server
+	// (see descendants.go).
+	MaxDescendants int
 }
 
 // withDefaults returns s with its zero fields set to their defaults.
@@ -35,6 +40,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.MaxChildDepth == 0 {
 		s.MaxChildDepth = assets.DefaultMaxChildDepth
+	}
+	if s.MaxDescendants == 0 {
+		s.MaxDescendants = assets.DefaultMaxDescendants
 	}
 	return s
 }

@@ -38,6 +38,7 @@ func requestedEvent(req *RunRequest) (events.Event, events.RunRequestedData, err
 			Requester: req.Requester,
 			Parent:    req.Parent,
 			Depth:     req.Depth,
+			Root:      req.Root,
 			Env:       req.Env,
 			RetryOf:   req.RetryOf,
 			From:      req.From,
@@ -85,6 +86,7 @@ func (o *Orchestrator) recordRefused(ctx context.Context, req *RunRequest) error
 		Requester: truncate(req.Requester, assets.MaxNameBytes),
 		Parent:    req.Parent,
 		Depth:     req.Depth,
+		Root:      req.Root,
 		RetryOf:   req.RetryOf,
 		From:      req.From,
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -42,6 +43,13 @@ nats.replicas) replicas of every stream, signing in as the
 project's engine identity (see orbit nats-config) unless --nkey or --token
 says otherwise.
 
+With serve.tls in the config ({cert, key, ca}) the listener speaks TLS only,
+and with a ca it admits only clients that show a certificate the ca signed;
+clients trust its CA with --tls-ca (the root's own CLI reads it from the
+config) and show theirs with --tls-cert and --tls-key. Beyond loopback
+without TLS the engine warns: the keys never cross the wire, but events,
+inputs and outputs do, in clear.
+
 With --http (or serve.http in the config) the engine also serves the web
 console and /metrics there, to its owner only: every request must carry the
 console's token, made once into .orbit/state/console.token (mode 0600), or
@@ -75,6 +83,13 @@ host names (its address, localhost, 127.0.0.1, [::1], and serve.http_hosts),
 			}
 			if replicas < 0 || replicas > assets.MaxReplicas {
 				return usageErr("--replicas %d: want 1 to %d", replicas, assets.MaxReplicas)
+			}
+			var listenTLS *events.TLSFiles
+			if t := cfg.Serve.TLS; t != nil && natsURL == "" && !background {
+				// A background engine listens on loopback at a port of its
+				// own, for the commands of this root only.
+				own := t.Resolve(root)
+				listenTLS = &events.TLSFiles{Cert: own.Cert, Key: own.Key, CA: own.CA}
 			}
 			level := slog.LevelInfo
 			if verbose {
@@ -114,6 +129,8 @@ host names (its address, localhost, 127.0.0.1, [::1], and serve.http_hosts),
 				NATSURL:      natsURL,
 				Replicas:     replicas,
 				Listen:       listen,
+				ListenTLS:    listenTLS,
+				TLS:          a.tlsFiles(""),
 				Token:        a.token,
 				NKeySeedFile: a.nkey,
 				LogKeyFile:   a.logKey,
@@ -124,10 +141,16 @@ host names (its address, localhost, 127.0.0.1, [::1], and serve.http_hosts),
 				Logger:       logger,
 				Beside:       beside,
 			})
+			if errors.Is(err, events.ErrTLS) {
+				return usageErr("serve.tls in %s: %w", filepath.Join(root, ".orbit", "config.yaml"), err)
+			}
 			if err != nil {
 				return err
 			}
 			defer e.Close()
+			if natsURL == "" && listenTLS == nil && !loopback(listen) {
+				a.errorf("warning: %s is beyond loopback and without TLS: the keys never cross the wire, but everything else does in clear (set serve.tls in .orbit/config.yaml)\n", listen)
+			}
 			if !background {
 				a.errorf("orbit engine %s serving %s at %s (durability %s, replicas %d)\n", e.Info().Engine, root, e.Log().ClientURL(), e.Log().Durability(), e.Log().Replicas())
 				if consoleURL != "" {
@@ -177,4 +200,14 @@ func hostname() string {
 		return "unknown"
 	}
 	return h
+}
+
+// loopback reports whether a listen address is on loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

@@ -38,6 +38,41 @@ func CredsDir(root string) string { return filepath.Join(StateDir(root), "creds"
 
 func infoPath(root string) string { return filepath.Join(StateDir(root), "engine.json") }
 
+// LogPath is where a background engine writes its log (its stdout and
+// stderr).
+func LogPath(root string) string { return filepath.Join(StateDir(root), "engine.log") }
+
+// EnsureStateDir makes root's state directory, owner-only (0700), and
+// narrows it and the engine's log (0600) back when someone widened them,
+// as events.EnsureCreds does the seeds: the log names runs, steps and
+// errors, and the directory holds the views and the store.
+func EnsureStateDir(root string) error {
+	dir := StateDir(root)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := narrowMode(dir, 0o700); err != nil {
+		return err
+	}
+	return narrowMode(LogPath(root), 0o600)
+}
+
+// narrowMode removes every permission bit of path beyond want; a missing
+// path is left missing.
+func narrowMode(path string, want os.FileMode) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || fi.Mode().Perm()&^want == 0 {
+		return err
+	}
+	if err := os.Chmod(path, fi.Mode().Perm()&want); err != nil {
+		return fmt.Errorf("narrowing the mode of %s: %w", path, err)
+	}
+	return nil
+}
+
 // ReadInfo returns the engine info recorded for root. It fails with
 // os.ErrNotExist when there is none or when the recorded process is gone.
 func ReadInfo(root string) (*Info, error) {

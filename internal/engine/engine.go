@@ -45,6 +45,14 @@ type Config struct {
 	// Listen is the embedded server's client address (default
 	// 127.0.0.1:4222; port 0 picks a free port).
 	Listen string
+	// ListenTLS, when set, makes the embedded server's listener speak TLS
+	// only (serve.tls; see events.TLSFiles).
+	ListenTLS *events.TLSFiles
+	// TLS is the TLS of the engine's connection to an external server
+	// (NATSURL) and of the clients it starts (a CLI agent's orbit mcp,
+	// whose CA defaults to ListenTLS's): the CA they trust and the
+	// certificate they show.
+	TLS *events.TLSFiles
 	// Token is sent to an external server (NATSURL) that requires one. The
 	// embedded server admits only nkeys: a token without NATSURL is refused.
 	Token string
@@ -137,7 +145,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg.Root = root
-	if err := os.MkdirAll(StateDir(root), 0o755); err != nil {
+	if err := EnsureStateDir(root); err != nil {
 		return nil, err
 	}
 	creds, err := events.EnsureCreds(CredsDir(root))
@@ -151,6 +159,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		URL:        cfg.NATSURL,
 		Replicas:   cfg.Replicas,
 		Listen:     cfg.Listen,
+		ListenTLS:  cfg.ListenTLS,
+		TLS:        cfg.TLS,
 		Durability: cfg.Durability,
 		MaxPayload: cfg.MaxPayload,
 		Name:       "orbit-engine",
@@ -263,10 +273,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 // with the configuration loaded at start and with each one reloaded.
 func (e *Engine) applyConfig(cfg *assets.Config) {
 	e.settings.Store(&executor.Settings{
-		FSProfiles:    fsProfiles(cfg),
-		Providers:     providers(cfg),
-		MaxDeliver:    cfg.Engine.MaxDeliveries,
-		MaxChildDepth: cfg.Engine.MaxChildDepth,
+		FSProfiles:     fsProfiles(cfg),
+		Providers:      providers(cfg),
+		MaxDeliver:     cfg.Engine.MaxDeliveries,
+		MaxChildDepth:  cfg.Engine.MaxChildDepth,
+		MaxDescendants: cfg.Engine.MaxDescendants,
 	})
 	settings := ReadSettings(agent.Settings(keyEnvs(cfg)...), os.LookupEnv)
 	e.provSettings.Store(&settings)
