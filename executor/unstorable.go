@@ -32,16 +32,17 @@ func requestedEvent(req *RunRequest) (events.Event, events.RunRequestedData, err
 			Job:      req.Job.Name,
 			ParentID: req.ParentEvent,
 		}, events.RunRequestedData{
-			JobName:   req.Job.Name,
-			Job:       job,
-			Input:     req.Input,
-			Requester: req.Requester,
-			Parent:    req.Parent,
-			Depth:     req.Depth,
-			Env:       req.Env,
-			RetryOf:   req.RetryOf,
-			From:      req.From,
-			Backend:   req.Backend,
+			JobName:    req.Job.Name,
+			Job:        job,
+			Input:      req.Input,
+			Requester:  req.Requester,
+			Parent:     req.Parent,
+			Depth:      req.Depth,
+			Env:        req.Env,
+			RetryOf:    req.RetryOf,
+			From:       req.From,
+			RetrySteps: req.RetrySteps,
+			Backend:    req.Backend,
 		}, nil
 }
 

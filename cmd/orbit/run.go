@@ -97,6 +97,9 @@ func (a *app) showRun(v *projector.RunView) {
 	if v.RetryOf != "" {
 		field("Retry of", strings.TrimSpace(v.RetryOf+" "+fromStep(v.RetryFrom)))
 	}
+	for _, s := range v.RetrySteps {
+		field("Retry", retryStepLine(s))
+	}
 	if len(v.Retries) > 0 {
 		field("Retries", strings.Join(v.Retries, ", "))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/orbitrun/orbit/assets"
@@ -40,12 +41,14 @@ type RunSignal struct {
 	Requester string          `json:"requester,omitempty"`
 }
 
-// RunRetried answers a RunRetry: the new run, submitted.
+// RunRetried answers a RunRetry: the new run, submitted, and with From
+// what it does with each top-level step before From, and why.
 type RunRetried struct {
-	RunID   string `json:"run_id"`
-	Job     string `json:"job"`
-	RetryOf string `json:"retry_of"`
-	From    string `json:"from,omitempty"`
+	RunID   string             `json:"run_id"`
+	Job     string             `json:"job"`
+	RetryOf string             `json:"retry_of"`
+	From    string             `json:"from,omitempty"`
+	Steps   []events.RetryStep `json:"steps,omitempty"`
 }
 
 func (e *Engine) controlEndpoints() map[string]events.Handler {
@@ -66,7 +69,7 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 	if strings.TrimSpace(q.RunID) == "" {
 		return nil, fmt.Errorf("%w: retry needs a run id", events.ErrInvalidRequest)
 	}
-	opts := executor.RetryOptions{From: q.From, Requester: q.Requester}
+	opts := executor.RetryOptions{From: q.From, Requester: q.Requester, Env: os.LookupEnv, Root: e.info.Root}
 	if len(q.Input) > 0 {
 		if err := json.Unmarshal(q.Input, &opts.Input); err != nil {
 			return nil, fmt.Errorf("%w: input: not valid JSON: %v", events.ErrInvalidRequest, err)
@@ -80,7 +83,7 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 	if err := executor.Submit(ctx, e.log, r); err != nil {
 		return nil, fmt.Errorf("submitting the retry: %w", err)
 	}
-	return RunRetried{RunID: r.RunID, Job: r.Job.Name, RetryOf: r.RetryOf, From: r.From}, nil
+	return RunRetried{RunID: r.RunID, Job: r.Job.Name, RetryOf: r.RetryOf, From: r.From, Steps: r.RetrySteps}, nil
 }
 
 // apiRunSignal checks against the log that the run waits for the signal
