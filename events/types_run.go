@@ -167,10 +167,16 @@ type RunStartedData struct {
 	Engine string `json:"engine"`
 }
 
-// RunResumedData records that an engine took over a started run after the
-// engine that ran it stopped.
+// RunResumedData records that an engine took over a started run: after
+// the engine that ran it stopped, or after a budget raise let it go on.
 type RunResumedData struct {
 	Engine string `json:"engine"`
+	// Previous is the engine that started or last resumed the run (the
+	// same as Engine when that engine resumes it again); Raise is the
+	// budget raise (1, 2, …) that resumed it, 0 when an engine took it
+	// over. Both are empty in runs recorded before they were.
+	Previous string `json:"previous,omitempty"`
+	Raise    int    `json:"raise,omitempty"`
 }
 
 // RunFinishedData is a run's terminal record.

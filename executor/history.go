@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/orbitrun/orbit/events"
@@ -108,6 +109,19 @@ func (h *history) get(id string) (events.Event, bool) {
 	defer h.mu.Unlock()
 	ev, ok := h.byID[id]
 	return ev, ok
+}
+
+// last returns the latest event (by sequence) of one of the given types.
+func (h *history) last(types ...string) (events.Event, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var found events.Event
+	for _, ev := range h.byID {
+		if ev.Seq > found.Seq && slices.Contains(types, ev.Type) {
+			found = ev
+		}
+	}
+	return found, found.Seq > 0
 }
 
 // wait blocks until the event with the given id is in the history.

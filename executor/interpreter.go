@@ -178,7 +178,7 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 		x.resumed = true
 		_, err := x.o.cfg.Log.Append(ctx, events.Event{
 			Type: events.RunResumed, RunID: x.runID, Job: x.job.Name, ParentID: id,
-		}, events.RunResumedData{Engine: x.o.cfg.Engine})
+		}, x.resumedData())
 		return ev, err
 	}
 	ev := events.Event{ID: id, Type: events.RunStarted, RunID: x.runID, Job: x.job.Name,
@@ -187,6 +187,27 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 		return events.Event{}, err
 	}
 	return x.hist.wait(ctx, id)
+}
+
+// resumedData says who resumes the run and why: the engine that ran it
+// until now (the one that started or last resumed it), and the budget
+// raise when that is what resumes it (no engine resumed it since).
+func (x *interpreter) resumedData() events.RunResumedData {
+	d := events.RunResumedData{Engine: x.o.cfg.Engine}
+	last, ok := x.hist.last(events.RunStarted, events.RunResumed)
+	if !ok {
+		return d
+	}
+	var before struct {
+		Engine string `json:"engine"`
+	}
+	if last.Decode(&before) == nil {
+		d.Previous = before.Engine
+	}
+	if x.raise > 0 && x.raisedAt > last.Seq {
+		d.Raise = x.raise
+	}
+	return d
 }
 
 // finish records run.finished; from is the event the run's duration is

@@ -83,14 +83,41 @@ func loadJob(cat *assets.Catalog, target string) (*assets.Job, error) {
 	return cat.Job(target)
 }
 
-// parseInput reads --input: inline JSON, @FILE or @- for stdin.
+// parseInput reads --input: inline JSON, @FILE or @- for stdin. A run's
+// input is a JSON object, merged over the job's default_input: anything
+// else is a usage error.
 func (a *app) parseInput(text string) (any, error) {
-	return a.parseJSONFlag("--input", text)
+	v, err := a.parseJSONFlag("--input", "a run's input", text)
+	if err != nil || text == "" {
+		return v, err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, usageErr(`--input: a run's input is a JSON object, such as {"name": "Ada"}, not %s; its keys are merged over the job's default_input (leave --input out to run on the default_input alone)`, jsonKind(v))
+	}
+	return v, nil
+}
+
+// jsonKind names the kind of a decoded JSON value, for messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "a list"
+	}
+	return "an object"
 }
 
 // parseJSONFlag reads the JSON value of a flag: inline JSON, @FILE or @-
-// for stdin. Anything else is a usage error naming the flag.
-func (a *app) parseJSONFlag(flag, text string) (any, error) {
+// for stdin; what names what the value is, for the size limit's message.
+// Anything else is a usage error naming the flag.
+func (a *app) parseJSONFlag(flag, what, text string) (any, error) {
 	if text == "" {
 		return nil, nil
 	}
@@ -110,8 +137,8 @@ func (a *app) parseJSONFlag(flag, text string) (any, error) {
 		}
 	}
 	if len(data) > maxInputBytes {
-		return nil, usageErr("%s: the input is %.1f MiB, over the limit of %d MiB on a run's input (it is recorded in the log; pass a path to large data instead)",
-			source, float64(len(data))/(1<<20), maxInputBytes>>20)
+		return nil, usageErr("%s: %s is %.1f MiB, over the limit of %d MiB (it is recorded in the log; pass a path to large data instead)",
+			source, what, float64(len(data))/(1<<20), maxInputBytes>>20)
 	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {

@@ -88,7 +88,9 @@ func (p *progress) event(ev events.Event) {
 	case events.RunStarted:
 		fmt.Fprintf(p.w, "run %s (%s) started\n", p.runID, p.job)
 	case events.RunResumed:
-		fmt.Fprintf(p.w, "run %s resumed by a new engine\n", p.runID)
+		var d events.RunResumedData
+		_ = ev.Decode(&d)
+		fmt.Fprintf(p.w, "run %s %s\n", p.runID, resumedBy(d))
 	case events.StepStarted:
 		var d events.StepStartedData
 		_ = ev.Decode(&d)
@@ -131,6 +133,24 @@ func (p *progress) event(ev events.Event) {
 		}
 		fmt.Fprintln(p.w, line)
 	}
+}
+
+// resumedBy says who resumed a run and why: "resumed after budget raise
+// 1 by engine E, which ran it before".
+func resumedBy(d events.RunResumedData) string {
+	s := "resumed"
+	if d.Raise > 0 {
+		s += fmt.Sprintf(" after budget raise %d", d.Raise)
+	}
+	s += " by engine " + d.Engine
+	switch d.Previous {
+	case "":
+	case d.Engine:
+		s += ", which ran it before"
+	default:
+		s += " (engine " + d.Previous + " ran it before)"
+	}
+	return s
 }
 
 // groundhog prints a line per Groundhog attempt and what became of it,

@@ -113,7 +113,7 @@ Exit status: 0 delivered, 2 refused (unknown run, not waiting for NAME,
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
 			q := engine.RunSignal{RunID: args[0], Signal: args[1], Requester: requester()}
 			if data != "" {
-				v, err := a.parseJSONFlag("--data", data)
+				v, err := a.parseJSONFlag("--data", "a signal's data", data)
 				if err != nil {
 					return err
 				}

@@ -74,6 +74,12 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 		if err := json.Unmarshal(q.Input, &opts.Input); err != nil {
 			return nil, fmt.Errorf("%w: input: not valid JSON: %v", events.ErrInvalidRequest, err)
 		}
+		if opts.Input == nil {
+			return nil, fmt.Errorf("%w: a run's input is a JSON object, not null (leave the input out to retry with the old run's)", events.ErrInvalidRequest)
+		}
+		if err := checkInput(opts.Input); err != nil {
+			return nil, err
+		}
 		opts.HasInput = true
 	}
 	r, err := executor.NewRetryRequest(ctx, e.log, q.RunID, opts)
