@@ -177,6 +177,10 @@ func (p *progress) groundhog(ev events.Event) bool {
 	case events.GroundhogCommitted:
 		var d events.GroundhogCommittedData
 		_ = ev.Decode(&d)
+		if d.HeldRef != "" && !d.NoChange {
+			p.line("held", key(d.Attempt), "", fmt.Sprintf("%s %s (on %s, for approval: orbit groundhog approve %s)", shortSHA(d.SHA), firstLine(d.Summary), d.HeldRef, ev.TaskID))
+			return true
+		}
 		p.line("committed", key(d.Attempt), "", shortSHA(d.SHA)+" "+firstLine(d.Summary))
 	case events.GroundhogAttemptFailed:
 		var d events.GroundhogAttemptFailedData
