@@ -254,6 +254,15 @@ func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error)
 func (a *app) follow(ctx context.Context, feed *runFeed, job string) error {
 	runID := feed.runID
 	p := newProgress(a.stderr, runID, job)
+	feed.quiet = func(ctx context.Context, l *events.Log) {
+		if len(p.children) == 0 {
+			return
+		}
+		var gates executor.Gates
+		if request(ctx, l, engine.EndpointRunGates, engine.RunGates{RunID: runID}, &gates) == nil {
+			p.childGates(gates.Gates)
+		}
+	}
 	for {
 		ev, err := feed.next(ctx)
 		if ctx.Err() != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
 )
 
 // printJSON writes v as indented JSON on stdout. An empty list is `[]`,
@@ -67,10 +68,27 @@ type progress struct {
 	w     io.Writer
 	runID string
 	job   string
+	// children are the child runs the run's steps wait for now, by step
+	// key; reported the child gates already printed.
+	children map[string]string
+	reported map[string]bool
 }
 
 func newProgress(w io.Writer, runID, job string) *progress {
-	return &progress{w: w, runID: runID, job: job}
+	return &progress{w: w, runID: runID, job: job, children: map[string]string{}, reported: map[string]bool{}}
+}
+
+// childGates prints, once each, the gates of child runs the run waits
+// for, and where to send their signals.
+func (p *progress) childGates(gates []executor.Gate) {
+	for _, g := range gates {
+		id := fmt.Sprintf("%s\x00%s\x00%d", g.RunID, g.StepKey, g.Attempt)
+		if g.RunID == "" || p.reported[id] {
+			continue
+		}
+		p.reported[id] = true
+		p.line("waiting", g.Via, "", fmt.Sprintf("in run %s, step %s, for signal %s (orbit run signal %s %s)", g.RunID, g.StepKey, g.Signal, g.RunID, g.Signal))
+	}
 }
 
 func (p *progress) event(ev events.Event) {
@@ -102,6 +120,10 @@ func (p *progress) event(ev events.Event) {
 			p.line("waiting", ev.StepKey, "", fmt.Sprintf("for signal %s (orbit run signal %s %s)%s", d.Wait.Signal, p.runID, d.Wait.Signal, suffix))
 			return
 		}
+		if d.ChildRunID != "" {
+			p.children[ev.StepKey] = d.ChildRunID
+			suffix = strings.TrimRight("child run "+d.ChildRunID+suffix, " ")
+		}
 		p.line("started", ev.StepKey, "", suffix)
 	case events.StepSkipped:
 		p.line("skipped", ev.StepKey, "", "")
@@ -112,6 +134,7 @@ func (p *progress) event(ev events.Event) {
 	case events.StepFinished:
 		var d events.StepFinishedData
 		_ = ev.Decode(&d)
+		delete(p.children, ev.StepKey)
 		msg := ""
 		if d.Error != nil {
 			msg = firstLine(d.Error.Message)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -52,7 +53,11 @@ func (a *app) runShowCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(view)
 			}
-			a.showRun(view)
+			children, err := childGates(ctx, l, view)
+			if err != nil {
+				return err
+			}
+			a.showRun(view, children)
 			return nil
 		}),
 	}
@@ -80,7 +85,27 @@ func getRun(ctx context.Context, l *events.Log, id string) (*projector.RunView, 
 	return &view, nil
 }
 
-func (a *app) showRun(v *projector.RunView) {
+// childGates returns the gates of the child runs a running run waits for,
+// when it waits at no gate of its own: where its signals must go.
+func childGates(ctx context.Context, l *events.Log, v *projector.RunView) ([]executor.Gate, error) {
+	if v.State != events.StateRunning || len(v.Children) == 0 {
+		return nil, nil
+	}
+	for _, s := range v.Steps {
+		if s.State == projector.StateWaiting {
+			return nil, nil
+		}
+	}
+	var gates executor.Gates
+	if err := request(ctx, l, engine.EndpointRunGates, engine.RunGates{RunID: v.ID}, &gates); err != nil {
+		return nil, err
+	}
+	return gates.Gates, nil
+}
+
+// showRun prints a run, and the gates of the child runs it waits for
+// (see childGates).
+func (a *app) showRun(v *projector.RunView, children []executor.Gate) {
 	field := func(name, value string) { a.printf("%-10s %s\n", name+":", value) }
 	field("Run", v.ID)
 	field("Job", v.Job)
@@ -127,6 +152,9 @@ func (a *app) showRun(v *projector.RunView) {
 		if s.State == projector.StateWaiting && s.Wait != nil {
 			field("Waiting", waitingFor(v.ID, s))
 		}
+	}
+	for _, g := range children {
+		field("Waiting", executor.DescribeGate(g))
 	}
 	if len(v.Steps) == 0 {
 		return

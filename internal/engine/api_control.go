@@ -20,7 +20,16 @@ const (
 	// EndpointRunSignal delivers a signal to the steps of a run that wait
 	// for it; it answers an executor.Signalled.
 	EndpointRunSignal = "runs.signal"
+	// EndpointRunGates says where a run waits for a signal: its own gates,
+	// or those of the child runs it waits for; it answers an
+	// executor.Gates.
+	EndpointRunGates = "runs.gates"
 )
+
+// RunGates asks where a run waits for a signal (see executor.WaitingAt).
+type RunGates struct {
+	RunID string `json:"run_id"`
+}
 
 // RunRetry asks for a retry of a finished run (see
 // executor.NewRetryRequest). Input, when set, is JSON that replaces the
@@ -55,6 +64,7 @@ func (e *Engine) controlEndpoints() map[string]events.Handler {
 	return map[string]events.Handler{
 		EndpointRunRetry:  e.handle(e.apiRunRetry),
 		EndpointRunSignal: e.handle(e.apiRunSignal),
+		EndpointRunGates:  e.handle(e.apiRunGates),
 		EndpointRunResume: e.handle(e.apiRunResume),
 	}
 }
@@ -109,4 +119,16 @@ func (e *Engine) apiRunSignal(ctx context.Context, req json.RawMessage) (any, er
 		}
 	}
 	return executor.Signal(ctx, e.log, q.RunID, q.Signal, data, q.Requester)
+}
+
+// apiRunGates answers where a run waits for a signal.
+func (e *Engine) apiRunGates(ctx context.Context, req json.RawMessage) (any, error) {
+	var q RunGates
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(q.RunID) == "" {
+		return nil, fmt.Errorf("%w: runs.gates needs a run id", events.ErrInvalidRequest)
+	}
+	return executor.WaitingAt(ctx, e.log, q.RunID)
 }
