@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orbitrun/orbit/events"
 )
@@ -218,7 +219,18 @@ func (s *Server) fail(w http.ResponseWriter, what string, err error) {
 	}
 }
 
+// notFoundMax bounds how much of what was asked for a 404 repeats: a
+// 100 KB id or path comes back clipped, never whole.
+const notFoundMax = 160
+
 func (s *Server) notFound(w http.ResponseWriter, what string) {
+	if len(what) > notFoundMax {
+		n := notFoundMax
+		for n > 0 && !utf8.RuneStart(what[n]) {
+			n--
+		}
+		what = fmt.Sprintf("%s… (%d bytes)", what[:n], len(what))
+	}
 	s.errorPage(w, http.StatusNotFound, "Not found", "There is no "+what+".")
 }
 

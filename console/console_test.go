@@ -124,6 +124,13 @@ func TestUnknownAndOddIDsAre404(t *testing.T) {
 		assert.Contains(t, body, says, path)
 		assert.NotContains(t, body, "module github.com", path)
 	}
+	// A 100 KB id comes back clipped, saying how long it was.
+	for _, path := range []string{"/runs/" + strings.Repeat("A", 100_000), "/" + strings.Repeat("b", 100_000)} {
+		code, body := get(t, url+path)
+		assert.Equal(t, http.StatusNotFound, code)
+		assert.Less(t, len(body), 8<<10, "the page does not repeat the whole id")
+		assert.Contains(t, body, "… (100006 bytes).", "run \"A…\" and page /b… are as long")
+	}
 }
 
 // TestOutputIsEscaped: a step that prints a script tag shows it as text.

@@ -81,6 +81,30 @@ func TestCLIEdgesAreUsageErrors(t *testing.T) {
 	assert.Contains(t, r.Stdout, "Available Commands")
 }
 
+// TestAHugeIDIsClippedAndHarmsNoEngine: a 100 KB run or task id is
+// refused (exit 2) with a message that quotes it clipped, never whole; the
+// engine, which read the log for it, still serves afterwards (the read
+// once passed the server's control line, and the server closed the
+// engine's connection, which stopped it).
+func TestAHugeIDIsClippedAndHarmsNoEngine(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	require.Equal(t, 0, p.Orbit("job", "run", "hello").Code)
+	pid := p.EnginePID()
+	id := strings.Repeat("A", 100_000)
+	for _, args := range [][]string{
+		{"run", "show", id}, {"run", "events", id}, {"run", "tail", id}, {"run", "logs", id},
+		{"run", "trace", id}, {"run", "cancel", id}, {"run", "retry", id}, {"run", "signal", id, "go"},
+		{"task", "show", id}, {"groundhog", "show", id}, {"groundhog", "approve", id}, {"blob", "get", id},
+	} {
+		r := p.Orbit(args...)
+		assert.Equal(t, 2, r.Code, "%v: %.300s", args[:2], r.Stderr)
+		assert.Less(t, len(r.Stderr), 1200, "%v: %.300s", args[:2], r.Stderr)
+	}
+	assert.Equal(t, pid, p.EnginePID(), "the same engine serves")
+	assert.Equal(t, 0, p.Orbit("run", "show").Code)
+}
+
 // TestServeOnABusyPortSaysSoAtOnce: the embedded server would retry the
 // port for as long as it is let; orbit serve says the port is taken.
 func TestServeOnABusyPortSaysSoAtOnce(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -37,6 +38,26 @@ func newTable(w io.Writer, headers ...string) *table {
 func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
 
 func (t *table) flush() error { return t.tw.Flush() }
+
+// clipMax bounds how much of a value a message repeats.
+const clipMax = 128
+
+// clip is s for a message: whole when short, else its first clipMax bytes
+// and how long it was, so that a mistaken 100 KB argument does not come
+// back whole.
+func clip(s string) string { return clipTo(s, clipMax) }
+
+// clipTo cuts s past n bytes, at a character boundary, saying how long it
+// was.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:n], len(s))
+}
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")

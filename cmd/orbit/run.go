@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -21,9 +22,16 @@ func (a *app) runCommand() *cobra.Command {
 		Use:   "run <name|file.yaml>",
 		Short: "Run a job (short for 'job run'), or inspect runs",
 		Long: `'orbit run <job>' is the short form of 'orbit job run <job>'. A job named like
-one of the subcommands below needs the long form.`,
+one of the subcommands below, or close enough to one to be a typo of it
+(histroy, log), needs the long form: the short form refuses it rather than
+run a job where a subcommand was meant.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				if err := notASubcommand(cmd, args[0]); err != nil {
+					return err
+				}
+			}
 			if len(args) != 1 {
 				return usageErr("orbit run needs a job name or file, or one of its subcommands\nSee 'orbit run --help'.")
 			}
@@ -31,9 +39,71 @@ one of the subcommands below needs the long form.`,
 		},
 	}
 	opts.register(cmd)
-	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
+	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runLogsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
 		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand())
 	return cmd
+}
+
+// looksLike reports whether name looks like the subcommand sub: a prefix
+// of it, or a typo of it — one edit away (a swap of two neighbours is one),
+// or two for names of five bytes or more.
+func looksLike(name, sub string) bool {
+	if strings.HasPrefix(sub, name) {
+		return true
+	}
+	most := 1
+	if len(name) >= 5 {
+		most = 2
+	}
+	return editDistance(name, sub) <= most
+}
+
+// editDistance is the optimal string alignment distance of a and b:
+// insertions, deletions, substitutions and swaps of adjacent bytes.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range cur {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+// notASubcommand refuses, for 'orbit run <job>', a name that looks like one
+// of run's subcommands (a typo of one, or a prefix): the short form must
+// not run a job where a subcommand was meant. A job file (a path, or a
+// name ending .yaml) is never refused; a job so named runs with 'orbit job
+// run'.
+func notASubcommand(cmd *cobra.Command, name string) error {
+	if strings.ContainsRune(name, '/') || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+		return nil
+	}
+	var like []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() && looksLike(strings.ToLower(name), sub.Name()) {
+			like = append(like, sub.Name())
+		}
+	}
+	if len(like) == 0 {
+		return nil
+	}
+	return usageErr("%q looks like the subcommand %s, not a job: did you mean 'orbit run %s'? (To run a job named %s: orbit job run %s)\nSee 'orbit run --help'.",
+		clip(name), strings.Join(like, " or "), like[0], clip(name), clip(name))
 }
 
 func (a *app) runShowCommand() *cobra.Command {
@@ -352,6 +422,9 @@ func runRecorded(ctx context.Context, l *events.Log, id string) error {
 	deadline := time.Now().Add(recordWait)
 	for {
 		last, err := l.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunRequested)})
+		if errors.Is(err, events.ErrInvalidRequest) {
+			return usageErr("no run %s (orbit run history lists the runs)", clip(id))
+		}
 		if err != nil {
 			return &exitError{code: exitUnavailable, err: err}
 		}
