@@ -302,18 +302,36 @@ func (a *app) runHistoryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List runs, newest first",
-		Args:  cobra.NoArgs,
+		Long: `List runs, newest first: the 20 newest unless -n says how many (0: all). When
+there are more, stderr says how many the list leaves out.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if limit < 0 {
+				return usageErr("--limit: want how many runs to list (0 for all), not %d", limit)
+			}
+			return nil
+		},
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
 			last, err := l.LastSeq(ctx)
 			if err != nil {
 				return &exitError{code: exitUnavailable, err: err}
 			}
+			q := engine.RunsQuery{Job: job, Limit: limit, MinSeq: last}
 			var runs []projector.RunView
-			if err := request(ctx, l, engine.EndpointRuns, engine.RunsQuery{Job: job, Limit: limit, MinSeq: last}, &runs); err != nil {
+			if err := request(ctx, l, engine.EndpointRuns, q, &runs); err != nil {
 				return err
 			}
 			if a.json {
 				return a.printJSON(runs)
+			}
+			if limit > 0 && len(runs) == limit {
+				var n engine.RunsCount
+				if err := request(ctx, l, engine.EndpointRunsCount, q, &n); err != nil {
+					return err
+				}
+				if n.Total > len(runs) {
+					defer a.errorf("the %d newest of %d runs; orbit run history -n 0 lists them all\n", len(runs), n.Total)
+				}
 			}
 			t := newTable(a.stdout, "RUN", "JOB", "STATE", "REQUESTED", "DURATION", "LINEAGE")
 			for _, r := range runs {
