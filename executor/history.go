@@ -124,8 +124,10 @@ func (h *history) last(types ...string) (events.Event, bool) {
 	return found, found.Seq > 0
 }
 
-// wait blocks until the event with the given id is in the history.
+// wait blocks until the event with the given id is in the history. A
+// branch that waits passes its turn (see turn) first.
 func (h *history) wait(ctx context.Context, id string) (events.Event, error) {
+	passTurn(ctx)
 	for {
 		h.mu.Lock()
 		ev, ok := h.byID[id]
@@ -148,6 +150,7 @@ func (h *history) wait(ctx context.Context, id string) (events.Event, error) {
 // waitSeq blocks until every event of the run up to seq that the history
 // follows has been recorded; seq must be one it follows (see catchUp).
 func (h *history) waitSeq(ctx context.Context, seq uint64) error {
+	passTurn(ctx)
 	for {
 		h.mu.Lock()
 		last, changed, err := h.lastSeq, h.changed, h.err

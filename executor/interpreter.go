@@ -250,11 +250,21 @@ func runState(failed *events.ErrorInfo) string {
 }
 
 // record appends a decision event unless the history already holds it.
+// In a branch that has not passed its turn (see turn), the event is sent
+// in turn, and the turn passed once it is sent.
 func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) error {
 	if _, ok := x.hist.get(ev.ID); ok {
+		passTurn(ctx)
 		return nil
 	}
 	ev.RunID, ev.Job = x.runID, x.job.Name
+	if !passedTurn(ctx) {
+		r, err := x.recordAsync(ctx, ev, payload)
+		if err != nil {
+			return err
+		}
+		return r.wait(ctx)
+	}
 	_, err := x.o.cfg.Log.Append(ctx, ev, payload)
 	return err
 }
@@ -277,10 +287,12 @@ func (r recording) wait(ctx context.Context) error {
 // are stored in the order they were sent), so the steps it introduces can
 // be dispatched at once, and it is confirmed with them.
 func (x *interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
+	defer passTurn(ctx)
 	if _, ok := x.hist.get(ev.ID); ok {
 		return recording{}, nil
 	}
 	ev.RunID, ev.Job = x.runID, x.job.Name
+	takeTurn(ctx)
 	p, err := x.o.cfg.Log.AppendAsync(ctx, ev, payload)
 	return recording{pending: p}, err
 }

@@ -83,6 +83,7 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 			return internal(ctx, err)
 		}
 	}
+	passTurn(ctx)
 	timer := time.NewTimer(time.Until(data.NotBefore))
 	defer timer.Stop()
 	select {
