@@ -24,7 +24,8 @@ type runOptions struct {
 	backend string
 }
 
-func (o *runOptions) register(cmd *cobra.Command) {
+func (o *runOptions) register(a *app, cmd *cobra.Command) {
+	a.progressFlag(cmd)
 	cmd.Flags().StringVarP(&o.input, "input", "i", "", "job input as JSON, or @FILE (@- for stdin); merged over the job's default_input")
 	cmd.Flags().BoolVarP(&o.detach, "detach", "d", false, "print the run id and return without waiting")
 	cmd.Flags().StringVar(&o.backend, "backend", "", "backend for agent_loop activities with backend: auto (http or cli)")
@@ -47,7 +48,7 @@ Exit status: 0 the run succeeded, 1 it did not, 2 the job or input is invalid,
 			return a.runJob(cmd.Context(), args[0], opts)
 		},
 	}
-	opts.register(run)
+	opts.register(a, run)
 	cmd.AddCommand(run)
 	cmd.AddCommand(a.catalogCommands(jobAssets)...)
 	return cmd
@@ -253,7 +254,7 @@ func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error)
 // and ends with exit code 130 (128 + SIGINT), as shells do.
 func (a *app) follow(ctx context.Context, feed *runFeed, job string) error {
 	runID := feed.runID
-	p := newProgress(a.stderr, runID, job)
+	p := newProgress(a.stderr, runID, job, a.progress)
 	feed.quiet = func(ctx context.Context, l *events.Log) {
 		if len(p.children) == 0 {
 			return

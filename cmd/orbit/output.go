@@ -93,10 +93,17 @@ type progress struct {
 	// key; reported the child gates already printed.
 	children map[string]string
 	reported map[string]bool
+	// mode is --progress; colls are the run's loops and fan_outs by key.
+	mode  progressMode
+	colls map[string]*collection
 }
 
-func newProgress(w io.Writer, runID, job string) *progress {
-	return &progress{w: w, runID: runID, job: job, children: map[string]string{}, reported: map[string]bool{}}
+func newProgress(w io.Writer, runID, job string, mode progressMode) *progress {
+	if mode == "" {
+		mode = progressAuto
+	}
+	return &progress{w: w, runID: runID, job: job, children: map[string]string{}, reported: map[string]bool{},
+		mode: mode, colls: map[string]*collection{}}
 }
 
 // childGates prints, once each, the gates of child runs the run waits
@@ -133,6 +140,12 @@ func (p *progress) event(ev events.Event) {
 	case events.StepStarted:
 		var d events.StepStartedData
 		_ = ev.Decode(&d)
+		if d.ActivityType == events.TypeLoop || d.ActivityType == events.TypeFanOut {
+			p.collectionStarted(ev, &d)
+		}
+		if p.quiet(ev.StepKey) {
+			return
+		}
 		suffix := ""
 		if d.Attempt > 1 {
 			suffix = fmt.Sprintf("  (attempt %d)", d.Attempt)
@@ -147,8 +160,15 @@ func (p *progress) event(ev events.Event) {
 		}
 		p.line("started", ev.StepKey, "", suffix)
 	case events.StepSkipped:
-		p.line("skipped", ev.StepKey, "", "")
+		if !p.quiet(ev.StepKey) {
+			p.line("skipped", ev.StepKey, "", "")
+		}
+	case events.LoopIteration:
+		p.counted(ev)
 	case events.StepRetryScheduled:
+		if p.quiet(ev.StepKey) {
+			return
+		}
 		var d events.StepRetryScheduledData
 		_ = ev.Decode(&d)
 		p.line("retrying", ev.StepKey, "", fmt.Sprintf("attempt %d in %s: %s", d.Attempt, duration(d.DelayMS), firstLine(d.Cause.Message)))
@@ -156,12 +176,20 @@ func (p *progress) event(ev events.Event) {
 		var d events.StepFinishedData
 		_ = ev.Decode(&d)
 		delete(p.children, ev.StepKey)
+		p.counted(ev)
+		if p.quiet(ev.StepKey) && (d.State == events.StateSuccess || d.State == events.StateSkipped || !p.failure(ev.StepKey)) {
+			return
+		}
 		msg := ""
 		if d.Error != nil {
 			msg = firstLine(d.Error.Message)
 		}
 		if d.ReusedFrom != "" {
 			msg = "reused from " + d.ReusedFrom
+		}
+		if c := p.colls[ev.StepKey]; c != nil && c.quiet {
+			msg = strings.TrimSpace(c.summary() + "; " + msg)
+			msg = strings.TrimSuffix(msg, ";")
 		}
 		p.line(d.State, ev.StepKey, duration(d.DurationMS), msg)
 	case events.RunFinished:

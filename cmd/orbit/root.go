@@ -23,6 +23,8 @@ type app struct {
 	nkey     string
 	logKey   string
 	json     bool
+	// progress is --progress of the commands that follow a run.
+	progress progressMode
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -38,7 +38,7 @@ run a job where a subcommand was meant.`,
 			return a.runJob(cmd.Context(), args[0], opts)
 		},
 	}
-	opts.register(cmd)
+	opts.register(a, cmd)
 	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runLogsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
 		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand())
 	return cmd

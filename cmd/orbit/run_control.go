@@ -87,6 +87,7 @@ written), 3 no engine could be reached.`,
 	cmd.Flags().StringVar(&from, "from", "", "the top-level step to run again from (the steps before it reuse their recorded outputs)")
 	cmd.Flags().StringVarP(&input, "input", "i", "", "a new input as JSON, or @FILE (@- for stdin), merged over the job's default_input (default: the old run's input)")
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "print the new run id and return without waiting")
+	a.progressFlag(cmd)
 	return cmd
 }
 

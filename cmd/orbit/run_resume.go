@@ -90,6 +90,7 @@ not above the spending), 3 no engine could be reached.`,
 	cmd.Flags().Int64Var(&maxTokens, "max-tokens", 0, "the run's new max_tokens (input plus output tokens of all its agents)")
 	cmd.Flags().Float64Var(&maxCost, "max-cost-usd", 0, "the run's new max_cost_usd (as its CLI agents report their cost)")
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "print the run id and return without waiting")
+	a.progressFlag(cmd)
 	return cmd
 }
 
