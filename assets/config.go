@@ -226,11 +226,19 @@ func (c *Config) Validate() error {
 			ps.add(0, index("serve.http_hosts", i), reason)
 		}
 	}
-	if v.Engine.IdleTimeoutSeconds < 1 {
-		ps.add(0, "engine.idle_timeout_seconds", "must be ≥ 1")
-	}
-	if v.Engine.AckWaitSeconds < 1 {
-		ps.add(0, "engine.ack_wait_seconds", "must be ≥ 1")
+	for _, s := range []struct {
+		path string
+		secs int
+	}{
+		{"engine.idle_timeout_seconds", v.Engine.IdleTimeoutSeconds},
+		{"engine.ack_wait_seconds", v.Engine.AckWaitSeconds},
+	} {
+		switch {
+		case s.secs < 1:
+			ps.add(0, s.path, "must be ≥ 1")
+		case int64(s.secs) > MaxDurationSeconds:
+			ps.add(0, s.path, durationProblem(MaxDurationSeconds))
+		}
 	}
 	if v.Engine.MaxDeliveries < 1 {
 		ps.add(0, "engine.max_deliveries", "must be ≥ 1")
@@ -492,6 +500,9 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 			} {
 				if vn := m.get(key); vn != nil {
 					lines[child(m.path, key)] = vn.Line
+					if strings.HasSuffix(key, "_seconds") && d.overflows(vn, child(m.path, key), 1, MaxDurationSeconds) {
+						continue
+					}
 					*dst, _ = d.scalarInt(vn, child(m.path, key))
 				}
 			}

@@ -18,6 +18,10 @@ const (
 	TaskActive  = "active"  // created, or ready for another run
 	TaskRunning = "running" // a Groundhog run works on it
 	TaskDone    = "done"    // every checkpoint committed
+	// TaskHeld: every checkpoint is committed, and commits of them are held
+	// for approval (materialize: on_approval) on the task's held ref, not
+	// yet on its branch; orbit groundhog approve makes it done.
+	TaskHeld    = "held"
 	TaskBlocked = "blocked" // a checkpoint's attempt budget was spent
 	// TaskBudgetExhausted: the task's budget (tokens, cost) was spent; a
 	// plan version with a higher budget lets a run continue it.

@@ -198,7 +198,7 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 		x.resumed = true
 		_, err := x.o.cfg.Log.Append(ctx, events.Event{
 			Type: events.RunResumed, RunID: x.runID, Job: x.job.Name, ParentID: id,
-		}, events.RunResumedData{Engine: x.o.cfg.Engine})
+		}, x.resumedData())
 		return ev, err
 	}
 	ev := events.Event{ID: id, Type: events.RunStarted, RunID: x.runID, Job: x.job.Name,
@@ -207,6 +207,27 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 		return events.Event{}, err
 	}
 	return x.hist.wait(ctx, id)
+}
+
+// resumedData says who resumes the run and why: the engine that ran it
+// until now (the one that started or last resumed it), and the budget
+// raise when that is what resumes it (no engine resumed it since).
+func (x *interpreter) resumedData() events.RunResumedData {
+	d := events.RunResumedData{Engine: x.o.cfg.Engine}
+	last, ok := x.hist.last(events.RunStarted, events.RunResumed)
+	if !ok {
+		return d
+	}
+	var before struct {
+		Engine string `json:"engine"`
+	}
+	if last.Decode(&before) == nil {
+		d.Previous = before.Engine
+	}
+	if x.raise > 0 && x.raisedAt > last.Seq {
+		d.Raise = x.raise
+	}
+	return d
 }
 
 // finish records run.finished; from is the event the run's duration is
@@ -249,11 +270,21 @@ func runState(failed *events.ErrorInfo) string {
 }
 
 // record appends a decision event unless the history already holds it.
+// In a branch that has not passed its turn (see turn), the event is sent
+// in turn, and the turn passed once it is sent.
 func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) error {
 	if _, ok := x.hist.get(ev.ID); ok {
+		passTurn(ctx)
 		return nil
 	}
 	ev.RunID, ev.Job = x.runID, x.job.Name
+	if !passedTurn(ctx) {
+		r, err := x.recordAsync(ctx, ev, payload)
+		if err != nil {
+			return err
+		}
+		return r.wait(ctx)
+	}
 	_, err := x.o.cfg.Log.Append(ctx, ev, payload)
 	return err
 }
@@ -276,10 +307,12 @@ func (r recording) wait(ctx context.Context) error {
 // are stored in the order they were sent), so the steps it introduces can
 // be dispatched at once, and it is confirmed with them.
 func (x *interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
+	defer passTurn(ctx)
 	if _, ok := x.hist.get(ev.ID); ok {
 		return recording{}, nil
 	}
 	ev.RunID, ev.Job = x.runID, x.job.Name
+	takeTurn(ctx)
 	p, err := x.o.cfg.Log.AppendAsync(ctx, ev, payload)
 	return recording{pending: p}, err
 }

@@ -40,6 +40,9 @@ type RunRequest struct {
 	// RetryOf and From make the run a retry (see NewRetryRequest).
 	RetryOf string `json:"retry_of,omitempty"`
 	From    string `json:"from,omitempty"`
+	// RetrySteps is what the retry does with each top-level step before
+	// From (see events.RunRequestedData.RetrySteps).
+	RetrySteps []events.RetryStep `json:"retry_steps,omitempty"`
 	// Backend is what backend: auto resolved to in Job (see
 	// events.RunRequestedData.Backend); empty means the engine's
 	// runtime.backend.

@@ -16,7 +16,7 @@ import (
 type TaskView struct {
 	ID     string `json:"id"`
 	Title  string `json:"title"`
-	Status string `json:"status"` // events.TaskActive, TaskRunning, TaskDone, TaskBlocked or TaskBudgetExhausted
+	Status string `json:"status"` // events.TaskActive, TaskRunning, TaskDone, TaskHeld, TaskBlocked or TaskBudgetExhausted
 	// StatusReason is the reason the last task.status_changed gave.
 	StatusReason string `json:"status_reason,omitempty"`
 
@@ -128,7 +128,7 @@ func (b *tasksBatch) taskPlanChanged(ev events.Event, d *events.TaskPlanChangedD
 
 func (b *tasksBatch) taskStatusChanged(ev events.Event, d *events.TaskStatusChangedData) error {
 	switch d.Status {
-	case events.TaskActive, events.TaskRunning, events.TaskDone, events.TaskBlocked, events.TaskBudgetExhausted:
+	case events.TaskActive, events.TaskRunning, events.TaskDone, events.TaskHeld, events.TaskBlocked, events.TaskBudgetExhausted:
 	default:
 		return fmt.Errorf("%w: %s %s at sequence %d: %q is not a task status",
 			events.ErrInvalidEvent, ev.Type, ev.ID, ev.Seq, d.Status)

@@ -27,6 +27,8 @@ type app struct {
 	// tls is what --tls-ca, --tls-cert and --tls-key say: how a client
 	// reaches an engine whose listener speaks TLS.
 	tls events.TLSFiles
+	// progress is --progress of the commands that follow a run.
+	progress progressMode
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -123,7 +123,11 @@ func (a *app) taskShowCommand() *cobra.Command {
 			field := func(name, value string) { a.printf("%-13s %s\n", name+":", value) }
 			field("Task", t.ID)
 			field("Title", t.Title)
-			field("Status", t.Status)
+			status := t.Status
+			if t.Status == events.TaskHeld && t.StatusReason != "" {
+				status += ": " + t.StatusReason
+			}
+			field("Status", status)
 			field("Workspace", t.Workspace)
 			field("Branch", t.Branch)
 			field("Plan version", fmt.Sprint(t.PlanVersion))

@@ -12,11 +12,14 @@ import (
 
 // API endpoints (requests go to orbit.api.<endpoint>).
 const (
-	EndpointInfo    = "engine.info"
-	EndpointRun     = "runs.get"
-	EndpointRuns    = "runs.list"
-	EndpointReplay  = "views.replay"
-	EndpointMetrics = "metrics.get"
+	EndpointInfo = "engine.info"
+	EndpointRun  = "runs.get"
+	EndpointRuns = "runs.list"
+	// EndpointRunsCount answers how many runs a RunsQuery selects, its
+	// Limit aside: a RunsCount.
+	EndpointRunsCount = "runs.count"
+	EndpointReplay    = "views.replay"
+	EndpointMetrics   = "metrics.get"
 )
 
 // MetricsQuery asks for the metrics view, reflecting at least every event up
@@ -40,6 +43,11 @@ type RunsQuery struct {
 	States []string `json:"states,omitempty"`
 	Limit  int      `json:"limit,omitempty"`
 	MinSeq uint64   `json:"min_seq,omitempty"`
+}
+
+// RunsCount answers a RunsQuery sent to EndpointRunsCount.
+type RunsCount struct {
+	Total int `json:"total"`
 }
 
 // ReplayRequest asks the engine to rebuild its views from the log, or with
@@ -71,11 +79,12 @@ type InfoReply struct {
 
 func (e *Engine) serveAPI() (events.Stopper, error) {
 	endpoints := map[string]events.Handler{
-		EndpointInfo:    e.handle(e.apiInfo),
-		EndpointRun:     e.handle(e.apiRun),
-		EndpointRuns:    e.handle(e.apiRuns),
-		EndpointReplay:  e.handle(e.apiReplay),
-		EndpointMetrics: e.handle(e.apiMetrics),
+		EndpointInfo:      e.handle(e.apiInfo),
+		EndpointRun:       e.handle(e.apiRun),
+		EndpointRuns:      e.handle(e.apiRuns),
+		EndpointRunsCount: e.handle(e.apiRunsCount),
+		EndpointReplay:    e.handle(e.apiReplay),
+		EndpointMetrics:   e.handle(e.apiMetrics),
 		// The console's view of a run: the step tree a page at a time.
 		EndpointRunSteps: e.handle(e.apiRunSteps),
 	}
@@ -150,6 +159,18 @@ func (e *Engine) apiRuns(ctx context.Context, req json.RawMessage) (any, error) 
 		return nil, err
 	}
 	return e.proj.Runs(ctx, projector.RunFilter{Job: q.Job, States: q.States, Limit: q.Limit})
+}
+
+func (e *Engine) apiRunsCount(ctx context.Context, req json.RawMessage) (any, error) {
+	var q RunsQuery
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := e.proj.WaitFor(ctx, q.MinSeq); err != nil {
+		return nil, err
+	}
+	n, err := e.proj.CountRuns(ctx, projector.RunFilter{Job: q.Job, States: q.States})
+	return RunsCount{Total: n}, err
 }
 
 func (e *Engine) apiReplay(ctx context.Context, req json.RawMessage) (any, error) {

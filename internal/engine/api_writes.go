@@ -120,7 +120,29 @@ func decodeSubmission(raw json.RawMessage) (*executor.RunRequest, error) {
 	if err := executor.ValidateJob(&req.Job); err != nil {
 		return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
 	}
+	if err := checkInput(req.Input); err != nil {
+		return nil, err
+	}
 	return &req, nil
+}
+
+// checkInput refuses a run input that is not a JSON object: a run's input
+// is the object its templates read ({{ input.name }}), and its keys are
+// merged over the job's default_input. No input at all is the job's
+// default_input.
+func checkInput(input any) error {
+	kind := "a number"
+	switch input.(type) {
+	case nil, map[string]any:
+		return nil
+	case bool:
+		kind = "a boolean"
+	case string:
+		kind = "a string"
+	case []any:
+		kind = "a list"
+	}
+	return fmt.Errorf("%w: a run's input is a JSON object, not %s (the job's default_input is used when there is none)", events.ErrInvalidRequest, kind)
 }
 
 // apiCancel records a cancel request for a run that exists and has not
