@@ -116,7 +116,7 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 	assert.Contains(t, r.Stdout, " 0 differences")
 }
 
-// TestAnExternalServerConfiguredByNATSConfig: the authorization block that
+// TestAnExternalServerConfiguredByNATSConfig: the accounts block that
 // orbit nats-config prints, loaded by the NATS server's own configuration
 // parser, runs an engine and a client on an external server with the same
 // least privilege as the embedded one.
@@ -162,6 +162,7 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	assert.False(t, bytes.Contains([]byte(stderr.String()), []byte("admits anyone")), stderr.String())
 	assert.NotContains(t, stderr.String(), "misconfigured", "the block of nats-config keeps the reader a reader")
 	assert.NotContains(t, stderr.String(), "does not admit the agent identity")
+	assert.NotContains(t, stderr.String(), "account of its own", "the block of nats-config separates the accounts")
 	agent, err := testkit.DialOutsider(t, srv.ClientURL(), credsFile(p, events.IdentityAgent))
 	require.NoError(t, err)
 	_, refused = agent.Ask(natsMsg("$JS.API.STREAM.INFO." + events.EventsStream))
@@ -169,8 +170,9 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 }
 
 // TestAnEngineSaysWhenTheServerLetsAReaderWrite: on an external server that
-// admits the project's identities without permissions, the engine warns at
-// start that the reader could delete the log.
+// admits the project's identities without permissions or accounts, the
+// engine warns at start that the reader could delete the log, and that the
+// server does not keep it in an account of its own.
 func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -183,6 +185,7 @@ func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
 	stderr := serveOnExternalServer(t, p, "authorization { users = [\n"+users+"] }\n")
 	assert.Contains(t, stderr.String(), "the reader identity may change stream ORBIT_EVENTS")
 	assert.Contains(t, stderr.String(), "orbit nats-config")
+	assert.Contains(t, stderr.String(), "does not keep the engine in an account of its own")
 }
 
 // TestNATSContextWithoutAnEngine: with no engine running the context points

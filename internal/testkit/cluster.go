@@ -73,7 +73,7 @@ func StartClusterWith(t testing.TB, credsDir string, maxPayload int32) *Cluster 
 	for i := range ClusterSize {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[ClusterSize+i]))
 	}
-	auth := events.AuthorizationBlock(creds)
+	auth := events.AccountsBlock(creds)
 	for i := range ClusterSize {
 		n := &Node{Name: fmt.Sprintf("n%d", i+1), Port: ports[i]}
 		n.conf = filepath.Join(dir, n.Name+".conf")
