@@ -3,6 +3,8 @@ package events
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -46,8 +48,9 @@ type consumerGate struct {
 // engine (the subject is JetStream's), and a stopped engine in a queue
 // group would take its share of requests and answer none (see the roll
 // call, api_route.go). Making a consumer by name is idempotent, so the
-// engines that come second find the first's; the caller's import takes
-// the first answer.
+// engines that come second find the first's (a request that names none
+// is named from its reply subject, the same at every engine); the
+// caller's import takes the first answer.
 func (l *Log) serveConsumerGate() (*consumerGate, error) {
 	g := &consumerGate{log: l}
 	for _, subject := range []string{gateSubject(EventsStream), gateSubject(EventsStream) + ".>"} {
@@ -91,6 +94,14 @@ func (g *consumerGate) answer(m *nats.Msg) {
 		g.refuse(m, err.Error())
 		return
 	}
+	subject := "$JS.API.CONSUMER.CREATE." + strings.TrimPrefix(m.Subject, consumerGateRoot+".")
+	if req.Config.Name == "" {
+		// Every engine gets the request with the same reply subject, so
+		// they all make the same consumer.
+		sum := sha256.Sum256([]byte(m.Reply))
+		req.Config.Name = "gate_" + hex.EncodeToString(sum[:10])
+		subject = "$JS.API.CONSUMER.CREATE." + EventsStream + "." + req.Config.Name
+	}
 	data, err := json.Marshal(req)
 	if err != nil {
 		g.refuse(m, err.Error())
@@ -98,7 +109,6 @@ func (g *consumerGate) answer(m *nats.Msg) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gateTimeout)
 	defer cancel()
-	subject := "$JS.API.CONSUMER.CREATE." + strings.TrimPrefix(m.Subject, consumerGateRoot+".")
 	answer, err := g.log.nc.RequestWithContext(ctx, subject, data)
 	if err != nil {
 		g.refuse(m, "the engine could not reach JetStream: "+err.Error())
@@ -110,9 +120,8 @@ func (g *consumerGate) answer(m *nats.Msg) {
 // gateRequest decodes a request to create a consumer of the log as
 // JetStream does (no unknown field) and returns it if the gate allows it:
 // a pull consumer (no deliver subject or group), ephemeral (no durable
-// name) but named (every engine makes it: see serveConsumerGate), without
-// acks, idle for at most gateMaxInactive (JetStream gives an ephemeral
-// consumer that names no threshold seconds).
+// name), without acks, idle for at most gateMaxInactive (JetStream gives
+// an ephemeral consumer that names no threshold seconds).
 func gateRequest(data []byte) (*server.CreateConsumerRequest, error) {
 	var req server.CreateConsumerRequest
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -128,8 +137,6 @@ func gateRequest(data []byte) (*server.CreateConsumerRequest, error) {
 		return nil, fmt.Errorf("orbit: only the engine may make a push consumer (deliver subject %q): make a pull consumer", c.DeliverSubject)
 	case c.Durable != "":
 		return nil, fmt.Errorf("orbit: only the engine may make a durable consumer (%q): make an ephemeral one", c.Durable)
-	case c.Name == "":
-		return nil, fmt.Errorf("orbit: a consumer of the log needs a name")
 	case c.AckPolicy != server.AckNone:
 		return nil, fmt.Errorf("orbit: a consumer of the log takes no acks: ack policy none")
 	case c.InactiveThreshold < 0 || c.InactiveThreshold > gateMaxInactive:

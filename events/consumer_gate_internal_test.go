@@ -37,7 +37,6 @@ func TestTheGateMakesPullConsumersOnly(t *testing.T) {
 		"blobs":     {`{"stream_name":"OBJ_orbit_blobs","config":{"name":"x","ack_policy":"none"}}`, "ORBIT_EVENTS only"},
 		"unknown":   {`{"stream_name":"ORBIT_EVENTS","config":{"name":"x","ack_policy":"none","deliver_subjekt":"y"}}`, "does not decode"},
 		"garbage":   {`not json`, "does not decode"},
-		"nameless":  {`{"stream_name":"ORBIT_EVENTS","config":{"ack_policy":"none"}}`, "needs a name"},
 	} {
 		_, err := gateRequest([]byte(tt.body))
 		require.Error(t, err, name)
@@ -62,7 +61,7 @@ func FuzzGateRequest(f *testing.F) {
 		var again server.CreateConsumerRequest
 		require.NoError(t, json.Unmarshal(out, &again))
 		c := again.Config
-		if again.Stream != EventsStream || c.DeliverSubject != "" || c.DeliverGroup != "" || c.Durable != "" || c.Name == "" ||
+		if again.Stream != EventsStream || c.DeliverSubject != "" || c.DeliverGroup != "" || c.Durable != "" ||
 			c.AckPolicy != server.AckNone || c.InactiveThreshold < 0 || c.InactiveThreshold > gateMaxInactive {
 			t.Fatalf("the gate let through %s", out)
 		}

@@ -55,9 +55,9 @@ func runNATS(t *testing.T, bin string, env []string, args ...string) (string, in
 func natsMsg(subject string) *nats.Msg { return &nats.Msg{Subject: subject} }
 
 // TestTheOfficialNATSCLI: with the contexts orbit nats-context writes, the
-// real nats CLI tails the log as the reader and calls the API as the
-// client; deleting the stream or publishing an event is refused; without a
-// context the server turns it away.
+// real nats CLI tails and reads the log as the reader and calls the API as
+// the client; deleting the stream or publishing an event is refused;
+// without a context the server turns it away.
 func TestTheOfficialNATSCLI(t *testing.T) {
 	t.Parallel()
 	natsBin := natsCLI(t)
@@ -89,7 +89,17 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 		return strings.Contains(tail.String(), `"orbit.events.run.`+runID+`.run.finished"`)
 	})
 
-	out, code := runNATS(t, natsBin, env, "--context", "orbit-test", "request", "orbit.api.engine.info", "")
+	// The reader reads the stream as the README says: a stored event by
+	// its sequence, and the log from its start through a pull consumer
+	// that the engine makes for it.
+	out, code := runNATS(t, natsBin, env, "--context", "orbit-test-reader", "--timeout", "3s", "stream", "get", events.EventsStream, "1")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, ".run.requested")
+	out, code = runNATS(t, natsBin, env, "--context", "orbit-test-reader", "--timeout", "3s", "sub", "--stream", events.EventsStream, "--all", "--count", "2", events.EventsRoot+".>")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "stream: ORBIT_EVENTS seq: 2")
+
+	out, code = runNATS(t, natsBin, env, "--context", "orbit-test", "request", "orbit.api.engine.info", "")
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, `"version"`, "the client calls the API")
 	out, code = runNATS(t, natsBin, env, "--context", "orbit-test-reader", "--timeout", "2s", "request", "orbit.api.engine.info", "")
