@@ -11,11 +11,12 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// BenchmarkAPIRequest is a client's request to an engine's endpoint and
-// its answer, over the embedded server's listener: the path every CLI
-// command takes (from the client's account, through the import of the
-// API, to the engine's and back), against a JetStream direct get of one
-// event over the same connection.
+// BenchmarkAPIRequest is a client's request to an engine's endpoint that
+// answers at once, and its answer, over the embedded server's listener:
+// the path every CLI command takes, from the client's account through the
+// import of the API to the engine's and back. It reports the same request
+// made from the engine's own account (another engine of the cluster, no
+// import) as the baseline, in the same run.
 func BenchmarkAPIRequest(b *testing.B) {
 	ctx := context.Background()
 	store := filepath.Join(b.TempDir(), "nats")
@@ -27,27 +28,31 @@ func BenchmarkAPIRequest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stop.Stop()
-	if _, err := l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{}); err != nil {
-		b.Fatal(err)
+	creds := filepath.Join(filepath.Dir(store), "creds")
+	dial := func(id events.Identity) *events.Log {
+		c, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(creds, id)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c
 	}
-	c, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(filepath.Join(filepath.Dir(store), "creds"), events.IdentityClient)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	b.Run("request", func(b *testing.B) {
+	client, peer := dial(events.IdentityClient), dial(events.IdentityEngine)
+	measure := func(c *events.Log) time.Duration {
 		var answer map[string]string
+		start := time.Now()
 		for range b.N {
 			if err := c.Request(ctx, "engine.info", nil, &answer); err != nil {
 				b.Fatal(err)
 			}
 		}
-	})
-	b.Run("direct-get", func(b *testing.B) {
-		for range b.N {
-			if _, err := c.EventAt(ctx, 1); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	took := measure(client)
+	b.StopTimer()
+	base := measure(peer)
+	b.ReportMetric(float64(took.Microseconds())/float64(b.N), "client-µs")
+	b.ReportMetric(float64(base.Microseconds())/float64(b.N), "engine-µs")
+	b.ReportMetric(float64(took)/float64(base), "client/engine")
 }
