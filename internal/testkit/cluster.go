@@ -23,7 +23,7 @@ const ClusterSize = 3
 
 // Cluster is a NATS JetStream cluster of ClusterSize servers in the test
 // process: cluster routes on loopback, every write fsynced before it is
-// acknowledged (sync_interval: always), and the authorization block of
+// acknowledged (sync_interval: always), and the accounts block of
 // `orbit nats-config` for Creds, so that the project's identities hold as
 // they would on a production cluster. Each node keeps its ports and store
 // across Kill and Restart.
