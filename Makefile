@@ -75,6 +75,7 @@ bench:
 	$(GO) test -run '^$$' -bench GroundhogAttempt/large -benchtime 5x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench ClusterThroughput -benchtime 1x -count 1 -timeout 20m ./internal/bench/
 	$(GO) test -run '^$$' -bench Scan -benchtime 3x -count 1 ./events/
+	$(GO) test -run '^$$' -bench APIRequest -benchtime 5000x -count 1 ./events/
 	$(GO) test -run '^$$' -bench Start -benchtime 50x -count 1 ./internal/sandbox/
 
 # fsyncs per event of a strict log under load (64 appenders), counted with

@@ -40,6 +40,9 @@ type TaskCreatedData struct {
 	Plan        string `json:"plan"`
 	PlanVersion int    `json:"plan_version"`
 	PlanDigest  string `json:"plan_digest"`
+	// Signer signed the request that created the task (nil: one
+	// recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 }
 
 // TaskPlanChangedData records a new version of a task's plan.
@@ -47,6 +50,8 @@ type TaskPlanChangedData struct {
 	Plan        string `json:"plan"`
 	PlanVersion int    `json:"plan_version"`
 	PlanDigest  string `json:"plan_digest"`
+	// Signer signed the change (nil: one recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 }
 
 // TaskStatusChangedData records a task's new status and why.

@@ -208,7 +208,8 @@ func (a *abandon) close(ctx context.Context) error {
 		}
 	}
 	if err := record(ctx, r, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(s.Day)),
-		events.GroundhogInterruptedData{Attempt: s.Attempt, AbandonedBy: a.by, Reason: reason, WorkspaceKept: kept}); err != nil {
+		events.GroundhogInterruptedData{Attempt: s.Attempt, AbandonedBy: a.by, Reason: reason, WorkspaceKept: kept,
+			AbandonSigner: events.RequestSigner(ctx)}); err != nil {
 		return err
 	}
 	a.res.Outcome = AbandonRewound

@@ -195,7 +195,8 @@ func approve(ctx context.Context, cfg ControlConfig, r *runner, res *Control) er
 	res.Outcome, res.ToSHA = ApproveDone, held
 	res.Message = fmt.Sprintf("task %s: %s fast-forwarded from %s to %s (%s)", cfg.TaskID, branch, shortSHA(head), shortSHA(held), ref)
 	return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, held),
-		events.GroundhogApprovedData{TaskBranch: branch, HeldRef: ref, FromSHA: head, ToSHA: held, By: byOrUnknown(cfg.By)})
+		events.GroundhogApprovedData{TaskBranch: branch, HeldRef: ref, FromSHA: head, ToSHA: held, By: byOrUnknown(cfg.By),
+			Signer: events.RequestSigner(ctx)})
 }
 
 func byOrUnknown(by string) string {

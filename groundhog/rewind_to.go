@@ -113,7 +113,7 @@ func RewindTo(ctx context.Context, cfg ControlConfig) (*Control, error) {
 		}
 		if err := record(ctx, r, events.GroundhogRewoundTo, events.DecisionID(events.GroundhogRewoundTo, cfg.TaskID, cfg.Checkpoint, last.SHA),
 			events.GroundhogRewoundToData{Checkpoint: cfg.Checkpoint, Ref: res.Ref, FromSHA: last.SHA, ToSHA: to, FromDay: fromDay,
-				By: byOrUnknown(cfg.By), Reason: cfg.Reason}); err != nil {
+				By: byOrUnknown(cfg.By), Reason: cfg.Reason, Signer: events.RequestSigner(ctx)}); err != nil {
 			return err
 		}
 		forgot := committedIDs(commits[k:])

@@ -185,7 +185,7 @@ func (a *app) printChronicle(r *projector.GroundhogRun, full bool) {
 		if c.Checkpoint != "" {
 			what = "rewound " + c.Ref + " to before " + c.Checkpoint
 		}
-		a.printf("%s: %s -> %s by %s\n", what, shortSHA(c.FromSHA), shortSHA(c.ToSHA), c.By)
+		a.printf("%s: %s -> %s by %s\n", what, shortSHA(c.FromSHA), shortSHA(c.ToSHA), signedBy(c.By, c.Signer, ", "))
 	}
 	for _, cp := range r.Checkpoints {
 		line := fmt.Sprintf("\ncheckpoint %s: %s", cp.ID, cp.Status)
@@ -241,7 +241,7 @@ func (a *app) printChronicle(r *projector.GroundhogRun, full bool) {
 				a.printf("    rewound; work kept on %s at %s\n", at.Rewind.ScratchBranch, shortSHA(at.Rewind.ScratchSHA))
 			}
 			if ab := at.Abandon; ab != nil {
-				a.printf("    abandoned by %s: %s\n", ab.By, firstLine(ab.Reason))
+				a.printf("    abandoned by %s: %s\n", signedBy(ab.By, ab.Signer, ", "), firstLine(ab.Reason))
 			}
 			if at.Commit != nil {
 				if at.Commit.NoChange {

@@ -67,6 +67,7 @@ func TestGroundhogAbandon(t *testing.T) {
 	assert.Contains(t, r.Stdout, "(day 1) on groundhog/T-1/day-1 from")
 	assert.Contains(t, r.Stdout, ": abandoned")
 	assert.Contains(t, r.Stdout, "abandoned by cli:")
+	assert.Regexp(t, `abandoned by cli:\S+, signed by client `+clientKey(t, p)+`: `, r.Stdout)
 	assert.Contains(t, r.Stdout, "I committed notes on main by hand")
 
 	r = p.Orbit("groundhog", "abandon", task)

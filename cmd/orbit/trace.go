@@ -224,8 +224,8 @@ func traceSummary(ev events.Event) string {
 		var d events.RunRequestedData
 		_ = ev.Decode(&d)
 		add(cmp.Or(d.JobName, ev.Job))
-		if d.Requester != "" {
-			add("by " + d.Requester)
+		if d.Requester != "" || d.Signer != nil {
+			add("by " + signedBy(d.Requester, d.Signer, "  "))
 		}
 		if d.RetryOf != "" {
 			add(strings.TrimSpace("retry of " + d.RetryOf + " " + fromStep(d.From)))
@@ -241,8 +241,8 @@ func traceSummary(ev events.Event) string {
 	case events.RunCancelRequested:
 		var d events.RunCancelRequestedData
 		_ = ev.Decode(&d)
-		if d.Requester != "" {
-			add("by " + d.Requester)
+		if d.Requester != "" || d.Signer != nil {
+			add("by " + signedBy(d.Requester, d.Signer, "  "))
 		}
 		add(d.Reason)
 	case events.RunBudgetExhausted:
@@ -271,8 +271,8 @@ func traceSummary(ev events.Event) string {
 		var d events.RunSignalledData
 		_ = ev.Decode(&d)
 		add("signal " + d.Signal)
-		if d.Requester != "" {
-			add("by " + d.Requester)
+		if d.Requester != "" || d.Signer != nil {
+			add("by " + signedBy(d.Requester, d.Signer, "  "))
 		}
 	case events.StepSkipped:
 		var d events.StepSkippedData

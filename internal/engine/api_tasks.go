@@ -102,7 +102,7 @@ func (e *Engine) apiTaskCreate(ctx context.Context, req json.RawMessage) (any, e
 		}
 	}
 	data := events.TaskCreatedData{Title: strings.TrimSpace(t.Title), Workspace: t.Workspace, Branch: t.Branch,
-		Plan: t.Plan, PlanVersion: 1, PlanDigest: assets.PlanDigest([]byte(t.Plan))}
+		Plan: t.Plan, PlanVersion: 1, PlanDigest: assets.PlanDigest([]byte(t.Plan)), Signer: events.RequestSigner(ctx)}
 	for try := 0; try < 100; try++ {
 		id := "T-" + strconv.Itoa(n+1+try)
 		a, err := e.log.AppendFirst(ctx, events.Event{Type: events.TaskCreated, TaskID: id}, data)
