@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -302,4 +303,17 @@ func shortID(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// Changes returns the files of the work tree that differ from HEAD:
+// tracked files with staged or unstaged changes and untracked files,
+// sorted (ignored files are not reported).
+func (r *Repo) Changes(ctx context.Context) ([]string, error) {
+	dirty, untracked, err := r.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all := append(dirty, untracked...)
+	slices.Sort(all)
+	return all, nil
 }

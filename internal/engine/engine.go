@@ -27,6 +27,7 @@ import (
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/projector"
+	"github.com/orbitrun/orbit/shipping"
 )
 
 // Version is reported by the API and `orbit version`.
@@ -96,6 +97,7 @@ type Engine struct {
 	created      time.Time // of the events stream, as checkLog found it
 	catalog      *catalogCache
 	attempts     *groundhog.Attempts
+	ship         *shipping.Service
 }
 
 // Errors of Open.
@@ -208,8 +210,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.ship = e.newShipping()
 	e.orch = executor.NewOrchestrator(executor.Config{
 		Log:           e.log,
+		Admission:     e.ship.Admission,
 		ActiveRuns:    e.activeRuns,
 		ViewsApplied:  e.proj.Applied,
 		Jobs:          e.job,
@@ -228,6 +232,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		MaxDeliver:      project.Engine.MaxDeliveries,
 		FSProfiles:      fsProfiles(project),
 		Providers:       providers(project),
+		Actions:         e.ship.Actions(),
+		Tasks:           e.ship,
 		GroundhogMemory: e.groundhogMemory,
 		GroundhogCLI:    cli,
 		AgentSandbox:    agents,
