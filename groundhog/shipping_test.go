@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
@@ -55,4 +56,15 @@ checkpoints:
 	var last events.TaskStatusChangedData
 	require.NoError(t, st[len(st)-1].Decode(&last))
 	assert.Equal(t, events.TaskInProgress, last.Status, "the pipeline moves the task on, not its Groundhog step")
+
+	evs, err := h.log.Read(h.ctx, events.FollowOptions{Filters: []string{events.TaskFilter(h.task)}})
+	require.NoError(t, err)
+	ws, err := groundhog.Workspace(evs)
+	require.NoError(t, err)
+	assert.Equal(t, worktree, ws, "an auditor checks the worktree the task's work is in")
+	repo, err := gitops.Open(ws, gitops.WithEnv(testkit.GitEnv()...))
+	require.NoError(t, err)
+	rep, err := groundhog.Verify(h.ctx, evs, repo)
+	require.NoError(t, err)
+	assert.True(t, rep.OK, "%+v", rep.Checks)
 }

@@ -275,11 +275,11 @@ uncommitted change to tracked files. Exit status 1 on any failed check.`,
 			if len(evs) == 0 {
 				return usageErr("task %s not found", args[0])
 			}
-			var created events.TaskCreatedData
-			if err := evs[0].Decode(&created); err != nil {
+			workspace, err := groundhog.Workspace(evs)
+			if err != nil {
 				return err
 			}
-			repo, err := gitops.Open(created.Workspace)
+			repo, err := gitops.Open(workspace)
 			if err != nil {
 				return &exitError{code: exitUnsuccess, err: fmt.Errorf("task %s workspace: %w", args[0], err)}
 			}
