@@ -86,6 +86,10 @@ func (e *Engine) shipEndpoints() map[string]events.Handler {
 	}
 }
 
+// Shipping is the engine's shipping service: the actions its workers run,
+// the task writes, and the tokens of the agent steps bound to a task.
+func (e *Engine) Shipping() *shipping.Service { return e.ship }
+
 // newShipping makes the engine's shipping service on its log and views.
 func (e *Engine) newShipping() *shipping.Service {
 	return shipping.New(shipping.Config{
