@@ -31,7 +31,7 @@ one of the subcommands below needs the long form.`,
 	}
 	opts.register(cmd)
 	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
-		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand())
+		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand(), a.runShipCommand(), a.runAutoCommand())
 	return cmd
 }
 

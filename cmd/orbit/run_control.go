@@ -71,7 +71,7 @@ written), 3 no engine could be reached.`,
 			if !a.json {
 				a.printf("%s\n", res.RunID)
 			}
-			return a.follow(ctx, feed, res.Job)
+			return a.follow(ctx, feed, res.Job, a.json)
 		}),
 	}
 	cmd.Flags().StringVar(&from, "from", "", "the top-level step to run again from (the steps before it reuse their recorded outputs)")
