@@ -18,7 +18,7 @@ func (r *Repo) Fetch(ctx context.Context, remote, branch string) (string, error)
 	if err := checkRefFormat("branch", branch); err != nil {
 		return "", err
 	}
-	tracking := RemoteTracking(remote, branch)
+	tracking := "refs/remotes/" + remote + "/" + branch
 	spec := "+refs/heads/" + branch + ":" + tracking
 	if _, err := r.run(ctx, call{args: []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, spec}}); err != nil {
 		return "", fmt.Errorf("fetching %s from %s: %w", branch, remote, err)
@@ -31,11 +31,6 @@ func (r *Repo) Fetch(ctx context.Context, remote, branch string) (string, error)
 		return "", fmt.Errorf("%w: %s has no branch %s", ErrBranchNotFound, remote, branch)
 	}
 	return sha, nil
-}
-
-// RemoteTracking is the ref a fetch of branch from remote updates.
-func RemoteTracking(remote, branch string) string {
-	return "refs/remotes/" + remote + "/" + branch
 }
 
 // Resolve returns the commit a revision names (a branch, a ref, a commit
@@ -248,22 +243,6 @@ func (r *Repo) PushLease(ctx context.Context, remote, sha, branch, expect string
 	return fmt.Errorf("pushing %s to %s on %s: %w", shortID(sha), branch, remote, err)
 }
 
-// CommitSubjects returns the subjects of the commits in to that from does
-// not have, oldest first.
-func (r *Repo) CommitSubjects(ctx context.Context, from, to string) ([]string, error) {
-	if err := checkRev("from", from); err != nil {
-		return nil, err
-	}
-	if err := checkRev("to", to); err != nil {
-		return nil, err
-	}
-	out, err := r.run(ctx, call{args: []string{"log", "--reverse", "--format=%s", from + ".." + to}, readOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("listing the commits from %s to %s: %w", from, to, err)
-	}
-	return lines(out), nil
-}
-
 // ChangedFiles returns the files that differ between two commits, sorted.
 func (r *Repo) ChangedFiles(ctx context.Context, from, to string) ([]string, error) {
 	if err := checkRev("from", from); err != nil {
@@ -277,15 +256,6 @@ func (r *Repo) ChangedFiles(ctx context.Context, from, to string) ([]string, err
 		return nil, fmt.Errorf("comparing %s and %s: %w", from, to, err)
 	}
 	return nulFields(out), nil
-}
-
-// Remotes lists the repository's remotes.
-func (r *Repo) Remotes(ctx context.Context) ([]string, error) {
-	out, err := r.run(ctx, call{args: []string{"remote"}, readOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("listing remotes: %w", err)
-	}
-	return lines(out), nil
 }
 
 // checkRemote refuses a remote name git could read as an option or a URL
