@@ -66,6 +66,12 @@ Exit status: 0 every checkpoint committed; 1 blocked, drifted or failed.`,
 			if err != nil {
 				return err
 			}
+			if task.Plan == "" {
+				return usageErr("task %s has no checkpoint plan; give it one with orbit task plan %s --file PLAN", task.ID, task.ID)
+			}
+			if task.Branch == "" {
+				return usageErr("task %s has no branch for Groundhog to commit on; ship it (orbit run ship %s), which gives it a worktree and branch of its own", task.ID, task.ID)
+			}
 			job := groundhogJob(task.ID, act)
 			req, err := executor.NewRunRequest(job, nil, requester())
 			if err != nil {

@@ -135,3 +135,22 @@ func TestTaskAddNeedsARepository(t *testing.T) {
 	assert.Contains(t, r.Stderr, "not in a git repository")
 	assert.Contains(t, r.Stderr, "--workspace")
 }
+
+// TestGroundhogRunNeedsACheckpointPlanAndABranch: a backlog task without a
+// checkpoint plan, or without a branch, is not something Groundhog can run
+// alone: the command says what to do instead, exit 2.
+func TestGroundhogRunNeedsACheckpointPlanAndABranch(t *testing.T) {
+	t.Parallel()
+	p, _ := repoProject(t, map[string]string{"greet.txt": "hello\n"})
+	r := p.Orbit("task", "add", "--title", "plain", "--status", "backlog")
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", "T-1")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "orbit task plan T-1")
+	r = p.Orbit("task", "plan", "T-1", "--file", p.WriteFile("cp.yaml",
+		"checkpoints:\n  - id: one\n    spec: Add one.txt.\n    success_criteria: [{kind: file_exists, path: one.txt}]\n"))
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", "T-1")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "orbit run ship T-1")
+}
