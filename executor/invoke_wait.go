@@ -75,7 +75,7 @@ func (x *interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.S
 	if _, started := x.hist.get(startedID); !started && len(in.AdmissionTaskIDs) > 0 && x.o.cfg.Admission != nil {
 		adm, err := x.o.cfg.Admission(ctx, in.AdmissionTaskIDs, in.AdmissionWorkflow)
 		if err != nil {
-			return failedResult(key, internal(ctx, err))
+			return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, internal(ctx, err))
 		}
 		if adm.Skip != "" {
 			out := map[string]any{"status": childSucceeded, "run_id": "", "skipped": true, "reason": adm.Skip,

@@ -195,6 +195,9 @@ func (s *Service) Admission(ctx context.Context, taskIDs []string, workflow stri
 	var done []string
 	for _, id := range taskIDs {
 		t, err := s.task(ctx, id)
+		if errors.Is(err, events.ErrNotFound) {
+			return &executor.Admission{}, nil // the child's admission says so, naming it
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -160,4 +160,7 @@ func TestAdmissionSkipsTasksShippedMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, adm.Skip, "a bundle with work left goes on")
 	assert.Len(t, adm.Statuses, 2)
+	adm, err = r.svc.Admission(r.ctx, []string{"T-404"}, "worktree_setup")
+	require.NoError(t, err)
+	assert.Empty(t, adm.Skip, "an unknown task goes on, to be refused by the child's admission, named")
 }
