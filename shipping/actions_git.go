@@ -86,6 +86,7 @@ func (s *Service) worktreeSetup(ctx context.Context, call *executor.ActionCall) 
 	if err != nil {
 		return nil, err
 	}
+	s.log.Debug("worktree", "run", call.RunID, "path", path, "branch", branch, "base", short(baseSHA))
 	if _, err := repo.AddWorktree(ctx, path, branch, baseSHA); err != nil {
 		if errors.Is(err, gitops.ErrWorktreeExists) || errors.Is(err, gitops.ErrBranchExists) || errors.Is(err, gitops.ErrInvalidArgument) {
 			return nil, failf("%s: %v", action, err)
@@ -497,6 +498,7 @@ func (s *Service) gitMerge(ctx context.Context, call *executor.ActionCall) (any,
 		_, err = main.MergeFastForward(ctx, base, head, cur)
 		switch {
 		case err == nil:
+			s.log.Info("merged", "run", call.RunID, "branch", branch, "base", base, "from", short(cur), "to", short(head))
 			return mergeOutput(base, branch, before, head, head, false), nil
 		case errors.Is(err, gitops.ErrDirty):
 			return nil, failf("%s: %v", action, err)
@@ -611,6 +613,7 @@ func (s *Service) gitPush(ctx context.Context, call *executor.ActionCall) (any, 
 		err = main.PushLease(ctx, s.cfg.Remote, local, in.Branch, expect)
 		switch {
 		case err == nil:
+			s.log.Info("pushed", "run", call.RunID, "branch", in.Branch, "remote", s.cfg.Remote, "from", short(expect), "to", short(local))
 			out["decision"] = "pushed"
 			return out, nil
 		case errors.Is(err, gitops.ErrBranchMoved) && in.ExpectedRemoteSHA == "" && try < pushTries:

@@ -16,6 +16,11 @@ var (
 	ErrInvalidTask = errors.New("invalid task")
 
 	// ErrSummary is a move to review without an execution summary that
-	// says something.
+	// says something, or a summary that says nothing.
 	ErrSummary = errors.New("no execution summary")
+
+	// ErrToken is a summary sent with a token that scopes no open agent
+	// step of the task: missing, from a step that has ended, or another
+	// task's. Nothing is recorded.
+	ErrToken = errors.New("refused: the token scopes no open agent step of this task")
 )

@@ -113,6 +113,7 @@ func (s *Service) gcOne(ctx context.Context, path, runID string, last uint64, ap
 	} else if err != nil {
 		return entry, err
 	}
+	s.log.Info("removed a finished run's worktree", "run", runID, "path", path, "branch", entry.Branch)
 	entry.Outcome = GCRemoved
 	return entry, nil
 }

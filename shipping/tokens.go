@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -98,10 +97,6 @@ func (s *Service) Bind(ctx context.Context, step executor.StepRef, taskID string
 func agentActor(step executor.StepRef) string {
 	return fmt.Sprintf("agent:run:%s/%s#%d", step.RunID, step.StepKey, step.Attempt)
 }
-
-// ErrToken is a summary sent with a token that scopes no open agent step
-// of the task: missing, from a step that has ended, or another task's.
-var ErrToken = errors.New("refused: the token scopes no open agent step of this task")
 
 // SummaryWithToken records the execution summary a CLI agent sends from
 // its own process, when token scopes an open agent step of the task
