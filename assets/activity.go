@@ -135,7 +135,7 @@ func (d *decoder) shellSpec(m *mapping, spec *ActivitySpec, sites *[]site) {
 	if hasProgram && allowedOK && !strings.Contains(program, "{{") && !slices.Contains(spec.AllowedPrograms, program) {
 		d.addAt(m.get("program"), child(m.path, "program"), fmt.Sprintf("%q is not in allowed_programs (%s)", program, strings.Join(spec.AllowedPrograms, ", ")))
 	}
-	spec.TimeoutSeconds = d.intAtLeast(m, "timeout_seconds", 1, defaultShellTimeoutSeconds)
+	spec.TimeoutSeconds = d.seconds(m, "timeout_seconds", 1, defaultShellTimeoutSeconds)
 	spec.ExpectedExitCodes = []int{0}
 	if n := m.get("expected_exit_codes"); n != nil {
 		codes, ok := d.intList(n, child(m.path, "expected_exit_codes"))

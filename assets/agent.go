@@ -89,7 +89,7 @@ func (d *decoder) agentSpec(m *mapping, spec *ActivitySpec, sites *[]site, o *lo
 	spec.Model = d.str(m, "model")
 	spec.MaxIterations = d.intAtLeast(m, "max_iterations", 1, 0)
 	spec.MaxTokens = d.intAtLeast(m, "max_tokens", 1, 0)
-	spec.WallClockTimeoutSeconds = d.intAtLeast(m, "wall_clock_timeout_seconds", 1, 0)
+	spec.WallClockTimeoutSeconds = d.seconds(m, "wall_clock_timeout_seconds", 1, 0)
 	spec.Fixture = d.fixture(m)
 	if n := m.get("base_url"); n != nil {
 		var ok bool

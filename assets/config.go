@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,7 +39,9 @@ const (
 	// DefaultMaxDeliveries is engine.max_deliveries when not set.
 	DefaultMaxDeliveries = 5
 	// DefaultMaxChildDepth is engine.max_child_depth when not set.
-	DefaultMaxChildDepth  = 16
+	DefaultMaxChildDepth = 16
+	// DefaultMaxDescendants is engine.max_descendants when not set.
+	DefaultMaxDescendants = 1000
 	defaultRuntimeBackend = "http"
 )
 
@@ -90,6 +93,34 @@ type ServeConfig struct {
 	Listen string `json:"listen"`
 	// HTTP is the address of the web console, host:port ("" serves none).
 	HTTP string `json:"http,omitempty"`
+	// HTTPHosts are host names the console answers to besides its own
+	// address, localhost, 127.0.0.1 and [::1]: "name" (any port, or none
+	// behind a proxy) or "name:port". A request for any other host is
+	// refused (DNS rebinding).
+	HTTPHosts []string `json:"http_hosts,omitempty"`
+	// TLS, when set, makes the engine's listener speak TLS only.
+	TLS *TLSConfig `json:"tls,omitempty"`
+}
+
+// TLSConfig is serve.tls: the PEM files of the engine's listener. A
+// relative path is relative to the project root.
+type TLSConfig struct {
+	// Cert is the listener's certificate (chain), Key its private key.
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
+	// CA, when set, is the authority whose certificates clients must
+	// show: a client without one it signed is refused.
+	CA string `json:"ca,omitempty"`
+}
+
+// Resolve returns t with its relative paths made relative to root.
+func (t TLSConfig) Resolve(root string) TLSConfig {
+	for _, p := range []*string{&t.Cert, &t.Key, &t.CA} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(root, *p)
+		}
+	}
+	return t
 }
 
 // EngineConfig configures the engine.
@@ -107,6 +138,10 @@ type EngineConfig struct {
 	// run started by a run started by … a root run is at depth n, and a
 	// job.invoke that would start one deeper than this fails.
 	MaxChildDepth int `json:"max_child_depth"`
+	// MaxDescendants bounds the runs that one run someone requested may
+	// have live below it at once, at any depth (default 1,000): a
+	// job.invoke that would start one more fails.
+	MaxDescendants int `json:"max_descendants"`
 }
 
 // MaxReplicas is the most replicas JetStream gives a stream.
@@ -133,8 +168,9 @@ type RuntimeConfig struct {
 var configKeys = map[string][]string{
 	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats"},
 	"nats":        {"url", "replicas"},
-	"serve":       {"listen", "http"},
-	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth"},
+	"serve":       {"listen", "http", "http_hosts", "tls"},
+	"serve.tls":   {"cert", "key", "ca"},
+	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth", "max_descendants"},
 	"runtime":     {"backend"},
 	"fs_profiles": {"read", "write"},           // of each profile
 	"providers":   {"base_url", "api_key_env"}, // of each provider
@@ -159,6 +195,9 @@ func (c *Config) setDefaults() {
 	if c.Engine.MaxChildDepth == 0 {
 		c.Engine.MaxChildDepth = DefaultMaxChildDepth
 	}
+	if c.Engine.MaxDescendants == 0 {
+		c.Engine.MaxDescendants = DefaultMaxDescendants
+	}
 	if c.Runtime.Backend == "" {
 		c.Runtime.Backend = defaultRuntimeBackend
 	}
@@ -182,17 +221,41 @@ func (c *Config) Validate() error {
 			ps.add(0, "serve.http", reason)
 		}
 	}
-	if v.Engine.IdleTimeoutSeconds < 1 {
-		ps.add(0, "engine.idle_timeout_seconds", "must be ≥ 1")
+	for i, h := range v.Serve.HTTPHosts {
+		if reason := checkHTTPHost(h); reason != "" {
+			ps.add(0, index("serve.http_hosts", i), reason)
+		}
 	}
-	if v.Engine.AckWaitSeconds < 1 {
-		ps.add(0, "engine.ack_wait_seconds", "must be ≥ 1")
+	for _, s := range []struct {
+		path string
+		secs int
+	}{
+		{"engine.idle_timeout_seconds", v.Engine.IdleTimeoutSeconds},
+		{"engine.ack_wait_seconds", v.Engine.AckWaitSeconds},
+	} {
+		switch {
+		case s.secs < 1:
+			ps.add(0, s.path, "must be ≥ 1")
+		case int64(s.secs) > MaxDurationSeconds:
+			ps.add(0, s.path, durationProblem(MaxDurationSeconds))
+		}
 	}
 	if v.Engine.MaxDeliveries < 1 {
 		ps.add(0, "engine.max_deliveries", "must be ≥ 1")
 	}
 	if v.Engine.MaxChildDepth < 1 {
 		ps.add(0, "engine.max_child_depth", "must be ≥ 1")
+	}
+	if v.Engine.MaxDescendants < 1 {
+		ps.add(0, "engine.max_descendants", "must be ≥ 1")
+	}
+	if t := v.Serve.TLS; t != nil {
+		if t.Cert == "" {
+			ps.add(0, "serve.tls.cert", "is required: the listener's certificate (a PEM file)")
+		}
+		if t.Key == "" {
+			ps.add(0, "serve.tls.key", "is required: the private key of serve.tls.cert (a PEM file)")
+		}
 	}
 	if v.NATS.Replicas < 0 || v.NATS.Replicas > MaxReplicas {
 		ps.add(0, "nats.replicas", fmt.Sprintf("%d is not between 1 and %d (0 or absent: 3 on a cluster of three or more servers, else 1)", v.NATS.Replicas, MaxReplicas))
@@ -288,6 +351,39 @@ func checkNATSURLs(list string) string {
 	return ""
 }
 
+// hostLabel is one label of a DNS name.
+var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+
+// checkHTTPHost says why h is not a host the console may answer to (a DNS
+// name or an IP address, with a port or without), or "" when it is.
+func checkHTTPHost(h string) string {
+	want := fmt.Sprintf("%q is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)", h)
+	host := h
+	if hp, port, err := net.SplitHostPort(h); err == nil {
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return want
+		}
+		host = hp
+	} else if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		host = h[1 : len(h)-1]
+	}
+	if net.ParseIP(host) != nil {
+		if strings.Contains(host, ":") && host == h {
+			return fmt.Sprintf("%q: write an IPv6 address in brackets, [%s]", h, h)
+		}
+		return ""
+	}
+	if host == "" || len(host) > 253 {
+		return want
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if !hostLabel.MatchString(label) {
+			return want
+		}
+	}
+	return ""
+}
+
 func checkListen(addr string) string {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -369,6 +465,30 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 			d.checkKeys(m, configKeys[section], nil)
 			c.Serve.Listen = d.setting(m, "listen", lines)
 			c.Serve.HTTP = d.setting(m, "http", lines)
+			if ln := m.get("http_hosts"); ln != nil {
+				path := child(m.path, "http_hosts")
+				lines[path] = ln.Line
+				c.Serve.HTTPHosts, _ = d.stringList(ln, path)
+				for i := range c.Serve.HTTPHosts {
+					lines[index(path, i)] = resolve(ln).Content[i].Line
+				}
+			}
+			if tn := m.get("tls"); tn != nil {
+				lines[child(m.path, "tls")] = m.line("tls")
+				if tm := d.mapping(tn, child(m.path, "tls")); tm != nil {
+					d.checkKeys(tm, configKeys["serve.tls"], nil)
+					c.Serve.TLS = &TLSConfig{
+						Cert: d.setting(tm, "cert", lines),
+						Key:  d.setting(tm, "key", lines),
+						CA:   d.setting(tm, "ca", lines),
+					}
+					for _, key := range []string{"cert", "key"} {
+						if tm.get(key) == nil { // a missing file is reported at tls:
+							lines[child(tm.path, key)] = m.line("tls")
+						}
+					}
+				}
+			}
 		case "engine":
 			d.checkKeys(m, configKeys[section], nil)
 			for key, dst := range map[string]*int{
@@ -376,9 +496,13 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 				"ack_wait_seconds":     &c.Engine.AckWaitSeconds,
 				"max_deliveries":       &c.Engine.MaxDeliveries,
 				"max_child_depth":      &c.Engine.MaxChildDepth,
+				"max_descendants":      &c.Engine.MaxDescendants,
 			} {
 				if vn := m.get(key); vn != nil {
 					lines[child(m.path, key)] = vn.Line
+					if strings.HasSuffix(key, "_seconds") && d.overflows(vn, child(m.path, key), 1, MaxDurationSeconds) {
+						continue
+					}
 					*dst, _ = d.scalarInt(vn, child(m.path, key))
 				}
 			}

@@ -14,7 +14,7 @@ import (
 var defaults = assets.Config{
 	Durability: "strict",
 	Serve:      assets.ServeConfig{Listen: "127.0.0.1:4222"},
-	Engine:     assets.EngineConfig{IdleTimeoutSeconds: 60, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16},
+	Engine:     assets.EngineConfig{IdleTimeoutSeconds: 60, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16, MaxDescendants: 1000},
 	Runtime:    assets.RuntimeConfig{Backend: "http"},
 }
 
@@ -30,11 +30,16 @@ func TestLoadConfig(t *testing.T) {
 		{"comments only", ptr("# nothing set\n"), defaults},
 		{"empty document", ptr("---\n"), defaults},
 		{"partial", ptr("durability: relaxed\nengine: {idle_timeout_seconds: 5}\n"), assets.Config{
-			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16}, Runtime: defaults.Runtime}},
-		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\n  http: 127.0.0.1:4280\nengine:\n  idle_timeout_seconds: 1\n  max_child_depth: 3\nruntime:\n  backend: cli\n"), assets.Config{
-			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000", HTTP: "127.0.0.1:4280"}, Engine: assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3},
+			Durability: "relaxed", Serve: defaults.Serve, Engine: assets.EngineConfig{IdleTimeoutSeconds: 5, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 16, MaxDescendants: 1000}, Runtime: defaults.Runtime}},
+		{"everything", ptr("durability: strict\nserve:\n  listen: 0.0.0.0:9000\n  http: 127.0.0.1:4280\n  tls: {cert: certs/engine.pem, key: /etc/orbit/engine-key.pem, ca: certs/ca.pem}\nengine:\n  idle_timeout_seconds: 1\n  max_child_depth: 3\n  max_descendants: 50\nruntime:\n  backend: cli\n"), assets.Config{
+			Durability: "strict", Serve: assets.ServeConfig{Listen: "0.0.0.0:9000", HTTP: "127.0.0.1:4280", TLS: &assets.TLSConfig{Cert: "certs/engine.pem", Key: "/etc/orbit/engine-key.pem", CA: "certs/ca.pem"}},
+			Engine:  assets.EngineConfig{IdleTimeoutSeconds: 1, AckWaitSeconds: 30, MaxDeliveries: 5, MaxChildDepth: 3, MaxDescendants: 50},
 			Runtime: assets.RuntimeConfig{Backend: "cli"}}},
 		{"empty sections", ptr("serve:\nengine: {}\n"), defaults},
+		{"console hosts", ptr("serve:\n  http: 127.0.0.1:4280\n  http_hosts: [orbit.example.com, \"orbit.internal:8443\", 10.0.0.5, \"[fe80::1]\", \"[::1]:4280\"]\n"),
+			assets.Config{Durability: "strict", Serve: assets.ServeConfig{Listen: assets.DefaultListen, HTTP: "127.0.0.1:4280",
+				HTTPHosts: []string{"orbit.example.com", "orbit.internal:8443", "10.0.0.5", "[fe80::1]", "[::1]:4280"}},
+				Engine: defaults.Engine, Runtime: defaults.Runtime}},
 		{"agent settings", ptr(`fs_profiles:
   docs: {read: ["**"], write: ["docs/**", "*.md"]}
   readonly: {read: ["**"]}
@@ -83,8 +88,21 @@ func TestLoadConfigProblems(t *testing.T) {
 				"FILE:5: engine.idle_timeout_seconds: must be ≥ 1\n" +
 				"FILE:7: runtime.backend: \"auto\" is not one of http, cli"},
 		{"bad child depth", "engine:\n  max_child_depth: -2\n", `2: engine.max_child_depth: must be ≥ 1`},
+		{"bad descendants", "engine:\n  max_descendants: -1\n", `2: engine.max_descendants: must be ≥ 1`},
+		{"descendants not a number", "engine:\n  max_descendants: lots\n", `2: engine.max_descendants: must be an integer, not "lots"`},
+		{"tls without a key", "serve:\n  tls:\n    cert: engine.pem\n    ca: ca.pem\n    verify: yes\n",
+			"2: serve.tls.key: is required: the private key of serve.tls.cert (a PEM file)\n" +
+				"FILE:5: serve.tls.verify: unknown key \"verify\""},
+		{"tls not a mapping", "serve:\n  tls: on\n", `2: serve.tls: must be a mapping, not "on"`},
 		{"bad port", "serve: {listen: \"h:99999\"}\n", `1: serve.listen: "h:99999" has no valid port`},
 		{"bad console address", "serve:\n  http: console\n", `2: serve.http: "console" is not host:port`},
+		{"bad console hosts", "serve:\n  http_hosts:\n    - ok.example\n    - http://evil.example\n    - \"*.example.com\"\n    - \"h:0\"\n    - \"fe80::1\"\n    - \"\"\n",
+			"4: serve.http_hosts[1]: \"http://evil.example\" is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)\n" +
+				"FILE:5: serve.http_hosts[2]: \"*.example.com\" is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)\n" +
+				"FILE:6: serve.http_hosts[3]: \"h:0\" is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)\n" +
+				"FILE:7: serve.http_hosts[4]: \"fe80::1\": write an IPv6 address in brackets, [fe80::1]\n" +
+				"FILE:8: serve.http_hosts[5]: \"\" is not a host name or address, with or without a port (like orbit.example.com or orbit.example.com:443)"},
+		{"console hosts not a list", "serve: {http_hosts: orbit.example.com}\n", `1: serve.http_hosts: must be a list of strings, not "orbit.example.com"`},
 		{"wrong types", "engine: {idle_timeout_seconds: soon}\nruntime: [http]\n",
 			"1: engine.idle_timeout_seconds: must be an integer, not \"soon\"\n" +
 				"FILE:2: runtime: must be a mapping, not a list"},
@@ -211,4 +229,63 @@ func TestSeededFSProfiles(t *testing.T) {
 	assert.Equal(t, []string{"src/**"}, c.Profiles()["reviewer"].Read, "the config replaces a seeded profile")
 	got["implementer"].Write[0] = "changed"
 	assert.Equal(t, "**", zero.Profiles()["implementer"].Write[0], "Profiles returns copies")
+}
+
+// FuzzParseConfigHTTPHosts: any serve section parses or is refused with
+// problems, never a panic, and a host name it accepts has no scheme, path,
+// wildcard or space in it.
+func FuzzParseConfigHTTPHosts(f *testing.F) {
+	for _, seed := range []string{
+		"serve: {http_hosts: [orbit.example.com, 'h:443', '[::1]:80', 10.1.2.3]}\n",
+		"serve: {http_hosts: ['http://x/y', '*.x', 'a b']}\n",
+		"serve: {http_hosts: x}\n",
+		"serve:\n  http_hosts:\n    - ''\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		c, err := assets.ParseConfig("c.yaml", []byte(doc))
+		if err != nil {
+			return
+		}
+		for _, h := range c.Serve.HTTPHosts {
+			if h == "" || strings.ContainsAny(h, "/*?#@ \t\r\n") {
+				t.Fatalf("host %q accepted", h)
+			}
+		}
+	})
+}
+
+// TestConfigChanged: each setting a file changes is reported once, live or
+// needing a restart; defaults written out and empty sections change
+// nothing.
+func TestConfigChanged(t *testing.T) {
+	t.Parallel()
+	parse := func(text string) *assets.Config {
+		c, err := assets.ParseConfig("config.yaml", []byte(text))
+		require.NoError(t, err)
+		return c
+	}
+	base := parse("fs_profiles:\n  docs: {read: [\"**\"], write: [\"docs/**\"]}\n")
+	tests := []struct {
+		name          string
+		text          string
+		live, restart []string
+	}{
+		{"the same", "fs_profiles:\n  docs: {write: [\"docs/**\"], read: [\"**\"]}\n", nil, nil},
+		{"defaults written out", "durability: strict\nengine: {max_deliveries: 5}\nproviders: {}\nfs_profiles:\n  docs: {read: [\"**\"], write: [\"docs/**\"]}\n", nil, nil},
+		{"a profile tightened", "fs_profiles:\n  docs: {read: [\"**\"], write: []}\n", []string{"fs_profiles"}, nil},
+		{"a profile removed", "", []string{"fs_profiles"}, nil},
+		{"live and restart", "durability: relaxed\nserve: {listen: \"127.0.0.1:5222\"}\nengine: {max_child_depth: 4, ack_wait_seconds: 9}\nruntime: {backend: cli}\nnats: {replicas: 3}\nproviders:\n  claude: {api_key_env: MY_KEY}\nfs_profiles:\n  docs: {read: [\"**\"], write: [\"docs/**\"]}\n",
+			[]string{"engine.max_child_depth", "runtime.backend", "providers"},
+			[]string{"durability", "serve.listen", "engine.ack_wait_seconds", "nats.replicas"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			live, restart := parse(tt.text).Changed(base)
+			assert.Equal(t, tt.live, live)
+			assert.Equal(t, tt.restart, restart)
+		})
+	}
 }

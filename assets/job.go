@@ -225,7 +225,7 @@ func (l *jobLoader) activityBody(m *mapping, out *Step, sn *stepNode) {
 	if n := m.get("default_input"); n != nil {
 		out.DefaultInput, _ = d.value(n, child(m.path, "default_input"), &sn.sites)
 	}
-	out.TimeoutSeconds = d.intAtLeast(m, "timeout_seconds", 1, 0)
+	out.TimeoutSeconds = d.seconds(m, "timeout_seconds", 1, 0)
 	out.FSProfile = d.fsProfile(m, l.opts)
 	if out.Session = d.str(m, "session"); out.Session != "" {
 		sn.session, sn.sessionLine = out.Session, m.line("session")
@@ -324,8 +324,8 @@ func (d *decoder) retry(m *mapping) *Retry {
 	} else {
 		d.add(rm.line("max_attempts"), child(rm.path, "max_attempts"), "is required")
 	}
-	r.InitialBackoffMS = d.intAtLeast(rm, "initial_backoff_ms", 0, defaultInitialBackoffMS)
-	r.BackoffCapMS = d.intAtLeast(rm, "backoff_cap_ms", 0, defaultBackoffCapMS)
+	r.InitialBackoffMS = d.millis(rm, "initial_backoff_ms", 0, defaultInitialBackoffMS)
+	r.BackoffCapMS = d.millis(rm, "backoff_cap_ms", 0, defaultBackoffCapMS)
 	if r.InitialBackoffMS >= 0 && r.BackoffCapMS < r.InitialBackoffMS {
 		if rm.has("backoff_cap_ms") {
 			d.addAt(rm.get("backoff_cap_ms"), child(rm.path, "backoff_cap_ms"), fmt.Sprintf("must be ≥ initial_backoff_ms (%d)", r.InitialBackoffMS))

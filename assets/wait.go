@@ -30,7 +30,7 @@ func (l *jobLoader) wait(m *mapping, out *Step, sn *stepNode) {
 		return
 	}
 	d.checkKeys(wm, []string{"signal", "timeout_seconds"}, nil)
-	w := &Wait{TimeoutSeconds: d.intAtLeast(wm, "timeout_seconds", 1, 0)}
+	w := &Wait{TimeoutSeconds: d.seconds(wm, "timeout_seconds", 1, 0)}
 	if name, ok := d.requiredStr(wm, "signal"); ok {
 		switch {
 		case len(name) > MaxNameBytes:

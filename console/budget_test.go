@@ -32,17 +32,17 @@ spec:
     - id: agent
       spec: {type: agent_loop, provider: claude, tools: [fs.list]}
 `)
-	url := serveConsole(t, p)
+	c := serveConsole(t, p)
 	id := runJob(t, p, "spender")
 	require.Equal(t, events.StateBudgetExhausted, showRun(t, p, id).State)
-	code, body := get(t, url+"/runs/"+id)
+	code, body := c.get(t, "/runs/"+id)
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "orbit run resume "+id+" --max-tokens N")
 	assert.NotContains(t, body, `class="budget-raise"`)
 
 	r := p.Orbit("run", "resume", id, "--max-tokens", "5000")
 	require.Equal(t, 0, r.Code, r.String())
-	code, body = get(t, url+"/runs/"+id)
+	code, body = c.get(t, "/runs/"+id)
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, `<dd class="budget-raise">raised to max_tokens 5000 after 600 tokens, $0.0000 spent`)
 	assert.NotContains(t, body, "orbit run resume "+id)

@@ -18,30 +18,25 @@ import (
 // page, events and /metrics.
 func TestTheConsoleOfAnEngineOnACluster(t *testing.T) {
 	t.Parallel()
-	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	p := testkit.ClusterProject(t, c, filepath.Join(t.TempDir(), "log.key"))
+	cluster := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	p := testkit.ClusterProject(t, cluster, filepath.Join(t.TempDir(), "log.key"))
 	e := testkit.StartEngine(t, p, "--http", "127.0.0.1:0")
-	var url string
-	for _, line := range strings.Split(e.Stderr(), "\n") {
-		if u, ok := strings.CutPrefix(line, "console at "); ok {
-			url = u
-		}
-	}
-	require.NotEmpty(t, url, "the console's address: %s", e.Stderr())
+	c := consoleFrom(t, e.Stderr())
+	require.NotEmpty(t, c.Token, "the console's login URL: %s", e.Stderr())
 
 	id := runJob(t, p, "example_parallel")
-	code, body := get(t, url+"/")
+	code, body := c.get(t, "/")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, id)
-	code, body = get(t, url+"/runs/"+id)
+	code, body = c.get(t, "/runs/"+id)
 	require.Equal(t, http.StatusOK, code)
 	for _, step := range []string{`data-key="checks/lint"`, `data-key="checks/unit_tests"`, `data-key="checks/mirror_check"`, `data-key="report"`} {
 		assert.True(t, strings.Contains(body, step), "the run page shows %s", step)
 	}
-	code, body = get(t, url+"/runs/"+id+"/events")
+	code, body = c.get(t, "/runs/"+id+"/events")
 	require.Equal(t, http.StatusOK, code)
 	assert.True(t, strings.Contains(body, "run.finished"), "the events page lists run.finished")
-	code, body = get(t, url+"/metrics")
+	code, body = c.get(t, "/metrics")
 	require.Equal(t, http.StatusOK, code)
 	assert.True(t, strings.Contains(body, `orbit_runs{job="example_parallel",state="success"} 1`), "the run is counted")
 }

@@ -5,12 +5,12 @@
 // The console runs inside the engine process on the engine's own log
 // connection. It reads the views through the engine's query API
 // (orbit.api.*), exactly as the CLI does, and reads events from the log; it
-// never opens the views file.
+// never opens the views file. It serves its owner only, and only under its
+// own host names (access.go).
 package console
 
 import (
 	"context"
-	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
@@ -19,9 +19,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
-	"strings"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orbitrun/orbit/events"
 )
@@ -39,30 +41,39 @@ type Config struct {
 	// Requester names who asks for a cancel from the console, for the
 	// record (default "console").
 	Requester string
-	// Token, when set, is asked of every request: as the password of HTTP
-	// basic authentication (any user name) or as a bearer token. Serve
-	// sets it from the engine's token when the console listens beyond
-	// loopback.
+	// Token is the owner's credential, asked of every request (see
+	// access.go): --http-token, else the token OwnerToken keeps in the
+	// project's state. Required.
 	Token string
+	// Hosts are host names the console answers to besides its own
+	// addresses (serve.http_hosts): "name" with any port, or "name:port".
+	Hosts []string
 	// Logger receives operational messages (nil discards them).
 	Logger *slog.Logger
 }
 
 // Server is the console's HTTP handler.
 type Server struct {
-	log       *events.Log
-	requester string
-	token     string
-	live      chan struct{}
-	logger    *slog.Logger
-	pages     map[string]*template.Template
-	mux       *http.ServeMux
+	log        *events.Log
+	requester  string
+	token      string
+	session    string
+	cookieName string
+	hosts      hostSet
+	live       chan struct{}
+	logger     *slog.Logger
+	pages      map[string]*template.Template
+	mux        *http.ServeMux
 }
 
-// New returns the console for cfg.
-func New(cfg Config) (*Server, error) {
+// New returns the console for cfg, served at addr (host:port, the
+// listener's address: it names the console's own hosts and its cookie).
+func New(addr string, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		return nil, errors.New("console: no log")
+	}
+	if cfg.Token == "" {
+		return nil, fmt.Errorf("%w: the console needs its owner's token", ErrToken)
 	}
 	if cfg.Requester == "" {
 		cfg.Requester = "console"
@@ -70,11 +81,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	hosts, err := ownHosts(addr, cfg.Hosts)
+	if err != nil {
+		return nil, err
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: cfg.Log, requester: cfg.Requester, token: cfg.Token, live: make(chan struct{}, maxLive),
+	s := &Server{log: cfg.Log, requester: cfg.Requester, token: cfg.Token, session: sessionValue(cfg.Token),
+		cookieName: cookieName(addr), hosts: hosts, live: make(chan struct{}, maxLive),
 		logger: cfg.Logger.With("component", "console"), pages: pages}
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
@@ -83,40 +99,32 @@ func New(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.runsPage)
 	mux.HandleFunc("GET /runs/{id}", s.runPage)
+	mux.HandleFunc("GET /runs/{id}/steps", s.stepsPage)
 	mux.HandleFunc("GET /runs/{id}/live", s.runLive)
 	mux.HandleFunc("GET /runs/{id}/events", s.eventsPage)
 	mux.Handle("POST /runs/{id}/cancel", http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.cancelRun)))
+	mux.HandleFunc("GET /tasks", s.tasksPage)
 	mux.HandleFunc("GET /tasks/{id}", s.taskPage)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.notFound(w, "page "+r.URL.Path)
+		s.notFound(w, "page "+quote(r.URL.Path))
 	})
 	s.mux = mux
 	return s, nil
 }
 
-// ServeHTTP serves the console.
+// ServeHTTP serves the console to its owner (see guard): nothing, not even
+// /metrics or a POST, reaches a page before the host and the token are
+// checked.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
-	if s.token != "" && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Basic realm="orbit", charset="UTF-8"`)
-		http.Error(w, "the console needs the engine's token (as the password)", http.StatusUnauthorized)
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if !s.guard(w, r) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
-}
-
-// authorized reports whether r carries the token.
-func (s *Server) authorized(r *http.Request) bool {
-	given, ok := "", false
-	if _, pass, basic := r.BasicAuth(); basic {
-		given, ok = pass, true
-	} else if bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
-		given, ok = bearer, true
-	}
-	return ok && subtle.ConstantTimeCompare([]byte(given), []byte(s.token)) == 1
 }
 
 // Loopback reports whether a host:port address only accepts local clients.
@@ -132,9 +140,10 @@ func Loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Listen opens the console's address. Beyond loopback it needs a token
-// (DESIGN §11), which Serve then asks of every request: an nkey guards the
-// engine's NATS clients, not a browser.
+// Listen opens the console's address. Beyond loopback it needs a token the
+// operator chose (--http-token): the console asks every request for its
+// owner's token on every address, but serving beyond the machine is a
+// decision to make, not a default.
 func Listen(addr, token string) (net.Listener, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("%w: --http %q is not host:port", ErrAddress, addr)
@@ -149,13 +158,17 @@ func Listen(addr, token string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves the console on ln until ctx ends. Beyond loopback it asks
-// every request for cfg.Token.
+// LoginURL is the address that logs a browser in to the console at base
+// (http://host:port) with token: opened once, it leaves the session cookie
+// and goes on to the runs page.
+func LoginURL(base, token string) string {
+	return base + "/?" + url.Values{tokenParam: {token}}.Encode()
+}
+
+// Serve serves the console on ln until ctx ends, asking every request for
+// cfg.Token.
 func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
-	if Loopback(ln.Addr().String()) {
-		cfg.Token = ""
-	}
-	s, err := New(cfg)
+	s, err := New(ln.Addr().String(), cfg)
 	if err != nil {
 		ln.Close()
 		return err
@@ -185,7 +198,7 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 func (s *Server) pathID(w http.ResponseWriter, r *http.Request, what string) string {
 	id := r.PathValue("id")
 	if !idPattern.MatchString(id) {
-		s.notFound(w, fmt.Sprintf("%s %q", what, id))
+		s.notFound(w, what+" "+quote(id))
 		return ""
 	}
 	return id
@@ -216,6 +229,22 @@ func (s *Server) fail(w http.ResponseWriter, what string, err error) {
 		s.logger.Error("console request failed", "what", what, "err", err)
 		s.errorPage(w, http.StatusInternalServerError, "Error", err.Error())
 	}
+}
+
+// echoCap bounds what of a request a page repeats.
+const echoCap = 80
+
+// quote is s as a quoted Go string, cut at echoCap bytes: an id, path or
+// parameter that a page repeats back.
+func quote(s string) string {
+	if len(s) <= echoCap {
+		return strconv.Quote(s)
+	}
+	cut := echoCap
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes in all)", len(s))
 }
 
 func (s *Server) notFound(w http.ResponseWriter, what string) {

@@ -28,24 +28,24 @@ import (
 func TestRunPagesShowRunsStepsAndEvents(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	url := serveConsole(t, p)
+	c := serveConsole(t, p)
 	for _, job := range []string{"example_parallel", "example_fan_out"} {
 		id := runJob(t, p, job)
 		view := showRun(t, p, id)
 		require.True(t, events.Terminal(view.State), view.State)
 
-		code, body := get(t, url+"/")
+		code, body := c.get(t, "/")
 		require.Equal(t, http.StatusOK, code)
 		assert.Contains(t, body, `href="/runs/`+id+`"`)
 
-		code, body = get(t, url+"/?job="+job+"&state="+view.State)
+		code, body = c.get(t, "/?job="+job+"&state="+view.State)
 		require.Equal(t, http.StatusOK, code)
 		assert.Contains(t, body, id, "filtered by job and state")
-		code, body = get(t, url+"/?state="+events.StateCancelled)
+		code, body = c.get(t, "/?state="+events.StateCancelled)
 		require.Equal(t, http.StatusOK, code)
 		assert.NotContains(t, body, id, "filtered out by state")
 
-		code, body = get(t, url+"/runs/"+id)
+		code, body = c.get(t, "/runs/"+id)
 		require.Equal(t, http.StatusOK, code)
 		require.NotEmpty(t, view.Steps)
 		for _, s := range view.Steps {
@@ -56,7 +56,7 @@ func TestRunPagesShowRunsStepsAndEvents(t *testing.T) {
 		}
 		assert.NotContains(t, body, `id="cancel"`, "a finished run has no cancel button")
 
-		code, body = get(t, url+"/runs/"+id+"/events?type="+events.RunFinished)
+		code, body = c.get(t, "/runs/"+id+"/events?type="+events.RunFinished)
 		require.Equal(t, http.StatusOK, code)
 		assert.Contains(t, body, "<td>"+events.RunFinished+"</td>")
 		assert.NotContains(t, body, "<td>"+events.StepStarted+"</td>", "filtered by type")
@@ -68,7 +68,7 @@ func TestRunPagesShowRunsStepsAndEvents(t *testing.T) {
 func TestRunsPagePages(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	url := serveConsole(t, p)
+	c := serveConsole(t, p)
 	writeJob(t, p, "quick", `schemaVersion: 2
 kind: Job
 metadata:
@@ -85,20 +85,20 @@ spec:
 		require.Equal(t, 0, r.Code, r.String())
 		ids = append(ids, strings.TrimSpace(r.Stdout))
 	}
-	_, first := get(t, url+"/?job=quick")
+	_, first := c.get(t, "/?job=quick")
 	assert.Contains(t, first, ids[50], "newest first")
 	assert.NotContains(t, first, ids[0])
 	assert.Contains(t, first, `href="/?job=quick&amp;page=1"`)
-	_, second := get(t, url+"/?job=quick&page=1")
+	_, second := c.get(t, "/?job=quick&page=1")
 	assert.Contains(t, second, ids[0])
 	assert.NotContains(t, second, ids[50])
 
-	code, body := get(t, url+"/?page=-1")
+	code, body := c.get(t, "/?page=-1")
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "page &#34;-1&#34; is not a number")
-	code, _ = get(t, url+"/?state=bogus")
+	code, _ = c.get(t, "/?state=bogus")
 	assert.Equal(t, http.StatusBadRequest, code)
-	code, body = get(t, url+"/?job=a%00b")
+	code, body = c.get(t, "/?job=a%00b")
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, `job &#34;a\x00b&#34; is not a job name`)
 }
@@ -108,7 +108,7 @@ spec:
 func TestUnknownAndOddIDsAre404(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	url := serveConsole(t, p)
+	c := serveConsole(t, p)
 	for path, says := range map[string]string{
 		"/runs/01NOSUCHRUN":            "There is no run 01NOSUCHRUN.",
 		"/runs/01NOSUCHRUN/events":     "There is no run 01NOSUCHRUN.",
@@ -116,10 +116,10 @@ func TestUnknownAndOddIDsAre404(t *testing.T) {
 		"/runs/..%2f..%2fetc%2fpasswd": "There is no run &#34;../../etc/passwd&#34;.",
 		"/tasks/.orbit":                "There is no task &#34;.orbit&#34;.",
 		"/runs/a%00b":                  "There is no run &#34;a\\x00b&#34;.",
-		"/nowhere":                     "There is no page /nowhere.",
+		"/nowhere":                     "There is no page &#34;/nowhere&#34;.",
 		"/static/../../go.mod":         "",
 	} {
-		code, body := get(t, url+path)
+		code, body := c.get(t, path)
 		assert.Equal(t, http.StatusNotFound, code, path)
 		assert.Contains(t, body, says, path)
 		assert.NotContains(t, body, "module github.com", path)
@@ -130,10 +130,10 @@ func TestUnknownAndOddIDsAre404(t *testing.T) {
 func TestOutputIsEscaped(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	url := serveConsole(t, p)
+	c := serveConsole(t, p)
 	writeJob(t, p, "shouty", escapeJob)
 	id := runJob(t, p, "shouty")
-	_, body := get(t, url+"/runs/"+id)
+	_, body := c.get(t, "/runs/"+id)
 	assert.NotContains(t, body, "<script>alert")
 	assert.Contains(t, body, `<pre>&lt;script&gt;alert(&#39;owned&#39;)&lt;/script&gt;
 </pre>`, "the output tail, as text")
@@ -159,7 +159,7 @@ spec:
 func TestCancelRefusesCrossSiteAndCancelsLive(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	url := serveConsole(t, p)
+	c := serveConsole(t, p)
 	r := p.Orbit("job", "run", "example_slow", "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	id := strings.TrimSpace(r.Stdout)
@@ -167,8 +167,7 @@ func TestCancelRefusesCrossSiteAndCancelsLive(t *testing.T) {
 
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(headers map[string]string) int {
-		req, err := http.NewRequest(http.MethodPost, url+"/runs/"+id+"/cancel", nil)
-		require.NoError(t, err)
+		req := c.request(t, http.MethodPost, "/runs/"+id+"/cancel")
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
@@ -183,16 +182,16 @@ func TestCancelRefusesCrossSiteAndCancelsLive(t *testing.T) {
 	assert.Equal(t, events.StateRunning, showRun(t, p, id).State, "a refused cancel changes nothing")
 
 	// The page the browser got, and its live stream from there.
-	code, body := get(t, url+"/runs/"+id)
+	code, body := c.get(t, "/runs/"+id)
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, `id="cancel"`)
 	seq := between(body, `data-seq="`, `"`)
-	resp, err := http.Get(url + "/runs/" + id + "/live?after=" + seq)
+	resp, err := http.DefaultClient.Do(c.request(t, http.MethodGet, "/runs/"+id+"/live?after="+seq))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 
-	assert.Equal(t, http.StatusSeeOther, post(map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": url}))
+	assert.Equal(t, http.StatusSeeOther, post(map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": c.URL}))
 	ended := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(resp.Body)
@@ -227,7 +226,7 @@ func TestMetricsMatchOrbitMetrics(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	costlyAgent(t, p)
-	url := serveConsole(t, p)
+	c := serveConsole(t, p)
 	runJob(t, p, "example_parallel")
 	runJob(t, p, "example_fan_out")
 	runJob(t, p, "example_retry")
@@ -240,7 +239,7 @@ func TestMetricsMatchOrbitMetrics(t *testing.T) {
 	var m projector.Metrics
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m))
 
-	resp, err := http.Get(url + "/metrics")
+	resp, err := http.DefaultClient.Do(c.request(t, http.MethodGet, "/metrics"))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -350,8 +349,8 @@ func TestMetricsMatchOrbitMetrics(t *testing.T) {
 // diff, the grounding chain and the memory beside the audit.
 func TestTaskPageShowsTheChronicle(t *testing.T) {
 	t.Parallel()
-	url, task := groundhogProject(t)
-	code, body := get(t, url+"/tasks/"+task)
+	c, task := groundhogProject(t)
+	code, body := c.get(t, "/tasks/"+task)
 	require.Equal(t, http.StatusOK, code, body)
 	for _, want := range []string{
 		`id="checkpoint-greet"`, `id="checkpoint-test"`,
@@ -387,9 +386,9 @@ func TestBeyondLoopbackNeedsTheToken(t *testing.T) {
 	assert.Contains(t, r.Stderr, "--http 0.0.0.0:0 is beyond loopback")
 
 	p.Env = append(p.Env, "ORBIT_HTTP_TOKEN=s3cret")
-	url := serveConsoleAuth(t, p, "0.0.0.0:0", "s3cret")
+	c := serveConsoleOn(t, p, "0.0.0.0:0", "s3cret")
 	for auth, want := range map[string]int{"": http.StatusUnauthorized, "wrong": http.StatusUnauthorized, "s3cret": http.StatusOK} {
-		req, err := http.NewRequest(http.MethodGet, url+"/metrics", nil)
+		req, err := http.NewRequest(http.MethodGet, c.URL+"/metrics", nil)
 		require.NoError(t, err)
 		if auth != "" {
 			req.SetBasicAuth("anyone", auth)
@@ -407,18 +406,18 @@ func TestBeyondLoopbackNeedsTheToken(t *testing.T) {
 func TestLineageAndChildTrace(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	url := serveConsole(t, p)
+	c := serveConsole(t, p)
 	id := runJob(t, p, "example_child_job")
 	view := showRun(t, p, id)
 	require.Len(t, view.Children, 2)
 
-	_, body := get(t, url+"/runs/"+id)
-	for _, c := range view.Children {
-		assert.Contains(t, body, `<a href="/runs/`+c+`">`+c+`</a>`)
-		_, child := get(t, url+"/runs/"+c)
+	_, body := c.get(t, "/runs/"+id)
+	for _, kid := range view.Children {
+		assert.Contains(t, body, `<a href="/runs/`+kid+`">`+kid+`</a>`)
+		_, child := c.get(t, "/runs/"+kid)
 		assert.Contains(t, child, `<dt>Parent</dt><dd><a href="/runs/`+id+`">`+id+`</a>`)
 	}
-	_, events := get(t, url+"/runs/"+id+"/events")
+	_, events := c.get(t, "/runs/"+id+"/events")
 	trace := events[strings.Index(events, "<h2>Trace</h2>"):]
 	assert.Equal(t, 3, strings.Count(trace, "> run.requested"), "the run's and its two children's")
 	assert.Regexp(t, `step.started <span class="target">[^<]+</span>\s*<ul><li><span class="seq">\d+</span> run.requested`, trace,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,18 +18,31 @@ import (
 	"github.com/orbitrun/orbit/projector"
 )
 
-// serveConsole starts orbit serve --http on the project, as an operator
-// would, and returns the console's base URL.
-func serveConsole(t *testing.T, p *testkit.Project) string {
-	t.Helper()
-	return serveConsoleAuth(t, p, "127.0.0.1:0", "")
+// site is a console that orbit serve --http serves, and its owner's token.
+type site struct {
+	// URL is the console's address, http://127.0.0.1:<port>.
+	URL string
+	// Token is the credential the console asks for, and Login the login
+	// URL orbit serve printed ("" when it was given --http-token).
+	Token, Login string
 }
 
-// serveConsoleAuth is serveConsole on addr, waiting for the console with
-// token as the password when it is set.
-func serveConsoleAuth(t *testing.T, p *testkit.Project, addr, token string) string {
+// serveConsole starts orbit serve --http on the project, as an operator
+// would, and returns the console.
+func serveConsole(t *testing.T, p *testkit.Project) *site {
 	t.Helper()
-	cmd := p.Command("serve", "--listen", "127.0.0.1:0", "--http", addr)
+	return serveConsoleOn(t, p, "127.0.0.1:0", "")
+}
+
+// serveConsoleOn is serveConsole on addr, with --http-token token when it
+// is set.
+func serveConsoleOn(t *testing.T, p *testkit.Project, addr, token string) *site {
+	t.Helper()
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--http", addr}
+	if token != "" {
+		args = append(args, "--http-token", token)
+	}
+	cmd := p.Command(args...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -36,47 +50,109 @@ func serveConsoleAuth(t *testing.T, p *testkit.Project, addr, token string) stri
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	urls := make(chan string, 1)
+	lines := make(chan string, 2)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "console at "); ok {
-				urls <- u
+			if strings.HasPrefix(sc.Text(), "console ") {
+				lines <- sc.Text()
 			}
 		}
 	}()
-	select {
-	case u := <-urls:
-		waitFor(t, "the console", func() bool {
-			req, err := http.NewRequest(http.MethodGet, u+"/", nil)
-			require.NoError(t, err)
-			if token != "" {
-				req.SetBasicAuth("", token)
+	// "console at <url>", then the line that says how to log in, right
+	// after it.
+	var printed []string
+	wait := time.After(30 * time.Second)
+	for len(printed) < 2 {
+		select {
+		case l := <-lines:
+			printed = append(printed, l)
+			wait = time.After(5 * time.Second)
+		case <-wait:
+			if len(printed) == 0 {
+				t.Fatal("orbit serve --http did not start")
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("orbit serve --http did not start")
-		return ""
+			printed = append(printed, "")
+		}
 	}
+	c := consoleFrom(t, strings.Join(printed, "\n"))
+	if token != "" {
+		c.Token = token
+	}
+	waitFor(t, "the console", func() bool {
+		code, _ := c.tryGet("/")
+		return code == http.StatusOK
+	})
+	return c
+}
+
+// consoleFrom reads the console's address and login URL from what orbit
+// serve printed.
+func consoleFrom(t *testing.T, stderr string) *site {
+	t.Helper()
+	c := &site{}
+	for _, line := range strings.Split(stderr, "\n") {
+		if u, ok := strings.CutPrefix(line, "console at "); ok {
+			c.URL = u
+		}
+		if strings.HasPrefix(line, "console login (") {
+			c.Login = line[strings.LastIndex(line, " ")+1:]
+			u, err := url.Parse(c.Login)
+			require.NoError(t, err, line)
+			c.Token = u.Query().Get("token")
+		}
+	}
+	require.NotEmpty(t, c.URL, "the console's address: %s", stderr)
+	return c
+}
+
+// request is a request for path on the console with the owner's token as
+// a bearer token.
+func (c *site) request(t *testing.T, method, path string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, c.URL+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	return req
+}
+
+// get fetches a page as its owner and returns its status and body.
+func (c *site) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	code, body := c.tryGet(path)
+	require.NotZero(t, code, "GET %s", path)
+	return code, body
+}
+
+// tryGet is get, with code 0 when the console cannot be reached.
+func (c *site) tryGet(path string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, c.URL+path, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return resp.StatusCode, string(body)
 }
 
 // groundhogProject is a project whose engine replays the demo's agent
 // fixture and runs git isolated from this machine, with the demo's task
 // (scripts/demo-groundhog.sh) on a fresh repository, run to the end. It
-// returns the console's URL and the task id.
-func groundhogProject(t *testing.T) (url, task string) {
+// returns the console and the task id.
+func groundhogProject(t *testing.T) (c *site, task string) {
 	t.Helper()
 	p := testkit.NewProject(t)
 	p.Env = append(p.Env, testkit.GitEnv()...)
 	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+filepath.Join(testkit.ModuleRoot(t), "examples", "groundhog", "fixture.json"))
-	url = serveConsole(t, p)
+	c = serveConsole(t, p)
 	repo := testkit.NewGitRepo(t, map[string]string{"README.md": "# greeter\n"})
 	r := p.Orbit("task", "create", "--title", "Greeter with a test",
 		"--plan", filepath.Join(testkit.ModuleRoot(t), "examples", "groundhog", "plan.yaml"), "--workspace", repo)
@@ -84,7 +160,7 @@ func groundhogProject(t *testing.T) (url, task string) {
 	task = strings.TrimSpace(r.Stdout)
 	r = p.Orbit("groundhog", "run", task)
 	require.Equal(t, 0, r.Code, r.String())
-	return url, task
+	return c, task
 }
 
 // runJob runs a job to its end and returns the run's id.
@@ -104,17 +180,6 @@ func showRun(t *testing.T, p *testkit.Project, id string) projector.RunView {
 	var v projector.RunView
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &v))
 	return v
-}
-
-// get fetches a page and returns its status and body.
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(body)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
-	"github.com/orbitrun/orbit/projector"
 )
 
 // maxLive bounds the live streams served at once: each holds a consumer of
@@ -21,20 +20,29 @@ const maxLive = 64
 // proxies and the browser keep it open.
 const liveHeartbeat = 15 * time.Second
 
+// liveEvery is the least time between two renders of a live stream: a
+// busy run's events are taken together rather than each rendered.
+const liveEvery = 250 * time.Millisecond
+
 // runLive streams a run's step tree as server-sent events: each "run" event
-// carries the tree as HTML, rendered again after every event of the run the
-// log delivers past ?after=<seq> (the position the page was rendered at).
-// The stream says "end" once the run has finished.
+// carries the tree as HTML (the top level, as the run page shows it),
+// rendered again after the events of the run the log delivers past
+// ?after=<seq> (the position the page was rendered at). The stream says
+// "end" once the run has finished. A run that is not there is 404 at once,
+// and a finished one is rendered once and ended, so that no stream waits
+// for events that will never come.
 func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
-	id := s.pathID(w, r, "run")
-	if id == "" {
-		return
-	}
-	after, err := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+	raw := r.URL.Query().Get("after")
+	after, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil {
-		s.errorPage(w, http.StatusBadRequest, "Bad position", fmt.Sprintf("after %q is not a log sequence", r.URL.Query().Get("after")))
+		s.errorPage(w, http.StatusBadRequest, "Bad position", fmt.Sprintf("after %s is not a log sequence", quote(raw)))
 		return
 	}
+	first, seq := s.pathRun(w, r)
+	if first == nil {
+		return
+	}
+	id := first.Run.ID
 	select {
 	case s.live <- struct{}{}:
 		defer func() { <-s.live }()
@@ -48,27 +56,55 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	feed, err := s.log.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(id)}, FromSeq: after + 1, BlobRefs: true})
-	if err != nil {
-		s.fail(w, "run "+id, err)
-		return
+	var feed *events.Feed
+	if !events.Terminal(first.Run.State) {
+		feed, err = s.log.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter(id)}, FromSeq: after + 1, BlobRefs: true})
+		if err != nil {
+			s.fail(w, "run "+id, err)
+			return
+		}
+		defer feed.Stop()
 	}
-	defer feed.Stop()
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
+	page := first
+	if seq <= after && feed != nil {
+		// The page is as new as what was just read: wait for an event.
+		page = nil
+	}
 	heartbeat := time.NewTicker(liveHeartbeat)
 	defer heartbeat.Stop()
 	for {
-		var seq uint64
+		if page != nil {
+			html, err := s.renderFragment("run", "tree", map[string]any{"Run": &page.Run, "Page": page, "Seq": seq})
+			if err != nil {
+				s.logger.Error("console template failed", "page", "run", "err", err)
+				return
+			}
+			writeEvent(w, "run", html)
+			if events.Terminal(page.Run.State) {
+				writeEvent(w, "end", page.Run.State)
+				flusher.Flush()
+				return
+			}
+			flusher.Flush()
+			// Let a busy run's events gather before the next render.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(liveEvery):
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-heartbeat.C:
 			fmt.Fprint(w, ": still here\n\n")
 			flusher.Flush()
+			page = nil
 			continue
 		case ev, ok := <-feed.Events():
 			if !ok {
@@ -89,23 +125,11 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
 				break drain
 			}
 		}
-		var view projector.RunView
-		if err := s.request(ctx, engine.EndpointRun, engine.RunQuery{RunID: id, MinSeq: seq}, &view); err != nil {
+		page = &engine.StepsPage{}
+		if err := s.request(ctx, engine.EndpointRunSteps, engine.StepsQuery{RunID: id, MinSeq: seq}, page); err != nil {
 			s.logger.Debug("live run view failed", "run", id, "err", err)
 			return
 		}
-		html, err := s.renderFragment("run", "tree", map[string]any{"Run": &view, "Seq": seq})
-		if err != nil {
-			s.logger.Error("console template failed", "page", "run", "err", err)
-			return
-		}
-		writeEvent(w, "run", html)
-		if events.Terminal(view.State) {
-			writeEvent(w, "end", view.State)
-			flusher.Flush()
-			return
-		}
-		flusher.Flush()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,30 +32,27 @@ var funcs = template.FuncMap{
 	"add":      func(a, b int) int { return a + b },
 }
 
-// parsePages parses every page with the layout.
+// parsePages parses every page with the layout and the partials (the
+// templates whose file names begin with "_").
 func parsePages() (map[string]*template.Template, error) {
-	layout, err := fs.ReadFile(templateFS, "templates/layout.html")
-	if err != nil {
-		return nil, err
-	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
-	pages := map[string]*template.Template{}
+	shared := []string{"templates/layout.html"}
+	var bodies []string
 	for _, name := range names {
+		switch base := strings.TrimPrefix(name, "templates/"); {
+		case strings.HasPrefix(base, "_"):
+			shared = append(shared, name)
+		case base != "layout.html":
+			bodies = append(bodies, name)
+		}
+	}
+	pages := map[string]*template.Template{}
+	for _, name := range bodies {
 		page := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
-		if page == "layout" {
-			continue
-		}
-		body, err := fs.ReadFile(templateFS, name)
-		if err != nil {
-			return nil, err
-		}
-		t, err := template.New(page).Funcs(funcs).Parse(string(layout))
-		if err == nil {
-			_, err = t.Parse(string(body))
-		}
+		t, err := template.New(page).Funcs(funcs).ParseFS(templateFS, append(slices.Clone(shared), name)...)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
@@ -38,15 +39,15 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		page, err = 0, nil
 	}
 	if err != nil || page < 0 || page > maxPage {
-		s.errorPage(w, http.StatusBadRequest, "Bad page", fmt.Sprintf("page %q is not a number from 0 to %d", q.Get("page"), maxPage))
+		s.errorPage(w, http.StatusBadRequest, "Bad page", fmt.Sprintf("page %s is not a number from 0 to %d", quote(q.Get("page")), maxPage))
 		return
 	}
 	if job != "" && !jobPattern.MatchString(job) {
-		s.errorPage(w, http.StatusBadRequest, "Bad job", fmt.Sprintf("job %q is not a job name", job))
+		s.errorPage(w, http.StatusBadRequest, "Bad job", fmt.Sprintf("job %s is not a job name", quote(job)))
 		return
 	}
 	if state != "" && !slices.Contains(runStates, state) {
-		s.errorPage(w, http.StatusBadRequest, "Bad state", fmt.Sprintf("state %q is not one of %v", state, runStates))
+		s.errorPage(w, http.StatusBadRequest, "Bad state", fmt.Sprintf("state %s is not one of %v", quote(state), runStates))
 		return
 	}
 	ctx := r.Context()
@@ -87,54 +88,125 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "runs", data)
 }
 
-// getRun reads a run with its steps, as of at least the log's end now; seq
-// is that position.
-func (s *Server) getRun(ctx context.Context, id string) (view *projector.RunView, seq uint64, err error) {
+// getRun reads a run and one page of its step tree (engine.StepsQuery),
+// as of at least the log's end now; seq is that position.
+func (s *Server) getRun(ctx context.Context, q engine.StepsQuery) (page *engine.StepsPage, seq uint64, err error) {
 	if seq, err = s.lastSeq(ctx); err != nil {
 		return nil, 0, err
 	}
-	view = &projector.RunView{}
-	if err := s.request(ctx, engine.EndpointRun, engine.RunQuery{RunID: id, MinSeq: seq}, view); err != nil {
+	q.MinSeq = seq
+	page = &engine.StepsPage{}
+	if err := s.request(ctx, engine.EndpointRunSteps, q, page); err != nil {
 		return nil, 0, err
 	}
-	return view, seq, nil
+	return page, seq, nil
 }
 
-// pathRun is the run the request's path names, as the runs view has it
-// now, and the log's position it was read at. When it returns nil the
-// request has been answered: 404 for an id that is none, or the failure.
-func (s *Server) pathRun(w http.ResponseWriter, r *http.Request) (*projector.RunView, uint64) {
+// pathRun is the run the request's path names, with the top level of its
+// step tree, as the runs view has it now, and the log's position it was
+// read at. When it returns nil the request has been answered: 404 for an
+// id that is none, or the failure.
+func (s *Server) pathRun(w http.ResponseWriter, r *http.Request) (*engine.StepsPage, uint64) {
+	return s.pathRunSteps(w, r, engine.StepsQuery{})
+}
+
+// pathRunSteps is pathRun for a page of the step tree.
+func (s *Server) pathRunSteps(w http.ResponseWriter, r *http.Request, q engine.StepsQuery) (*engine.StepsPage, uint64) {
 	id := s.pathID(w, r, "run")
 	if id == "" {
 		return nil, 0
 	}
-	view, seq, err := s.getRun(r.Context(), id)
+	q.RunID = id
+	page, seq, err := s.getRun(r.Context(), q)
 	if err != nil {
 		s.fail(w, "run "+id, err)
 		return nil, 0
 	}
-	return view, seq
+	return page, seq
 }
 
-// runPage shows a run's step tree, lineage and cancel button. While the run
-// is not finished the page's script follows /runs/<id>/live from seq on.
+// runPage shows a run's step tree (loops and fan-outs of many instances
+// summarised, see stepsPage), lineage and cancel button. While the run is
+// not finished the page's script follows /runs/<id>/live from seq on.
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
-	view, seq := s.pathRun(w, r)
-	if view == nil {
+	page, seq := s.pathRun(w, r)
+	if page == nil {
 		return
 	}
-	s.render(w, http.StatusOK, "run", map[string]any{"Title": "Run " + view.ID, "Run": view, "Seq": seq})
+	s.render(w, http.StatusOK, "run", map[string]any{"Title": "Run " + page.Run.ID, "Run": &page.Run, "Page": page, "Seq": seq})
 }
+
+// stepsPage lists a page of the iterations or items of one loop or fan-out
+// of a run (?under=<prefix>&offset=<n>): the summary row's "show" asks for
+// it, and the run page's script puts its table under that row.
+func (s *Server) stepsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	under := q.Get("under")
+	if under == "" || len(under) > maxStepKey || strings.ContainsFunc(under, func(c rune) bool { return c < ' ' }) {
+		s.errorPage(w, http.StatusBadRequest, "Bad group", fmt.Sprintf("under %s is not the prefix of a loop's or fan-out's steps", quote(under)))
+		return
+	}
+	offset, err := strconv.Atoi(q.Get("offset"))
+	if q.Get("offset") == "" {
+		offset, err = 0, nil
+	}
+	if err != nil || offset < 0 {
+		s.errorPage(w, http.StatusBadRequest, "Bad offset", fmt.Sprintf("offset %s is not a number from 0", quote(q.Get("offset"))))
+		return
+	}
+	page, seq := s.pathRunSteps(w, r, engine.StepsQuery{Under: under, Offset: offset})
+	if page == nil {
+		return
+	}
+	if page.Instances == 0 {
+		s.notFound(w, fmt.Sprintf("loop or fan-out %s in run %s", quote(under), page.Run.ID))
+		return
+	}
+	data := map[string]any{"Title": "Run " + page.Run.ID + ": " + under, "Run": &page.Run, "Page": page, "Seq": seq,
+		"From": offset + 1, "To": min(offset+page.Limit, page.Instances)}
+	link := func(at int) string {
+		return "/runs/" + page.Run.ID + "/steps?" + url.Values{"under": {under}, "offset": {strconv.Itoa(at)}}.Encode()
+	}
+	if offset > 0 {
+		data["Prev"] = link(max(0, offset-page.Limit))
+	}
+	if offset+page.Limit < page.Instances {
+		data["Next"] = link(offset + page.Limit)
+		data["Last"] = link((page.Instances - 1) / page.Limit * page.Limit)
+	}
+	s.render(w, http.StatusOK, "steps", data)
+}
+
+// maxStepKey bounds a step key prefix in a query.
+const maxStepKey = 1024
 
 // cancelRun asks for a run to be cancelled, by the rules of orbit run
-// cancel: an unknown run is 404, a finished one never changes (409).
-// Cross-site requests never get here (http.CrossOriginProtection).
+// cancel: an unknown run is 404, a finished one never changes (409). With
+// ?tree=1, as orbit run cancel --tree: the run if live and every live run
+// below it (409 when none is). Cross-site requests never get here
+// (http.CrossOriginProtection).
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
-	view, _ := s.pathRun(w, r)
-	if view == nil {
+	page, _ := s.pathRun(w, r)
+	if page == nil {
 		return
 	}
+	view := &page.Run
 	ctx := r.Context()
+	if tree := r.URL.Query().Get("tree") != ""; tree {
+		req := engine.CancelRequest{RunID: view.ID, Tree: true, Requester: s.requester, Reason: "from the console"}
+		var asked engine.Cancelled
+		if err := s.request(ctx, engine.EndpointCancel, req, &asked); err != nil {
+			s.fail(w, "run "+view.ID, err)
+			return
+		}
+		if len(asked.Runs) == 0 {
+			s.errorPage(w, http.StatusConflict, "Nothing to cancel",
+				fmt.Sprintf("Run %s has already finished (%s) and no run below it is live.", view.ID, view.State))
+			return
+		}
+		http.Redirect(w, r, "/runs/"+view.ID, http.StatusSeeOther)
+		return
+	}
 	if events.Terminal(view.State) {
 		s.errorPage(w, http.StatusConflict, "Already finished",
 			fmt.Sprintf("Run %s has already finished (%s); a finished run never changes.", view.ID, view.State))

@@ -13,8 +13,8 @@ import (
 // who moved it and when.
 func TestTaskPageShowsTheRecord(t *testing.T) {
 	t.Parallel()
-	url, task := groundhogProject(t)
-	code, body := get(t, url+"/tasks/"+task)
+	c, task := groundhogProject(t)
+	code, body := c.get(t, "/tasks/"+task)
 	require.Equal(t, http.StatusOK, code, body)
 	for _, want := range []string{"groundhog run</dt>", "Status history", `<td><span class="state in-progress">in-progress</span></td>`,
 		`<span class="state done">done</span>`, "Checkpoint plan"} {

@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/internal/engine"
@@ -27,6 +29,54 @@ type attemptView struct {
 type checkpointView struct {
 	projector.CheckpointRecord
 	Attempts []attemptView
+}
+
+// Tasks per page of the task list: by default, and at most (?size=).
+const (
+	tasksPageSize = 50
+	tasksPageMax  = 200
+)
+
+// tasksPage lists the tasks in the order of their ids, a page at
+// a time, each linking to its page.
+func (s *Server) tasksPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	size, ok := s.number(w, q, "size", tasksPageSize, 1, tasksPageMax)
+	if !ok {
+		return
+	}
+	page, ok := s.number(w, q, "page", 0, 0, maxPage)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	seq, err := s.lastSeq(ctx)
+	if err != nil {
+		s.fail(w, "tasks", err)
+		return
+	}
+	var tasks []projector.TaskView
+	if err := s.request(ctx, engine.EndpointTasks, engine.TaskQuery{MinSeq: seq}, &tasks); err != nil {
+		s.fail(w, "tasks", err)
+		return
+	}
+	link := func(p int) string {
+		v := url.Values{"page": {strconv.Itoa(p)}}
+		if size != tasksPageSize {
+			v.Set("size", strconv.Itoa(size))
+		}
+		return "/tasks?" + v.Encode()
+	}
+	from := min(page*size, len(tasks))
+	data := map[string]any{"Title": "Tasks", "Tasks": tasks[from:min(from+size, len(tasks))], "Total": len(tasks),
+		"From": from + 1, "Page": page}
+	if page > 0 {
+		data["Prev"] = link(page - 1)
+	}
+	if from+size < len(tasks) {
+		data["Next"] = link(page + 1)
+	}
+	s.render(w, http.StatusOK, "tasks", data)
 }
 
 // taskPage shows a Groundhog task's chronicle: its checkpoints and every

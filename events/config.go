@@ -38,6 +38,13 @@ type Config struct {
 	// IdentityEngine. Default: "creds" beside StoreDir. Ignored when URL is
 	// set.
 	CredsDir string
+	// ListenTLS, when set, makes the embedded server's listener speak TLS
+	// only (see TLSFiles). Ignored when URL is set.
+	ListenTLS *TLSFiles
+	// TLS is this connection's TLS to a server that asks for it or a
+	// tls:// URL: the CA it trusts and the certificate it shows. Nil: the
+	// system's roots, and no certificate.
+	TLS *TLSFiles
 	// ExtraClients are nkey seed files whose public keys an embedded server
 	// also admits, with the client's permissions (serve --nkey).
 	ExtraClients []string

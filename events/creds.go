@@ -61,7 +61,7 @@ func (c *Creds) File(id Identity) string { return CredsFile(c.Dir, id) }
 // IMPORTANT: an existing seed is never replaced, so clients and external
 // servers configured with the public keys keep working.
 func EnsureCreds(dir string) (*Creds, error) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("events: creds directory: %w", err)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {

@@ -26,6 +26,12 @@ var (
 	// refuses the client's credentials (or their absence).
 	ErrUnauthorized = errors.New("not authorized")
 
+	// ErrTLS is returned, with ErrUnavailable when connecting, when TLS
+	// fails: a certificate, key or CA file that cannot be used, a server
+	// certificate the client does not trust, or a client certificate the
+	// server refused or did not get.
+	ErrTLS = errors.New("TLS failed")
+
 	// ErrNotFound is returned by reads of a sequence, blob, key or API
 	// resource that does not exist.
 	ErrNotFound = errors.New("not found")

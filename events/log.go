@@ -175,6 +175,13 @@ func (l *Log) connect() error {
 		plain = append(plain, nats.CustomInboxPrefix(inbox))
 		opts = append(opts, nats.CustomInboxPrefix(inbox))
 	}
+	if l.cfg.TLS != nil && l.srv == nil {
+		opt, err := clientTLS(l.cfg.TLS)
+		if err != nil {
+			return err
+		}
+		opts, plain = append(opts, opt), append(plain, opt)
+	}
 	url := l.cfg.URL
 	if l.srv != nil {
 		opts = append(opts, nats.InProcessServer(l.srv))
@@ -192,6 +199,9 @@ func (l *Log) connect() error {
 	}
 	if errors.Is(err, nats.ErrAuthorization) {
 		return fmt.Errorf("%w (%w): connecting to %s: %v", ErrUnavailable, ErrUnauthorized, l.cfg.URL, err)
+	}
+	if tlsRefused(err) {
+		return fmt.Errorf("%w (%w): connecting to %s: %v", ErrUnavailable, ErrTLS, l.cfg.URL, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: connecting to %s: %v", ErrUnavailable, l.cfg.URL, err)

@@ -121,11 +121,36 @@ func (f *Feed) deleteConsumer() {
 	}
 }
 
+// MaxFilterBytes bounds a subject filter a read takes. The requests that
+// carry a filter name it in their subject, and past the server's control
+// line (4 KiB by default) the server closes the connection that sent it —
+// the engine's own, when the engine reads for a client that sent a 100 KB
+// run id. No subject the log holds is that long (ids are at most 128
+// bytes).
+const MaxFilterBytes = 1024
+
+// checkFilters refuses, as an invalid request, a filter past
+// MaxFilterBytes, quoting its start.
+func checkFilters(filters []string) error {
+	for _, f := range filters {
+		if len(f) > MaxFilterBytes {
+			return fmt.Errorf("%w: the subject %q… is %d bytes, longer than any in the log (at most %d): an id that long is none",
+				ErrInvalidRequest, f[:64], len(f), MaxFilterBytes)
+		}
+	}
+	return nil
+}
+
 // LastMatching returns the sequence of the last event matching any of the
 // subject filters (all events when there are none), 0 when none matches.
+// A filter past MaxFilterBytes is an error matching ErrInvalidRequest
+// (Follow and Read ask this first, so they refuse it too).
 func (l *Log) LastMatching(ctx context.Context, filters []string) (uint64, error) {
 	if len(filters) == 0 {
 		return l.LastSeq(ctx)
+	}
+	if err := checkFilters(filters); err != nil {
+		return 0, err
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()

@@ -88,3 +88,29 @@ func TestReadAcrossBatchesAndFilters(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none)
 }
+
+// TestAFilterTooLongForASubjectIsRefused: a read for a 100 KB run id is
+// refused as an invalid request before it is sent; sent, it passed the
+// server's control line and the server closed the reader's connection
+// (the engine's own, reading for a client).
+func TestAFilterTooLongForASubjectIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l := testkit.StartLog(t, events.Config{})
+	_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: 1})
+	require.NoError(t, err)
+	long := events.RunFilter(strings.Repeat("A", 100_000))
+	_, err = l.LastMatching(ctx, []string{long})
+	require.ErrorIs(t, err, events.ErrInvalidRequest)
+	assert.Less(t, len(err.Error()), 300, "the error quotes the filter's start")
+	_, err = l.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter("R1"), long}})
+	require.ErrorIs(t, err, events.ErrInvalidRequest)
+	_, err = l.Follow(ctx, events.FollowOptions{Filters: []string{long}})
+	require.ErrorIs(t, err, events.ErrInvalidRequest)
+
+	evs, err := l.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter("R1")}})
+	require.NoError(t, err, "the connection is still there")
+	assert.Len(t, evs, 1)
+	_, err = l.LastMatching(ctx, []string{events.RunFilter(strings.Repeat("B", events.MaxFilterBytes/2))})
+	assert.NoError(t, err, "a long id within the bound is looked up")
+}

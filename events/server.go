@@ -62,6 +62,11 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 			ln.Close()
 		}
 		opts.Host, opts.Port = host, port
+		if cfg.ListenTLS != nil {
+			if err := listenTLS(opts, cfg.ListenTLS); err != nil {
+				return nil, err
+			}
+		}
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -119,6 +119,11 @@ type RunRequestedData struct {
 	// Depth is how many job.invoke steps lie between the run and the run
 	// someone requested: 0 for that one, its parent's + 1 for a child.
 	Depth int `json:"depth,omitempty"`
+	// Root is that run someone requested, at the top of this run's chain
+	// of job.invoke steps; empty for that run itself (and in runs recorded
+	// before it was). engine.max_descendants counts the live runs below
+	// one root.
+	Root string `json:"root,omitempty"`
 	// Env pins the values of the environment variables the job reads
 	// ({{ env.NAME }}) that the requester had, secret-named ones excepted:
 	// the run sees them whichever engine runs it, and a replay the same.
@@ -128,11 +133,32 @@ type RunRequestedData struct {
 	// RetryOf's recorded outputs (DESIGN §12).
 	RetryOf string `json:"retry_of,omitempty"`
 	From    string `json:"from,omitempty"`
+	// RetrySteps says, for a retry with From, what the retry does with
+	// each top-level step before From and why (DESIGN §12): the steps it
+	// reuses are the only ones whose outcomes it takes over. Absent in
+	// retries recorded before it was, which reuse every step before From.
+	RetrySteps []RetryStep `json:"retry_steps,omitempty"`
 	// Backend is what backend: auto resolved to in Job (http or cli); the
 	// jobs the run invokes resolve theirs the same way. Empty in runs
 	// recorded before it was: they resolve by the engine's runtime.backend.
 	Backend string `json:"backend,omitempty"`
 }
+
+// RetryStep is what a retry with From does with one top-level step before
+// From: reuse its recorded outcome, re-arm it (a wait gate, which waits for
+// its signal again), or run it again; Reason says why in words.
+type RetryStep struct {
+	Step   string `json:"step"`
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+}
+
+// RetryStep actions.
+const (
+	RetryReused  = "reused"
+	RetryRearmed = "rearmed"
+	RetryRerun   = "rerun"
+)
 
 // RunQueuedData records that a run waits because its job already has
 // max_active_runs runs active.
@@ -146,10 +172,16 @@ type RunStartedData struct {
 	Engine string `json:"engine"`
 }
 
-// RunResumedData records that an engine took over a started run after the
-// engine that ran it stopped.
+// RunResumedData records that an engine took over a started run: after
+// the engine that ran it stopped, or after a budget raise let it go on.
 type RunResumedData struct {
 	Engine string `json:"engine"`
+	// Previous is the engine that started or last resumed the run (the
+	// same as Engine when that engine resumes it again); Raise is the
+	// budget raise (1, 2, …) that resumed it, 0 when an engine took it
+	// over. Both are empty in runs recorded before they were.
+	Previous string `json:"previous,omitempty"`
+	Raise    int    `json:"raise,omitempty"`
 }
 
 // RunFinishedData is a run's terminal record.
@@ -164,6 +196,10 @@ type RunFinishedData struct {
 type RunCancelRequestedData struct {
 	Reason    string `json:"reason,omitempty"`
 	Requester string `json:"requester,omitempty"`
+	// Tree is the run whose tree cancel (orbit run cancel --tree) this is
+	// part of: that run's, or one below it, whether asked for directly or
+	// reached through a cancelled parent.
+	Tree string `json:"tree,omitempty"`
 }
 
 // StepStartedData records the start of one attempt of a step instance: the

@@ -26,7 +26,8 @@ func init() {
 	register(TaskWorktreeAssigned, AggregateTask, TaskWorktreeAssignedData{})
 }
 
-// Task statuses: the seed's lifecycle, and Groundhog's budget_exhausted.
+// Task statuses: the seed's lifecycle, and Groundhog's held and
+// budget_exhausted.
 const (
 	TaskProposed   = "proposed"    // awaiting approval before it enters the backlog
 	TaskBacklog    = "backlog"     // approved and waiting for work
@@ -38,6 +39,10 @@ const (
 	TaskArchived   = "archived"    // put away; may be restored
 	TaskSomeday    = "someday"     // wanted, not yet actionable
 	TaskFriction   = "friction"    // a record of friction met while working, to be triaged
+	// TaskHeld: every checkpoint is committed, and commits of them are held
+	// for approval (materialize: on_approval) on the task's held ref, not
+	// yet on its branch; orbit groundhog approve makes it done.
+	TaskHeld = "held"
 	// TaskBudgetExhausted: the task's budget (tokens, cost) was spent; a
 	// plan version with a higher budget lets a run continue it.
 	TaskBudgetExhausted = "budget_exhausted"
@@ -57,7 +62,7 @@ const (
 // order.
 func TaskStatuses() []string {
 	return []string{TaskProposed, TaskBacklog, TaskInProgress, TaskReview, TaskDone, TaskBlocked,
-		TaskRejected, TaskArchived, TaskSomeday, TaskFriction, TaskBudgetExhausted}
+		TaskRejected, TaskArchived, TaskSomeday, TaskFriction, TaskHeld, TaskBudgetExhausted}
 }
 
 // TaskStatusMeaning returns the status a recorded status word means

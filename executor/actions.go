@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 )
 
@@ -78,6 +79,9 @@ func sleepAction(ctx context.Context, call actionCall) (any, error) {
 		ms, err := intConfig(call.Config, "ms")
 		if err != nil {
 			return nil, err
+		}
+		if err := assets.CheckDuration(ms, assets.MaxDurationMS); err != nil {
+			return nil, fail(events.KindValidation, false, "config.ms: %v", err)
 		}
 		d = time.Duration(ms) * time.Millisecond
 	} else {

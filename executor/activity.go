@@ -92,9 +92,11 @@ func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 		failed.StepKey = key
 		return failed, x.recordFinished(ctx, key, n, sc.parent, assets.StepResult{}, failed)
 	}
+	takeTurn(ctx)
 	started, err := x.o.cfg.Log.AppendAsync(ctx, events.Event{
 		ID: cmd.StartedID, Type: events.StepStarted, RunID: x.runID, Job: x.job.Name, StepKey: key, ParentID: sc.parent,
 	}, events.StepStartedData{Attempt: n, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input})
+	passTurn(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -150,8 +150,10 @@ func (o *Orchestrator) apply(ctx context.Context, ev events.Event) {
 		// Its slot is free: the next run of its job may start.
 		o.kick(ev.Job)
 	case events.RunCancelRequested:
+		var d events.RunCancelRequestedData
+		_ = ev.Decode(&d)
 		o.startCancelled(ctx, ev.RunID)
-		o.cancelChildren(ctx, ev.RunID)
+		o.cancelChildren(ctx, ev.RunID, d.Tree)
 	}
 }
 
@@ -252,7 +254,7 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 		if blocked && w.parent == "" {
 			continue
 		}
-		rc := &runCtl{id: w.rc.id, job: w.rc.job, parent: w.rc.parent, depth: w.rc.depth}
+		rc := &runCtl{id: w.rc.id, job: w.rc.job, parent: w.rc.parent, root: w.rc.root, depth: w.rc.depth}
 		switch o.claimShared(ctx, rc, blocked) {
 		case claimElsewhere:
 			continue
@@ -331,15 +333,21 @@ func (o *Orchestrator) startedOrFinished(ctx context.Context, id string) (bool, 
 // types after its last run.budget_raised (or at all, when it has none): a
 // raise makes a finished run live again.
 func (o *Orchestrator) sinceRaise(ctx context.Context, id string, types ...string) (bool, error) {
+	return sinceRaise(ctx, o.cfg.Log, id, types...)
+}
+
+// sinceRaise reports whether run id has an event of one of types after its
+// last budget raise (or at all, when it was never raised).
+func sinceRaise(ctx context.Context, log *events.Log, id string, types ...string) (bool, error) {
 	filters := make([]string, len(types))
 	for i, typ := range types {
 		filters[i] = events.EventSubject(events.AggregateRun, id, typ)
 	}
-	last, err := o.cfg.Log.LastMatching(ctx, filters)
+	last, err := log.LastMatching(ctx, filters)
 	if err != nil || last == 0 {
 		return false, err
 	}
-	raised, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunBudgetRaised)})
+	raised, err := log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunBudgetRaised)})
 	return last > raised, err
 }
 

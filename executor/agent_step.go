@@ -203,7 +203,7 @@ func (w *Worker) newProvider(ctx context.Context, spec *assets.ActivitySpec, tas
 			break
 		}
 	}
-	if s, ok := w.cfg.Providers[opts.Name]; ok {
+	if s, ok := w.settings().Providers[opts.Name]; ok {
 		if opts.BaseURL == "" {
 			opts.BaseURL = s.BaseURL
 		}

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -132,7 +133,7 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 					ChildRunID: resumed, ChildRaise: raise})
 			return resumed, true, raise, err
 		}
-		if limit := x.o.cfg.MaxChildDepth; x.depth+1 > limit {
+		if limit := currentSettings(x.o.cfg.Settings).MaxChildDepth; x.depth+1 > limit {
 			return "", false, 0, fail(events.KindLimit, false,
 				"job.invoke: a run of %q here would be at depth %d, past engine.max_child_depth (%d); a job that invokes itself needs a condition that ends it, and deeper nesting that is meant needs a higher engine.max_child_depth in .orbit/config.yaml",
 				name, x.depth+1, limit)
@@ -161,9 +162,21 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		Parent:      &events.RunLink{RunID: x.runID, StepKey: key},
 		ParentEvent: startedID,
 		Depth:       x.depth + 1,
+		Root:        x.root,
 		Backend:     x.backend,
 	}
 	if err := req.PinEnv(x.env); err != nil {
+		return "", false, 0, err
+	}
+	// Listed below the root once step.started names it (a replay lists the
+	// same child, and a refusal leaves no run to be counted), before it
+	// can start.
+	limit := currentSettings(x.o.cfg.Settings).MaxDescendants
+	if err := x.o.holdDescendant(ctx, x.root, x.runID, childID, limit); errors.Is(err, errTreeFull) {
+		return "", false, 0, fail(events.KindLimit, false,
+			"job.invoke: a run of %q here would be one more than the %d live runs below run %s that engine.max_descendants allows; stop that tree with 'orbit run cancel --tree %s', or allow more with a higher engine.max_descendants in .orbit/config.yaml",
+			name, limit, x.root, x.root)
+	} else if err != nil {
 		return "", false, 0, err
 	}
 	return childID, wait, 0, Submit(ctx, x.o.cfg.Log, req)
@@ -209,7 +222,7 @@ func (x *interpreter) waitRaise(ctx context.Context, runID string, raise int, de
 			return &d, nil
 		case <-cancelled:
 			cancelled = nil
-			if err := RequestCancel(ctx, x.o.cfg.Log, runID, "run:"+x.runID, "parent run cancelled"); err != nil {
+			if err := requestCancel(ctx, x.o.cfg.Log, runID, parentCancelled(x.runID, x.cancelTree)); err != nil {
 				return nil, internal(ctx, err)
 			}
 			giveUp = time.After(cancelWait)

@@ -37,6 +37,8 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 	results := make([]assets.StepResult, len(items))
 	failures := make([]*events.ErrorInfo, len(items))
 	var wg sync.WaitGroup
+	// The items' first events are sent in item order.
+	order := turns(len(items))
 	for i, item := range items {
 		select {
 		case slots <- struct{}{}:
@@ -49,6 +51,8 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
+			ctx := withTurn(ctx, order[i])
+			defer passTurn(ctx)
 			index := i + 1
 			itemKey := prefix + strconv.Itoa(index)
 			if x.isCancelled() {

@@ -29,7 +29,8 @@ func seededProfileEngine(t *testing.T, log *events.Log, root string, env map[str
 	e := &engine{t: t, log: log, root: root, cancel: cancel}
 	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
 	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: root, Env: lookup})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Env: lookup, FSProfiles: profiles})
+	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Env: lookup,
+		Settings: func() executor.Settings { return executor.Settings{FSProfiles: profiles} }})
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		e.wg.Add(1)
 		go func() {

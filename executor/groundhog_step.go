@@ -80,7 +80,7 @@ func (w *Worker) profile(name string) (agent.FSProfile, error) {
 	if name == "" {
 		name = agent.DefaultProfile.Name
 	}
-	if p, ok := w.cfg.FSProfiles[name]; ok {
+	if p, ok := w.settings().FSProfiles[name]; ok {
 		return p, nil
 	}
 	if name == agent.DefaultProfile.Name {

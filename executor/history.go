@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/orbitrun/orbit/events"
@@ -110,8 +111,23 @@ func (h *history) get(id string) (events.Event, bool) {
 	return ev, ok
 }
 
-// wait blocks until the event with the given id is in the history.
+// last returns the latest event (by sequence) of one of the given types.
+func (h *history) last(types ...string) (events.Event, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var found events.Event
+	for _, ev := range h.byID {
+		if ev.Seq > found.Seq && slices.Contains(types, ev.Type) {
+			found = ev
+		}
+	}
+	return found, found.Seq > 0
+}
+
+// wait blocks until the event with the given id is in the history. A
+// branch that waits passes its turn (see turn) first.
 func (h *history) wait(ctx context.Context, id string) (events.Event, error) {
+	passTurn(ctx)
 	for {
 		h.mu.Lock()
 		ev, ok := h.byID[id]
@@ -134,6 +150,7 @@ func (h *history) wait(ctx context.Context, id string) (events.Event, error) {
 // waitSeq blocks until every event of the run up to seq that the history
 // follows has been recorded; seq must be one it follows (see catchUp).
 func (h *history) waitSeq(ctx context.Context, seq uint64) error {
+	passTurn(ctx)
 	for {
 		h.mu.Lock()
 		last, changed, err := h.lastSeq, h.changed, h.err

@@ -29,6 +29,9 @@ type interpreter struct {
 	runID string
 	job   *assets.Job
 	depth int
+	// root is the run at the top of this run's job.invoke chain: its
+	// children count against engine.max_descendants there.
+	root string
 	// backend is what backend: auto resolved to in job; its children's
 	// jobs are looked up resolved the same way.
 	backend string
@@ -55,6 +58,7 @@ type interpreter struct {
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when run.cancel_requested arrives
 	cancelMsg  string
+	cancelTree string // the tree cancel it is part of, passed on to children
 
 	// encoded keeps steps' outputs as recorded, for the payloads that
 	// hold them again (a fan-in, run.finished).
@@ -62,7 +66,11 @@ type interpreter struct {
 }
 
 func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
-	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, backend: rc.backend, cancelled: make(chan struct{})}
+	root := rc.root
+	if root == "" {
+		root = rc.id
+	}
+	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, cancelled: make(chan struct{})}
 }
 
 // run interprets the run to its end and records run.finished. It returns
@@ -97,6 +105,14 @@ func (x *interpreter) run(ctx context.Context) error {
 	}
 	if err := x.loadReuse(ctx, &req); err != nil {
 		return err
+	}
+	if x.raise > 0 && req.Parent != nil && x.root != x.runID {
+		// Its end took it off its root's tree; its budget raise made it
+		// live again, beyond the limit if need be: it was counted when it
+		// started.
+		if err := x.o.holdDescendant(ctx, x.root, req.Parent.RunID, x.runID, 0); err != nil {
+			return err
+		}
 	}
 	if x.isCancelled() {
 		if _, started := hist.get(events.DecisionID(events.RunStarted, x.runID)); !started {
@@ -153,6 +169,10 @@ func (x *interpreter) observe(ev events.Event) {
 		if d.Reason != "" {
 			x.cancelMsg += ": " + d.Reason
 		}
+		if d.Tree != "" {
+			x.cancelMsg += ", as part of the tree cancel of " + d.Tree
+		}
+		x.cancelTree = d.Tree
 		close(x.cancelled)
 	})
 }
@@ -178,7 +198,7 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 		x.resumed = true
 		_, err := x.o.cfg.Log.Append(ctx, events.Event{
 			Type: events.RunResumed, RunID: x.runID, Job: x.job.Name, ParentID: id,
-		}, events.RunResumedData{Engine: x.o.cfg.Engine})
+		}, x.resumedData())
 		return ev, err
 	}
 	ev := events.Event{ID: id, Type: events.RunStarted, RunID: x.runID, Job: x.job.Name,
@@ -187,6 +207,27 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 		return events.Event{}, err
 	}
 	return x.hist.wait(ctx, id)
+}
+
+// resumedData says who resumes the run and why: the engine that ran it
+// until now (the one that started or last resumed it), and the budget
+// raise when that is what resumes it (no engine resumed it since).
+func (x *interpreter) resumedData() events.RunResumedData {
+	d := events.RunResumedData{Engine: x.o.cfg.Engine}
+	last, ok := x.hist.last(events.RunStarted, events.RunResumed)
+	if !ok {
+		return d
+	}
+	var before struct {
+		Engine string `json:"engine"`
+	}
+	if last.Decode(&before) == nil {
+		d.Previous = before.Engine
+	}
+	if x.raise > 0 && x.raisedAt > last.Seq {
+		d.Raise = x.raise
+	}
+	return d
 }
 
 // finish records run.finished; from is the event the run's duration is
@@ -229,11 +270,21 @@ func runState(failed *events.ErrorInfo) string {
 }
 
 // record appends a decision event unless the history already holds it.
+// In a branch that has not passed its turn (see turn), the event is sent
+// in turn, and the turn passed once it is sent.
 func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) error {
 	if _, ok := x.hist.get(ev.ID); ok {
+		passTurn(ctx)
 		return nil
 	}
 	ev.RunID, ev.Job = x.runID, x.job.Name
+	if !passedTurn(ctx) {
+		r, err := x.recordAsync(ctx, ev, payload)
+		if err != nil {
+			return err
+		}
+		return r.wait(ctx)
+	}
 	_, err := x.o.cfg.Log.Append(ctx, ev, payload)
 	return err
 }
@@ -256,10 +307,12 @@ func (r recording) wait(ctx context.Context) error {
 // are stored in the order they were sent), so the steps it introduces can
 // be dispatched at once, and it is confirmed with them.
 func (x *interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
+	defer passTurn(ctx)
 	if _, ok := x.hist.get(ev.ID); ok {
 		return recording{}, nil
 	}
 	ev.RunID, ev.Job = x.runID, x.job.Name
+	takeTurn(ctx)
 	p, err := x.o.cfg.Log.AppendAsync(ctx, ev, payload)
 	return recording{pending: p}, err
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 )
 
@@ -259,6 +260,9 @@ func reserveAction(ctx context.Context, w *Worker, cmd *stepCommand) (any, error
 	resources := cfg.resources()
 	if len(resources) == 0 {
 		return nil, fail(events.KindValidation, false, "locks.reserve: config names no tasks and no paths")
+	}
+	if err := assets.CheckDuration(int64(cfg.TTLSeconds), assets.MaxDurationSeconds); err != nil {
+		return nil, fail(events.KindValidation, false, "locks.reserve: config.ttl_seconds: %v", err)
 	}
 	if _, err := w.locks.reserve(ctx, cmd.RunID, cmd.StepKey, resources, time.Duration(cfg.TTLSeconds)*time.Second); err != nil {
 		return nil, err

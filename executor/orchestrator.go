@@ -47,10 +47,10 @@ type Config struct {
 	// Env looks up environment variables for {{ env.NAME }} (default
 	// os.LookupEnv).
 	Env func(name string) (string, bool)
-	// MaxChildDepth bounds the depth of child runs (default
-	// assets.DefaultMaxChildDepth): a job.invoke that would start a run
-	// deeper fails.
-	MaxChildDepth int
+	// Settings returns the settings of the project's configuration as
+	// they are now (MaxChildDepth is read at each job.invoke); nil: every
+	// default.
+	Settings func() Settings
 	// LeaseTTL is how long a run lease lasts without renewal (default 15s).
 	LeaseTTL time.Duration
 	// Logger receives operational messages (nil discards them).
@@ -63,9 +63,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.Env == nil {
 		c.Env = os.LookupEnv
-	}
-	if c.MaxChildDepth == 0 {
-		c.MaxChildDepth = assets.DefaultMaxChildDepth
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 15 * time.Second
@@ -94,6 +91,8 @@ type Orchestrator struct {
 	kicked     chan struct{}
 	queueReady bool            // the queue has caught up with the log
 	requested  map[string]bool // runs of the queue whose request this engine recorded
+
+	pruned map[string]time.Time // root → when this engine last looked for stale runs of its tree
 }
 
 // runCtl is the orchestrator's handle on one run.
@@ -101,6 +100,7 @@ type runCtl struct {
 	id      string
 	job     *assets.Job
 	parent  string // the run that started this one with job.invoke
+	root    string // see events.RunRequestedData.Root
 	depth   int    // see events.RunRequestedData.Depth
 	backend string // see events.RunRequestedData.Backend
 	started bool   // it holds its slot: run.started is in the log, with no run.finished since it last started or resumed
@@ -123,6 +123,7 @@ func NewOrchestrator(cfg Config) *Orchestrator {
 		dirty:      make(map[string]bool),
 		kicked:     make(chan struct{}, 1),
 		requested:  make(map[string]bool),
+		pruned:     make(map[string]time.Time),
 	}
 }
 
@@ -236,16 +237,18 @@ func (o *Orchestrator) recover(ctx context.Context) (uint64, error) {
 // without running anything. (A running run sees the request in its own
 // history.) The returned func stops watching and waits until it has.
 func (o *Orchestrator) watchCancels(ctx context.Context) (func(), error) {
-	return o.watchRuns(ctx, events.RunCancelRequested, func(runID string) {
-		o.startQueued(ctx, runID)
-		o.cancelChildren(ctx, runID)
+	return o.watchRuns(ctx, events.RunCancelRequested, func(ev events.Event) {
+		var d events.RunCancelRequestedData
+		_ = ev.Decode(&d)
+		o.startQueued(ctx, ev.RunID)
+		o.cancelChildren(ctx, ev.RunID, d.Tree)
 	})
 }
 
-// watchRuns calls on with the run of every event of type typ appended from
-// now on, one at a time, until ctx ends. The returned func stops watching
-// and waits until it has; it may be called more than once.
-func (o *Orchestrator) watchRuns(ctx context.Context, typ string, on func(runID string)) (func(), error) {
+// watchRuns calls on with every event of type typ appended from now on,
+// one at a time, until ctx ends. The returned func stops watching and
+// waits until it has; it may be called more than once.
+func (o *Orchestrator) watchRuns(ctx context.Context, typ string, on func(ev events.Event)) (func(), error) {
 	last, err := o.cfg.Log.LastSeq(ctx)
 	if err != nil {
 		return nil, err
@@ -262,7 +265,7 @@ func (o *Orchestrator) watchRuns(ctx context.Context, typ string, on func(runID 
 		defer close(done)
 		for ev := range feed.Events() {
 			if ctx.Err() == nil {
-				on(ev.RunID)
+				on(ev)
 			}
 		}
 	}()
@@ -275,8 +278,9 @@ func (o *Orchestrator) watchRuns(ctx context.Context, typ string, on func(runID 
 
 // cancelChildren asks every run of this engine that runID started to
 // cancel. Their cancellations reach this watch in turn, so a cancel goes
-// down a whole tree of runs, waited for or not, queued or running.
-func (o *Orchestrator) cancelChildren(ctx context.Context, runID string) {
+// down a whole tree of runs, waited for or not, queued or running; a tree
+// cancel's (tree) is passed on.
+func (o *Orchestrator) cancelChildren(ctx context.Context, runID, tree string) {
 	o.mu.Lock()
 	children := o.queuedChildrenLocked(runID)
 	for id, rc := range o.runs {
@@ -286,7 +290,7 @@ func (o *Orchestrator) cancelChildren(ctx context.Context, runID string) {
 	}
 	o.mu.Unlock()
 	for _, id := range children {
-		if err := RequestCancel(ctx, o.cfg.Log, id, "run:"+runID, "parent run "+runID+" cancelled"); err != nil && ctx.Err() == nil {
+		if err := requestCancel(ctx, o.cfg.Log, id, parentCancelled(runID, tree)); err != nil && ctx.Err() == nil {
 			o.log.Warn("cancelling a child run", "run", id, "parent", runID, "err", err)
 		}
 	}
@@ -300,11 +304,17 @@ func (o *Orchestrator) cancelIfParentCancelled(ctx context.Context, runID, paren
 	if parent == "" {
 		return nil
 	}
-	last, err := o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, parent, events.RunCancelRequested)})
-	if err != nil || last == 0 {
+	d, err := cancelOf(ctx, o.cfg.Log, parent)
+	if err != nil || d == nil {
 		return err
 	}
-	return RequestCancel(ctx, o.cfg.Log, runID, "run:"+parent, "parent run "+parent+" cancelled")
+	return requestCancel(ctx, o.cfg.Log, runID, parentCancelled(parent, d.Tree))
+}
+
+// parentCancelled is the cancel of a child run whose parent was
+// cancelled, as part of the tree cancel tree (if any).
+func parentCancelled(parent, tree string) events.RunCancelRequestedData {
+	return events.RunCancelRequestedData{Requester: "run:" + parent, Reason: "parent run " + parent + " cancelled", Tree: tree}
 }
 
 // startQueued starts a queued run now, whatever its job's limit.
@@ -355,6 +365,7 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 			if d.Parent != nil {
 				rc.parent = d.Parent.RunID
 			}
+			rc.root = d.Root
 			rc.depth = d.Depth
 			rc.backend = d.Backend
 		case events.RunStarted, events.RunResumed:
@@ -472,7 +483,7 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		o.mu.Unlock()
 		return err
 	}
-	rc := &runCtl{id: req.RunID, job: &req.Job, depth: req.Depth, backend: req.Backend}
+	rc := &runCtl{id: req.RunID, job: &req.Job, root: req.Root, depth: req.Depth, backend: req.Backend}
 	if req.Parent != nil {
 		rc.parent = req.Parent.RunID
 	}
@@ -618,12 +629,16 @@ func (o *Orchestrator) executeUntilDone(ctx context.Context, rc *runCtl) {
 	}
 }
 
-// release frees a run's slot and starts the next queued run of its job. A
-// run that stopped without finishing (the engine is stopping) is forgotten
-// here and resumed by whichever engine recovers it. A run whose budget was
+// release takes a run off its root's tree (see descendants.go), frees its
+// slot and starts the next queued run of its job. A run that stopped
+// without finishing (the engine is stopping) is forgotten here and resumed
+// by whichever engine recovers it. A run whose budget was
 // raised as it ended is admitted again once its slot is free: it queues
 // behind the runs that waited for that slot (see admit).
 func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
+	if ctx.Err() == nil {
+		o.releaseDescendant(ctx, rc)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.runs, rc.id)
@@ -642,7 +657,7 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	// theirs (see borrowsLocked) past runs that must wait for a free one.
 	o.startAdmissibleLocked(ctx, job)
 	if rc.again {
-		o.admitLocked(ctx, &runCtl{id: rc.id, job: rc.job, parent: rc.parent, depth: rc.depth, backend: rc.backend, seq: rc.seq})
+		o.admitLocked(ctx, &runCtl{id: rc.id, job: rc.job, parent: rc.parent, root: rc.root, depth: rc.depth, backend: rc.backend, seq: rc.seq})
 	}
 }
 

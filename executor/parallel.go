@@ -24,12 +24,16 @@ func (x *interpreter) parallel(ctx context.Context, sc *scope, st *assets.Step, 
 	results := make([]assets.StepResult, len(branches))
 	failures := make([]*events.ErrorInfo, len(branches))
 	var wg sync.WaitGroup
+	// The branches' first events are sent in the order the job lists them.
+	order := turns(len(branches))
 	for i := range branches {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			bctx := withTurn(ctx, order[i])
+			defer passTurn(bctx)
 			br := &branches[i]
-			results[i], failures[i] = x.step(ctx, sc.fork(prefix, startedID), br, prefix+br.ID)
+			results[i], failures[i] = x.step(bctx, sc.fork(prefix, startedID), br, prefix+br.ID)
 		}()
 	}
 	wg.Wait()

@@ -20,19 +20,27 @@ import (
 // the given jobs by name.
 func startWithJobs(t *testing.T, log *events.Log, maxDepth int, jobs ...*assets.Job) {
 	t.Helper()
+	startWithConfig(t, executor.Config{Log: log, Settings: func() executor.Settings { return executor.Settings{MaxChildDepth: maxDepth} }}, jobs...)
+}
+
+// startWithConfig is startWithJobs with the orchestrator's config given.
+func startWithConfig(t *testing.T, cfg executor.Config, jobs ...*assets.Job) {
+	t.Helper()
 	byName := map[string]*assets.Job{}
 	for _, j := range jobs {
 		byName[j.Name] = j
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), MaxChildDepth: maxDepth,
-		Jobs: func(name, _ string) (*assets.Job, error) {
-			if j, ok := byName[name]; ok {
-				return j, nil
-			}
-			return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
-		}})
+	log := cfg.Log
+	cfg.Root = t.TempDir()
+	cfg.Jobs = func(name, _ string) (*assets.Job, error) {
+		if j, ok := byName[name]; ok {
+			return j, nil
+		}
+		return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
+	}
+	orch := executor.NewOrchestrator(cfg)
 	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()

@@ -31,12 +31,18 @@ type RunRequest struct {
 	// Depth is the run's depth below the run someone requested (see
 	// events.RunRequestedData.Depth).
 	Depth int `json:"depth,omitempty"`
+	// Root is the run at the top of its chain of job.invoke steps (see
+	// events.RunRequestedData.Root); empty for a run someone requested.
+	Root string `json:"root,omitempty"`
 	// Env is what run.requested pins of the requester's environment (see
 	// events.RunRequestedData.Env).
 	Env map[string]string `json:"env,omitempty"`
 	// RetryOf and From make the run a retry (see NewRetryRequest).
 	RetryOf string `json:"retry_of,omitempty"`
 	From    string `json:"from,omitempty"`
+	// RetrySteps is what the retry does with each top-level step before
+	// From (see events.RunRequestedData.RetrySteps).
+	RetrySteps []events.RetryStep `json:"retry_steps,omitempty"`
 	// Backend is what backend: auto resolved to in Job (see
 	// events.RunRequestedData.Backend); empty means the engine's
 	// runtime.backend.

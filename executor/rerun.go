@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,14 +21,22 @@ type RetryOptions struct {
 	HasInput bool
 	// Requester names who asks, for the record.
 	Requester string
+	// Env looks up {{ env.NAME }} beyond what the old run pinned, and Root
+	// is the project directory ({{ workspace_path }} by default), for
+	// rendering the steps before From on a new input (nil Env: nothing).
+	Env  func(string) (string, bool)
+	Root string
 }
 
 // NewRetryRequest builds the request for a new run of the job that runID
 // ran: the job pinned in its run.requested (not today's catalog), with its
 // input and pinned environment unless opts give a new input. The request
-// records RetryOf and From; with From, the interpreter returns the old
-// run's recorded outputs for the top-level steps before From (document
-// order) instead of running them.
+// records RetryOf and From; with From, it records in RetrySteps what the
+// retry does with each top-level step before From (document order), and
+// the interpreter returns the old run's recorded outcomes for the steps it
+// reuses instead of running them (see planRetry: with a new input, wait
+// gates are re-armed and a step is reused only if its rendered input is
+// unchanged).
 //
 // It refuses, with an error matching events.ErrNotFound, a run the log
 // does not have, and with one matching ErrNotRetryable and
@@ -73,24 +82,30 @@ func NewRetryRequest(ctx context.Context, log *events.Log, runID string, opts Re
 	if err != nil {
 		return nil, err
 	}
-	if opts.From != "" {
-		if err := checkFrom(ctx, log, runID, job, opts.From); err != nil {
-			return nil, err
-		}
-	}
 	input := req.Input
 	if opts.HasInput {
 		input = assets.MergeInput(job.Spec.DefaultInput, opts.Input)
 	}
+	var plan []events.RetryStep
+	if opts.From != "" {
+		if err := checkFrom(ctx, log, runID, job, opts.From); err != nil {
+			return nil, err
+		}
+		before, _ := stepsBefore(job, opts.From)
+		if plan, err = planRetry(ctx, log, req, runID, before, input, opts); err != nil {
+			return nil, err
+		}
+	}
 	return &RunRequest{
-		RunID:     events.NewID(),
-		Job:       *job,
-		Input:     input,
-		Requester: opts.Requester,
-		Env:       req.Env,
-		RetryOf:   runID,
-		From:      opts.From,
-		Backend:   req.Backend,
+		RunID:      events.NewID(),
+		Job:        *job,
+		Input:      input,
+		Requester:  opts.Requester,
+		Env:        req.Env,
+		RetryOf:    runID,
+		From:       opts.From,
+		RetrySteps: plan,
+		Backend:    req.Backend,
 	}, nil
 }
 
@@ -142,6 +157,7 @@ type reused struct {
 	condition string
 	output    any
 	exposed   map[string]assets.StepResult
+	attempt   int // the attempt that succeeded
 }
 
 // outcome is the last record of one step instance: its state and output,
@@ -187,7 +203,7 @@ func topLevelOutcomes(ctx context.Context, log *events.Log, runID string, steps 
 		case o.result.State == events.StateSkipped:
 			out[st.ID] = reused{skipped: true, condition: o.condition}
 		case o.result.State == events.StateSuccess:
-			out[st.ID] = reused{output: o.result.Output, exposed: exposed(st, o, byKey)}
+			out[st.ID] = reused{output: o.result.Output, exposed: exposed(st, o, byKey), attempt: o.attempt}
 		}
 	}
 	return out, nil
@@ -241,12 +257,20 @@ func readRun(ctx context.Context, log *events.Log, runID string, types ...string
 }
 
 // loadReuse prepares the outcomes a retry with From returns for the steps
-// before From.
+// before From that its run.requested says it reuses (all of them in a
+// retry recorded before run.requested said).
 func (x *interpreter) loadReuse(ctx context.Context, req *events.RunRequestedData) error {
 	if req.RetryOf == "" || req.From == "" {
 		return nil
 	}
 	before, _ := stepsBefore(x.job, req.From)
+	if req.RetrySteps != nil {
+		reuse := map[string]bool{}
+		for _, s := range req.RetrySteps {
+			reuse[s.Step] = s.Action == events.RetryReused
+		}
+		before = slices.DeleteFunc(slices.Clone(before), func(st assets.Step) bool { return !reuse[st.ID] })
+	}
 	outcomes, err := topLevelOutcomes(ctx, x.o.cfg.Log, req.RetryOf, before)
 	if err != nil {
 		return err

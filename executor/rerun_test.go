@@ -176,3 +176,85 @@ spec:
 		assert.Equal(t, "use", ev.StepKey, "only the step retried from starts")
 	}
 }
+
+// TestRetryWithANewInputReusesOnlyWhatDidNotRestOnIt: on a new input a
+// retry from the last step re-runs a skipped step, a structural step and
+// a step that uses the result of one that runs again, and reuses a step
+// whose rendered input is unchanged. The run records the plan it followed.
+func TestRetryWithANewInputReusesOnlyWhatDidNotRestOnIt(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	ctx := testkit.Context(t)
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: plan}
+spec:
+  default_input: {env: dev}
+  steps:
+    - id: pinned
+      default_input: {env: fixed}
+      spec: {type: deterministic, action: echo, config: {v: same}}
+    - id: prod_only
+      when: "{{ input.env }} == prod"
+      spec: {type: deterministic, action: echo, config: {v: p}}
+    - id: both
+      parallel:
+        branches:
+          - {id: left, default_input: {env: fixed}, spec: {type: deterministic, action: echo, config: {v: L}}}
+    - id: uses_left
+      default_input: {env: fixed}
+      spec: {type: deterministic, action: echo, config: {v: "{{ steps.left.output.v }}"}}
+    - id: uses_pinned
+      default_input: {env: fixed}
+      spec: {type: deterministic, action: echo, config: {v: "{{ steps.pinned.output.v }}"}}
+    - id: last
+      spec: {type: deterministic, action: echo, config: {env: "{{ input.env }}"}}
+`)
+	first, fin := runJob(t, log, job, nil)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+
+	req, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "last", Input: map[string]any{"env": "prod"}, HasInput: true})
+	require.NoError(t, err)
+	want := []events.RetryStep{
+		{Step: "pinned", Action: events.RetryReused, Reason: "its rendered input is unchanged"},
+		{Step: "prod_only", Action: events.RetryRerun, Reason: "its when was false on the old input; it is evaluated again on the new one"},
+		{Step: "both", Action: events.RetryRerun, Reason: "the input changed, and the inputs of the steps inside a parallel step are rendered as it runs"},
+		{Step: "uses_left", Action: events.RetryRerun, Reason: "it uses steps.left, which step both runs again"},
+		{Step: "uses_pinned", Action: events.RetryReused, Reason: "its rendered input is unchanged"},
+	}
+	assert.Equal(t, want, req.RetrySteps)
+	require.NoError(t, executor.Submit(ctx, log, req))
+	fin = waitFinished(t, log, req.RunID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "prod", fin.Output.(map[string]any)["env"])
+
+	reusedFrom := map[string]string{}
+	for _, ev := range ofType(history(t, log, req.RunID), events.StepFinished) {
+		var d events.StepFinishedData
+		require.NoError(t, ev.Decode(&d))
+		reusedFrom[ev.StepKey] = d.ReusedFrom
+	}
+	assert.Equal(t, map[string]string{"pinned": first, "prod_only": "", "both/left": "", "both": "", "uses_left": "", "uses_pinned": first, "last": ""}, reusedFrom,
+		"prod_only runs now that its when holds")
+	var requested events.RunRequestedData
+	require.NoError(t, ofType(history(t, log, req.RunID), events.RunRequested)[0].Decode(&requested))
+	assert.Equal(t, want, requested.RetrySteps)
+
+	// Asked again, the plan is the same.
+	again, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "last", Input: map[string]any{"env": "prod"}, HasInput: true})
+	require.NoError(t, err)
+	assert.Equal(t, want, again.RetrySteps)
+
+	// A retry recorded before run.requested held the plan reused every
+	// step before From; its run does so still.
+	old := *again
+	old.RunID, old.RetrySteps = events.NewID(), nil
+	require.NoError(t, executor.Submit(ctx, log, &old))
+	fin = waitFinished(t, log, old.RunID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	for _, ev := range ofType(history(t, log, old.RunID), events.StepStarted) {
+		assert.Equal(t, "last", ev.StepKey, "only the step retried from starts")
+	}
+}

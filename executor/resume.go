@@ -253,7 +253,7 @@ func (x *interpreter) stoppedBeforeRaise(key string, n int) bool {
 // as the raise arrives, is admitted again when it ends. The returned func stops
 // watching and waits until it has; it may be called more than once.
 func (o *Orchestrator) watchRaises(ctx context.Context) (func(), error) {
-	return o.watchRuns(ctx, events.RunBudgetRaised, func(runID string) { o.resume(ctx, runID) })
+	return o.watchRuns(ctx, events.RunBudgetRaised, func(ev events.Event) { o.resume(ctx, ev.RunID) })
 }
 
 // resume admits a run whose budget was raised, or, when this engine still

@@ -34,7 +34,13 @@ func retryDelay(p assets.Retry, next int) time.Duration {
 	initial := time.Duration(p.InitialBackoffMS) * time.Millisecond
 	limit := time.Duration(p.BackoffCapMS) * time.Millisecond
 	if p.BackoffStrategy == "linear" {
-		return min(initial*time.Duration(next-1), limit)
+		if initial <= 0 {
+			return 0
+		}
+		if time.Duration(next-1) > limit/initial {
+			return limit // and initial*(next-1) might overflow
+		}
+		return initial * time.Duration(next-1)
 	}
 	b := &backoff.ExponentialBackOff{
 		InitialInterval:     initial,
@@ -77,6 +83,7 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 			return internal(ctx, err)
 		}
 	}
+	passTurn(ctx)
 	timer := time.NewTimer(time.Until(data.NotBefore))
 	defer timer.Stop()
 	select {

@@ -155,61 +155,11 @@ func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.S
 // merged over it) and the activity's own templated fields, rendered against
 // that input.
 func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, override any) (*stepCommand, error) {
-	env := withSecretPlaceholders(x.env)
-	input := sc.input
-	// What the command and step.started carry: the input, or, when the
-	// step takes its scope's input as it is, that input's encoding.
-	var carried any = input
-	if override == nil && st.DefaultInput == nil {
-		if enc := sc.encodedInput(); enc != nil {
-			carried = enc
-		}
+	r, err := renderStep(sc, st, withSecretPlaceholders(x.env), override)
+	if err != nil {
+		return nil, err
 	}
-	if override != nil {
-		input = override
-	} else if st.DefaultInput != nil {
-		rendered, err := assets.RenderValue(st.DefaultInput, sc.templates(sc.input, env))
-		if err != nil {
-			return nil, fail(events.KindValidation, false, "default_input: %v", err)
-		}
-		input = assets.MergeInput(sc.input, rendered)
-		carried = input
-	}
-	spec := *st.Activity
-	ts := sc.templates(input, env)
-	switch spec.Type {
-	case assets.TypeShell:
-		program, err := renderText(spec.Program, ts)
-		if err != nil {
-			return nil, fail(events.KindValidation, false, "program: %v", err)
-		}
-		spec.Program = program
-		args := make([]string, len(spec.Args))
-		for i, a := range spec.Args {
-			if args[i], err = renderText(a, ts); err != nil {
-				return nil, fail(events.KindValidation, false, "args[%d]: %v", i, err)
-			}
-		}
-		spec.Args = args
-	case assets.TypeAgentLoop, assets.TypeGroundhog:
-		instruction, err := renderText(spec.Instruction, ts)
-		if err != nil {
-			return nil, fail(events.KindValidation, false, "instruction: %v", err)
-		}
-		spec.Instruction = instruction
-	case assets.TypeDeterministic:
-		if spec.Config != nil {
-			cfg, err := assets.RenderValue(spec.Config, ts)
-			if err != nil {
-				return nil, fail(events.KindValidation, false, "config: %v", err)
-			}
-			m, ok := cfg.(map[string]any)
-			if !ok {
-				return nil, fail(events.KindValidation, false, "config rendered to %T, want an object", cfg)
-			}
-			spec.Config = m
-		}
-	}
+	spec := r.spec
 	timeout := spec.TimeoutSeconds
 	if st.TimeoutSeconds > 0 {
 		timeout = st.TimeoutSeconds
@@ -223,14 +173,85 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		StepKey:      key,
 		Attempt:      n,
 		Activity:     spec,
-		Input:        carried,
-		Workspace:    sc.workspace(input),
+		Input:        r.carried,
+		Workspace:    sc.workspace(r.input),
 		Timeout:      timeout,
 		StartedID:    stepEventID(events.StepStarted, x.runID, key, n),
 		Session:      st.Session,
 		ActivityName: strings.TrimPrefix(st.Target, "activity:"),
 		Budget:       x.budget,
 	}, nil
+}
+
+// rendered is an activity step rendered in its scope: the activity with
+// its templated fields filled in, its input, and what the command and
+// step.started carry of that input.
+type rendered struct {
+	spec    assets.ActivitySpec
+	input   any
+	carried any
+}
+
+// renderStep renders an activity step in sc with env; a non-nil override
+// is the step's input as is, instead of its rendered default_input merged
+// over the scope's input. A template that cannot be rendered is an error
+// of kind validation.
+func renderStep(sc *scope, st *assets.Step, env func(string) (string, bool), override any) (rendered, error) {
+	input := sc.input
+	// What the command and step.started carry: the input, or, when the
+	// step takes its scope's input as it is, that input's encoding.
+	var carried any = input
+	if override == nil && st.DefaultInput == nil {
+		if enc := sc.encodedInput(); enc != nil {
+			carried = enc
+		}
+	}
+	if override != nil {
+		input = override
+	} else if st.DefaultInput != nil {
+		r, err := assets.RenderValue(st.DefaultInput, sc.templates(sc.input, env))
+		if err != nil {
+			return rendered{}, fail(events.KindValidation, false, "default_input: %v", err)
+		}
+		input = assets.MergeInput(sc.input, r)
+		carried = input
+	}
+	spec := *st.Activity
+	ts := sc.templates(input, env)
+	switch spec.Type {
+	case assets.TypeShell:
+		program, err := renderText(spec.Program, ts)
+		if err != nil {
+			return rendered{}, fail(events.KindValidation, false, "program: %v", err)
+		}
+		spec.Program = program
+		args := make([]string, len(spec.Args))
+		for i, a := range spec.Args {
+			if args[i], err = renderText(a, ts); err != nil {
+				return rendered{}, fail(events.KindValidation, false, "args[%d]: %v", i, err)
+			}
+		}
+		spec.Args = args
+	case assets.TypeAgentLoop, assets.TypeGroundhog:
+		instruction, err := renderText(spec.Instruction, ts)
+		if err != nil {
+			return rendered{}, fail(events.KindValidation, false, "instruction: %v", err)
+		}
+		spec.Instruction = instruction
+	case assets.TypeDeterministic:
+		if spec.Config != nil {
+			cfg, err := assets.RenderValue(spec.Config, ts)
+			if err != nil {
+				return rendered{}, fail(events.KindValidation, false, "config: %v", err)
+			}
+			m, ok := cfg.(map[string]any)
+			if !ok {
+				return rendered{}, fail(events.KindValidation, false, "config rendered to %T, want an object", cfg)
+			}
+			spec.Config = m
+		}
+	}
+	return rendered{spec: spec, input: input, carried: carried}, nil
 }
 
 func renderText(s string, sc *assets.Scope) (string, error) {

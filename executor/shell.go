@@ -93,11 +93,16 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 		Signal:   signal,
 		TimedOut: timedOut,
 	}
+	expected := spec.ExpectedExitCodes
+	if len(expected) == 0 {
+		expected = []int{0}
+	}
+	failed := timedOut || signal != "" || !slices.Contains(expected, exitCode)
 	out := map[string]any{"exit_code": exitCode}
-	if exited.Stdout, err = s.stream(ctx, stdout, out, "stdout"); err != nil {
+	if exited.Stdout, err = s.stream(ctx, stdout, out, "stdout", failed); err != nil {
 		return nil, err
 	}
-	if exited.Stderr, err = s.stream(ctx, stderr, out, "stderr"); err != nil {
+	if exited.Stderr, err = s.stream(ctx, stderr, out, "stderr", failed); err != nil {
 		return nil, err
 	}
 	if err := s.emit(ctx, events.ShellExited, exited); err != nil {
@@ -109,10 +114,6 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
-	expected := spec.ExpectedExitCodes
-	if len(expected) == 0 {
-		expected = []int{0}
-	}
 	if signal != "" || !slices.Contains(expected, exitCode) {
 		return nil, fail(events.KindActivity, true, "%s %s%s", spec.Program, describeExit(exitCode, signal, expected), proc.LastLine(stderr.buf.Bytes()))
 	}
@@ -121,12 +122,15 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 
 // stream puts a captured stream into the step output (inline up to
 // inlineLimit, and as a blob when longer) and describes it for shell.exited.
-func (s *shellRun) stream(ctx context.Context, c *capture, out map[string]any, name string) (events.OutputStream, error) {
+// A failed step has no output, so its stream is a blob too when the
+// preview does not hold it whole: orbit run logs reads it there.
+func (s *shellRun) stream(ctx context.Context, c *capture, out map[string]any, name string, failed bool) (events.OutputStream, error) {
 	data := c.buf.Bytes()
 	st := events.OutputStream{Size: c.size, Truncated: c.size > int64(len(data))}
 	tail := data[max(0, len(data)-tailPreview):]
 	st.Preview = s.log.Redactor().String(string(tail))
-	if len(data) <= inlineLimit && !st.Truncated {
+	small := len(data) <= inlineLimit && !st.Truncated
+	if small && (!failed || len(data) <= tailPreview) {
 		out[name] = string(data)
 		return st, nil
 	}
@@ -135,6 +139,10 @@ func (s *shellRun) stream(ctx context.Context, c *capture, out map[string]any, n
 		return st, err
 	}
 	st.Blob = &ref
+	if small {
+		out[name] = string(data)
+		return st, nil
+	}
 	out[name] = string(data[:inlineLimit])
 	out[name+"_truncated"] = true
 	out[name+"_blob"] = ref.Digest

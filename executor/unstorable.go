@@ -32,16 +32,18 @@ func requestedEvent(req *RunRequest) (events.Event, events.RunRequestedData, err
 			Job:      req.Job.Name,
 			ParentID: req.ParentEvent,
 		}, events.RunRequestedData{
-			JobName:   req.Job.Name,
-			Job:       job,
-			Input:     req.Input,
-			Requester: req.Requester,
-			Parent:    req.Parent,
-			Depth:     req.Depth,
-			Env:       req.Env,
-			RetryOf:   req.RetryOf,
-			From:      req.From,
-			Backend:   req.Backend,
+			JobName:    req.Job.Name,
+			Job:        job,
+			Input:      req.Input,
+			Requester:  req.Requester,
+			Parent:     req.Parent,
+			Depth:      req.Depth,
+			Root:       req.Root,
+			Env:        req.Env,
+			RetryOf:    req.RetryOf,
+			From:       req.From,
+			RetrySteps: req.RetrySteps,
+			Backend:    req.Backend,
 		}, nil
 }
 
@@ -85,6 +87,7 @@ func (o *Orchestrator) recordRefused(ctx context.Context, req *RunRequest) error
 		Requester: truncate(req.Requester, assets.MaxNameBytes),
 		Parent:    req.Parent,
 		Depth:     req.Depth,
+		Root:      req.Root,
 		RetryOf:   req.RetryOf,
 		From:      req.From,
 	})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/failpoint"
 	"github.com/orbitrun/orbit/internal/proc"
@@ -31,16 +30,13 @@ type WorkerConfig struct {
 	// it is redelivered (default 30s); running activities signal progress
 	// every third of it.
 	AckWait time.Duration
-	// MaxDeliver bounds how many times one step attempt is started
-	// (default 5); a command that reaches it is dead-lettered.
-	MaxDeliver int
 	// DecisionWait bounds how long a command's first delivery waits for
 	// its step.started to be stored (default 10s); see Worker.
 	DecisionWait time.Duration
-	// FSProfiles are the named filesystem profiles of agent tools.
-	FSProfiles map[string]agent.FSProfile
-	// Providers configure HTTP providers of agent loops by name.
-	Providers map[string]ProviderSettings
+	// Settings returns the filesystem profiles, provider settings and
+	// delivery bound as they are now: each delivery and step reads them
+	// (nil: every default).
+	Settings func() Settings
 	// Env looks up environment variables for agent loops (provider keys,
 	// ORBIT_REPLAY_FIXTURE); nil means the process environment.
 	Env func(name string) (string, bool)
@@ -80,9 +76,6 @@ func (c *WorkerConfig) setDefaults() {
 	}
 	if c.AckWait == 0 {
 		c.AckWait = 30 * time.Second
-	}
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = 5
 	}
 	if c.DecisionWait == 0 {
 		c.DecisionWait = 10 * time.Second
@@ -135,6 +128,9 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		cancelledRuns: make(map[string]bool),
 	}
 }
+
+// settings returns the worker's Settings as they are now.
+func (w *Worker) settings() Settings { return currentSettings(w.cfg.Settings) }
 
 // runners maps activity types to what executes them.
 var runners = map[string]func(ctx context.Context, w *Worker, ex *execution) (any, error){
@@ -206,7 +202,7 @@ func (w *Worker) run(ctx context.Context) error {
 			Durable:     "worker-" + typ,
 			Command:     cmdStepPrefix + typ + ".>",
 			AckWait:     w.cfg.AckWait,
-			MaxDeliver:  -1, // bounded by MaxDeliver starts, counted in the log
+			MaxDeliver:  -1, // bounded by Settings.MaxDeliver starts, counted in the log
 			Concurrency: w.cfg.Concurrency[typ],
 			Reset:       reset,
 		}, func(cmd *events.Command) { w.handle(ctx, cmd) })
@@ -243,7 +239,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	case !rec.started:
 		w.orphan(ctx, c, &cmd)
 		return
-	case rec.starts >= w.cfg.MaxDeliver:
+	case rec.starts >= w.settings().MaxDeliver:
 		w.deadLetter(ctx, c, &cmd, finishedID, rec.starts)
 		return
 	}
@@ -376,11 +372,11 @@ type execution struct {
 }
 
 // deadLetter ends a step attempt whose command was delivered
-// MaxDeliver times without finishing (its worker keeps dying on it): the
+// Settings.MaxDeliver times without finishing (its worker keeps dying on it): the
 // attempt fails, is recorded as dead-lettered, and its command is removed.
 func (w *Worker) deadLetter(ctx context.Context, c *events.Command, cmd *stepCommand, finishedID string, starts int) {
 	info := &events.ErrorInfo{Kind: events.KindDeadLetter, StepKey: cmd.StepKey, Message: fmt.Sprintf(
-		"started %d times without finishing (engine.max_deliveries is %d): dead-lettered, not run again", starts, w.cfg.MaxDeliver)}
+		"started %d times without finishing (engine.max_deliveries is %d): dead-lettered, not run again", starts, w.settings().MaxDeliver)}
 	if _, err := w.cfg.Log.Append(ctx, w.stepEvent(cmd, events.StepDeadLettered, ""), events.StepDeadLetteredData{
 		Attempt: cmd.Attempt, Deliveries: starts, Command: c.Subject,
 	}); err != nil {

@@ -18,7 +18,10 @@
 // IMPORTANT: the package fails closed. An operation that finds the
 // repository in a state it did not expect (another branch checked out,
 // the task branch moved, changes it could not restore) returns an error
-// and leaves the repository as it found it; no operation overwrites a
+// and leaves the repository as it found it, with one exception: Rewind on
+// a task branch that moved takes what the attempt left in the work tree
+// out of it, once it is committed on the scratch branch, so that the next
+// attempt starts clean (see MovedError). No operation overwrites a
 // branch, loses committed or uncommitted work, puts into a commit a file
 // that was untracked at the snapshot or that the snapshot's ignore rules
 // ignore, or touches ignored files. Each

@@ -18,6 +18,12 @@ func (r *Repo) restore(ctx context.Context, s *Snapshot, scratchHead string) err
 	if err := r.checkTaskBranch(ctx, s, scratchHead); err != nil {
 		return err
 	}
+	return r.resetToSnapshot(ctx, s, scratchHead)
+}
+
+// resetToSnapshot is restore once the task branch, checked out, is known
+// to point at the snapshot.
+func (r *Repo) resetToSnapshot(ctx context.Context, s *Snapshot, scratchHead string) error {
 	lost, err := r.unrecoverable(ctx, s, scratchHead)
 	if err != nil {
 		return err

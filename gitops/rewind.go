@@ -24,10 +24,15 @@ import (
 // IMPORTANT: it fails closed. When HEAD is on neither the scratch branch
 // nor the task branch it returns ErrUnexpectedBranch and changes nothing;
 // when the scratch branch does not exist, ErrBranchNotFound. When the task
-// branch moved it returns ErrTaskBranchMoved without resetting anything:
-// the repository is on the task branch as someone left it, and the
-// attempt's work is on the scratch branch. The files in s.Untracked are
-// never committed, removed or modified.
+// branch moved it is not reset: Rewind returns a *MovedError
+// (ErrTaskBranchMoved), the repository on the task branch as someone left
+// it, the attempt's work on the scratch branch and, so that the next
+// snapshot starts clean, out of the work tree: what the attempt left there
+// (changed tracked files, new files) is committed on the scratch branch
+// and then put back to the task branch's content, except paths the
+// commits on the task branch since the snapshot changed too, which may be
+// someone's work and are left in place (MovedError.Left). The files in
+// s.Untracked are never committed, removed or modified.
 //
 // It can be called again after a crash at any point. On the task branch it
 // skips the capture; before the reset it checks that every change the
@@ -78,7 +83,14 @@ func (r *Repo) Rewind(ctx context.Context, s *Snapshot, reason string) (scratchS
 			}
 		}
 	}
-	if err := r.restore(ctx, s, scratchHead); err != nil {
+	now, err := r.BranchSHA(ctx, s.TaskBranch)
+	if err != nil {
+		return scratchHead, err
+	}
+	if now != s.SnapshotRef {
+		return r.setAside(ctx, s, scratchHead, now)
+	}
+	if err := r.resetToSnapshot(ctx, s, scratchHead); err != nil {
 		return scratchHead, err
 	}
 	return scratchHead, nil

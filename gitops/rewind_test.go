@@ -355,3 +355,110 @@ func TestBookkeepingRunsNoHooks(t *testing.T) {
 		t.Errorf("hooks ran: %q", strings.TrimSpace(got))
 	}
 }
+
+// startMovedUnderTheWorkTree is an attempt that left its work uncommitted,
+// after which someone switched the work tree to main (the work comes
+// along) and committed there: their own person.txt and an edit of
+// dir/d.txt, which they then edited again without committing.
+func startMovedUnderTheWorkTree(t *testing.T) (f *fixture, s *gitops.Snapshot, theirs string) {
+	t.Helper()
+	f, s = startAttemptBy(t, func(f *fixture) {
+		f.write("a.txt", "alpha, edited\n")
+		f.remove("b.txt")
+		f.write("c.txt", "charlie, staged\n")
+		f.git("add", "c.txt")
+		f.write("c.txt", "charlie, staged and edited again\n")
+		f.write("new.txt", "new file\n")
+		f.write("dir/new2.txt", "another new file\n")
+		f.write("staged.txt", "staged new file\n")
+		f.git("add", "staged.txt")
+	})
+	f.git("switch", "--quiet", "main")
+	f.write("person.txt", "a person's file\n")
+	f.write("dir/d.txt", "delta, by a person\n")
+	f.git("add", "person.txt", "dir/d.txt")
+	f.git("commit", "--quiet", "-m", "by a person", "--", "person.txt", "dir/d.txt")
+	f.write("dir/d.txt", "delta, by a person, uncommitted\n")
+	return f, s, f.sha("main")
+}
+
+// The task branch moved with the work tree on it: Rewind does not reset it,
+// but takes what the attempt left in the work tree out of it, committed on
+// the scratch branch first; what may be the person's work is left in place
+// and named. Calling it again (also after a crash half-way) sets nothing
+// more aside and commits nothing more.
+func TestRewindTaskBranchMovedUnderTheWorkTree(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, f *fixture, s *gitops.Snapshot, theirs string, err error, setAside []string) string {
+		t.Helper()
+		var moved *gitops.MovedError
+		if !errors.As(err, &moved) || !errors.Is(err, gitops.ErrTaskBranchMoved) {
+			t.Fatalf("Rewind = %v, want a *MovedError", err)
+		}
+		if !sameStrings(moved.SetAside, setAside) {
+			t.Errorf("set aside %q, want %q", moved.SetAside, setAside)
+		}
+		if want := []string{"c.txt", "dir/d.txt"}; !sameStrings(moved.Left, want) {
+			t.Errorf("left %q, want %q", moved.Left, want)
+		}
+		if moved.Now != theirs || moved.ScratchSHA != f.sha(s.ScratchBranch) {
+			t.Errorf("now %s, scratch %s: want %s, %s", moved.Now, moved.ScratchSHA, theirs, f.sha(s.ScratchBranch))
+		}
+		if f.branch() != "main" || f.sha("main") != theirs {
+			t.Errorf("on %s at %s, want main at the person's %s", f.branch(), f.sha("main"), theirs)
+		}
+		if st := f.status(); st != "MM c.txt\n M dir/d.txt\n?? notes.txt" {
+			t.Errorf("status:\n%s\nwant only what may be the person's", st)
+		}
+		for p, want := range map[string]string{
+			"a.txt": "alpha\n", "b.txt": "bravo\n", "new.txt": "<missing>", "dir/new2.txt": "<missing>", "staged.txt": "<missing>",
+			"person.txt": "a person's file\n", "dir/d.txt": "delta, by a person, uncommitted\n",
+			"notes.txt": "my notes\n", "debug.log": "ignored\n", "build.log": "the attempt's ignored output\n",
+		} {
+			if got := f.read(p); got != want {
+				t.Errorf("work tree %s = %q, want %q", p, got, want)
+			}
+		}
+		for p, want := range map[string]string{
+			"a.txt": "alpha, edited\n", "b.txt": "<missing>", "new.txt": "new file\n", "dir/new2.txt": "another new file\n",
+			"staged.txt": "staged new file\n", "c.txt": "charlie\n", "person.txt": "<missing>", "notes.txt": "<missing>",
+		} {
+			if got := f.file(moved.ScratchSHA, p); got != want {
+				t.Errorf("scratch %s = %q, want %q", p, got, want)
+			}
+		}
+		if f.everCommitted("notes.txt") || f.everCommitted("debug.log") || f.everCommitted("build.log") {
+			t.Errorf("a user's untracked or ignored file is in a commit")
+		}
+		mustContain(t, err.Error(), "main", s.SnapshotRef, theirs, s.ScratchBranch, strings.Join(setAside, ", "), "c.txt, dir/d.txt")
+		return moved.ScratchSHA
+	}
+	all := []string{"a.txt", "b.txt", "dir/new2.txt", "new.txt", "staged.txt"}
+
+	t.Run("once", func(t *testing.T) {
+		t.Parallel()
+		f, s, theirs := startMovedUnderTheWorkTree(t)
+		_, err := f.repo.Rewind(f.ctx, s, "failed")
+		head := check(t, f, s, theirs, err, all)
+		if n := f.git("rev-list", "--count", s.SnapshotRef+".."+head); n != "1" {
+			t.Errorf("%s commits on the scratch branch, want the one that set the files aside", n)
+		}
+		_, err = f.open().Rewind(f.ctx, s, "failed")
+		if again := check(t, f, s, theirs, err, nil); again != head {
+			t.Errorf("called again, it committed %s", again)
+		}
+	})
+	t.Run("crash", func(t *testing.T) {
+		t.Parallel()
+		f, s, theirs := startMovedUnderTheWorkTree(t)
+		f.crashRewind(s, "set-aside-saved")
+		if f.read("new.txt") != "new file\n" {
+			t.Fatalf("the crash came after the work tree changed: the test does not test anything")
+		}
+		_, err := f.open().Rewind(f.ctx, s, "failed")
+		head := check(t, f, s, theirs, err, all)
+		if n := f.git("rev-list", "--count", s.SnapshotRef+".."+head); n != "1" {
+			t.Errorf("%s commits on the scratch branch, want one", n)
+		}
+	})
+}

@@ -19,11 +19,13 @@ const (
 	// AbandonRewound: the open attempt was rewound (its work kept on its
 	// scratch branch) and recorded as abandoned.
 	AbandonRewound = "rewound"
-	// AbandonKept: the open attempt was recorded as abandoned and nothing
-	// was reset, because the repository is no longer where the attempt
-	// left it (someone committed on the task branch, or switched
-	// branches): the task branch keeps what was committed on it, and the
-	// workspace keeps its files.
+	// AbandonKept: the open attempt was recorded as abandoned and the task
+	// branch was not reset, because the repository is no longer where the
+	// attempt left it (someone committed on the task branch, or switched
+	// branches): the task branch keeps what was committed on it. On the
+	// task branch, what the attempt left in the workspace was taken out of
+	// it and kept on its scratch branch (SetAside); on another branch
+	// nothing was touched.
 	AbandonKept = "kept"
 	// AbandonCommitted: the open attempt had been verified and its commit
 	// was already the task branch's head; the commit was recorded, nothing
@@ -52,6 +54,11 @@ type Abandonment struct {
 	ScratchSHA    string `json:"scratch_sha,omitempty"`
 	// CommitSHA is the recorded commit (AbandonCommitted).
 	CommitSHA string `json:"commit_sha,omitempty"`
+	// SetAside are the attempt's files that were taken out of the
+	// workspace (AbandonKept), their content kept at ScratchSHA; Left are
+	// changed files left in place because they may be someone's work.
+	SetAside []string `json:"set_aside,omitempty"`
+	Left     []string `json:"left_in_place,omitempty"`
 	// HeldBy is who holds the workspace (AbandonRefused).
 	HeldBy string `json:"held_by,omitempty"`
 	// Status is the task's status afterwards.
@@ -76,10 +83,13 @@ type Abandonment struct {
 //     interrupted attempt spends none of the checkpoint's budget;
 //   - when the repository is not where the attempt left it (the task
 //     branch moved, HEAD is on another branch, the scratch branch is gone)
-//     nothing is reset, and the records say so (workspace_kept). Rewind
-//     fails closed there: at most it has captured the attempt's work on
-//     the scratch branch and switched to the task branch as it is now,
-//     which loses nothing.
+//     the task branch is not reset, and the records say so
+//     (workspace_kept). Rewind fails closed there: at most it has captured
+//     the attempt's work on the scratch branch and switched to the task
+//     branch as it is now, which loses nothing; on the task branch it also
+//     takes what the attempt left in the workspace out of it, kept on the
+//     scratch branch, so the next attempt starts from a clean tree, and
+//     the message names those files and where they are.
 //
 // A task that was running becomes active. When a rewind is refused for
 // another reason (tracked files a reset would lose), Abandon returns the
@@ -162,18 +172,27 @@ func (a *abandon) close(ctx context.Context) error {
 	}
 	a.res.ScratchSHA = sha
 	reason, note := a.reason, ""
-	if kept {
+	var moved *gitops.MovedError
+	switch {
+	case errors.As(rewindErr, &moved):
+		a.res.SetAside, a.res.Left = moved.SetAside, moved.Left
+		note = movedNote(moved)
+		reason += "; " + note
+	case kept:
 		where := "the workspace is where it was"
 		if branch, err := r.repo.CurrentBranch(ctx); err == nil {
 			where = "the workspace is on " + branch
 		}
-		note = fmt.Sprintf("the repository is not where the attempt left it (%v): nothing was reset, %s", rewindErr, where)
+		note = fmt.Sprintf("the repository is not where the attempt left it (%v): nothing was touched, %s", rewindErr, where)
 		reason += "; " + note
 	}
 	if !agentFailure(open.failed) {
 		what := "the previous attempt was " + who
 		if kept {
-			what += "; nothing was reset: the task branch holds what someone committed on it"
+			what += "; the repository was not where it left it (someone committed on the task branch, or switched branches), so the task branch was not reset"
+			if sha != "" {
+				what += "; its work is kept on " + s.ScratchBranch
+			}
 		} else {
 			what += "; its work was rewound and kept on " + s.ScratchBranch
 		}
@@ -202,6 +221,29 @@ func (a *abandon) close(ctx context.Context) error {
 		a.res.Message += "; the attempt's work is on " + s.ScratchBranch + " at " + shortSHA(sha)
 	}
 	return a.activate(ctx, fmt.Sprintf("day %d (%s) %s", s.Day, s.Checkpoint, who))
+}
+
+// movedNote says what an abandon did when the task branch had moved under
+// the attempt: it was not reset, and where the attempt's work is.
+func movedNote(m *gitops.MovedError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "task branch moved: %s went from %s to %s since the attempt began (someone committed on it) and was not reset",
+		m.TaskBranch, shortSHA(m.SnapshotRef), shortSHA(m.Now))
+	switch {
+	case len(m.SetAside) > 0:
+		fmt.Fprintf(&b, "; the attempt's files left in the workspace (%s) were taken out of it and are kept with its work on %s at %s",
+			strings.Join(m.SetAside, ", "), m.ScratchBranch, shortSHA(m.ScratchSHA))
+	case m.Clean():
+		fmt.Fprintf(&b, "; the workspace holds nothing of the attempt, whose work is on %s at %s", m.ScratchBranch, shortSHA(m.ScratchSHA))
+	}
+	if len(m.Left) > 0 {
+		fmt.Fprintf(&b, "; changed files that may be someone's work were left in place: %s", strings.Join(m.Left, ", "))
+	}
+	if m.Cause != nil {
+		fmt.Fprintf(&b, "; nothing was taken out of the workspace: %v", m.Cause)
+	}
+	fmt.Fprintf(&b, "; the workspace is on %s at %s", m.TaskBranch, shortSHA(m.Now))
+	return b.String()
 }
 
 // agentFailure reports whether a recorded failure is the agent's own

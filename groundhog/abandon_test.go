@@ -165,60 +165,86 @@ func TestAbandonIsRefusedWhileARunHoldsTheWorkspace(t *testing.T) {
 }
 
 // TestAbandonLeavesAMovedTaskBranchAsItIs is the stuck case: someone
-// committed on the task branch (from a second worktree) under an open
-// attempt, so a rewind is refused and every resumed run fails closed.
-// Abandon records the attempt as abandoned, resets nothing, and says so;
-// the next run builds on the person's commit.
+// committed on the task branch under an open attempt — from a second
+// worktree, or in the workspace itself, switched to the task branch with
+// the attempt's greet.txt still in it — so a rewind is refused and every
+// resumed run fails closed. Abandon records the attempt as abandoned,
+// resets nothing, and says so; the attempt's greet.txt is out of the
+// workspace, on its scratch branch; the next run builds on the person's
+// commit.
 func TestAbandonLeavesAMovedTaskBranchAsItIs(t *testing.T) {
 	t.Parallel()
-	for _, resumed := range []bool{true, false} {
-		t.Run(map[bool]string{true: "after a resumed run failed", false: "from the scratch branch"}[resumed], func(t *testing.T) {
-			t.Parallel()
-			h := newHarness(t, nil, onePlan)
-			snap := crashedAttempt(t, h, "editing")
-			other := filepath.Join(t.TempDir(), "other")
-			h.git("worktree", "add", "--quiet", other, "main")
-			testkit.Git(t, other, "commit", "--quiet", "--allow-empty", "-m", "a person's commit")
-			h.git("worktree", "remove", other)
-			theirs := h.git("rev-parse", "main")
-
-			if resumed {
-				_, err := h.run("R2", spec("fs.write"), replay(t, farewellOnly))
-				require.Error(t, err, "the resumed run fails closed")
-				assert.Equal(t, theirs, h.git("rev-parse", "main"))
+	for _, inPlace := range []bool{false, true} {
+		for _, resumed := range []bool{true, false} {
+			name := map[bool]string{true: "after a resumed run failed", false: "from the scratch branch"}[resumed]
+			if inPlace {
+				name = map[bool]string{true: "in the workspace, after a resumed run failed", false: "in the workspace"}[resumed]
 			}
-
-			res := h.abandon("a person took over")
-			assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
-			assert.Contains(t, res.Message, "nothing was reset")
-			assert.Equal(t, theirs, h.git("rev-parse", "main"), "the person's commit is untouched")
-			assert.Equal(t, "main", h.git("branch", "--show-current"))
-			assert.Empty(t, h.git("status", "--porcelain"))
-			assert.Equal(t, "hello", h.git("show", snap.ScratchBranch+":greet.txt"), "the attempt's work is on its scratch branch")
-			var in events.GroundhogInterruptedData
-			require.Len(t, h.events(events.GroundhogInterrupted), 1)
-			require.NoError(t, h.events(events.GroundhogInterrupted)[0].Decode(&in))
-			assert.True(t, in.WorkspaceKept)
-			assert.Contains(t, in.Reason, "a person took over")
-			assert.Contains(t, in.Reason, "task branch moved")
-			assert.Empty(t, h.events(events.GroundhogRewound))
-			assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
-			last, err := h.log.LastSeq(h.ctx)
-			require.NoError(t, err)
-			mem, err := h.memory(h.ctx, h.task, last)
-			require.NoError(t, err)
-			require.NotNil(t, mem.Active)
-			require.NotNil(t, mem.Active.LastFailure)
-			assert.Equal(t, "abandoned", mem.Active.LastFailure.Source, "a resumed run's report (interrupted, rewound) is superseded: nothing was rewound")
-			assert.Contains(t, mem.Active.LastFailure.WhatHappened, "a person took over")
-
-			out, err := h.run("R3", spec("fs.write"), replay(t, wholePlan))
-			require.NoError(t, err)
-			assert.Equal(t, events.GroundhogDone, out.State, out.Message)
-			assert.Equal(t, "Add bye.txt\nAdd greet.txt\na person's commit\ninitial", h.git("log", "--format=%s", "main"))
-			assert.True(t, h.verify().OK)
-		})
+			t.Run(name, func(t *testing.T) { checkAbandonMoved(t, inPlace, resumed) })
+		}
 	}
+}
+
+// checkAbandonMoved is one case of TestAbandonLeavesAMovedTaskBranchAsItIs:
+// the person commits in the workspace (inPlace) or from a second worktree,
+// and a run is resumed (and fails closed) before the abandon or not.
+func checkAbandonMoved(t *testing.T, inPlace, resumed bool) {
+	t.Parallel()
+	h := newHarness(t, nil, onePlan)
+	snap := crashedAttempt(t, h, "editing")
+	if inPlace {
+		h.git("switch", "--quiet", "main")
+		h.git("commit", "--quiet", "--allow-empty", "-m", "a person's commit")
+	} else {
+		other := filepath.Join(t.TempDir(), "other")
+		h.git("worktree", "add", "--quiet", other, "main")
+		testkit.Git(t, other, "commit", "--quiet", "--allow-empty", "-m", "a person's commit")
+		h.git("worktree", "remove", other)
+	}
+	theirs := h.git("rev-parse", "main")
+
+	if resumed {
+		_, err := h.run("R2", spec("fs.write"), replay(t, farewellOnly))
+		require.Error(t, err, "the resumed run fails closed")
+		assert.Equal(t, theirs, h.git("rev-parse", "main"))
+	}
+
+	res := h.abandon("a person took over")
+	assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
+	assert.Contains(t, res.Message, "was not reset")
+	if inPlace && !resumed {
+		assert.Equal(t, []string{"greet.txt"}, res.SetAside, res.Message)
+		assert.Contains(t, res.Message, "(greet.txt) were taken out of it and are kept with its work on "+snap.ScratchBranch)
+	} else {
+		assert.Empty(t, res.SetAside, "nothing of the attempt was left in the workspace")
+		assert.Contains(t, res.Message, "the workspace holds nothing of the attempt")
+	}
+	assert.Equal(t, theirs, h.git("rev-parse", "main"), "the person's commit is untouched")
+	assert.Equal(t, "main", h.git("branch", "--show-current"))
+	assert.Empty(t, h.git("status", "--porcelain"))
+	assert.Equal(t, "hello", h.git("show", snap.ScratchBranch+":greet.txt"), "the attempt's work is on its scratch branch")
+	var in events.GroundhogInterruptedData
+	require.Len(t, h.events(events.GroundhogInterrupted), 1)
+	require.NoError(t, h.events(events.GroundhogInterrupted)[0].Decode(&in))
+	assert.True(t, in.WorkspaceKept)
+	assert.Contains(t, in.Reason, "a person took over")
+	assert.Contains(t, in.Reason, "task branch moved")
+	assert.Empty(t, h.events(events.GroundhogRewound))
+	assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
+	last, err := h.log.LastSeq(h.ctx)
+	require.NoError(t, err)
+	mem, err := h.memory(h.ctx, h.task, last)
+	require.NoError(t, err)
+	require.NotNil(t, mem.Active)
+	require.NotNil(t, mem.Active.LastFailure)
+	assert.Equal(t, "abandoned", mem.Active.LastFailure.Source, "a resumed run's report (interrupted, rewound) is superseded: nothing was rewound")
+	assert.Contains(t, mem.Active.LastFailure.WhatHappened, "a person took over")
+
+	out, err := h.run("R3", spec("fs.write"), replay(t, wholePlan))
+	require.NoError(t, err)
+	assert.Equal(t, events.GroundhogDone, out.State, out.Message)
+	assert.Equal(t, "Add bye.txt\nAdd greet.txt\na person's commit\ninitial", h.git("log", "--format=%s", "main"))
+	assert.True(t, h.verify().OK)
 }
 
 // TestAbandonWithNothingOpen: a task with no open attempt is left alone.

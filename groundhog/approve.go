@@ -122,60 +122,80 @@ func control(ctx context.Context, cfg ControlConfig, do func(ctx context.Context
 // approval recorded (as the next run's start records it too).
 func Approve(ctx context.Context, cfg ControlConfig) (*Control, error) {
 	return control(ctx, cfg, func(ctx context.Context, r *runner, res *Control) error {
-		branch := r.st.task.Branch
-		ref, err := gitops.HeldRefName(cfg.TaskID)
-		if err != nil {
+		if err := approve(ctx, cfg, r, res); err != nil {
 			return err
 		}
-		res.Ref = "refs/heads/" + branch
-		held, ok, err := r.repo.RefSHA(ctx, ref)
-		if err != nil {
+		return r.landedHeld(ctx)
+	})
+}
+
+// landedHeld makes a task whose commits were held done once its branch
+// holds them (an approval cut short before it said so included).
+func (r *runner) landedHeld(ctx context.Context) error {
+	if r.st.status != events.TaskHeld {
+		return nil
+	}
+	if _, held, err := r.unapproved(ctx); err != nil || held {
+		return err
+	}
+	return r.setStatus(ctx, events.TaskDone, "every checkpoint is committed and approved on "+r.st.task.Branch)
+}
+
+// approve is Approve's work on the task's state under its reservation.
+func approve(ctx context.Context, cfg ControlConfig, r *runner, res *Control) error {
+	branch := r.st.task.Branch
+	ref, err := gitops.HeldRefName(cfg.TaskID)
+	if err != nil {
+		return err
+	}
+	res.Ref = "refs/heads/" + branch
+	held, ok, err := r.repo.RefSHA(ctx, ref)
+	if err != nil {
+		return err
+	}
+	head, err := r.repo.BranchSHA(ctx, branch)
+	if err != nil {
+		return err
+	}
+	res.FromSHA = head
+	contained := !ok
+	if ok {
+		if contained, err = r.repo.IsAncestor(ctx, held, head); err != nil {
 			return err
 		}
-		head, err := r.repo.BranchSHA(ctx, branch)
-		if err != nil {
-			return err
-		}
-		res.FromSHA = head
-		contained := !ok
-		if ok {
-			if contained, err = r.repo.IsAncestor(ctx, held, head); err != nil {
+	}
+	if contained {
+		// An approval cut short after its fast-forward left the task
+		// branch at the held commits with nothing on record.
+		if a, err := r.unrecordedApproval(ctx, byOrUnknown(cfg.By)); err != nil || a != nil {
+			if err != nil {
 				return err
 			}
+			res.Outcome, res.FromSHA, res.ToSHA = ApproveDone, a.FromSHA, a.ToSHA
+			res.Message = fmt.Sprintf("task %s: %s already holds the held commits (%s): an approval was cut short before it was recorded; recorded it now",
+				cfg.TaskID, branch, shortSHA(a.ToSHA))
+			return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, a.ToSHA), *a)
 		}
-		if contained {
-			// An approval cut short after its fast-forward left the task
-			// branch at the held commits with nothing on record.
-			if a, err := r.unrecordedApproval(ctx, byOrUnknown(cfg.By)); err != nil || a != nil {
-				if err != nil {
-					return err
-				}
-				res.Outcome, res.FromSHA, res.ToSHA = ApproveDone, a.FromSHA, a.ToSHA
-				res.Message = fmt.Sprintf("task %s: %s already holds the held commits (%s): an approval was cut short before it was recorded; recorded it now",
-					cfg.TaskID, branch, shortSHA(a.ToSHA))
-				return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, a.ToSHA), *a)
-			}
-			res.Outcome, res.ToSHA = ApproveNothingHeld, head
-			res.Message = fmt.Sprintf("task %s: nothing is held for approval (%s is at %s)", cfg.TaskID, branch, shortSHA(head))
-			return nil
+		res.Outcome, res.ToSHA = ApproveNothingHeld, head
+		res.Message = fmt.Sprintf("task %s: nothing is held for approval (%s is at %s)", cfg.TaskID, branch, shortSHA(head))
+		return nil
+	}
+	if open := r.st.open(); open != nil {
+		return fmt.Errorf("%w: task %s: day %d (%s) is still open; let its run end, or abandon it, then approve",
+			events.ErrInvalidRequest, cfg.TaskID, open.started.Day, open.started.Checkpoint)
+	}
+	if err := r.repo.FastForward(ctx, branch, held); err != nil {
+		if errors.Is(err, gitops.ErrNotFastForward) {
+			return fmt.Errorf("task %s: %s moved since the held commits were made (they build on a commit it no longer descends from), so approving is not a fast-forward; nothing was changed: %w",
+				cfg.TaskID, branch, err)
 		}
-		if open := r.st.open(); open != nil {
-			return fmt.Errorf("%w: task %s: day %d (%s) is still open; let its run end, or abandon it, then approve",
-				events.ErrInvalidRequest, cfg.TaskID, open.started.Day, open.started.Checkpoint)
-		}
-		if err := r.repo.FastForward(ctx, branch, held); err != nil {
-			if errors.Is(err, gitops.ErrNotFastForward) {
-				return fmt.Errorf("task %s: %s moved since the held commits were made (they build on a commit it no longer descends from), so approving is not a fast-forward; nothing was changed: %w",
-					cfg.TaskID, branch, err)
-			}
-			return fmt.Errorf("task %s: fast-forwarding %s to %s: %w", cfg.TaskID, branch, ref, err)
-		}
-		failpoint.Hit("groundhog-approve-after-fast-forward")
-		res.Outcome, res.ToSHA = ApproveDone, held
-		res.Message = fmt.Sprintf("task %s: %s fast-forwarded from %s to %s (%s)", cfg.TaskID, branch, shortSHA(head), shortSHA(held), ref)
-		return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, held),
-			events.GroundhogApprovedData{TaskBranch: branch, HeldRef: ref, FromSHA: head, ToSHA: held, By: byOrUnknown(cfg.By)})
-	})
+		return fmt.Errorf("task %s: fast-forwarding %s to %s: %w", cfg.TaskID, branch, ref, err)
+	}
+	failpoint.Hit("groundhog-approve-after-fast-forward")
+	res.Outcome, res.ToSHA = ApproveDone, held
+	res.Message = fmt.Sprintf("task %s: %s fast-forwarded from %s to %s (%s)", cfg.TaskID, branch, shortSHA(head), shortSHA(held), ref)
+	return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, held),
+		events.GroundhogApprovedData{TaskBranch: branch, HeldRef: ref, FromSHA: head, ToSHA: held, By: byOrUnknown(cfg.By)})
 }
 
 func byOrUnknown(by string) string {

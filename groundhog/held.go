@@ -13,6 +13,26 @@ import (
 // (materialize: on_approval) rather than landed on the task branch.
 func (r *runner) held() bool { return r.cfg.Spec.Materialize == assets.MaterializeOnApproval }
 
+// unapproved reports whether the task has commits held for approval that
+// its branch does not hold: its held ref exists and is not an ancestor of
+// the task branch. It names the held ref.
+func (r *runner) unapproved(ctx context.Context) (string, bool, error) {
+	ref, err := gitops.HeldRefName(r.cfg.TaskID)
+	if err != nil {
+		return "", false, err
+	}
+	held, ok, err := r.repo.RefSHA(ctx, ref)
+	if err != nil || !ok {
+		return ref, false, err
+	}
+	head, err := r.repo.BranchSHA(ctx, r.st.task.Branch)
+	if err != nil {
+		return ref, false, err
+	}
+	landed, err := r.repo.IsAncestor(ctx, held, head)
+	return ref, !landed, err
+}
+
 // snapshotBranch is the branch the next attempt's snapshot is taken on:
 // the task branch, or for held commits the hold branch, made at the held
 // ref (see gitops.EnterHold).

@@ -54,7 +54,11 @@ func renderMemory(m *Memory) string {
 	var b strings.Builder
 	b.WriteString("\n# Memory: completed checkpoints\n")
 	for _, c := range m.Checkpoints {
-		fmt.Fprintf(&b, "\n## %s (commit %s)\n%s\n", c.ID, shortSHA(c.Commit), strings.TrimSpace(c.Summary))
+		commit := "commit " + shortSHA(c.Commit)
+		if c.NoChange {
+			commit = "no changes"
+		}
+		fmt.Fprintf(&b, "\n## %s (%s)\n%s\n", c.ID, commit, strings.TrimSpace(c.Summary))
 		for _, se := range c.SideEffects {
 			rev := "irreversible"
 			if se.Reversible {

@@ -360,6 +360,13 @@ func (r *runner) finish(ctx context.Context, res *Result) error {
 	switch res.State {
 	case events.GroundhogDone:
 		status = events.TaskDone
+		if ref, held, err := r.unapproved(ctx); err != nil {
+			return err
+		} else if held {
+			status = events.TaskHeld
+			reason = fmt.Sprintf("every checkpoint is committed, held for approval on %s; orbit groundhog approve %s lands them on %s",
+				ref, r.cfg.TaskID, r.st.task.Branch)
+		}
 	case events.GroundhogBlocked:
 		status = events.TaskBlocked
 	case events.GroundhogBudgetExhausted:

@@ -22,6 +22,12 @@ const (
 	EnvNATSURL   = "ORBIT_NATS_URL"
 	EnvNKey      = "ORBIT_NKEY"
 	EnvLogKey    = "ORBIT_LOG_KEY"
+	// The TLS files of an engine whose listener speaks TLS (serve.tls):
+	// the CA its certificate is checked against, and the client
+	// certificate and key shown when it asks for one.
+	EnvTLSCA   = "ORBIT_TLS_CA"
+	EnvTLSCert = "ORBIT_TLS_CERT"
+	EnvTLSKey  = "ORBIT_TLS_KEY"
 )
 
 // Scope is what an attempt's MCP server needs: the engine, the identity it
@@ -40,13 +46,18 @@ type Scope struct {
 	TaskID     string
 	// Token is the attempt token (groundhog.Scope.Token).
 	Token string
+	// TLSCA, TLSCert and TLSKey are the engine's TLS files, when its
+	// listener speaks TLS ("" otherwise).
+	TLSCA, TLSCert, TLSKey string
 }
 
 // Env returns the server's environment as variables.
 func (s Scope) Env() map[string]string {
 	env := map[string]string{EnvToken: s.Token, EnvTaskID: s.TaskID, EnvNATSURL: s.NATSURL, EnvNKey: s.NKeyFile}
-	if s.LogKeyFile != "" {
-		env[EnvLogKey] = s.LogKeyFile
+	for name, v := range map[string]string{EnvLogKey: s.LogKeyFile, EnvTLSCA: s.TLSCA, EnvTLSCert: s.TLSCert, EnvTLSKey: s.TLSKey} {
+		if v != "" {
+			env[name] = v
+		}
 	}
 	return env
 }

@@ -60,6 +60,21 @@ func TestCodexOverrides(t *testing.T) {
 		"ORBIT_NKEY=/p/.orbit/state/creds/client.nk", "ORBIT_TASK_ID=T1"}, s.Environ())
 }
 
+// TestScopeCarriesTheEnginesTLS: an engine whose listener speaks TLS
+// gives its MCP servers the CA and client certificate to reach it; one
+// without TLS gives none of the variables.
+func TestScopeCarriesTheEnginesTLS(t *testing.T) {
+	t.Parallel()
+	assert.NotContains(t, strings.Join(scope().Environ(), " "), "ORBIT_TLS_")
+	s := scope()
+	s.NATSURL = "tls://127.0.0.1:4222"
+	s.TLSCA, s.TLSCert, s.TLSKey = "/certs/ca.pem", "/certs/agent.pem", "/certs/agent-key.pem"
+	assert.Subset(t, s.Environ(), []string{"ORBIT_TLS_CA=/certs/ca.pem", "ORBIT_TLS_CERT=/certs/agent.pem", "ORBIT_TLS_KEY=/certs/agent-key.pem"})
+	args, err := mcp.CodexOverrides(s)
+	require.NoError(t, err)
+	assert.Contains(t, args, `mcp_servers.orbit.env_vars=["ORBIT_ATTEMPT_TOKEN", "ORBIT_NATS_URL", "ORBIT_NKEY", "ORBIT_TASK_ID", "ORBIT_TLS_CA", "ORBIT_TLS_CERT", "ORBIT_TLS_KEY"]`)
+}
+
 // FuzzCodexOverrides: whatever the paths and ids hold, each value is one
 // TOML basic string: quoted, its quotes and backslashes escaped, no raw
 // control character; reading the escapes back gives the value.

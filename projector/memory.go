@@ -34,10 +34,13 @@ type GroundhogMemory struct {
 }
 
 // MemoryCheckpoint is a committed checkpoint as later prompts see it.
+// NoChange: its attempt succeeded without changing anything, so no commit
+// was made (Commit is then the commit it started from, not its own).
 type MemoryCheckpoint struct {
 	ID          string              `json:"id"`
 	Summary     string              `json:"summary"`
 	Commit      string              `json:"commit"`
+	NoChange    bool                `json:"no_change,omitempty"`
 	SideEffects []events.SideEffect `json:"side_effects,omitempty"`
 }
 
@@ -154,7 +157,7 @@ func (b *memoryBatch) committed(ev events.Event, d *events.GroundhogCommittedDat
 	m := e.rec
 	if !slices.ContainsFunc(m.Checkpoints, func(c MemoryCheckpoint) bool { return c.ID == d.Checkpoint }) {
 		m.Checkpoints = append(m.Checkpoints, MemoryCheckpoint{
-			ID: d.Checkpoint, Summary: d.Summary, Commit: d.SHA, SideEffects: d.SideEffects,
+			ID: d.Checkpoint, Summary: d.Summary, Commit: d.SHA, NoChange: d.NoChange, SideEffects: d.SideEffects,
 		})
 		e.dirty = true
 	}

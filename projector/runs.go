@@ -37,6 +37,9 @@ type RunView struct {
 	RetryOf   string   `json:"retry_of,omitempty"`
 	RetryFrom string   `json:"retry_from,omitempty"`
 	Retries   []string `json:"retries,omitempty"`
+	// RetrySteps is what a retry with RetryFrom did with each top-level
+	// step before it (reused, re-armed or ran again) and why.
+	RetrySteps []events.RetryStep `json:"retry_steps,omitempty"`
 
 	// Engine is the engine that started the run or last resumed it.
 	Engine          string `json:"engine,omitempty"`

@@ -93,6 +93,7 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 		Parent:       d.Parent,
 		RetryOf:      d.RetryOf,
 		RetryFrom:    d.From,
+		RetrySteps:   d.RetrySteps,
 		RequestedAt:  eventTime(ev),
 		RequestedSeq: ev.Seq,
 	}

@@ -78,6 +78,37 @@ func (p *Projector) Runs(ctx context.Context, f RunFilter) ([]RunView, error) {
 	return runs, nil
 }
 
+// CountRuns returns how many runs f selects, its Limit aside. Without
+// States or TopLevel it counts the index's keys and decodes no run.
+func (p *Projector) CountRuns(ctx context.Context, f RunFilter) (int, error) {
+	n := 0
+	err := p.read(ctx, func(tx *bolt.Tx) error {
+		if len(f.States) > 0 || f.TopLevel {
+			f.Limit = 0
+			runs, err := scanRuns(tx, f)
+			n = len(runs)
+			return err
+		}
+		if f.Job == "" {
+			if b := tx.Bucket(bucketRuns); b != nil {
+				n = b.Stats().KeyN
+			}
+			return nil
+		}
+		b := tx.Bucket(bucketRunsByJob)
+		if b == nil {
+			return nil
+		}
+		prefix := jobKey(f.Job, "")
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // ActiveRuns returns the runs that are pending or running, in the order they
 // were requested: the order in which the orchestrator resumes them. It reads
 // an index the fold maintains, not every run.

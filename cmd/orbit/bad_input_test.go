@@ -52,6 +52,11 @@ func TestBadInputFailsBeforeAnythingRuns(t *testing.T) {
 		[]string{"job", "run", "no_such_job"},
 		[]string{"job", "run", "hello", "--input", "{not json"},
 		[]string{"job", "run", "hello", "--input", "@/nonexistent/input.json"},
+		[]string{"job", "run", "hello", "--input", "42"},
+		[]string{"job", "run", "hello", "--input", "[]"},
+		[]string{"job", "run", "hello", "--input", "null"},
+		[]string{"run", "hello", "--input", `"s"`},
+		[]string{"run", "retry", "01NOSUCHRUN0000000000000000", "--input", "[1]"},
 		[]string{"job", "run"},
 		[]string{"job", "run", "hello", "--no-such-flag"},
 	)

@@ -81,6 +81,51 @@ func TestCLIEdgesAreUsageErrors(t *testing.T) {
 	assert.Contains(t, r.Stdout, "Available Commands")
 }
 
+// TestAHugeIDIsClippedAndHarmsNoEngine: a 100 KB run or task id is
+// refused (exit 2) with a message that quotes it clipped, never whole; the
+// engine, which read the log for it, still serves afterwards (the read
+// once passed the server's control line, and the server closed the
+// engine's connection, which stopped it).
+func TestAHugeIDIsClippedAndHarmsNoEngine(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	require.Equal(t, 0, p.Orbit("job", "run", "hello").Code)
+	pid := p.EnginePID()
+	id := strings.Repeat("A", 100_000)
+	for _, args := range [][]string{
+		{"run", "show", id}, {"run", "events", id}, {"run", "tail", id}, {"run", "logs", id},
+		{"run", "trace", id}, {"run", "cancel", id}, {"run", "retry", id}, {"run", "signal", id, "go"},
+		{"task", "show", id}, {"groundhog", "show", id}, {"groundhog", "approve", id}, {"blob", "get", id},
+	} {
+		r := p.Orbit(args...)
+		assert.Equal(t, 2, r.Code, "%v: %.300s", args[:2], r.Stderr)
+		assert.Less(t, len(r.Stderr), 1200, "%v: %.300s", args[:2], r.Stderr)
+	}
+	assert.Equal(t, pid, p.EnginePID(), "the same engine serves")
+	assert.Equal(t, 0, p.Orbit("run", "show").Code)
+}
+
+// TestRunHistorySaysWhatItLeavesOut: a list cut at -n says on stderr how
+// many runs there are; a negative -n is refused, not taken for all.
+func TestRunHistorySaysWhatItLeavesOut(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	for range 3 {
+		require.Equal(t, 0, p.Orbit("job", "run", "hello", "--detach").Code)
+	}
+	r := p.Orbit("run", "history", "-n", "2")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Len(t, strings.Split(strings.TrimSpace(r.Stdout), "\n"), 3, "a header and two runs")
+	assert.Equal(t, "the 2 newest of 3 runs; orbit run history -n 0 lists them all\n", r.Stderr)
+	r = p.Orbit("run", "history", "-n", "3", "-j", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Empty(t, r.Stderr, "nothing left out")
+	r = p.Orbit("run", "history", "--limit", "-5")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--limit: want how many runs to list (0 for all), not -5")
+	assert.Empty(t, r.Stdout)
+}
+
 // TestServeOnABusyPortSaysSoAtOnce: the embedded server would retry the
 // port for as long as it is let; orbit serve says the port is taken.
 func TestServeOnABusyPortSaysSoAtOnce(t *testing.T) {

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,7 +51,7 @@ func (a *app) connect(ctx context.Context) (*events.Log, error) {
 		return nil, err
 	}
 	l, err := a.dialRoot(ctx, root, cfg)
-	if errors.Is(err, events.ErrUnauthorized) {
+	if errors.Is(err, events.ErrUnauthorized) || errors.Is(err, events.ErrTLS) {
 		return nil, refused("the engine serving "+root, err)
 	}
 	if err == nil {
@@ -61,7 +61,7 @@ func (a *app) connect(ctx context.Context) (*events.Log, error) {
 }
 
 func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
-	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: a.logKey, Name: "orbit-cli"}
+	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: a.logKey, TLS: a.tlsFiles(""), Name: "orbit-cli"}
 	// The root's own engine, reached by its URL, takes the root's client.
 	if root, err := a.root(); err == nil {
 		if info, err := engine.ReadInfo(root); err == nil && info.URL == url {
@@ -72,7 +72,7 @@ func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
 	}
 	l, err := events.Dial(ctx, url, cfg)
 	if err != nil {
-		if errors.Is(err, events.ErrUnauthorized) {
+		if errors.Is(err, events.ErrUnauthorized) || errors.Is(err, events.ErrTLS) {
 			return nil, refused("the engine at "+url, err)
 		}
 		return nil, &exitError{code: exitUnavailable, err: fmt.Errorf("no Orbit engine at %s: %w", url, err)}
@@ -89,9 +89,32 @@ func (a *app) dialRoot(ctx context.Context, root string, cfg events.Config) (*ev
 }
 
 // refused is the error for an engine that turned this client's credentials
-// down: it says what to pass rather than starting an engine of its own.
+// (or its TLS) down: it says what to pass rather than starting an engine of
+// its own.
 func refused(engine string, err error) error {
+	if errors.Is(err, events.ErrTLS) {
+		return &exitError{code: exitUnavailable, err: fmt.Errorf("refused: TLS with %s failed (%w); pass --tls-ca with the CA that signed its certificate, and --tls-cert and --tls-key with a client certificate its serve.tls.ca signed when it asks for one (ORBIT_TLS_CA, ORBIT_TLS_CERT, ORBIT_TLS_KEY)", engine, err)}
+	}
 	return &exitError{code: exitUnavailable, err: fmt.Errorf("refused: %s turned this client down (%w); pass --nkey with a seed file the engine admits (ORBIT_NKEY), or --token for an external server that takes one (ORBIT_TOKEN)", engine, err)}
+}
+
+// tlsFiles is the TLS of a client: the CA of --tls-ca, else, for root's
+// own engine (root not empty), the CA of its serve.tls (its ca, else its
+// certificate: one that signed itself); and the certificate of --tls-cert
+// and --tls-key. Nil when there is nothing to say: a server that asks for
+// TLS is then checked against the system's roots.
+func (a *app) tlsFiles(root string) *events.TLSFiles {
+	f := a.tls
+	if f.CA == "" && root != "" {
+		if cfg, err := a.config(root); err == nil && cfg.Serve.TLS != nil {
+			own := cfg.Serve.TLS.Resolve(root)
+			f.CA = cmp.Or(own.CA, own.Cert)
+		}
+	}
+	if f == (events.TLSFiles{}) {
+		return nil
+	}
+	return &f
 }
 
 // clientConfig is how the CLI signs in to the engine serving root: with
@@ -105,7 +128,7 @@ func (a *app) clientConfig(root string) (events.Config, error) {
 	if logKey == "" {
 		logKey = engine.LogKeyPath(root)
 	}
-	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: logKey, Name: "orbit-cli"}
+	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: logKey, TLS: a.tlsFiles(root), Name: "orbit-cli"}
 	if a.nkey != "" || a.token != "" {
 		return cfg, nil
 	}
@@ -135,11 +158,11 @@ func (a *app) startEngine(ctx context.Context, root string) (*events.Log, error)
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(engine.StateDir(root), "engine.log")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	logPath := engine.LogPath(root)
+	if err := engine.EnsureStateDir(root); err != nil {
 		return nil, err
 	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,14 @@ spec:
 // serve starts `orbit serve` as a child process and waits until it serves.
 func serve(t *testing.T, p *testkit.Project) *exec.Cmd {
 	t.Helper()
-	cmd := p.Command("serve", "--listen", "127.0.0.1:0")
+	return serveWith(t, p, "--listen", "127.0.0.1:0")
+}
+
+// serveWith is serve with the flags of orbit serve given: none listens at
+// serve.listen.
+func serveWith(t *testing.T, p *testkit.Project, flags ...string) *exec.Cmd {
+	t.Helper()
+	cmd := p.Command(append([]string{"serve"}, flags...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -54,10 +54,17 @@ func (a *app) exit(err error) int {
 	if errors.As(err, &ee) && ee.err == nil {
 		return ee.code
 	}
-	msg := strings.TrimRight(err.Error(), "\n")
-	fmt.Fprintln(a.stderr, "orbit: "+strings.ReplaceAll(msg, "\n", "\n  "))
+	lines := strings.Split(strings.TrimRight(err.Error(), "\n"), "\n")
+	for i, line := range lines {
+		lines[i] = clipTo(line, maxLineBytes)
+	}
+	fmt.Fprintln(a.stderr, "orbit: "+strings.Join(lines, "\n  "))
 	return code
 }
+
+// maxLineBytes bounds a line of an error message: a value the user gave
+// (a 100 KB id) or one the engine names comes back clipped, never whole.
+const maxLineBytes = 1024
 
 func codeFor(err error) int {
 	var ee *exitError

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +38,21 @@ func TestAnEngineFailureIsExitOne(t *testing.T) {
 	a := &app{stderr: &stderr}
 	assert.Equal(t, exitUnsuccess, a.exit(err))
 	assert.Equal(t, "orbit: the disk caught fire\n", stderr.String())
+}
+
+// TestNoSeededJobLooksLikeARunSubcommand: every job Orbit seeds runs with
+// the short form 'orbit run <job>'.
+func TestNoSeededJobLooksLikeARunSubcommand(t *testing.T) {
+	t.Parallel()
+	run := (&app{}).runCommand()
+	files, err := filepath.Glob("../../assets/seeded/jobs/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		assert.NoError(t, notASubcommand(run, name), name)
+	}
+	for _, typo := range []string{"histroy", "shwo", "evnets", "log", "tial", "sign"} {
+		assert.Error(t, notASubcommand(run, typo), typo)
+	}
 }

@@ -34,6 +34,9 @@ type runFeed struct {
 	opened  *events.Log // a connection runFeed made itself, closed by stop
 	feed    *events.Feed
 	last    uint64
+	// quiet, when set, is called after livenessInterval without an event,
+	// once the engine has answered.
+	quiet func(ctx context.Context, l *events.Log)
 }
 
 // followRun starts following runID's events matching filters on l.
@@ -73,6 +76,8 @@ func (f *runFeed) next(ctx context.Context) (events.Event, error) {
 				if err := f.resume(ctx, err); err != nil {
 					return events.Event{}, err
 				}
+			} else if f.quiet != nil {
+				f.quiet(ctx, f.conn)
 			}
 			quiet.Reset(livenessInterval)
 		case <-ctx.Done():

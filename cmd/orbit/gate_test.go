@@ -117,3 +117,60 @@ func TestCancelAWaitingRun(t *testing.T) {
 	assert.Equal(t, events.StateCancelled, v.State)
 	assert.Equal(t, events.StateCancelled, v.Steps[0].State)
 }
+
+// TestAParentSaysWhichChildWaitsAtAGate: a parent run waits for a child
+// run that waits at a gate. Following the parent says which child waits
+// and where to send the signal; so do run show and the refusal of a
+// signal sent to the parent. The signal sent to the child lets both end.
+func TestAParentSaysWhichChildWaitsAtAGate(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/gated.yaml", gateJobYAML)
+	p.WriteFile(".orbit/jobs/release.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: release}
+spec:
+  steps:
+    - id: deploy
+      spec: {type: deterministic, action: job.invoke, config: {job: gated}}
+`)
+	cmd := p.Command("job", "run", "release")
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	var parent, child string
+	waitFor(t, "the parent to start its child", func() bool {
+		parent = strings.TrimSpace(stdout.String())
+		if parent == "" {
+			return false
+		}
+		v := runView(t, p, parent)
+		if len(v.Children) == 0 {
+			return false
+		}
+		child = v.Children[0]
+		c := runView(t, p, child)
+		return len(c.Steps) > 0 && c.Steps[0].State == projector.StateWaiting
+	})
+	hint := "orbit run signal " + child + " approved"
+	waitFor(t, "the follower to say which child waits", func() bool {
+		return strings.Contains(stderr.String(), "in run "+child+", step approve, for signal approved ("+hint+")")
+	})
+	assert.Regexp(t, `(?m)^  started +deploy +child run `+child+`$`, stderr.String())
+
+	r := p.Orbit("run", "show", parent)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Regexp(t, `(?m)^Waiting:\s+run `+child+` \(started under step deploy\), which waits for signal approved \(step approve, until .*\): `+hint+`$`, r.Stdout)
+	r = p.Orbit("run", "signal", parent, "approved")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "run "+parent+" is not waiting for signal approved; it waits for no signal itself, but for run "+child+" (started under step deploy)")
+	assert.Contains(t, r.Stderr, hint)
+
+	r = p.Orbit("run", "signal", child, "approved", "--data", `{"by":"ada"}`)
+	require.Equal(t, 0, r.Code, r.String())
+	require.NoError(t, cmd.Wait(), stderr.String())
+	assert.Equal(t, events.StateSuccess, runView(t, p, parent).State)
+}

@@ -82,6 +82,7 @@ Exit status: 0 every checkpoint committed; 1 blocked, drifted or failed.`,
 	}
 	cmd.Flags().StringVar(&activity, "activity", defaultGroundhogActivity, "the groundhog activity to run the task with")
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "print the run id and return without waiting")
+	a.progressFlag(cmd)
 	return cmd
 }
 

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +57,7 @@ func TestGroundhogAbandon(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
 	assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
 	assert.Equal(t, events.TaskBacklog, res.Status)
-	assert.Contains(t, res.Message, "nothing was reset")
+	assert.Contains(t, res.Message, "was not reset")
 	assert.Equal(t, theirs, testkit.Git(t, repo, "rev-parse", "main"), "the person's commit is untouched")
 
 	r = p.Orbit("groundhog", "verify", task)
@@ -107,4 +109,105 @@ func TestGroundhogAbandonIsRefusedWhileARunWorks(t *testing.T) {
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "nothing to abandon")
 	assert.Equal(t, 0, p.Orbit("groundhog", "verify", task).Code)
+}
+
+// TestGroundhogAbandonTakesTheAttemptsFilesOutOfTheWorkspace: the engine is
+// killed after an attempt's verification, its untracked a.txt in the
+// workspace; a person switches the workspace to main and commits a file of
+// their own there. The resumed run fails closed (the task branch moved), and
+// abandon cannot rewind, but it takes the attempt's a.txt out of the
+// workspace — kept on the scratch branch, and said so — leaving the person's
+// commit as it is. The next attempt starts from a clean tree: it writes
+// a.txt itself and commits it on top of the person's commit.
+func TestGroundhogAbandonTakesTheAttemptsFilesOutOfTheWorkspace(t *testing.T) {
+	t.Parallel()
+	p, repo, task := groundhogProject(t, `[
+	  {"content": [
+	    {"kind": "tool_use", "id": "w1", "name": "fs.write", "input": {"path": "a.txt", "content": "from the agent\n"}},
+	    {"kind": "tool_use", "id": "d1", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add a.txt"}}], "stop_reason": "tool_use"}
+	]`, `
+checkpoints:
+  - id: a
+    spec: Add a.txt.
+    success_criteria:
+      - {kind: file_exists, path: a.txt}
+`)
+	p.StopEngine()
+	env := p.Env
+	p.Env = append(append([]string(nil), env...), "ORBIT_FAILPOINT=groundhog-after-verification")
+	engine := serve(t, p)
+	p.Env = env
+	r := p.Orbit("groundhog", "run", task, "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	exited := make(chan struct{})
+	go func() { _ = engine.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the engine did not reach the failpoint")
+	}
+	require.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"))
+	require.FileExists(t, filepath.Join(repo, "a.txt"))
+
+	// The person takes the workspace back to main (a.txt, untracked, comes
+	// along) and commits a file of their own.
+	testkit.Git(t, repo, "switch", "--quiet", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "NOTES.md"), []byte("by hand\n"), 0o644))
+	testkit.Git(t, repo, "add", "NOTES.md")
+	testkit.Git(t, repo, "commit", "--quiet", "-m", "Notes, by hand")
+	theirs := testkit.Git(t, repo, "rev-parse", "main")
+
+	serve(t, p)
+	waitFor(t, "the resumed run to end", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	assert.Equal(t, events.StateFailed, runView(t, p, runID).State, "the task branch moved under a verified attempt: fail closed")
+
+	r = p.Orbit("groundhog", "abandon", task, "--reason", "I committed notes on main", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var res groundhog.Abandonment
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
+	assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
+	assert.Equal(t, []string{"a.txt"}, res.SetAside, res.Message)
+	assert.Contains(t, res.Message, "a.txt")
+	assert.Contains(t, res.Message, "groundhog/T-1/day-1 at "+res.ScratchSHA[:12])
+	assert.NotContains(t, res.Message, "nothing was reset")
+	assert.NoFileExists(t, filepath.Join(repo, "a.txt"), "the attempt's file left the workspace")
+	assert.Equal(t, "from the agent", testkit.Git(t, repo, "show", res.ScratchSHA+":a.txt"), "and is kept on the scratch branch")
+	assert.Equal(t, theirs, testkit.Git(t, repo, "rev-parse", "main"), "the person's commit is untouched")
+	assert.FileExists(t, filepath.Join(repo, "NOTES.md"))
+	assert.Empty(t, testkit.Git(t, repo, "status", "--porcelain"), "a clean tree for the next attempt")
+
+	r = p.Orbit("groundhog", "run", task)
+	require.Equal(t, 0, r.Code, r.String())
+	mine := testkit.Git(t, repo, "rev-parse", "main")
+	assert.NotEqual(t, theirs, mine, "the next attempt made a commit of its own")
+	assert.Contains(t, r.Stderr, "committed")
+	assert.Contains(t, r.Stderr, mine[:12])
+	assert.NotContains(t, r.Stderr, theirs[:12], "no other commit's sha is reported as the attempt's")
+	assert.Equal(t, "Add a.txt\nNotes, by hand\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
+	assert.Equal(t, "a.txt", testkit.Git(t, repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "main"))
+	assert.Equal(t, 0, p.Orbit("groundhog", "verify", task).Code)
+}
+
+// TestGroundhogAnAttemptWithoutChangesSaysSo: an attempt whose checkpoint
+// already holds commits nothing, and its progress says "no changes", never
+// the sha of a commit it did not make.
+func TestGroundhogAnAttemptWithoutChangesSaysSo(t *testing.T) {
+	t.Parallel()
+	p, repo, task := groundhogProject(t, `[
+	  {"content": [{"kind": "tool_use", "id": "d1", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "The readme is there"}}], "stop_reason": "tool_use"}
+	]`, `
+checkpoints:
+  - id: readme
+    spec: Make sure there is a README.md.
+    success_criteria:
+      - {kind: file_exists, path: README.md}
+`)
+	head := testkit.Git(t, repo, "rev-parse", "main")
+	r := p.Orbit("groundhog", "run", task)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, head, testkit.Git(t, repo, "rev-parse", "main"), "nothing was committed")
+	assert.Contains(t, r.Stderr, "no changes")
+	assert.NotContains(t, r.Stderr, head[:12])
+	assert.NotContains(t, r.Stderr, head[:7])
 }

@@ -68,10 +68,14 @@ func TestGroundhogApproveThroughTheBinary(t *testing.T) {
 
 	r := p.Orbit("groundhog", "run", task, "--activity", "gh_held")
 	require.Equal(t, 0, r.Code, r.String())
+	held := "refs/orbit/groundhog/" + task
+	assert.Regexp(t, `(?m)^  held +one #1 +[0-9a-f]{12} .*\(on `+held+`, for approval: orbit groundhog approve `+task+`\)$`, r.Stderr)
+	assert.NotContains(t, r.Stderr, "committed", "nothing landed on main")
+	show := p.Orbit("task", "show", task)
+	assert.Regexp(t, `(?m)^Status: +held: every checkpoint is committed, held for approval on `+held+`; orbit groundhog approve `+task+` lands them on main$`, show.Stdout)
 	assert.Equal(t, initial, testkit.Git(t, repo, "rev-parse", "main"), "main did not move")
 	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
 	assert.Empty(t, testkit.Git(t, repo, "status", "--porcelain"))
-	held := "refs/orbit/groundhog/" + task
 	assert.Equal(t, "Write two.txt: second\nWrite one.txt: first\ninitial", testkit.Git(t, repo, "log", "--format=%s", held))
 	r = p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())
@@ -89,6 +93,8 @@ func TestGroundhogApproveThroughTheBinary(t *testing.T) {
 	r = p.Orbit("groundhog", "approve", task)
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "fast-forwarded")
+	show = p.Orbit("task", "show", task)
+	assert.Regexp(t, `(?m)^Status: +done$`, show.Stdout, "approved, the task is done")
 	assert.Equal(t, testkit.Git(t, repo, "rev-parse", held), testkit.Git(t, repo, "rev-parse", "main"))
 	assert.FileExists(t, filepath.Join(repo, "two.txt"))
 	r = p.Orbit("groundhog", "verify", task)

@@ -84,9 +84,12 @@ the views from the log it finds. The engine must be stopped.`,
 			if err != nil {
 				return err
 			}
-			if created == 0 {
+			switch {
+			case created == 0 && newLog:
+				// Nothing to say: accepting the log is what was asked.
+			case created == 0:
 				a.printf("Orbit project in %s is already initialised\n", dir)
-			} else {
+			default:
 				a.printf("Initialised Orbit project in %s\n", dir)
 				a.printf("Identities (engine, client, reader, agent) in %s; see orbit nats-context\n", creds.Dir)
 			}

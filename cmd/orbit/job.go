@@ -24,7 +24,8 @@ type runOptions struct {
 	backend string
 }
 
-func (o *runOptions) register(cmd *cobra.Command) {
+func (o *runOptions) register(a *app, cmd *cobra.Command) {
+	a.progressFlag(cmd)
 	cmd.Flags().StringVarP(&o.input, "input", "i", "", "job input as JSON, or @FILE (@- for stdin); merged over the job's default_input")
 	cmd.Flags().BoolVarP(&o.detach, "detach", "d", false, "print the run id and return without waiting")
 	cmd.Flags().StringVar(&o.backend, "backend", "", "backend for agent_loop activities with backend: auto (http or cli)")
@@ -47,7 +48,7 @@ Exit status: 0 the run succeeded, 1 it did not, 2 the job or input is invalid,
 			return a.runJob(cmd.Context(), args[0], opts)
 		},
 	}
-	opts.register(run)
+	opts.register(a, run)
 	cmd.AddCommand(run)
 	cmd.AddCommand(a.catalogCommands(jobAssets)...)
 	return cmd
@@ -83,14 +84,41 @@ func loadJob(cat *assets.Catalog, target string) (*assets.Job, error) {
 	return cat.Job(target)
 }
 
-// parseInput reads --input: inline JSON, @FILE or @- for stdin.
+// parseInput reads --input: inline JSON, @FILE or @- for stdin. A run's
+// input is a JSON object, merged over the job's default_input: anything
+// else is a usage error.
 func (a *app) parseInput(text string) (any, error) {
-	return a.parseJSONFlag("--input", text)
+	v, err := a.parseJSONFlag("--input", "a run's input", text)
+	if err != nil || text == "" {
+		return v, err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, usageErr(`--input: a run's input is a JSON object, such as {"name": "Ada"}, not %s; its keys are merged over the job's default_input (leave --input out to run on the default_input alone)`, jsonKind(v))
+	}
+	return v, nil
+}
+
+// jsonKind names the kind of a decoded JSON value, for messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "a list"
+	}
+	return "an object"
 }
 
 // parseJSONFlag reads the JSON value of a flag: inline JSON, @FILE or @-
-// for stdin. Anything else is a usage error naming the flag.
-func (a *app) parseJSONFlag(flag, text string) (any, error) {
+// for stdin; what names what the value is, for the size limit's message.
+// Anything else is a usage error naming the flag.
+func (a *app) parseJSONFlag(flag, what, text string) (any, error) {
 	if text == "" {
 		return nil, nil
 	}
@@ -110,8 +138,8 @@ func (a *app) parseJSONFlag(flag, text string) (any, error) {
 		}
 	}
 	if len(data) > maxInputBytes {
-		return nil, usageErr("%s: the input is %.1f MiB, over the limit of %d MiB on a run's input (it is recorded in the log; pass a path to large data instead)",
-			source, float64(len(data))/(1<<20), maxInputBytes>>20)
+		return nil, usageErr("%s: %s is %.1f MiB, over the limit of %d MiB (it is recorded in the log; pass a path to large data instead)",
+			source, what, float64(len(data))/(1<<20), maxInputBytes>>20)
 	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
@@ -188,6 +216,7 @@ func (a *app) submitThen(ctx context.Context, l *events.Log, req *executor.RunRe
 		return err
 	}
 	a.warnSettings(info, &req.Job)
+	a.warnRestart(info)
 	var feed *runFeed
 	if !detach {
 		var err error
@@ -232,7 +261,16 @@ func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error)
 // and ends with exit code 130 (128 + SIGINT), as shells do.
 func (a *app) follow(ctx context.Context, feed *runFeed, job string, view bool) error {
 	runID := feed.runID
-	p := newProgress(a.stderr, runID, job)
+	p := newProgress(a.stderr, runID, job, a.progress)
+	feed.quiet = func(ctx context.Context, l *events.Log) {
+		if len(p.children) == 0 {
+			return
+		}
+		var gates executor.Gates
+		if request(ctx, l, engine.EndpointRunGates, engine.RunGates{RunID: runID}, &gates) == nil {
+			p.childGates(gates.Gates)
+		}
+	}
 	for {
 		ev, err := feed.next(ctx)
 		if ctx.Err() != nil {

@@ -136,7 +136,10 @@ spec:
 	require.NoError(t, os.WriteFile(file, []byte(`{"text": "`+strings.Repeat("x", 17<<20)+`"}`), 0o644))
 	r := p.Orbit("job", "run", "size", "--input", "@"+file)
 	assert.Equal(t, 2, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "over the limit of 16 MiB on a run's input")
+	assert.Contains(t, r.Stderr, ": a run's input is 17.0 MiB, over the limit of 16 MiB")
+	r = p.Orbit("run", "signal", "01NOSUCHRUN0000000000000000", "approved", "--data", "@"+file)
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, ": a signal's data is 17.0 MiB, over the limit of 16 MiB")
 	r = p.Orbit("blob", "get", "sha256-0000")
 	assert.Equal(t, 2, r.Code, r.String())
 }

@@ -122,7 +122,7 @@ func (f *verbForwarder) close() {
 // (events.DialAPI), which the agent identity may not read.
 func (a *app) connectRunning(ctx context.Context) (*events.Log, error) {
 	url := a.natsURL
-	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, Name: "orbit-mcp"}
+	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, TLS: a.tlsFiles(""), Name: "orbit-mcp"}
 	if url == "" || (a.nkey == "" && a.token == "") {
 		root, err := a.project()
 		if err != nil && url == "" {
@@ -140,11 +140,11 @@ func (a *app) connectRunning(ctx context.Context) (*events.Log, error) {
 			if cerr != nil {
 				return nil, cerr
 			}
-			cfg.NKeySeedFile, cfg.Token = client.NKeySeedFile, client.Token
+			cfg.NKeySeedFile, cfg.Token, cfg.TLS = client.NKeySeedFile, client.Token, client.TLS
 		}
 	}
 	l, err := events.DialAPI(ctx, url, cfg)
-	if errors.Is(err, events.ErrUnauthorized) {
+	if errors.Is(err, events.ErrUnauthorized) || errors.Is(err, events.ErrTLS) {
 		return nil, refused("the engine at "+url, err)
 	}
 	if err != nil {

@@ -2,11 +2,11 @@ package main_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -186,7 +186,8 @@ func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
 }
 
 // TestNATSContextWithoutAnEngine: with no engine running the context points
-// at serve.listen, says so, and is named for the project's directory.
+// at serve.listen, says that it needs orbit serve, and is named for the
+// project's directory and path.
 func TestNATSContextWithoutAnEngine(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -194,13 +195,10 @@ func TestNATSContextWithoutAnEngine(t *testing.T) {
 	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
 	r := p.Orbit("nats-context", "--reader")
 	require.Equal(t, 0, r.Code, r.String())
-	name := "orbit-" + filepath.Base(p.Root) + "-reader"
-	assert.Contains(t, r.Stdout, "no engine serves "+p.Root+" now: start it with 'orbit serve' so that it listens at nats://127.0.0.1:4222")
+	name, ctx := wroteContext(t, r)
+	assert.Regexp(t, "^orbit-"+regexp.QuoteMeta(filepath.Base(p.Root))+"-[0-9a-f]{8}-reader$", name)
+	assert.Contains(t, r.Stdout, "the context reaches the engine only while 'orbit serve' runs for "+p.Root+": it listens at nats://127.0.0.1:4222")
 	assert.Contains(t, r.Stdout, "nats --context "+name+" sub 'orbit.events.>'")
-	data, err := os.ReadFile(filepath.Join(xdg, "nats", "context", name+".json"))
-	require.NoError(t, err)
-	var ctx struct{ URL, NKey string }
-	require.NoError(t, json.Unmarshal(data, &ctx))
 	assert.Equal(t, "nats://127.0.0.1:4222", ctx.URL)
 	assert.Equal(t, credsFile(p, events.IdentityReader), ctx.NKey)
 	assert.Zero(t, p.EnginePID(), "writing a context starts no engine")

@@ -17,7 +17,8 @@ func (a *app) acceptNewLog(root string) error {
 	views := filepath.Join(engine.StateDir(root), "views.db")
 	aside, err := projector.SetAsideLost(views, time.Second)
 	if errors.Is(err, projector.ErrLocked) {
-		return &exitError{code: exitUnavailable, err: fmt.Errorf("%w: %s is in use; stop the engine (orbit serve, or the background engine in %s) first", engine.ErrAlreadyRunning, views, filepath.Join(engine.StateDir(root), "engine.json"))}
+		return usageErr("nothing was set aside: %s and holds its views. %s, then run orbit init --new-log again",
+			runningEngine(root), stopEngine(root))
 	}
 	if err != nil {
 		return err
@@ -28,4 +29,28 @@ func (a *app) acceptNewLog(root string) error {
 	}
 	a.printf("Set the views aside as %s: the next engine rebuilds them from the log it finds\n", aside)
 	return nil
+}
+
+// runningEngine names the engine serving root, as its engine.json says.
+func runningEngine(root string) string {
+	info, err := engine.ReadInfo(root)
+	switch {
+	case err != nil:
+		return "an engine serves this root"
+	case info.Background:
+		return fmt.Sprintf("the background engine (pid %d, started by an orbit command) serves this root", info.PID)
+	}
+	return fmt.Sprintf("an engine (orbit serve, pid %d) serves this root", info.PID)
+}
+
+// stopEngine says how to stop the engine serving root.
+func stopEngine(root string) string {
+	info, err := engine.ReadInfo(root)
+	switch {
+	case err != nil:
+		return "Stop it (its pid is in " + filepath.Join(engine.StateDir(root), "engine.json") + ")"
+	case info.Background:
+		return fmt.Sprintf("Stop it with kill %d (or wait: it exits after its idle timeout, engine.idle_timeout_seconds)", info.PID)
+	}
+	return fmt.Sprintf("Stop that orbit serve (Ctrl-C where it runs, or kill %d)", info.PID)
 }

@@ -1,14 +1,19 @@
 package main_test
 
 import (
+	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
 )
 
 // TestAJobThatAlwaysInvokesItselfIsRefusedAndStopsNothingElse: the cycle is
@@ -72,4 +77,87 @@ spec:
 
 	r = p.Orbit("job", "run", "hello")
 	assert.Equal(t, 0, r.Code, r.String())
+}
+
+// bombRuns lists the runs of job bomb, as run history --json has them.
+func bombRuns(t *testing.T, p *testkit.Project) []projector.RunView {
+	t.Helper()
+	r := p.Orbit("run", "history", "--job", "bomb", "--limit", "0", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var runs []projector.RunView
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
+	return runs
+}
+
+// TestChildRunsAreBoundedAndATreeIsCancelled: two detached self-invocations
+// behind a condition that always holds (the load check cannot see that it
+// does) are held to engine.max_descendants live runs below their root, the
+// refused job.invoke naming the setting. The root has finished at once; orbit
+// run cancel --tree stops every run below it for good, each recording whose
+// tree cancel it was part of.
+func TestChildRunsAreBoundedAndATreeIsCancelled(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/config.yaml", "engine:\n  max_descendants: 8\n")
+	p.WriteFile(".orbit/jobs/bomb.yaml", `schemaVersion: 2
+kind: Job
+metadata: {name: bomb}
+spec:
+  max_active_runs: 20
+  default_input: {more: yes, child: no}
+  steps:
+    - {id: left, when: "{{ input.more }} == yes", spec: {type: deterministic, action: job.invoke, config: {job: bomb, wait: false, input: {child: yes}}}}
+    - {id: right, when: "{{ input.more }} == yes", spec: {type: deterministic, action: job.invoke, config: {job: bomb, wait: false, input: {child: yes}}}}
+    - {id: linger, when: "{{ input.child }} == yes", spec: {type: deterministic, action: sleep, config: {ms: 120000}}}
+`)
+	r := p.Orbit("job", "run", "bomb")
+	require.Equal(t, 0, r.Code, r.String())
+	root := strings.TrimSpace(r.Stdout)
+
+	refused := func(v projector.RunView) bool {
+		return v.Error != nil && strings.Contains(v.Error.Message, "the 8 live runs below run "+root+" that engine.max_descendants allows")
+	}
+	// Runs refused a child fail, and free their places; the tree settles
+	// when every live run has both its children.
+	var live []string
+	waitFor(t, "the tree to fill and settle", func() bool {
+		runs := bombRuns(t, p)
+		var now []string
+		for _, v := range runs {
+			if !events.Terminal(v.State) {
+				now = append(now, v.ID)
+			}
+		}
+		settled := slices.ContainsFunc(runs, refused) && slices.Equal(now, live)
+		live = now
+		if !settled {
+			time.Sleep(500 * time.Millisecond)
+		}
+		return settled
+	})
+	assert.LessOrEqual(t, len(live), 8, "the root has finished; at most 8 runs below it live")
+
+	r = p.Orbit("run", "cancel", "--tree", root)
+	assert.Equal(t, 0, r.Code, r.String())
+	asked := strings.Fields(r.Stdout)
+	assert.ElementsMatch(t, live, asked)
+	assert.Contains(t, r.Stderr, strconv.Itoa(len(live))+" runs cancelled")
+
+	total := len(bombRuns(t, p))
+	time.Sleep(time.Second)
+	runs := bombRuns(t, p)
+	assert.Len(t, runs, total, "no run started after the tree cancel")
+	for _, v := range runs {
+		assert.True(t, events.Terminal(v.State), "run %s is %s", v.ID, v.State)
+	}
+	for _, id := range asked {
+		v := runView(t, p, id)
+		assert.Equal(t, events.StateCancelled, v.State, id)
+		require.NotNil(t, v.Error)
+		assert.Contains(t, v.Error.Message, "as part of the tree cancel of "+root)
+	}
+
+	r = p.Orbit("run", "cancel", "--tree", root)
+	assert.Equal(t, 1, r.Code, "nothing left to cancel: %s", r)
+	assert.Contains(t, r.Stderr, "no run below it is live")
 }

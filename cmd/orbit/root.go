@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
 )
 
@@ -23,6 +24,11 @@ type app struct {
 	nkey     string
 	logKey   string
 	json     bool
+	// tls is what --tls-ca, --tls-cert and --tls-key say: how a client
+	// reaches an engine whose listener speaks TLS.
+	tls events.TLSFiles
+	// progress is --progress of the commands that follow a run.
+	progress progressMode
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -46,6 +52,9 @@ nothing and re-runs nothing that finished.`,
 	pf.StringVar(&a.logKey, "log-key", os.Getenv("ORBIT_LOG_KEY"), "key that signs the log: engines on an external server sign with it, clients verify what they read (env ORBIT_LOG_KEY)")
 	pf.StringVar(&a.token, "token", os.Getenv("ORBIT_TOKEN"), "token for an external NATS server that requires one (env ORBIT_TOKEN); the embedded server takes nkeys only")
 	pf.StringVar(&a.nkey, "nkey", os.Getenv("ORBIT_NKEY"), "nkey seed file to sign in with instead of the root's client identity (env ORBIT_NKEY); with serve, a further client key the embedded server admits")
+	pf.StringVar(&a.tls.CA, "tls-ca", os.Getenv("ORBIT_TLS_CA"), "CA that signed the engine's TLS certificate (env ORBIT_TLS_CA; default for the root's own engine: serve.tls.ca, else serve.tls.cert)")
+	pf.StringVar(&a.tls.Cert, "tls-cert", os.Getenv("ORBIT_TLS_CERT"), "client certificate to show an engine whose serve.tls has a ca (env ORBIT_TLS_CERT)")
+	pf.StringVar(&a.tls.Key, "tls-key", os.Getenv("ORBIT_TLS_KEY"), "private key of --tls-cert (env ORBIT_TLS_KEY)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 
 	cmd.AddCommand(
@@ -55,6 +64,7 @@ nothing and re-runs nothing that finished.`,
 		a.executorCommand(),
 		a.runCommand(),
 		a.serveCommand(),
+		a.engineCommand(),
 		a.replayCommand(),
 		a.auditCommand(),
 		a.metricsCommand(),

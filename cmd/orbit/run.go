@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -20,19 +22,88 @@ func (a *app) runCommand() *cobra.Command {
 		Use:   "run <name|file.yaml>",
 		Short: "Run a job (short for 'job run'), or inspect runs",
 		Long: `'orbit run <job>' is the short form of 'orbit job run <job>'. A job named like
-one of the subcommands below needs the long form.`,
+one of the subcommands below, or close enough to one to be a typo of it
+(histroy, log), needs the long form: the short form refuses it rather than
+run a job where a subcommand was meant.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				if err := notASubcommand(cmd, args[0]); err != nil {
+					return err
+				}
+			}
 			if len(args) != 1 {
 				return usageErr("orbit run needs a job name or file, or one of its subcommands\nSee 'orbit run --help'.")
 			}
 			return a.runJob(cmd.Context(), args[0], opts)
 		},
 	}
-	opts.register(cmd)
-	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
+	opts.register(a, cmd)
+	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runLogsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
 		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand(), a.runShipCommand(), a.runAutoCommand())
 	return cmd
+}
+
+// looksLike reports whether name looks like the subcommand sub: a prefix
+// of it, or a typo of it — one edit away (a swap of two neighbours is one),
+// or two for names of five bytes or more.
+func looksLike(name, sub string) bool {
+	if strings.HasPrefix(sub, name) {
+		return true
+	}
+	most := 1
+	if len(name) >= 5 {
+		most = 2
+	}
+	return editDistance(name, sub) <= most
+}
+
+// editDistance is the optimal string alignment distance of a and b:
+// insertions, deletions, substitutions and swaps of adjacent bytes.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range cur {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+// notASubcommand refuses, for 'orbit run <job>', a name that looks like one
+// of run's subcommands (a typo of one, or a prefix): the short form must
+// not run a job where a subcommand was meant. A job file (a path, or a
+// name ending .yaml) is never refused; a job so named runs with 'orbit job
+// run'.
+func notASubcommand(cmd *cobra.Command, name string) error {
+	if strings.ContainsRune(name, '/') || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+		return nil
+	}
+	var like []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() && looksLike(strings.ToLower(name), sub.Name()) {
+			like = append(like, sub.Name())
+		}
+	}
+	if len(like) == 0 {
+		return nil
+	}
+	return usageErr("%q looks like the subcommand %s, not a job: did you mean 'orbit run %s'? (To run a job named %s: orbit job run %s)\nSee 'orbit run --help'.",
+		clip(name), strings.Join(like, " or "), like[0], clip(name), clip(name))
 }
 
 func (a *app) runShowCommand() *cobra.Command {
@@ -52,7 +123,11 @@ func (a *app) runShowCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(view)
 			}
-			a.showRun(view)
+			children, err := childGates(ctx, l, view)
+			if err != nil {
+				return err
+			}
+			a.showRun(view, children)
 			return nil
 		}),
 	}
@@ -80,7 +155,27 @@ func getRun(ctx context.Context, l *events.Log, id string) (*projector.RunView, 
 	return &view, nil
 }
 
-func (a *app) showRun(v *projector.RunView) {
+// childGates returns the gates of the child runs a running run waits for,
+// when it waits at no gate of its own: where its signals must go.
+func childGates(ctx context.Context, l *events.Log, v *projector.RunView) ([]executor.Gate, error) {
+	if v.State != events.StateRunning || len(v.Children) == 0 {
+		return nil, nil
+	}
+	for _, s := range v.Steps {
+		if s.State == projector.StateWaiting {
+			return nil, nil
+		}
+	}
+	var gates executor.Gates
+	if err := request(ctx, l, engine.EndpointRunGates, engine.RunGates{RunID: v.ID}, &gates); err != nil {
+		return nil, err
+	}
+	return gates.Gates, nil
+}
+
+// showRun prints a run, and the gates of the child runs it waits for
+// (see childGates).
+func (a *app) showRun(v *projector.RunView, children []executor.Gate) {
 	field := func(name, value string) { a.printf("%-10s %s\n", name+":", value) }
 	field("Run", v.ID)
 	field("Job", v.Job)
@@ -96,6 +191,9 @@ func (a *app) showRun(v *projector.RunView) {
 	}
 	if v.RetryOf != "" {
 		field("Retry of", strings.TrimSpace(v.RetryOf+" "+fromStep(v.RetryFrom)))
+	}
+	for _, s := range v.RetrySteps {
+		field("Retry", retryStepLine(s))
 	}
 	if len(v.Retries) > 0 {
 		field("Retries", strings.Join(v.Retries, ", "))
@@ -124,6 +222,9 @@ func (a *app) showRun(v *projector.RunView) {
 		if s.State == projector.StateWaiting && s.Wait != nil {
 			field("Waiting", waitingFor(v.ID, s))
 		}
+	}
+	for _, g := range children {
+		field("Waiting", executor.DescribeGate(g))
 	}
 	if len(v.Steps) == 0 {
 		return
@@ -201,18 +302,36 @@ func (a *app) runHistoryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List runs, newest first",
-		Args:  cobra.NoArgs,
+		Long: `List runs, newest first: the 20 newest unless -n says how many (0: all). When
+there are more, stderr says how many the list leaves out.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if limit < 0 {
+				return usageErr("--limit: want how many runs to list (0 for all), not %d", limit)
+			}
+			return nil
+		},
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
 			last, err := l.LastSeq(ctx)
 			if err != nil {
 				return &exitError{code: exitUnavailable, err: err}
 			}
+			q := engine.RunsQuery{Job: job, Limit: limit, MinSeq: last}
 			var runs []projector.RunView
-			if err := request(ctx, l, engine.EndpointRuns, engine.RunsQuery{Job: job, Limit: limit, MinSeq: last}, &runs); err != nil {
+			if err := request(ctx, l, engine.EndpointRuns, q, &runs); err != nil {
 				return err
 			}
 			if a.json {
 				return a.printJSON(runs)
+			}
+			if limit > 0 && len(runs) == limit {
+				var n engine.RunsCount
+				if err := request(ctx, l, engine.EndpointRunsCount, q, &n); err != nil {
+					return err
+				}
+				if n.Total > len(runs) {
+					defer a.errorf("the %d newest of %d runs; orbit run history -n 0 lists them all\n", len(runs), n.Total)
+				}
 			}
 			t := newTable(a.stdout, "RUN", "JOB", "STATE", "REQUESTED", "DURATION", "LINEAGE")
 			for _, r := range runs {
@@ -321,6 +440,9 @@ func runRecorded(ctx context.Context, l *events.Log, id string) error {
 	deadline := time.Now().Add(recordWait)
 	for {
 		last, err := l.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, id, events.RunRequested)})
+		if errors.Is(err, events.ErrInvalidRequest) {
+			return usageErr("no run %s (orbit run history lists the runs)", clip(id))
+		}
 		if err != nil {
 			return &exitError{code: exitUnavailable, err: err}
 		}

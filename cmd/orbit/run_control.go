@@ -29,6 +29,14 @@ a new one. With --from STEP (a top-level step id), the steps before STEP
 return the old run's recorded outputs without running, and STEP and the
 steps after it run again.
 
+A retry never carries a decision across a change of the input it rested
+on. With an --input that differs from the old run's, every wait gate
+before STEP is re-armed (a signal approves a run with its input), and a
+step before STEP is reused only if its input, rendered on the new input,
+equals the one the old run recorded; the others run again. The retry lists
+on stderr (with --json, in "steps") what it reuses, re-arms or runs again,
+and why; 'orbit run show' shows it too.
+
 The new run records which run it retries and from where; 'orbit run show'
 shows the lineage both ways. A pending or running run cannot be retried.
 The new run's id is printed on stdout and the run followed to its end, as
@@ -61,6 +69,7 @@ written), 3 no engine could be reached.`,
 					return a.printJSON(res)
 				}
 				a.printf("%s\n", res.RunID)
+				a.retryPlan(res.RunID, res.Steps)
 				return nil
 			}
 			feed, err := a.followRun(ctx, l, res.RunID, []string{events.RunFilter(res.RunID)})
@@ -70,6 +79,7 @@ written), 3 no engine could be reached.`,
 			defer feed.stop()
 			if !a.json {
 				a.printf("%s\n", res.RunID)
+				a.retryPlan(res.RunID, res.Steps)
 			}
 			return a.follow(ctx, feed, res.Job, a.json)
 		}),
@@ -77,6 +87,7 @@ written), 3 no engine could be reached.`,
 	cmd.Flags().StringVar(&from, "from", "", "the top-level step to run again from (the steps before it reuse their recorded outputs)")
 	cmd.Flags().StringVarP(&input, "input", "i", "", "a new input as JSON, or @FILE (@- for stdin), merged over the job's default_input (default: the old run's input)")
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "print the new run id and return without waiting")
+	a.progressFlag(cmd)
 	return cmd
 }
 
@@ -103,7 +114,7 @@ Exit status: 0 delivered, 2 refused (unknown run, not waiting for NAME,
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
 			q := engine.RunSignal{RunID: args[0], Signal: args[1], Requester: requester()}
 			if data != "" {
-				v, err := a.parseJSONFlag("--data", data)
+				v, err := a.parseJSONFlag("--data", "a signal's data", data)
 				if err != nil {
 					return err
 				}
@@ -127,6 +138,26 @@ Exit status: 0 delivered, 2 refused (unknown run, not waiting for NAME,
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the signal's data as JSON, or @FILE (@- for stdin): the waiting step's output")
 	return cmd
+}
+
+// retryPlan says on stderr what a retry does with the steps before its
+// --from step.
+func (a *app) retryPlan(runID string, steps []events.RetryStep) {
+	for _, s := range steps {
+		a.errorf("run %s: %s\n", runID, retryStepLine(s))
+	}
+}
+
+// retryStepLine says in words what a retry did with one step:
+// "reuses step build: its rendered input is unchanged".
+func retryStepLine(s events.RetryStep) string {
+	switch s.Action {
+	case events.RetryReused:
+		return fmt.Sprintf("reuses step %s: %s", s.Step, s.Reason)
+	case events.RetryRearmed:
+		return fmt.Sprintf("re-arms step %s: %s", s.Step, s.Reason)
+	}
+	return fmt.Sprintf("runs step %s again: %s", s.Step, s.Reason)
 }
 
 // fromStep says where a retry started: "from STEP", or "" for all steps.

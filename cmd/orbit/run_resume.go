@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -42,10 +43,18 @@ Exit status: 0 the run succeeded, 1 it did not (its budget may stop it
 again), 2 the raise was refused (unknown run, not budget_exhausted, bound
 not above the spending), 3 no engine could be reached.`,
 		Args: exactArgs(1, "a run id"),
-		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
-			if maxTokens == 0 && maxCost == 0 {
+		PreRunE: func(*cobra.Command, []string) error {
+			switch {
+			case math.IsNaN(maxCost) || math.IsInf(maxCost, 0) || maxCost < 0:
+				return usageErr("--max-cost-usd: want a number of dollars ≥ 0, not %v", maxCost)
+			case maxTokens < 0:
+				return usageErr("--max-tokens: want a whole number ≥ 0, not %d", maxTokens)
+			case maxTokens == 0 && maxCost == 0:
 				return usageErr("orbit run resume needs --max-tokens or --max-cost-usd\nSee 'orbit run resume --help'.")
 			}
+			return nil
+		},
+		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
 			if _, err := storeAccepts(ctx, l); err != nil {
 				return err
 			}
@@ -81,6 +90,7 @@ not above the spending), 3 no engine could be reached.`,
 	cmd.Flags().Int64Var(&maxTokens, "max-tokens", 0, "the run's new max_tokens (input plus output tokens of all its agents)")
 	cmd.Flags().Float64Var(&maxCost, "max-cost-usd", 0, "the run's new max_cost_usd (as its CLI agents report their cost)")
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "print the run id and return without waiting")
+	a.progressFlag(cmd)
 	return cmd
 }
 

@@ -83,6 +83,7 @@ func TestARunStoppedByItsBudgetIsResumedAfterARaise(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, id, strings.TrimSpace(r.Stdout))
 	assert.Contains(t, r.Stderr, "budget raised to max_tokens 5000")
+	assert.Regexp(t, `(?m)^run `+id+` resumed after budget raise 1 by engine \S+, which ran it before$`, r.Stderr, "the engine that ran it resumed it")
 	assert.Len(t, srv.Scripted(), 3, "every scripted turn was asked for, once")
 	assert.Equal(t, map[string][]string{
 		"first":  {events.StateBudgetExhausted, events.StateSuccess},
@@ -138,6 +139,10 @@ func TestARaiseIsRefusedUnlessItLetsTheRunGoOn(t *testing.T) {
 		{"no bound", []string{"run", "resume", id}, "needs --max-tokens or --max-cost-usd"},
 		{"cost only, tokens still spent", []string{"run", "resume", id, "--max-cost-usd", "5"}, "would stop again at once"},
 		{"unknown run", []string{"run", "resume", "R-nope", "--max-tokens", "5000"}, "no run R-nope"},
+		{"cost NaN", []string{"run", "resume", id, "--max-cost-usd", "NaN"}, "--max-cost-usd: want a number of dollars ≥ 0, not NaN"},
+		{"cost Inf", []string{"run", "resume", id, "--max-cost-usd", "Inf"}, "--max-cost-usd: want a number of dollars ≥ 0, not +Inf"},
+		{"cost below zero", []string{"run", "resume", id, "--max-cost-usd", "-1"}, "--max-cost-usd: want a number of dollars ≥ 0, not -1"},
+		{"tokens below zero", []string{"run", "resume", id, "--max-tokens", "-5"}, "--max-tokens: want a whole number ≥ 0, not -5"},
 	} {
 		r := p.Orbit(tc.args...)
 		assert.Equal(t, 2, r.Code, "%s: %s", tc.name, r.String())

@@ -45,6 +45,7 @@ func TestListeningBeyondLoopbackWithAnNKey(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+	assert.Contains(t, stderr.String(), "warning: 0.0.0.0:0 is beyond loopback and without TLS", "listening so is allowed, and said")
 
 	r = p.Orbit("run", "history", "--nkey", other)
 	assert.Equal(t, 3, r.Code, "a client with a key the engine does not know gets nowhere:\n%s", r)

@@ -76,3 +76,17 @@ func TestSecondEngineOnARootRefusesToStart(t *testing.T) {
 	assert.Contains(t, r.Stderr, "another engine is serving this root")
 	assert.Contains(t, r.Stderr, "pid "+strconv.Itoa(first.Process.Pid))
 }
+
+// TestServeConsoleRefusesABadHostName: a serve.http_hosts entry that is not
+// a host name stops orbit serve with exit 2, naming the file, the line and
+// the entry, before anything listens.
+func TestServeConsoleRefusesABadHostName(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	file := p.WriteFile(".orbit/config.yaml", "serve:\n  http: 127.0.0.1:0\n  http_hosts:\n    - orbit.example.com\n    - \"*.example.com\"\n")
+	r := p.Orbit("serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, file+`:5: serve.http_hosts[1]: "*.example.com" is not a host name or address`)
+	_, err := os.Stat(filepath.Join(p.Root, ".orbit", "state", "console.token"))
+	assert.True(t, os.IsNotExist(err), "no console was started: %v", err)
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/internal/engine"
@@ -29,8 +31,23 @@ func (a *app) warnSettings(info *engine.InfoReply, job *assets.Job) {
 	case a.natsURL != "":
 		a.errorf("hint: the engine at %s has the environment it was started with: restart it with these settings to use them\n", a.natsURL)
 	case info.Background:
-		a.errorf("hint: the background engine (pid %d) has the environment of the command that started it: stop it (kill %d) and run again, and a new one starts with this shell's settings\n", info.PID, info.PID)
+		a.errorf("hint: the background engine (pid %d) has the environment of the command that started it: orbit engine restart starts one with this shell's settings\n", info.PID)
 	default:
 		a.errorf("hint: the engine (orbit serve, pid %d) has the environment it was started in: restart orbit serve with these settings to use them\n", info.PID)
 	}
+}
+
+// warnRestart says that .orbit/config.yaml changed settings the engine
+// applies only when it starts: the run goes on with the ones it started
+// with.
+func (a *app) warnRestart(info *engine.InfoReply) {
+	if len(info.RestartNeeded) == 0 {
+		return
+	}
+	how := "orbit engine restart"
+	if !info.Background {
+		how = fmt.Sprintf("restart orbit serve (pid %d)", info.PID)
+	}
+	a.errorf("warning: the engine runs with the settings it started with; restart needed: %s (changed in .orbit/config.yaml since): %s\n",
+		strings.Join(info.RestartNeeded, ", "), how)
 }

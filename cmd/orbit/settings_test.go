@@ -143,8 +143,8 @@ func TestAgentRunsWarnWhenTheEngineHasOtherSettings(t *testing.T) {
 }
 
 // TestGroundhogRunWarnsWhenTheEngineHasOtherSettings: `orbit groundhog
-// run` warns as `orbit job run` does, and names the background engine to
-// stop.
+// run` warns as `orbit job run` does, and says how to restart the
+// background engine.
 func TestGroundhogRunWarnsWhenTheEngineHasOtherSettings(t *testing.T) {
 	t.Parallel()
 	p, _, task := groundhogProject(t, readExample(t, "fixture.json"), readExample(t, "plan.yaml"))
@@ -156,5 +156,5 @@ func TestGroundhogRunWarnsWhenTheEngineHasOtherSettings(t *testing.T) {
 	require.NoError(t, cmd.Run(), stderr.String())
 	assert.Contains(t, stderr.String(), `warning: ORBIT_REPLAY_FIXTURE is not set here but "`+filepath.Join(p.Root, "fixture.json")+`" in the engine; the job's agent steps use the engine's`)
 	assert.Contains(t, stderr.String(), "hint: the background engine (pid ")
-	assert.Contains(t, stderr.String(), "stop it (kill ")
+	assert.Contains(t, stderr.String(), "orbit engine restart starts one with this shell's settings")
 }

@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -106,4 +107,30 @@ func TestCopyASeededExampleWithShow(t *testing.T) {
 	r = p.Orbit("job", "show", "hello")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, "orbit: job hello: "+filepath.Join(p.Root, ".orbit", "jobs", "hello.yaml")+" (layer workspace), shadowing seeded:jobs/hello.yaml\n", r.Stderr)
+}
+
+// TestRunShowListsParallelBranchesInTheJobsOrder: run show lists the
+// branches of a parallel step as the job lists them (they were listed
+// last-first, most often).
+func TestRunShowListsParallelBranchesInTheJobsOrder(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/par.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: par}
+spec:
+  steps:
+    - id: both
+      parallel:
+        branches:
+          - {id: a, spec: {type: shell, program: sh, args: ["-c", "echo a"], allowed_programs: [sh]}}
+          - {id: b, spec: {type: shell, program: sh, args: ["-c", "echo b"], allowed_programs: [sh]}}
+          - {id: c, spec: {type: shell, program: sh, args: ["-c", "echo c"], allowed_programs: [sh]}}
+`)
+	r := p.Orbit("job", "run", "par")
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("run", "show")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, []string{"both", "both/a", "both/b", "both/c"}, regexp.MustCompile(`(?m)^both\S*`).FindAllString(r.Stdout, -1))
 }

@@ -254,8 +254,12 @@ func (a *app) showTask(s *taskShown) {
 	}
 	field("Task", t.ID)
 	field("Title", t.Title)
-	field("Status", t.Status)
-	field("Reason", t.StatusReason)
+	if t.Status == events.TaskHeld && t.StatusReason != "" {
+		field("Status", t.Status+": "+t.StatusReason)
+	} else {
+		field("Status", t.Status)
+		field("Reason", t.StatusReason)
+	}
 	field("Priority", t.Priority)
 	field("Type", t.Type)
 	field("Workspace", t.Workspace)

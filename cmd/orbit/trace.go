@@ -237,7 +237,7 @@ func traceSummary(ev events.Event) string {
 	case events.RunResumed:
 		var d events.RunResumedData
 		_ = ev.Decode(&d)
-		add("engine " + d.Engine)
+		add(resumedBy(d))
 	case events.RunCancelRequested:
 		var d events.RunCancelRequestedData
 		_ = ev.Decode(&d)

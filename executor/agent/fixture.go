@@ -23,6 +23,10 @@ import (
 //	  {"content": [{"kind": "text", "text": "Done."}], "stop_reason": "end_turn"}
 //	]}
 //
+// Keys that begin with _ are comments, at every level of that shape (a
+// tool_use's input is the model's, and kept whole): "_note": "why this
+// turn" is read past, so the upstream system's fixtures load unmodified.
+//
 // A turn's stop_reason is end_turn, tool_use or max_tokens; when it is
 // omitted it is tool_use if the turn calls a tool, else end_turn. usage
 // (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
@@ -301,7 +305,9 @@ func parseUsage(path string, raw json.RawMessage) (Usage, error) {
 }
 
 // fixtureObject decodes a JSON object and rejects fields not in allowed,
-// naming the first unknown one in sorted order.
+// naming the first unknown one in sorted order. A field whose name begins
+// with _ is a comment ("_note", as the upstream system's fixtures carry):
+// it is left out, whatever its value.
 func fixtureObject(path string, raw json.RawMessage, allowed ...string) (map[string]json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil || fields == nil {
@@ -309,6 +315,10 @@ func fixtureObject(path string, raw json.RawMessage, allowed ...string) (map[str
 	}
 	var unknown []string
 	for k := range fields {
+		if strings.HasPrefix(k, "_") {
+			delete(fields, k)
+			continue
+		}
 		if !slices.Contains(allowed, k) {
 			unknown = append(unknown, k)
 		}

@@ -84,6 +84,23 @@ func TestLoadFixtureBad(t *testing.T) {
 	}
 }
 
+// TestFixtureKeysBeginningWithUnderscoreAreComments: "_note" beside
+// turns (as the upstream system's fixtures have it), in a turn, a block
+// and usage is read past; a tool_use's input keeps its own keys.
+func TestFixtureKeysBeginningWithUnderscoreAreComments(t *testing.T) {
+	t.Parallel()
+	fx, err := agent.ParseFixture([]byte(`{"_note": "the review finds one problem", "turns": [
+  {"_why": "read first", "content": [
+    {"kind": "tool_use", "_c": {"any": "value"}, "name": "fs.read", "input": {"path": "a.txt", "_keep": 1}}],
+   "usage": {"_u": true, "input_tokens": 3}},
+  {"content": [{"kind": "text", "text": "done", "_": null}]}]}`))
+	require.NoError(t, err)
+	require.Len(t, fx.Turns, 2)
+	assert.JSONEq(t, `{"path": "a.txt", "_keep": 1}`, string(fx.Turns[0].Content[0].Input))
+	assert.Equal(t, int64(3), fx.Turns[0].Usage.InputTokens)
+	assert.Equal(t, "done", fx.Turns[1].Content[0].Text)
+}
+
 func TestLoadFixtureMissingFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "nope.json")

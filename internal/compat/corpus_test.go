@@ -191,7 +191,8 @@ func runCorpusJob(t *testing.T, job *assets.Job, project assets.Config) *result 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: root, Env: lookup})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Env: lookup, FSProfiles: profiles})
+	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Env: lookup,
+		Settings: func() executor.Settings { return executor.Settings{FSProfiles: profiles} }})
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		wg.Add(1)
 		go func() {

@@ -12,11 +12,14 @@ import (
 
 // API endpoints (requests go to orbit.api.<endpoint>).
 const (
-	EndpointInfo    = "engine.info"
-	EndpointRun     = "runs.get"
-	EndpointRuns    = "runs.list"
-	EndpointReplay  = "views.replay"
-	EndpointMetrics = "metrics.get"
+	EndpointInfo = "engine.info"
+	EndpointRun  = "runs.get"
+	EndpointRuns = "runs.list"
+	// EndpointRunsCount answers how many runs a RunsQuery selects, its
+	// Limit aside: a RunsCount.
+	EndpointRunsCount = "runs.count"
+	EndpointReplay    = "views.replay"
+	EndpointMetrics   = "metrics.get"
 )
 
 // MetricsQuery asks for the metrics view, reflecting at least every event up
@@ -42,6 +45,11 @@ type RunsQuery struct {
 	MinSeq uint64   `json:"min_seq,omitempty"`
 }
 
+// RunsCount answers a RunsQuery sent to EndpointRunsCount.
+type RunsCount struct {
+	Total int `json:"total"`
+}
+
 // ReplayRequest asks the engine to rebuild its views from the log, or with
 // Verify to compare a rebuild with the live views.
 type ReplayRequest struct {
@@ -63,15 +71,22 @@ type InfoReply struct {
 	// Signing says the engine signs its log: what it reads without a valid
 	// MAC is rejected and recorded.
 	Signing bool `json:"signing,omitempty"`
+	// RestartNeeded are the settings of .orbit/config.yaml that changed
+	// since the engine started and that it applies only when restarted
+	// (see ConfigStatus).
+	RestartNeeded []string `json:"restart_needed,omitempty"`
 }
 
 func (e *Engine) serveAPI() (events.Stopper, error) {
 	endpoints := map[string]events.Handler{
-		EndpointInfo:    e.handle(e.apiInfo),
-		EndpointRun:     e.handle(e.apiRun),
-		EndpointRuns:    e.handle(e.apiRuns),
-		EndpointReplay:  e.handle(e.apiReplay),
-		EndpointMetrics: e.handle(e.apiMetrics),
+		EndpointInfo:      e.handle(e.apiInfo),
+		EndpointRun:       e.handle(e.apiRun),
+		EndpointRuns:      e.handle(e.apiRuns),
+		EndpointRunsCount: e.handle(e.apiRunsCount),
+		EndpointReplay:    e.handle(e.apiReplay),
+		EndpointMetrics:   e.handle(e.apiMetrics),
+		// The console's view of a run: the step tree a page at a time.
+		EndpointRunSteps: e.handle(e.apiRunSteps),
 	}
 	for name, h := range e.taskEndpoints() {
 		endpoints[name] = h
@@ -84,6 +99,9 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 	}
 	endpoints[EndpointGroundhogVerb] = e.handle(e.apiGroundhogVerb)
 	for name, h := range e.controlEndpoints() {
+		endpoints[name] = h
+	}
+	for name, h := range e.engineEndpoints() {
 		endpoints[name] = h
 	}
 	return e.log.Serve(e.id, "orbit", Version, 5*time.Minute, endpoints)
@@ -113,8 +131,9 @@ func (e *Engine) apiInfo(ctx context.Context, _ json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return InfoReply{Info: e.info, Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
-		Consumers: consumers, StoreFull: e.log.SpaceShortage(), Signing: e.log.Signing()}, nil
+	return InfoReply{Info: e.Info(), Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
+		Consumers: consumers, StoreFull: e.log.SpaceShortage(), Signing: e.log.Signing(),
+		RestartNeeded: e.config.Status().RestartNeeded}, nil
 }
 
 func (e *Engine) apiRun(ctx context.Context, req json.RawMessage) (any, error) {
@@ -140,6 +159,18 @@ func (e *Engine) apiRuns(ctx context.Context, req json.RawMessage) (any, error) 
 		return nil, err
 	}
 	return e.proj.Runs(ctx, projector.RunFilter{Job: q.Job, States: q.States, Limit: q.Limit})
+}
+
+func (e *Engine) apiRunsCount(ctx context.Context, req json.RawMessage) (any, error) {
+	var q RunsQuery
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if err := e.proj.WaitFor(ctx, q.MinSeq); err != nil {
+		return nil, err
+	}
+	n, err := e.proj.CountRuns(ctx, projector.RunFilter{Job: q.Job, States: q.States})
+	return RunsCount{Total: n}, err
 }
 
 func (e *Engine) apiReplay(ctx context.Context, req json.RawMessage) (any, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/orbitrun/orbit/assets"
@@ -19,7 +20,16 @@ const (
 	// EndpointRunSignal delivers a signal to the steps of a run that wait
 	// for it; it answers an executor.Signalled.
 	EndpointRunSignal = "runs.signal"
+	// EndpointRunGates says where a run waits for a signal: its own gates,
+	// or those of the child runs it waits for; it answers an
+	// executor.Gates.
+	EndpointRunGates = "runs.gates"
 )
+
+// RunGates asks where a run waits for a signal (see executor.WaitingAt).
+type RunGates struct {
+	RunID string `json:"run_id"`
+}
 
 // RunRetry asks for a retry of a finished run (see
 // executor.NewRetryRequest). Input, when set, is JSON that replaces the
@@ -40,18 +50,21 @@ type RunSignal struct {
 	Requester string          `json:"requester,omitempty"`
 }
 
-// RunRetried answers a RunRetry: the new run, submitted.
+// RunRetried answers a RunRetry: the new run, submitted, and with From
+// what it does with each top-level step before From, and why.
 type RunRetried struct {
-	RunID   string `json:"run_id"`
-	Job     string `json:"job"`
-	RetryOf string `json:"retry_of"`
-	From    string `json:"from,omitempty"`
+	RunID   string             `json:"run_id"`
+	Job     string             `json:"job"`
+	RetryOf string             `json:"retry_of"`
+	From    string             `json:"from,omitempty"`
+	Steps   []events.RetryStep `json:"steps,omitempty"`
 }
 
 func (e *Engine) controlEndpoints() map[string]events.Handler {
 	return map[string]events.Handler{
 		EndpointRunRetry:  e.handle(e.apiRunRetry),
 		EndpointRunSignal: e.handle(e.apiRunSignal),
+		EndpointRunGates:  e.handle(e.apiRunGates),
 		EndpointRunResume: e.handle(e.apiRunResume),
 	}
 }
@@ -66,10 +79,16 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 	if strings.TrimSpace(q.RunID) == "" {
 		return nil, fmt.Errorf("%w: retry needs a run id", events.ErrInvalidRequest)
 	}
-	opts := executor.RetryOptions{From: q.From, Requester: q.Requester}
+	opts := executor.RetryOptions{From: q.From, Requester: q.Requester, Env: os.LookupEnv, Root: e.info.Root}
 	if len(q.Input) > 0 {
 		if err := json.Unmarshal(q.Input, &opts.Input); err != nil {
 			return nil, fmt.Errorf("%w: input: not valid JSON: %v", events.ErrInvalidRequest, err)
+		}
+		if opts.Input == nil {
+			return nil, fmt.Errorf("%w: a run's input is a JSON object, not null (leave the input out to retry with the old run's)", events.ErrInvalidRequest)
+		}
+		if err := checkInput(opts.Input); err != nil {
+			return nil, err
 		}
 		opts.HasInput = true
 	}
@@ -80,7 +99,7 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 	if err := executor.Submit(ctx, e.log, r); err != nil {
 		return nil, fmt.Errorf("submitting the retry: %w", err)
 	}
-	return RunRetried{RunID: r.RunID, Job: r.Job.Name, RetryOf: r.RetryOf, From: r.From}, nil
+	return RunRetried{RunID: r.RunID, Job: r.Job.Name, RetryOf: r.RetryOf, From: r.From, Steps: r.RetrySteps}, nil
 }
 
 // apiRunSignal checks against the log that the run waits for the signal
@@ -100,4 +119,16 @@ func (e *Engine) apiRunSignal(ctx context.Context, req json.RawMessage) (any, er
 		}
 	}
 	return executor.Signal(ctx, e.log, q.RunID, q.Signal, data, q.Requester)
+}
+
+// apiRunGates answers where a run waits for a signal.
+func (e *Engine) apiRunGates(ctx context.Context, req json.RawMessage) (any, error) {
+	var q RunGates
+	if err := decode(req, &q); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(q.RunID) == "" {
+		return nil, fmt.Errorf("%w: runs.gates needs a run id", events.ErrInvalidRequest)
+	}
+	return executor.WaitingAt(ctx, e.log, q.RunID)
 }

@@ -27,11 +27,20 @@ type Submitted struct {
 	RunID string `json:"run_id"`
 }
 
-// CancelRequest asks to cancel a run.
+// CancelRequest asks to cancel a run, or with Tree the run (if it is
+// live) and every live run below it (if it has finished).
 type CancelRequest struct {
 	RunID     string `json:"run_id"`
+	Tree      bool   `json:"tree,omitempty"`
 	Requester string `json:"requester,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+}
+
+// Cancelled answers a CancelRequest: the run named and the runs asked to
+// cancel, the one named first when it was.
+type Cancelled struct {
+	RunID string   `json:"run_id"`
+	Runs  []string `json:"runs"`
 }
 
 // PlanChange asks to replace a task's plan with version PlanVersion, which
@@ -91,7 +100,8 @@ func (e *Engine) apiSubmit(ctx context.Context, raw json.RawMessage) (any, error
 
 // decodeSubmission decodes a client's run request and checks what can be
 // checked without the log: a ULID run id (one is picked when there is
-// none), no parent run, parent event or depth, and a job that validates.
+// none), no parent run, parent event, depth or root, and a job that
+// validates.
 // Every error wraps events.ErrInvalidRequest.
 func decodeSubmission(raw json.RawMessage) (*executor.RunRequest, error) {
 	var req executor.RunRequest
@@ -104,17 +114,41 @@ func decodeSubmission(raw json.RawMessage) (*executor.RunRequest, error) {
 	if _, err := ulid.ParseStrict(req.RunID); err != nil {
 		return nil, fmt.Errorf("%w: run id %s: want a ULID (%v)", events.ErrInvalidRequest, quote(req.RunID), err)
 	}
-	if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 {
-		return nil, fmt.Errorf("%w: a client cannot submit a child run (parent, parent_event, depth)", events.ErrInvalidRequest)
+	if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 || req.Root != "" {
+		return nil, fmt.Errorf("%w: a client cannot submit a child run (parent, parent_event, depth, root)", events.ErrInvalidRequest)
 	}
 	if err := executor.ValidateJob(&req.Job); err != nil {
 		return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
 	}
+	if err := checkInput(req.Input); err != nil {
+		return nil, err
+	}
 	return &req, nil
 }
 
+// checkInput refuses a run input that is not a JSON object: a run's input
+// is the object its templates read ({{ input.name }}), and its keys are
+// merged over the job's default_input. No input at all is the job's
+// default_input.
+func checkInput(input any) error {
+	kind := "a number"
+	switch input.(type) {
+	case nil, map[string]any:
+		return nil
+	case bool:
+		kind = "a boolean"
+	case string:
+		kind = "a string"
+	case []any:
+		kind = "a list"
+	}
+	return fmt.Errorf("%w: a run's input is a JSON object, not %s (the job's default_input is used when there is none)", events.ErrInvalidRequest, kind)
+}
+
 // apiCancel records a cancel request for a run that exists and has not
-// finished.
+// finished; with Tree, for the run if it is live and every live run below
+// it, answering with no runs when none is. The run named is the selection
+// today; selectors (by job, state, age) would widen it here.
 func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error) {
 	var req CancelRequest
 	if err := decode(raw, &req); err != nil {
@@ -137,13 +171,20 @@ func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
+	if req.Tree {
+		runs, err := executor.CancelTree(ctx, e.log, view.ID, req.Requester, req.Reason)
+		if err != nil {
+			return nil, err
+		}
+		return Cancelled{RunID: view.ID, Runs: runs}, nil
+	}
 	if events.Terminal(view.State) {
 		return nil, fmt.Errorf("%w: run %s has already finished (%s); a finished run never changes", events.ErrInvalidRequest, view.ID, view.State)
 	}
 	if err := executor.RequestCancel(ctx, e.log, view.ID, req.Requester, req.Reason); err != nil {
 		return nil, err
 	}
-	return Submitted{RunID: view.ID}, nil
+	return Cancelled{RunID: view.ID, Runs: []string{view.ID}}, nil
 }
 
 // apiTaskPlan records a new version of a task's plan, once: the event id is

@@ -12,8 +12,8 @@ import (
 
 // FuzzDecodeSubmission: whatever a client sends to runs.submit, the
 // decoder either refuses it as an invalid request or returns a request
-// with a ULID run id and no parent, parent event or depth — never a child
-// run, never a panic.
+// with a ULID run id, no parent, parent event or depth, and an object
+// input or none — never a child run, never a panic.
 func FuzzDecodeSubmission(f *testing.F) {
 	job := `{"name":"j","spec":{"steps":[{"id":"x","activity":{"type":"deterministic","action":"echo","config":{"text":"hi"}}}]}}`
 	for _, seed := range []string{
@@ -30,6 +30,9 @@ func FuzzDecodeSubmission(f *testing.F) {
 		`{"run_id":"01JD0000000000000000000000","job":{"name":"off","spec":{"state":"disabled"}}}`,
 		`{"run_id":"01JD0000000000000000000000","job":{"spec":{"steps":[{"id":"x"}]}}}`,
 		`{"run_id":7}`,
+		`{"job":` + job + `,"input":[1]}`,
+		`{"job":` + job + `,"input":42}`,
+		`{"job":` + job + `,"input":{"a":1}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -46,6 +49,9 @@ func FuzzDecodeSubmission(f *testing.F) {
 		}
 		if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 {
 			t.Fatalf("%q: a child run accepted: %+v", raw, req)
+		}
+		if _, ok := req.Input.(map[string]any); !ok && req.Input != nil {
+			t.Fatalf("%q: an input that is not an object accepted: %v", raw, req.Input)
 		}
 	})
 }

@@ -21,9 +21,10 @@ import (
 // loop of child runs did once per child.
 //
 // Whether anything changed is told by a listing of the catalog's
-// directories and config file: each entry's name, size, modification and
-// change times, and inode. A file written, added, removed, renamed over or
-// touched changes the listing.
+// directories — each entry's name, size, modification and change times,
+// and inode — and the hash of the project configuration the engine runs
+// with (see projectConfig): a file written, added, removed, renamed over
+// or touched, or the configuration reloaded, changes the listing.
 //
 // A catalog is kept for each backend that backend: auto is asked to
 // resolve to: the config's, and the one a run was requested with
@@ -31,7 +32,8 @@ import (
 //
 // It is safe for concurrent use; lookups wait while the catalog is opened.
 type catalogCache struct {
-	root string
+	root   string
+	config *projectConfig
 	// dirs are the env layer's directories (ORBIT_ACTIVITY_DIR, …), read
 	// once: the engine's environment does not change.
 	dirs   assets.CatalogOptions
@@ -48,13 +50,15 @@ type openCatalog struct {
 	cat     *assets.Catalog
 }
 
-// newCatalogCache returns a cache of root's catalog (logger nil: discard).
-func newCatalogCache(root string, logger *slog.Logger) *catalogCache {
+// newCatalogCache returns a cache of root's catalog, opened with the
+// project configuration config has (logger nil: discard).
+func newCatalogCache(root string, config *projectConfig, logger *slog.Logger) *catalogCache {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &catalogCache{
-		root: root,
+		root:   root,
+		config: config,
 		dirs: assets.CatalogOptions{
 			ActivityDir: os.Getenv("ORBIT_ACTIVITY_DIR"),
 			JobDir:      os.Getenv("ORBIT_JOB_DIR"),
@@ -81,17 +85,15 @@ func (c *catalogCache) job(name, backend string) (*assets.Job, error) {
 func (c *catalogCache) catalog(backend string) (*assets.Catalog, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	cfg, hash := c.config.current()
 	listing, err := c.list()
 	if err != nil {
 		return nil, err
 	}
+	listing = "config: " + hash + "\n" + listing
 	held, ok := c.open[backend]
 	if ok && listing == held.listing {
 		return held.cat, nil
-	}
-	cfg, err := assets.LoadConfig(c.root)
-	if err != nil {
-		return nil, err
 	}
 	opts := c.dirs
 	opts.Backend = cmp.Or(backend, cfg.Runtime.Backend)
@@ -109,14 +111,11 @@ func (c *catalogCache) catalog(backend string) (*assets.Catalog, error) {
 	return cat, nil
 }
 
-// list returns the listing of every file the catalog and the project
-// configuration are read from (see catalogCache).
+// list returns the listing of every file the catalog is read from (see
+// catalogCache).
 func (c *catalogCache) list() (string, error) {
 	orbit := filepath.Join(c.root, ".orbit")
 	var b strings.Builder
-	if err := listFile(&b, filepath.Join(orbit, "config.yaml")); err != nil {
-		return "", err
-	}
 	for _, dir := range []string{
 		c.dirs.ExecutorDir, c.dirs.ActivityDir, c.dirs.JobDir,
 		filepath.Join(orbit, "executors"), filepath.Join(orbit, "activities"), filepath.Join(orbit, "jobs"),

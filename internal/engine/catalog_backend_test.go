@@ -19,7 +19,7 @@ func TestAChildJobResolvesAutoAsAsked(t *testing.T) {
 	writeAsset(t, filepath.Join(root, ".orbit", "config.yaml"), "runtime: {backend: http}\n")
 	writeAsset(t, filepath.Join(root, ".orbit", "jobs", "child.yaml"), "schemaVersion: 2\nkind: Job\nmetadata: {name: child}\nspec:\n  steps:\n"+
 		"    - {id: agent, spec: {type: agent_loop, provider: claude, instruction: hi}}\n")
-	c := newCatalogCache(root, nil)
+	c := newCatalogCache(root, testProjectConfig(t, root), nil)
 
 	for _, tt := range []struct{ asked, want string }{
 		{"", assets.BackendHTTP},

@@ -45,7 +45,7 @@ func TestTheCatalogIsReopenedOnlyWhenAFileChanges(t *testing.T) {
 	root, envJobs := t.TempDir(), t.TempDir()
 	jobs := filepath.Join(root, ".orbit", "jobs")
 	writeAsset(t, filepath.Join(jobs, "a.yaml"), echoJob("a", "hello"))
-	c := newCatalogCache(root, nil)
+	c := newCatalogCache(root, testProjectConfig(t, root), nil)
 	c.dirs.JobDir = envJobs
 
 	for range 100 {
@@ -78,21 +78,31 @@ func TestTheCatalogIsReopenedOnlyWhenAFileChanges(t *testing.T) {
 	assert.Equal(t, opens+1, c.opens)
 }
 
-// TestABrokenCatalogIsNotKept: a config that does not load fails the
-// lookup, and the next lookup after it is fixed succeeds.
-func TestABrokenCatalogIsNotKept(t *testing.T) {
+// TestABadConfigLeavesTheCatalogAsItWas: a config that does not load
+// leaves lookups on the configuration loaded before (the engine keeps it,
+// see projectConfig), and the config fixed is read at the next lookup.
+func TestABadConfigLeavesTheCatalogAsItWas(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	writeAsset(t, filepath.Join(root, ".orbit", "jobs", "a.yaml"), echoJob("a", "hello"))
 	config := filepath.Join(root, ".orbit", "config.yaml")
-	writeAsset(t, config, "runtime: {backend: nope}\n")
-	c := newCatalogCache(root, nil)
-	_, err := c.job("a", "")
-	require.ErrorIs(t, err, assets.ErrInvalid)
-	_, err = c.job("a", "")
-	require.ErrorIs(t, err, assets.ErrInvalid, "still broken")
 	writeAsset(t, config, "runtime: {backend: http}\n")
+	c := newCatalogCache(root, testProjectConfig(t, root), nil)
 	assert.Equal(t, "hello", greeting(t, c, "a"))
+	writeAsset(t, config, "runtime: {backend: nope}\n")
+	assert.Equal(t, "hello", greeting(t, c, "a"), "still the configuration loaded before")
+	assert.Equal(t, 1, c.opens)
+	writeAsset(t, config, "runtime: {backend: cli}\n")
+	cat, err := c.catalog("")
+	require.NoError(t, err)
+	assert.Equal(t, assets.BackendCLI, cat.Backend())
+	assert.Equal(t, 2, c.opens)
+
+	_, err = c.job("a", "nope")
+	require.ErrorIs(t, err, assets.ErrInvalid, "a catalog that does not open")
+	_, err = c.job("a", "nope")
+	require.ErrorIs(t, err, assets.ErrInvalid, "is not kept: it is tried again")
+	assert.Equal(t, 2, c.opens)
 }
 
 // TestAHundredChildRunsOpenTheCatalogOnce: a job whose loop invokes a child
@@ -152,4 +162,12 @@ spec:
 	e.catalog.mu.Lock()
 	defer e.catalog.mu.Unlock()
 	assert.Equal(t, 1, e.catalog.opens)
+}
+
+// testProjectConfig is root's configuration as an engine would load it.
+func testProjectConfig(t *testing.T, root string) *projectConfig {
+	t.Helper()
+	c, err := loadProjectConfig(root, nil, nil)
+	require.NoError(t, err)
+	return c
 }

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -35,6 +38,41 @@ func CredsDir(root string) string { return filepath.Join(StateDir(root), "creds"
 
 func infoPath(root string) string { return filepath.Join(StateDir(root), "engine.json") }
 
+// LogPath is where a background engine writes its log (its stdout and
+// stderr).
+func LogPath(root string) string { return filepath.Join(StateDir(root), "engine.log") }
+
+// EnsureStateDir makes root's state directory, owner-only (0700), and
+// narrows it and the engine's log (0600) back when someone widened them,
+// as events.EnsureCreds does the seeds: the log names runs, steps and
+// errors, and the directory holds the views and the store.
+func EnsureStateDir(root string) error {
+	dir := StateDir(root)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := narrowMode(dir, 0o700); err != nil {
+		return err
+	}
+	return narrowMode(LogPath(root), 0o600)
+}
+
+// narrowMode removes every permission bit of path beyond want; a missing
+// path is left missing.
+func narrowMode(path string, want os.FileMode) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || fi.Mode().Perm()&^want == 0 {
+		return err
+	}
+	if err := os.Chmod(path, fi.Mode().Perm()&want); err != nil {
+		return fmt.Errorf("narrowing the mode of %s: %w", path, err)
+	}
+	return nil
+}
+
 // ReadInfo returns the engine info recorded for root. It fails with
 // os.ErrNotExist when there is none or when the recorded process is gone.
 func ReadInfo(root string) (*Info, error) {
@@ -46,7 +84,7 @@ func ReadInfo(root string) (*Info, error) {
 	if err := json.Unmarshal(data, &info); err != nil {
 		return nil, fmt.Errorf("%s: %w", infoPath(root), err)
 	}
-	if !alive(info.PID) {
+	if !Running(info.PID) {
 		return nil, fmt.Errorf("engine %d is gone: %w", info.PID, os.ErrNotExist)
 	}
 	return &info, nil
@@ -77,10 +115,30 @@ func removeInfo(root string) {
 	}
 }
 
-func alive(pid int) bool {
+// Running reports whether process pid runs: it exists and has not exited.
+// A zombie (exited, not yet reaped by its parent: a parent that waits for
+// nothing, or a pid 1 that reaps nothing, as in some containers) does not
+// run.
+func Running(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		// No /proc to ask: the signal's answer is all there is. Gone
+		// since the signal: not running.
+		return !errors.Is(err, fs.ErrNotExist) || !procMounted()
+	}
+	// "pid (comm) state …": the state follows the last ')'.
+	rest := data[bytes.LastIndexByte(data, ')')+1:]
+	return !bytes.HasPrefix(bytes.TrimSpace(rest), []byte("Z"))
+}
+
+// procMounted reports whether /proc describes processes.
+func procMounted() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
 }

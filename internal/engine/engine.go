@@ -46,6 +46,14 @@ type Config struct {
 	// Listen is the embedded server's client address (default
 	// 127.0.0.1:4222; port 0 picks a free port).
 	Listen string
+	// ListenTLS, when set, makes the embedded server's listener speak TLS
+	// only (serve.tls; see events.TLSFiles).
+	ListenTLS *events.TLSFiles
+	// TLS is the TLS of the engine's connection to an external server
+	// (NATSURL) and of the clients it starts (a CLI agent's orbit mcp,
+	// whose CA defaults to ListenTLS's): the CA they trust and the
+	// certificate they show.
+	TLS *events.TLSFiles
 	// Token is sent to an external server (NATSURL) that requires one. The
 	// embedded server admits only nkeys: a token without NATSURL is refused.
 	Token string
@@ -98,6 +106,17 @@ type Engine struct {
 	catalog      *catalogCache
 	attempts     *groundhog.Attempts
 	ship         *shipping.Service
+
+	// config is the project's configuration, reloaded when the file
+	// changes; what of it the engine applies while it runs is kept here as
+	// applyConfig last made it.
+	config       *projectConfig
+	settings     atomic.Pointer[executor.Settings]
+	provSettings atomic.Pointer[[]Setting] // Info.Settings, for the providers configured now
+	idleTimeout  atomic.Int64              // a time.Duration; see Config.IdleTimeout
+
+	stopMu sync.Mutex
+	stop   context.CancelCauseFunc // ends Run; nil until Run starts
 }
 
 // Errors of Open.
@@ -128,7 +147,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg.Root = root
-	if err := os.MkdirAll(StateDir(root), 0o755); err != nil {
+	if err := EnsureStateDir(root); err != nil {
 		return nil, err
 	}
 	creds, err := events.EnsureCreds(CredsDir(root))
@@ -142,6 +161,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		URL:        cfg.NATSURL,
 		Replicas:   cfg.Replicas,
 		Listen:     cfg.Listen,
+		ListenTLS:  cfg.ListenTLS,
+		TLS:        cfg.TLS,
 		Durability: cfg.Durability,
 		MaxPayload: cfg.MaxPayload,
 		Name:       "orbit-engine",
@@ -160,7 +181,13 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		logCfg.NKeySeedFile = creds.File(events.IdentityEngine)
 	}
 	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine"), attempts: groundhog.NewAttempts(cfg.Redactor.Add)}
-	e.catalog = newCatalogCache(root, e.logger)
+	e.idleTimeout.Store(int64(cfg.IdleTimeout))
+	// The configuration is read before anything is opened: a bad file
+	// stops the engine from starting, saying why.
+	if e.config, err = loadProjectConfig(root, e.logger, e.applyConfig); err != nil {
+		return nil, err
+	}
+	e.catalog = newCatalogCache(root, e.config, e.logger)
 
 	e.proj, err = projector.Open(ctx, projector.Config{
 		Path:   filepath.Join(StateDir(root), "views.db"),
@@ -205,22 +232,18 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
-	project, err := assets.LoadConfig(root)
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
+	project := e.config.get()
 	e.ship = e.newShipping()
 	e.orch = executor.NewOrchestrator(executor.Config{
-		Log:           e.log,
-		Admission:     e.ship.Admission,
-		ActiveRuns:    e.activeRuns,
-		ViewsApplied:  e.proj.Applied,
-		Jobs:          e.job,
-		Engine:        e.id,
-		Root:          root,
-		MaxChildDepth: project.Engine.MaxChildDepth,
-		Logger:        cfg.Logger,
+		Log:          e.log,
+		Admission:    e.ship.Admission,
+		ActiveRuns:   e.activeRuns,
+		ViewsApplied: e.proj.Applied,
+		Jobs:         e.job,
+		Engine:       e.id,
+		Root:         root,
+		Settings:     e.currentSettings,
+		Logger:       cfg.Logger,
 	})
 	agents := agentSandbox(cfg, creds, e.logger)
 	cli := e.groundhogCLI(agentSeed(creds))
@@ -229,9 +252,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Log:             e.log,
 		Engine:          e.id,
 		AckWait:         time.Duration(project.Engine.AckWaitSeconds) * time.Second,
-		MaxDeliver:      project.Engine.MaxDeliveries,
-		FSProfiles:      fsProfiles(project),
-		Providers:       providers(project),
+		Settings:        e.currentSettings,
 		Actions:         e.ship.Actions(),
 		Tasks:           e.ship,
 		GroundhogMemory: e.groundhogMemory,
@@ -247,9 +268,35 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Durability: e.log.Durability(),
 		Started:    time.Now().UTC(),
 		Background: cfg.Background,
-		Settings:   ReadSettings(agent.Settings(keyEnvs(project)...), os.LookupEnv),
 	}
 	return e, nil
+}
+
+// applyConfig makes what the engine applies while it runs of the project's
+// configuration cfg (see assets.ConfigSettings) the engine's: the
+// workers' and orchestrator's Settings, the provider settings it reports,
+// and, for an engine started on demand, its idle timeout. It is called
+// with the configuration loaded at start and with each one reloaded.
+func (e *Engine) applyConfig(cfg *assets.Config) {
+	e.settings.Store(&executor.Settings{
+		FSProfiles:     fsProfiles(cfg),
+		Providers:      providers(cfg),
+		MaxDeliver:     cfg.Engine.MaxDeliveries,
+		MaxChildDepth:  cfg.Engine.MaxChildDepth,
+		MaxDescendants: cfg.Engine.MaxDescendants,
+	})
+	settings := ReadSettings(agent.Settings(keyEnvs(cfg)...), os.LookupEnv)
+	e.provSettings.Store(&settings)
+	if e.cfg.Background {
+		e.idleTimeout.Store(int64(time.Duration(cfg.Engine.IdleTimeoutSeconds) * time.Second))
+	}
+}
+
+// currentSettings returns the executor's Settings as the project's
+// configuration has them now, after loading the file again if it changed.
+func (e *Engine) currentSettings() executor.Settings {
+	e.config.get()
+	return *e.settings.Load()
 }
 
 // rootScope is the scope (see proc.WithScope) of every program an engine on
@@ -260,7 +307,11 @@ func rootScope(root string) string {
 }
 
 // Info describes the running engine.
-func (e *Engine) Info() Info { return e.info }
+func (e *Engine) Info() Info {
+	info := e.info
+	info.Settings = *e.provSettings.Load()
+	return info
+}
 
 // Log returns the engine's event log.
 func (e *Engine) Log() *events.Log { return e.log }
@@ -272,6 +323,9 @@ func (e *Engine) Log() *events.Log { return e.log }
 func (e *Engine) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	e.stopMu.Lock()
+	e.stop = cancel
+	e.stopMu.Unlock()
 	e.touch()
 
 	var wg sync.WaitGroup
@@ -323,12 +377,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.cfg.Beside != nil {
 		defer start("beside", func(ctx context.Context) error { return e.cfg.Beside(ctx, e.log) })()
 	}
-	if err := writeInfo(e.cfg.Root, &e.info); err != nil {
+	info := e.Info()
+	if err := writeInfo(e.cfg.Root, &info); err != nil {
 		return err
 	}
-	e.logger.Info("engine running", "engine", e.id, "root", e.cfg.Root, "url", e.info.URL)
+	e.logger.Info("engine running", "engine", e.id, "root", e.cfg.Root, "url", info.URL)
 	set := "none"
-	if names := SetNames(e.info.Settings); len(names) > 0 {
+	if names := SetNames(info.Settings); len(names) > 0 {
 		set = strings.Join(names, " ")
 	}
 	e.logger.Info("provider settings from the engine's environment", "set", set)
@@ -336,6 +391,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.cfg.IdleTimeout > 0 {
 		go e.watchIdle(ctx, cancel)
 	}
+	// .orbit/config.yaml edited: what can change while the engine runs
+	// does, from the next step; the rest is reported as needing a restart.
+	go e.config.watch(ctx)
 	// The state directory removed (rm -rf of the project's state, a demo
 	// directory made again): the log and views this engine writes are
 	// gone, and the next command would start a second engine on the root.
@@ -351,13 +409,16 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.logger.Warn("stopping while no NATS server answers; what is in flight resumes on another engine or at the next start")
 		e.log.Abandon()
 	}
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errIdle) {
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errIdle) && !errors.Is(err, errStopped) {
 		return err
 	}
 	return nil
 }
 
-var errIdle = errors.New("idle")
+var (
+	errIdle    = errors.New("idle")
+	errStopped = errors.New("stopped on request")
+)
 
 // stateCheck is how often the engine checks that its state directory is
 // still there.
@@ -392,7 +453,9 @@ func (e *Engine) stateRemoved(context.Context) error {
 
 func (e *Engine) touch() { e.lastActivity.Store(time.Now().UnixNano()) }
 
-// watchIdle stops the engine once nothing has happened for IdleTimeout.
+// watchIdle stops the engine once nothing has happened for its idle
+// timeout (which, for an engine started on demand, follows the project's
+// engine.idle_timeout_seconds as it is reloaded).
 func (e *Engine) watchIdle(ctx context.Context, stop context.CancelCauseFunc) {
 	tick := time.NewTicker(min(e.cfg.IdleTimeout/4, time.Second))
 	defer tick.Stop()
@@ -405,8 +468,9 @@ func (e *Engine) watchIdle(ctx context.Context, stop context.CancelCauseFunc) {
 				e.touch()
 				continue
 			}
-			if time.Since(time.Unix(0, e.lastActivity.Load())) >= e.cfg.IdleTimeout {
-				e.logger.Info("engine idle; stopping", "idle_timeout", e.cfg.IdleTimeout)
+			idle := time.Duration(e.idleTimeout.Load())
+			if time.Since(time.Unix(0, e.lastActivity.Load())) >= idle {
+				e.logger.Info("engine idle; stopping", "idle_timeout", idle)
 				stop(errIdle)
 				return
 			}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
@@ -19,7 +20,11 @@ func (e *Engine) groundhogCLI(agentSeed string) *groundhog.CLIBackend {
 		if err != nil {
 			return mcp.Scope{}, fmt.Errorf("the orbit executable for orbit mcp: %w", err)
 		}
-		return mcp.Scope{Binary: bin, NATSURL: e.log.ClientURL(), NKeyFile: agentSeed, TaskID: taskID, Token: token}, nil
+		s := mcp.Scope{Binary: bin, NATSURL: e.log.ClientURL(), NKeyFile: agentSeed, TaskID: taskID, Token: token}
+		if f := e.clientTLS(); f != nil {
+			s.TLSCA, s.TLSCert, s.TLSKey = f.CA, f.Cert, f.Key
+		}
+		return s, nil
 	}
 	return &groundhog.CLIBackend{
 		Attempts: e.attempts,
@@ -51,4 +56,21 @@ func (e *Engine) groundhogCLI(agentSeed string) *groundhog.CLIBackend {
 // the agent can do.
 func agentSeed(creds *events.Creds) string {
 	return creds.File(events.IdentityAgent)
+}
+
+// clientTLS is the TLS of the clients the engine starts (a CLI agent's
+// orbit mcp): cfg.TLS, whose CA defaults to the listener's (its ca, else
+// its certificate: one that signed itself). Nil when neither is set.
+func (e *Engine) clientTLS() *events.TLSFiles {
+	if e.cfg.TLS == nil && e.cfg.ListenTLS == nil {
+		return nil
+	}
+	var f events.TLSFiles
+	if e.cfg.TLS != nil {
+		f = *e.cfg.TLS
+	}
+	if f.CA == "" && e.cfg.ListenTLS != nil {
+		f.CA = cmp.Or(e.cfg.ListenTLS.CA, e.cfg.ListenTLS.Cert)
+	}
+	return &f
 }

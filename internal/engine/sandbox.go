@@ -14,7 +14,7 @@ import (
 // identity (one configured before it existed): the verbs of every CLI
 // agent's `orbit mcp` would be refused.
 func (e *Engine) checkAgentAdmitted(ctx context.Context, creds *events.Creds) {
-	l, err := events.DialAPI(ctx, e.log.ClientURL(), events.Config{NKeySeedFile: agentSeed(creds), Name: "orbit-agent-check"})
+	l, err := events.DialAPI(ctx, e.log.ClientURL(), events.Config{NKeySeedFile: agentSeed(creds), TLS: e.cfg.TLS, Name: "orbit-agent-check"})
 	if errors.Is(err, events.ErrUnauthorized) {
 		e.logger.Warn("the NATS server does not admit the agent identity, so CLI agents cannot send their verbs; configure it with the users of orbit nats-config", "seed", agentSeed(creds))
 		return
@@ -29,9 +29,10 @@ func (e *Engine) checkAgentAdmitted(ctx context.Context, creds *events.Creds) {
 // agentSandbox is what the engine's CLI agents do not see: the whole state
 // directory (the nkey seeds and the log key in creds/, the NATS store with
 // the log and the command queue, the views, engine.json, engine.log), and
-// the --log-key and --nkey files wherever they are. The agent identity's
-// seed stays readable at its own path: `orbit mcp` signs in with it, and
-// it is worth no more than the verbs (events.IdentityAgent). The rest of
+// the --log-key and --nkey files and the private key of serve.tls
+// wherever they are. The agent identity's seed stays readable at its own
+// path: `orbit mcp` signs in with it, and it is worth no more than the
+// verbs (events.IdentityAgent). The rest of
 // .orbit is read-only: the jobs, activities and configuration there are
 // what the engine runs next, outside any sandbox.
 //
@@ -44,7 +45,11 @@ func agentSandbox(cfg Config, creds *events.Creds, logger *slog.Logger) *sandbox
 		Keep:     []string{creds.File(events.IdentityAgent)},
 		ReadOnly: []string{filepath.Dir(state)},
 	}
-	for _, f := range []string{cfg.LogKeyFile, cfg.NKeySeedFile} {
+	files := []string{cfg.LogKeyFile, cfg.NKeySeedFile}
+	if cfg.ListenTLS != nil {
+		files = append(files, cfg.ListenTLS.Key) // the listener's own: an agent shows a client's
+	}
+	for _, f := range files {
 		if f == "" {
 			continue
 		}

@@ -81,7 +81,17 @@ type Project struct {
 // it are stopped when the test ends.
 func NewProject(t testing.TB) *Project {
 	t.Helper()
-	p := &Project{t: t, Root: t.TempDir(), Bin: Binary(t)}
+	return NewProjectIn(t, t.TempDir())
+}
+
+// NewProjectIn is NewProject in dir, made if missing: for a test that needs
+// a root of a given name.
+func NewProjectIn(t testing.TB, dir string) *Project {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("project directory: %v", err)
+	}
+	p := &Project{t: t, Root: dir, Bin: Binary(t)}
 	if r := p.Orbit("init"); r.Code != 0 {
 		t.Fatalf("orbit init: %s", r)
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,14 @@ cluster {
 	t.Cleanup(c.Stop)
 	c.WaitReady()
 	return c
+}
+
+// FreeAddr returns a loopback address, 127.0.0.1:port, whose port was free
+// a moment ago: for a listener configured in a file rather than chosen by
+// the kernel.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.

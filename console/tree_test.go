@@ -1,0 +1,89 @@
+package console_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// spawner finishes at once, leaving two detached runs of nap asleep.
+const spawner = `schemaVersion: 2
+kind: Job
+metadata: {name: spawner}
+spec:
+  steps:
+    - {id: one, spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}}
+    - {id: two, spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}}
+`
+
+const nap = `schemaVersion: 2
+kind: Job
+metadata: {name: nap}
+spec:
+  max_active_runs: 5
+  steps:
+    - {id: sleep, spec: {type: deterministic, action: sleep, config: {ms: 60000}}}
+`
+
+// TestCancelTreeFromTheRunPage: the page of a finished run offers to cancel
+// the runs below it; a cross-site POST is refused, a same-origin one
+// cancels them as orbit run cancel --tree would, and with nothing live
+// below the run a second one is a conflict.
+func TestCancelTreeFromTheRunPage(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
+	p.WriteFile(".orbit/jobs/nap.yaml", nap)
+	c := serveConsole(t, p)
+	root := runJob(t, p, "spawner")
+	require.Equal(t, events.StateSuccess, showRun(t, p, root).State)
+	var naps []string
+	waitFor(t, "two naps running", func() bool {
+		r := p.Orbit("run", "history", "--job", "nap", "--json")
+		require.Equal(t, 0, r.Code, r.String())
+		var runs []struct{ ID, State string }
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
+		naps = naps[:0]
+		for _, run := range runs {
+			if run.State == events.StateRunning {
+				naps = append(naps, run.ID)
+			}
+		}
+		return len(naps) == 2
+	})
+
+	code, body := c.get(t, "/runs/"+root)
+	require.Equal(t, http.StatusOK, code)
+	assert.NotContains(t, body, `id="cancel"`, "the run itself has finished")
+	assert.Contains(t, body, `action="/runs/`+root+`/cancel?tree=1"`)
+	assert.Contains(t, body, `id="cancel-tree"`)
+
+	post := func(headers map[string]string) int {
+		req := c.request(t, http.MethodPost, "/runs/"+root+"/cancel?tree=1")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusForbidden, post(map[string]string{"Origin": "https://evil.example"}))
+	assert.Equal(t, events.StateRunning, showRun(t, p, naps[0]).State, "a refused cancel changes nothing")
+	assert.Equal(t, http.StatusSeeOther, post(map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": c.URL}))
+	for _, id := range naps {
+		waitFor(t, "the nap to end", func() bool { return events.Terminal(showRun(t, p, id).State) })
+		v := showRun(t, p, id)
+		assert.Equal(t, events.StateCancelled, v.State)
+		require.NotNil(t, v.Error)
+		assert.True(t, strings.HasSuffix(v.Error.Message, ": from the console, as part of the tree cancel of "+root), v.Error.Message)
+	}
+	assert.Equal(t, http.StatusConflict, post(nil), "nothing is live below the run now")
+}

@@ -1,0 +1,54 @@
+package executor_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestParallelBranchesStartInTheOrderTheJobListsThem: the branches of a
+// parallel step run at once, but their first events are in the log in
+// the job's order (the scheduler had the last branch first, most
+// often), nested structures and skipped branches included; so every view
+// lists them so.
+func TestParallelBranchesStartInTheOrderTheJobListsThem(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	startEngine(t, log, t.TempDir(), nil)
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: branches}
+spec:
+  steps:
+    - id: all
+      parallel:
+        branches:
+          - {id: a, spec: {type: deterministic, action: echo, config: {v: a}}}
+          - {id: b, when: "false", spec: {type: deterministic, action: echo}}
+          - id: c
+            loop:
+              max_iterations: 1
+              steps:
+                - {id: c_body, spec: {type: deterministic, action: echo}}
+          - {id: d, spec: {type: deterministic, action: sleep, config: {ms: 1}}}
+          - {id: e, spec: {type: deterministic, action: echo, config: {v: e}}}
+`)
+	for range 5 {
+		runID, fin := runJob(t, log, job, nil)
+		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+		var first []string
+		seen := map[string]bool{}
+		for _, ev := range history(t, log, runID) {
+			if (ev.Type == events.StepStarted || ev.Type == events.StepSkipped) && !seen[ev.StepKey] {
+				seen[ev.StepKey] = true
+				first = append(first, ev.StepKey)
+			}
+		}
+		assert.Equal(t, []string{"all", "all/a", "all/b", "all/c", "all/d", "all/e"}, first[:6])
+	}
+}
