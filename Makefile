@@ -7,7 +7,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build binsize agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
+.PHONY: all build binsize agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-ship demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
 
 all: build
 
@@ -141,6 +141,10 @@ demo: build
 demo-groundhog: build
 	ORBIT=$(BIN) scripts/demo-groundhog.sh
 
+# Ships a backlog of three tasks to a bare origin, offline (replayed agents).
+demo-ship: build
+	ORBIT=$(BIN) scripts/demo-ship.sh
+
 # The git processes the engine runs for demo-groundhog's three attempts,
 # per git subcommand.
 git-count: build
@@ -170,4 +174,4 @@ demo-cli-agent: build
 	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-cli-agent.sh
 
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog .demo-groundhog-cli .demo-groundhog-codex .demo-cli-agent .demo-cluster $(AGENTS)/node_modules
+	rm -rf bin $(DEMO) .demo-groundhog .demo-ship .demo-groundhog-cli .demo-groundhog-codex .demo-cli-agent .demo-cluster $(AGENTS)/node_modules

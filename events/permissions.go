@@ -115,9 +115,10 @@ func Permissions(id Identity, public string) *server.Permissions {
 }
 
 // AgentEndpoints are the API endpoints the agent identity may call: the
-// one that takes a Groundhog verb with its attempt token. A new endpoint a
+// one that takes a Groundhog verb with its attempt token, and the one that
+// takes an execution summary with its step's task token. A new endpoint a
 // CLI agent needs is added here, and only one that checks the token.
-var AgentEndpoints = []string{"groundhog.verb"}
+var AgentEndpoints = []string{"groundhog.verb", "tasks.summary"}
 
 // agentPermissions is what the agent identity (public) may do: call the
 // roll (orbit.api.engines and one engine's own, orbit.api.at.<engine>.engines,

@@ -263,10 +263,10 @@ func agentFailure(f *events.GroundhogAttemptFailedData) bool {
 	return false
 }
 
-// activate makes a running task active again, saying why.
+// activate puts a task in progress back in the backlog, saying why.
 func (a *abandon) activate(ctx context.Context, reason string) error {
-	if a.r.st.status != events.TaskRunning {
+	if events.TaskStatusMeaning(a.r.st.status) != events.TaskInProgress {
 		return nil
 	}
-	return a.r.setStatus(ctx, events.TaskActive, reason)
+	return a.r.setStatus(ctx, events.TaskBacklog, reason)
 }

@@ -67,7 +67,7 @@ func reserve(ctx context.Context, cfg ControlConfig) (r *runner, holder string, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	r = &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, GitEnv: cfg.GitEnv,
-		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log}
+		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log, by: byOrUnknown(cfg.By)}
 	st, err := loadState(ctx, cfg.Log, cfg.TaskID)
 	if err != nil {
 		return nil, "", err

@@ -119,7 +119,7 @@ func RewindTo(ctx context.Context, cfg ControlConfig) (*Control, error) {
 		forgot := committedIDs(commits[k:])
 		res.Message = fmt.Sprintf("task %s: %s moved back from %s to %s, before %s; forgotten: %s; the next run does them again",
 			cfg.TaskID, res.Ref, shortSHA(last.SHA), shortSHA(to), cfg.Checkpoint, forgot)
-		return r.setStatus(ctx, events.TaskActive, "rewound to before "+cfg.Checkpoint+" by "+byOrUnknown(cfg.By))
+		return r.setStatus(ctx, events.TaskBacklog, "rewound to before "+cfg.Checkpoint+" by "+byOrUnknown(cfg.By))
 	})
 }
 

@@ -66,6 +66,12 @@ Exit status: 0 every checkpoint committed; 1 blocked, drifted or failed.`,
 			if err != nil {
 				return err
 			}
+			if task.Plan == "" {
+				return usageErr("task %s has no checkpoint plan; give it one with orbit task plan %s --file PLAN", task.ID, task.ID)
+			}
+			if task.Branch == "" {
+				return usageErr("task %s has no branch for Groundhog to commit on; ship it (orbit run ship %s), which gives it a worktree and branch of its own", task.ID, task.ID)
+			}
 			job := groundhogJob(task.ID, act)
 			req, err := executor.NewRunRequest(job, nil, requester())
 			if err != nil {
@@ -276,11 +282,11 @@ uncommitted change to tracked files. Exit status 1 on any failed check.`,
 			if len(evs) == 0 {
 				return usageErr("task %s not found", args[0])
 			}
-			var created events.TaskCreatedData
-			if err := evs[0].Decode(&created); err != nil {
+			workspace, err := groundhog.Workspace(evs)
+			if err != nil {
 				return err
 			}
-			repo, err := gitops.Open(created.Workspace)
+			repo, err := gitops.Open(workspace)
 			if err != nil {
 				return &exitError{code: exitUnsuccess, err: fmt.Errorf("task %s workspace: %w", args[0], err)}
 			}

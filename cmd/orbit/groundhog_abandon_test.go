@@ -56,7 +56,7 @@ func TestGroundhogAbandon(t *testing.T) {
 	var res groundhog.Abandonment
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
 	assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
-	assert.Equal(t, events.TaskActive, res.Status)
+	assert.Equal(t, events.TaskBacklog, res.Status)
 	assert.Contains(t, res.Message, "was not reset")
 	assert.Equal(t, theirs, testkit.Git(t, repo, "rev-parse", "main"), "the person's commit is untouched")
 

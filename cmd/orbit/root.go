@@ -75,6 +75,7 @@ nothing and re-runs nothing that finished.`,
 		a.natsConfigCommand(),
 		a.blobCommand(),
 		a.mcpCommand(),
+		a.gcCommand(),
 	)
 	refuseUnknownSubcommands(cmd)
 	return cmd

@@ -40,7 +40,7 @@ run a job where a subcommand was meant.`,
 	}
 	opts.register(a, cmd)
 	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runLogsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
-		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand())
+		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand(), a.runShipCommand(), a.runAutoCommand())
 	return cmd
 }
 

@@ -84,7 +84,7 @@ not above the spending), 3 no engine could be reached.`,
 			for _, p := range res.Parents {
 				a.errorf("run %s, which stopped waiting for it, goes on too\n", p)
 			}
-			return a.follow(ctx, feed, res.Job)
+			return a.follow(ctx, feed, res.Job, a.json)
 		}),
 	}
 	cmd.Flags().Int64Var(&maxTokens, "max-tokens", 0, "the run's new max_tokens (input plus output tokens of all its agents)")
