@@ -57,6 +57,8 @@ type Log struct {
 	rejected sync.Map // "stream/seq" of messages rejected (see reject)
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
+	// maxLag replaces the constant of the same name when set (tests).
+	maxLag time.Duration
 
 	commitOnce sync.Once
 	// Strict mode's group commits of events and of commands, started on
@@ -102,6 +104,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	if err := l.loadKey(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.checkClock(ctx); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -305,10 +311,7 @@ func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if err := l.checkEvent(raw.Sequence, raw.Subject, raw.Header, raw.Data); err != nil {
-		return Event{}, err
-	}
-	ev, err := DecodeEvent(raw.Data)
+	ev, err := l.readMessage(raw.Sequence, raw.Subject, raw.Header, raw.Data, raw.Time)
 	if err != nil {
 		return Event{}, err
 	}

@@ -77,7 +77,7 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 	var out []Event
 	err := l.scan(ctx, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
 		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
-		ev, err := l.readMessage(seq, subject, msg.Header, msg.Data)
+		ev, err := l.readMessage(seq, subject, msg.Header, msg.Data, storedTime(msg.Header))
 		if err != nil {
 			if !opts.Placeholders {
 				return nil
