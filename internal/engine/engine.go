@@ -79,6 +79,9 @@ type Config struct {
 	// web console), on the engine's own log connection; its failure stops
 	// the engine.
 	Beside func(ctx context.Context, log *events.Log) error
+	// RefusalWindow is how long a task's refused verbs are counted before
+	// they are recorded as one event (zero: 10 s; see refusals).
+	RefusalWindow time.Duration
 }
 
 // Engine is a running Orbit engine on one project root.
@@ -96,6 +99,7 @@ type Engine struct {
 	created      time.Time // of the events stream, as checkLog found it
 	catalog      *catalogCache
 	attempts     *groundhog.Attempts
+	refusals     *refusals
 }
 
 // Errors of Open.
@@ -199,6 +203,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.checkAgentAdmitted(ctx, creds)
 	}
 	e.proj.SetSource(e.log)
+	e.refusals = newRefusals(e.log, cfg.RefusalWindow, e.logger)
 	if err := e.checkLog(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -309,6 +314,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer stopWorker()
 	stopOrch := start("orchestrator", e.orch.Run)
 	defer stopOrch()
+	// Once the API has stopped, no verb is refused any more: what the
+	// open windows counted is recorded.
+	defer e.refusals.stop()
 	api, err := e.serveAPI()
 	if err != nil {
 		return err
