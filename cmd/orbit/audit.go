@@ -37,7 +37,7 @@ its run's earlier events. Lists every failure and exits 1 on any.`,
 				if report.SignedFrom > 0 {
 					signed = fmt.Sprintf("signed from sequence %d", report.SignedFrom)
 				}
-				if report.BoundFrom > 0 {
+				if report.BoundFrom > 0 && report.BoundFrom != report.SignedFrom {
 					signed += fmt.Sprintf(", bound from sequence %d", report.BoundFrom)
 				}
 				a.printf("audited %d events through sequence %d (%s): %d problems\n", report.Messages, report.LastSeq, signed, len(report.Problems))
