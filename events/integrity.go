@@ -284,14 +284,17 @@ const rejectTimeout = 5 * time.Second
 
 // reject records that the message at seq of stream failed verification,
 // once per Log and message (later reads of it only log at debug level):
-// an engine's Log (one opened with Open) appends integrity.rejected; the
-// event's id is derived from the message, so engines sharing a log store
-// it once within the duplicate window.
+// it tells Config.OnReject, and an engine's Log (one opened with Open)
+// appends integrity.rejected; the event's id is derived from the message,
+// so engines sharing a log store it once within the duplicate window.
 func (l *Log) reject(stream string, seq uint64, subject, reason string) {
 	key := fmt.Sprintf("%s/%d", stream, seq)
 	if _, seen := l.rejected.LoadOrStore(key, true); seen {
 		l.log.Debug("message fails verification", "stream", stream, "seq", seq, "subject", subject, "reason", reason)
 		return
+	}
+	if l.cfg.OnReject != nil {
+		l.cfg.OnReject(Rejection{Stream: stream, Seq: seq, Subject: subject, Reason: reason})
 	}
 	if !l.engine {
 		l.log.Debug("message fails verification", "stream", stream, "seq", seq, "subject", subject, "reason", reason)
@@ -309,6 +312,15 @@ func (l *Log) reject(stream string, seq uint64, subject, reason string) {
 		l.rejected.Delete(key)
 		l.log.Warn("integrity.rejected not recorded", "stream", stream, "seq", seq, "err", aerr)
 	}
+}
+
+// Rejection is a message a read left out because it failed verification
+// by the log key (see Config.OnReject).
+type Rejection struct {
+	Stream  string // EventsStream or CommandsStream
+	Seq     uint64
+	Subject string
+	Reason  string // ReasonUnsigned, ReasonBadMAC, …
 }
 
 // UnattributedRun is the run id integrity.rejected is recorded under when

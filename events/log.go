@@ -53,6 +53,7 @@ type Log struct {
 	log       *slog.Logger
 
 	key      *logKey  // nil: no signing or verification
+	keyFile  string   // where key was read from
 	engine   bool     // opened by Open (an engine), not Dial: records integrity.rejected
 	rejected sync.Map // "stream/seq" of messages rejected (see reject)
 	// eventsOrigin and cmdsOrigin cache originalStream.

@@ -218,8 +218,53 @@ func (l *Log) loadKey(ctx context.Context) error {
 		}
 	}
 	l.cfg.Redactor.Add(key.hexKey)
-	l.key = key
+	l.key, l.keyFile = key, path
 	return nil
+}
+
+// KeyFile is the file of the key this Log signs and verifies with (empty
+// when it has none).
+func (l *Log) KeyFile() string {
+	if l.key == nil {
+		return ""
+	}
+	return l.keyFile
+}
+
+// UseKey makes this Log verify what it reads with the key an engine signs
+// with, which id names (the engine's KeyID; empty when it signs nothing):
+// the key it loaded if that is the one, else the first of files that
+// holds it. Without it at hand the Log verifies nothing, rather than
+// leave out every event the engine wrote. It returns the file of the key
+// in use, empty for none. Call it before the Log reads anything.
+func (l *Log) UseKey(id string, files ...string) string {
+	if id == "" {
+		l.key = nil
+		return ""
+	}
+	if l.key != nil && l.key.id() == id {
+		return l.keyFile
+	}
+	for _, f := range files {
+		k, err := readLogKey(f)
+		if err == nil && k.id() == id {
+			l.cfg.Redactor.Add(k.hexKey)
+			l.key, l.keyFile = k, f
+			return f
+		}
+	}
+	l.key = nil
+	return ""
+}
+
+// KeyID names the key this Log signs and verifies with, without revealing
+// it (empty when it has none). An engine announces it in engine.info, so
+// that a client verifies with the same key or not at all (see UseKey).
+func (l *Log) KeyID() string {
+	if l.key == nil {
+		return ""
+	}
+	return l.key.id()
 }
 
 // keyStart is where a key made now starts signing: the next sequence of

@@ -121,3 +121,48 @@ func TestAuditFindsWhatACopyBreaks(t *testing.T) {
 		}
 	}
 }
+
+// TestAClientVerifiesWithTheEnginesKeyOrNone: a client told which key the
+// engine signs with (its KeyID) keeps its own key when it is that one,
+// takes the engine's file when it is not, and verifies nothing when it
+// cannot have it or the engine signs nothing; a reader that verifies says
+// what it leaves out, to OnReject, once a message.
+func TestAClientVerifiesWithTheEnginesKeyOrNone(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l, key := signedLog(t)
+	other, _ := signedLog(t)
+	otherKey := other.KeyFile()
+	seed := events.CredsFile(l.CredsDir(), events.IdentityClient)
+	var left []events.Rejection
+	dial := func(keyFile string) *events.Log {
+		c, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: seed, LogKeyFile: keyFile, Redactor: &events.Redactor{},
+			OnReject: func(r events.Rejection) { left = append(left, r) }})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	require.NotEqual(t, l.KeyID(), other.KeyID())
+	assert.Equal(t, key, dial(key).UseKey(l.KeyID(), otherKey), "its own key is the engine's")
+	assert.Equal(t, key, dial(otherKey).UseKey(l.KeyID(), key), "it takes the engine's file")
+	wrong := dial(otherKey)
+	assert.Empty(t, wrong.UseKey(l.KeyID()), "no file with the engine's key at hand")
+	assert.False(t, wrong.Signing())
+	unsigned := dial(key)
+	assert.Empty(t, unsigned.UseKey(""), "the engine signs nothing")
+	assert.False(t, unsigned.Signing())
+
+	_, err := l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R"}, events.RunRequestedData{JobName: "j"})
+	require.NoError(t, err)
+	evs, err := wrong.Read(ctx, events.FollowOptions{})
+	require.NoError(t, err)
+	assert.Len(t, evs, 1, "a client that cannot verify reads what is there")
+	mismatched := dial(otherKey) // as a client of an engine that does not say its key
+	for range 2 {
+		evs, err = mismatched.Read(ctx, events.FollowOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, evs)
+	}
+	require.Len(t, left, 1, "said once")
+	assert.Equal(t, events.ReasonBadMAC, left[0].Reason)
+}

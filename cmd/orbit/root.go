@@ -5,10 +5,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
 )
 
@@ -23,6 +25,12 @@ type app struct {
 	nkey     string
 	logKey   string
 	json     bool
+
+	// errMu orders what goes to stderr: a feed's goroutine says there what
+	// it left out (see rejected).
+	errMu sync.Mutex
+	// rejects tells the follower of a run what its reads left out.
+	rejects chan events.Rejection
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -149,4 +157,8 @@ func (a *app) catalog(root string) (*assets.Catalog, error) {
 
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }
 
-func (a *app) errorf(format string, args ...any) { fmt.Fprintf(a.stderr, format, args...) }
+func (a *app) errorf(format string, args ...any) {
+	a.errMu.Lock()
+	defer a.errMu.Unlock()
+	fmt.Fprintf(a.stderr, format, args...)
+}

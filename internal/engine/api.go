@@ -61,8 +61,13 @@ type InfoReply struct {
 	// takes them).
 	StoreFull string `json:"store_full,omitempty"`
 	// Signing says the engine signs its log: what it reads without a valid
-	// MAC is rejected and recorded.
-	Signing bool `json:"signing,omitempty"`
+	// MAC is rejected and recorded. LogKey names the key it signs with
+	// (events.Log.KeyID), and LogKeyFile is where the engine reads it: a
+	// client verifies what it reads with that key, or with none (see
+	// events.Log.UseKey), never with another.
+	Signing    bool   `json:"signing,omitempty"`
+	LogKey     string `json:"log_key,omitempty"`
+	LogKeyFile string `json:"log_key_file,omitempty"`
 }
 
 func (e *Engine) serveAPI() (events.Stopper, error) {
@@ -114,7 +119,8 @@ func (e *Engine) apiInfo(ctx context.Context, _ json.RawMessage) (any, error) {
 		return nil, err
 	}
 	return InfoReply{Info: e.info, Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
-		Consumers: consumers, StoreFull: e.log.SpaceShortage(), Signing: e.log.Signing()}, nil
+		Consumers: consumers, StoreFull: e.log.SpaceShortage(), Signing: e.log.Signing(),
+		LogKey: e.log.KeyID(), LogKeyFile: e.log.KeyFile()}, nil
 }
 
 func (e *Engine) apiRun(ctx context.Context, req json.RawMessage) (any, error) {
