@@ -26,9 +26,11 @@ const (
 	// ProblemMissing: sequences the stream no longer holds. The stream
 	// denies deletes and purges, so they were removed behind its back.
 	ProblemMissing = "missing"
-	// ProblemRepeatedID: an event whose id an earlier event has: the
-	// server stores an id once within the duplicate window, so a copy
-	// stored past it, or an engine that appended one decision twice.
+	// ProblemRepeatedID: an event stored a second time, byte for byte, id
+	// and time included: the server stores an id once within the
+	// duplicate window, so a copy stored past it or under another message
+	// id. (An engine that appends a decision again past the window makes
+	// it anew, with another time, which is no problem.)
 	ProblemRepeatedID = "repeated id"
 	// ProblemAfterEnd: an event of a run after its run.finished that no
 	// step still running then accounts for (see auditRuns).
@@ -137,7 +139,7 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 					Detail: fmt.Sprintf("made %s, stored %s", ev.Time.Format(time.RFC3339Nano), stored.Format(time.RFC3339Nano))})
 			}
 		}
-		problems, err := runs.check(ctx, ev, subject)
+		problems, err := runs.check(ctx, ev, msg.Data, subject)
 		rep.Problems = append(rep.Problems, problems...)
 		return err
 	})

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"hash/maphash"
@@ -9,17 +10,17 @@ import (
 
 // auditRuns is what Audit remembers of the log it has read so far, to find
 // what an event stored a second time breaks, whatever its format and
-// whether the log is signed at all: its id was seen before, its run had
-// ended, or its time lies before that of its run's earlier events.
+// whether the log is signed at all: it is a copy of an earlier event, its
+// run had ended, or its time lies before that of its run's earlier
+// events.
 //
-// Memory: 8 bytes of hash and a sequence per event (ids are compared in
-// full only when their hashes meet), and a little per run.
+// Memory: 8 bytes of hash and a sequence per event (bodies are compared
+// in full only when their hashes meet), and a little per run.
 type auditRuns struct {
-	l     *Log
-	seed  maphash.Seed
-	ids   map[uint64]uint64 // hash of an event id → sequence of the first event with it
-	exact map[string]uint64 // ids whose hash an earlier, different id has
-	runs  map[string]*auditRun
+	l      *Log
+	seed   maphash.Seed
+	bodies map[uint64]uint64 // hash of an event's stored bytes → the sequence of the first with them
+	runs   map[string]*auditRun
 }
 
 // auditRun is what Audit knows of one run at the point it has read to.
@@ -32,7 +33,7 @@ type auditRun struct {
 }
 
 func newAuditRuns(l *Log) *auditRuns {
-	return &auditRuns{l: l, seed: maphash.MakeSeed(), ids: map[uint64]uint64{}, exact: map[string]uint64{}, runs: map[string]*auditRun{}}
+	return &auditRuns{l: l, seed: maphash.MakeSeed(), bodies: map[uint64]uint64{}, runs: map[string]*auditRun{}}
 }
 
 // afterEnd are the event types a run may get after its run.finished: a
@@ -46,24 +47,22 @@ var afterEnd = map[string]bool{
 	IntegrityRejected:  true,
 }
 
-// check returns what is wrong with ev, at its place in the log, given what
-// came before it, and remembers it.
-func (a *auditRuns) check(ctx context.Context, ev Event, subject string) ([]AuditProblem, error) {
+// check returns what is wrong with ev, stored as body, at its place in
+// the log given what came before it, and remembers it.
+func (a *auditRuns) check(ctx context.Context, ev Event, body []byte, subject string) ([]AuditProblem, error) {
 	var out []AuditProblem
 	problem := func(kind, detail string) {
 		out = append(out, AuditProblem{Kind: kind, Seq: ev.Seq, Subject: subject, Detail: detail})
 	}
-	// integrity.rejected's id is derived from the message it rejects, and
-	// an engine that reads that message again past the duplicate window
-	// (a rebuild) records it again.
-	if ev.Type != IntegrityRejected {
-		first, err := a.firstWithID(ctx, ev)
-		if err != nil {
-			return nil, err
-		}
-		if first != 0 {
-			problem(ProblemRepeatedID, fmt.Sprintf("%s was stored at seq %d", ev.ID, first))
-		}
+	// The same id again with other bytes is an engine that appended a
+	// decision again past the duplicate window (a second cancel of a
+	// run, minutes later): its time differs. The same bytes are a copy.
+	first, err := a.copyOf(ctx, ev.Seq, body)
+	if err != nil {
+		return nil, err
+	}
+	if first != 0 {
+		problem(ProblemRepeatedID, fmt.Sprintf("%s: a copy of the event at seq %d", ev.ID, first))
 	}
 	info, ok := Lookup(ev.Type)
 	if !ok || info.Aggregate != AggregateRun || ev.RunID == "" {
@@ -96,40 +95,23 @@ func (a *auditRuns) check(ctx context.Context, ev Event, subject string) ([]Audi
 	return out, nil
 }
 
-// firstWithID returns the sequence of the first event with ev's id, 0 when
-// ev is the first, and remembers ev.
-func (a *auditRuns) firstWithID(ctx context.Context, ev Event) (uint64, error) {
-	h := maphash.String(a.seed, ev.ID)
-	first, seen := a.ids[h]
+// copyOf returns the sequence of the first event stored as body, 0 when
+// the event at seq is the first, and remembers it.
+func (a *auditRuns) copyOf(ctx context.Context, seq uint64, body []byte) (uint64, error) {
+	h := maphash.Bytes(a.seed, body)
+	first, seen := a.bodies[h]
 	if !seen {
-		a.ids[h] = ev.Seq
+		a.bodies[h] = seq
 		return 0, nil
 	}
-	if seq, ok := a.exact[ev.ID]; ok {
-		return seq, nil
-	}
-	earlier, err := a.idAt(ctx, first)
-	if err != nil {
-		return 0, err
-	}
-	if earlier == ev.ID {
-		return first, nil
-	}
-	a.exact[ev.ID] = ev.Seq
-	return 0, nil
-}
-
-// idAt returns the id of the event stored at seq.
-func (a *auditRuns) idAt(ctx context.Context, seq uint64) (string, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	raw, err := a.l.events.GetMsg(ctx, seq)
+	raw, err := a.l.events.GetMsg(ctx, first)
 	if err != nil {
-		return "", fmt.Errorf("%w: event at sequence %d: %v", ErrUnavailable, seq, err)
+		return 0, fmt.Errorf("%w: event at sequence %d: %v", ErrUnavailable, first, err)
 	}
-	ev, err := DecodeEvent(raw.Data)
-	if err != nil {
-		return "", err
+	if !bytes.Equal(raw.Data, body) {
+		return 0, nil // two bodies with one hash: the second goes unremembered
 	}
-	return ev.ID, nil
+	return first, nil
 }

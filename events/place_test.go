@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
@@ -68,10 +69,10 @@ func TestACopyOfASignedEventUnderAnotherIDIsRejected(t *testing.T) {
 
 // TestAuditFindsWhatACopyBreaks: on a log without a key, where nothing is
 // verified, audit still finds what an event stored a second time breaks: an
-// id seen before, an event after its run's end, a time long before its
+// event seen before, an event after its run's end, a time long before its
 // run's earlier events. What a run may rightly get after its end (a
-// cancel, the end of a step still running) and a clock that jitters are
-// not problems.
+// cancel, twice; the end of a step still running) and a clock that
+// jitters are not problems.
 func TestAuditFindsWhatACopyBreaks(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
@@ -83,10 +84,19 @@ func TestAuditFindsWhatACopyBreaks(t *testing.T) {
 		require.False(t, res.Duplicate)
 		return res.Seq
 	}
-	// Rightly after the end: a cancel of the finished run.
-	app(events.Event{Type: events.RunCancelRequested, RunID: "R"}, events.RunCancelRequestedData{Requester: "me"})
+	// Rightly after the end: a cancel of the finished run, and another,
+	// under the same decision id, as one sent past the duplicate window is.
+	cancel := events.Event{ID: events.DecisionID(events.RunCancelRequested, "R"), Type: events.RunCancelRequested, RunID: "R"}
+	app(cancel, events.RunCancelRequestedData{Requester: "me"})
+	again, err := json.Marshal(events.RunCancelRequestedData{Requester: "me, later"})
+	require.NoError(t, err)
+	cancel.Data, cancel.Time = again, time.Now().UTC()
+	body, err := json.Marshal(cancel)
+	require.NoError(t, err)
 	// A byte-for-byte copy of the step.finished, under another message id.
 	js := outsider(t, l)
+	_, err = js.PublishMsg(ctx, &nats.Msg{Subject: events.EventSubject(events.AggregateRun, "R", events.RunCancelRequested), Data: body}, jetstream.WithMsgID("later"))
+	require.NoError(t, err)
 	stream, err := js.Stream(ctx, events.EventsStream)
 	require.NoError(t, err)
 	orig, err := stream.GetMsg(ctx, seq)
@@ -117,7 +127,7 @@ func TestAuditFindsWhatACopyBreaks(t *testing.T) {
 	}, got)
 	for _, p := range rep.Problems {
 		if p.Kind == events.ProblemRepeatedID {
-			assert.Contains(t, p.String(), "was stored at seq "+strconv.FormatUint(seq, 10))
+			assert.Contains(t, p.String(), "a copy of the event at seq "+strconv.FormatUint(seq, 10))
 		}
 	}
 }

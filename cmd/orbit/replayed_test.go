@@ -95,7 +95,7 @@ func TestAReplayedEventIsRejectedAndAudited(t *testing.T) {
 	r = p.Orbit("audit")
 	assert.Equal(t, 1, r.Code, r.String())
 	for _, want := range []string{
-		"seq " + seqText(second) + " orbit.events.run." + runID + ".step.finished: repeated id: " + finished[1].ID + " was stored at seq " + seqText(finished[1].Seq),
+		"seq " + seqText(second) + " orbit.events.run." + runID + ".step.finished: repeated id: " + finished[1].ID + ": a copy of the event at seq " + seqText(finished[1].Seq),
 		"seq " + seqText(second) + " orbit.events.run." + runID + ".step.finished: after its run's end",
 		"stream ORBIT_EVENTS: duplicate window: 1s",
 	} {
