@@ -15,10 +15,11 @@ import (
 // least, Config.DuplicateWindow), and within maxLag of the time in its
 // body, which the readers check against the time the server stored it.
 //
-// IMPORTANT: maxLag + maxClockSkew must stay under the duplicate window:
-// a copy stored the moment the window lets it in is then still late by
-// more than maxLag from an engine whose clock runs maxClockSkew ahead of
-// the server's.
+// IMPORTANT: maxLag + maxClockSkew must stay under the shortest duplicate
+// window Config.Validate accepts: a copy stored the moment the window lets
+// it in is then still late by more than maxLag from an engine whose clock
+// runs maxClockSkew ahead of the server's
+// (TestThePlaceCheckFitsTheShortestDuplicateWindow).
 const (
 	// maxLag is how long after (or before) its time an event may be
 	// stored.

@@ -150,3 +150,22 @@ func TestGroupCommitMakesAStaleEventAgain(t *testing.T) {
 		}
 	}
 }
+
+// The time check of signed events holds only while the shortest duplicate
+// window a Log accepts is longer than the lag plus the clock skew allowed
+// (see maxLag).
+func TestThePlaceCheckFitsTheShortestDuplicateWindow(t *testing.T) {
+	shortest := 2 * time.Minute
+	cfg := Config{StoreDir: t.TempDir(), DuplicateWindow: shortest}
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.DuplicateWindow = shortest - time.Second
+	if err := cfg.Validate(); err == nil {
+		t.Fatalf("a duplicate window under %s is accepted", shortest)
+	}
+	if maxLag+maxClockSkew >= shortest {
+		t.Errorf("maxLag %s + maxClockSkew %s is not under the shortest duplicate window %s", maxLag, maxClockSkew, shortest)
+	}
+}
