@@ -25,10 +25,10 @@ import (
 // run says it ended, it ends with that, instead of waiting for ever.
 func TestAFollowerEndsARunWhoseEndItLeftOut(t *testing.T) {
 	t.Parallel()
-	ctx := testkit.Context(t)
 	p := testkit.NewProject(t)
 	r := p.Orbit("run", "history") // starts the root's engine
 	require.Equal(t, 0, r.Code, r.String())
+	ctx := testkit.Context(t)
 
 	key := make([]byte, 32)
 	_, err := rand.Read(key)
