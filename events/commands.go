@@ -28,17 +28,14 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 	if data, err = l.shrink(ctx, data); err != nil {
 		return fmt.Errorf("events: storing the large values of command %s: %w", name, err)
 	}
-	msg := &nats.Msg{Subject: CommandSubject(name), Data: data}
+	msg := &nats.Msg{Subject: CommandSubject(name), Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, l.publishID(id))
 	if l.key != nil {
 		l.key.sign(msg, id)
 	}
 	if l.grouped() {
 		// A fan-out's dispatches come in bursts: they share fsyncs like
 		// events do (DESIGN §10).
-		if msg.Header == nil {
-			msg.Header = nats.Header{}
-		}
-		msg.Header.Set(jetstream.MsgIDHeader, l.publishID(id))
 		msg.Header.Set(jetstream.ExpectedStreamHeader, CommandsStream)
 		r := &commitReq{msg: msg, typ: "command " + name, size: len(msg.Data) + headerRoom, done: make(chan struct{})}
 		if err := l.cmdCommitter().submit(r); err != nil {
@@ -62,7 +59,7 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 		ctx, cancel = withDefaultTimeout(ctx)
 		defer cancel()
 	}
-	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(id)), jetstream.WithExpectStream(CommandsStream)); err != nil {
+	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(CommandsStream)); err != nil {
 		return publishError("command "+name, err)
 	}
 	l.sentCommand(ctx)

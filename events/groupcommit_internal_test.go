@@ -32,7 +32,7 @@ func requests(t *testing.T, l *Log, ids ...string) []*commitReq {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, l.commitRequest(msg, &ev, false))
+		reqs = append(reqs, l.commitRequest(msg, &ev, false, true))
 	}
 	return reqs
 }

@@ -53,8 +53,9 @@ type Log struct {
 	space         *spaceGuard // nil: no reserve (an external server manages its own disk)
 	log           *slog.Logger
 
-	key    *logKey // nil: no signing or verification
-	engine bool    // opened by Open (an engine), not Dial: records integrity.rejected
+	key     *logKey // nil: no signing or verification
+	keyFile string  // where key was read from
+	engine  bool    // opened by Open (an engine), not Dial: records integrity.rejected
 	// accounts says the server keeps the engine in an account of its own
 	// (AccountsBlock), so that a request without an import is an
 	// engine's; selfKey is the public key this connection signed in with.
@@ -64,6 +65,8 @@ type Log struct {
 	rejected sync.Map      // "stream/seq" of messages rejected (see reject)
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
+	// maxLag replaces the constant of the same name when set (tests).
+	maxLag time.Duration
 
 	commitOnce sync.Once
 	// Strict mode's group commits of events and of commands, started on
@@ -122,6 +125,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.gate = gate
+	if err := l.checkClock(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
 	// The keeper saves work, it guards nothing: without it the engine is
 	// slower, not wrong, and the next keeper is stored keeperEvery
 	// commands later.
@@ -339,10 +346,7 @@ func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if err := l.checkEvent(raw.Sequence, raw.Subject, raw.Header, raw.Data); err != nil {
-		return Event{}, err
-	}
-	ev, err := DecodeEvent(raw.Data)
+	ev, err := l.readMessage(raw.Sequence, raw.Subject, raw.Header, raw.Data, raw.Time)
 	if err != nil {
 		return Event{}, err
 	}

@@ -108,7 +108,7 @@ func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]E
 			return s.handOver(ctx, batch, fn)
 		}
 		from = seq + 1
-		if ev, err := l.readMessage(seq, msg.Subject, msg.Header, msg.Data); err == nil {
+		if ev, err := l.readMessage(seq, msg.Subject, msg.Header, msg.Data, meta.Timestamp); err == nil {
 			ev.Seq = seq
 			batch = append(batch, ev)
 		}
@@ -135,21 +135,6 @@ const (
 	noMessagesStatus      = "404"
 	requestsPendingStatus = "408"
 )
-
-// readMessage checks and decodes one stored event, as every read of the
-// log does (Follow, Read, Scan): a message that fails verification or does
-// not decode is an error, and was recorded or logged.
-func (l *Log) readMessage(seq uint64, subject string, hdr nats.Header, data []byte) (Event, error) {
-	if err := l.checkEvent(seq, subject, hdr, data); err != nil {
-		return Event{}, err
-	}
-	ev, err := DecodeEvent(data)
-	if err != nil {
-		l.log.Warn("skipping malformed event", "seq", seq, "subject", subject, "err", err)
-		return Event{}, err
-	}
-	return ev, nil
-}
 
 // A pullScan is the consumer and subscription of one Scan.
 type pullScan struct {

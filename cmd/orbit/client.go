@@ -29,6 +29,16 @@ const startTimeout = 60 * time.Second
 // a background engine started now (`orbit serve` in its own session, which
 // exits after the configured idle timeout).
 func (a *app) connect(ctx context.Context) (*events.Log, error) {
+	l, err := a.connectLog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.followKey(ctx, l)
+	return l, nil
+}
+
+// connectLog is connect without followKey.
+func (a *app) connectLog(ctx context.Context) (*events.Log, error) {
 	if a.nkey != "" {
 		if _, err := os.Stat(a.nkey); err != nil {
 			return nil, usageErr("--nkey: %v", err)
@@ -61,7 +71,7 @@ func (a *app) connect(ctx context.Context) (*events.Log, error) {
 }
 
 func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
-	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: a.logKey, TLS: a.tlsFiles(""), Name: "orbit-cli"}
+	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: a.logKey, TLS: a.tlsFiles(""), Name: "orbit-cli", OnReject: a.rejected}
 	// The root's own engine, reached by its URL, takes the root's client.
 	if root, err := a.root(); err == nil {
 		if info, err := engine.ReadInfo(root); err == nil && info.URL == url {
@@ -122,13 +132,14 @@ func (a *app) tlsFiles(root string) *events.TLSFiles {
 // client seed that exists but cannot be read (another user's project) is
 // refused with exit code 3. A missing one is made by the engine this
 // command starts. What the client reads is verified with the root's log
-// key (or --log-key) when it may read it.
+// key (or --log-key) when it may read it and the engine signs with it (see
+// followKey).
 func (a *app) clientConfig(root string) (events.Config, error) {
 	logKey := a.logKey
 	if logKey == "" {
 		logKey = engine.LogKeyPath(root)
 	}
-	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: logKey, TLS: a.tlsFiles(root), Name: "orbit-cli"}
+	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: logKey, TLS: a.tlsFiles(root), Name: "orbit-cli", OnReject: a.rejected}
 	if a.nkey != "" || a.token != "" {
 		return cfg, nil
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/projector"
 )
 
 const (
@@ -37,6 +39,9 @@ type runFeed struct {
 	// quiet, when set, is called after livenessInterval without an event,
 	// once the engine has answered.
 	quiet func(ctx context.Context, l *events.Log)
+	// unseen: a read left out an event of the run (see app.rejected),
+	// so its end may never come on the feed: the engine is asked.
+	unseen bool
 }
 
 // followRun starts following runID's events matching filters on l.
@@ -71,6 +76,16 @@ func (f *runFeed) next(ctx context.Context) (events.Event, error) {
 			}
 			f.last = ev.Seq
 			return ev, nil
+		case r := <-f.a.rejections():
+			if events.SubjectRun(r.Subject) != f.runID {
+				continue
+			}
+			f.unseen = true
+			if r.Subject == events.EventSubject(events.AggregateRun, f.runID, events.RunFinished) {
+				if ev, ok := f.endSeen(ctx); ok {
+					return ev, nil
+				}
+			}
 		case <-quiet.C:
 			if err := f.answers(ctx); err != nil {
 				if err := f.resume(ctx, err); err != nil {
@@ -79,11 +94,41 @@ func (f *runFeed) next(ctx context.Context) (events.Event, error) {
 			} else if f.quiet != nil {
 				f.quiet(ctx, f.conn)
 			}
+			if f.unseen {
+				if ev, ok := f.endSeen(ctx); ok {
+					return ev, nil
+				}
+			}
 			quiet.Reset(livenessInterval)
 		case <-ctx.Done():
 			return events.Event{}, ctx.Err()
 		}
 	}
+}
+
+// endSeen asks the engine whether the run has ended, for a follower that
+// left out one of its events: when it has, it returns the run.finished the
+// engine's view of the run holds, and says on stderr that the end is the
+// engine's word. A run.finished the follower itself left out would
+// otherwise be waited for for ever; one the engine left out too leaves the
+// run unended for both, and the follower waits on.
+func (f *runFeed) endSeen(ctx context.Context) (events.Event, bool) {
+	ctx, cancel := context.WithTimeout(ctx, livenessTimeout)
+	defer cancel()
+	var v projector.RunView
+	if err := f.conn.Request(ctx, engine.EndpointRun, engine.RunQuery{RunID: f.runID}, &v); err != nil || !events.Terminal(v.State) {
+		return events.Event{}, false
+	}
+	data, err := json.Marshal(events.RunFinishedData{State: v.State, Output: v.Output, Error: v.Error, DurationMS: v.DurationMS})
+	if err != nil {
+		return events.Event{}, false
+	}
+	f.a.errorf("orbit: run %s ended %s, as the engine's view of it says: this command left out events of the run (above)\n", f.runID, v.State)
+	ev := events.Event{Type: events.RunFinished, RunID: f.runID, Job: v.Job, Seq: v.LastSeq, Data: data}
+	if v.FinishedAt != nil {
+		ev.Time = *v.FinishedAt
+	}
+	return ev, true
 }
 
 // answers asks the engine's API for its info, briefly.
