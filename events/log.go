@@ -69,11 +69,25 @@ type Log struct {
 // Open starts the embedded server (unless cfg.URL names an external one),
 // connects, and creates or corrects the streams, buckets and object store.
 // It is what an engine calls; clients call Dial.
+//
+// On an external server Open waits, until ctx ends, for what waiting can
+// fix: servers that do not answer yet, a cluster still electing its
+// JetStream leader, another engine provisioning the same streams (see
+// openWaiting). It fails at once on what it cannot: credentials refused, a
+// configuration the cluster does not fit.
 func Open(ctx context.Context, cfg Config) (*Log, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.URL != "" {
+		return openWaiting(ctx, cfg)
+	}
+	return open(ctx, cfg)
+}
+
+// open is one try of Open.
+func open(ctx context.Context, cfg Config) (*Log, error) {
 	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events"), engine: true}
 	if cfg.URL == "" {
 		srv, err := startEmbedded(cfg)

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,13 +18,28 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// TestServeOnNATSURLsThatAnswerNothing: exit 3 naming every URL tried.
+// TestServeOnNATSURLsThatAnswerNothing: the engine, a service whose
+// servers may start after it, waits for them, saying on stderr what it
+// waits for, naming every URL; stopped meanwhile, it exits 3 with the
+// same.
 func TestServeOnNATSURLsThatAnswerNothing(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("serve", "--nats-url", "nats://127.0.0.1:1,nats://127.0.0.1:2")
-	assert.Equal(t, 3, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "nats://127.0.0.1:1,nats://127.0.0.1:2")
+	cmd := p.Command("serve", "--nats-url", "nats://127.0.0.1:1,nats://127.0.0.1:2")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitFor(t, "the engine to say it waits", func() bool {
+		return strings.Count(stderr.String(), "waiting for the NATS servers") >= 2
+	})
+	assert.Contains(t, stderr.String(), "url=nats://127.0.0.1:1,nats://127.0.0.1:2")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, stderr.String())
+	assert.Equal(t, 3, exitErr.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "orbit: stopped while waiting for the NATS servers at nats://127.0.0.1:1,nats://127.0.0.1:2")
 }
 
 // TestServeWithMoreReplicasThanServers: a clear error at start naming
@@ -44,6 +61,42 @@ func TestServeWithMoreReplicasThanServers(t *testing.T) {
 	assert.Equal(t, 2, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "--replicas 9: want 1 to 5")
 }
+
+// TestTwoEnginesStartedWithTheirClusterBothServe: the README's set-up
+// started as an init system starts it, everything at once — three servers
+// fresh, without a JetStream leader yet, and two engines at the same
+// moment. Each engine waits through the cluster's start and the other's
+// provisioning, says what it waits for, and serves: a run through each
+// root succeeds.
+func TestTwoEnginesStartedWithTheirClusterBothServe(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartFreshCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/hello.yaml", helloJob)
+	}
+	es := testkit.StartEngines(t, ps)
+	for i, p := range ps {
+		r := p.Orbit("job", "run", "hello")
+		require.Equal(t, 0, r.Code, "a run through root %d: %s", i, r.String())
+	}
+	for i, e := range es {
+		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
+		t.Logf("engine %d:\n%s", i, e.Stderr())
+	}
+}
+
+// helloJob is one shell step.
+const helloJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: hello}
+spec:
+  steps:
+    - id: hello
+      spec: {type: shell, program: echo, args: [hello], allowed_programs: [echo]}
+`
 
 // clusterFanOutJob writes, per item, the item and the pid of the engine
 // that ran it to a file of the test.

@@ -62,6 +62,22 @@ func StartCluster(t testing.TB, credsDir string) *Cluster {
 // maxPayload bytes.
 func StartClusterWith(t testing.TB, credsDir string, maxPayload int32) *Cluster {
 	t.Helper()
+	c := startCluster(t, credsDir, maxPayload)
+	c.WaitReady()
+	return c
+}
+
+// StartFreshCluster is StartCluster returning as soon as every server
+// accepts connections, before the cluster has elected its JetStream meta
+// leader: a cluster whose engines are started at the same moment as its
+// servers.
+func StartFreshCluster(t testing.TB, credsDir string) *Cluster {
+	t.Helper()
+	return startCluster(t, credsDir, events.DefaultMaxPayload)
+}
+
+func startCluster(t testing.TB, credsDir string, maxPayload int32) *Cluster {
+	t.Helper()
 	creds, err := events.EnsureCreds(credsDir)
 	if err != nil {
 		t.Fatalf("cluster creds: %v", err)
@@ -100,7 +116,6 @@ cluster {
 		c.start(i)
 	}
 	t.Cleanup(c.Stop)
-	c.WaitReady()
 	return c
 }
 
