@@ -283,13 +283,15 @@ func (l *Log) Durability() string { return l.cfg.Durability }
 // Redactor returns the redactor applied to everything this Log publishes.
 func (l *Log) Redactor() *Redactor { return l.cfg.Redactor }
 
-// LastSeq returns the sequence of the last event in the log (0 when empty).
+// LastSeq returns the sequence of the last event in the log (0 when empty),
+// as the event stream's leader knows it: on a cluster, a replica's answer,
+// which may be behind, is not taken (see leaderInfo).
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	info, err := l.events.Info(ctx)
+	info, err := leaderInfo(ctx, l.events)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, err
 	}
 	return info.State.LastSeq, nil
 }
