@@ -227,3 +227,80 @@ func verifyViews(t *testing.T, p *testkit.Project) {
 	}
 	assert.Equal(t, 0, r.Code, r.String())
 }
+
+// clusterStepsJob is three steps, the second one quiet for eight seconds,
+// each writing its name to a file of the test.
+const clusterStepsJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: cluster_steps}
+spec:
+  steps:
+    - id: one
+      spec: {type: shell, program: sh, args: ["-c", "echo one >> \"$1\"", "sh", "{{ input.out }}"], allowed_programs: [sh]}
+    - id: two
+      spec: {type: shell, program: sh, args: ["-c", "echo two >> \"$1\"; sleep 8", "sh", "{{ input.out }}"], allowed_programs: [sh]}
+    - id: three
+      spec: {type: shell, program: sh, args: ["-c", "echo three >> \"$1\"", "sh", "{{ input.out }}"], allowed_programs: [sh]}
+`
+
+// TestClusterJobRunFollowsThroughTheLossOfItsNode: `orbit job run` following its
+// run on a cluster keeps following when the NATS node it is connected to
+// is killed, that node leading the event stream, and the engines answer
+// nothing for six seconds around it (stopped, as engines on a loaded
+// machine are slow through the reconnections and the election: the report
+// saw "did not answer engine.info" and exit 3 there). The client goes on
+// through another server of its URL list, prints every step once, and
+// exits with the run's result while both engines live and the run goes
+// on.
+func TestClusterJobRunFollowsThroughTheLossOfItsNode(t *testing.T) {
+	clusterChaos(t)
+	t.Parallel()
+	ctx := testkit.Context(t)
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/cluster_steps.yaml", clusterStepsJob)
+	}
+	es := testkit.StartEngines(t, ps)
+	out := filepath.Join(t.TempDir(), "steps.txt")
+	input, _ := json.Marshal(map[string]string{"out": out})
+	cmd := ps[0].Command("job", "run", "cluster_steps", "--input", string(input))
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	var node []int
+	waitFor(t, "the client's node", func() bool { node = c.ClientNodes("orbit-cli"); return len(node) == 1 })
+	require.NoError(t, c.MoveStreamLeader(ctx, events.EventsStream, node[0]))
+	waitFor(t, "step two to run", func() bool {
+		data, _ := os.ReadFile(out)
+		return strings.Contains(string(data), "two")
+	})
+	for _, e := range es {
+		require.NoError(t, e.Signal(syscall.SIGSTOP))
+	}
+	c.Kill(node[0])
+	t.Logf("killed %s, the client's node and the event stream's leader", c.Nodes[node[0]].Name)
+	time.Sleep(6 * time.Second)
+	for _, e := range es {
+		require.NoError(t, e.Signal(syscall.SIGCONT))
+	}
+
+	err := cmd.Wait()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	text := stderr.String()
+	for _, step := range []string{"one", "two", "three"} {
+		assert.Equal(t, 1, strings.Count(text, "  success   "+step+" "), "step %s ends once:\n%s", step, text)
+	}
+	assert.Equal(t, 1, strings.Count(text, ") started\n"), text)
+	assert.Equal(t, 1, strings.Count(text, ") success in "), text)
+	for i, e := range es {
+		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
+	}
+	id := strings.TrimSpace(stdout.String())
+	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 30*time.Second))
+	t.Logf("client:\n%s", text)
+}
