@@ -64,6 +64,9 @@ type Log struct {
 	commits, cmdCommits *groupCommit
 	// sent counts the commands sent, for the queue's keeper (keeper.go).
 	sent atomic.Uint64
+	// reconnected tells the shared consumers' pulls that their server
+	// changed (consume_slots.go).
+	reconnected reconnects
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
@@ -152,6 +155,7 @@ func (l *Log) connect() error {
 		nats.Name(l.cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectHandler(func(*nats.Conn) { l.reconnected.happened() }),
 		// The default handler prints to stderr; a refused publish or
 		// subscription fails the call that made it, which says so.
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {

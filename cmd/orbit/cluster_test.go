@@ -304,3 +304,66 @@ func TestClusterJobRunFollowsThroughTheLossOfItsNode(t *testing.T) {
 	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 30*time.Second))
 	t.Logf("client:\n%s", text)
 }
+
+// TestClusterStepDeliveredThroughALostNodeRunsSoon: a step command the
+// server delivered through a node that dies with it on its way never
+// reaches its engine, and the server, which counts it delivered, waits for
+// its ack. It is given to an engine again within seconds of the loss, not
+// after engine.ack_wait_seconds (set to two minutes here), and runs once.
+// The delivery is cut deterministically: one engine reaches its node
+// through a proxy that swallows the first step command coming its way,
+// and the node is killed then.
+func TestClusterStepDeliveredThroughALostNodeRunsSoon(t *testing.T) {
+	clusterChaos(t)
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	out := filepath.Join(t.TempDir(), "ran.txt")
+	ps := [2]*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/mark.yaml", markJob)
+		p.WriteFile(".orbit/config.yaml", "engine:\n  ack_wait_seconds: 120\n")
+	}
+	const lost = 0
+	proxy := testkit.StartProxy(t, strings.TrimPrefix(c.Nodes[lost].URL(), "nats://"))
+	es := [2]*testkit.Engine{testkit.StartEngine(t, ps[0], "--nats-url", proxy.URL()), testkit.StartEngine(t, ps[1])}
+	swallowed := proxy.Swallow("MSG " + events.CommandsRoot + ".step.")
+
+	var id, line, mark string
+	for try := 0; line == "" && try < 10; try++ {
+		mark = fmt.Sprintf("run-%d", try)
+		input, _ := json.Marshal(map[string]string{"out": out, "mark": mark})
+		r := ps[1].Orbit("job", "run", "mark", "--detach", "--input", string(input))
+		require.Equal(t, 0, r.Code, r.String())
+		id = strings.TrimSpace(r.Stdout)
+		select {
+		case line = <-swallowed:
+		case <-time.After(5 * time.Second):
+			require.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 30*time.Second), "run %d went to the other engine", try)
+		}
+	}
+	require.NotEmpty(t, line, "no step command went through the proxy")
+	t.Logf("swallowed %q of run %s", line, id)
+	killed := time.Now()
+	c.Kill(lost)
+
+	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 60*time.Second), "the step waited for its ack wait")
+	t.Logf("the step ran and its run finished %s after the node's loss", time.Since(killed).Round(100*time.Millisecond))
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(data), mark+"\n"), "the step ran once:\n%s", data)
+	for i, e := range es {
+		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
+	}
+}
+
+// markJob writes its input's mark to a file of the test.
+const markJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: mark}
+spec:
+  steps:
+    - id: mark
+      spec: {type: shell, program: sh, args: ["-c", "echo \"$1\" >> \"$2\"", "sh", "{{ input.mark }}", "{{ input.out }}"], allowed_programs: [sh]}
+`
