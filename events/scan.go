@@ -35,10 +35,12 @@ import (
 //
 // On a cluster that consumer lives on one replica of the stream, chosen by
 // the server, and reads that replica's store, which may be behind its
-// leader's (a node restarted after its loss and still catching up). When
-// it has nothing more before the last sequence, Scan makes another from
-// where it got to, after a pause, until the events are there or
-// scanCatchUp passes without one more.
+// leader's (a node restarted after its loss and still catching up), and
+// its requests may find no responders while its interest reaches the
+// other servers. When it has nothing more before the last sequence, or
+// does not answer, Scan makes another from where it got to, after a
+// pause, until the events are there or scanCatchUp passes without one
+// more.
 func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]Event) error) error {
 	if size < 1 {
 		return fmt.Errorf("events: scanning in batches of %d: want at least 1", size)
@@ -86,7 +88,8 @@ const (
 )
 
 // errScanBehind is what one consumer's scan returns when its replica had
-// nothing more to deliver before the scan's end.
+// nothing more to deliver before the scan's end, or did not answer at all
+// (no responders).
 var errScanBehind = errors.New("the scan's replica has no more events")
 
 // A scanner is one Scan: its end, its batches and their reader.
@@ -131,6 +134,12 @@ func (s *scanner) scan(ctx context.Context, from uint64) (uint64, error) {
 		msg, err := ps.sub.NextMsg(scanStall)
 		if err != nil && ctx.Err() != nil {
 			return from, ctx.Err()
+		}
+		if errors.Is(err, nats.ErrNoResponders) {
+			// The consumer is not reachable from this server yet: its
+			// interest is still on its way along the routes (seen just
+			// after a node's restart).
+			return from, errScanBehind
 		}
 		if err != nil {
 			return from, fmt.Errorf("%w: scanning events after sequence %d: %v", ErrUnavailable, from-1, err)
