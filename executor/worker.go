@@ -528,7 +528,9 @@ const clusterDeliveryWait = 5 * time.Second
 
 // deliveryWait is the ack wait of step commands: AckWait on an embedded
 // store, where the server is in the engine's process and nothing is lost
-// on the way; no more than clusterDeliveryWait on a cluster.
+// on the way; no more than clusterDeliveryWait on an external server (a
+// cluster, or one server that engines share, whose connections can drop
+// a delivery as well).
 func (w *Worker) deliveryWait() time.Duration {
 	if w.cfg.Log.Embedded() {
 		return w.cfg.AckWait
