@@ -74,16 +74,33 @@ type Log struct {
 	commits, cmdCommits *groupCommit
 	// sent counts the commands sent, for the queue's keeper (keeper.go).
 	sent atomic.Uint64
+	// reconnected tells the shared consumers' pulls that their server
+	// changed (consume_slots.go).
+	reconnected reconnects
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
 // connects, and creates or corrects the streams, buckets and object store.
 // It is what an engine calls; clients call Dial.
+//
+// On an external server Open waits, until ctx ends, for what waiting can
+// fix: servers that do not answer yet, a cluster still electing its
+// JetStream leader, another engine provisioning the same streams (see
+// openWaiting). It fails at once on what it cannot: credentials refused, a
+// configuration the cluster does not fit.
 func Open(ctx context.Context, cfg Config) (*Log, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.URL != "" {
+		return openWaiting(ctx, cfg)
+	}
+	return open(ctx, cfg)
+}
+
+// open is one try of Open.
+func open(ctx context.Context, cfg Config) (*Log, error) {
 	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events"), engine: true}
 	if cfg.URL == "" {
 		srv, err := startEmbedded(cfg)
@@ -162,6 +179,7 @@ func (l *Log) connect() error {
 		nats.Name(l.cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectHandler(func(*nats.Conn) { l.reconnected.happened() }),
 		// The default handler prints to stderr; a refused publish or
 		// subscription fails the call that made it, which says so.
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
@@ -310,13 +328,15 @@ func (l *Log) Durability() string { return l.cfg.Durability }
 // Redactor returns the redactor applied to everything this Log publishes.
 func (l *Log) Redactor() *Redactor { return l.cfg.Redactor }
 
-// LastSeq returns the sequence of the last event in the log (0 when empty).
+// LastSeq returns the sequence of the last event in the log (0 when empty),
+// as the event stream's leader knows it: on a cluster, a replica's answer,
+// which may be behind, is not taken (see leaderInfo).
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	info, err := l.events.Info(ctx)
+	info, err := leaderInfo(ctx, l.events)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, err
 	}
 	return info.State.LastSeq, nil
 }

@@ -272,13 +272,13 @@ func (l *Log) KeyID() string {
 func (l *Log) keyStart(ctx context.Context) (logKeyFile, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	ev, err := l.events.Info(ctx)
+	ev, err := leaderInfo(ctx, l.events)
 	if err != nil {
-		return logKeyFile{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return logKeyFile{}, err
 	}
-	cmd, err := l.cmds.Info(ctx)
+	cmd, err := leaderInfo(ctx, l.cmds)
 	if err != nil {
-		return logKeyFile{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return logKeyFile{}, err
 	}
 	return logKeyFile{
 		EventsFrom: ev.State.LastSeq + 1, CommandsFrom: cmd.State.LastSeq + 1,

@@ -28,6 +28,12 @@ const (
 // answering. Then runFeed connects again as every command does (starting a
 // background engine for the root) and resumes after the last event it
 // delivered, so that no event is delivered twice and none is lost.
+//
+// On a cluster the engine is any of the engines, the connection moves to
+// another server of the URL list when its own dies, and a node's loss
+// leaves engines unanswering for the election of new stream leaders and
+// their own reconnection: there runFeed asks again, for up to
+// events.ElectionWindow, and follows on through the same connection.
 type runFeed struct {
 	a       *app
 	runID   string
@@ -42,6 +48,9 @@ type runFeed struct {
 	// unseen: a read left out an event of the run (see app.rejected),
 	// so its end may never come on the feed: the engine is asked.
 	unseen bool
+	// cluster is whether conn was to a cluster when following began (a
+	// connection that is reconnecting tells no cluster).
+	cluster bool
 }
 
 // followRun starts following runID's events matching filters on l.
@@ -50,7 +59,7 @@ func (a *app) followRun(ctx context.Context, l *events.Log, runID string, filter
 	if err != nil {
 		return nil, &exitError{code: exitUnavailable, err: err}
 	}
-	return &runFeed{a: a, runID: runID, filters: filters, conn: l, feed: feed}, nil
+	return &runFeed{a: a, runID: runID, filters: filters, conn: l, feed: feed, cluster: l.ClusterSize() > 1}, nil
 }
 
 // log returns the connection the feed currently reads from.
@@ -152,6 +161,9 @@ func (f *runFeed) resume(ctx context.Context, cause error) error {
 	if cause == nil {
 		cause = errors.New("the event feed ended")
 	}
+	if f.cluster {
+		return f.resumeOnCluster(ctx, cause, lost)
+	}
 	if f.a.natsURL != "" {
 		return lost(cause)
 	}
@@ -173,6 +185,40 @@ func (f *runFeed) resume(ctx context.Context, cause error) error {
 	f.feed = feed
 	return nil
 }
+
+// resumeOnCluster follows on from the last event delivered through the
+// feed's own connection, which reconnects to another server by itself,
+// once an engine answers again; lost makes the error when none does
+// within events.ElectionWindow.
+func (f *runFeed) resumeOnCluster(ctx context.Context, cause error, lost func(error) error) error {
+	f.a.errorf("no engine answered while following run %s (%v); waiting for the cluster\n", f.runID, cause)
+	f.feed.Stop()
+	deadline := time.Now().Add(events.ElectionWindow)
+	for {
+		err := f.answers(ctx)
+		if err == nil {
+			var feed *events.Feed
+			if feed, err = f.conn.Follow(ctx, events.FollowOptions{Filters: f.filters, FromSeq: f.last + 1, BlobRefs: true}); err == nil {
+				f.feed = feed
+				return nil
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return lost(err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(clusterRetryWait):
+		}
+	}
+}
+
+// clusterRetryWait is the pause between tries of resumeOnCluster.
+const clusterRetryWait = 250 * time.Millisecond
 
 func (f *runFeed) closeOpened() {
 	if f.opened != nil {
