@@ -27,7 +27,9 @@ type RunView struct {
 	Requester string          `json:"requester,omitempty"`
 	Parent    *events.RunLink `json:"parent,omitempty"`
 	// Children are the runs whose run.requested named this run as parent,
-	// in the order they were requested.
+	// in the order they were requested: also those requested after it
+	// ended (a detached job.invoke), which, like Retries, grow a terminal
+	// record without moving its LastSeq.
 	Children []string `json:"children,omitempty"`
 	// RetryOf is the run this one retries and RetryFrom the top-level step
 	// it ran again from (empty: all of them); Retries are the runs that
@@ -136,8 +138,9 @@ type runsView struct{}
 func (runsView) name() string { return "runs" }
 
 // version history: 1 first format; 2 step ids drop the "@<attempt>" of a
-// retried structural step ("per_item@2/3" is step per_item).
-func (runsView) version() int { return 2 }
+// retried structural step ("per_item@2/3" is step per_item); 3 a child
+// requested after its parent ended is among the parent's children.
+func (runsView) version() int { return 3 }
 func (runsView) buckets() [][]byte {
 	return [][]byte{bucketRuns, bucketSteps, bucketRunsByJob, bucketRunsActive}
 }
