@@ -87,6 +87,9 @@ type Config struct {
 	// web console), on the engine's own log connection; its failure stops
 	// the engine.
 	Beside func(ctx context.Context, log *events.Log) error
+	// Console, when set, is where Beside serves the web console: recorded
+	// in engine.json and the engine's info for orbit console.
+	Console *ConsoleInfo
 }
 
 // Engine is a running Orbit engine on one project root.
@@ -262,6 +265,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Durability: e.log.Durability(),
 		Started:    time.Now().UTC(),
 		Background: cfg.Background,
+		Console:    cfg.Console,
 	}
 	return e, nil
 }
