@@ -46,15 +46,22 @@ type Log struct {
 	// replies holds API answers too large for one message, for the
 	// requester to fetch, for repliesTTL. A client looks it up when it
 	// first needs it (repliesMu).
-	replies   jetstream.ObjectStore
-	repliesMu sync.Mutex
-	route     apiRoute    // the engine API requests go to (see Request)
-	space     *spaceGuard // nil: no reserve (an external server manages its own disk)
-	log       *slog.Logger
+	replies       jetstream.ObjectStore
+	repliesStream jetstream.Stream
+	repliesMu     sync.Mutex
+	route         apiRoute    // the engine API requests go to (see Request)
+	space         *spaceGuard // nil: no reserve (an external server manages its own disk)
+	log           *slog.Logger
 
-	key      *logKey  // nil: no signing or verification
-	engine   bool     // opened by Open (an engine), not Dial: records integrity.rejected
-	rejected sync.Map // "stream/seq" of messages rejected (see reject)
+	key    *logKey // nil: no signing or verification
+	engine bool    // opened by Open (an engine), not Dial: records integrity.rejected
+	// accounts says the server keeps the engine in an account of its own
+	// (AccountsBlock), so that a request without an import is an
+	// engine's; selfKey is the public key this connection signed in with.
+	accounts bool
+	selfKey  string
+	gate     *consumerGate // an engine's consumer gate (consumer_gate.go)
+	rejected sync.Map      // "stream/seq" of messages rejected (see reject)
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
 
@@ -105,6 +112,16 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		l.Close()
 		return nil, err
 	}
+	l.accounts = l.srv != nil || l.separatesAccounts()
+	if !l.accounts {
+		l.log.Warn("the NATS server does not keep the engine in an account of its own, so the other identities can make it deliver into the engine's subjects and their requests are not attributed; configure it with the accounts of orbit nats-config", "url", l.cfg.URL)
+	}
+	gate, err := l.serveConsumerGate()
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.gate = gate
 	// The keeper saves work, it guards nothing: without it the engine is
 	// slower, not wrong, and the next keeper is stored keeperEvery
 	// commands later.
@@ -162,6 +179,9 @@ func (l *Log) connect() error {
 			return fmt.Errorf("events: nkey seed %s: %w", seed, err)
 		}
 		opts = append(opts, opt)
+		if l.selfKey, err = nkeyPublic(seed); err != nil {
+			return err
+		}
 	}
 	inbox := engineInboxPrefix
 	if !l.engine && seed != "" {
@@ -195,6 +215,7 @@ func (l *Log) connect() error {
 		// An external server that checks no credentials: the key was an
 		// offer, and anyone who reaches that server can write the log.
 		l.log.Warn("the NATS server admits anyone, so anyone who reaches it can write Orbit's log; configure it with the users of orbit nats-config", "url", url)
+		l.selfKey = ""
 		nc, err = nats.Connect(url, plain...)
 	}
 	if errors.Is(err, nats.ErrAuthorization) {
@@ -236,6 +257,9 @@ func (l *Log) bind(ctx context.Context) error {
 // Close drains the connection and shuts the embedded server down, if any.
 // Everything acknowledged before Close is on disk.
 func (l *Log) Close() error {
+	if l.gate != nil {
+		l.gate.stop()
+	}
 	l.stopCommits()
 	if l.nc != nil {
 		l.nc.Close()

@@ -19,4 +19,6 @@ type GroundhogVerbRefusedData struct {
 	Reason string `json:"reason"`
 	// By names the process that sent the verb (orbit mcp, orbit groundhog).
 	By string `json:"by,omitempty"`
+	// Signer signed the verb's request (nil: one recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 }

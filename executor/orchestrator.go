@@ -39,6 +39,11 @@ type Config struct {
 	// with backend: auto resolved to backend (http or cli; empty: the
 	// engine's runtime.backend), the one the invoking run's job had.
 	Jobs func(name, backend string) (*assets.Job, error)
+	// Admission re-checks, before an invoke_and_wait step dispatches its
+	// child, that the tasks it names (admission_task_ids) may still enter
+	// the workflow (admission_workflow); nil checks nothing. What it
+	// answers is recorded before anything depends on it.
+	Admission func(ctx context.Context, taskIDs []string, workflow string) (*Admission, error)
 	// Env looks up environment variables for {{ env.NAME }} (default
 	// os.LookupEnv).
 	Env func(name string) (string, bool)

@@ -40,6 +40,13 @@ type WorkerConfig struct {
 	// Env looks up environment variables for agent loops (provider keys,
 	// ORBIT_REPLAY_FIXTURE); nil means the process environment.
 	Env func(name string) (string, bool)
+	// Actions are the deterministic actions provided from above the
+	// executor (see Action), by name; their names must also be declared
+	// (Declare) for jobs that use them to validate.
+	Actions map[string]Action
+	// Tasks binds agent steps to the task their input names (nil: none
+	// is bound); see TaskBinder.
+	Tasks TaskBinder
 	// GroundhogMemory returns a task's GroundhogMemory view (JSON),
 	// reflecting at least every event up to minSeq; groundhog steps build
 	// their prompts from it alone.
@@ -130,9 +137,7 @@ var runners = map[string]func(ctx context.Context, w *Worker, ex *execution) (an
 	assets.TypeShell: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
 		return (&shellRun{cmd: ex.cmd, log: w.cfg.Log, emit: ex.emit}).run(ctx)
 	},
-	assets.TypeDeterministic: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
-		return runAction(ctx, w, ex.cmd)
-	},
+	assets.TypeDeterministic: runAction,
 	assets.TypeAgentLoop: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
 		return (&agentStep{w: w, cmd: ex.cmd, emit: ex.emit}).run(ctx)
 	},
@@ -266,7 +271,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
 		Delivery: c.Delivery, Redelivered: redelivered,
 	})
-	if err == nil && (redelivered || cmd.Activity.Type != assets.TypeDeterministic) {
+	if err == nil && (redelivered || cmd.Activity.Type != assets.TypeDeterministic || w.cfg.Actions[cmd.Activity.Action].External) {
 		_, err = started.Wait(ctx)
 	}
 	if err != nil {

@@ -75,7 +75,7 @@ func TestRewindToCheckpointTwoOfThree(t *testing.T) {
 	var d events.GroundhogRewoundToData
 	require.NoError(t, evs[0].Decode(&d))
 	assert.Equal(t, events.GroundhogRewoundToData{Checkpoint: "two", Ref: "refs/heads/main", FromSHA: last, ToSHA: first, FromDay: 2, By: "tester"}, d)
-	assert.Equal(t, events.TaskActive, h.status())
+	assert.Equal(t, events.TaskBacklog, h.status())
 	mem, err := h.memory(h.ctx, h.task, evs[0].Seq)
 	require.NoError(t, err)
 	require.Len(t, mem.Checkpoints, 1)

@@ -1,8 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
-	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,17 +18,7 @@ func (l *live) orbitAs(token string, args ...string) testkit.Result {
 	cmd := l.p.Command(args...)
 	cmd.Dir = l.t.TempDir()
 	cmd.Env = append(cmd.Env, l.env(token)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		code = exitErr.ExitCode()
-	} else {
-		require.NoError(l.t, err)
-	}
-	return testkit.Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+	return runCmd(l.t, cmd)
 }
 
 // TestGroundhogVerbCommands: the verbs as plain commands reach the open

@@ -90,6 +90,7 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 		State:        events.StatePending,
 		Input:        d.Input,
 		Requester:    d.Requester,
+		Signer:       d.Signer,
 		Parent:       d.Parent,
 		RetryOf:      d.RetryOf,
 		RetryFrom:    d.From,
@@ -176,12 +177,13 @@ func (b *runsBatch) runResumed(ev events.Event, d *events.RunResumedData) error 
 	return nil
 }
 
-func (b *runsBatch) runCancelRequested(ev events.Event, _ *events.RunCancelRequestedData) error {
+func (b *runsBatch) runCancelRequested(ev events.Event, d *events.RunCancelRequestedData) error {
 	e, err := b.openRun(ev, true)
 	if e == nil || err != nil {
 		return err
 	}
 	e.rec.CancelRequested = true
+	e.rec.Cancel = d
 	touchRun(e, ev)
 	return nil
 }

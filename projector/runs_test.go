@@ -57,6 +57,7 @@ func TestRunsViewFoldsARun(t *testing.T) {
 		Engine:          "engine-b",
 		Resumes:         1,
 		CancelRequested: true,
+		Cancel:          &events.RunCancelRequestedData{Reason: "enough", Requester: "bob"},
 		QueuedBehind:    []string{runID(0)},
 		RequestedAt:     at(1), StartedAt: at(3), FinishedAt: at(21),
 		DurationMS:   20000,

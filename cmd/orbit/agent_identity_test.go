@@ -24,7 +24,7 @@ func TestAnEngineSaysWhenTheServerRefusesTheAgentIdentity(t *testing.T) {
 			p := testkit.NewProject(t)
 			creds, err := events.EnsureCreds(engine.CredsDir(p.Root))
 			require.NoError(t, err)
-			block := events.AuthorizationBlock(creds)
+			block := events.AccountsBlock(creds)
 			if !withAgent {
 				block = "authorization { users = [\n"
 				for _, id := range []events.Identity{events.IdentityEngine, events.IdentityClient, events.IdentityReader} {

@@ -76,6 +76,7 @@ nothing and re-runs nothing that finished.`,
 		a.natsConfigCommand(),
 		a.blobCommand(),
 		a.mcpCommand(),
+		a.gcCommand(),
 	)
 	refuseUnknownSubcommands(cmd)
 	return cmd

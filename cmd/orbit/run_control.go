@@ -81,7 +81,7 @@ written), 3 no engine could be reached.`,
 				a.printf("%s\n", res.RunID)
 				a.retryPlan(res.RunID, res.Steps)
 			}
-			return a.follow(ctx, feed, res.Job)
+			return a.follow(ctx, feed, res.Job, a.json)
 		}),
 	}
 	cmd.Flags().StringVar(&from, "from", "", "the top-level step to run again from (the steps before it reuse their recorded outputs)")

@@ -205,8 +205,8 @@ func traceSummary(ev events.Event) string {
 		var d events.RunRequestedData
 		_ = ev.Decode(&d)
 		add(cmp.Or(d.JobName, ev.Job))
-		if d.Requester != "" {
-			add("by " + d.Requester)
+		if d.Requester != "" || d.Signer != nil {
+			add("by " + signedBy(d.Requester, d.Signer, "  "))
 		}
 		if d.RetryOf != "" {
 			add(strings.TrimSpace("retry of " + d.RetryOf + " " + fromStep(d.From)))
@@ -222,8 +222,8 @@ func traceSummary(ev events.Event) string {
 	case events.RunCancelRequested:
 		var d events.RunCancelRequestedData
 		_ = ev.Decode(&d)
-		if d.Requester != "" {
-			add("by " + d.Requester)
+		if d.Requester != "" || d.Signer != nil {
+			add("by " + signedBy(d.Requester, d.Signer, "  "))
 		}
 		add(d.Reason)
 	case events.RunBudgetExhausted:
@@ -252,8 +252,8 @@ func traceSummary(ev events.Event) string {
 		var d events.RunSignalledData
 		_ = ev.Decode(&d)
 		add("signal " + d.Signal)
-		if d.Requester != "" {
-			add("by " + d.Requester)
+		if d.Requester != "" || d.Signer != nil {
+			add("by " + signedBy(d.Requester, d.Signer, "  "))
 		}
 	case events.StepSkipped:
 		var d events.StepSkippedData

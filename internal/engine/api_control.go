@@ -96,6 +96,7 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 	if err != nil {
 		return nil, err
 	}
+	r.Signer = events.RequestSigner(ctx)
 	if err := executor.Submit(ctx, e.log, r); err != nil {
 		return nil, fmt.Errorf("submitting the retry: %w", err)
 	}

@@ -3,13 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 
-	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/shipping"
 )
 
 // Task and Groundhog endpoints.
@@ -21,14 +17,9 @@ const (
 	EndpointGroundhogAudit  = "groundhog.audit"
 )
 
-// TaskCreate asks for a new task. The plan has been validated by the
-// caller; the engine checks it again and picks the task id.
-type TaskCreate struct {
-	Title     string `json:"title"`
-	Workspace string `json:"workspace"`
-	Branch    string `json:"branch"`
-	Plan      string `json:"plan"`
-}
+// TaskCreate asks for a new task; the engine checks it and picks the
+// task id (see shipping.Service.Create).
+type TaskCreate = shipping.NewTask
 
 // TaskCreated answers a TaskCreate.
 type TaskCreated struct {
@@ -51,6 +42,9 @@ func (e *Engine) taskEndpoints() map[string]events.Handler {
 		EndpointGroundhogMemory: e.handle(e.taskQuery(func(ctx context.Context, id string) (any, error) { return e.proj.GroundhogMemory(ctx, id) })),
 		EndpointGroundhogAudit:  e.handle(e.taskQuery(func(ctx context.Context, id string) (any, error) { return e.proj.GroundhogRun(ctx, id) })),
 	}
+	for name, h := range e.shipEndpoints() {
+		endpoints[name] = h
+	}
 	endpoints[EndpointGroundhogAbandon] = e.handle(e.apiGroundhogAbandon)
 	endpoints[EndpointGroundhogApprove] = e.handle(e.apiGroundhogApprove)
 	endpoints[EndpointGroundhogRewind] = e.handle(e.apiGroundhogRewind)
@@ -70,51 +64,17 @@ func (e *Engine) taskQuery(get func(ctx context.Context, id string) (any, error)
 	}
 }
 
-// apiTaskCreate records task.created under the next free id T-<n>. The
-// event must be the first on its subject, so two creations racing for the
-// same id cannot both win: the loser takes the next one.
+// apiTaskCreate records a new task under the next free id T-<n>.
 func (e *Engine) apiTaskCreate(ctx context.Context, req json.RawMessage) (any, error) {
 	var t TaskCreate
 	if err := decode(req, &t); err != nil {
 		return nil, err
 	}
-	if _, err := assets.ParsePlan("plan", []byte(t.Plan)); err != nil {
-		return nil, fmt.Errorf("%w: %v", events.ErrInvalidRequest, err)
-	}
-	if strings.TrimSpace(t.Title) == "" || t.Workspace == "" || t.Branch == "" {
-		return nil, fmt.Errorf("%w: a task needs a title, a workspace and a branch", events.ErrInvalidRequest)
-	}
-	last, err := e.log.LastSeq(ctx)
+	id, seq, err := e.ship.Create(ctx, t)
 	if err != nil {
-		return nil, err
+		return nil, taskError(err)
 	}
-	if err := e.proj.WaitFor(ctx, last); err != nil {
-		return nil, err
-	}
-	tasks, err := e.proj.Tasks(ctx)
-	if err != nil {
-		return nil, err
-	}
-	n := 0
-	for _, task := range tasks {
-		if k, err := strconv.Atoi(strings.TrimPrefix(task.ID, "T-")); err == nil && k > n {
-			n = k
-		}
-	}
-	data := events.TaskCreatedData{Title: strings.TrimSpace(t.Title), Workspace: t.Workspace, Branch: t.Branch,
-		Plan: t.Plan, PlanVersion: 1, PlanDigest: assets.PlanDigest([]byte(t.Plan))}
-	for try := 0; try < 100; try++ {
-		id := "T-" + strconv.Itoa(n+1+try)
-		a, err := e.log.AppendFirst(ctx, events.Event{Type: events.TaskCreated, TaskID: id}, data)
-		if errors.Is(err, events.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return TaskCreated{TaskID: id, Seq: a.Seq}, nil
-	}
-	return nil, fmt.Errorf("no free task id after T-%d", n)
+	return TaskCreated{TaskID: id, Seq: seq}, nil
 }
 
 // groundhogMemory is the workers' view of GroundhogMemory.

@@ -88,7 +88,7 @@ func (e *Engine) apiGroundhogVerb(ctx context.Context, raw json.RawMessage) (any
 		verb = verb[:64]
 	}
 	if _, err := e.log.Append(ctx, events.Event{Type: events.GroundhogVerbRefused, TaskID: q.TaskID},
-		events.GroundhogVerbRefusedData{Verb: verb, Reason: reason.Error(), By: q.By}); err != nil {
+		events.GroundhogVerbRefusedData{Verb: verb, Reason: reason.Error(), By: q.By, Signer: events.RequestSigner(ctx)}); err != nil {
 		return nil, err
 	}
 	return VerbReply{Refused: true, Message: "refused: " + reason.Error()}, nil

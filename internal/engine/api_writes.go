@@ -71,12 +71,14 @@ func (e *Engine) writeEndpoints() map[string]events.Handler {
 // id (the client follows the run before it submits it), which must be a
 // ULID no event of the log has used; the job must be runnable; and a client
 // cannot submit a child run: only the engine starts those (job.invoke), so
-// depth and parent links cannot be forged.
+// depth and parent links cannot be forged. The run records who signed the
+// request, as the server says, whatever signer the request names.
 func (e *Engine) apiSubmit(ctx context.Context, raw json.RawMessage) (any, error) {
 	req, err := decodeSubmission(raw)
 	if err != nil {
 		return nil, err
 	}
+	req.Signer = events.RequestSigner(ctx)
 	used, err := e.log.LastMatching(ctx, []string{events.RunFilter(req.RunID)})
 	if err != nil {
 		return nil, err
@@ -215,7 +217,8 @@ func (e *Engine) apiTaskPlan(ctx context.Context, raw json.RawMessage) (any, err
 		ID:     events.DecisionID(events.TaskPlanChanged, t.ID, fmt.Sprint(req.PlanVersion)),
 		Type:   events.TaskPlanChanged,
 		TaskID: t.ID,
-	}, events.TaskPlanChangedData{Plan: req.Plan, PlanVersion: req.PlanVersion, PlanDigest: assets.PlanDigest([]byte(req.Plan))})
+	}, events.TaskPlanChangedData{Plan: req.Plan, PlanVersion: req.PlanVersion, PlanDigest: assets.PlanDigest([]byte(req.Plan)),
+		Signer: events.RequestSigner(ctx)})
 	if err != nil {
 		return nil, err
 	}

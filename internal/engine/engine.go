@@ -27,6 +27,7 @@ import (
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/projector"
+	"github.com/orbitrun/orbit/shipping"
 )
 
 // Version is reported by the API and `orbit version`.
@@ -107,6 +108,7 @@ type Engine struct {
 	created      time.Time // of the events stream, as checkLog found it
 	catalog      *catalogCache
 	attempts     *groundhog.Attempts
+	ship         *shipping.Service
 
 	// config is the project's configuration, reloaded when the file
 	// changes; what of it the engine applies while it runs is kept here as
@@ -234,8 +236,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	project := e.config.get()
+	e.ship = e.newShipping()
 	e.orch = executor.NewOrchestrator(executor.Config{
 		Log:          e.log,
+		Admission:    e.ship.Admission,
 		ActiveRuns:   e.activeRuns,
 		ViewsApplied: e.proj.Applied,
 		Jobs:         e.job,
@@ -252,6 +256,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Engine:          e.id,
 		AckWait:         time.Duration(project.Engine.AckWaitSeconds) * time.Second,
 		Settings:        e.currentSettings,
+		Actions:         e.ship.Actions(),
+		Tasks:           e.ship,
 		GroundhogMemory: e.groundhogMemory,
 		GroundhogCLI:    cli,
 		AgentSandbox:    agents,

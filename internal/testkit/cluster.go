@@ -24,7 +24,7 @@ const ClusterSize = 3
 
 // Cluster is a NATS JetStream cluster of ClusterSize servers in the test
 // process: cluster routes on loopback, every write fsynced before it is
-// acknowledged (sync_interval: always), and the authorization block of
+// acknowledged (sync_interval: always), and the accounts block of
 // `orbit nats-config` for Creds, so that the project's identities hold as
 // they would on a production cluster. Each node keeps its ports and store
 // across Kill and Restart.
@@ -74,7 +74,7 @@ func StartClusterWith(t testing.TB, credsDir string, maxPayload int32) *Cluster 
 	for i := range ClusterSize {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[ClusterSize+i]))
 	}
-	auth := events.AuthorizationBlock(creds)
+	auth := events.AccountsBlock(creds)
 	for i := range ClusterSize {
 		n := &Node{Name: fmt.Sprintf("n%d", i+1), Port: ports[i]}
 		n.conf = filepath.Join(dir, n.Name+".conf")
