@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/internal/engine"
 )
 
