@@ -13,29 +13,19 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orbitrun/orbit/events"
 )
 
-func digest(parts ...string) [32]byte {
-	return sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-}
-
-// TraceID is the trace of the run root (the run at the top of its chain;
-// the run itself when it has no parent): the trace of the caller's
-// traceparent when the root was requested with one, else derived from the
-// root's id.
+// TraceID is the trace of the runs under root (see events.RunTraceID).
 func TraceID(root, traceparent string) trace.TraceID {
-	if sc, err := ParseTraceparent(traceparent); err == nil {
-		return sc.TraceID()
-	}
-	var id trace.TraceID
-	d := digest("orbit.trace", root)
-	copy(id[:], d[:16])
+	id, _ := trace.TraceIDFromHex(events.RunTraceID(root, traceparent))
 	return id
 }
 
 func spanID(parts ...string) trace.SpanID {
 	var id trace.SpanID
-	d := digest(parts...)
+	d := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	copy(id[:], d[:8])
 	return id
 }
@@ -64,7 +54,7 @@ func StepTraceparent(root, rootTraceparent, runID, stepKey string, attempt int) 
 // 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>.
 func ParseTraceparent(s string) (trace.SpanContext, error) {
 	parts := strings.Split(strings.TrimSpace(s), "-")
-	if len(parts) != 4 || parts[0] != "00" || len(parts[3]) != 2 {
+	if _, ok := events.TraceparentTraceID(s); !ok || len(parts) != 4 {
 		return trace.SpanContext{}, fmt.Errorf("traceparent %q: want 00-<32 hex digits>-<16 hex digits>-<2 hex digits>", s)
 	}
 	tid, err := trace.TraceIDFromHex(parts[1])
