@@ -43,6 +43,8 @@ type TaskView struct {
 	Worktree  string `json:"worktree,omitempty"`
 	Base      string `json:"base,omitempty"`
 	BaseSHA   string `json:"base_sha,omitempty"`
+	// PullRequest is the pull request a shipping run opened for the task.
+	PullRequest *events.TaskPullRequest `json:"pull_request,omitempty"`
 
 	// Plan is the checkpoint plan Groundhog runs (empty when the task has
 	// none), at PlanVersion.
@@ -249,6 +251,10 @@ func (b *tasksBatch) taskUpdated(ev events.Event, d *events.TaskUpdatedData) err
 	set(&r.Priority, d.Priority)
 	set(&r.Type, d.Type)
 	set(&r.ExecutionSummary, d.ExecutionSummary)
+	if d.PullRequest != nil {
+		pr := *d.PullRequest
+		r.PullRequest = &pr
+	}
 	touchTask(e, ev)
 	return nil
 }
