@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
-	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/mcp"
 )
