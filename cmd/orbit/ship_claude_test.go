@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -113,4 +114,57 @@ func TestShipATaskWhoseClaudeCodeAgentRecordsItsSummary(t *testing.T) {
 	require.NotEmpty(t, reqs)
 	assert.Contains(t, reqs[0].Tools, "mcp__orbit__task_summary", "the agent is given the task's MCP server")
 	assert.NotContains(t, reqs[0].Tools, "mcp__orbit__checkpoint_success", "and not the Groundhog verbs")
+}
+
+// TestShipATaskWhoseCodexAgentRecordsItsSummary: the same over the real
+// Codex CLI and the scripted OpenAI server: agent_implement on codex is
+// given `orbit mcp` scoped by the step's task token through -c overrides,
+// and its call of task_summary in the mcp__orbit namespace records the
+// execution summary, which the pipeline delivers.
+func TestShipATaskWhoseCodexAgentRecordsItsSummary(t *testing.T) {
+	t.Parallel()
+	srv := testkit.NewOpenAIServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{ID: "call_write", Name: "exec_command", Input: map[string]any{"cmd": "echo goodbye > farewell.txt"}}}},
+		testkit.Turn{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "task_summary",
+			Input: map[string]any{"summary": "Wrote farewell.txt, which says goodbye."}}}},
+		testkit.Turn{Text: "Done."},
+	)
+	p, origin := repoProject(t, map[string]string{"README.md": "# greeter\n"})
+	p.Env = append(p.Env, testkit.CodexEnv(t)...)
+	executor := readCLIExample(t, "codex.yaml")
+	require.Contains(t, executor, "\n  command: codex\n")
+	args := testkit.CodexProviderArgs(srv)
+	quoted := make([]string, 0, len(args))
+	for _, arg := range args {
+		quoted = append(quoted, strconv.Quote(arg))
+	}
+	p.WriteFile(".orbit/executors/codex.yaml", strings.Replace(executor, "\n  command: codex\n",
+		"\n  command: "+testkit.CodexCLI(t)+"\n  args: ["+strings.Join(quoted, ", ")+"]\n", 1))
+	p.WriteFile(".orbit/activities/agent_implement.yaml", `schemaVersion: 2
+kind: Activity
+metadata:
+  name: agent_implement
+spec:
+  type: agent_loop
+  backend: cli
+  executor: codex
+  model: gpt-orbit-test
+  instruction: Implement the task; record your execution summary with mcp__orbit.task_summary.
+  tools: [fs.read, fs.write]
+  max_iterations: 10
+  wall_clock_timeout_seconds: 300
+`)
+	r := p.Orbit("task", "add", "--title", "Add a farewell", "--status", "backlog")
+	require.Equal(t, 0, r.Code, r.String())
+
+	r = p.Orbit("run", "ship", "T-1", "--mode", "local")
+	require.Equal(t, 0, r.Code, r.String())
+	v := taskView(t, p, "T-1")
+	assert.Equal(t, events.TaskReview, v.Status)
+	assert.Equal(t, "Wrote farewell.txt, which says goodbye.", v.ExecutionSummary, "recorded by the agent through orbit mcp")
+	assert.Equal(t, "goodbye", testkit.Git(t, origin, "show", "main:farewell.txt"))
+	reqs := srv.Scripted()
+	require.NotEmpty(t, reqs)
+	assert.Contains(t, reqs[0].Tools, "mcp__orbit.task_summary", "the agent is given the task's MCP server")
+	assert.NotContains(t, reqs[0].Tools, "mcp__orbit.checkpoint_success", "and not the Groundhog verbs")
 }
