@@ -62,7 +62,7 @@ func run(url, pg string) error {
 	hello := side.Hello{
 		System:     "dbos",
 		Versions:   map[string]string{"DBOS Transact Go": side.ModuleVersion(module), "PostgreSQL": pg},
-		Durability: "each step's result committed to PostgreSQL before the workflow goes on (fsync=on, synchronous_commit=on)",
+		Durability: "each step's result committed to PostgreSQL before the workflow goes on",
 	}
 	return side.Serve(ctx, os.Stdin, os.Stdout, hello, func(_ context.Context, req side.Request) error {
 		return workload(d, req)

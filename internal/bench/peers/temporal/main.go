@@ -95,13 +95,19 @@ func run(address, server, durability string) error {
 	})
 }
 
+// rpcTimeout replaces the SDK's 10s for each call to the server: 200
+// workflows started at once on the dev server's SQLite take longer than
+// that to be accepted on a loaded machine, and W3 would fail instead of
+// being measured.
+const rpcTimeout = 5 * time.Minute
+
 // dial connects to the dev server, waiting for it to serve (it creates
 // its database and namespace first).
 func dial(ctx context.Context, address string) (client.Client, error) {
 	quiet := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: address, Namespace: "default", Logger: quiet})
+		c, err := client.DialContext(ctx, client.Options{HostPort: address, Namespace: "default", Logger: quiet, RPCTimeout: rpcTimeout})
 		if err == nil {
 			return c, nil
 		}
