@@ -384,14 +384,16 @@ func countSyncs(ctx context.Context, cfg *config, dir string, sides []*side, fai
 			continue
 		}
 		fmt.Fprintf(progress, "counting %s's fsyncs over W1 under strace\n", s.name)
-		calls, err := traceSyncs(ctx, dir, s.pids(), func() error {
-			_, err := s.run(ctx, req, cfg.timeout)
+		var wall time.Duration
+		calls, inSyncs, err := traceSyncs(ctx, dir, s.pids(), func() error {
+			var err error
+			wall, err = s.run(ctx, req, cfg.timeout)
 			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s under strace: %w", s.name, err)
 		}
-		counts[s.name] = syncCount{calls: calls, steps: cfg.steps}
+		counts[s.name] = syncCount{calls: calls, seconds: inSyncs, wall: wall, steps: cfg.steps}
 	}
 	return counts, nil
 }

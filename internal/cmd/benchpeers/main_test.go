@@ -61,7 +61,7 @@ func TestHarnessOnOrbit(t *testing.T) {
 		t.Errorf("the report does not say Orbit's durability:\n%s", report)
 	}
 	if _, err := exec.LookPath("strace"); err == nil {
-		fsyncs := regexp.MustCompile(`(?m)^\| Orbit \| (\d+) \| (\d+) \| [1-9]\d* \| \d+\.\d+ \|$`)
+		fsyncs := regexp.MustCompile(`(?m)^\| Orbit \| (\d+) \| (\d+) \| [1-9]\d* \| \d+\.\d+ \| \d+\.\d+ s \| \d+\.\d+ s \|$`)
 		if !fsyncs.MatchString(report) {
 			t.Errorf("no fsync count for Orbit in the report:\n%s", report)
 		}
@@ -101,12 +101,15 @@ func TestParseStraceSummary(t *testing.T) {
 	if err := os.WriteFile(path, []byte(summary), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	calls, err := parseStraceSummary(path)
+	calls, seconds, err := parseStraceSummary(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if calls["fsync"] != 67 || calls["fdatasync"] != 41 || len(calls) != 2 {
 		t.Fatalf("calls = %v, want fsync 67, fdatasync 41", calls)
+	}
+	if seconds < 0.022598 || seconds > 0.0226 {
+		t.Fatalf("seconds = %v, want 0.022599", seconds)
 	}
 }
 

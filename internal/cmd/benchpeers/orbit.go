@@ -129,7 +129,7 @@ func (o *orbit) run(ctx context.Context, req request) error {
 	defer cancel()
 	switch req.Workload {
 	case sequential:
-		job, err := sequentialJob(req.N, req.Fork)
+		job, err := sequentialJob(req.N, req.Fork, 1)
 		if err != nil {
 			return err
 		}
@@ -145,7 +145,10 @@ func (o *orbit) run(ctx context.Context, req request) error {
 		}
 		return o.runJob(ctx, job, map[string]any{"items": items})
 	case runs:
-		job, err := sequentialJob(3, req.Fork)
+		// All N runs are admitted at once, as the peers start them: the
+		// default max_active_runs of 1 would queue them one behind the
+		// other.
+		job, err := sequentialJob(3, req.Fork, req.N)
 		if err != nil {
 			return err
 		}
@@ -247,11 +250,11 @@ func (w *waiter) stop() {
 }
 
 // sequentialJob is n steps one after another: deterministic echo, or with
-// fork a shell step running echo.
-func sequentialJob(n int, fork bool) (*assets.Job, error) {
+// fork a shell step running echo; maxActive of its runs at once.
+func sequentialJob(n int, fork bool, maxActive int) (*assets.Job, error) {
 	var b strings.Builder
 	name := "seq" + strconv.Itoa(n) + variant(fork)
-	fmt.Fprintf(&b, "schemaVersion: 2\nkind: Job\nmetadata: {name: %s}\nspec:\n  steps:\n", name)
+	fmt.Fprintf(&b, "schemaVersion: 2\nkind: Job\nmetadata: {name: %s}\nspec:\n  max_active_runs: %d\n  steps:\n", name, maxActive)
 	for i := range n {
 		if fork {
 			fmt.Fprintf(&b, "    - id: s%d\n      spec: {type: shell, program: echo, args: [\"%d\"], allowed_programs: [echo]}\n", i, i)

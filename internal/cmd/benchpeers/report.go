@@ -113,7 +113,7 @@ func (r *report) write(w io.Writer) {
 
 	if len(r.syncs) > 0 {
 		fmt.Fprintf(w, "\nfsync-family calls over one run of W1 (%d trivial steps), strace -f of each system's processes (its side, and its server's):\n\n", r.cfg.steps)
-		rows := [][]string{append(append([]string{"system"}, syncCalls...), "total", "per step")}
+		rows := [][]string{append(append([]string{"system"}, syncCalls...), "total", "per step", "wall time in them, summed over threads", "the run's wall time, traced")}
 		for _, s := range systems {
 			c, ok := r.syncs[s]
 			if !ok {
@@ -123,7 +123,8 @@ func (r *report) write(w io.Writer) {
 			for _, name := range syncCalls {
 				row = append(row, fmt.Sprint(c.calls[name]))
 			}
-			row = append(row, fmt.Sprint(c.total()), fmt.Sprintf("%.2f", float64(c.total())/float64(c.steps)))
+			row = append(row, fmt.Sprint(c.total()), fmt.Sprintf("%.2f", float64(c.total())/float64(c.steps)),
+				fmt.Sprintf("%.2f s", c.seconds), seconds(c.wall)+" s")
 			rows = append(rows, row)
 		}
 		table(w, rows)

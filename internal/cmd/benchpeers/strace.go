@@ -20,8 +20,10 @@ var syncCalls = []string{"fsync", "fdatasync"}
 
 // syncCount is what strace counted over one workload.
 type syncCount struct {
-	calls map[string]int
-	steps int
+	calls   map[string]int
+	seconds float64       // wall time inside those calls, summed over threads
+	wall    time.Duration // the workload's, under strace
+	steps   int
 }
 
 func (c syncCount) total() int {
@@ -33,13 +35,14 @@ func (c syncCount) total() int {
 }
 
 // traceSyncs attaches strace to pids (and their threads and children
-// to come), runs work, and returns the fsync-family calls made meanwhile.
-func traceSyncs(ctx context.Context, dir string, pids []int, work func() error) (map[string]int, error) {
+// to come), runs work, and returns the fsync-family calls made meanwhile
+// and the wall time spent in them.
+func traceSyncs(ctx context.Context, dir string, pids []int, work func() error) (map[string]int, float64, error) {
 	if len(pids) == 0 {
-		return nil, errors.New("no process to trace")
+		return nil, 0, errors.New("no process to trace")
 	}
 	out := filepath.Join(dir, "strace-"+strconv.Itoa(pids[0])+".txt")
-	args := []string{"-f", "-qq", "-c", "-o", out, "-e", "trace=" + strings.Join(syncCalls, ",")}
+	args := []string{"-f", "-qq", "-c", "-w", "-o", out, "-e", "trace=" + strings.Join(syncCalls, ",")}
 	for _, pid := range pids {
 		args = append(args, "-p", strconv.Itoa(pid))
 	}
@@ -47,13 +50,13 @@ func traceSyncs(ctx context.Context, dir string, pids []int, work func() error) 
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	if err := awaitTraced(pids, exited); err != nil {
 		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("strace: %w %s", err, stderr.String())
+		return nil, 0, fmt.Errorf("strace: %w %s", err, stderr.String())
 	}
 	werr := work()
 	// strace detaches on SIGINT and writes its summary.
@@ -62,10 +65,10 @@ func traceSyncs(ctx context.Context, dir string, pids []int, work func() error) 
 	case <-exited:
 	case <-time.After(time.Minute):
 		_ = cmd.Process.Kill()
-		return nil, errors.New("strace did not detach within a minute")
+		return nil, 0, errors.New("strace did not detach within a minute")
 	}
 	if werr != nil {
-		return nil, werr
+		return nil, 0, werr
 	}
 	return parseStraceSummary(out)
 }
@@ -112,14 +115,15 @@ func tracerOf(pid int) (int, bool) {
 	return 0, false
 }
 
-// parseStraceSummary reads strace -c's table: the calls column of each
-// syscall's row (the errors column may be empty).
-func parseStraceSummary(path string) (map[string]int, error) {
+// parseStraceSummary reads strace -c's table: the calls of each
+// syscall's row (the errors column may be empty) and the seconds of all.
+func parseStraceSummary(path string) (map[string]int, float64, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	calls := map[string]int{}
+	var seconds float64
 	for line := range strings.Lines(string(data)) {
 		f := strings.Fields(line)
 		if len(f) < 5 {
@@ -129,9 +133,14 @@ func parseStraceSummary(path string) (map[string]int, error) {
 		if err != nil {
 			continue
 		}
+		s, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
 		if name := f[len(f)-1]; name != "total" {
 			calls[name] = n
+			seconds += s
 		}
 	}
-	return calls, nil
+	return calls, seconds, nil
 }
