@@ -90,10 +90,11 @@ type config struct {
 	warmup    bool
 	strace    string // auto, on, off
 
-	dbos           string // the DBOS side's program
-	temporal       string // the Temporal side's program
-	temporalServer string // the Temporal CLI
-	pgBin          string // PostgreSQL's programs ("" finds them)
+	dbos           string   // the DBOS side's program
+	temporal       string   // the Temporal side's program
+	temporalServer string   // the Temporal CLI
+	pragmas        []string // the dev server's --sqlite-pragma
+	pgBin          string   // PostgreSQL's programs ("" finds them)
 	keep           bool
 	commit         string   // Orbit's commit, for the report
 	orbit          []string // the command line of Orbit's side
@@ -119,6 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.dbos, "dbos", "bin/bench-dbos", "the DBOS side (built from internal/bench/peers/dbos)")
 	fs.StringVar(&cfg.temporal, "temporal", "bin/bench-temporal", "the Temporal side (built from internal/bench/peers/temporal)")
 	fs.StringVar(&cfg.temporalServer, "temporal-server", "bin/temporal", "the Temporal CLI, whose server start-dev is run")
+	pragmas := fs.String("temporal-pragmas", defaultPragmas, "the dev server's SQLite pragmas, comma-separated (journal_mode=WAL, …)")
 	fs.StringVar(&cfg.pgBin, "pg-bin", "", "the directory of initdb, pg_ctl and postgres (default: found)")
 	fs.StringVar(&cfg.commit, "orbit-commit", "", "the commit Orbit was built from, for the report (git describe --always --dirty)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the working directory (databases, logs) after the run")
@@ -142,6 +144,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	for _, v := range vs {
 		cfg.variants = append(cfg.variants, v == "fork")
+	}
+	for _, p := range strings.Split(*pragmas, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.pragmas = append(cfg.pragmas, p)
+		}
 	}
 	switch cfg.strace {
 	case "auto", "on", "off":
@@ -351,7 +358,7 @@ func startSystem(ctx context.Context, cfg *config, name, dir string) (*side, fun
 		s.pids = func() []int { return append([]int{s.cmd.Process.Pid}, pg.pids()...) }
 		return s, pg.stop, nil
 	case "temporal":
-		srv, err := startTemporal(ctx, cfg.temporalServer, filepath.Join(dir, "temporal.db"), filepath.Join(dir, "temporal-server.log"))
+		srv, err := startTemporal(ctx, cfg.temporalServer, filepath.Join(dir, "temporal.db"), filepath.Join(dir, "temporal-server.log"), cfg.pragmas)
 		if err != nil {
 			return nil, func() {}, err
 		}

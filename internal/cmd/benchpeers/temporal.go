@@ -22,12 +22,14 @@ type temporalServer struct {
 	exited     chan struct{}
 }
 
-// sqlitePragmas are what the dev server is started with. Its SQLite opens
-// the file in its default rollback-journal mode (the dev server sets no
-// journal_mode); synchronous=FULL makes every commit fsync.
-var sqlitePragmas = []string{"synchronous=FULL"}
+// defaultPragmas are what the dev server is started with unless told
+// otherwise: synchronous=FULL makes every commit fsync, and SQLite keeps
+// its default rollback journal (the dev server sets no journal_mode).
+const defaultPragmas = "synchronous=FULL"
 
-func startTemporal(ctx context.Context, bin, dbFile, logPath string) (*temporalServer, error) {
+// startTemporal starts the dev server on dbFile with pragmas, each given
+// with --sqlite-pragma.
+func startTemporal(ctx context.Context, bin, dbFile, logPath string, pragmas []string) (*temporalServer, error) {
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s --version: %w", bin, err)
@@ -41,7 +43,7 @@ func startTemporal(ctx context.Context, bin, dbFile, logPath string) (*temporalS
 	args := []string{"server", "start-dev", "--db-filename", dbFile, "--ip", "127.0.0.1",
 		"--port", strconv.Itoa(ports[0]), "--http-port", strconv.Itoa(ports[1]), "--metrics-port", strconv.Itoa(ports[2]),
 		"--headless", "--log-level", "warn"}
-	for _, p := range sqlitePragmas {
+	for _, p := range pragmas {
 		args = append(args, "--sqlite-pragma", p)
 	}
 	logFile, err := os.Create(logPath)
@@ -59,7 +61,7 @@ func startTemporal(ctx context.Context, bin, dbFile, logPath string) (*temporalS
 		cmd:        cmd,
 		address:    "127.0.0.1:" + strconv.Itoa(ports[0]),
 		version:    cliVersion(bin, string(out)),
-		durability: "an on-disk SQLite database, " + strings.Join(sqlitePragmas, ", ") + " (the journal in SQLite's default mode)",
+		durability: sqliteDurability(pragmas),
 		exited:     make(chan struct{}),
 	}
 	go func() {
@@ -93,4 +95,14 @@ func cliVersion(bin, said string) string {
 		return "CLI " + info.Main.Version + " " + within
 	}
 	return "CLI " + info.Main.Version
+}
+
+func sqliteDurability(pragmas []string) string {
+	d := "an on-disk SQLite database, " + strings.Join(pragmas, ", ")
+	for _, p := range pragmas {
+		if strings.HasPrefix(strings.ToLower(p), "journal_mode=") {
+			return d
+		}
+	}
+	return d + " (journal_mode at SQLite's default, a rollback journal)"
 }
