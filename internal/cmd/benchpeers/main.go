@@ -227,7 +227,7 @@ func warm(req request) request {
 
 // run starts the systems, runs the rounds and the strace count, and
 // writes the report to out; progress goes to progress.
-func run(ctx context.Context, cfg *config, out, progress io.Writer) (err error) {
+func run(ctx context.Context, cfg *config, out, progress io.Writer) error {
 	dir, err := os.MkdirTemp("", "bench-peers-")
 	if err != nil {
 		return err
@@ -281,7 +281,7 @@ func run(ctx context.Context, cfg *config, out, progress io.Writer) (err error) 
 					return ctx.Err()
 				}
 				if err != nil {
-					fmt.Fprintf(progress, "%s failed, left out from now on: %v\n", s.name, err)
+					fmt.Fprintf(progress, "%s failed, left out from now on: %v\nthe end of its log:\n%s", s.name, err, tail(s.log, 20))
 					failed[s.name] = err
 					continue
 				}
@@ -292,15 +292,16 @@ func run(ctx context.Context, cfg *config, out, progress io.Writer) (err error) 
 		}
 	}
 	rep.failed = failed
-	if rep.syncs, err = countSyncs(ctx, cfg, dir, sides, failed, progress); err != nil {
-		return err
+	rep.syncs, rep.straceErr = countSyncs(ctx, cfg, dir, sides, failed, progress)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	rep.loadEnd = loadAverage()
 	rep.write(out)
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d systems failed", len(failed), len(sides))
 	}
-	return nil
+	return rep.straceErr
 }
 
 // startSystems starts each system's servers and side. stop ends them all,
@@ -372,7 +373,8 @@ func startSystem(ctx context.Context, cfg *config, name, dir string) (*side, fun
 	return nil, func() {}, fmt.Errorf("no system %q", name)
 }
 
-// countSyncs runs W1 (trivial) once more on each system under strace.
+// countSyncs runs W1 (trivial) once more on each system under strace. A
+// count that could not be taken is an error beside the others' counts.
 func countSyncs(ctx context.Context, cfg *config, dir string, sides []*side, failed map[string]error, progress io.Writer) (map[string]syncCount, error) {
 	if cfg.strace == "off" || !slices.Contains(cfg.workloads, sequential) {
 		return nil, nil
@@ -384,6 +386,7 @@ func countSyncs(ctx context.Context, cfg *config, dir string, sides []*side, fai
 		fmt.Fprintln(progress, "strace is not on PATH: no fsync counts")
 		return nil, nil
 	}
+	var errs []error
 	counts := map[string]syncCount{}
 	req := request{Workload: sequential, N: cfg.steps}
 	for _, s := range sides {
@@ -398,9 +401,20 @@ func countSyncs(ctx context.Context, cfg *config, dir string, sides []*side, fai
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s under strace: %w", s.name, err)
+			errs = append(errs, fmt.Errorf("%s under strace: %w", s.name, err))
+			continue
 		}
 		counts[s.name] = syncCount{calls: calls, seconds: inSyncs, wall: wall, steps: cfg.steps}
 	}
-	return counts, nil
+	return counts, errors.Join(errs...)
+}
+
+// tail is the last n lines of the file at path.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	return strings.Join(lines[max(0, len(lines)-n-1):], "")
 }

@@ -21,6 +21,7 @@ type report struct {
 	cpu                map[string]map[string][]time.Duration // CPU time of the system's processes, the same way
 	failed             map[string]error
 	syncs              map[string]syncCount
+	straceErr          error
 }
 
 func (r *report) add(label, system string, wall, cpu time.Duration) {
@@ -128,6 +129,9 @@ func (r *report) write(w io.Writer) {
 			rows = append(rows, row)
 		}
 		table(w, rows)
+	}
+	if r.straceErr != nil {
+		fmt.Fprintf(w, "\nfsyncs not counted: %v\n", r.straceErr)
 	}
 	for _, s := range systems {
 		if err := r.failed[s]; err != nil {
