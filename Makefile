@@ -7,12 +7,24 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build agents test fuzz bench bench-peers fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
+.PHONY: all build binsize agents test fuzz bench bench-peers fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-ship demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
 
 all: build
 
+# The binary make build ships leaves out the symbol table and the DWARF
+# debugging data (-s -w: a panic's stack trace comes from the runtime's own
+# tables and still names every function, file and line) and the build
+# machine's paths (-trimpath: files are named by module path).
+LDFLAGS := -s -w
+
 build:
-	$(GO) build -o $(BIN) ./cmd/orbit
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/orbit
+
+# The binary's size: nothing reachable may turn off the linker's removal of
+# unused methods (a reflect method lookup by a name the compiler cannot
+# see, as text/template's), and bin/orbit is at most 70 MB.
+binsize: build
+	GO=$(GO) BIN=$(BIN) LDFLAGS="$(LDFLAGS)" scripts/binsize.sh
 
 # The official nats CLI, at the version the end-to-end test of the project's
 # identities (TestTheOfficialNATSCLI) drives: v0.5.0, not v0.5.1.
@@ -32,11 +44,12 @@ $(AGENTS)/node_modules/.installed: $(AGENTS)/package-lock.json $(AGENTS)/package
 	cd $(AGENTS) && npm ci --no-audit --no-fund
 	touch $@
 
-# The test suite: vet, then every test with the race detector (which runs
-# each fuzz target's seed corpus), then every fuzz target for 3s. It needs
-# the official nats CLI, the pinned CLI agents and Chromium (for the
-# console's browser tests), which it installs first.
-test: nats-cli agents chromium
+# The test suite: the binary's size (make binsize), vet, then every test
+# with the race detector (which runs each fuzz target's seed corpus), then
+# every fuzz target for 3s. It needs the official nats CLI, the pinned CLI
+# agents and Chromium (for the console's browser tests), which it installs
+# first.
+test: nats-cli agents chromium binsize
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh
@@ -75,6 +88,7 @@ bench:
 	$(GO) test -run '^$$' -bench GroundhogAttempt/large -benchtime 5x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench ClusterThroughput -benchtime 1x -count 1 -timeout 20m ./internal/bench/
 	$(GO) test -run '^$$' -bench Scan -benchtime 3x -count 1 ./events/
+	$(GO) test -run '^$$' -bench APIRequest -benchtime 5000x -count 1 ./events/
 	$(GO) test -run '^$$' -bench Start -benchtime 50x -count 1 ./internal/sandbox/
 
 # Orbit beside DBOS Transact Go (on a PostgreSQL cluster of its own, fsync
@@ -151,6 +165,10 @@ demo: build
 demo-groundhog: build
 	ORBIT=$(BIN) scripts/demo-groundhog.sh
 
+# Ships a backlog of three tasks to a bare origin, offline (replayed agents).
+demo-ship: build
+	ORBIT=$(BIN) scripts/demo-ship.sh
+
 # The git processes the engine runs for demo-groundhog's three attempts,
 # per git subcommand.
 git-count: build
@@ -180,4 +198,4 @@ demo-cli-agent: build
 	ORBIT=$(BIN) SCRIPTED_MODEL=bin/scriptedmodel scripts/demo-cli-agent.sh
 
 clean:
-	rm -rf bin $(DEMO) .demo-groundhog .demo-groundhog-cli .demo-groundhog-codex .demo-cli-agent .demo-cluster $(AGENTS)/node_modules
+	rm -rf bin $(DEMO) .demo-groundhog .demo-ship .demo-groundhog-cli .demo-groundhog-codex .demo-cli-agent .demo-cluster $(AGENTS)/node_modules

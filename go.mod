@@ -3,6 +3,7 @@ module github.com/orbitrun/orbit
 go 1.26.0
 
 require (
+	github.com/DataDog/datadog-agent/pkg/template v0.85.4
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/cenkalti/backoff/v4 v4.3.0

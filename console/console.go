@@ -14,7 +14,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -24,6 +23,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	template "github.com/DataDog/datadog-agent/pkg/template/html"
 
 	"github.com/orbitrun/orbit/events"
 )

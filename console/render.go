@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	// html/template without its method calls: see "The binary" in
+	// ARCHITECTURE.md.
+	template "github.com/DataDog/datadog-agent/pkg/template/html"
 
 	"github.com/orbitrun/orbit/events"
 )
@@ -19,6 +22,9 @@ import (
 // shows; the rest is cut with a note.
 const valueCap = 8 << 10
 
+// funcs are what the templates call besides their builtins. A template
+// reads fields, map keys and these: the template package here never calls
+// a value's methods (see the import), and {{.Name}} of a method fails.
 var funcs = template.FuncMap{
 	"json":     showJSON,
 	"raw":      showRaw,

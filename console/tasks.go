@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/gitops"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -37,7 +37,7 @@ const (
 	tasksPageMax  = 200
 )
 
-// tasksPage lists the Groundhog tasks in the order of their ids, a page at
+// tasksPage lists the tasks in the order of their ids, a page at
 // a time, each linking to its page.
 func (s *Server) tasksPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()

@@ -51,7 +51,10 @@ func (e *replyError) Unwrap() error { return e.kind }
 // the roll call (see Request) with id. id is the engine's id, or the
 // service instance's when it is empty. The endpoints answer as soon as
 // Serve returns. Every request runs in its own goroutine with a context
-// that ends at Stop or after timeout.
+// that ends at Stop or after timeout, and that names who signed it
+// (RequestSigner). A request that arrived as a JetStream delivery, or whose
+// answer would go anywhere but its caller's inbox, is not handled (see
+// checkRequest); an endpoint name is two dotted tokens.
 func (l *Log) Serve(id, name, version string, timeout time.Duration, endpoints map[string]Handler) (Stopper, error) {
 	svc, err := micro.AddService(l.nc, micro.Config{Name: name, Version: version, Description: "Orbit engine API"})
 	if err != nil {
@@ -63,11 +66,23 @@ func (l *Log) Serve(id, name, version string, timeout time.Duration, endpoints m
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &apiService{svc: svc, cancel: cancel, log: l}
 	for endpoint, h := range endpoints {
+		if strings.Count(endpoint, ".") != 1 {
+			s.Stop()
+			return nil, fmt.Errorf("events: API endpoint %q: want <group>.<name>, the subjects the other accounts import", endpoint)
+		}
 		handler := micro.HandlerFunc(func(req micro.Request) {
+			signer, err := l.checkRequest(nats.Header(req.Headers()), req.Reply())
+			if err != nil {
+				l.log.Warn("API request refused", "subject", req.Subject(), "reply", req.Reply(), "err", err)
+				if answerable(req.Reply()) {
+					s.fail(req, fmt.Errorf("%w: %w", ErrInvalidRequest, err))
+				}
+				return
+			}
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				rctx, rcancel := context.WithTimeout(ctx, timeout)
+				rctx, rcancel := context.WithTimeout(context.WithValue(ctx, signerKey{}, signer), timeout)
 				defer rcancel()
 				s.answer(rctx, req, h)
 			}()
@@ -169,17 +184,19 @@ func (l *Log) putReply(ctx context.Context, data []byte) (string, error) {
 // write to the object store, and the answer expires after repliesTTL.
 func (l *Log) takeReply(ctx context.Context, name string) ([]byte, error) {
 	l.repliesMu.Lock()
+	var err error
 	if l.replies == nil {
-		replies, err := l.js.ObjectStore(ctx, RepliesStore)
-		if err != nil {
-			l.repliesMu.Unlock()
-			return nil, fmt.Errorf("%w: reading a large answer (%s): object store %s: %v", ErrUnavailable, name, RepliesStore, err)
-		}
-		l.replies = replies
+		l.replies, err = l.js.ObjectStore(ctx, RepliesStore)
 	}
-	replies := l.replies
+	if err == nil && l.repliesStream == nil {
+		l.repliesStream, err = l.js.Stream(ctx, "OBJ_"+RepliesStore)
+	}
+	replies, stream := l.replies, l.repliesStream
 	l.repliesMu.Unlock()
-	data, err := replies.GetBytes(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading a large answer (%s): object store %s: %v", ErrUnavailable, name, RepliesStore, err)
+	}
+	data, err := readObject(ctx, l, replies, stream, RepliesStore, name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading a large answer (%s): %v", ErrUnavailable, name, err)
 	}

@@ -81,7 +81,11 @@ func (l *Log) answerRollCall(id string) ([]*nats.Subscription, error) {
 	}
 	var subs []*nats.Subscription
 	for _, subject := range []string{rollCallSubject, EngineSubject(id, "engines")} {
-		sub, err := l.nc.Subscribe(subject, func(m *nats.Msg) { _ = m.Respond(answer) })
+		sub, err := l.nc.Subscribe(subject, func(m *nats.Msg) {
+			if _, err := l.checkRequest(m.Header, m.Reply); err == nil {
+				_ = m.Respond(answer)
+			}
+		})
 		if err != nil {
 			for _, s := range subs {
 				_ = s.Unsubscribe()

@@ -3,34 +3,60 @@ package events
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"math"
 	"sync"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// readBlob reads the stored bytes of the blob named digest. A blob of one
-// chunk (the object store's chunks are 128 KiB: nearly every blob) is read
-// with one direct get of that chunk, which any replica answers at once; a
-// larger one through the object store's reader, which streams its chunks
-// over an ordered consumer of its own. That consumer was seen, about once
-// in a hundred fan-outs, to deliver nothing until the read's timeout.
+// readBlob reads the stored bytes of the blob named digest.
 func (l *Log) readBlob(ctx context.Context, digest string) ([]byte, error) {
-	info, err := l.blobs.GetInfo(ctx, digest)
-	if err != nil {
-		return nil, err
-	}
-	if info.Chunks != 1 {
-		return l.blobs.GetBytes(ctx, digest)
-	}
 	stream, err := l.blobStream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	msg, err := stream.GetLastMsgForSubject(ctx, "$O."+BlobsStore+".C."+info.NUID)
+	return readObject(ctx, l, l.blobs, stream, BlobsStore, digest)
+}
+
+// readObject reads the object name of the object store bucket (whose
+// stream is stream) with direct gets of its chunks, and checks them
+// against the object's size and digest. A chunk (128 KiB) is one message:
+// nearly every blob is read with one direct get, which any replica answers
+// at once, and a larger object with batched ones. It uses no consumer: the
+// object store's own reader pushes the chunks over an ordered push
+// consumer, which a client may not make (consumer_gate.go), and which was
+// seen, about once in a hundred fan-outs, to deliver nothing until the
+// read's timeout.
+func readObject(ctx context.Context, l *Log, store jetstream.ObjectStore, stream jetstream.Stream, bucket, name string) ([]byte, error) {
+	info, err := store.GetInfo(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return msg.Data, nil
+	subject := "$O." + bucket + ".C." + info.NUID
+	if info.Chunks == 1 {
+		msg, err := stream.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			return nil, err
+		}
+		return msg.Data, nil
+	}
+	data := make([]byte, 0, info.Size)
+	err = l.scanStream(ctx, stream.CachedInfo().Config.Name, subject, 1, math.MaxUint64, func(_ uint64, msg *nats.Msg) error {
+		data = append(data, msg.Data...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	if uint64(len(data)) != info.Size || info.Digest != "SHA-256="+base64.URLEncoding.EncodeToString(sum[:]) {
+		return nil, fmt.Errorf("%w: object %s of %s: %d bytes read of %d, or not the digest it was stored with", ErrTampered, name, bucket, len(data), info.Size)
+	}
+	return data, nil
 }
 
 // blobStream returns the object store's stream, looked up on first use.

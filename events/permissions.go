@@ -50,18 +50,20 @@ func readStreams(id Identity) []string {
 }
 
 // Permissions returns what id, signing in with the nkey public, may do on
-// the server, as NATS enforces it: nil (everything) for the engine; for the
-// client and the reader, reading the log and the blobs through JetStream's
-// read API (stream info, direct and stored-message gets, consumers of their
-// own and their flow control) and subscribing to the events and to their own
-// inbox (InboxPrefix(public)); the client may also
-// call the engine's API on orbit.api.>. Every write is denied explicitly:
-// stream and consumer administration beyond their own feeds, publishing
-// events or commands, key-value and object puts.
+// the server, as NATS enforces it within id's account (see AccountsBlock):
+// nil (everything) for the engine; for the client and the reader, reading
+// the log and the blobs through JetStream's read API (stream info, direct
+// and stored-message gets; pull consumers of the log, made through the
+// engine's gate, their info, their messages, their deletion) and
+// subscribing to the events and to their own inbox (InboxPrefix(public));
+// the client may also call the engine's API on orbit.api.>. Every write is
+// denied explicitly: stream and consumer administration beyond their own
+// feeds, publishing events or commands, key-value and object puts.
 //
-// IMPORTANT: the engine's durable consumers are on ORBIT_COMMANDS, to which
-// a client has no access at all; its event feeds are ordered consumers with
-// random names that only the engine's inbox (engineInboxPrefix) learns.
+// IMPORTANT: the account is what keeps an identity from making the server
+// act for it (a reply subject, a consumer's deliveries); these permissions
+// say what it may ask, and say again what it may not, for a server whose
+// accounts were configured by hand.
 func Permissions(id Identity, public string) *server.Permissions {
 	switch id {
 	case IdentityEngine:
@@ -76,14 +78,15 @@ func Permissions(id Identity, public string) *server.Permissions {
 			"$JS.API.STREAM.MSG.GET."+s,
 			"$JS.API.DIRECT.GET."+s,
 			"$JS.API.DIRECT.GET."+s+".>",
-			"$JS.API.CONSUMER.CREATE."+s,
-			"$JS.API.CONSUMER.CREATE."+s+".>",
-			"$JS.API.CONSUMER.INFO."+s+".*",
-			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
-			"$JS.API.CONSUMER.DELETE."+s+".*",
-			"$JS.FC."+s+".>",
 		)
 	}
+	pub = append(pub,
+		"$JS.API.CONSUMER.CREATE."+EventsStream,
+		"$JS.API.CONSUMER.CREATE."+EventsStream+".>",
+		"$JS.API.CONSUMER.INFO."+EventsStream+".*",
+		"$JS.API.CONSUMER.MSG.NEXT."+EventsStream+".*",
+		"$JS.API.CONSUMER.DELETE."+EventsStream+".*",
+	)
 	if id == IdentityClient {
 		pub = append(pub, APIRoot+".>")
 	}
@@ -112,9 +115,10 @@ func Permissions(id Identity, public string) *server.Permissions {
 }
 
 // AgentEndpoints are the API endpoints the agent identity may call: the
-// one that takes a Groundhog verb with its attempt token. A new endpoint a
+// one that takes a Groundhog verb with its attempt token, and the one that
+// takes an execution summary with its step's task token. A new endpoint a
 // CLI agent needs is added here, and only one that checks the token.
-var AgentEndpoints = []string{"groundhog.verb"}
+var AgentEndpoints = []string{"groundhog.verb", "tasks.summary"}
 
 // agentPermissions is what the agent identity (public) may do: call the
 // roll (orbit.api.engines and one engine's own, orbit.api.at.<engine>.engines,
@@ -143,39 +147,6 @@ func agentPermissions(public string) *server.Permissions {
 	}
 }
 
-// users returns the server's nkey users for creds, and extra public keys
-// admitted with the client's permissions (serve --nkey).
-func users(creds *Creds, extra []string) []*server.NkeyUser {
-	var out []*server.NkeyUser
-	for _, id := range Identities {
-		out = append(out, &server.NkeyUser{Nkey: creds.Public[id], Permissions: Permissions(id, creds.Public[id])})
-	}
-	for _, key := range extra {
-		out = append(out, &server.NkeyUser{Nkey: key, Permissions: Permissions(IdentityClient, key)})
-	}
-	return out
-}
-
-// AuthorizationBlock returns the nats-server configuration block that
-// admits creds with the same permissions as the embedded server does, for a
-// deployment on an external server or cluster.
-func AuthorizationBlock(creds *Creds) string {
-	var b strings.Builder
-	b.WriteString("authorization {\n  users = [\n")
-	for _, id := range Identities {
-		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n", id, creds.Public[id])
-		if p := Permissions(id, creds.Public[id]); p != nil {
-			b.WriteString("      permissions: {\n")
-			writeSubjects(&b, "publish", p.Publish)
-			writeSubjects(&b, "subscribe", p.Subscribe)
-			b.WriteString("      }\n")
-		}
-		b.WriteString("    }\n")
-	}
-	b.WriteString("  ]\n}\n")
-	return b.String()
-}
-
 func writeSubjects(b *strings.Builder, name string, p *server.SubjectPermission) {
 	quote := func(list []string) string {
 		q := slices.Clone(list)
@@ -184,7 +155,7 @@ func writeSubjects(b *strings.Builder, name string, p *server.SubjectPermission)
 		}
 		return strings.Join(q, ", ")
 	}
-	fmt.Fprintf(b, "        %s: {\n          allow: [%s]\n          deny: [%s]\n        }\n", name, quote(p.Allow), quote(p.Deny))
+	fmt.Fprintf(b, "          %s: {\n            allow: [%s]\n            deny: [%s]\n          }\n", name, quote(p.Allow), quote(p.Deny))
 }
 
 // CheckReader signs in to the log's server as the reader whose seed is in

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,7 +78,11 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 	var out []Event
 	err := l.scan(ctx, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
 		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
-		ev, err := l.readMessage(seq, subject, msg.Header, msg.Data)
+		var stored time.Time // only a signed event's time is checked
+		if l.key != nil {
+			stored = storedTime(msg.Header)
+		}
+		ev, err := l.readMessage(seq, subject, msg.Header, msg.Data, stored)
 		if err != nil {
 			if !opts.Placeholders {
 				return nil
@@ -101,10 +106,15 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 	return out, nil
 }
 
-// scan hands each stored message on subject filter (every subject when
+// scan hands each stored event on subject filter (every subject when
 // empty) with a sequence from..upTo to fn, in order, asking the stream for
 // them in batches; an error from fn ends the scan with that error.
 func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, fn func(seq uint64, msg *nats.Msg) error) error {
+	return l.scanStream(ctx, EventsStream, filter, from, upTo, fn)
+}
+
+// scanStream is scan of any stream.
+func (l *Log) scanStream(ctx context.Context, stream, filter string, from, upTo uint64, fn func(seq uint64, msg *nats.Msg) error) error {
 	inbox := l.nc.NewInbox()
 	sub, err := l.nc.SubscribeSync(inbox)
 	if err != nil {
@@ -120,7 +130,7 @@ func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, fn fun
 		if err != nil {
 			return err
 		}
-		if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+EventsStream, inbox, req); err != nil {
+		if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
 			return fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
 		}
 		more, err := l.scanBatch(ctx, sub, upTo, &next, fn)

@@ -1,8 +1,12 @@
 package events
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -15,8 +19,10 @@ import (
 // power loss.
 //
 // The server admits only the identities in cfg.CredsDir (created if
-// missing) and cfg.ExtraClients, each with its Permissions: there is no
-// anonymous access on any listener, loopback included.
+// missing) and cfg.ExtraClients, each in its account with its Permissions
+// (AccountsBlock, the configuration orbit nats-config prints, parsed by
+// the server's own parser): there is no anonymous access on any listener,
+// loopback included.
 func startEmbedded(cfg Config) (*server.Server, error) {
 	creds, err := EnsureCreds(cfg.CredsDir)
 	if err != nil {
@@ -30,16 +36,19 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		}
 		extra = append(extra, public)
 	}
-	opts := &server.Options{
-		ServerName:         "orbit",
-		JetStream:          true,
-		StoreDir:           cfg.StoreDir,
-		NoSigs:             true,
-		NoLog:              true,
-		DontListen:         cfg.Listen == "",
-		MaxPayload:         cfg.MaxPayload,
-		Nkeys:              users(creds, extra),
-		JetStreamMaxMemory: 64 << 20,
+	opts := &server.Options{}
+	if err := opts.ProcessConfigString(AccountsBlock(creds, extra...)); err != nil {
+		return nil, fmt.Errorf("events: the server's accounts: %w", err)
+	}
+	opts.ServerName = "orbit"
+	opts.JetStream = true
+	opts.StoreDir = cfg.StoreDir
+	opts.NoSigs, opts.NoLog = true, true
+	opts.DontListen = cfg.Listen == ""
+	opts.MaxPayload = cfg.MaxPayload
+	opts.JetStreamMaxMemory = 64 << 20
+	if err := moveToEngineAccount(cfg.StoreDir); err != nil {
+		return nil, err
 	}
 	if cfg.Durability == DurabilityStrict {
 		opts.SyncAlways = true
@@ -78,4 +87,25 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		return nil, fmt.Errorf("%w: embedded NATS did not become ready (store %s)", ErrUnavailable, cfg.StoreDir)
 	}
 	return srv, nil
+}
+
+// moveToEngineAccount moves a store written before the engine had an
+// account of its own (EngineAccount) to it: JetStream keeps each account's
+// streams in a directory of the account's name, and those of a server
+// without accounts are the global account's ($G). Renaming the directory
+// keeps every stream as it was, its creation time included, so the log is
+// the same log (Log.Created).
+func moveToEngineAccount(storeDir string) error {
+	dir := filepath.Join(storeDir, server.JetStreamStoreDir)
+	legacy, current := filepath.Join(dir, legacyAccount), filepath.Join(dir, EngineAccount)
+	if _, err := os.Stat(legacy); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Stat(current); err == nil {
+		return fmt.Errorf("events: store %s holds streams of the global account (%s) and of the engine's account (%s): move one aside", storeDir, legacy, current)
+	}
+	if err := os.Rename(legacy, current); err != nil {
+		return fmt.Errorf("events: moving the store to the engine's account: %w", err)
+	}
+	return nil
 }

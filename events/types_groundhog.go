@@ -226,6 +226,9 @@ type GroundhogInterruptedData struct {
 	AbandonedBy   string `json:"abandoned_by,omitempty"`
 	Reason        string `json:"reason,omitempty"`
 	WorkspaceKept bool   `json:"workspace_kept,omitempty"`
+	// AbandonSigner signed the abandon (nil: not an abandon, or one
+	// recorded before it was).
+	AbandonSigner *Signer `json:"abandon_signer,omitempty"`
 }
 
 // GroundhogAbandonedData records a checkpoint whose budget was spent.

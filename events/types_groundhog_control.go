@@ -25,6 +25,8 @@ type GroundhogApprovedData struct {
 	FromSHA    string `json:"from_sha"` // the task branch before
 	ToSHA      string `json:"to_sha"`   // the held ref, the task branch after
 	By         string `json:"by"`
+	// Signer signed the approval (nil: one recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 }
 
 // GroundhogRewoundToData records `orbit groundhog rewind --to`: Ref (the
@@ -40,4 +42,6 @@ type GroundhogRewoundToData struct {
 	FromDay    int    `json:"from_day"`
 	By         string `json:"by"`
 	Reason     string `json:"reason,omitempty"`
+	// Signer signed the rewind (nil: one recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 }

@@ -115,7 +115,11 @@ type RunRequestedData struct {
 	Job       json.RawMessage `json:"job"`
 	Input     any             `json:"input"`
 	Requester string          `json:"requester,omitempty"`
-	Parent    *RunLink        `json:"parent,omitempty"`
+	// Signer is the identity that signed the request (see Signer); nil
+	// for a run the engine started itself (a child run) and in runs
+	// recorded before it was.
+	Signer *Signer  `json:"signer,omitempty"`
+	Parent *RunLink `json:"parent,omitempty"`
 	// Depth is how many job.invoke steps lie between the run and the run
 	// someone requested: 0 for that one, its parent's + 1 for a child.
 	Depth int `json:"depth,omitempty"`
@@ -200,6 +204,9 @@ type RunCancelRequestedData struct {
 	// part of: that run's, or one below it, whether asked for directly or
 	// reached through a cancelled parent.
 	Tree string `json:"tree,omitempty"`
+	// Signer signed the request (nil: the engine cancelled a child run
+	// itself, or a cancel recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 }
 
 // StepStartedData records the start of one attempt of a step instance: the

@@ -22,6 +22,8 @@ type RunBudgetRaisedData struct {
 	Tokens     int64   `json:"tokens"`
 	CostUSD    float64 `json:"cost_usd,omitempty"`
 	Requester  string  `json:"requester,omitempty"`
+	// Signer signed the raise (nil: a raise recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 	// ChildRunID, set when the run stopped because a child run it waited
 	// for did, names that child, whose raise numbered ChildRaise reopened
 	// this run too: the step that waited for the child waits for its

@@ -31,4 +31,6 @@ type RunSignalledData struct {
 	Signal    string `json:"signal"`
 	Data      any    `json:"data,omitempty"`
 	Requester string `json:"requester,omitempty"`
+	// Signer signed the signal (nil: one recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 }

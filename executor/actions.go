@@ -24,9 +24,10 @@ type action func(ctx context.Context, call actionCall) (any, error)
 
 // actions is the registry of deterministic actions, fixed at start-up.
 var actions = map[string]action{
-	"echo":  echoAction,
-	"sleep": sleepAction,
-	"fail":  failAction,
+	"echo":                   echoAction,
+	"sleep":                  sleepAction,
+	"fail":                   failAction,
+	"pipeline_success_guard": successGuardAction,
 }
 
 // workerActions are the deterministic actions that act on the engine's
@@ -37,7 +38,7 @@ var workerActions = map[string]func(ctx context.Context, w *Worker, cmd *stepCom
 }
 
 func actionNames() string {
-	names := []string{actionInvoke, actionWait}
+	names := append([]string{actionInvoke, actionWait, actionInvokeAndWait}, declaredNames()...)
 	for n := range actions {
 		names = append(names, n)
 	}
@@ -69,21 +70,87 @@ func echoAction(_ context.Context, call actionCall) (any, error) {
 	return out, nil
 }
 
-// sleepAction waits config.ms milliseconds and outputs {slept_ms}.
+// sleepAction waits config.ms milliseconds, or input.seconds (the upstream
+// system's sleep activity, at most an hour), and outputs {slept_ms,
+// slept_seconds}.
 func sleepAction(ctx context.Context, call actionCall) (any, error) {
-	ms, err := intConfig(call.Config, "ms")
-	if err != nil {
-		return nil, err
-	}
-	if err := assets.CheckDuration(ms, assets.MaxDurationMS); err != nil {
-		return nil, fail(events.KindValidation, false, "config.ms: %v", err)
+	var d time.Duration
+	if _, ok := call.Config["ms"]; ok || inputValue(call.Input, "seconds") == nil {
+		ms, err := intConfig(call.Config, "ms")
+		if err != nil {
+			return nil, err
+		}
+		if err := assets.CheckDuration(ms, assets.MaxDurationMS); err != nil {
+			return nil, fail(events.KindValidation, false, "config.ms: %v", err)
+		}
+		d = time.Duration(ms) * time.Millisecond
+	} else {
+		s, ok := inputValue(call.Input, "seconds").(float64)
+		if !ok || s < 0 || s > 3600 {
+			return nil, fail(events.KindValidation, false, "input.seconds: want a number of seconds from 0 to 3600, got %v", inputValue(call.Input, "seconds"))
+		}
+		d = time.Duration(s * float64(time.Second))
 	}
 	select {
-	case <-time.After(time.Duration(ms) * time.Millisecond):
-		return map[string]any{"slept_ms": ms}, nil
+	case <-time.After(d):
+		return map[string]any{"slept_ms": d.Milliseconds(), "slept_seconds": d.Seconds()}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// inputValue is input[key] when the input is an object, else nil.
+func inputValue(input any, key string) any {
+	m, _ := input.(map[string]any)
+	return m[key]
+}
+
+// successGuardAction fails unless every child run in input.result (one
+// invoke_and_wait output) or input.results (a list of them) has status
+// succeeded; input.context names what is checked. It runs after the
+// steps that must see a failed child's status (releasing its locks), as
+// the upstream system's pipeline_success_guard does. Output:
+// {succeeded: true, checked_count}.
+func successGuardAction(_ context.Context, call actionCall) (any, error) {
+	var results []any
+	if r := inputValue(call.Input, "result"); r != nil {
+		results = append(results, r)
+	}
+	if rs, ok := inputValue(call.Input, "results").([]any); ok {
+		results = append(results, rs...)
+	}
+	what, _ := inputValue(call.Input, "context").(string)
+	if what == "" {
+		what = "child runs"
+	}
+	if len(results) == 0 {
+		return nil, fail(events.KindValidation, false, "%s: input.result or input.results names no child run to check", what)
+	}
+	var failed []string
+	for i, r := range results {
+		m, _ := r.(map[string]any)
+		status, _ := m["status"].(string)
+		if status == childSucceeded {
+			continue
+		}
+		run, _ := m["run_id"].(string)
+		desc := fmt.Sprintf("#%d", i+1)
+		if run != "" {
+			desc = "run " + run
+		}
+		if status == "" {
+			status = "no status"
+		}
+		desc += " " + status
+		if msg, _ := m["error"].(string); msg != "" {
+			desc += ": " + msg
+		}
+		failed = append(failed, desc)
+	}
+	if len(failed) > 0 {
+		return nil, fail(events.KindActivity, false, "%s: %d of %d did not succeed: %s", what, len(failed), len(results), strings.Join(failed, "; "))
+	}
+	return map[string]any{"succeeded": true, "checked_count": len(results)}, nil
 }
 
 // failAction fails with config.message; config.retryable (default false)
@@ -115,9 +182,20 @@ func intConfig(cfg map[string]any, key string) (int64, error) {
 }
 
 // runAction executes a deterministic step command.
-func runAction(ctx context.Context, w *Worker, cmd *stepCommand) (any, error) {
+func runAction(ctx context.Context, w *Worker, ex *execution) (any, error) {
+	cmd := ex.cmd
 	if act, ok := workerActions[cmd.Activity.Action]; ok {
 		return act(ctx, w, cmd)
+	}
+	if act, ok := w.cfg.Actions[cmd.Activity.Action]; ok {
+		out, err := act.Run(ctx, &ActionCall{RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, Attempt: cmd.Attempt,
+			Config: cmd.Activity.Config, Input: cmd.Input, Workspace: cmd.Workspace, Emit: ex.emit})
+		if err != nil && ctx.Err() == nil {
+			if _, isFailure := err.(*failure); !isFailure {
+				err = fmt.Errorf("action %s: %w", cmd.Activity.Action, err)
+			}
+		}
+		return out, err
 	}
 	act, ok := actions[cmd.Activity.Action]
 	if !ok {

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // Environment variables that switch every agent loop to the replay
@@ -49,11 +50,19 @@ func (e emitter) PutBlob(ctx context.Context, data []byte) (events.BlobRef, erro
 func (a *agentStep) run(ctx context.Context) (any, error) {
 	spec := &a.cmd.Activity
 	em := emitter{log: a.w.cfg.Log, emit: a.emit}
-	prompt := agentPrompt(a.cmd.Input)
-	if spec.Backend == "cli" {
-		return a.runCLI(ctx, spec, em, prompt)
+	input, task, err := a.bindTask(ctx)
+	if err != nil {
+		return nil, err
 	}
-	provider, err := a.provider(ctx, spec)
+	if task != nil {
+		defer task.Release()
+	}
+	prompt := agentPrompt(input)
+	if spec.Backend == "cli" {
+		return a.runCLI(ctx, spec, em, prompt, input, task)
+	}
+	taskID, _ := inputString(a.cmd.Input, "task_id")
+	provider, err := a.provider(ctx, spec, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +77,9 @@ func (a *agentStep) run(ctx context.Context) (any, error) {
 			return nil, fail(events.KindValidation, false, "unknown tool %q (known: %s)", name, strings.Join(agent.BuiltinNames(), ", "))
 		}
 		tools = append(tools, t)
+	}
+	if task != nil {
+		tools = append(tools, taskSummaryTool{task})
 	}
 	history, err := a.sessionHistory(ctx)
 	if err != nil {
@@ -165,19 +177,29 @@ func agentFailure(err error) error {
 
 // provider builds the step's provider: the replay provider when the engine
 // runs with ORBIT_REPLAY_FIXTURE set, else the one the spec names.
-func (a *agentStep) provider(ctx context.Context, spec *assets.ActivitySpec) (agent.Provider, error) {
-	return a.w.newProvider(ctx, spec, func(fixture string) (int, error) {
+func (a *agentStep) provider(ctx context.Context, spec *assets.ActivitySpec, taskID string) (agent.Provider, error) {
+	return a.w.newProvider(ctx, spec, taskID, func(fixture string) (int, error) {
 		return replayStart(ctx, a.w.cfg.Log, a.cmd.RunID, fixture)
 	})
 }
 
-// newProvider builds an agent provider for a spec; start says where a
-// replay fixture resumes.
-func (w *Worker) newProvider(ctx context.Context, spec *assets.ActivitySpec, start func(fixture string) (int, error)) (agent.Provider, error) {
+// newProvider builds an agent provider for a spec, for a step bound to
+// task taskID (or none); start says where a replay fixture resumes.
+//
+// ORBIT_REPLAY_FIXTURE may name a directory: a step bound to a task then
+// replays <directory>/<task id>.json, so that a demo of several tasks
+// replays each task's own agent.
+func (w *Worker) newProvider(ctx context.Context, spec *assets.ActivitySpec, taskID string, start func(fixture string) (int, error)) (agent.Provider, error) {
 	opts := agent.ProviderOptions{Name: spec.Provider, Fixture: spec.Fixture, BaseURL: spec.BaseURL, Env: w.getenv}
 	for _, name := range replayEnv {
 		if f := w.getenv(name); f != "" {
 			opts.Name, opts.Fixture = "replay", f
+			if fi, err := os.Stat(f); err == nil && fi.IsDir() {
+				if taskID == "" {
+					return nil, fail(events.KindValidation, false, "%s names the directory %s, which holds one fixture per task (<task id>.json), and this step is bound to no task (input.task_id)", name, f)
+				}
+				opts.Fixture = filepath.Join(f, taskID+".json")
+			}
 			break
 		}
 	}
@@ -311,8 +333,10 @@ func (a *agentStep) saveSession(ctx context.Context, em emitter, out *agent.Outc
 	})
 }
 
-// runCLI runs the step on its CLI executor.
-func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em emitter, prompt string) (any, error) {
+// runCLI runs the step on its CLI executor. An agent bound to a task is
+// started with its id and token in its environment (EnvTaskID,
+// EnvTaskToken), and its envelope's input carries the task.
+func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em emitter, prompt string, input any, task *TaskBinding) (any, error) {
 	if spec.ExecutorSpec == nil {
 		return nil, fail(events.KindValidation, false, "backend cli: no executor definition in the job")
 	}
@@ -329,8 +353,9 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		Spec:     *spec.ExecutorSpec,
 		Envelope: agent.Envelope{
 			Instruction: spec.Instruction, Prompt: prompt, Tools: spec.Tools, Model: spec.Model,
-			Input: a.cmd.Input, RunID: a.cmd.RunID, StepKey: a.cmd.StepKey, Attempt: a.cmd.Attempt, Workspace: a.cmd.Workspace,
+			Input: input, RunID: a.cmd.RunID, StepKey: a.cmd.StepKey, Attempt: a.cmd.Attempt, Workspace: a.cmd.Workspace,
 		},
+		Env:       taskEnv(input, task),
 		Workspace: a.cmd.Workspace,
 		Timeout:   time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
 		Attempt:   a.cmd.Attempt,
@@ -357,4 +382,14 @@ func (w *Worker) getenv(name string) string {
 		return v
 	}
 	return os.Getenv(name)
+}
+
+// taskEnv is the environment of a CLI agent bound to a task: the engine's,
+// with the task's id and token; nil (the engine's) for one bound to none.
+func taskEnv(input any, task *TaskBinding) []string {
+	if task == nil {
+		return nil
+	}
+	id, _ := inputString(input, "task_id")
+	return append(os.Environ(), EnvTaskID+"="+id, EnvTaskToken+"="+task.Token)
 }

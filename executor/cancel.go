@@ -12,7 +12,9 @@ import (
 // that owns the run stops dispatching, the workers stop the run's running
 // activities (SIGTERM to their process groups, SIGKILL after a grace
 // period), and the run ends cancelled. A pending run is cancelled at once.
-// Cancelling twice records one request; a finished run never changes.
+// Cancelling twice records one request; a finished run never changes. The
+// request records who signed the API request ctx serves, if any
+// (events.RequestSigner).
 func RequestCancel(ctx context.Context, log *events.Log, runID, requester, reason string) error {
 	return requestCancel(ctx, log, runID, events.RunCancelRequestedData{Requester: requester, Reason: reason})
 }
@@ -21,6 +23,9 @@ func RequestCancel(ctx context.Context, log *events.Log, runID, requester, reaso
 // part of a tree cancel says so (d.Tree). The first request of a run is
 // the one recorded (its id is derived from the run).
 func requestCancel(ctx context.Context, log *events.Log, runID string, d events.RunCancelRequestedData) error {
+	if d.Signer == nil {
+		d.Signer = events.RequestSigner(ctx)
+	}
 	_, err := log.Append(ctx, events.Event{
 		ID:       events.DecisionID(events.RunCancelRequested, runID),
 		Type:     events.RunCancelRequested,

@@ -19,7 +19,7 @@ const (
 )
 
 func isChildAction(spec *assets.ActivitySpec) bool {
-	return spec.Type == assets.TypeDeterministic && (spec.Action == actionInvoke || spec.Action == actionWait)
+	return spec.Type == assets.TypeDeterministic && (spec.Action == actionInvoke || spec.Action == actionWait || spec.Action == actionInvokeAndWait)
 }
 
 // child runs a job.invoke or job.wait step attempt. job.invoke starts a
@@ -28,6 +28,9 @@ func isChildAction(spec *assets.ActivitySpec) bool {
 // child — and, with wait, finishes with the child's output or error.
 // job.wait waits for a run started earlier with wait: false.
 func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	if st.Activity.Action == actionInvokeAndWait {
+		return x.invokeAndWait(ctx, sc, st, key, attempt)
+	}
 	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
 		out, failed := stepOutcome(ev)
 		if failed != nil {
@@ -184,6 +187,17 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 // this run is cancelled meanwhile, the awaited run is cancelled too, and
 // waited for a little.
 func (x *interpreter) waitRun(ctx context.Context, runID string, raise int) (*events.RunFinishedData, *events.ErrorInfo) {
+	return x.waitRaise(ctx, runID, raise, nil)
+}
+
+// waitRunUntil waits for a run's first run.finished, or until deadline
+// fires: then it returns neither an end nor a failure, and the run goes
+// on.
+func (x *interpreter) waitRunUntil(ctx context.Context, runID string, deadline <-chan time.Time) (*events.RunFinishedData, *events.ErrorInfo) {
+	return x.waitRaise(ctx, runID, 0, deadline)
+}
+
+func (x *interpreter) waitRaise(ctx context.Context, runID string, raise int, deadline <-chan time.Time) (*events.RunFinishedData, *events.ErrorInfo) {
 	want := events.RunFinishedID(runID, raise)
 	feed, err := x.o.cfg.Log.Follow(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
 	if err != nil {
@@ -214,6 +228,8 @@ func (x *interpreter) waitRun(ctx context.Context, runID string, raise int) (*ev
 			giveUp = time.After(cancelWait)
 		case <-giveUp:
 			return nil, x.cancelFailure("")
+		case <-deadline:
+			return nil, nil
 		case <-ctx.Done():
 			return nil, internal(ctx, ctx.Err())
 		}

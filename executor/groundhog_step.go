@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/groundhog"
 )
 
@@ -35,7 +35,7 @@ func (w *Worker) runGroundhog(ctx context.Context, cmd *stepCommand) (any, error
 		Activity: cmd.ActivityName,
 		Spec:     spec,
 		NewProvider: func(ctx context.Context, start func(fixture string) int) (agent.Provider, error) {
-			return w.newProvider(ctx, &spec, func(fixture string) (int, error) { return start(fixture), nil })
+			return w.newProvider(ctx, &spec, taskID, func(fixture string) (int, error) { return start(fixture), nil })
 		},
 		Memory: func(ctx context.Context, taskID string, minSeq uint64) (*groundhog.Memory, error) {
 			raw, err := w.cfg.GroundhogMemory(ctx, taskID, minSeq)

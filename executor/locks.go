@@ -75,31 +75,43 @@ func (l *locks) reserve(ctx context.Context, runID, step string, resources []str
 // tryReserve is reserve that says who holds a conflicting resource ("" when
 // the resources were taken) instead of failing.
 func (l *locks) tryReserve(ctx context.Context, runID, step string, resources []string, ttl time.Duration) (string, error) {
-	var holder string
-	return holder, l.change(ctx, func(held map[string]reservation) error {
-		holder = ""
+	conflicts, err := l.reserveAll(ctx, runID, step, resources, ttl)
+	if err != nil || len(conflicts) == 0 {
+		return "", err
+	}
+	c := conflicts[0]
+	return fmt.Sprintf("%s is held by run %s (step %s) since %s; it overlaps %s",
+		c.Held, c.Owner, c.Step, c.Acquired.Format(time.RFC3339), c.Want), nil
+}
+
+// reserveAll takes resources for a run, all or none: when another live run
+// holds any of them it takes nothing and returns every conflict, in the
+// order of resources and then of the held resources' names.
+func (l *locks) reserveAll(ctx context.Context, runID, step string, resources []string, ttl time.Duration) ([]Conflict, error) {
+	var conflicts []Conflict
+	return conflicts, l.change(ctx, func(held map[string]reservation) error {
+		conflicts = conflicts[:0]
 		now := time.Now().UTC()
+		live := liveness{l: l, now: now, done: map[string]bool{}}
 		for _, want := range resources {
-			for res, h := range held {
-				if h.Owner == runID || !overlaps(want, res) {
+			for _, res := range sortedResources(held) {
+				h, ok := held[res]
+				if !ok || h.Owner == runID || !overlaps(want, res) {
 					continue
 				}
-				stale := !h.Expires.IsZero() && now.After(h.Expires)
-				if !stale {
-					done, err := l.finished(ctx, h.Owner)
-					if err != nil {
-						return err
-					}
-					stale = done
+				alive, err := live.holds(ctx, h)
+				if err != nil {
+					return err
 				}
-				if stale {
+				if !alive {
 					delete(held, res)
 					continue
 				}
-				holder = fmt.Sprintf("%s is held by run %s (step %s) since %s; it overlaps %s",
-					res, h.Owner, h.Step, h.Acquired.Format(time.RFC3339), want)
-				return errUnchanged
+				conflicts = append(conflicts, Conflict{Want: want, Held: res, Owner: h.Owner, Step: h.Step, Acquired: h.Acquired})
 			}
+		}
+		if len(conflicts) > 0 {
+			return errUnchanged
 		}
 		for _, want := range resources {
 			r := reservation{Owner: runID, Step: step, Acquired: now}
@@ -110,6 +122,38 @@ func (l *locks) tryReserve(ctx context.Context, runID, step string, resources []
 		}
 		return nil
 	})
+}
+
+// liveness tells live reservations from stale ones (past their TTL, or
+// of a run that has finished), asking the log about each owner once.
+type liveness struct {
+	l    *locks
+	now  time.Time
+	done map[string]bool // owner run → finished
+}
+
+func (v *liveness) holds(ctx context.Context, h reservation) (bool, error) {
+	if !h.Expires.IsZero() && v.now.After(h.Expires) {
+		return false, nil
+	}
+	finished, seen := v.done[h.Owner]
+	if !seen {
+		var err error
+		if finished, err = v.l.finished(ctx, h.Owner); err != nil {
+			return false, err
+		}
+		v.done[h.Owner] = finished
+	}
+	return !finished, nil
+}
+
+func sortedResources(held map[string]reservation) []string {
+	names := make([]string, 0, len(held))
+	for res := range held {
+		names = append(names, res)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // release gives back resources of a run (all of them when resources is
@@ -259,3 +303,83 @@ func toAny(list []string) []any {
 	}
 	return out
 }
+
+// Conflict is a resource a reservation wanted (Want) that another live
+// run holds: Held, which overlaps it, owned by run Owner since Acquired.
+type Conflict struct {
+	Want     string
+	Held     string
+	Owner    string
+	Step     string
+	Acquired time.Time
+}
+
+// Held is one live reservation.
+type Held struct {
+	Resource string
+	Owner    string
+	Step     string
+	Acquired time.Time
+	Expires  time.Time // zero: until the owner run ends
+}
+
+// Locks is the engine's resource reservations (orbit_locks), for actions
+// above the executor that reserve on behalf of their run: shipping's
+// gates. Resources are TaskResource and FilesResource names; two runs
+// never hold overlapping ones. A run's reservations are released when it
+// finishes, whatever its end; one past its TTL is stale.
+type Locks struct{ l *locks }
+
+// NewLocks returns the reservations of log's orbit_locks bucket.
+func NewLocks(log *events.Log) *Locks { return &Locks{l: newLocks(log)} }
+
+// TaskResource names a task as a resource; FilesResource a file glob,
+// relative to the repository.
+func TaskResource(id string) string    { return "task:" + id }
+func FilesResource(glob string) string { return "files:" + glob }
+
+// Reserve takes every resource for run owner, or none: when another live
+// run holds an overlapping resource it takes nothing and returns the
+// conflicts. Reserving what owner holds renews it; a ttl of 0 holds until
+// owner ends.
+func (l *Locks) Reserve(ctx context.Context, owner, step string, resources []string, ttl time.Duration) ([]Conflict, error) {
+	return l.l.reserveAll(ctx, owner, step, resources, ttl)
+}
+
+// Release gives back owner's resources (all of them when resources is
+// empty) and returns those it held.
+func (l *Locks) Release(ctx context.Context, owner string, resources []string) ([]string, error) {
+	return l.l.release(ctx, owner, resources)
+}
+
+// Live returns the live reservations, sorted by resource.
+func (l *Locks) Live(ctx context.Context) ([]Held, error) {
+	cur, err := l.l.kv.Get(ctx, reservationsKey)
+	if errors.Is(err, events.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]reservation{}
+	if err := json.Unmarshal(cur.Value, &held); err != nil {
+		return nil, fmt.Errorf("orbit_locks %s: %w", reservationsKey, err)
+	}
+	live := liveness{l: l.l, now: time.Now().UTC(), done: map[string]bool{}}
+	var out []Held
+	for _, res := range sortedResources(held) {
+		h := held[res]
+		alive, err := live.holds(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		if alive {
+			out = append(out, Held{Resource: res, Owner: h.Owner, Step: h.Step, Acquired: h.Acquired, Expires: h.Expires})
+		}
+	}
+	return out, nil
+}
+
+// Overlaps reports whether two resources cannot be held by two runs at
+// once (see overlaps).
+func Overlaps(a, b string) bool { return overlaps(a, b) }

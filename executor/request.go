@@ -20,11 +20,14 @@ const (
 // RunRequest asks the orchestrator to run a job. The job travels whole and
 // already resolved, so the run executes exactly what was validated.
 type RunRequest struct {
-	RunID     string          `json:"run_id"`
-	Job       assets.Job      `json:"job"`
-	Input     any             `json:"input"` // merged: the job's default_input and the caller's input
-	Requester string          `json:"requester,omitempty"`
-	Parent    *events.RunLink `json:"parent,omitempty"`
+	RunID     string     `json:"run_id"`
+	Job       assets.Job `json:"job"`
+	Input     any        `json:"input"` // merged: the job's default_input and the caller's input
+	Requester string     `json:"requester,omitempty"`
+	// Signer is who signed the API request that submitted the run; the
+	// engine sets it (runs.submit, runs.retry), whatever a client sent.
+	Signer *events.Signer  `json:"signer,omitempty"`
+	Parent *events.RunLink `json:"parent,omitempty"`
 	// ParentEvent is the event of the parent run that started this one (the
 	// step.started of its job.invoke step): run.requested names it as parent.
 	ParentEvent string `json:"parent_event,omitempty"`

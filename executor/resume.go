@@ -35,6 +35,8 @@ type Raised struct {
 // orchestrator that admits it (Orchestrator.Resume, or any engine's
 // recovery) goes on where the budget stopped it: finished steps keep their
 // results, and the step the budget stopped runs again as a new attempt.
+// The raise records who signed the API request ctx serves, if any
+// (events.RequestSigner).
 //
 // A child run is where its budget was spent, so it is the one to resume:
 // a parent that waited for it and stopped because it did is reopened with
@@ -76,7 +78,8 @@ func ResumeRun(ctx context.Context, log *events.Log, runID string, r Raise, requ
 		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
 			"run %s is %s, not %s: only a run its budget stopped can be resumed", runID, f.state, events.StateBudgetExhausted)
 	}
-	d := events.RunBudgetRaisedData{Raise: f.raises + 1, Tokens: f.spent.tokens, CostUSD: f.spent.costUSD, Requester: requester}
+	d := events.RunBudgetRaisedData{Raise: f.raises + 1, Tokens: f.spent.tokens, CostUSD: f.spent.costUSD, Requester: requester,
+		Signer: events.RequestSigner(ctx)}
 	if f.budget != nil {
 		d.MaxTokens, d.MaxCostUSD = f.budget.MaxTokens, f.budget.MaxCostUSD
 	}

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // scope is a pipeline context: the input the steps of one step list see,
@@ -331,7 +331,7 @@ func validateActivity(spec *assets.ActivitySpec) error {
 		}
 		return nil
 	case assets.TypeDeterministic:
-		if _, ok := actions[spec.Action]; !ok && !isChildAction(spec) && workerActions[spec.Action] == nil {
+		if _, ok := actions[spec.Action]; !ok && !isChildAction(spec) && workerActions[spec.Action] == nil && !isDeclared(spec.Action) {
 			return fmt.Errorf("action: unknown deterministic action %s (known: %s)", assets.Quote(spec.Action), actionNames())
 		}
 		return nil

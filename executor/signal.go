@@ -43,7 +43,8 @@ type Signalled struct {
 // Signal delivers a signal with its data to every step of a run that is
 // waiting for it now, by appending run.signalled for each; the run's
 // interpreter finishes those steps with data as their output. Sending the
-// same signal twice to one waiting step records it once.
+// same signal twice to one waiting step records it once. Each records who
+// signed the API request ctx serves, if any (events.RequestSigner).
 //
 // It refuses, with an error matching events.ErrNotFound, a run the log
 // does not have, and with one matching ErrNotWaiting and
@@ -83,7 +84,7 @@ func Signal(ctx context.Context, log *events.Log, runID, signal string, data any
 			RunID:    runID,
 			StepKey:  g.StepKey,
 			ParentID: stepEventID(events.StepStarted, runID, g.StepKey, g.Attempt),
-		}, events.RunSignalledData{Attempt: g.Attempt, Signal: signal, Data: data, Requester: requester})
+		}, events.RunSignalledData{Attempt: g.Attempt, Signal: signal, Data: data, Requester: requester, Signer: events.RequestSigner(ctx)})
 		if err != nil {
 			return nil, fmt.Errorf("recording signal %s for run %s: %w", signal, runID, err)
 		}

@@ -36,6 +36,7 @@ func requestedEvent(req *RunRequest) (events.Event, events.RunRequestedData, err
 			Job:        job,
 			Input:      req.Input,
 			Requester:  req.Requester,
+			Signer:     req.Signer,
 			Parent:     req.Parent,
 			Depth:      req.Depth,
 			Root:       req.Root,
@@ -85,6 +86,7 @@ func (o *Orchestrator) recordRefused(ctx context.Context, req *RunRequest) error
 	}, events.RunRequestedData{
 		JobName:   job,
 		Requester: truncate(req.Requester, assets.MaxNameBytes),
+		Signer:    req.Signer,
 		Parent:    req.Parent,
 		Depth:     req.Depth,
 		Root:      req.Root,

@@ -2,7 +2,11 @@
 // of a checkpoint from a clean git snapshot on a scratch branch, and ends
 // it either with exactly one squash commit on the task branch
 // (CommitSuccess) or by rewinding the workspace to the snapshot (Rewind),
-// keeping the attempt's work on the scratch branch.
+// keeping the attempt's work on the scratch branch. It also does the git of
+// shipping: worktrees (AddWorktree, RemoveWorktree), fetches into the
+// remote-tracking ref, the commit of a whole work tree, a rebase that
+// aborts a conflict, the fast-forward of a base where it is checked out
+// (MergeFastForward) and an exact-lease push (PushLease).
 //
 // It drives the real git command line (2.26 or later) and is the only
 // package of Orbit that runs git. Every command runs at the top level of

@@ -57,6 +57,27 @@ var (
 	// or only white space. Nothing has been changed.
 	ErrBlankSummary = errors.New("blank commit summary")
 
+	// ErrWorktreeExists is returned by AddWorktree when the path holds
+	// something other than the work tree it would make. Nothing has been
+	// changed.
+	ErrWorktreeExists = errors.New("work tree path is taken")
+
+	// ErrBranchExists is returned by AddWorktree when the branch exists
+	// and cannot be the one it would make: checked out elsewhere, or not
+	// descending from the start commit. Nothing has been changed.
+	ErrBranchExists = errors.New("branch exists")
+
+	// ErrConflict is returned by Rebase when the rebase stops on a
+	// conflict. The rebase is aborted, the work tree as it was; the
+	// message names the files.
+	ErrConflict = errors.New("conflict")
+
+	// ErrBranchMoved is returned by PushLease when the remote branch is not
+	// where the lease expects it (someone else pushed), and by
+	// MergeFastForward when the branch is not at the commit the caller
+	// expects. Nothing has been changed.
+	ErrBranchMoved = errors.New("branch moved")
+
 	// ErrInvalidArgument is returned for arguments that cannot be used: a
 	// task id with nothing left after sanitising, a day below 1, a branch
 	// name git would refuse, a malformed Snapshot or trailer.

@@ -208,7 +208,8 @@ func (a *abandon) close(ctx context.Context) error {
 		}
 	}
 	if err := record(ctx, r, events.GroundhogInterrupted, events.DecisionID(events.GroundhogInterrupted, r.cfg.TaskID, strconv.Itoa(s.Day)),
-		events.GroundhogInterruptedData{Attempt: s.Attempt, AbandonedBy: a.by, Reason: reason, WorkspaceKept: kept}); err != nil {
+		events.GroundhogInterruptedData{Attempt: s.Attempt, AbandonedBy: a.by, Reason: reason, WorkspaceKept: kept,
+			AbandonSigner: events.RequestSigner(ctx)}); err != nil {
 		return err
 	}
 	a.res.Outcome = AbandonRewound
@@ -262,10 +263,10 @@ func agentFailure(f *events.GroundhogAttemptFailedData) bool {
 	return false
 }
 
-// activate makes a running task active again, saying why.
+// activate puts a task in progress back in the backlog, saying why.
 func (a *abandon) activate(ctx context.Context, reason string) error {
-	if a.r.st.status != events.TaskRunning {
+	if events.TaskStatusMeaning(a.r.st.status) != events.TaskInProgress {
 		return nil
 	}
-	return a.r.setStatus(ctx, events.TaskActive, reason)
+	return a.r.setStatus(ctx, events.TaskBacklog, reason)
 }

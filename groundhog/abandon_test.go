@@ -68,7 +68,7 @@ func TestAbandonRewindsAnOpenAttempt(t *testing.T) {
 	assert.Equal(t, groundhog.AbandonRewound, res.Outcome, res.Message)
 	require.NotNil(t, res.Attempt)
 	assert.Equal(t, events.Attempt{Checkpoint: "greeting", Attempt: 1, Day: 1}, *res.Attempt)
-	assert.Equal(t, events.TaskActive, res.Status)
+	assert.Equal(t, events.TaskBacklog, res.Status)
 	assert.Equal(t, "main", h.git("branch", "--show-current"))
 	assert.Empty(t, h.git("status", "--porcelain"))
 	assert.Equal(t, "hello", h.git("show", snap.ScratchBranch+":greet.txt"), "the work is kept on the scratch branch")
@@ -85,7 +85,7 @@ func TestAbandonRewindsAnOpenAttempt(t *testing.T) {
 	assert.Equal(t, "cli:ann@box", in.AbandonedBy)
 	assert.Equal(t, "the agent went the wrong way", in.Reason)
 	assert.False(t, in.WorkspaceKept)
-	assert.Equal(t, events.TaskActive, h.status())
+	assert.Equal(t, events.TaskBacklog, h.status())
 	assert.True(t, h.verify().OK, "%+v", h.verify().Checks)
 
 	audit, err := h.proj.GroundhogRun(h.ctx, h.task)

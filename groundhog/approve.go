@@ -67,7 +67,7 @@ func reserve(ctx context.Context, cfg ControlConfig) (r *runner, holder string, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	r = &runner{cfg: Config{Log: cfg.Log, TaskID: cfg.TaskID, GitEnv: cfg.GitEnv,
-		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log}
+		ReserveWorkspace: cfg.ReserveWorkspace, ReleaseWorkspace: cfg.ReleaseWorkspace}, log: log, by: byOrUnknown(cfg.By)}
 	st, err := loadState(ctx, cfg.Log, cfg.TaskID)
 	if err != nil {
 		return nil, "", err
@@ -195,7 +195,8 @@ func approve(ctx context.Context, cfg ControlConfig, r *runner, res *Control) er
 	res.Outcome, res.ToSHA = ApproveDone, held
 	res.Message = fmt.Sprintf("task %s: %s fast-forwarded from %s to %s (%s)", cfg.TaskID, branch, shortSHA(head), shortSHA(held), ref)
 	return record(ctx, r, events.GroundhogApproved, events.DecisionID(events.GroundhogApproved, cfg.TaskID, held),
-		events.GroundhogApprovedData{TaskBranch: branch, HeldRef: ref, FromSHA: head, ToSHA: held, By: byOrUnknown(cfg.By)})
+		events.GroundhogApprovedData{TaskBranch: branch, HeldRef: ref, FromSHA: head, ToSHA: held, By: byOrUnknown(cfg.By),
+			Signer: events.RequestSigner(ctx)})
 }
 
 func byOrUnknown(by string) string {

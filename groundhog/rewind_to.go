@@ -113,13 +113,13 @@ func RewindTo(ctx context.Context, cfg ControlConfig) (*Control, error) {
 		}
 		if err := record(ctx, r, events.GroundhogRewoundTo, events.DecisionID(events.GroundhogRewoundTo, cfg.TaskID, cfg.Checkpoint, last.SHA),
 			events.GroundhogRewoundToData{Checkpoint: cfg.Checkpoint, Ref: res.Ref, FromSHA: last.SHA, ToSHA: to, FromDay: fromDay,
-				By: byOrUnknown(cfg.By), Reason: cfg.Reason}); err != nil {
+				By: byOrUnknown(cfg.By), Reason: cfg.Reason, Signer: events.RequestSigner(ctx)}); err != nil {
 			return err
 		}
 		forgot := committedIDs(commits[k:])
 		res.Message = fmt.Sprintf("task %s: %s moved back from %s to %s, before %s; forgotten: %s; the next run does them again",
 			cfg.TaskID, res.Ref, shortSHA(last.SHA), shortSHA(to), cfg.Checkpoint, forgot)
-		return r.setStatus(ctx, events.TaskActive, "rewound to before "+cfg.Checkpoint+" by "+byOrUnknown(cfg.By))
+		return r.setStatus(ctx, events.TaskBacklog, "rewound to before "+cfg.Checkpoint+" by "+byOrUnknown(cfg.By))
 	})
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
@@ -75,7 +75,7 @@ func TestRewindToCheckpointTwoOfThree(t *testing.T) {
 	var d events.GroundhogRewoundToData
 	require.NoError(t, evs[0].Decode(&d))
 	assert.Equal(t, events.GroundhogRewoundToData{Checkpoint: "two", Ref: "refs/heads/main", FromSHA: last, ToSHA: first, FromDay: 2, By: "tester"}, d)
-	assert.Equal(t, events.TaskActive, h.status())
+	assert.Equal(t, events.TaskBacklog, h.status())
 	mem, err := h.memory(h.ctx, h.task, evs[0].Seq)
 	require.NoError(t, err)
 	require.Len(t, mem.Checkpoints, 1)

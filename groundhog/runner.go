@@ -22,9 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/internal/sandbox"
 )
@@ -100,6 +100,9 @@ type runner struct {
 	plan *assets.Plan
 	pin  int // the plan version this run pinned
 	log  *slog.Logger
+	// by names who changes the task's status: the run, or whoever asked
+	// for an approval, a rewind or an abandon.
+	by string
 	// mu orders record: a CLI attempt records from the agent's output
 	// reader and from the session that serves its verbs at once.
 	mu sync.Mutex
@@ -112,7 +115,7 @@ type runner struct {
 // when Orbit or git fails; the workspace is then left clean on the task
 // branch, or the error says why it could not be.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	r := &runner{cfg: cfg, log: cfg.Logger}
+	r := &runner{cfg: cfg, log: cfg.Logger, by: "run:" + cfg.RunID}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -241,7 +244,19 @@ func (r *runner) pinPlan(ctx context.Context) error {
 	if err := record(ctx, r, events.GroundhogRunStarted, events.DecisionID(events.GroundhogRunStarted, r.cfg.TaskID, r.cfg.RunID, r.cfg.StepKey), data); err != nil {
 		return err
 	}
-	return r.setStatus(ctx, events.TaskRunning, "")
+	if !r.ownsStatus() {
+		return nil
+	}
+	return r.setStatus(ctx, events.TaskInProgress, "")
+}
+
+// ownsStatus reports whether the run decides the task's status: a run of
+// the task's own Groundhog job does (orbit groundhog run); a Groundhog step
+// of another job (a shipping pipeline) leaves the status to that job,
+// which took the task in progress and moves it on when the work has
+// landed.
+func (r *runner) ownsStatus() bool {
+	return r.cfg.Job == events.GroundhogJobPrefix+r.cfg.TaskID
 }
 
 // loop works through the checkpoints in order.
@@ -338,7 +353,10 @@ func (r *runner) finish(ctx context.Context, res *Result) error {
 		events.GroundhogRunFinishedData{RunID: r.cfg.RunID, State: res.State, Committed: res.Committed, Message: res.Message}); err != nil {
 		return err
 	}
-	status, reason := events.TaskActive, res.Message
+	if !r.ownsStatus() {
+		return nil
+	}
+	status, reason := events.TaskBacklog, res.Message
 	switch res.State {
 	case events.GroundhogDone:
 		status = events.TaskDone
@@ -360,7 +378,8 @@ func (r *runner) finish(ctx context.Context, res *Result) error {
 }
 
 func (r *runner) setStatus(ctx context.Context, status, reason string) error {
-	return record(ctx, r, events.TaskStatusChanged, "", events.TaskStatusChangedData{Status: status, Reason: reason, RunID: r.cfg.RunID})
+	return record(ctx, r, events.TaskStatusChanged, "", events.TaskStatusChangedData{Status: status, Reason: reason, RunID: r.cfg.RunID,
+		From: r.st.status, By: r.by})
 }
 
 // record appends an event of the task and folds its payload into the

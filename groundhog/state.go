@@ -12,7 +12,7 @@ import (
 // where the log says the last one was.
 type state struct {
 	task        *events.TaskCreatedData
-	status      string // the task's status, as task.status_changed last said ("" before any)
+	status      string // the task's status, as task.created or task.status_changed last said
 	planVersion int
 	plans       map[int]string // plan text by version
 	lastSeq     uint64
@@ -118,9 +118,22 @@ func (st *state) fold(seq uint64, payload any) {
 	switch d := payload.(type) {
 	case *events.TaskCreatedData:
 		st.task, st.planVersion = d, d.PlanVersion
+		st.status = d.Status
+		if st.status == "" {
+			st.status = events.TaskActive // the first version's tasks started active
+		}
 		st.plans[d.PlanVersion] = d.Plan
 	case *events.TaskStatusChangedData:
 		st.status = d.Status
+	case *events.TaskWorktreeAssignedData:
+		// A shipping run gave the task a worktree: its work is there from
+		// now on, on the worktree's branch. A copy, as st.task is the
+		// payload of task.created.
+		if st.task != nil {
+			t := *st.task
+			t.Workspace, t.Branch = d.Worktree, d.Branch
+			st.task = &t
+		}
 	case *events.TaskPlanChangedData:
 		st.planVersion = d.PlanVersion
 		st.plans[d.PlanVersion] = d.Plan

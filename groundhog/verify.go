@@ -31,6 +31,22 @@ func (rep *Report) add(ok bool, what, format string, args ...any) {
 	}
 }
 
+// Workspace returns the work tree a task's Groundhog work is in, as its
+// events say: the workspace it was created with, or the worktree a
+// shipping run gave it since. Verify is run against it.
+func Workspace(evs []events.Event) (string, error) {
+	st := newState()
+	for _, ev := range evs {
+		if _, err := st.apply(ev); err != nil {
+			return "", err
+		}
+	}
+	if st.task == nil {
+		return "", fmt.Errorf("%w: the events hold no task.created", events.ErrNotFound)
+	}
+	return st.task.Workspace, nil
+}
+
 // Verify replays a task's events against its repository, as an auditor
 // would: every committed sha exists and is on the task branch (or, held
 // for approval, on its held ref), in the order

@@ -1,8 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
-	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,17 +18,7 @@ func (l *live) orbitAs(token string, args ...string) testkit.Result {
 	cmd := l.p.Command(args...)
 	cmd.Dir = l.t.TempDir()
 	cmd.Env = append(cmd.Env, l.env(token)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		code = exitErr.ExitCode()
-	} else {
-		require.NoError(l.t, err)
-	}
-	return testkit.Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+	return runCmd(l.t, cmd)
 }
 
 // TestGroundhogVerbCommands: the verbs as plain commands reach the open
@@ -72,8 +60,7 @@ func TestGroundhogVerbCommands(t *testing.T) {
 		require.Equal(t, 1, r.Code, "%s: %s", tc.name, r)
 		require.Contains(t, r.Stderr, "refused: "+tc.reason, tc.name)
 	}
-	refusals := l.refusals()
-	require.Len(t, refusals, 2)
+	refusals := l.settledRefusals(2)
 	require.Equal(t, "orbit groundhog", refusals[0].By)
 
 	for _, args := range [][]string{
@@ -96,7 +83,7 @@ func TestGroundhogVerbCommands(t *testing.T) {
 		require.ErrorAs(t, err, &exitErr, "%q: %s", task, out)
 		require.Equal(t, 2, exitErr.ExitCode(), "%q: %s", task, out)
 	}
-	require.Len(t, l.refusals(), 2)
+	l.settledRefusals(2)
 
 	select {
 	case c := <-s.Calls():

@@ -14,11 +14,14 @@ import (
 // side-effect read: which engine to reach, as whom, and the attempt they
 // speak for.
 const (
-	EnvToken   = "ORBIT_ATTEMPT_TOKEN"
-	EnvTaskID  = "ORBIT_TASK_ID"
-	EnvNATSURL = "ORBIT_NATS_URL"
-	EnvNKey    = "ORBIT_NKEY"
-	EnvLogKey  = "ORBIT_LOG_KEY"
+	EnvToken  = "ORBIT_ATTEMPT_TOKEN"
+	EnvTaskID = "ORBIT_TASK_ID"
+	// EnvTaskToken scopes an agent step bound to a task (agent_implement):
+	// with it, orbit mcp offers task_summary instead of the verbs.
+	EnvTaskToken = "ORBIT_TASK_TOKEN"
+	EnvNATSURL   = "ORBIT_NATS_URL"
+	EnvNKey      = "ORBIT_NKEY"
+	EnvLogKey    = "ORBIT_LOG_KEY"
 	// The TLS files of an engine whose listener speaks TLS (serve.tls):
 	// the CA its certificate is checked against, and the client
 	// certificate and key shown when it asks for one.

@@ -61,9 +61,11 @@ var eventData = map[string]func(events.Event) (any, error){
 	events.ToolCalled:            decodeAs[events.ToolCalledData](),
 	events.ToolDenied:            decodeAs[events.ToolDeniedData](),
 
-	events.TaskCreated:       decodeAs[events.TaskCreatedData](),
-	events.TaskPlanChanged:   decodeAs[events.TaskPlanChangedData](),
-	events.TaskStatusChanged: decodeAs[events.TaskStatusChangedData](),
+	events.TaskCreated:          decodeAs[events.TaskCreatedData](),
+	events.TaskPlanChanged:      decodeAs[events.TaskPlanChangedData](),
+	events.TaskStatusChanged:    decodeAs[events.TaskStatusChangedData](),
+	events.TaskUpdated:          decodeAs[events.TaskUpdatedData](),
+	events.TaskWorktreeAssigned: decodeAs[events.TaskWorktreeAssignedData](),
 
 	events.GroundhogRunStarted:  decodeAs[events.GroundhogRunStartedData](),
 	events.GroundhogRunFinished: decodeAs[events.GroundhogRunFinishedData](),

@@ -45,6 +45,8 @@ type ControlRecord struct {
 	By         string    `json:"by"`
 	Reason     string    `json:"reason,omitempty"`
 	At         time.Time `json:"at"`
+	// Signer signed the request (nil: recorded before it was).
+	Signer *events.Signer `json:"signer,omitempty"`
 }
 
 // GroundhogRunRecord is one run's work on the task: groundhog.run.started
@@ -154,6 +156,8 @@ type AttemptRecord struct {
 type AttemptAbandonRecord struct {
 	By     string `json:"by"`
 	Reason string `json:"reason"`
+	// Signer signed the abandon (nil: recorded before it was).
+	Signer *events.Signer `json:"signer,omitempty"`
 	// WorkspaceKept: the task branch and workspace were not reset (the
 	// repository was not where the attempt left it), not rewound.
 	WorkspaceKept bool      `json:"workspace_kept,omitempty"`
@@ -302,7 +306,7 @@ func (groundhogRunView) name() string { return "groundhog_run" }
 
 // version history: 1 first format; 2 a CLI agent's own tool names
 // (agent_tool) on tool calls and denials.
-func (groundhogRunView) version() int { return 2 }
+func (groundhogRunView) version() int { return 3 }
 func (groundhogRunView) buckets() [][]byte {
 	return [][]byte{bucketGroundhogRuns, bucketGroundhogAttempts}
 }

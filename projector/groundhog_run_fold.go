@@ -262,7 +262,7 @@ func (b *groundhogRunBatch) interrupted(ev events.Event, d *events.GroundhogInte
 	}
 	at.rec.InterruptedBy = d.RunID
 	if d.AbandonedBy != "" {
-		at.rec.Abandon = &AttemptAbandonRecord{By: d.AbandonedBy, Reason: d.Reason, WorkspaceKept: d.WorkspaceKept, At: ev.Time.UTC()}
+		at.rec.Abandon = &AttemptAbandonRecord{By: d.AbandonedBy, Reason: d.Reason, Signer: d.AbandonSigner, WorkspaceKept: d.WorkspaceKept, At: ev.Time.UTC()}
 		closeAttempt(at, ev, AttemptAbandoned)
 		return nil
 	}
@@ -349,7 +349,7 @@ func (b *groundhogRunBatch) approved(ev events.Event, d *events.GroundhogApprove
 		return err
 	}
 	e.rec.Control = append(e.rec.Control, ControlRecord{Action: "approved", Ref: "refs/heads/" + d.TaskBranch,
-		FromSHA: d.FromSHA, ToSHA: d.ToSHA, By: d.By, At: ev.Time.UTC()})
+		FromSHA: d.FromSHA, ToSHA: d.ToSHA, By: d.By, Signer: d.Signer, At: ev.Time.UTC()})
 	e.dirty = true
 	return nil
 }
@@ -362,7 +362,7 @@ func (b *groundhogRunBatch) rewoundTo(ev events.Event, d *events.GroundhogRewoun
 		return err
 	}
 	e.rec.Control = append(e.rec.Control, ControlRecord{Action: "rewound", Checkpoint: d.Checkpoint, Ref: d.Ref,
-		FromSHA: d.FromSHA, ToSHA: d.ToSHA, By: d.By, Reason: d.Reason, At: ev.Time.UTC()})
+		FromSHA: d.FromSHA, ToSHA: d.ToSHA, By: d.By, Signer: d.Signer, Reason: d.Reason, At: ev.Time.UTC()})
 	cps := e.rec.Checkpoints
 	if i := slices.IndexFunc(cps, func(c CheckpointRecord) bool { return c.ID == d.Checkpoint }); i >= 0 {
 		for j := i; j < len(cps); j++ {

@@ -24,10 +24,15 @@ type RunView struct {
 	Output any               `json:"output,omitempty"`
 	Error  *events.ErrorInfo `json:"error,omitempty"`
 
-	Requester string          `json:"requester,omitempty"`
-	Parent    *events.RunLink `json:"parent,omitempty"`
+	Requester string `json:"requester,omitempty"`
+	// Signer is the identity that signed the run's request (nil: a child
+	// run, or a run recorded before it was).
+	Signer *events.Signer  `json:"signer,omitempty"`
+	Parent *events.RunLink `json:"parent,omitempty"`
 	// Children are the runs whose run.requested named this run as parent,
-	// in the order they were requested.
+	// in the order they were requested: also those requested after it
+	// ended (a detached job.invoke), which, like Retries, grow a terminal
+	// record without moving its LastSeq.
 	Children []string `json:"children,omitempty"`
 	// RetryOf is the run this one retries and RetryFrom the top-level step
 	// it ran again from (empty: all of them); Retries are the runs that
@@ -45,6 +50,9 @@ type RunView struct {
 	Engine          string `json:"engine,omitempty"`
 	Resumes         int    `json:"resumes,omitempty"`
 	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	// Cancel is the run's cancel request: who asked (the requester it
+	// named, the identity that signed it) and why.
+	Cancel *events.RunCancelRequestedData `json:"cancel,omitempty"`
 	// BudgetRaises are the raises that resumed the run after its budget
 	// stopped it (orbit run resume), in order.
 	BudgetRaises []events.RunBudgetRaisedData `json:"budget_raises,omitempty"`
@@ -136,8 +144,10 @@ type runsView struct{}
 func (runsView) name() string { return "runs" }
 
 // version history: 1 first format; 2 step ids drop the "@<attempt>" of a
-// retried structural step ("per_item@2/3" is step per_item).
-func (runsView) version() int { return 2 }
+// retried structural step ("per_item@2/3" is step per_item); 3 a run
+// records the identity that signed its request (signer); 4 a child
+// requested after its parent ended is among the parent's children.
+func (runsView) version() int { return 4 }
 func (runsView) buckets() [][]byte {
 	return [][]byte{bucketRuns, bucketSteps, bucketRunsByJob, bucketRunsActive}
 }

@@ -90,6 +90,7 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 		State:        events.StatePending,
 		Input:        d.Input,
 		Requester:    d.Requester,
+		Signer:       d.Signer,
 		Parent:       d.Parent,
 		RetryOf:      d.RetryOf,
 		RetryFrom:    d.From,
@@ -108,15 +109,16 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 	if err != nil {
 		return err
 	}
-	switch {
-	case parent.rec == nil:
+	if parent.rec == nil {
 		b.log.Debug("child run names a parent that was never requested", "seq", ev.Seq, "run", ev.RunID, "parent", d.Parent.RunID)
-	case events.Terminal(parent.rec.State):
-		b.log.Debug("child run names a finished parent", "seq", ev.Seq, "run", ev.RunID, "parent", d.Parent.RunID)
-	default:
-		parent.rec.Children = append(parent.rec.Children, ev.RunID)
-		touchRun(parent, ev)
+		return nil
 	}
+	// A detached child (job.invoke with wait: false) may be requested after
+	// its parent ended: it is listed all the same, as a retry is (see
+	// retried), and a finished parent's LastSeq stays its end.
+	parent.rec.Children = append(parent.rec.Children, ev.RunID)
+	parent.dirty = true
+	touchRun(parent, ev)
 	return nil
 }
 
@@ -175,12 +177,13 @@ func (b *runsBatch) runResumed(ev events.Event, d *events.RunResumedData) error 
 	return nil
 }
 
-func (b *runsBatch) runCancelRequested(ev events.Event, _ *events.RunCancelRequestedData) error {
+func (b *runsBatch) runCancelRequested(ev events.Event, d *events.RunCancelRequestedData) error {
 	e, err := b.openRun(ev, true)
 	if e == nil || err != nil {
 		return err
 	}
 	e.rec.CancelRequested = true
+	e.rec.Cancel = d
 	touchRun(e, ev)
 	return nil
 }

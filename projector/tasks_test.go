@@ -28,6 +28,12 @@ func TestTasksViewFoldsATask(t *testing.T) {
 		Plan: planV1, PlanVersion: 1, PlanDigest: "sha256:plan1",
 		CreatedAt: at(1), UpdatedAt: at(30),
 		LastRunID: run,
+		Runs:      []projector.TaskRun{{RunID: run, Kind: projector.TaskRunGroundhog, At: at(3)}},
+		History: []projector.TaskTransition{
+			{To: events.TaskActive, At: at(1)},
+			{From: events.TaskActive, To: events.TaskRunning, Reason: "a run took the task", RunID: run, At: at(2)},
+			{From: events.TaskRunning, To: events.TaskDone, Reason: "every checkpoint committed", RunID: run, At: at(30)},
+		},
 	}, got)
 
 	_, err = p.Task(e.ctx, "T-8")
@@ -63,9 +69,19 @@ func TestTaskStatusAndPlanChanges(t *testing.T) {
 			want.CreatedAt = at(1)
 			got, err := e.viewsAt(tt.seq).Task(e.ctx, "T-12")
 			require.NoError(t, err)
+			got.Runs, got.History = nil, nil // below
 			assert.Equal(t, &want, got)
 		})
 	}
+	got, err := e.viewsAt(last).Task(e.ctx, "T-12")
+	require.NoError(t, err)
+	var moves []string
+	for _, h := range got.History {
+		moves = append(moves, h.From+">"+h.To)
+	}
+	assert.Equal(t, []string{">active", "active>running", "running>blocked", "blocked>active", "active>running", "running>active"}, moves,
+		"every status the task was given, each from the one before")
+	assert.Len(t, got.Runs, 3)
 }
 
 func TestTasksAreListedInNaturalOrder(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -24,7 +24,7 @@ func TestAnEngineSaysWhenTheServerRefusesTheAgentIdentity(t *testing.T) {
 			p := testkit.NewProject(t)
 			creds, err := events.EnsureCreds(engine.CredsDir(p.Root))
 			require.NoError(t, err)
-			block := events.AuthorizationBlock(creds)
+			block := events.AccountsBlock(creds)
 			if !withAgent {
 				block = "authorization { users = [\n"
 				for _, id := range []events.Identity{events.IdentityEngine, events.IdentityClient, events.IdentityReader} {

@@ -8,11 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/groundhog"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -65,6 +65,12 @@ Exit status: 0 every checkpoint committed; 1 blocked, drifted or failed.`,
 			task, err := getTask(ctx, l, args[0], last)
 			if err != nil {
 				return err
+			}
+			if task.Plan == "" {
+				return usageErr("task %s has no checkpoint plan; give it one with orbit task plan %s --file PLAN", task.ID, task.ID)
+			}
+			if task.Branch == "" {
+				return usageErr("task %s has no branch for Groundhog to commit on; ship it (orbit run ship %s), which gives it a worktree and branch of its own", task.ID, task.ID)
 			}
 			job := groundhogJob(task.ID, act)
 			req, err := executor.NewRunRequest(job, nil, requester())
@@ -185,7 +191,7 @@ func (a *app) printChronicle(r *projector.GroundhogRun, full bool) {
 		if c.Checkpoint != "" {
 			what = "rewound " + c.Ref + " to before " + c.Checkpoint
 		}
-		a.printf("%s: %s -> %s by %s\n", what, shortSHA(c.FromSHA), shortSHA(c.ToSHA), c.By)
+		a.printf("%s: %s -> %s by %s\n", what, shortSHA(c.FromSHA), shortSHA(c.ToSHA), signedBy(c.By, c.Signer, ", "))
 	}
 	for _, cp := range r.Checkpoints {
 		line := fmt.Sprintf("\ncheckpoint %s: %s", cp.ID, cp.Status)
@@ -241,7 +247,7 @@ func (a *app) printChronicle(r *projector.GroundhogRun, full bool) {
 				a.printf("    rewound; work kept on %s at %s\n", at.Rewind.ScratchBranch, shortSHA(at.Rewind.ScratchSHA))
 			}
 			if ab := at.Abandon; ab != nil {
-				a.printf("    abandoned by %s: %s\n", ab.By, firstLine(ab.Reason))
+				a.printf("    abandoned by %s: %s\n", signedBy(ab.By, ab.Signer, ", "), firstLine(ab.Reason))
 			}
 			if at.Commit != nil {
 				if at.Commit.NoChange {
@@ -276,11 +282,11 @@ uncommitted change to tracked files. Exit status 1 on any failed check.`,
 			if len(evs) == 0 {
 				return usageErr("task %s not found", args[0])
 			}
-			var created events.TaskCreatedData
-			if err := evs[0].Decode(&created); err != nil {
+			workspace, err := groundhog.Workspace(evs)
+			if err != nil {
 				return err
 			}
-			repo, err := gitops.Open(created.Workspace)
+			repo, err := gitops.Open(workspace)
 			if err != nil {
 				return &exitError{code: exitUnsuccess, err: fmt.Errorf("task %s workspace: %w", args[0], err)}
 			}

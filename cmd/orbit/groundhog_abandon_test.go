@@ -56,7 +56,7 @@ func TestGroundhogAbandon(t *testing.T) {
 	var res groundhog.Abandonment
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
 	assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
-	assert.Equal(t, events.TaskActive, res.Status)
+	assert.Equal(t, events.TaskBacklog, res.Status)
 	assert.Contains(t, res.Message, "was not reset")
 	assert.Equal(t, theirs, testkit.Git(t, repo, "rev-parse", "main"), "the person's commit is untouched")
 
@@ -67,6 +67,7 @@ func TestGroundhogAbandon(t *testing.T) {
 	assert.Contains(t, r.Stdout, "(day 1) on groundhog/T-1/day-1 from")
 	assert.Contains(t, r.Stdout, ": abandoned")
 	assert.Contains(t, r.Stdout, "abandoned by cli:")
+	assert.Regexp(t, `abandoned by cli:\S+, signed by client `+clientKey(t, p)+`: `, r.Stdout)
 	assert.Contains(t, r.Stdout, "I committed notes on main by hand")
 
 	r = p.Orbit("groundhog", "abandon", task)

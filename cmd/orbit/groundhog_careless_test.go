@@ -103,7 +103,7 @@ func TestAGroundhogRunWithoutAProviderSpendsNoAttempt(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	var tv projector.TaskView
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
-	assert.Equal(t, events.TaskActive, tv.Status)
+	assert.Equal(t, events.TaskBacklog, tv.Status)
 	assert.Contains(t, tv.StatusReason, "failed")
 	assert.Contains(t, tv.StatusReason, "no API key")
 	r = p.Orbit("groundhog", "verify", task)

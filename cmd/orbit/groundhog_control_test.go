@@ -105,6 +105,7 @@ func TestGroundhogApproveThroughTheBinary(t *testing.T) {
 	r = p.Orbit("groundhog", "show", task)
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "approved refs/heads/main: "+initial[:12]+" -> ")
+	assert.Regexp(t, `approved refs/heads/main: \S+ -> \S+ by cli:\S+, signed by client `+clientKey(t, p)+`\n`, r.Stdout)
 	r = p.Orbit("groundhog", "approve", "T-99")
 	assert.Equal(t, 2, r.Code, r.String())
 	assert.Equal(t, 0, p.Orbit("replay", "--verify").Code)
@@ -154,6 +155,7 @@ func TestGroundhogRewindThroughTheBinary(t *testing.T) {
 	r = p.Orbit("groundhog", "show", task)
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "rewound refs/heads/main to before two: "+last[:12]+" -> "+first[:12]+" by cli")
+	assert.Regexp(t, `to before two: \S+ -> \S+ by cli:\S+, signed by client `+clientKey(t, p)+`\n`, r.Stdout)
 	assert.Contains(t, r.Stdout, "checkpoint two: pending")
 
 	r = p.Orbit("groundhog", "run", task, "--activity", "gh_direct")

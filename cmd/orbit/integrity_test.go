@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -202,7 +202,7 @@ func TestReplayVerifyFindsARunWhoseHistoryChanged(t *testing.T) {
 	_, err = js.CreateStream(ctx, cfg)
 	require.NoError(t, err)
 	for _, m := range msgs {
-		hdr := nats.Header{events.MACHeader: m.Header.Values(events.MACHeader)}
+		hdr := nats.Header{events.MACHeader: m.Header.Values(events.MACHeader), jetstream.MsgIDHeader: m.Header.Values(jetstream.MsgIDHeader)}
 		_, err := js.PublishMsg(ctx, &nats.Msg{Subject: m.Subject, Header: hdr, Data: m.Data})
 		require.NoError(t, err)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 // runOptions are the flags of `orbit job run` and `orbit run`.
@@ -205,6 +205,12 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 // end: its events, and those of filters besides. The run id goes to stdout
 // (or, with --json, the final run view).
 func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunRequest, detach bool, filters ...string) error {
+	return a.submitThen(ctx, l, req, detach, a.json, filters...)
+}
+
+// submitThen is submit that prints the final run view only when view is
+// set (a command that prints a report of its own instead).
+func (a *app) submitThen(ctx context.Context, l *events.Log, req *executor.RunRequest, detach, view bool, filters ...string) error {
 	info, err := storeAccepts(ctx, l)
 	if err != nil {
 		return err
@@ -232,7 +238,7 @@ func (a *app) submit(ctx context.Context, l *events.Log, req *executor.RunReques
 	if !a.json {
 		a.printf("%s\n", req.RunID)
 	}
-	return a.follow(ctx, feed, req.Job.Name)
+	return a.follow(ctx, feed, req.Job.Name, view)
 }
 
 // storeAccepts asks the engine whether its event store takes writes: a
@@ -253,7 +259,7 @@ func storeAccepts(ctx context.Context, l *events.Log) (*engine.InfoReply, error)
 // final state (or with --json the final run view), and maps the state to
 // the exit code. Interrupted, it says how to cancel the run, which goes on,
 // and ends with exit code 130 (128 + SIGINT), as shells do.
-func (a *app) follow(ctx context.Context, feed *runFeed, job string) error {
+func (a *app) follow(ctx context.Context, feed *runFeed, job string, view bool) error {
 	runID := feed.runID
 	p := newProgress(a.stderr, runID, job, a.progress)
 	feed.quiet = func(ctx context.Context, l *events.Log) {
@@ -282,12 +288,12 @@ func (a *app) follow(ctx context.Context, feed *runFeed, job string) error {
 		if err := ev.Decode(&d); err != nil {
 			return err
 		}
-		if a.json {
-			var view json.RawMessage
-			if err := request(ctx, feed.log(), engine.EndpointRun, engine.RunQuery{RunID: runID, MinSeq: ev.Seq}, &view); err != nil {
+		if view {
+			var v json.RawMessage
+			if err := request(ctx, feed.log(), engine.EndpointRun, engine.RunQuery{RunID: runID, MinSeq: ev.Seq}, &v); err != nil {
 				return err
 			}
-			if err := a.printJSON(view); err != nil {
+			if err := a.printJSON(v); err != nil {
 				return err
 			}
 		}

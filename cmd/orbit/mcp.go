@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/groundhog"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/mcp"
 )
 
@@ -61,6 +61,9 @@ func (f *verbForwarder) Forward(ctx context.Context, verb string, input json.Raw
 	if err != nil {
 		return "", false, err
 	}
+	if verb == mcp.VerbTaskSummary {
+		return f.summary(ctx, l, input)
+	}
 	var reply engine.VerbReply
 	err = request(ctx, l, engine.EndpointGroundhogVerb, engine.VerbRequest{
 		TaskID: os.Getenv(mcp.EnvTaskID), Token: os.Getenv(mcp.EnvToken), Verb: verb, Input: input, By: f.by,
@@ -69,6 +72,24 @@ func (f *verbForwarder) Forward(ctx context.Context, verb string, input json.Raw
 		return "", false, err
 	}
 	return reply.Message, reply.Refused || reply.Error, nil
+}
+
+// summary sends a task_summary call to the engine's tasks.summary
+// endpoint with the step's task and token.
+func (f *verbForwarder) summary(ctx context.Context, l *events.Log, input json.RawMessage) (string, bool, error) {
+	var in struct {
+		Summary string `json:"summary"`
+	}
+	if err := json.Unmarshal(input, &in); err != nil {
+		return "want {\"summary\": \"...\"}: " + err.Error(), true, nil
+	}
+	var reply engine.SummaryReply
+	err := request(ctx, l, engine.EndpointTaskSummary, engine.SummaryRequest{
+		TaskID: os.Getenv(mcp.EnvTaskID), Token: os.Getenv(mcp.EnvTaskToken), Summary: in.Summary}, &reply)
+	if err != nil {
+		return "", false, err
+	}
+	return reply.Message, reply.Refused, nil
 }
 
 func (f *verbForwarder) log(ctx context.Context) (*events.Log, error) {

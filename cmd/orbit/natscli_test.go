@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -55,9 +55,9 @@ func runNATS(t *testing.T, bin string, env []string, args ...string) (string, in
 func natsMsg(subject string) *nats.Msg { return &nats.Msg{Subject: subject} }
 
 // TestTheOfficialNATSCLI: with the contexts orbit nats-context writes, the
-// real nats CLI tails the log as the reader and calls the API as the
-// client; deleting the stream or publishing an event is refused; without a
-// context the server turns it away.
+// real nats CLI tails and reads the log as the reader and calls the API as
+// the client; deleting the stream or publishing an event is refused;
+// without a context the server turns it away.
 func TestTheOfficialNATSCLI(t *testing.T) {
 	t.Parallel()
 	natsBin := natsCLI(t)
@@ -89,7 +89,17 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 		return strings.Contains(tail.String(), `"orbit.events.run.`+runID+`.run.finished"`)
 	})
 
-	out, code := runNATS(t, natsBin, env, "--context", "orbit-test", "request", "orbit.api.engine.info", "")
+	// The reader reads the stream as the README says: a stored event by
+	// its sequence, and the log from its start through a pull consumer
+	// that the engine makes for it.
+	out, code := runNATS(t, natsBin, env, "--context", "orbit-test-reader", "--timeout", "3s", "stream", "get", events.EventsStream, "1")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, ".run.requested")
+	out, code = runNATS(t, natsBin, env, "--context", "orbit-test-reader", "--timeout", "3s", "sub", "--stream", events.EventsStream, "--all", "--count", "2", events.EventsRoot+".>")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "stream: ORBIT_EVENTS seq: 2")
+
+	out, code = runNATS(t, natsBin, env, "--context", "orbit-test", "request", "orbit.api.engine.info", "")
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, `"version"`, "the client calls the API")
 	out, code = runNATS(t, natsBin, env, "--context", "orbit-test-reader", "--timeout", "2s", "request", "orbit.api.engine.info", "")
@@ -116,7 +126,7 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 	assert.Contains(t, r.Stdout, " 0 differences")
 }
 
-// TestAnExternalServerConfiguredByNATSConfig: the authorization block that
+// TestAnExternalServerConfiguredByNATSConfig: the accounts block that
 // orbit nats-config prints, loaded by the NATS server's own configuration
 // parser, runs an engine and a client on an external server with the same
 // least privilege as the embedded one.
@@ -143,6 +153,11 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the engine's stderr:\n%s", stderr.String())
+		}
+	})
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
 
 	r = p.Orbit("job", "run", "hello")
@@ -162,6 +177,7 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	assert.False(t, bytes.Contains([]byte(stderr.String()), []byte("admits anyone")), stderr.String())
 	assert.NotContains(t, stderr.String(), "misconfigured", "the block of nats-config keeps the reader a reader")
 	assert.NotContains(t, stderr.String(), "does not admit the agent identity")
+	assert.NotContains(t, stderr.String(), "account of its own", "the block of nats-config separates the accounts")
 	agent, err := testkit.DialOutsider(t, srv.ClientURL(), credsFile(p, events.IdentityAgent))
 	require.NoError(t, err)
 	_, refused = agent.Ask(natsMsg("$JS.API.STREAM.INFO." + events.EventsStream))
@@ -169,8 +185,9 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 }
 
 // TestAnEngineSaysWhenTheServerLetsAReaderWrite: on an external server that
-// admits the project's identities without permissions, the engine warns at
-// start that the reader could delete the log.
+// admits the project's identities without permissions or accounts, the
+// engine warns at start that the reader could delete the log, and that the
+// server does not keep it in an account of its own.
 func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -183,6 +200,7 @@ func TestAnEngineSaysWhenTheServerLetsAReaderWrite(t *testing.T) {
 	stderr := serveOnExternalServer(t, p, "authorization { users = [\n"+users+"] }\n")
 	assert.Contains(t, stderr.String(), "the reader identity may change stream ORBIT_EVENTS")
 	assert.Contains(t, stderr.String(), "orbit nats-config")
+	assert.Contains(t, stderr.String(), "does not keep the engine in an account of its own")
 }
 
 // TestNATSContextWithoutAnEngine: with no engine running the context points
@@ -226,6 +244,11 @@ func serveOnExternalServer(t *testing.T, p *testkit.Project, auth string) *syncB
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the engine's stderr:\n%s", stderr.String())
+		}
+	})
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
 	return stderr
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 // natsContext is the part of a context file of the official nats CLI
@@ -209,16 +209,19 @@ certificate of --tls-cert and --tls-key.`,
 func (a *app) natsConfigCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "nats-config",
-		Short: "Print the nats-server authorization block for this project's identities",
-		Long: `Print the authorization block of a nats-server configuration that admits this
-project's engine, client, reader and agent identities with the same
-permissions the embedded server gives them: the engine everything, the
-client reading and the orbit.api request/reply API, the reader reading
-only, the agent (what a CLI agent's orbit mcp signs in as) the roll call
-and the groundhog.verb endpoint only. Put it in the
-configuration of an external server or cluster and start engines with
---nats-url; they sign in with .orbit/state/creds/engine.nk (copy that
-directory to every engine of the project), and clients with client.nk.`,
+		Short: "Print the nats-server accounts block for this project's identities",
+		Long: `Print the accounts block of a nats-server configuration that admits this
+project's engine, client, reader and agent identities as the embedded server
+does: the engine alone in the ORBIT account, which holds the streams, the
+buckets, the object stores and the API; each other identity in an account of
+its own that imports from ORBIT only what it may use (the client reading and
+the orbit.api request/reply API, the reader reading only, the agent, what a
+CLI agent's orbit mcp signs in as, the roll call and the groundhog.verb
+endpoint only), with the same permissions. Put it in the configuration of an
+external server or cluster and start engines with --nats-url; they sign in
+with .orbit/state/creds/engine.nk (copy that directory to every engine of the
+project), and clients with client.nk. A server configured before accounts
+keeps Orbit's streams in its global account: move them to ORBIT.`,
 		Example: `  orbit nats-config >> /etc/nats/orbit.conf`,
 		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
@@ -230,7 +233,7 @@ directory to every engine of the project), and clients with client.nk.`,
 			if err != nil {
 				return err
 			}
-			a.printf("# Orbit project %s: identities from %s\n%s", root, creds.Dir, events.AuthorizationBlock(creds))
+			a.printf("# Orbit project %s: identities from %s\n%s", root, creds.Dir, events.AccountsBlock(creds))
 			return nil
 		},
 	}

@@ -5,12 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 // app holds what every command shares: the global flags and the streams.
@@ -29,6 +30,12 @@ type app struct {
 	tls events.TLSFiles
 	// progress is --progress of the commands that follow a run.
 	progress progressMode
+
+	// errMu orders what goes to stderr: a feed's goroutine says there what
+	// it left out (see rejected).
+	errMu sync.Mutex
+	// rejects tells the follower of a run what its reads left out.
+	rejects chan events.Rejection
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -64,6 +71,7 @@ nothing and re-runs nothing that finished.`,
 		a.executorCommand(),
 		a.runCommand(),
 		a.serveCommand(),
+		a.consoleCommand(),
 		a.engineCommand(),
 		a.replayCommand(),
 		a.auditCommand(),
@@ -75,6 +83,7 @@ nothing and re-runs nothing that finished.`,
 		a.natsConfigCommand(),
 		a.blobCommand(),
 		a.mcpCommand(),
+		a.gcCommand(),
 	)
 	refuseUnknownSubcommands(cmd)
 	return cmd
@@ -159,4 +168,8 @@ func (a *app) catalog(root string) (*assets.Catalog, error) {
 
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }
 
-func (a *app) errorf(format string, args ...any) { fmt.Fprintf(a.stderr, format, args...) }
+func (a *app) errorf(format string, args ...any) {
+	a.errMu.Lock()
+	defer a.errMu.Unlock()
+	fmt.Fprintf(a.stderr, format, args...)
+}

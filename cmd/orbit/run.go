@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -40,7 +40,7 @@ run a job where a subcommand was meant.`,
 	}
 	opts.register(a, cmd)
 	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runLogsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
-		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand())
+		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand(), a.runShipCommand(), a.runAutoCommand())
 	return cmd
 }
 
@@ -180,8 +180,11 @@ func (a *app) showRun(v *projector.RunView, children []executor.Gate) {
 	field("Run", v.ID)
 	field("Job", v.Job)
 	field("State", v.State)
-	if v.Requester != "" {
-		field("Requester", v.Requester)
+	if v.Requester != "" || v.Signer != nil {
+		field("Requester", signedBy(v.Requester, v.Signer, ", "))
+	}
+	if c := v.Cancel; c != nil {
+		field("Cancel", strings.TrimSuffix("requested by "+signedBy(c.Requester, c.Signer, ", ")+": "+c.Reason, ": "))
 	}
 	if v.Parent != nil {
 		field("Parent", v.Parent.RunID+" step "+v.Parent.StepKey)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -81,7 +81,7 @@ written), 3 no engine could be reached.`,
 				a.printf("%s\n", res.RunID)
 				a.retryPlan(res.RunID, res.Steps)
 			}
-			return a.follow(ctx, feed, res.Job)
+			return a.follow(ctx, feed, res.Job, a.json)
 		}),
 	}
 	cmd.Flags().StringVar(&from, "from", "", "the top-level step to run again from (the steps before it reuse their recorded outputs)")

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 func (a *app) runResumeCommand() *cobra.Command {
@@ -84,7 +84,7 @@ not above the spending), 3 no engine could be reached.`,
 			for _, p := range res.Parents {
 				a.errorf("run %s, which stopped waiting for it, goes on too\n", p)
 			}
-			return a.follow(ctx, feed, res.Job)
+			return a.follow(ctx, feed, res.Job, a.json)
 		}),
 	}
 	cmd.Flags().Int64Var(&maxTokens, "max-tokens", 0, "the run's new max_tokens (input plus output tokens of all its agents)")
@@ -110,11 +110,24 @@ func bounds(maxTokens int64, maxCost float64) string {
 }
 
 // budgetRaise says a raise in words: "raised to max_tokens 5000 after 600
-// tokens, $0.0000 spent (by cli:ann@host)".
+// tokens, $0.0000 spent (by cli:ann@host, signed by client U…)".
 func budgetRaise(d events.RunBudgetRaisedData) string {
 	s := fmt.Sprintf("raised to %s after %d tokens, $%.4f spent", bounds(d.MaxTokens, d.MaxCostUSD), d.Tokens, d.CostUSD)
-	if d.Requester != "" {
-		s += " (by " + d.Requester + ")"
+	if d.Requester != "" || d.Signer != nil {
+		s += " (by " + signedBy(d.Requester, d.Signer, ", ") + ")"
 	}
 	return s
+}
+
+// signedBy names who asked for a write: the requester the request named
+// and, apart, the identity that signed it (Signer; a write recorded
+// before signers were, or on a server that does not say, has none).
+func signedBy(requester string, s *events.Signer, sep string) string {
+	if requester == "" {
+		requester = "unknown"
+	}
+	if s == nil {
+		return requester
+	}
+	return requester + sep + "signed by " + s.String()
 }

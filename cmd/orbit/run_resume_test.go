@@ -95,7 +95,8 @@ func TestARunStoppedByItsBudgetIsResumedAfterARaise(t *testing.T) {
 	assert.Equal(t, events.RunBudgetRaisedID(id, 1), raised[0].ID)
 	var d events.RunBudgetRaisedData
 	require.NoError(t, raised[0].Decode(&d))
-	assert.Equal(t, events.RunBudgetRaisedData{Raise: 1, MaxTokens: 5000, Tokens: 600, Requester: d.Requester}, d)
+	assert.Equal(t, events.RunBudgetRaisedData{Raise: 1, MaxTokens: 5000, Tokens: 600, Requester: d.Requester,
+		Signer: &events.Signer{Identity: events.IdentityClient, Key: clientKey(t, p)}}, d, "the raise records the client that signed it")
 	finished := runEvents(t, p, id, "--type", events.RunFinished)
 	require.Len(t, finished, 2, "the run ended twice")
 	assert.Equal(t, events.RunFinishedID(id, 1), finished[1].ID)

@@ -59,3 +59,16 @@ func NewGitRepo(t testing.TB, files map[string]string) string {
 	Git(t, dir, "commit", "--quiet", "-m", "initial")
 	return dir
 }
+
+// NewGitRepoWithOrigin creates a repository as NewGitRepo does, and a bare
+// repository it pushes main to as its remote origin (main tracking
+// origin/main). It returns the repository's directory and the origin's.
+func NewGitRepoWithOrigin(t testing.TB, files map[string]string) (repo, origin string) {
+	t.Helper()
+	repo = NewGitRepo(t, files)
+	origin = filepath.Join(t.TempDir(), "origin.git")
+	Git(t, repo, "init", "--quiet", "--bare", "--initial-branch=main", origin)
+	Git(t, repo, "remote", "add", "origin", origin)
+	Git(t, repo, "push", "--quiet", "--set-upstream", "origin", "main")
+	return repo, origin
+}

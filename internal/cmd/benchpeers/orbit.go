@@ -15,7 +15,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
-	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/engine"
 )
 
 // orbitSide is Orbit's side: an engine on root in this process (the
