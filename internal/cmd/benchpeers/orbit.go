@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
-	"github.com/orbitrun/orbit/engine"
 )
 
 // orbitSide is Orbit's side: an engine on root in this process (the
