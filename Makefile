@@ -90,6 +90,7 @@ bench:
 	$(GO) test -run '^$$' -bench Scan -benchtime 3x -count 1 ./events/
 	$(GO) test -run '^$$' -bench APIRequest -benchtime 5000x -count 1 ./events/
 	$(GO) test -run '^$$' -bench Start -benchtime 50x -count 1 ./internal/sandbox/
+	$(GO) test -run '^$$' -bench StartWait -benchtime 100x -count 1 ./internal/proc/
 
 # Orbit beside DBOS Transact Go (on a PostgreSQL cluster of its own, fsync
 # and synchronous_commit on) and Temporal's dev server (on an SQLite file,
