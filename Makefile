@@ -60,7 +60,7 @@ chromium:
 	@test -x /usr/bin/chromium || { apt-get update && apt-get install -y chromium; }
 
 # The console's browser tests, writing their screenshots into docs/ for
-# the README.
+# docs/console.md.
 screenshots: chromium
 	ORBIT_SCREENSHOTS=1 $(GO) test -count=1 -run Browser ./console/
 
