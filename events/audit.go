@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -10,15 +11,36 @@ import (
 
 // Kinds of AuditProblem.
 const (
-	// ProblemUnsigned and ProblemBadMAC: the message fails verification by
-	// the log key (see ReasonUnsigned, ReasonBadMAC).
+	// ProblemUnsigned, ProblemBadMAC and ProblemUnbound: the message fails
+	// verification by the log key (see ReasonUnsigned, ReasonBadMAC,
+	// ReasonUnbound).
 	ProblemUnsigned = ReasonUnsigned
 	ProblemBadMAC   = ReasonBadMAC
+	ProblemUnbound  = ReasonUnbound
+	// ProblemLate and ProblemEarly: a format-2 event stored out of its
+	// time (see ReasonLate).
+	ProblemLate  = ReasonLate
+	ProblemEarly = ReasonEarly
 	// ProblemUndecodable: the message is not an event this Orbit knows.
 	ProblemUndecodable = "undecodable"
 	// ProblemMissing: sequences the stream no longer holds. The stream
 	// denies deletes and purges, so they were removed behind its back.
 	ProblemMissing = "missing"
+	// ProblemRepeatedID: an event stored a second time, byte for byte, id
+	// and time included: the server stores an id once within the
+	// duplicate window, so a copy stored past it or under another message
+	// id. (An engine that appends a decision again past the window makes
+	// it anew, with another time, which is no problem.)
+	ProblemRepeatedID = "repeated id"
+	// ProblemAfterEnd: an event of a run after its run.finished that no
+	// step still running then accounts for (see auditRuns).
+	ProblemAfterEnd = "after its run's end"
+	// ProblemTimeBackwards: an event made more than maxLag before an
+	// earlier event of its run.
+	ProblemTimeBackwards = "time going backwards"
+	// ProblemDuplicateWindow: the stream's duplicate window is shorter
+	// than the time check of format-2 events relies on (see maxLag).
+	ProblemDuplicateWindow = "duplicate window"
 )
 
 // AuditProblem is one thing wrong with the log.
@@ -39,6 +61,8 @@ func (p AuditProblem) String() string {
 		return fmt.Sprintf("seq %d-%d: missing", p.Seq, p.Through)
 	case p.Kind == ProblemMissing:
 		return fmt.Sprintf("seq %d: missing", p.Seq)
+	case p.Kind == ProblemDuplicateWindow:
+		return fmt.Sprintf("stream %s: %s: %s", EventsStream, p.Kind, p.Detail)
 	case p.Detail != "":
 		return fmt.Sprintf("seq %d %s: %s: %s", p.Seq, p.Subject, p.Kind, p.Detail)
 	}
@@ -52,18 +76,22 @@ type AuditReport struct {
 	Messages uint64 `json:"messages"`
 	LastSeq  uint64 `json:"last_seq"`
 	// SignedFrom is the first sequence that must be signed; 0 when the log
-	// is not signed (no key), and MACs were not checked.
+	// is not signed (no key), and MACs were not checked. BoundFrom is the
+	// first that must carry a format-2 MAC (0: none yet).
 	SignedFrom uint64         `json:"signed_from"`
+	BoundFrom  uint64         `json:"bound_from,omitempty"`
 	Problems   []AuditProblem `json:"problems"`
 }
 
 // Audit checks the whole event log: every message's MAC (when this Log
-// has the log key), that it decodes, and that no sequence is missing from
-// 1 to the stream's last — removal at the very end included, since the
-// stream remembers its last sequence. It reads the log in batches, never
-// all at once, and records nothing (see Log.checkEvent for what readers
-// record). An error means the audit could not finish; problems found are
-// in the report.
+// has the log key) and, in format 2, its time; that it decodes; that no
+// sequence is missing from 1 to the stream's last — removal at the very
+// end included, since the stream remembers its last sequence; and what a
+// copy of an event stored again would break, whichever format it is in:
+// a repeated id, an event after its run's end, time going backwards (see
+// auditRuns). It reads the log in batches, never all at once, and records
+// nothing (see Log.checkEvent for what readers record). An error means the
+// audit could not finish; problems found are in the report.
 func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 	ictx, cancel := withDefaultTimeout(ctx)
 	info, err := l.events.Info(ictx)
@@ -73,8 +101,13 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 	}
 	rep := AuditReport{Messages: info.State.Msgs, LastSeq: info.State.LastSeq, Problems: []AuditProblem{}}
 	if l.key != nil {
-		rep.SignedFrom = l.key.eventsFrom
+		rep.SignedFrom, rep.BoundFrom = l.key.eventsFrom, l.key.boundEventsFrom
 	}
+	if window := info.Config.Duplicates; window < maxLag+maxClockSkew {
+		rep.Problems = append(rep.Problems, AuditProblem{Kind: ProblemDuplicateWindow,
+			Detail: fmt.Sprintf("%s, shorter than the %s the time check of signed events relies on: a copy stored past it is not late yet", window, maxLag+maxClockSkew)})
+	}
+	runs := newAuditRuns(l)
 	next := uint64(1)
 	missing := func(upTo uint64) {
 		if upTo >= next {
@@ -85,16 +118,30 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 		missing(seq - 1)
 		next = seq + 1
 		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
+		format2 := false
 		if l.key != nil {
-			if reason := l.verifyEvent(seq, subject, msg.Header, msg.Data); reason != "" {
+			var reason string
+			if reason, format2 = l.verifyEvent(seq, subject, msg.Header, msg.Data); reason != "" {
 				rep.Problems = append(rep.Problems, AuditProblem{Kind: reason, Seq: seq, Subject: subject})
 				return nil
 			}
 		}
-		if _, err := DecodeEvent(msg.Data); err != nil {
+		ev, err := DecodeEvent(msg.Data)
+		if err != nil {
 			rep.Problems = append(rep.Problems, AuditProblem{Kind: ProblemUndecodable, Seq: seq, Subject: subject, Detail: err.Error()})
+			return nil
 		}
-		return nil
+		ev.Seq = seq
+		if format2 {
+			stored := storedTime(msg.Header)
+			if reason := checkTime(ev.Time, stored, l.lag()); reason != "" {
+				rep.Problems = append(rep.Problems, AuditProblem{Kind: reason, Seq: seq, Subject: subject,
+					Detail: fmt.Sprintf("made %s, stored %s", ev.Time.Format(time.RFC3339Nano), stored.Format(time.RFC3339Nano))})
+			}
+		}
+		problems, err := runs.check(ctx, ev, msg.Data, subject)
+		rep.Problems = append(rep.Problems, problems...)
+		return err
 	})
 	if err != nil {
 		return rep, err

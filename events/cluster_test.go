@@ -1,9 +1,13 @@
 package events_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,4 +96,107 @@ func TestMoreReplicasThanServersIsRefused(t *testing.T) {
 
 	_, err = events.Open(testkit.Context(t), events.Config{StoreDir: t.TempDir(), Replicas: 3})
 	require.ErrorIs(t, err, events.ErrTooFewServers)
+}
+
+// TestEnginesOpenTogetherOnAFreshCluster: two engines opening the log at
+// the same moment on a cluster started that moment, without a JetStream
+// leader yet, both wait for it and provision side by side. Before, each
+// request sent before the election went unanswered for the caller's whole
+// deadline, and two engines' CreateOrUpdateKeyValue of one bucket at once
+// left both unanswered (`events: bucket orbit_locks: context deadline
+// exceeded`).
+func TestEnginesOpenTogetherOnAFreshCluster(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartFreshCluster(t, filepath.Join(t.TempDir(), "creds"))
+	ctx, cancel := context.WithTimeout(testkit.Context(t), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := events.Open(ctx, events.Config{
+				URL:          c.URLs(),
+				NKeySeedFile: c.Creds.File(events.IdentityEngine),
+				Redactor:     &events.Redactor{},
+			})
+			errs[i] = err
+			if err == nil {
+				t.Cleanup(func() { l.Close() })
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "engine %d", i)
+	}
+	for _, s := range []string{events.EventsStream, events.CommandsStream, "KV_" + events.LeasesBucket,
+		"KV_" + events.LocksBucket, "OBJ_" + events.BlobsStore, "OBJ_" + events.RepliesStore} {
+		n, err := c.StreamReplicas(testkit.Context(t), s)
+		require.NoError(t, err, s)
+		assert.Equal(t, 3, n, "replicas of %s", s)
+	}
+}
+
+// TestOpenWaitsForServersThatDoNotAnswerYet: an engine whose servers are
+// not up waits for them, saying so in its log, until told to stop; then it
+// fails with what it waited for. Credentials the cluster refuses are not
+// waited for.
+func TestOpenWaitsForServersThatDoNotAnswerYet(t *testing.T) {
+	t.Parallel()
+	var logged syncBuffer
+	ctx, cancel := context.WithCancel(testkit.Context(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := events.Open(ctx, events.Config{
+			URL:      "nats://127.0.0.1:1,nats://127.0.0.1:2",
+			Redactor: &events.Redactor{},
+			Logger:   slog.New(slog.NewTextHandler(&logged, nil)),
+		})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return strings.Count(logged.String(), "waiting for the NATS servers") >= 2 },
+		30*time.Second, 50*time.Millisecond, "the waits are logged")
+	select {
+	case err := <-done:
+		t.Fatalf("Open gave up on servers that may yet start: %v", err)
+	default:
+	}
+	assert.Contains(t, logged.String(), "url=nats://127.0.0.1:1,nats://127.0.0.1:2")
+	assert.Contains(t, logged.String(), "no servers available for connection")
+	cancel()
+	err := <-done
+	require.ErrorIs(t, err, events.ErrUnavailable)
+	assert.Contains(t, err.Error(), "stopped while waiting for the NATS servers at nats://127.0.0.1:1,nats://127.0.0.1:2")
+
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	stranger := filepath.Join(t.TempDir(), "stranger.nk")
+	_, err = events.EnsureCreds(filepath.Dir(stranger))
+	require.NoError(t, err)
+	_, err = events.Open(testkit.Context(t), events.Config{
+		URL:          c.URLs(),
+		NKeySeedFile: events.CredsFile(filepath.Dir(stranger), events.IdentityEngine),
+		Redactor:     &events.Redactor{},
+	})
+	require.ErrorIs(t, err, events.ErrUnauthorized)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's writes and a test's
+// reads at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,17 +29,14 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 	if data, err = l.shrink(ctx, data); err != nil {
 		return fmt.Errorf("events: storing the large values of command %s: %w", name, err)
 	}
-	msg := &nats.Msg{Subject: CommandSubject(name), Data: data}
+	msg := &nats.Msg{Subject: CommandSubject(name), Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, l.publishID(id))
 	if l.key != nil {
 		l.key.sign(msg, id)
 	}
 	if l.grouped() {
 		// A fan-out's dispatches come in bursts: they share fsyncs like
 		// events do (DESIGN §10).
-		if msg.Header == nil {
-			msg.Header = nats.Header{}
-		}
-		msg.Header.Set(jetstream.MsgIDHeader, l.publishID(id))
 		msg.Header.Set(jetstream.ExpectedStreamHeader, CommandsStream)
 		r := &commitReq{msg: msg, typ: "command " + name, size: len(msg.Data) + headerRoom, done: make(chan struct{})}
 		if err := l.cmdCommitter().submit(r); err != nil {
@@ -62,7 +60,7 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 		ctx, cancel = withDefaultTimeout(ctx)
 		defer cancel()
 	}
-	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(id)), jetstream.WithExpectStream(CommandsStream)); err != nil {
+	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(CommandsStream)); err != nil {
 		return publishError("command "+name, err)
 	}
 	l.sentCommand(ctx)
@@ -187,7 +185,8 @@ func (s *ConsumerSpec) config() jetstream.ConsumerConfig {
 }
 
 // Command is one delivery of a command. Exactly one of Ack, Nak or Term
-// should end it; InProgress extends its ack wait while work goes on.
+// should end it; InProgress extends its ack wait while work goes on. Its
+// methods are safe for concurrent use.
 type Command struct {
 	Subject  string
 	ID       string
@@ -196,6 +195,16 @@ type Command struct {
 	// StreamSeq is the command's sequence in ORBIT_COMMANDS.
 	StreamSeq uint64
 	msg       jetstream.Msg
+
+	mu    sync.Mutex
+	ended bool // by Ack, Nak or Term: InProgress sends nothing more
+}
+
+// end marks the delivery ended, under c.mu, so that no InProgress follows.
+func (c *Command) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = true
 }
 
 // Decode unmarshals the command's payload.
@@ -209,6 +218,7 @@ func (c *Command) Decode(v any) error {
 // Ack removes the command from the queue for good. It waits for the server
 // to confirm, so an acked command is never redelivered.
 func (c *Command) Ack(ctx context.Context) error {
+	c.end()
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if err := c.msg.DoubleAck(ctx); err != nil {
@@ -220,18 +230,35 @@ func (c *Command) Ack(ctx context.Context) error {
 // AckNoWait acknowledges the command without waiting for the server: if the
 // ack is lost the command is redelivered, so use it only where handling a
 // redelivery is harmless.
-func (c *Command) AckNoWait() error { return c.msg.Ack() }
+func (c *Command) AckNoWait() error {
+	c.end()
+	return c.msg.Ack()
+}
 
 // Nak asks for redelivery after delay.
-func (c *Command) Nak(delay time.Duration) error { return c.msg.NakWithDelay(delay) }
+func (c *Command) Nak(delay time.Duration) error {
+	c.end()
+	return c.msg.NakWithDelay(delay)
+}
 
 // InProgress tells the server the command is still being worked on, which
-// restarts its ack wait.
-func (c *Command) InProgress() error { return c.msg.InProgress() }
+// restarts its ack wait. After Ack, Nak or Term it sends nothing: a
+// progress signal after a Nak would undo the Nak's delay.
+func (c *Command) InProgress() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return nil
+	}
+	return c.msg.InProgress()
+}
 
 // Term removes the command without redelivery (for commands that can never
 // succeed).
-func (c *Command) Term() error { return c.msg.Term() }
+func (c *Command) Term() error {
+	c.end()
+	return c.msg.Term()
+}
 
 // Stopper ends a long-running consumption. Stop waits until handlers have
 // returned.

@@ -95,6 +95,12 @@ type Config struct {
 	Redactor *Redactor
 	// Logger receives operational messages. Nil discards them.
 	Logger *slog.Logger
+	// OnReject, when set, is told of each message a read of this Log left
+	// out because it failed verification by the log key, once per
+	// message: a client says so to its user, where an engine also records
+	// integrity.rejected. It is called from the reading goroutine and must
+	// not block.
+	OnReject func(Rejection)
 }
 
 func (c *Config) setDefaults() {

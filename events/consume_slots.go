@@ -30,10 +30,17 @@ import (
 //     MaxAckPending is only a bound over all of them, the same from each.
 const (
 	// pullExpiry bounds one waiting request; an idle process asks again
-	// when it expires. The server shows every sixth of it (5 s) that it
-	// still holds the request: two missed, and the request is taken as
-	// lost (its server gone, the consumer's leader moved) and asked again.
+	// when it expires.
 	pullExpiry = 30 * time.Second
+	// pullHeartbeat is how often the server shows that it still holds a
+	// waiting request: two missed, and the request is taken as lost (its
+	// server gone, the consumer's leader lost or moved, a request sent
+	// during the consumer's election dropped) and asked again. At a sixth
+	// of the expiry (5 s) a node's loss left engines without a waiting
+	// request for 10 s (one run in three of
+	// TestSharedConsumerOnAClusterSurvivesANodesLoss); the cost is one
+	// small message a second per idle request, as for a feed.
+	pullHeartbeat = time.Second
 	// pullRetryFirst and pullRetryMax bound the pause after a failed
 	// request, which doubles with each failure in a row.
 	pullRetryFirst = 50 * time.Millisecond
@@ -162,11 +169,25 @@ func (s *slotConsumer) pull() {
 }
 
 // next waits for one command for up to s.expiry. It returns neither a
-// command nor an error when the request expired with nothing to deliver.
+// command nor an error when the request expired with nothing to deliver,
+// or when the connection was made again to a server meanwhile: the
+// request waited at the consumer's leader for an answer through the server
+// that is gone, and the leader drops it once its route is (no interest),
+// so it is asked again at once through the new one rather than after its
+// missed heartbeats. The engine is then among those the consumer delivers
+// to again within moments of a node's loss.
 func (s *slotConsumer) next() (jetstream.Msg, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.expiry)
 	defer cancel()
-	batch, err := s.cons.Fetch(1, jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(s.expiry/6))
+	moved := s.l.reconnected.next()
+	go func() {
+		select {
+		case <-moved:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	batch, err := s.cons.Fetch(1, jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(min(pullHeartbeat, s.expiry/6)))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +199,7 @@ func (s *slotConsumer) next() (jetstream.Msg, error) {
 		return msg, nil
 	}
 	err = batch.Error()
-	if errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
+	if s.ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		return nil, nil
 	}
 	return nil, err

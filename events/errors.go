@@ -78,6 +78,11 @@ var (
 	// for a blob whose content does not match its digest.
 	ErrTampered = errors.New("fails integrity check")
 
+	// ErrClockSkew is returned by Open when the engine's clock is too far
+	// from the NATS server's for the events it signs to be placed (see
+	// checkClock).
+	ErrClockSkew = errors.New("clock skew")
+
 	// ErrInvalidLogKey is returned when the log key file cannot be used.
 	ErrInvalidLogKey = errors.New("invalid log key")
 	// ErrTokenEmbedded is returned by Open when a token is configured for

@@ -54,6 +54,7 @@ const headerRoom = 256
 // commitReq is one append waiting for the group commit.
 type commitReq struct {
 	msg   *nats.Msg // signed, with its Nats-Msg-Id
+	ev    *Event    // the event msg encodes, for refresh; nil for a command or a time the caller chose
 	typ   string
 	first bool // AppendFirst: sent on its own, ErrConflict when the subject holds an event
 	size  int
@@ -116,8 +117,11 @@ type groupCommit struct {
 	gatherCap time.Duration
 }
 
+// newGroupCommit makes the group commit of the appends to stream; it
+// commits nothing until its run goroutine is started, and its stop waits
+// for that goroutine.
 func newGroupCommit(l *Log, stream string) *groupCommit {
-	g := &groupCommit{
+	return &groupCommit{
 		l:         l,
 		stream:    stream,
 		wake:      make(chan struct{}, 1),
@@ -125,8 +129,6 @@ func newGroupCommit(l *Log, stream string) *groupCommit {
 		exited:    make(chan struct{}),
 		gatherCap: maxGatherWait,
 	}
-	go g.run()
-	return g
 }
 
 // committer returns the Log's group commit of events, started on first
@@ -146,6 +148,8 @@ func (l *Log) startCommits() {
 	l.commitOnce.Do(func() {
 		l.commits = newGroupCommit(l, EventsStream)
 		l.cmdCommits = newGroupCommit(l, CommandsStream)
+		go l.commits.run()
+		go l.cmdCommits.run()
 	})
 }
 
@@ -301,6 +305,9 @@ func (g *groupCommit) take() []*commitReq {
 // the batch for what one of its messages is (a duplicate id, an expected
 // sequence, the store's limits), halves when it was too large.
 func (g *groupCommit) commit(batch []*commitReq) {
+	if batch = g.fresh(batch); len(batch) == 0 {
+		return
+	}
 	if len(batch) < minBatchMsgs || g.noAtomic.Load() {
 		g.oneByOne(batch)
 		return
@@ -390,6 +397,7 @@ func (g *groupCommit) publishBatch(batch []*commitReq) error {
 // for their acks (the server stores them in that order, each with its own
 // fsync in strict mode).
 func (g *groupCommit) oneByOne(batch []*commitReq) {
+	batch = g.fresh(batch) // a failed batch took time
 	futs := make([]jetstream.PubAckFuture, len(batch))
 	for i, r := range batch {
 		r.msg.Header.Del(batchIDHeader)
@@ -429,6 +437,9 @@ func (g *groupCommit) retry(r *commitReq, err error) {
 		r.finish(Appended{}, appendError(r, err))
 		return
 	}
+	if !g.refresh(r, time.Now()) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), ElectionWindow)
 	defer cancel()
 	ack, err := g.l.js.PublishMsg(ctx, r.msg)
@@ -448,9 +459,10 @@ func appendError(r *commitReq, err error) error {
 	return publishError(r.typ, err)
 }
 
-// appendGrouped submits an encoded event to the group commit.
-func (l *Log) appendGrouped(msg *nats.Msg, ev *Event, first bool) (*commitReq, error) {
-	r := l.commitRequest(msg, ev, first)
+// appendGrouped submits an encoded event to the group commit; stamped says
+// its time was set by the Log (see commitRequest).
+func (l *Log) appendGrouped(msg *nats.Msg, ev *Event, first, stamped bool) (*commitReq, error) {
+	r := l.commitRequest(msg, ev, first, stamped)
 	if err := l.committer().submit(r); err != nil {
 		return nil, err
 	}
@@ -458,13 +470,53 @@ func (l *Log) appendGrouped(msg *nats.Msg, ev *Event, first bool) (*commitReq, e
 }
 
 // commitRequest makes msg, the encoded ev, a request for the group commit.
-func (l *Log) commitRequest(msg *nats.Msg, ev *Event, first bool) *commitReq {
-	if msg.Header == nil {
-		msg.Header = nats.Header{}
-	}
-	msg.Header.Set(jetstream.MsgIDHeader, l.publishID(ev.ID))
+// An event whose time the Log stamped (stamped) the committer may make
+// again with a later time (refresh); a time the caller chose is kept.
+func (l *Log) commitRequest(msg *nats.Msg, ev *Event, first, stamped bool) *commitReq {
 	if first {
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	}
-	return &commitReq{msg: msg, typ: ev.Type, first: first, size: len(msg.Data) + headerRoom, done: make(chan struct{})}
+	r := &commitReq{msg: msg, typ: ev.Type, first: first, size: len(msg.Data) + headerRoom, done: make(chan struct{})}
+	if stamped {
+		own := *ev
+		r.ev = &own
+	}
+	return r
+}
+
+// refresh makes r's event again with the time of now when it was made more
+// than refreshAfter ago, and reports whether r may be sent: an event must
+// be stored within maxLag of its time (see checkTime), and one that waited
+// in the queue, or through a round that was retried, would not be. An
+// event that can no longer be encoded (grown past the server's limit by
+// its new time) is finished with the error. Only the committer calls it.
+func (g *groupCommit) refresh(r *commitReq, now time.Time) bool {
+	if r.ev == nil || now.Sub(r.ev.Time) <= refreshAfter {
+		return true
+	}
+	r.ev.Time = now.UTC()
+	msg, err := g.l.encodeEvent(r.ev)
+	if err != nil {
+		r.finish(Appended{}, err)
+		return false
+	}
+	if r.first {
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	}
+	g.l.log.Debug("an event waited to be sent; made again with the time of now", "type", r.typ, "id", r.ev.ID)
+	r.msg, r.size = msg, len(msg.Data)+headerRoom
+	return true
+}
+
+// fresh refreshes each request of batch and returns those that may be
+// sent, in order.
+func (g *groupCommit) fresh(batch []*commitReq) []*commitReq {
+	now := time.Now()
+	kept := batch[:0]
+	for _, r := range batch {
+		if g.refresh(r, now) {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }

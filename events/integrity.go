@@ -29,20 +29,52 @@ const (
 const (
 	ReasonUnsigned = "unsigned"
 	ReasonBadMAC   = "bad MAC"
+	// ReasonUnbound: a format-1 MAC where the log requires format 2 (see
+	// macFormat2): a copy of a message signed before the log moved to
+	// format 2, stored again since.
+	ReasonUnbound = "not bound to its place"
+	// ReasonLate and ReasonEarly: an event the server stored more than
+	// maxLag after, or before, the time it was signed with (see
+	// checkTime): a copy stored after the duplicate window, or an
+	// engine whose clock is far from the server's.
+	ReasonLate  = "stored late"
+	ReasonEarly = "stored before it was made"
 )
+
+// mac2Prefix starts the Orbit-Mac header of a format-2 MAC.
+//
+// Format 1 (a bare hex MAC) is HMAC-SHA256 of the subject, the command id
+// and the body. Format 2 adds the message's Nats-Msg-Id, the id the server
+// refuses a second message under for its duplicate window: a signed
+// message copied under another id fails verification, and one copied
+// under its own is dropped by the server within the window and, past it,
+// fails the reader's check of its time (an event's time is in its body).
+// So a signed event can be stored once, and only in the minute after it
+// was made; neither needs the appenders to agree on anything or the
+// server to be asked anything.
+//
+// IMPORTANT: a stored format. Engines write format 2; readers accept
+// format 1 only below the sequences the log key records for it (see
+// logKeyFile.BoundEventsFrom), so logs written before verify as they did.
+const mac2Prefix = "2:"
 
 // logKey signs what a Log publishes and verifies what it reads.
 //
 // IMPORTANT: the MAC covers the exact bytes stored (after redaction and
-// after large values moved to blobs) and the subject, so a signed event
-// cannot be moved to another run or type; it does not cover the stream
-// sequence — the order of a run's events is checked by the projector's
-// run chains.
+// after large values moved to blobs), the subject and, in format 2, the
+// Nats-Msg-Id, so a signed event cannot be moved to another run or type,
+// nor stored a second time; it does not cover the stream sequence — the
+// order of a run's events is checked by the projector's run chains, and
+// what a second copy would break by orbit audit (audit_place.go).
 type logKey struct {
 	key          []byte
 	hexKey       string
 	eventsFrom   uint64 // first event sequence that must be signed
 	commandsFrom uint64 // first command sequence that must be signed
+	// boundEventsFrom and boundCommandsFrom are the first sequences that
+	// must carry a format-2 MAC; 0: none (a key no engine of this version
+	// has opened yet).
+	boundEventsFrom, boundCommandsFrom uint64
 	// The streams the key was made beside (see logKeyFile); zero: none,
 	// and nothing unsigned is accepted.
 	eventsCreated, commandsCreated time.Time
@@ -52,20 +84,29 @@ type logKey struct {
 	macs sync.Pool
 }
 
-// mac returns the hex MAC of a message. id is the command id (empty for
-// events, whose id is in the body).
-func (k *logKey) mac(subject, id string, body []byte) string {
+// mac returns the hex MAC of a message in format 1 (msgID is ignored) or
+// format 2. id is the command id (empty for events, whose id is in the
+// body).
+func (k *logKey) mac(format2 bool, subject, id, msgID string, body []byte) string {
 	h, ok := k.macs.Get().(hash.Hash)
 	if ok {
 		h.Reset()
 	} else {
 		h = hmac.New(sha256.New, k.key)
 	}
-	h.Write([]byte("orbit-msg\x00"))
+	if format2 {
+		h.Write([]byte("orbit-msg-2\x00"))
+	} else {
+		h.Write([]byte("orbit-msg\x00"))
+	}
 	h.Write([]byte(subject))
 	h.Write([]byte{0})
 	h.Write([]byte(id))
 	h.Write([]byte{0})
+	if format2 {
+		h.Write([]byte(msgID))
+		h.Write([]byte{0})
+	}
 	h.Write(body)
 	var sum [sha256.Size]byte
 	out := hex.EncodeToString(h.Sum(sum[:0]))
@@ -83,7 +124,16 @@ func (k *logKey) msgID(id string) string {
 	return "k" + hex.EncodeToString(h.Sum(nil)[:20])
 }
 
-// sign adds the MAC (and for a command its readable id) to msg.
+// id names the key without revealing it, for engine.info: a client
+// verifies with a key only when it is the one the engine signs with.
+func (k *logKey) id() string {
+	h := hmac.New(sha256.New, k.key)
+	h.Write([]byte("orbit-key-id"))
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// sign adds the format-2 MAC of msg to it (and for a command its readable
+// id). msg's Nats-Msg-Id header, which the MAC covers, must be set before.
 func (k *logKey) sign(msg *nats.Msg, cmdID string) {
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
@@ -91,26 +141,47 @@ func (k *logKey) sign(msg *nats.Msg, cmdID string) {
 	if cmdID != "" {
 		msg.Header.Set(CommandIDHeader, cmdID)
 	}
-	msg.Header.Set(MACHeader, k.mac(msg.Subject, cmdID, msg.Data))
+	msg.Header.Set(MACHeader, mac2Prefix+k.mac(true, msg.Subject, cmdID, msg.Header.Get(jetstream.MsgIDHeader), msg.Data))
 }
 
 // verify checks a stored message and returns why it fails, "" when it
-// passes. from is the first sequence of its stream that must be signed;
-// an earlier message passes as it is when original says its stream is the
-// one the key was made beside (original is called only then).
-func (k *logKey) verify(from, seq uint64, original func() bool, subject string, hdr nats.Header, body []byte) string {
+// passes, and whether it carries a format-2 MAC (whose reader then checks
+// an event's time: see checkTime). from is the first sequence of its
+// stream that must be signed and bound the first that must be in format 2
+// (0: none); an earlier message passes as it is when original says its
+// stream is the one the key was made beside (original is called only
+// then).
+func (k *logKey) verify(from, bound, seq uint64, original func() bool, subject string, hdr nats.Header, body []byte) (reason string, format2 bool) {
 	if seq < from && original() {
-		return ""
+		return "", false
 	}
 	got := hdr.Get(MACHeader)
 	if got == "" {
-		return ReasonUnsigned
+		return ReasonUnsigned, false
 	}
-	want := k.mac(subject, hdr.Get(CommandIDHeader), body)
-	if !hmac.Equal([]byte(got), []byte(want)) {
-		return ReasonBadMAC
+	if mac, ok := strings.CutPrefix(got, mac2Prefix); ok {
+		// The server dedupes on the first Nats-Msg-Id; a message with
+		// two is no message Orbit sent.
+		ids := hdr.Values(jetstream.MsgIDHeader)
+		if len(ids) > 1 {
+			return ReasonBadMAC, false
+		}
+		msgID := ""
+		if len(ids) == 1 {
+			msgID = ids[0]
+		}
+		if !hmac.Equal([]byte(mac), []byte(k.mac(true, subject, hdr.Get(CommandIDHeader), msgID, body))) {
+			return ReasonBadMAC, false
+		}
+		return "", true
 	}
-	return ""
+	if !hmac.Equal([]byte(got), []byte(k.mac(false, subject, hdr.Get(CommandIDHeader), "", body))) {
+		return ReasonBadMAC, false
+	}
+	if bound != 0 && seq >= bound {
+		return ReasonUnbound, false
+	}
+	return "", false
 }
 
 // publishID returns the Nats-Msg-Id to publish id under.
@@ -126,15 +197,20 @@ func (l *Log) publishID(id string) string {
 func (l *Log) Signing() bool { return l.key != nil }
 
 // checkEvent verifies an event read from the log, and when it fails
-// records the rejection (see reject). It returns nil without a key.
-func (l *Log) checkEvent(seq uint64, subject string, hdr nats.Header, body []byte) error {
+// records the rejection (see reject). It returns nil without a key. A
+// format-2 event passes only once its time was checked too (readMessage,
+// checkTime), which needs the body decoded.
+func (l *Log) checkEvent(seq uint64, subject string, hdr nats.Header, body []byte) (format2 bool, err error) {
 	if l.key == nil {
-		return nil
+		return false, nil
 	}
-	return l.rejectFailed(EventsStream, seq, subject, l.verifyEvent(seq, subject, hdr, body))
+	reason, format2 := l.verifyEvent(seq, subject, hdr, body)
+	return format2, l.rejectFailed(EventsStream, seq, subject, reason)
 }
 
-// checkCommand is checkEvent for a command.
+// checkCommand is checkEvent for a command. A command carries no time: one
+// stored again past the duplicate window finds its decision already taken
+// (a step's command, its step.finished) and is dropped by its worker.
 func (l *Log) checkCommand(seq uint64, subject string, hdr nats.Header, body []byte) error {
 	if l.key == nil {
 		return nil
@@ -153,15 +229,16 @@ func (l *Log) rejectFailed(stream string, seq uint64, subject, reason string) er
 }
 
 // verifyEvent is logKey.verify for the event stream.
-func (l *Log) verifyEvent(seq uint64, subject string, hdr nats.Header, body []byte) string {
+func (l *Log) verifyEvent(seq uint64, subject string, hdr nats.Header, body []byte) (string, bool) {
 	original := func() bool { return l.originalStream(&l.eventsOrigin, l.events, l.key.eventsCreated) }
-	return l.key.verify(l.key.eventsFrom, seq, original, subject, hdr, body)
+	return l.key.verify(l.key.eventsFrom, l.key.boundEventsFrom, seq, original, subject, hdr, body)
 }
 
 // verifyCommand is logKey.verify for the command stream.
 func (l *Log) verifyCommand(seq uint64, subject string, hdr nats.Header, body []byte) string {
 	original := func() bool { return l.originalStream(&l.cmdsOrigin, l.cmds, l.key.commandsCreated) }
-	return l.key.verify(l.key.commandsFrom, seq, original, subject, hdr, body)
+	reason, _ := l.key.verify(l.key.commandsFrom, l.key.boundCommandsFrom, seq, original, subject, hdr, body)
+	return reason
 }
 
 // originCheck caches whether a stream is still the one a key was made
@@ -205,14 +282,21 @@ func (l *Log) originalStream(c *originCheck, stream jetstream.Stream, created ti
 // rejectTimeout bounds the append of one integrity.rejected.
 const rejectTimeout = 5 * time.Second
 
-// reject records that the message at seq of stream failed verification:
-// once per Log and message (later reads of it only log at debug level), and
-// only by an engine's Log (one opened with Open); the event's id is derived
-// from the message, so engines sharing a log store it once within the
-// duplicate window.
+// reject records that the message at seq of stream failed verification,
+// once per Log and message (later reads of it only log at debug level):
+// it tells Config.OnReject, and an engine's Log (one opened with Open)
+// appends integrity.rejected; the event's id is derived from the message,
+// so engines sharing a log store it once within the duplicate window.
 func (l *Log) reject(stream string, seq uint64, subject, reason string) {
 	key := fmt.Sprintf("%s/%d", stream, seq)
-	if _, seen := l.rejected.LoadOrStore(key, true); seen || !l.engine {
+	if _, seen := l.rejected.LoadOrStore(key, true); seen {
+		l.log.Debug("message fails verification", "stream", stream, "seq", seq, "subject", subject, "reason", reason)
+		return
+	}
+	if l.cfg.OnReject != nil {
+		l.cfg.OnReject(Rejection{Stream: stream, Seq: seq, Subject: subject, Reason: reason})
+	}
+	if !l.engine {
 		l.log.Debug("message fails verification", "stream", stream, "seq", seq, "subject", subject, "reason", reason)
 		return
 	}
@@ -228,6 +312,15 @@ func (l *Log) reject(stream string, seq uint64, subject, reason string) {
 		l.rejected.Delete(key)
 		l.log.Warn("integrity.rejected not recorded", "stream", stream, "seq", seq, "err", aerr)
 	}
+}
+
+// Rejection is a message a read left out because it failed verification
+// by the log key (see Config.OnReject).
+type Rejection struct {
+	Stream  string // EventsStream or CommandsStream
+	Seq     uint64
+	Subject string
+	Reason  string // ReasonUnsigned, ReasonBadMAC, …
 }
 
 // UnattributedRun is the run id integrity.rejected is recorded under when

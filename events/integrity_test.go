@@ -280,7 +280,7 @@ func TestAuditFindsRemovedEvents(t *testing.T) {
 	stream, err = js.CreateStream(ctx, cfg)
 	require.NoError(t, err)
 	for _, m := range msgs {
-		hdr := nats.Header{events.MACHeader: m.Header.Values(events.MACHeader)}
+		hdr := nats.Header{events.MACHeader: m.Header.Values(events.MACHeader), jetstream.MsgIDHeader: m.Header.Values(jetstream.MsgIDHeader)}
 		_, err := js.PublishMsg(ctx, &nats.Msg{Subject: m.Subject, Header: hdr, Data: m.Data})
 		require.NoError(t, err)
 	}

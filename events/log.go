@@ -53,8 +53,9 @@ type Log struct {
 	space         *spaceGuard // nil: no reserve (an external server manages its own disk)
 	log           *slog.Logger
 
-	key    *logKey // nil: no signing or verification
-	engine bool    // opened by Open (an engine), not Dial: records integrity.rejected
+	key     *logKey // nil: no signing or verification
+	keyFile string  // where key was read from
+	engine  bool    // opened by Open (an engine), not Dial: records integrity.rejected
 	// accounts says the server keeps the engine in an account of its own
 	// (AccountsBlock), so that a request without an import is an
 	// engine's; selfKey is the public key this connection signed in with.
@@ -64,6 +65,8 @@ type Log struct {
 	rejected sync.Map      // "stream/seq" of messages rejected (see reject)
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
+	// maxLag replaces the constant of the same name when set (tests).
+	maxLag time.Duration
 
 	commitOnce sync.Once
 	// Strict mode's group commits of events and of commands, started on
@@ -71,16 +74,33 @@ type Log struct {
 	commits, cmdCommits *groupCommit
 	// sent counts the commands sent, for the queue's keeper (keeper.go).
 	sent atomic.Uint64
+	// reconnected tells the shared consumers' pulls that their server
+	// changed (consume_slots.go).
+	reconnected reconnects
 }
 
 // Open starts the embedded server (unless cfg.URL names an external one),
 // connects, and creates or corrects the streams, buckets and object store.
 // It is what an engine calls; clients call Dial.
+//
+// On an external server Open waits, until ctx ends, for what waiting can
+// fix: servers that do not answer yet, a cluster still electing its
+// JetStream leader, another engine provisioning the same streams (see
+// openWaiting). It fails at once on what it cannot: credentials refused, a
+// configuration the cluster does not fit.
 func Open(ctx context.Context, cfg Config) (*Log, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.URL != "" {
+		return openWaiting(ctx, cfg)
+	}
+	return open(ctx, cfg)
+}
+
+// open is one try of Open.
+func open(ctx context.Context, cfg Config) (*Log, error) {
 	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events"), engine: true}
 	if cfg.URL == "" {
 		srv, err := startEmbedded(cfg)
@@ -122,6 +142,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.gate = gate
+	if err := l.checkClock(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
 	// The keeper saves work, it guards nothing: without it the engine is
 	// slower, not wrong, and the next keeper is stored keeperEvery
 	// commands later.
@@ -155,6 +179,7 @@ func (l *Log) connect() error {
 		nats.Name(l.cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectHandler(func(*nats.Conn) { l.reconnected.happened() }),
 		// The default handler prints to stderr; a refused publish or
 		// subscription fails the call that made it, which says so.
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
@@ -303,13 +328,15 @@ func (l *Log) Durability() string { return l.cfg.Durability }
 // Redactor returns the redactor applied to everything this Log publishes.
 func (l *Log) Redactor() *Redactor { return l.cfg.Redactor }
 
-// LastSeq returns the sequence of the last event in the log (0 when empty).
+// LastSeq returns the sequence of the last event in the log (0 when empty),
+// as the event stream's leader knows it: on a cluster, a replica's answer,
+// which may be behind, is not taken (see leaderInfo).
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	info, err := l.events.Info(ctx)
+	info, err := leaderInfo(ctx, l.events)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, err
 	}
 	return info.State.LastSeq, nil
 }
@@ -339,10 +366,7 @@ func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if err := l.checkEvent(raw.Sequence, raw.Subject, raw.Header, raw.Data); err != nil {
-		return Event{}, err
-	}
-	ev, err := DecodeEvent(raw.Data)
+	ev, err := l.readMessage(raw.Sequence, raw.Subject, raw.Header, raw.Data, raw.Time)
 	if err != nil {
 		return Event{}, err
 	}

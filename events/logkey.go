@@ -34,6 +34,13 @@ type logKeyFile struct {
 	EventsCreated   time.Time `json:"events_created"`
 	CommandsCreated time.Time `json:"commands_created"`
 	Created         time.Time `json:"created"`
+	// BoundEventsFrom and BoundCommandsFrom are the first sequences whose
+	// messages must carry a format-2 MAC (see mac2Prefix): those a key is
+	// made at, or for a key made before format 2 the next sequences when
+	// an engine that writes it first opened the key (upgradeLogKey).
+	// Absent: messages in format 1 are accepted throughout.
+	BoundEventsFrom   uint64 `json:"bound_events_from,omitempty"`
+	BoundCommandsFrom uint64 `json:"bound_commands_from,omitempty"`
 }
 
 // readLogKey loads the key stored at path. It returns an error wrapping
@@ -67,7 +74,14 @@ func parseLogKey(b []byte) (*logKey, error) {
 	if f.CommandsFrom == 0 {
 		return nil, fmt.Errorf("%w: commands_from: want a sequence ≥ 1", ErrInvalidLogKey)
 	}
+	if f.BoundEventsFrom != 0 && f.BoundEventsFrom < f.EventsFrom {
+		return nil, fmt.Errorf("%w: bound_events_from: want a sequence ≥ events_from (%d)", ErrInvalidLogKey, f.EventsFrom)
+	}
+	if f.BoundCommandsFrom != 0 && f.BoundCommandsFrom < f.CommandsFrom {
+		return nil, fmt.Errorf("%w: bound_commands_from: want a sequence ≥ commands_from (%d)", ErrInvalidLogKey, f.CommandsFrom)
+	}
 	return &logKey{key: key, hexKey: f.Key, eventsFrom: f.EventsFrom, commandsFrom: f.CommandsFrom,
+		boundEventsFrom: f.BoundEventsFrom, boundCommandsFrom: f.BoundCommandsFrom,
 		eventsCreated: f.EventsCreated, commandsCreated: f.CommandsCreated}, nil
 }
 
@@ -85,32 +99,81 @@ func createLogKey(path string, at logKeyFile) (*logKey, error) {
 	}
 	at.Key = hex.EncodeToString(key)
 	at.EventsFrom, at.CommandsFrom = max(at.EventsFrom, 1), max(at.CommandsFrom, 1)
+	at.BoundEventsFrom, at.BoundCommandsFrom = at.EventsFrom, at.CommandsFrom
 	at.Created = time.Now().UTC()
-	body, err := json.Marshal(at)
+	// Linked into place, so that of engines racing here the first wins.
+	err := writeLogKey(path, at, func(tmp string) error {
+		if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	// Written to a private temporary file and linked into place, so that a
-	// second engine never reads a half-written key.
+	return readLogKey(path)
+}
+
+// writeLogKey writes f to a private temporary file beside path and hands
+// its name to place, which puts it at path: a reader never sees a
+// half-written key.
+func writeLogKey(path string, f logKeyFile, place func(tmp string) error) error {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".log.key-*")
 	if err != nil {
-		return nil, fmt.Errorf("events: writing log key: %w", err)
+		return fmt.Errorf("events: writing log key: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(append(body, '\n')); err != nil {
 		tmp.Close()
-		return nil, fmt.Errorf("events: writing log key: %w", err)
+		return fmt.Errorf("events: writing log key: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return nil, fmt.Errorf("events: writing log key: %w", err)
+		return fmt.Errorf("events: writing log key: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("events: writing log key: %w", err)
+		return fmt.Errorf("events: writing log key: %w", err)
 	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("events: writing log key %s: %w", path, err)
+	if err := place(tmp.Name()); err != nil {
+		return fmt.Errorf("events: writing log key %s: %w", path, err)
 	}
+	return nil
+}
+
+// upgradeLogKey records in the key file at path, made before format 2,
+// that from the streams' next sequences on every message is in format 2:
+// those this engine writes from now on. A copy of an earlier message
+// stored again is then refused (ReasonUnbound). Engines sharing the file
+// may each record their own start; any of them is right, since format 2
+// is accepted everywhere and every such engine writes nothing else.
+//
+// IMPORTANT: an older engine still writing to the log from then on writes
+// format 1, which readers refuse: a cluster's engines move together.
+func (l *Log) upgradeLogKey(ctx context.Context, path string) (*logKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("events: log key %s: %w", path, err)
+	}
+	var f logKeyFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("log key %s: %w: %v", path, ErrInvalidLogKey, err)
+	}
+	if f.BoundEventsFrom != 0 {
+		return readLogKey(path)
+	}
+	at, err := l.keyStart(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f.BoundEventsFrom, f.BoundCommandsFrom = max(at.EventsFrom, f.EventsFrom), max(at.CommandsFrom, f.CommandsFrom)
+	if err := writeLogKey(path, f, func(tmp string) error { return os.Rename(tmp, path) }); err != nil {
+		return nil, err
+	}
+	l.log.Info("the log key now requires format-2 MACs", "file", path, "events_from", f.BoundEventsFrom, "commands_from", f.BoundCommandsFrom)
 	return readLogKey(path)
 }
 
@@ -144,9 +207,64 @@ func (l *Log) loadKey(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if l.engine && key.boundEventsFrom == 0 {
+		upgraded, err := l.upgradeLogKey(ctx, path)
+		if err != nil {
+			// Still verifiable: format 2 is accepted everywhere; only
+			// format-1 copies are not refused.
+			l.log.Warn("the log key could not be moved to format 2; copies of earlier events are not refused", "file", path, "err", err)
+		} else {
+			key = upgraded
+		}
+	}
 	l.cfg.Redactor.Add(key.hexKey)
-	l.key = key
+	l.key, l.keyFile = key, path
 	return nil
+}
+
+// KeyFile is the file of the key this Log signs and verifies with (empty
+// when it has none).
+func (l *Log) KeyFile() string {
+	if l.key == nil {
+		return ""
+	}
+	return l.keyFile
+}
+
+// UseKey makes this Log verify what it reads with the key an engine signs
+// with, which id names (the engine's KeyID; empty when it signs nothing):
+// the key it loaded if that is the one, else the first of files that
+// holds it. Without it at hand the Log verifies nothing, rather than
+// leave out every event the engine wrote. It returns the file of the key
+// in use, empty for none. Call it before the Log reads anything.
+func (l *Log) UseKey(id string, files ...string) string {
+	if id == "" {
+		l.key = nil
+		return ""
+	}
+	if l.key != nil && l.key.id() == id {
+		return l.keyFile
+	}
+	for _, f := range files {
+		k, err := readLogKey(f)
+		if err == nil && k.id() == id {
+			l.cfg.Redactor.Add(k.hexKey)
+			l.key, l.keyFile = k, f
+			return f
+		}
+	}
+	l.key = nil
+	return ""
+}
+
+// KeyID names the key this Log signs and verifies with, without revealing
+// it (empty when it has none). An engine announces it in engine.info, so
+// that a client verifies with the same key or not at all (see UseKey).
+func (l *Log) KeyID() string {
+	if l.key == nil {
+		return ""
+	}
+	return l.key.id()
 }
 
 // keyStart is where a key made now starts signing: the next sequence of
@@ -154,13 +272,13 @@ func (l *Log) loadKey(ctx context.Context) error {
 func (l *Log) keyStart(ctx context.Context) (logKeyFile, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	ev, err := l.events.Info(ctx)
+	ev, err := leaderInfo(ctx, l.events)
 	if err != nil {
-		return logKeyFile{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return logKeyFile{}, err
 	}
-	cmd, err := l.cmds.Info(ctx)
+	cmd, err := leaderInfo(ctx, l.cmds)
 	if err != nil {
-		return logKeyFile{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return logKeyFile{}, err
 	}
 	return logKeyFile{
 		EventsFrom: ev.State.LastSeq + 1, CommandsFrom: cmd.State.LastSeq + 1,

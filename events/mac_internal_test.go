@@ -18,9 +18,13 @@ import (
 func TestMACsFromReusedStatesAreTheHMAC(t *testing.T) {
 	t.Parallel()
 	k := testKey()
-	want := func(subject, id string, body []byte) string {
+	want := func(format2 bool, subject, id, msgID string, body []byte) string {
 		h := hmac.New(sha256.New, k.key)
-		h.Write([]byte("orbit-msg\x00" + subject + "\x00" + id + "\x00"))
+		if format2 {
+			h.Write([]byte("orbit-msg-2\x00" + subject + "\x00" + id + "\x00" + msgID + "\x00"))
+		} else {
+			h.Write([]byte("orbit-msg\x00" + subject + "\x00" + id + "\x00"))
+		}
 		h.Write(body)
 		return hex.EncodeToString(h.Sum(nil))
 	}
@@ -31,7 +35,8 @@ func TestMACsFromReusedStatesAreTheHMAC(t *testing.T) {
 				subject := fmt.Sprintf("orbit.events.run.R%d.step.finished", i%7)
 				id := strings.Repeat("c", (g+i)%3)
 				body := []byte(strings.Repeat("x", i*g))
-				assert.Equal(t, want(subject, id, body), k.mac(subject, id, body))
+				format2, msgID := i%2 == 0, fmt.Sprintf("k%d", i)
+				assert.Equal(t, want(format2, subject, id, msgID, body), k.mac(format2, subject, id, msgID, body))
 			}
 		})
 	}

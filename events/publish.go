@@ -34,18 +34,19 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 	if err := l.room(ctx); err != nil {
 		return Appended{}, err
 	}
+	stamped := ev.Time.IsZero()
 	msg, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return Appended{}, err
 	}
 	if l.grouped() {
-		r, err := l.appendGrouped(msg, &ev, false)
+		r, err := l.appendGrouped(msg, &ev, false, stamped)
 		if err != nil {
 			return Appended{}, err
 		}
 		return r.wait(ctx)
 	}
-	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(ev.ID)))
+	ack, err := l.js.PublishMsg(ctx, msg)
 	if err != nil {
 		return Appended{}, publishError(ev.Type, err)
 	}
@@ -60,18 +61,19 @@ func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended,
 	if err := l.room(ctx); err != nil {
 		return Appended{}, err
 	}
+	stamped := ev.Time.IsZero()
 	msg, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return Appended{}, err
 	}
 	if l.grouped() {
-		r, err := l.appendGrouped(msg, &ev, true)
+		r, err := l.appendGrouped(msg, &ev, true, stamped)
 		if err != nil {
 			return Appended{}, err
 		}
 		return r.wait(ctx)
 	}
-	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(l.publishID(ev.ID)), jetstream.WithExpectLastSequencePerSubject(0))
+	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0))
 	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
@@ -103,18 +105,19 @@ func (l *Log) AppendAsync(ctx context.Context, ev Event, payload any) (*PendingA
 	if err := l.room(ctx); err != nil {
 		return nil, err
 	}
+	stamped := ev.Time.IsZero()
 	msg, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return nil, err
 	}
 	if l.grouped() {
-		r, err := l.appendGrouped(msg, &ev, false)
+		r, err := l.appendGrouped(msg, &ev, false, stamped)
 		if err != nil {
 			return nil, err
 		}
 		return &PendingAppend{typ: ev.Type, req: r}, nil
 	}
-	fut, err := l.js.PublishMsgAsync(msg, jetstream.WithMsgID(l.publishID(ev.ID)))
+	fut, err := l.js.PublishMsgAsync(msg)
 	if err != nil {
 		return nil, publishError(ev.Type, err)
 	}
@@ -177,6 +180,14 @@ func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, 
 			return nil, fmt.Errorf("events: storing the large values of %s: %w", ev.Type, err)
 		}
 	}
+	return l.encodeEvent(ev)
+}
+
+// encodeEvent encodes ev, its data ready, into the message that stores it:
+// redacted, with its Nats-Msg-Id, and signed. The group commit calls it
+// again for an event that waited too long to be sent (see
+// groupCommit.refresh).
+func (l *Log) encodeEvent(ev *Event) (*nats.Msg, error) {
 	subject, err := ev.Subject()
 	if err != nil {
 		return nil, err
@@ -185,12 +196,13 @@ func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, 
 	if err != nil {
 		return nil, fmt.Errorf("events: encoding %s envelope: %w", ev.Type, err)
 	}
-	msg := &nats.Msg{Subject: subject, Data: l.cfg.Redactor.JSON(body)}
+	msg := &nats.Msg{Subject: subject, Data: l.cfg.Redactor.JSON(body), Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, l.publishID(ev.ID))
 	if l.key != nil {
 		l.key.sign(msg, "")
 	}
-	// The publish adds headers of its own (the message id, a batch's
-	// headers): counted here, an event the check lets through is never
+	// The publish adds headers of its own (a batch's headers, an
+	// expectation): counted here, an event the check lets through is never
 	// refused by the server for its size, which no retry would mend.
 	if n, limit := msgSize(msg)+headerRoom, l.nc.MaxPayload(); int64(n) > limit {
 		return nil, fmt.Errorf("%w: %s of %d bytes is over the server's max_payload of %d bytes", ErrTooLarge, ev.Type, n, limit)

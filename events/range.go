@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,7 +78,11 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 	var out []Event
 	err := l.scan(ctx, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
 		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
-		ev, err := l.readMessage(seq, subject, msg.Header, msg.Data)
+		var stored time.Time // only a signed event's time is checked
+		if l.key != nil {
+			stored = storedTime(msg.Header)
+		}
+		ev, err := l.readMessage(seq, subject, msg.Header, msg.Data, stored)
 		if err != nil {
 			if !opts.Placeholders {
 				return nil

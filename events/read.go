@@ -215,7 +215,7 @@ func (f *Feed) run() {
 			return
 		}
 		seq := meta.Sequence.Stream
-		ev, err := f.log.readMessage(seq, msg.Subject(), msg.Headers(), msg.Data())
+		ev, err := f.log.readMessage(seq, msg.Subject(), msg.Headers(), msg.Data(), meta.Timestamp)
 		if err != nil {
 			ev = Event{}
 		} else if !f.refs {

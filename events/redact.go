@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -20,30 +19,74 @@ const Redacted = "[REDACTED]"
 const minSecretLen = 6
 
 // Redactor removes secrets from bytes before they reach the log or a blob:
-// the values of secret-named environment variables, bearer tokens, and the
-// values of secret-named keys in JSON. It is safe for concurrent use.
+// the values of secret-named environment variables and every other value
+// made a secret with Add (the engine's seeds, the log key, attempt tokens)
+// in the forms secretForms lists — as they are, JSON-escaped, in hex, in
+// base64 at any alignment, in part from partialRun characters on, folded
+// over lines — bearer tokens, and the values of secret-named keys in JSON.
+// It is safe for concurrent use.
 type Redactor struct {
 	mu      sync.RWMutex
-	secrets [][]byte // raw values and their JSON-escaped forms, longest first
+	secrets map[string]bool // the values added
+	index   formIndex
 }
 
 // SecretName reports whether an environment variable or JSON key names a
 // secret: *_KEY, *_TOKEN, *_SECRET, *_PASSWORD (any case for all but _KEY,
 // which is only matched in upper-case environment style so that a field such
 // as "step_key" is not mistaken for one), and Authorization / x-api-key.
-func SecretName(name string) bool {
-	lower := strings.ToLower(name)
-	switch lower {
-	case "authorization", "proxy-authorization", "x-api-key", "api_key", "apikey", "api-key",
-		"token", "secret", "password", "access_token", "refresh_token":
-		return true
+func SecretName(name string) bool { return secretName([]byte(name)) }
+
+// Secret names, in lower case: whole, and endings.
+var (
+	secretNames = []string{"authorization", "proxy-authorization", "x-api-key", "api_key", "apikey", "api-key",
+		"token", "secret", "password", "access_token", "refresh_token"}
+	secretSuffixes = []string{"_token", "_secret", "_password", "_api_key", "-api-key", "_apikey"}
+)
+
+// secretName is SecretName without allocating, for every key of every
+// document JSON redacts.
+func secretName(name []byte) bool {
+	if len(name) == 0 {
+		return false
 	}
-	for _, suffix := range []string{"_token", "_secret", "_password", "_api_key", "-api-key", "_apikey"} {
-		if strings.HasSuffix(lower, suffix) {
+	// Every secret name ends with one of these.
+	switch name[len(name)-1] | 0x20 {
+	case 'n', 't', 'd', 'y':
+	default:
+		return false
+	}
+	for _, s := range secretNames {
+		if len(name) == len(s) && foldEqual(name, s) {
 			return true
 		}
 	}
-	return strings.HasSuffix(name, "_KEY")
+	for _, s := range secretSuffixes {
+		if len(name) >= len(s) && hasFoldPrefix(name[len(name)-len(s):], s) {
+			return true
+		}
+	}
+	return len(name) >= 4 && string(name[len(name)-4:]) == "_KEY"
+}
+
+// hasFoldPrefix reports whether b begins with lower, ignoring ASCII case.
+func hasFoldPrefix(b []byte, lower string) bool {
+	return len(b) >= len(lower) && foldEqual(b, lower)
+}
+
+// foldEqual reports whether b begins with lower, ignoring ASCII case; b is
+// at least as long.
+func foldEqual(b []byte, lower string) bool {
+	for i := range lower {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // RedactorFromEnv returns a Redactor that knows the values of the process's
@@ -64,51 +107,74 @@ func (r *Redactor) Add(value string) {
 	if len(value) < minSecretLen {
 		return
 	}
-	escaped, _ := json.Marshal(value)
-	forms := [][]byte{[]byte(value)}
-	if e := escaped[1 : len(escaped)-1]; !bytes.Equal(e, forms[0]) {
-		forms = append(forms, e)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, f := range forms {
-		if !containsBytes(r.secrets, f) {
-			r.secrets = append(r.secrets, f)
-		}
+	if r.secrets[value] {
+		return
 	}
-	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+	if r.secrets == nil {
+		r.secrets = map[string]bool{}
+	}
+	r.secrets[value] = true
+	for _, f := range secretForms([]byte(value)) {
+		r.index.add(f)
+	}
 }
 
-func containsBytes(list [][]byte, b []byte) bool {
-	for _, x := range list {
-		if bytes.Equal(x, b) {
-			return true
+var bearer = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
+
+// Bytes returns b with every known secret, in each of its forms, and every
+// bearer or basic credential replaced by [REDACTED]. b is not modified;
+// when there is nothing to redact b itself is returned. Valid JSON stays
+// valid: a run is widened to the JSON escapes it cuts (see snap).
+func (r *Redactor) Bytes(b []byte) []byte { return r.redact(b, false) }
+
+// redact is Bytes; json says b is a JSON document, which stays one.
+func (r *Redactor) redact(b []byte, json bool) []byte {
+	if r == nil {
+		return b
+	}
+	r.mu.RLock()
+	spans := r.index.spans(b, json)
+	r.mu.RUnlock()
+	if len(spans) > 0 {
+		b = replaceSpans(b, spans)
+	}
+	if mayHaveCredential(b) {
+		b = bearer.ReplaceAll(b, []byte("$1 "+Redacted))
+	}
+	return b
+}
+
+// mayHaveCredential is a cheap pre-check for bearer: whether b has
+// "bearer " or "basic " in any case.
+func mayHaveCredential(b []byte) bool {
+	for _, first := range []byte{'b', 'B'} {
+		for i := 0; i < len(b); {
+			j := bytes.IndexByte(b[i:], first)
+			if j < 0 {
+				break
+			}
+			i += j + 1
+			if rest := b[i:]; hasFoldPrefix(rest, "earer ") || hasFoldPrefix(rest, "asic ") {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-var bearer = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
-
-// Bytes returns b with every known secret value and every bearer or basic
-// credential replaced by [REDACTED]. b is not modified; when there is nothing
-// to redact b itself is returned.
-func (r *Redactor) Bytes(b []byte) []byte {
-	if r == nil {
-		return b
+// replaceSpans returns a copy of b with each span (sorted, apart) replaced
+// by Redacted.
+func replaceSpans(b []byte, spans []span) []byte {
+	out := make([]byte, 0, len(b))
+	at := 0
+	for _, s := range spans {
+		out = append(out, b[at:s.start]...)
+		out = append(out, Redacted...)
+		at = s.end
 	}
-	r.mu.RLock()
-	for _, s := range r.secrets {
-		if bytes.Contains(b, s) {
-			b = bytes.ReplaceAll(b, s, []byte(Redacted))
-		}
-	}
-	r.mu.RUnlock()
-	if bytes.Contains(b, []byte("earer ")) || bytes.Contains(b, []byte("asic ")) ||
-		bytes.Contains(b, []byte("EARER ")) || bytes.Contains(b, []byte("ASIC ")) {
-		b = bearer.ReplaceAll(b, []byte("$1 "+Redacted))
-	}
-	return b
+	return append(out, b[at:]...)
 }
 
 // String is Bytes for strings.
@@ -117,7 +183,7 @@ func (r *Redactor) String(s string) string { return string(r.Bytes([]byte(s))) }
 // JSON redacts a JSON document: Bytes, plus the value of every object key
 // for which SecretName is true.
 func (r *Redactor) JSON(b []byte) []byte {
-	b = r.Bytes(b)
+	b = r.redact(b, true)
 	if !mayHaveSecretKey(b) {
 		return b
 	}
@@ -137,21 +203,33 @@ func (r *Redactor) JSON(b []byte) []byte {
 	return out
 }
 
-// secretKeyHints are the endings of secret-named keys, as they appear before
-// the closing quote of a JSON key, in the cases people write them in.
-var secretKeyHints = func() [][]byte {
-	var hints [][]byte
-	for _, h := range []string{"api_key", "apikey", "api-key", "token", "secret", "password", "authorization"} {
-		hints = append(hints, []byte(h+`"`), []byte(strings.ToUpper(h)+`"`), []byte(strings.ToUpper(h[:1])+h[1:]+`"`))
-	}
-	return append(hints, []byte(`_KEY"`))
-}()
-
-// mayHaveSecretKey is a cheap pre-check that lets JSON skip decoding for
-// the common document with no secret-looking key at all.
+// mayHaveSecretKey is a cheap pre-check that lets JSON skip decoding the
+// common document with no secret-named key at all: it looks at each string
+// followed by a colon, and takes one with an escape in it for a secret
+// name.
 func mayHaveSecretKey(b []byte) bool {
-	for _, hint := range secretKeyHints {
-		if bytes.Contains(b, hint) {
+	for i := 0; i < len(b); {
+		c := bytes.IndexByte(b[i:], ':')
+		if c < 0 {
+			return false
+		}
+		c += i
+		i = c + 1
+		end := c - 1
+		for end >= 0 && (b[end] == ' ' || b[end] == '\t' || b[end] == '\n' || b[end] == '\r') {
+			end--
+		}
+		if end < 0 || b[end] != '"' || escaped(b, end) {
+			continue // a colon in a string, not after a key
+		}
+		start := bytes.LastIndexByte(b[:end], '"')
+		for start > 0 && escaped(b, start) {
+			start = bytes.LastIndexByte(b[:start], '"')
+		}
+		if start < 0 {
+			continue
+		}
+		if key := b[start+1 : end]; bytes.IndexByte(key, '\\') >= 0 || secretName(key) {
 			return true
 		}
 	}

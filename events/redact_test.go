@@ -72,3 +72,39 @@ func TestRedactorRemovesSecretsFromEverythingPublished(t *testing.T) {
 	assert.True(t, strings.HasPrefix(ref.Digest, "sha256-"))
 	assert.Equal(t, int64(len(blob)), ref.Size)
 }
+
+// BenchmarkRedact redacts what every append redacts, a step.finished
+// envelope of about 600 bytes with output lines in it, and a 64 KiB blob
+// of output, for an engine that knows a provider key, its five identities'
+// seeds and the log key (in every form each is looked for in).
+func BenchmarkRedact(b *testing.B) {
+	r := &events.Redactor{}
+	r.Add("sk-ant-api03-Xq7Rz0pLm2VbN8cT4yUeW1oIa6SdF3gH5jKl9ZxCvBn7Mq2Wr4Te8Yu0Io3Pa5Sd7Fg9Hj1Kl3Zx5Cv7Bn9Mq1Wr3Te5-AbCdEfAA")
+	for _, seed := range []string{
+		"SUAIBDPBAUTWCWBKIO6XHQNINK5FWJW4OHLXC3HQ2KFE4PEJUA44CNHTC4",
+		"SUAM2FYPZRXW6GOH3ZRTR4MKJDRV3PU5X7G4K7OFDPLTI6S5WRBNDLSNHA",
+		"SUAFS7LB3R3WPLGBQ6QDJ7BWTZKXQXHYYDPGR6KVZBDDJ4OO7OHE43UBDI",
+		"SUAGJRA6PB6Y4YZSIMVLQGVOXF3KKJ6Z3D6TH4Z3NLPH5FNLW6CCQ7OHFE",
+		"SUAPXQVV5BQ2O5S2D7UPZ5Q6TNZ6JFG3WQ3E5KH3H7Z2NYYLZ3S3UDXNQE",
+	} {
+		r.Add(seed)
+	}
+	r.Add("2c5511e2eea2c32ba4c9856d356864b3e108573effe94399fd3131fdb5189a8c")
+	env := []byte(`{"id":"step.finished|01M8H47GD8E35D1TVHBACSEGMF|print|1","type":"step.finished","time":"2026-11-28T13:06:35.788335421Z",` +
+		`"run_id":"01M8H47GD8E35D1TVHBACSEGMF","job":"example","step_key":"print","parent_id":"step.started|01M8H47GD8E35D1TVHBACSEGMF|print|1",` +
+		`"data":{"attempt":1,"state":"success","output":{"exit_code":0,"stderr":"","stdout":"Hello, world!\nbuilt 12 packages in 3.2s\n` +
+		`ok  github.com/orbitrun/orbit/events 0.318s\nok  github.com/orbitrun/orbit/projector 1.2s\n"},"duration_ms":25}}`)
+	blob := []byte(strings.Repeat("2026-11-28T13:06:35Z INFO building package github.com/orbitrun/orbit/events (cached)\n", 64<<10/84))
+	b.Run("envelope", func(b *testing.B) {
+		b.SetBytes(int64(len(env)))
+		for b.Loop() {
+			r.JSON(env)
+		}
+	})
+	b.Run("blob", func(b *testing.B) {
+		b.SetBytes(int64(len(blob)))
+		for b.Loop() {
+			r.Bytes(blob)
+		}
+	})
+}

@@ -14,10 +14,12 @@ import (
 // Scan reads the events of the log from sequence from (the start when 0)
 // through upTo, in stream order, and hands them to fn in batches of at most
 // size events. fn owns a batch only until it returns: the slice is reused
-// for the next one. Scan returns nil once it has handed upTo, or everything
-// the log held when it started if the log ends before upTo; fn's error if
-// fn fails; ErrUnavailable if the log cannot be read, or if a message goes
-// missing on the way (a reconnect): Scan never skips an event unseen.
+// for the next one. Scan returns nil once it has handed upTo, or the last
+// event the log held when it started (LastSeq, as the stream's leader
+// knows it) if the log ends before upTo; fn's error if fn fails;
+// ErrUnavailable if the log cannot be read, if a message goes missing on
+// the way (a reconnect), or if the events through that last one cannot all
+// be read: Scan never skips an event unseen, and never ends short.
 //
 // Events are checked and decoded as Follow checks and decodes them, with
 // FollowOptions.BlobRefs: one that fails verification by the log key, or
@@ -30,6 +32,15 @@ import (
 // plain subscription, without the feed's per-message work (a heartbeat
 // timer set and stopped, a channel hand-off to the reader). It does not
 // wait for events to be appended.
+//
+// On a cluster that consumer lives on one replica of the stream, chosen by
+// the server, and reads that replica's store, which may be behind its
+// leader's (a node restarted after its loss and still catching up), and
+// its requests may find no responders while its interest reaches the
+// other servers. When it has nothing more before the last sequence, or
+// does not answer, Scan makes another from where it got to, after a
+// pause, until the events are there or scanCatchUp passes without one
+// more.
 func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]Event) error) error {
 	if size < 1 {
 		return fmt.Errorf("events: scanning in batches of %d: want at least 1", size)
@@ -43,37 +54,95 @@ func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]E
 	if from > end {
 		return nil
 	}
-	s, err := l.startScan(ctx, from)
-	if err != nil {
-		return err
+	sc := &scanner{log: l, end: end, size: size, fn: fn, batch: make([]Event, 0, size)}
+	pause, stalled := scanRetryFirst, time.Now()
+	for {
+		next, err := sc.scan(ctx, from)
+		if !errors.Is(err, errScanBehind) {
+			return err
+		}
+		if next > from {
+			pause, stalled = scanRetryFirst, time.Now()
+		}
+		from = next
+		if l.srv != nil || time.Since(stalled) > scanCatchUp {
+			return fmt.Errorf("%w: scanning events: the log's leader holds events through sequence %d, but they could be read only through %d",
+				ErrUnavailable, end, from-1)
+		}
+		l.log.Debug("a scan's replica is behind its leader; scanning again", "through", from-1, "want", end, "in", pause)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, scanRetryMax)
 	}
-	defer s.stop()
+}
+
+// How long Scan waits for a replica that is behind: a first pause that
+// doubles to scanRetryMax, for up to scanCatchUp without one more event.
+const (
+	scanRetryFirst = 50 * time.Millisecond
+	scanRetryMax   = time.Second
+	scanCatchUp    = ElectionWindow
+)
+
+// errScanBehind is what one consumer's scan returns when its replica had
+// nothing more to deliver before the scan's end, or did not answer at all
+// (no responders).
+var errScanBehind = errors.New("the scan's replica has no more events")
+
+// A scanner is one Scan: its end, its batches and their reader.
+type scanner struct {
+	log   *Log
+	end   uint64
+	size  int
+	fn    func([]Event) error
+	batch []Event
+}
+
+// scan reads from sequence from through s.end with a consumer of its own.
+// It returns nil once it has handed over the event at s.end; otherwise the
+// next sequence to read and errScanBehind when the consumer has nothing
+// more to deliver before it, or another error.
+func (s *scanner) scan(ctx context.Context, from uint64) (uint64, error) {
+	l := s.log
+	ps, err := l.startScan(ctx, from)
+	if err != nil {
+		return from, err
+	}
+	defer ps.stop()
 	// A wait for the server ends when ctx does: closing the subscription
 	// wakes NextMsg, which a per-message context would cost a timer each.
-	defer context.AfterFunc(ctx, func() { _ = s.sub.Unsubscribe() })()
+	defer context.AfterFunc(ctx, func() { _ = ps.sub.Unsubscribe() })()
 
-	batch := make([]Event, 0, size)
 	// Requests ask for no more than the messages through end, which a log
 	// without gaps holds; the server answers a request short with 404 when
-	// the log ends, and refuses one with 408 when those in flight already
-	// cover every message it has.
-	toAsk, inFlight, lastAsked, asking := end-from+1, uint64(0), uint64(0), true
+	// the consumer has no more, and refuses one with 408 when those in
+	// flight already cover every message it has.
+	toAsk, inFlight, lastAsked, asking := s.end-from+1, uint64(0), uint64(0), true
 	var consumerSeq uint64
 	for {
-		if asking && toAsk > 0 && inFlight <= uint64(size/2) {
-			lastAsked = min(uint64(size), toAsk)
-			if err := s.request(lastAsked); err != nil {
-				return err
+		if asking && toAsk > 0 && inFlight <= uint64(s.size/2) {
+			lastAsked = min(uint64(s.size), toAsk)
+			if err := ps.request(lastAsked); err != nil {
+				return from, err
 			}
 			inFlight += lastAsked
 			toAsk -= lastAsked
 		}
-		msg, err := s.sub.NextMsg(scanStall)
+		msg, err := ps.sub.NextMsg(scanStall)
 		if err != nil && ctx.Err() != nil {
-			return ctx.Err()
+			return from, ctx.Err()
+		}
+		if errors.Is(err, nats.ErrNoResponders) {
+			// The consumer is not reachable from this server yet: its
+			// interest is still on its way along the routes (seen just
+			// after a node's restart).
+			return from, errScanBehind
 		}
 		if err != nil {
-			return fmt.Errorf("%w: scanning events after sequence %d: %v", ErrUnavailable, from-1, err)
+			return from, fmt.Errorf("%w: scanning events after sequence %d: %v", ErrUnavailable, from-1, err)
 		}
 		if msg.Reply == "" {
 			// The server's answer to a request, not a stored message
@@ -82,46 +151,58 @@ func (l *Log) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]E
 			status := msg.Header.Get("Status")
 			switch status {
 			case noMessagesStatus:
-				// The log holds nothing more: it lost its last events
-				// since LastSeq.
-				return s.handOver(ctx, batch, fn)
+				// Short of the end the leader knows.
+				return from, errScanBehind
 			case requestsPendingStatus:
 				inFlight -= lastAsked
 				asking = false
 				continue
 			}
-			return fmt.Errorf("%w: scanning events after sequence %d: %s %s", ErrUnavailable, from-1,
+			return from, fmt.Errorf("%w: scanning events after sequence %d: %s %s", ErrUnavailable, from-1,
 				status, msg.Header.Get("Description"))
 		}
 		inFlight--
 		meta, err := msg.Metadata()
 		if err != nil {
-			return fmt.Errorf("%w: scanning events: %v", ErrInvalidEvent, err)
+			return from, fmt.Errorf("%w: scanning events: %v", ErrInvalidEvent, err)
 		}
 		if meta.Sequence.Consumer != consumerSeq+1 {
-			return fmt.Errorf("%w: scanning events: message %d of the scan came after %d (lost on the way)",
+			return from, fmt.Errorf("%w: scanning events: message %d of the scan came after %d (lost on the way)",
 				ErrUnavailable, meta.Sequence.Consumer, consumerSeq)
 		}
 		consumerSeq = meta.Sequence.Consumer
 		seq := meta.Sequence.Stream
-		if seq > end {
-			return s.handOver(ctx, batch, fn)
+		if seq > s.end {
+			return from, s.handOver(ctx)
 		}
 		from = seq + 1
-		if ev, err := l.readMessage(seq, msg.Subject, msg.Header, msg.Data); err == nil {
+		if ev, err := l.readMessage(seq, msg.Subject, msg.Header, msg.Data, meta.Timestamp); err == nil {
 			ev.Seq = seq
-			batch = append(batch, ev)
+			s.batch = append(s.batch, ev)
 		}
-		if seq == end {
-			return s.handOver(ctx, batch, fn)
+		if seq == s.end {
+			return from, s.handOver(ctx)
 		}
-		if len(batch) == size {
-			if err := s.handOver(ctx, batch, fn); err != nil {
-				return err
+		if len(s.batch) == s.size {
+			if err := s.handOver(ctx); err != nil {
+				return from, err
 			}
-			batch = batch[:0]
 		}
 	}
+}
+
+// handOver gives a non-empty batch to fn, unless ctx has ended, and empties
+// it.
+func (s *scanner) handOver(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(s.batch) == 0 {
+		return nil
+	}
+	err := s.fn(s.batch)
+	s.batch = s.batch[:0]
+	return err
 }
 
 // scanStall is how long Scan waits for an answer to its pull requests,
@@ -135,21 +216,6 @@ const (
 	noMessagesStatus      = "404"
 	requestsPendingStatus = "408"
 )
-
-// readMessage checks and decodes one stored event, as every read of the
-// log does (Follow, Read, Scan): a message that fails verification or does
-// not decode is an error, and was recorded or logged.
-func (l *Log) readMessage(seq uint64, subject string, hdr nats.Header, data []byte) (Event, error) {
-	if err := l.checkEvent(seq, subject, hdr, data); err != nil {
-		return Event{}, err
-	}
-	ev, err := DecodeEvent(data)
-	if err != nil {
-		l.log.Warn("skipping malformed event", "seq", seq, "subject", subject, "err", err)
-		return Event{}, err
-	}
-	return ev, nil
-}
 
 // A pullScan is the consumer and subscription of one Scan.
 type pullScan struct {
@@ -196,17 +262,6 @@ func (s *pullScan) request(n uint64) error {
 		return fmt.Errorf("%w: scanning events: %v", ErrUnavailable, err)
 	}
 	return nil
-}
-
-// handOver gives a non-empty batch to fn, unless ctx has ended.
-func (s *pullScan) handOver(ctx context.Context, batch []Event, fn func([]Event) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if len(batch) == 0 {
-		return nil
-	}
-	return fn(batch)
 }
 
 // stop ends the subscription and removes the consumer.

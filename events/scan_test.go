@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -228,4 +229,62 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestScanOnAClusterReadsThroughTheLeadersLastEvent: a replica that
+// was down and catches up holds the log's first events only, and a scan's
+// consumer may be placed there. A scan through the last sequence the
+// stream's leader knows hands over every event or fails saying so; it
+// never ends short as if the log ended there (a rebuild that stopped
+// before a run's run.finished, which the live views held).
+func TestScanOnAClusterReadsThroughTheLeadersLastEvent(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	l, err := openOnCluster(t, c, c.URLs(), 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	appendN := func(n int) {
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < n; i += 8 {
+					_, err := l.Append(ctx, events.Event{Type: events.StepFinished, RunID: "R1", StepKey: "s"},
+						events.StepFinishedData{State: events.StateSuccess, Output: strings.Repeat("x", 2000)})
+					assert.NoError(t, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	appendN(10)
+	require.NoError(t, c.WaitCurrent(ctx, events.EventsStream))
+	leader, err := c.StreamLeader(ctx, events.EventsStream)
+	require.NoError(t, err)
+	follower := (leader + 1) % len(c.Nodes)
+	c.Kill(follower)
+	appendN(3000)
+	last, err := l.LastSeq(ctx)
+	require.NoError(t, err)
+	c.Restart(follower)
+
+	short := 0
+	for round := range 12 {
+		n := uint64(0)
+		err := l.Scan(ctx, 1, last, 512, func(evs []events.Event) error {
+			n += uint64(len(evs))
+			return nil
+		})
+		if err != nil {
+			t.Logf("round %d: %v", round, err)
+			continue
+		}
+		if n != last {
+			short++
+			t.Errorf("round %d: the scan handed over %d events of %d and said nothing", round, n, last)
+		}
+	}
+	t.Logf("%d of 12 scans ended short", short)
 }

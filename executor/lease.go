@@ -107,7 +107,7 @@ func (l *lease) try(ctx context.Context) error {
 	var held leaseRecord
 	if json.Unmarshal(cur.Value, &held) == nil && held.Engine != l.engine {
 		if !l.takeOver && time.Now().Before(held.Expires) {
-			return fmt.Errorf("%w: %s until %s", ErrLeaseHeld, held.Engine, held.Expires.Format(time.RFC3339))
+			return &leaseHeldError{holder: held.Engine, until: held.Expires}
 		}
 		if l.fence && held.Scope != "" && held.Host == hostname {
 			// A process stuck in uninterruptible sleep is waited for a
@@ -119,6 +119,19 @@ func (l *lease) try(ctx context.Context) error {
 	l.written = at
 	return err
 }
+
+// leaseHeldError is ErrLeaseHeld from try: the lease is another engine's
+// until it lapses, at until unless renewed.
+type leaseHeldError struct {
+	holder string
+	until  time.Time
+}
+
+func (e *leaseHeldError) Error() string {
+	return fmt.Sprintf("%v: %s until %s", ErrLeaseHeld, e.holder, e.until.Format(time.RFC3339))
+}
+
+func (e *leaseHeldError) Unwrap() error { return ErrLeaseHeld }
 
 // record is the lease's value, expiring a TTL after at.
 func (l *lease) record(at time.Time) ([]byte, error) {

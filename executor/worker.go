@@ -26,9 +26,11 @@ type WorkerConfig struct {
 	// Concurrency bounds the activities of each type running at once
 	// (defaults: shell 8, deterministic 64, agent_loop 4, groundhog 2).
 	Concurrency map[string]int
-	// AckWait is how long a command may go without a progress signal before
-	// it is redelivered (default 30s); running activities signal progress
-	// every third of it.
+	// AckWait is how long a step's worker may go without a sign of life
+	// before another takes the step over: the TTL of its step lease, which
+	// the worker renews every third of it (default 30s). On an embedded
+	// store it is also the command's ack wait; on a cluster that is
+	// shorter (see deliveryWait).
 	AckWait time.Duration
 	// DecisionWait bounds how long a command's first delivery waits for
 	// its step.started to be stored (default 10s); see Worker.
@@ -201,7 +203,7 @@ func (w *Worker) run(ctx context.Context) error {
 		stop, err := w.cfg.Log.Consume(ctx, events.ConsumerSpec{
 			Durable:     "worker-" + typ,
 			Command:     cmdStepPrefix + typ + ".>",
-			AckWait:     w.cfg.AckWait,
+			AckWait:     w.deliveryWait(),
 			MaxDeliver:  -1, // bounded by Settings.MaxDeliver starts, counted in the log
 			Concurrency: w.cfg.Concurrency[typ],
 			Reset:       reset,
@@ -226,6 +228,11 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		return // a redelivery of a command this worker is executing right now
 	}
 	defer w.unclaim(c.ID)
+	// From here until the command's end the delivery is confirmed, so
+	// that only one that never reached a worker waits out the ack wait.
+	cctx, stopConfirming := context.WithCancel(ctx)
+	defer stopConfirming()
+	go w.confirm(cctx, c)
 	finishedID := stepEventID(events.StepFinished, cmd.RunID, cmd.StepKey, cmd.Attempt)
 	redelivered := c.Delivery > 1 || c.StreamSeq <= w.before
 	rec, err := w.decision(ctx, c, &cmd, finishedID, redelivered)
@@ -245,18 +252,25 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	}
 	lease := w.stepLease(&cmd)
 	if err := lease.try(ctx); err != nil {
-		if errors.Is(err, ErrLeaseHeld) || errors.Is(err, events.ErrConflict) {
-			_ = c.Nak(w.cfg.AckWait / 2) // the holder is alive: let it finish
-			return
+		var held *leaseHeldError
+		switch {
+		case errors.As(err, &held):
+			// Its holder renews it while it runs the step: ask again
+			// once it would have lapsed, which it does a TTL after its
+			// holder's last sign of life.
+			_ = c.Nak(max(time.Until(held.until), w.deliveryWait()))
+		case errors.Is(err, events.ErrConflict):
+			_ = c.Nak(w.cfg.AckWait / 2) // another worker took it just now: let it finish
+		default:
+			w.retryLater(c, err)
 		}
-		w.retryLater(c, err)
 		return
 	}
-	// From here until the step's end is stored the command is kept from
-	// redelivery, even while writes wait for disk space.
-	pctx, stopProgress := context.WithCancel(ctx)
-	defer stopProgress()
-	go w.progress(pctx, c, lease)
+	// From here until the step's end is stored the lease is renewed, even
+	// while writes wait for disk space.
+	pctx, stopRenewing := context.WithCancel(ctx)
+	defer stopRenewing()
+	go w.renew(pctx, lease)
 	emit := func(ctx context.Context, typ string, payload any) error {
 		_, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, typ, ""), payload)
 		return err
@@ -502,10 +516,33 @@ func (w *Worker) unclaim(id string) {
 	w.mu.Unlock()
 }
 
-// progress keeps a command from being redelivered, and its lease alive,
-// while its step is handled.
-func (w *Worker) progress(ctx context.Context, c *events.Command, lease *lease) {
-	tick := time.NewTicker(w.cfg.AckWait / 3)
+// clusterDeliveryWait is the ack wait of step commands on a cluster. A
+// command the server delivered through a node that died with it on its
+// way never reaches a worker, and the server, which counts it delivered,
+// gives it to a worker again only after its ack wait: engine.ack_wait_seconds
+// (30 s) made a node's loss cost half a minute. A worker that has the
+// command confirms it every third of this (confirm) for as long as it
+// handles it, so a short wait redelivers only what no worker has; what
+// keeps a live worker's step from running twice is its step lease, whose
+// TTL stays engine.ack_wait_seconds.
+const clusterDeliveryWait = 5 * time.Second
+
+// deliveryWait is the ack wait of step commands: AckWait on an embedded
+// store, where the server is in the engine's process and nothing is lost
+// on the way; no more than clusterDeliveryWait on an external server (a
+// cluster, or one server that engines share, whose connections can drop
+// a delivery as well).
+func (w *Worker) deliveryWait() time.Duration {
+	if w.cfg.Log.Embedded() {
+		return w.cfg.AckWait
+	}
+	return min(w.cfg.AckWait, clusterDeliveryWait)
+}
+
+// confirm keeps a command from being redelivered while the worker handles
+// it: the server hears from the worker every third of the ack wait.
+func (w *Worker) confirm(ctx context.Context, c *events.Command) {
+	tick := time.NewTicker(w.deliveryWait() / 3)
 	defer tick.Stop()
 	for {
 		select {
@@ -513,6 +550,19 @@ func (w *Worker) progress(ctx context.Context, c *events.Command, lease *lease) 
 			return
 		case <-tick.C:
 			_ = c.InProgress()
+		}
+	}
+}
+
+// renew keeps a step's lease alive while the step is handled.
+func (w *Worker) renew(ctx context.Context, lease *lease) {
+	tick := time.NewTicker(w.cfg.AckWait / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 			_ = lease.renew(ctx)
 		}
 	}

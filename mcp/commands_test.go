@@ -60,8 +60,7 @@ func TestGroundhogVerbCommands(t *testing.T) {
 		require.Equal(t, 1, r.Code, "%s: %s", tc.name, r)
 		require.Contains(t, r.Stderr, "refused: "+tc.reason, tc.name)
 	}
-	refusals := l.refusals()
-	require.Len(t, refusals, 2)
+	refusals := l.settledRefusals(2)
 	require.Equal(t, "orbit groundhog", refusals[0].By)
 
 	for _, args := range [][]string{
@@ -84,7 +83,7 @@ func TestGroundhogVerbCommands(t *testing.T) {
 		require.ErrorAs(t, err, &exitErr, "%q: %s", task, out)
 		require.Equal(t, 2, exitErr.ExitCode(), "%q: %s", task, out)
 	}
-	require.Len(t, l.refusals(), 2)
+	l.settledRefusals(2)
 
 	select {
 	case c := <-s.Calls():

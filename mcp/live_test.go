@@ -33,7 +33,7 @@ func startLive(t *testing.T) *live {
 	p := testkit.NewProject(t)
 	p.Env = append(p.Env, testkit.GitEnv()...)
 	ctx, cancel := context.WithCancel(context.Background())
-	e, err := engine.Open(ctx, engine.Config{Root: p.Root, Listen: "127.0.0.1:0"})
+	e, err := engine.Open(ctx, engine.Config{Root: p.Root, Listen: "127.0.0.1:0", RefusalWindow: refusalWindow})
 	if err != nil {
 		cancel()
 		t.Fatalf("opening the engine: %v", err)
@@ -100,6 +100,28 @@ func (l *live) refusals() []events.GroundhogVerbRefusedData {
 		require.NoError(l.t, json.Unmarshal(ev.Data, &out[i]))
 	}
 	return out
+}
+
+// refusalWindow is the engine's window for coalescing refused verbs in
+// these tests: short, so that a test sees the count of a window soon.
+const refusalWindow = 200 * time.Millisecond
+
+// settledRefusals waits until the refusal events of the task count n
+// refused verbs (one each, or a coalesced event's Count) and returns them.
+func (l *live) settledRefusals(n int) []events.GroundhogVerbRefusedData {
+	l.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, counted := l.refusals(), 0
+		for _, r := range got {
+			counted += max(r.Count, 1)
+		}
+		if counted >= n || time.Now().After(deadline) {
+			require.Equal(l.t, n, counted, "refused verbs on record: %+v", got)
+			return got
+		}
+		time.Sleep(refusalWindow / 4)
+	}
 }
 
 // rawRefusals returns the refusal events as stored, to look for tokens.

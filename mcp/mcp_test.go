@@ -131,21 +131,36 @@ func TestMCPRefusesOutOfScopeTokens(t *testing.T) {
 		{"forged", hex.EncodeToString(make([]byte, 32)), groundhog.ErrTokenForeign.Error()},
 		{"another task's", other.Token, groundhog.ErrTokenForeign.Error()},
 	}
-	var want []events.GroundhogVerbRefusedData
+	var want []events.VerbRefusal
 	for _, tc := range cases {
 		cs := l.client(tc.token)
 		text, isErr := call(t, cs, mcp.ToolSuccess, map[string]any{"summary": "done"})
 		require.True(t, isErr, "%s: %s", tc.name, text)
 		require.Equal(t, "refused: "+tc.reason, text, tc.name)
-		want = append(want, events.GroundhogVerbRefusedData{Verb: groundhog.VerbSuccess, Reason: tc.reason, By: "orbit mcp"})
+		want = append(want, events.VerbRefusal{Verb: groundhog.VerbSuccess, Reason: tc.reason, By: "orbit mcp"})
 	}
-	got := l.refusals()
-	for i := range got {
-		require.NotNil(t, got[i].Signer, "a refusal records who signed the verb")
-		require.Equal(t, events.IdentityClient, got[i].Signer.Identity)
-		got[i].Signer = nil
+	// Recorded coalesced: each as it came, or counted with those of its
+	// window, the first and last of which are on record.
+	var got []events.VerbRefusal
+	for _, r := range l.settledRefusals(len(cases)) {
+		got = append(got, events.VerbRefusal{Verb: r.Verb, Reason: r.Reason, By: r.By})
+		if r.Count > 1 {
+			got = append(got, make([]events.VerbRefusal, r.Count-2)...) // counted, not on record
+			last := *r.Last
+			last.Signer = nil
+			got = append(got, last)
+		}
 	}
-	require.Equal(t, want, got)
+	require.Len(t, got, len(want))
+	for i := range want {
+		if got[i] != (events.VerbRefusal{}) {
+			require.Equal(t, want[i], got[i], "refusal %d", i)
+		}
+	}
+	for _, r := range l.settledRefusals(len(cases)) {
+		require.NotNil(t, r.Signer, "a refusal records who signed the verb")
+		require.Equal(t, events.IdentityClient, r.Signer.Identity)
+	}
 	raw := l.rawRefusals()
 	for _, tok := range []string{closed.Token, other.Token, open.Token} {
 		require.False(t, strings.Contains(raw, tok), "a token reached the log: %s", raw)

@@ -208,6 +208,14 @@ func (p *Projector) Replay(ctx context.Context, verify bool) (*ReplayReport, err
 	if err != nil {
 		return nil, err
 	}
+	if replayed.Seq < live.Seq {
+		// The log's scan never ends short of the last event the stream's
+		// leader holds (events.Log.Scan), so this log ends before events
+		// the live views were folded from: a difference of every one of
+		// them would hide that.
+		return nil, fmt.Errorf("projector: the replay read the log through sequence %d (%s), short of %d (%s) that the live views applied: the log lost events they were folded from",
+			replayed.Seq, replayed.ID, live.Seq, live.ID)
+	}
 	report := &ReplayReport{Applied: live.Seq, Events: n + more}
 	if report.Differences, report.TotalDifferences, err = compare(p.db, fresh); err != nil {
 		return nil, err

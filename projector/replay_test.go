@@ -1,6 +1,8 @@
 package projector_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -181,4 +183,35 @@ func TestQueriesDuringASwapSeeOneFileOrTheOther(t *testing.T) {
 	for range 4 {
 		assert.NoError(t, <-errs)
 	}
+}
+
+// shortLog is a log whose last events are gone: it ends at end.
+type shortLog struct {
+	*events.Log
+	end uint64
+}
+
+func (s shortLog) LastSeq(context.Context) (uint64, error) { return s.end, nil }
+
+func (s shortLog) Scan(ctx context.Context, from, upTo uint64, size int, fn func([]events.Event) error) error {
+	return s.Log.Scan(ctx, from, min(upTo, s.end), size, fn)
+}
+
+// A verify that can read the log only up to a sequence before the one the
+// live views applied fails saying so, rather than listing as differences
+// what the events it could not read made of the views.
+func TestReplayVerifyFailsOnALogShorterThanTheViews(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	last := e.history(runID(1), runID(2))
+	p := e.open(projector.Config{})
+	e.start(p)
+	require.NoError(t, p.WaitFor(e.ctx, last))
+
+	p.SetSource(shortLog{Log: e.log, end: last - 1})
+	_, err := p.Replay(e.ctx, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("the replay read the log through sequence %d", last-1))
+	assert.Contains(t, err.Error(), fmt.Sprintf("short of %d", last))
+	onlyViewsFile(t, e.path)
 }

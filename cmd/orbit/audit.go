@@ -13,12 +13,15 @@ import (
 func (a *app) auditCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "audit",
-		Short: "Check the whole event log: signatures, decoding and missing events",
+		Short: "Check the whole event log: signatures, places, decoding and missing events",
 		Long: `Check every message of the event log: that it carries a valid MAC by the log
-key (from the sequence the key was made at), that it decodes, and that no
-sequence is missing up to the last the stream ever stored — the stream denies
-deletes, so a missing event was removed behind its back. Lists every failure
-and exits 1 on any.`,
+key (from the sequence the key was made at), bound to its message id and
+stored within a minute of its time (from the sequence the log moved to that
+format); that it decodes; that no sequence is missing up to the last the
+stream ever stored — the stream denies deletes, so a missing event was
+removed behind its back; and what an event stored a second time would
+break: an id seen before, an event after its run's end, a time long before
+its run's earlier events. Lists every failure and exits 1 on any.`,
 		Args: cobra.NoArgs,
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
 			report, err := audit(ctx, l)
@@ -33,6 +36,9 @@ and exits 1 on any.`,
 				signed := "not signed: MACs not checked"
 				if report.SignedFrom > 0 {
 					signed = fmt.Sprintf("signed from sequence %d", report.SignedFrom)
+				}
+				if report.BoundFrom > 0 && report.BoundFrom != report.SignedFrom {
+					signed += fmt.Sprintf(", bound from sequence %d", report.BoundFrom)
 				}
 				a.printf("audited %d events through sequence %d (%s): %d problems\n", report.Messages, report.LastSeq, signed, len(report.Problems))
 				a.printProblems(report.Problems)

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,13 +18,28 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// TestServeOnNATSURLsThatAnswerNothing: exit 3 naming every URL tried.
+// TestServeOnNATSURLsThatAnswerNothing: the engine, a service whose
+// servers may start after it, waits for them, saying on stderr what it
+// waits for, naming every URL; stopped meanwhile, it exits 3 with the
+// same.
 func TestServeOnNATSURLsThatAnswerNothing(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("serve", "--nats-url", "nats://127.0.0.1:1,nats://127.0.0.1:2")
-	assert.Equal(t, 3, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "nats://127.0.0.1:1,nats://127.0.0.1:2")
+	cmd := p.Command("serve", "--nats-url", "nats://127.0.0.1:1,nats://127.0.0.1:2")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitFor(t, "the engine to say it waits", func() bool {
+		return strings.Count(stderr.String(), "waiting for the NATS servers") >= 2
+	})
+	assert.Contains(t, stderr.String(), "url=nats://127.0.0.1:1,nats://127.0.0.1:2")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, stderr.String())
+	assert.Equal(t, 3, exitErr.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "orbit: stopped while waiting for the NATS servers at nats://127.0.0.1:1,nats://127.0.0.1:2")
 }
 
 // TestServeWithMoreReplicasThanServers: a clear error at start naming
@@ -44,6 +61,42 @@ func TestServeWithMoreReplicasThanServers(t *testing.T) {
 	assert.Equal(t, 2, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "--replicas 9: want 1 to 5")
 }
+
+// TestTwoEnginesStartedWithTheirClusterBothServe: docs/cluster.md's set-up
+// started as an init system starts it, everything at once — three servers
+// fresh, without a JetStream leader yet, and two engines at the same
+// moment. Each engine waits through the cluster's start and the other's
+// provisioning, says what it waits for, and serves: a run through each
+// root succeeds.
+func TestTwoEnginesStartedWithTheirClusterBothServe(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartFreshCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/hello.yaml", helloJob)
+	}
+	es := testkit.StartEngines(t, ps)
+	for i, p := range ps {
+		r := p.Orbit("job", "run", "hello")
+		require.Equal(t, 0, r.Code, "a run through root %d: %s", i, r.String())
+	}
+	for i, e := range es {
+		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
+		t.Logf("engine %d:\n%s", i, e.Stderr())
+	}
+}
+
+// helloJob is one shell step.
+const helloJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: hello}
+spec:
+  steps:
+    - id: hello
+      spec: {type: shell, program: echo, args: [hello], allowed_programs: [echo]}
+`
 
 // clusterFanOutJob writes, per item, the item and the pid of the engine
 // that ran it to a file of the test.
@@ -174,3 +227,143 @@ func verifyViews(t *testing.T, p *testkit.Project) {
 	}
 	assert.Equal(t, 0, r.Code, r.String())
 }
+
+// clusterStepsJob is three steps, the second one quiet for eight seconds,
+// each writing its name to a file of the test.
+const clusterStepsJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: cluster_steps}
+spec:
+  steps:
+    - id: one
+      spec: {type: shell, program: sh, args: ["-c", "echo one >> \"$1\"", "sh", "{{ input.out }}"], allowed_programs: [sh]}
+    - id: two
+      spec: {type: shell, program: sh, args: ["-c", "echo two >> \"$1\"; sleep 8", "sh", "{{ input.out }}"], allowed_programs: [sh]}
+    - id: three
+      spec: {type: shell, program: sh, args: ["-c", "echo three >> \"$1\"", "sh", "{{ input.out }}"], allowed_programs: [sh]}
+`
+
+// TestClusterJobRunFollowsThroughTheLossOfItsNode: `orbit job run` following its
+// run on a cluster keeps following when the NATS node it is connected to
+// is killed, that node leading the event stream, and the engines answer
+// nothing for six seconds around it (stopped, as engines on a loaded
+// machine are slow through the reconnections and the election: the report
+// saw "did not answer engine.info" and exit 3 there). The client goes on
+// through another server of its URL list, prints every step once, and
+// exits with the run's result while both engines live and the run goes
+// on.
+func TestClusterJobRunFollowsThroughTheLossOfItsNode(t *testing.T) {
+	clusterChaos(t)
+	t.Parallel()
+	ctx := testkit.Context(t)
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/cluster_steps.yaml", clusterStepsJob)
+	}
+	es := testkit.StartEngines(t, ps)
+	out := filepath.Join(t.TempDir(), "steps.txt")
+	input, _ := json.Marshal(map[string]string{"out": out})
+	cmd := ps[0].Command("job", "run", "cluster_steps", "--input", string(input))
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	var node []int
+	waitFor(t, "the client's node", func() bool { node = c.ClientNodes("orbit-cli"); return len(node) == 1 })
+	require.NoError(t, c.MoveStreamLeader(ctx, events.EventsStream, node[0]))
+	waitFor(t, "step two to run", func() bool {
+		data, _ := os.ReadFile(out)
+		return strings.Contains(string(data), "two")
+	})
+	for _, e := range es {
+		require.NoError(t, e.Signal(syscall.SIGSTOP))
+	}
+	c.Kill(node[0])
+	t.Logf("killed %s, the client's node and the event stream's leader", c.Nodes[node[0]].Name)
+	time.Sleep(6 * time.Second)
+	for _, e := range es {
+		require.NoError(t, e.Signal(syscall.SIGCONT))
+	}
+
+	err := cmd.Wait()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	text := stderr.String()
+	for _, step := range []string{"one", "two", "three"} {
+		assert.Equal(t, 1, strings.Count(text, "  success   "+step+" "), "step %s ends once:\n%s", step, text)
+	}
+	assert.Equal(t, 1, strings.Count(text, ") started\n"), text)
+	assert.Equal(t, 1, strings.Count(text, ") success in "), text)
+	for i, e := range es {
+		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
+	}
+	id := strings.TrimSpace(stdout.String())
+	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 30*time.Second))
+	t.Logf("client:\n%s", text)
+}
+
+// TestClusterStepDeliveredThroughALostNodeRunsSoon: a step command the
+// server delivered through a node that dies with it on its way never
+// reaches its engine, and the server, which counts it delivered, waits for
+// its ack. It is given to an engine again within seconds of the loss, not
+// after engine.ack_wait_seconds (set to two minutes here), and runs once.
+// The delivery is cut deterministically: one engine reaches its node
+// through a proxy that swallows the first step command coming its way,
+// and the node is killed then.
+func TestClusterStepDeliveredThroughALostNodeRunsSoon(t *testing.T) {
+	clusterChaos(t)
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	out := filepath.Join(t.TempDir(), "ran.txt")
+	ps := [2]*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/mark.yaml", markJob)
+		p.WriteFile(".orbit/config.yaml", "engine:\n  ack_wait_seconds: 120\n")
+	}
+	const lost = 0
+	proxy := testkit.StartProxy(t, strings.TrimPrefix(c.Nodes[lost].URL(), "nats://"))
+	es := [2]*testkit.Engine{testkit.StartEngine(t, ps[0], "--nats-url", proxy.URL()), testkit.StartEngine(t, ps[1])}
+	swallowed := proxy.Swallow("MSG " + events.CommandsRoot + ".step.")
+
+	var id, line, mark string
+	for try := 0; line == "" && try < 10; try++ {
+		mark = fmt.Sprintf("run-%d", try)
+		input, _ := json.Marshal(map[string]string{"out": out, "mark": mark})
+		r := ps[1].Orbit("job", "run", "mark", "--detach", "--input", string(input))
+		require.Equal(t, 0, r.Code, r.String())
+		id = strings.TrimSpace(r.Stdout)
+		select {
+		case line = <-swallowed:
+		case <-time.After(5 * time.Second):
+			require.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 30*time.Second), "run %d went to the other engine", try)
+		}
+	}
+	require.NotEmpty(t, line, "no step command went through the proxy")
+	t.Logf("swallowed %q of run %s", line, id)
+	killed := time.Now()
+	c.Kill(lost)
+
+	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 60*time.Second), "the step waited for its ack wait")
+	t.Logf("the step ran and its run finished %s after the node's loss", time.Since(killed).Round(100*time.Millisecond))
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(data), mark+"\n"), "the step ran once:\n%s", data)
+	for i, e := range es {
+		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
+	}
+}
+
+// markJob writes its input's mark to a file of the test.
+const markJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: mark}
+spec:
+  steps:
+    - id: mark
+      spec: {type: shell, program: sh, args: ["-c", "echo \"$1\" >> \"$2\"", "sh", "{{ input.mark }}", "{{ input.out }}"], allowed_programs: [sh]}
+`

@@ -153,6 +153,11 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the engine's stderr:\n%s", stderr.String())
+		}
+	})
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
 
 	r = p.Orbit("job", "run", "hello")
@@ -239,6 +244,11 @@ func serveOnExternalServer(t *testing.T, p *testkit.Project, auth string) *syncB
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the engine's stderr:\n%s", stderr.String())
+		}
+	})
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
 	return stderr
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,12 @@ type app struct {
 	tls events.TLSFiles
 	// progress is --progress of the commands that follow a run.
 	progress progressMode
+
+	// errMu orders what goes to stderr: a feed's goroutine says there what
+	// it left out (see rejected).
+	errMu sync.Mutex
+	// rejects tells the follower of a run what its reads left out.
+	rejects chan events.Rejection
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -64,6 +71,7 @@ nothing and re-runs nothing that finished.`,
 		a.executorCommand(),
 		a.runCommand(),
 		a.serveCommand(),
+		a.consoleCommand(),
 		a.engineCommand(),
 		a.replayCommand(),
 		a.auditCommand(),
@@ -160,4 +168,8 @@ func (a *app) catalog(root string) (*assets.Catalog, error) {
 
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }
 
-func (a *app) errorf(format string, args ...any) { fmt.Fprintf(a.stderr, format, args...) }
+func (a *app) errorf(format string, args ...any) {
+	a.errMu.Lock()
+	defer a.errMu.Unlock()
+	fmt.Fprintf(a.stderr, format, args...)
+}

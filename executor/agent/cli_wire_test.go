@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -334,10 +333,11 @@ func TestCodexCLIReturnsScriptedText(t *testing.T) {
 
 func TestCodexCLIRunsCommandsInItsSandbox(t *testing.T) {
 	bin := testkit.CodexCLI(t)
-	// A path under no writable root of workspace-write (the workspace and
-	// /tmp are): the sandbox must refuse it.
-	outside := filepath.Join(testkit.ModuleRoot(t), fmt.Sprintf(".codex-sandbox-probe-%d", os.Getpid()))
-	t.Cleanup(func() { os.Remove(outside) })
+	dir := t.TempDir()
+	// A path under no writable root of workspace-write: the sandbox must
+	// refuse it.
+	probe := outsideWritableRoots(t, dir)
+	outside := filepath.Join(probe, "outside.txt")
 	// IMPORTANT: the command sleeps. Codex 0.169's exec --json leaves out
 	// the command_execution items of a command that ends at once in about
 	// half the runs (the command runs and its output reaches the model all
@@ -346,7 +346,6 @@ func TestCodexCLIRunsCommandsInItsSandbox(t *testing.T) {
 		testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command",
 			Input: map[string]any{"cmd": "echo inside > out.txt && sleep 0.5 && echo outside > " + outside}}}},
 		testkit.Turn{Text: "done"})
-	dir := t.TempDir()
 	env := testkit.CodexEnv(t)
 	run := runAgentCLI(t, dir, env, bin, codexArgs(srv, dir, "gpt-orbit-test")...)
 
@@ -362,7 +361,48 @@ func TestCodexCLIRunsCommandsInItsSandbox(t *testing.T) {
 	require.Len(t, reqs, 2)
 	assert.Contains(t, reqs[0].Tools, "exec_command")
 	assert.Contains(t, string(reqs[1].Raw), `"function_call_output"`)
-	keepStream(t, "codex-exec", run, append(machinePaths(env, dir), testkit.ModuleRoot(t), "$REPO")...)
+	keepStream(t, "codex-exec", run, append(machinePaths(env, dir), probe, "$OUTSIDE")...)
+}
+
+// outsideWritableRoots makes a directory that no writable root of Codex's
+// workspace-write covers, and removes it when the test ends. Those roots
+// are the workspace (and the other dirs given), $TMPDIR and all of /tmp, so
+// a checkout under /tmp is no place for it: the first of the checkout, the
+// user's home and /var/tmp that lies under none of them and where the test
+// may write is taken.
+func outsideWritableRoots(t *testing.T, workspaces ...string) string {
+	t.Helper()
+	writable := append([]string{"/tmp", os.TempDir()}, workspaces...)
+	candidates := []string{testkit.ModuleRoot(t), "/var/tmp"}
+	if home, err := os.UserHomeDir(); err == nil {
+		candidates = slices.Insert(candidates, 1, home)
+	}
+	for _, c := range candidates {
+		if slices.ContainsFunc(writable, func(root string) bool { return within(c, root) }) {
+			continue
+		}
+		dir, err := os.MkdirTemp(c, ".codex-sandbox-probe-")
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	t.Skipf("no directory outside %v to probe the sandbox with among %v", writable, candidates)
+	return ""
+}
+
+// within reports whether path is root or lies under it, symbolic links
+// resolved.
+func within(path, root string) bool {
+	resolve := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	rel, err := filepath.Rel(resolve(root), resolve(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func TestCodexCLIReportsAPIError(t *testing.T) {

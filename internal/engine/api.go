@@ -69,8 +69,13 @@ type InfoReply struct {
 	// takes them).
 	StoreFull string `json:"store_full,omitempty"`
 	// Signing says the engine signs its log: what it reads without a valid
-	// MAC is rejected and recorded.
-	Signing bool `json:"signing,omitempty"`
+	// MAC is rejected and recorded. LogKey names the key it signs with
+	// (events.Log.KeyID), and LogKeyFile is where the engine reads it: a
+	// client verifies what it reads with that key, or with none (see
+	// events.Log.UseKey), never with another.
+	Signing    bool   `json:"signing,omitempty"`
+	LogKey     string `json:"log_key,omitempty"`
+	LogKeyFile string `json:"log_key_file,omitempty"`
 	// RestartNeeded are the settings of .orbit/config.yaml that changed
 	// since the engine started and that it applies only when restarted
 	// (see ConfigStatus).
@@ -133,7 +138,7 @@ func (e *Engine) apiInfo(ctx context.Context, _ json.RawMessage) (any, error) {
 	}
 	return InfoReply{Info: e.Info(), Version: Version, Applied: e.proj.Applied(), Busy: e.orch.Busy(),
 		Consumers: consumers, StoreFull: e.log.SpaceShortage(), Signing: e.log.Signing(),
-		RestartNeeded: e.config.Status().RestartNeeded}, nil
+		LogKey: e.log.KeyID(), LogKeyFile: e.log.KeyFile(), RestartNeeded: e.config.Status().RestartNeeded}, nil
 }
 
 func (e *Engine) apiRun(ctx context.Context, req json.RawMessage) (any, error) {

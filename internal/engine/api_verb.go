@@ -49,8 +49,9 @@ func (e *Engine) Attempts() *groundhog.Attempts { return e.attempts }
 
 // apiGroundhogVerb hands a verb to its attempt's session. A verb whose token
 // does not scope an open attempt of the task is refused and recorded under
-// the task (groundhog.verb_refused, without the token); one for a task the
-// log does not know cannot be recorded and is an invalid request.
+// the task (groundhog.verb_refused, without the token, coalesced: see
+// refusals); one for a task the log does not know cannot be recorded and
+// is an invalid request.
 func (e *Engine) apiGroundhogVerb(ctx context.Context, raw json.RawMessage) (any, error) {
 	var q VerbRequest
 	if err := decode(raw, &q); err != nil {
@@ -83,12 +84,7 @@ func (e *Engine) apiGroundhogVerb(ctx context.Context, raw json.RawMessage) (any
 		// The session turned the input down: the agent may try again.
 		return VerbReply{Error: true, Message: err.Error()}, nil
 	}
-	verb := q.Verb
-	if len(verb) > 64 {
-		verb = verb[:64]
-	}
-	if _, err := e.log.Append(ctx, events.Event{Type: events.GroundhogVerbRefused, TaskID: q.TaskID},
-		events.GroundhogVerbRefusedData{Verb: verb, Reason: reason.Error(), By: q.By, Signer: events.RequestSigner(ctx)}); err != nil {
+	if err := e.refusals.refuse(ctx, q.TaskID, events.VerbRefusal{Verb: q.Verb, Reason: reason.Error(), By: q.By, Signer: events.RequestSigner(ctx)}); err != nil {
 		return nil, err
 	}
 	return VerbReply{Refused: true, Message: "refused: " + reason.Error()}, nil

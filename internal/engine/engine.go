@@ -88,6 +88,12 @@ type Config struct {
 	// web console), on the engine's own log connection; its failure stops
 	// the engine.
 	Beside func(ctx context.Context, log *events.Log) error
+	// RefusalWindow is how long a task's refused verbs are counted before
+	// they are recorded as one event (zero: 10 s; see refusals).
+	RefusalWindow time.Duration
+	// Console, when set, is where Beside serves the web console: recorded
+	// in engine.json and the engine's info for orbit console.
+	Console *ConsoleInfo
 }
 
 // Engine is a running Orbit engine on one project root.
@@ -106,6 +112,7 @@ type Engine struct {
 	catalog      *catalogCache
 	attempts     *groundhog.Attempts
 	ship         *shipping.Service
+	refusals     *refusals
 
 	// config is the project's configuration, reloaded when the file
 	// changes; what of it the engine applies while it runs is kept here as
@@ -228,6 +235,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.checkAgentAdmitted(ctx, creds)
 	}
 	e.proj.SetSource(e.log)
+	e.refusals = newRefusals(e.log, cfg.RefusalWindow, e.logger)
 	if err := e.checkLog(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -268,6 +276,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Durability: e.log.Durability(),
 		Started:    time.Now().UTC(),
 		Background: cfg.Background,
+		Console:    cfg.Console,
 	}
 	return e, nil
 }
@@ -369,6 +378,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer stopWorker()
 	stopOrch := start("orchestrator", e.orch.Run)
 	defer stopOrch()
+	// Once the API has stopped, no verb is refused any more: what the
+	// open windows counted is recorded.
+	defer e.refusals.stop()
 	api, err := e.serveAPI()
 	if err != nil {
 		return err

@@ -63,6 +63,22 @@ func StartCluster(t testing.TB, credsDir string) *Cluster {
 // maxPayload bytes.
 func StartClusterWith(t testing.TB, credsDir string, maxPayload int32) *Cluster {
 	t.Helper()
+	c := startCluster(t, credsDir, maxPayload)
+	c.WaitReady()
+	return c
+}
+
+// StartFreshCluster is StartCluster returning as soon as every server
+// accepts connections, before the cluster has elected its JetStream meta
+// leader: a cluster whose engines are started at the same moment as its
+// servers.
+func StartFreshCluster(t testing.TB, credsDir string) *Cluster {
+	t.Helper()
+	return startCluster(t, credsDir, events.DefaultMaxPayload)
+}
+
+func startCluster(t testing.TB, credsDir string, maxPayload int32) *Cluster {
+	t.Helper()
 	creds, err := events.EnsureCreds(credsDir)
 	if err != nil {
 		t.Fatalf("cluster creds: %v", err)
@@ -101,7 +117,6 @@ cluster {
 		c.start(i)
 	}
 	t.Cleanup(c.Stop)
-	c.WaitReady()
 	return c
 }
 
@@ -172,6 +187,28 @@ func (c *Cluster) Kill(i int) {
 	n.srv.Shutdown()
 	n.srv.WaitForShutdown()
 	n.srv = nil
+}
+
+// ClientNodes returns the indexes of the running nodes that hold a client
+// connection named name (nats.Name: orbit-cli, orbit-engine).
+func (c *Cluster) ClientNodes(name string) []int {
+	var at []int
+	for i, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		conns, err := n.srv.Connz(&server.ConnzOptions{})
+		if err != nil {
+			continue
+		}
+		for _, conn := range conns.Conns {
+			if conn.Name == name {
+				at = append(at, i)
+				break
+			}
+		}
+	}
+	return at
 }
 
 // Restart starts node i again on its ports and store.
@@ -253,6 +290,38 @@ func (c *Cluster) StreamLeader(ctx context.Context, stream string) (int, error) 
 		case <-ctx.Done():
 			return -1, fmt.Errorf("stream %s has no leader: %w", stream, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// MoveStreamLeader makes node i the leader of stream: the leader steps
+// down (through its server, whatever the account) until the election
+// picks node i, or ctx ends.
+func (c *Cluster) MoveStreamLeader(ctx context.Context, stream string, i int) error {
+	for {
+		leader, err := c.StreamLeader(ctx, stream)
+		if err != nil {
+			return err
+		}
+		if leader == i {
+			return nil
+		}
+		srv := c.Nodes[leader].srv
+		info, err := srv.Jsz(&server.JSzOptions{Accounts: true, Streams: true})
+		if err != nil {
+			return err
+		}
+		for _, acc := range info.AccountDetails {
+			for _, s := range acc.Streams {
+				if s.Name == stream {
+					_ = srv.JetStreamStepdownStream(acc.Name, stream)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not move to %s: %w", stream, c.Nodes[i].Name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }

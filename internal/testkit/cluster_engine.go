@@ -82,6 +82,45 @@ func (e *Engine) Signal(sig syscall.Signal) error { return e.Cmd.Process.Signal(
 // that it runs. It is killed when the test ends.
 func StartEngine(t testing.TB, p *Project, args ...string) *Engine {
 	t.Helper()
+	return StartEngines(t, []*Project{p}, args...)[0]
+}
+
+// StartEngines starts `orbit serve` with args on each of ps at the same
+// moment, as an init system starts the engines of a cluster, and returns
+// once every one logs that it runs. They are killed when the test ends.
+func StartEngines(t testing.TB, ps []*Project, args ...string) []*Engine {
+	t.Helper()
+	es := make([]*Engine, len(ps))
+	ready := make([]chan struct{}, len(ps))
+	for i, p := range ps {
+		es[i], ready[i] = startEngine(t, p, args)
+	}
+	deadline := time.After(60 * time.Second)
+	for i, e := range es {
+		select {
+		case _, running := <-ready[i]:
+			if running {
+				break
+			}
+			for _, e := range es {
+				e.Kill()
+			}
+			t.Fatalf("orbit serve exited:\n%s", e.Stderr())
+		case <-deadline:
+			for _, e := range es {
+				e.Kill()
+			}
+			t.Fatalf("orbit serve did not start:\n%s", e.Stderr())
+		}
+	}
+	return es
+}
+
+// startEngine starts `orbit serve` on p. The channel yields a value once
+// the engine logs that it runs, and is closed without one if its stderr
+// ends first (it exited).
+func startEngine(t testing.TB, p *Project, args []string) (*Engine, chan struct{}) {
+	t.Helper()
 	e := &Engine{Cmd: p.Command(append([]string{"serve"}, args...)...)}
 	stderr, err := e.Cmd.StderrPipe()
 	if err != nil {
@@ -90,8 +129,9 @@ func StartEngine(t testing.TB, p *Project, args ...string) *Engine {
 	if err := e.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
+	ready := make(chan struct{}, 1)
 	go func() {
+		defer close(ready)
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		signalled := false
@@ -100,22 +140,16 @@ func StartEngine(t testing.TB, p *Project, args ...string) *Engine {
 			e.log.WriteString(sc.Text() + "\n")
 			e.mu.Unlock()
 			if !signalled && strings.Contains(sc.Text(), "engine running") {
-				close(ready)
+				ready <- struct{}{}
 				signalled = true
 			}
 		}
 	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		e.Kill()
-		t.Fatalf("orbit serve did not start:\n%s", e.Stderr())
-	}
 	t.Cleanup(func() {
 		if e.Cmd.ProcessState == nil {
 			_ = e.Cmd.Process.Signal(syscall.SIGCONT)
 			e.Kill()
 		}
 	})
-	return e
+	return e, ready
 }
