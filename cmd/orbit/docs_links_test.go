@@ -22,11 +22,17 @@ const readmeMaxLines = 300
 var (
 	linkRE    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	headingRE = regexp.MustCompile(`^#{1,6}\s+(.*)$`)
+	// repoPathRE is a code span that names a file of the repository by
+	// its path: a Go, Markdown, YAML, JSON or shell file, or a directory
+	// (a trailing /), as `agent/cli_stream_test.go` or `./internal/bench/`.
+	repoPathRE = regexp.MustCompile("`(?:\\./)?((?:[\\w-][\\w.-]*/)+(?:[\\w.-]+\\.(?:go|md|yaml|json|sh))?)`")
 )
 
 // TestTheDocsLinksResolve: every relative link of README.md and docs/*.md
-// names a file that exists and, with a #fragment, a heading of it; the
-// README links every page of docs/ and stays within readmeMaxLines.
+// names a file that exists and, with a #fragment, a heading of it; every
+// path of the repository they name in a code span exists (a package
+// moved, its docs follow); the README links every page of docs/ and stays
+// within readmeMaxLines.
 func TestTheDocsLinksResolve(t *testing.T) {
 	t.Parallel()
 	root := testkit.ModuleRoot(t)
@@ -40,12 +46,26 @@ func TestTheDocsLinksResolve(t *testing.T) {
 		anchors[path] = headingAnchors(string(data))
 		return anchors[path]
 	}
+	topLevel := map[string]bool{}
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	for _, e := range entries {
+		topLevel[e.Name()] = e.IsDir() && !strings.HasPrefix(e.Name(), ".")
+	}
 	linked := map[string]bool{}
 	for _, file := range docFiles(t, root) {
 		data, err := os.ReadFile(filepath.Join(root, file))
 		require.NoError(t, err)
 		for _, line := range proseLines(string(data)) {
 			n := line.n
+			for _, m := range repoPathRE.FindAllStringSubmatch(line.text, -1) {
+				if !topLevel[strings.SplitN(m[1], "/", 2)[0]] {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+					t.Errorf("%s:%d: %s names no file of the repository", file, n, m[1])
+				}
+			}
 			for _, m := range linkRE.FindAllStringSubmatch(line.text, -1) {
 				target := m[1]
 				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
