@@ -60,6 +60,7 @@ func docFiles(t *testing.T, root string) []string {
 
 // TestTheDocsExamplesRun runs every example of README.md and docs/*.md on
 // a fresh root per file, and checks the commands of those marked not run.
+// A page that shows orbit commands runs at least one of its examples.
 func TestTheDocsExamplesRun(t *testing.T) {
 	t.Parallel()
 	root := testkit.ModuleRoot(t)
@@ -69,6 +70,18 @@ func TestTheDocsExamplesRun(t *testing.T) {
 			t.Parallel()
 			data, err := os.ReadFile(filepath.Join(root, file))
 			require.NoError(t, err)
+			examples, run := 0, 0
+			for _, b := range parseDocBlocks(string(data)) {
+				if b.example() {
+					examples++
+					if !b.marked {
+						run++
+					}
+				}
+			}
+			if examples > 0 && run == 0 {
+				t.Errorf("%s: each of its %d examples is marked not run: make one run on a fresh root", file, examples)
+			}
 			for _, problem := range runDocExamples(t, bin, file, string(data)) {
 				t.Error(problem)
 			}
