@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/console"
-	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/engine"
 )
 
 // consoleAddress is what orbit console prints with --json.
