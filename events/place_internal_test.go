@@ -3,7 +3,11 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +35,8 @@ func openSigned(t *testing.T) *Log {
 // short here, as a holder of the engine's NATS identity could, and the
 // allowed lag with it, so that the test need not wait two minutes): the
 // copy verifies by its MAC, but its time is long before the server stored
-// it. Every read leaves it out, the engine records it, audit lists it.
+// it and its id was stored before. Every read leaves it out, the engine
+// records it, audit lists it.
 func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
@@ -94,8 +99,8 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 		t.Fatalf("%d integrity.rejected, want 1", len(rejected))
 	}
 	var d IntegrityRejectedData
-	if err := rejected[0].Decode(&d); err != nil || d.Reason != ReasonLate || d.Seq != ack.Sequence {
-		t.Errorf("integrity.rejected %+v (%v), want the copy at %d, %q", d, err, ack.Sequence, ReasonLate)
+	if err := rejected[0].Decode(&d); err != nil || d.Reason != ReasonRepeated || d.Seq != ack.Sequence {
+		t.Errorf("integrity.rejected %+v (%v), want the copy at %d, %q", d, err, ack.Sequence, ReasonRepeated)
 	}
 
 	rep, err := l.Audit(ctx)
@@ -106,7 +111,7 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	for _, p := range rep.Problems {
 		kinds[p.Kind] = p.Seq
 	}
-	for _, kind := range []string{ProblemLate, ProblemRepeatedID} {
+	for _, kind := range []string{ProblemRepeated, ProblemRepeatedID} {
 		if kinds[kind] != ack.Sequence {
 			t.Errorf("audit: no %q at the copy's sequence %d: %v", kind, ack.Sequence, rep.Problems)
 		}
@@ -167,5 +172,136 @@ func TestThePlaceCheckFitsTheShortestDuplicateWindow(t *testing.T) {
 	}
 	if maxLag+maxClockSkew >= shortest {
 		t.Errorf("maxLag %s + maxClockSkew %s is not under the shortest duplicate window %s", maxLag, maxClockSkew, shortest)
+	}
+}
+
+// TestADecisionMadeAgainAndStoredLateIsRejected: the first message under a
+// decision's id is the decision, whenever it was stored. An event stored
+// late as the first under its id is read; a copy of it stored again past
+// the duplicate window, and the decision made again with another time
+// that reaches the server late, are not: readers reject them as stored
+// out of their time under an id stored before, and audit lists them.
+func TestADecisionMadeAgainAndStoredLateIsRejected(t *testing.T) {
+	t.Parallel()
+	l := openSigned(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	long := func() time.Time { return time.Now().Add(-2 * time.Minute).UTC() }
+	finished := Event{Type: StepFinished, RunID: "R", StepKey: "s", ID: DecisionID(StepFinished, "R", "s", "1"), Time: long()}
+	first, err := l.Append(ctx, finished, StepFinishedData{Attempt: 1, State: StateSuccess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled := Event{Type: RunCancelRequested, RunID: "R", ID: DecisionID(RunCancelRequested, "R")}
+	firstCancel, err := l.Append(ctx, cancelled, RunCancelRequestedData{Requester: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := l.events.GetMsg(ctx, first.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := l.events.CachedInfo().Config
+	cfg.Duplicates = 100 * time.Millisecond
+	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// The server forgets ids past the window on a timer of its own: until
+	// it has, each is dropped as a duplicate.
+	untilStored := func(publish func() (*jetstream.PubAck, error)) uint64 {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+			ack, err := publish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ack.Duplicate {
+				return ack.Sequence
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the server dropped every message as a duplicate; the test shows nothing")
+			}
+		}
+	}
+	hdr := nats.Header{MACHeader: orig.Header.Values(MACHeader), jetstream.MsgIDHeader: orig.Header.Values(jetstream.MsgIDHeader)}
+	copied := untilStored(func() (*jetstream.PubAck, error) {
+		return l.js.PublishMsg(ctx, &nats.Msg{Subject: orig.Subject, Header: hdr, Data: orig.Data})
+	})
+	again := untilStored(func() (*jetstream.PubAck, error) {
+		cancelled.Time = long()
+		res, err := l.Append(ctx, cancelled, RunCancelRequestedData{Requester: "me, later"})
+		return &jetstream.PubAck{Sequence: res.Seq, Duplicate: res.Duplicate}, err
+	})
+
+	evs, err := l.Read(ctx, FollowOptions{Filters: []string{RunFilter("R")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read []uint64
+	for _, ev := range evs {
+		if ev.Type != IntegrityRejected {
+			read = append(read, ev.Seq)
+		}
+	}
+	if want := []uint64{first.Seq, firstCancel.Seq}; !slices.Equal(read, want) {
+		t.Errorf("read the events at %v, want the first of each id alone, %v", read, want)
+	}
+	rejected, err := l.Read(ctx, FollowOptions{Filters: []string{EventSubject(AggregateRun, "R", IntegrityRejected)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]string{}
+	for _, ev := range rejected {
+		var d IntegrityRejectedData
+		if err := ev.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		got[d.Seq] = d.Reason
+	}
+	if want := map[uint64]string{copied: ReasonRepeated, again: ReasonRepeated}; !maps.Equal(got, want) {
+		t.Errorf("integrity.rejected %v, want %v", got, want)
+	}
+
+	rep, err := l.Audit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repeated := map[uint64]string{}
+	for _, p := range rep.Problems {
+		if p.Kind == ProblemRepeated {
+			repeated[p.Seq] = p.Detail
+		}
+	}
+	for seq, before := range map[uint64]uint64{copied: first.Seq, again: firstCancel.Seq} {
+		if want := fmt.Sprintf("its id is stored at seq %d", before); !strings.HasSuffix(repeated[seq], want) {
+			t.Errorf("audit of seq %d: %q, want a %q ending %q: %v", seq, repeated[seq], ProblemRepeated, want, rep.Problems)
+		}
+	}
+	if len(rep.Notes) != 1 || rep.Notes[0].Seq != first.Seq || rep.Notes[0].Kind != ProblemLate {
+		t.Errorf("audit notes %v, want the late first step.finished at %d", rep.Notes, first.Seq)
+	}
+}
+
+// TestAPlaceLookUpThatCannotReachTheEventFails: a look-up that does not
+// read through the event it is for (a replica behind its leader) cannot
+// say what came before it, and says so rather than answer.
+func TestAPlaceLookUpThatCannotReachTheEventFails(t *testing.T) {
+	t.Parallel()
+	l := openSigned(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := l.Append(ctx, Event{Type: RunRequested, RunID: "R"}, RunRequestedData{JobName: "j"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := l.events.GetMsg(ctx, res.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Under another id: the message there is no earlier one of it.
+	hdr := nats.Header{jetstream.MsgIDHeader: []string{l.publishID("another")}}
+	_, err = l.placeBefore(ctx, res.Seq+5, msg.Subject, hdr, time.Time{}, time.Now())
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("placeBefore of a sequence past the log's end: %v, want ErrUnavailable", err)
 	}
 }

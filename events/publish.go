@@ -194,7 +194,7 @@ func (l *Log) encodeEvent(ev *Event) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(stalled(ev))
+	body, err := json.Marshal(l.stalled(ev))
 	if err != nil {
 		return nil, fmt.Errorf("events: encoding %s envelope: %w", ev.Type, err)
 	}
@@ -225,8 +225,8 @@ const (
 
 // stalled returns ev, or at the stalledPoint of its type a copy of it
 // made stalledFor earlier.
-func stalled(ev *Event) *Event {
-	if !failpoint.Armed() || !failpoint.Reached(stalledPoint+ev.Type) {
+func (l *Log) stalled(ev *Event) *Event {
+	if !l.failpoints || !failpoint.Reached(stalledPoint+ev.Type) {
 		return ev
 	}
 	early := *ev
