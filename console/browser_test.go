@@ -164,6 +164,50 @@ func TestBrowserCancelIsLive(t *testing.T) {
 	assert.Equal(t, events.StateCancelled, showRun(t, p, id).State)
 }
 
+// TestBrowserCancelTreeShowsItsOutcome: on the page of a finished run,
+// which has no live updates, the "cancel every live run below it" button
+// says beside it what came of the click: how many runs it asked to
+// cancel, then, clicked again, that nothing was live.
+func TestBrowserCancelTreeShowsItsOutcome(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
+	p.WriteFile(".orbit/jobs/nap.yaml", nap)
+	c := serveConsole(t, p)
+	login(t, ctx, c)
+	root := runJob(t, p, "spawner")
+	waitFor(t, "two naps running", func() bool {
+		kids := showRun(t, p, root).Children
+		running := 0
+		for _, id := range kids {
+			if showRun(t, p, id).State == events.StateRunning {
+				running++
+			}
+		}
+		return running == 2
+	})
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(c.URL+"/runs/"+root), chromedp.WaitVisible(chromedp.CSS(`#cancel-tree`))))
+	assert.Equal(t, "no", eval[string](t, ctx, `document.getElementById("run").dataset.live`), "a finished run's page is not live")
+	eval[bool](t, ctx, `window.samePage = true`)
+	outcome := func(want string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector("output.outcome") || {}).textContent === `+strconv.Quote(want),
+			chromedp.WithPollingTimeout(30*time.Second)))
+		require.NoError(t, err, "the page says %q; it says %q", want, eval[string](t, ctx, `(document.querySelector("output.outcome") || {}).textContent || ""`))
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#cancel-tree`))))
+	outcome("Asked 2 runs below this one to cancel.")
+	for _, id := range showRun(t, p, root).Children {
+		waitFor(t, "the nap to end", func() bool { return events.Terminal(showRun(t, p, id).State) })
+	}
+	assert.False(t, eval[bool](t, ctx, `document.getElementById("cancel-tree").disabled`), "the button may be clicked again")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#cancel-tree`))))
+	outcome("Nothing to cancel: run " + root + " has already finished (success) and no run below it is live.")
+	assert.True(t, eval[bool](t, ctx, `window.samePage === true`), "without leaving the page")
+}
+
 // TestBrowserTaskPage: after the demo plan, the task page shows both
 // checkpoints, the rewound attempt with its failing criterion and its
 // diff.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 // maxLive bounds the live streams served at once: each holds a consumer of

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -185,6 +186,11 @@ const maxStepKey = 1024
 // ?tree=1, as orbit run cancel --tree: the run if live and every live run
 // below it (409 when none is). Cross-site requests never get here
 // (http.CrossOriginProtection).
+//
+// A form's POST is sent back to the run's page (303), or to a page that
+// says why nothing was cancelled; the page's script asks for JSON instead
+// (a cancelOutcome), and shows what came of it in place: a finished run's
+// page has no live updates that would.
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	page, _ := s.pathRun(w, r)
 	if page == nil {
@@ -200,21 +206,78 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(asked.Runs) == 0 {
-			s.errorPage(w, http.StatusConflict, "Nothing to cancel",
-				fmt.Sprintf("Run %s has already finished (%s) and no run below it is live.", view.ID, view.State))
+			s.cancelAnswer(w, r, view.ID, http.StatusConflict, "Nothing to cancel", cancelOutcome{Runs: []string{},
+				Message: fmt.Sprintf("Nothing to cancel: run %s has already finished (%s) and no run below it is live.", view.ID, view.State)})
 			return
 		}
-		http.Redirect(w, r, "/runs/"+view.ID, http.StatusSeeOther)
+		s.cancelAnswer(w, r, view.ID, http.StatusOK, "", cancelOutcome{Runs: asked.Runs, Message: treeCancelled(view.ID, asked.Runs)})
 		return
 	}
 	if events.Terminal(view.State) {
-		s.errorPage(w, http.StatusConflict, "Already finished",
-			fmt.Sprintf("Run %s has already finished (%s); a finished run never changes.", view.ID, view.State))
+		s.cancelAnswer(w, r, view.ID, http.StatusConflict, "Already finished", cancelOutcome{Runs: []string{},
+			Message: fmt.Sprintf("Run %s has already finished (%s); a finished run never changes.", view.ID, view.State)})
 		return
 	}
 	if err := s.request(ctx, engine.EndpointCancel, engine.CancelRequest{RunID: view.ID, Requester: s.requester, Reason: "cancelled from the console"}, nil); err != nil {
 		s.fail(w, "run "+view.ID, err)
 		return
 	}
-	http.Redirect(w, r, "/runs/"+view.ID, http.StatusSeeOther)
+	s.cancelAnswer(w, r, view.ID, http.StatusOK, "", cancelOutcome{Runs: []string{view.ID}, Message: "Asked this run to cancel."})
+}
+
+// cancelOutcome is the JSON answer to a cancel the page's script posts:
+// the runs asked to cancel, and what came of it in a sentence.
+type cancelOutcome struct {
+	Runs    []string `json:"runs"`
+	Message string   `json:"message"`
+}
+
+// cancelAnswer answers a cancel of run id: JSON (o, with code) when the
+// request asks for it, else the run's page (303) on success or a page
+// titled title that says o.Message.
+func (s *Server) cancelAnswer(w http.ResponseWriter, r *http.Request, id string, code int, title string, o cancelOutcome) {
+	switch {
+	case acceptsJSON(r):
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(o)
+	case code == http.StatusOK:
+		http.Redirect(w, r, "/runs/"+id, http.StatusSeeOther)
+	default:
+		s.errorPage(w, code, title, o.Message)
+	}
+}
+
+// acceptsJSON reports whether r's Accept header names application/json.
+func acceptsJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		media, _, _ := strings.Cut(part, ";")
+		if strings.EqualFold(strings.TrimSpace(media), "application/json") {
+			return true
+		}
+	}
+	return false
+}
+
+// treeCancelled says what a tree cancel of run id asked: runs, which hold
+// id itself when it was live.
+func treeCancelled(id string, runs []string) string {
+	below := len(runs)
+	self := slices.Contains(runs, id)
+	if self {
+		below--
+	}
+	n := "1 run"
+	if below != 1 {
+		n = fmt.Sprintf("%d runs", below)
+	}
+	switch {
+	case self && below == 0:
+		return "Asked this run to cancel."
+	case self:
+		return "Asked this run and " + n + " below it to cancel."
+	default:
+		return "Asked " + n + " below this one to cancel."
+	}
 }

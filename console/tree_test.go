@@ -87,3 +87,59 @@ func TestCancelTreeFromTheRunPage(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusConflict, post(nil), "nothing is live below the run now")
 }
+
+// TestCancelTreeAnswersThePageWithItsOutcome: the page's script posts the
+// cancel asking for JSON, and the answer says what came of it — how many
+// runs were asked to cancel, or that nothing was live — since a finished
+// run's page has no live updates to show it.
+func TestCancelTreeAnswersThePageWithItsOutcome(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
+	p.WriteFile(".orbit/jobs/nap.yaml", nap)
+	c := serveConsole(t, p)
+	root := runJob(t, p, "spawner")
+	waitFor(t, "two naps running", func() bool {
+		kids := showRun(t, p, root).Children
+		if len(kids) < 2 {
+			return false
+		}
+		for _, id := range kids {
+			if showRun(t, p, id).State != events.StateRunning {
+				return false
+			}
+		}
+		return true
+	})
+	naps := showRun(t, p, root).Children
+
+	type outcome struct {
+		Runs    []string `json:"runs"`
+		Message string   `json:"message"`
+	}
+	post := func() (int, string, outcome) {
+		req := c.request(t, http.MethodPost, "/runs/"+root+"/cancel?tree=1")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Origin", c.URL)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var o outcome
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&o))
+		return resp.StatusCode, resp.Header.Get("Content-Type"), o
+	}
+	code, typ, o := post()
+	require.Equal(t, http.StatusOK, code, "%+v", o)
+	assert.Equal(t, "application/json", typ)
+	assert.ElementsMatch(t, naps, o.Runs)
+	assert.Equal(t, "Asked 2 runs below this one to cancel.", o.Message)
+	for _, id := range naps {
+		waitFor(t, "the nap to end", func() bool { return events.Terminal(showRun(t, p, id).State) })
+	}
+
+	code, _, o = post()
+	assert.Equal(t, http.StatusConflict, code, "%+v", o)
+	assert.Empty(t, o.Runs)
+	assert.Equal(t, "Nothing to cancel: run "+root+" has already finished (success) and no run below it is live.", o.Message)
+}

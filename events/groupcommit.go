@@ -117,8 +117,11 @@ type groupCommit struct {
 	gatherCap time.Duration
 }
 
+// newGroupCommit makes the group commit of the appends to stream; it
+// commits nothing until its run goroutine is started, and its stop waits
+// for that goroutine.
 func newGroupCommit(l *Log, stream string) *groupCommit {
-	g := &groupCommit{
+	return &groupCommit{
 		l:         l,
 		stream:    stream,
 		wake:      make(chan struct{}, 1),
@@ -126,8 +129,6 @@ func newGroupCommit(l *Log, stream string) *groupCommit {
 		exited:    make(chan struct{}),
 		gatherCap: maxGatherWait,
 	}
-	go g.run()
-	return g
 }
 
 // committer returns the Log's group commit of events, started on first
@@ -147,6 +148,8 @@ func (l *Log) startCommits() {
 	l.commitOnce.Do(func() {
 		l.commits = newGroupCommit(l, EventsStream)
 		l.cmdCommits = newGroupCommit(l, CommandsStream)
+		go l.commits.run()
+		go l.cmdCommits.run()
 	})
 }
 

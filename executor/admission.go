@@ -254,7 +254,7 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 		if blocked && w.parent == "" {
 			continue
 		}
-		rc := &runCtl{id: w.rc.id, job: w.rc.job, parent: w.rc.parent, root: w.rc.root, depth: w.rc.depth}
+		rc := &runCtl{requestFacts: w.rc.requestFacts}
 		switch o.claimShared(ctx, rc, blocked) {
 		case claimElsewhere:
 			continue

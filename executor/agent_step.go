@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // Environment variables that switch every agent loop to the replay

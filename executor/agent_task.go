@@ -7,8 +7,8 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // TaskBinder binds an agent step to the task its input names

@@ -95,19 +95,42 @@ type Orchestrator struct {
 	pruned map[string]time.Time // root → when this engine last looked for stale runs of its tree
 }
 
-// runCtl is the orchestrator's handle on one run.
+// runCtl is the orchestrator's handle on one run: what its request says of
+// it, and where this engine's admission of it stands.
 type runCtl struct {
+	requestFacts
+	started bool   // it holds its slot: run.started is in the log, with no run.finished since it last started or resumed
+	slot    string // the slot key it took on a shared server
+	cancel  context.CancelCauseFunc
+	again   bool // its budget was raised while it ended: admit it again
+}
+
+// requestFacts is what a run's run.requested says of it: the same on every
+// engine and for the run's whole life.
+//
+// IMPORTANT: a run admitted afresh (from the global queue, or again after
+// a budget raise) is built from its requestFacts alone, as
+// &runCtl{requestFacts: …}; so everything of the request that a run needs
+// belongs here, never beside it on runCtl, where a fresh admission would
+// drop it.
+type requestFacts struct {
 	id      string
 	job     *assets.Job
 	parent  string // the run that started this one with job.invoke
 	root    string // see events.RunRequestedData.Root
 	depth   int    // see events.RunRequestedData.Depth
 	backend string // see events.RunRequestedData.Backend
-	started bool   // it holds its slot: run.started is in the log, with no run.finished since it last started or resumed
-	seq     uint64 // of its run.requested, when read from the log
-	slot    string // the slot key it took on a shared server
-	cancel  context.CancelCauseFunc
-	again   bool // its budget was raised while it ended: admit it again
+	seq     uint64 // of its run.requested
+}
+
+// factsOf is the requestFacts of run id, whose run.requested at seq
+// records d and job (d.Job decoded).
+func factsOf(id string, seq uint64, job *assets.Job, d *events.RunRequestedData) requestFacts {
+	f := requestFacts{id: id, job: job, root: d.Root, depth: d.Depth, backend: d.Backend, seq: seq}
+	if d.Parent != nil {
+		f.parent = d.Parent.RunID
+	}
+	return f
 }
 
 // NewOrchestrator returns an orchestrator; Run starts it.
@@ -350,24 +373,19 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 	if err != nil {
 		return nil, err
 	}
-	rc := &runCtl{id: id}
+	rc := &runCtl{requestFacts: requestFacts{id: id}}
 	for _, ev := range evs {
 		switch ev.Type {
 		case events.RunRequested:
-			rc.seq = ev.Seq
 			var d events.RunRequestedData
 			if err := ev.Decode(&d); err != nil {
 				return nil, err
 			}
-			if rc.job, err = decodeJob(d.Job); err != nil {
+			job, err := decodeJob(d.Job)
+			if err != nil {
 				return nil, err
 			}
-			if d.Parent != nil {
-				rc.parent = d.Parent.RunID
-			}
-			rc.root = d.Root
-			rc.depth = d.Depth
-			rc.backend = d.Backend
+			rc.requestFacts = factsOf(id, ev.Seq, job, &d)
 		case events.RunStarted, events.RunResumed:
 			rc.started = true
 		case events.RunFinished:
@@ -476,21 +494,17 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		o.requested[req.RunID] = true
 		o.mu.Unlock()
 	}
-	_, err = o.cfg.Log.Append(ctx, ev, data)
+	appended, err := o.cfg.Log.Append(ctx, ev, data)
 	if err != nil {
 		o.mu.Lock()
 		delete(o.requested, req.RunID)
 		o.mu.Unlock()
 		return err
 	}
-	rc := &runCtl{id: req.RunID, job: &req.Job, root: req.Root, depth: req.Depth, backend: req.Backend}
-	if req.Parent != nil {
-		rc.parent = req.Parent.RunID
-	}
 	if o.shared() {
 		return nil // the global queue admits it
 	}
-	o.admit(ctx, rc)
+	o.admit(ctx, &runCtl{requestFacts: factsOf(req.RunID, appended.Seq, &req.Job, &data)})
 	return nil
 }
 
@@ -657,7 +671,7 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 	// theirs (see borrowsLocked) past runs that must wait for a free one.
 	o.startAdmissibleLocked(ctx, job)
 	if rc.again {
-		o.admitLocked(ctx, &runCtl{id: rc.id, job: rc.job, parent: rc.parent, root: rc.root, depth: rc.depth, backend: rc.backend, seq: rc.seq})
+		o.admitLocked(ctx, &runCtl{requestFacts: rc.requestFacts})
 	}
 }
 

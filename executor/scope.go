@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // scope is a pipeline context: the input the steps of one step list see,

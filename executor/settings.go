@@ -1,8 +1,8 @@
 package executor
 
 import (
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
-	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // Settings are what the project's configuration tells the orchestrator and

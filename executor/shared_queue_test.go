@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/testkit"
@@ -32,12 +33,21 @@ func (e *sharedEngine) stop() {
 // wait, so that takeovers happen within the test's patience.
 func startShared(t *testing.T, c *testkit.Cluster, name string) *sharedEngine {
 	t.Helper()
-	return startSharedWith(t, c, name, unfinished)
+	return startSharedConfig(t, c, name, func(*executor.Config, *events.Log) {})
 }
 
 // startSharedWith is startShared with active as the engine's list of live
 // runs.
 func startSharedWith(t *testing.T, c *testkit.Cluster, name string, active func(context.Context, *events.Log) ([]string, error)) *sharedEngine {
+	t.Helper()
+	return startSharedConfig(t, c, name, func(cfg *executor.Config, log *events.Log) {
+		cfg.ActiveRuns = func(ctx context.Context) ([]string, error) { return active(ctx, log) }
+	})
+}
+
+// startSharedConfig is startShared with the orchestrator's configuration
+// changed by adjust.
+func startSharedConfig(t *testing.T, c *testkit.Cluster, name string, adjust func(*executor.Config, *events.Log)) *sharedEngine {
 	t.Helper()
 	log, err := events.Open(testkit.Context(t), events.Config{
 		URL:          c.URLs(),
@@ -48,8 +58,10 @@ func startSharedWith(t *testing.T, c *testkit.Cluster, name string, active func(
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &sharedEngine{log: log, cancel: cancel}
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Engine: name, LeaseTTL: 1500 * time.Millisecond,
-		ActiveRuns: func(ctx context.Context) ([]string, error) { return active(ctx, log) }})
+	cfg := executor.Config{Log: log, Root: t.TempDir(), Engine: name, LeaseTTL: 1500 * time.Millisecond,
+		ActiveRuns: func(ctx context.Context) ([]string, error) { return unfinished(ctx, log) }}
+	adjust(&cfg, log)
+	orch := executor.NewOrchestrator(cfg)
 	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Engine: name, AckWait: 2 * time.Second})
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		e.wg.Add(1)
@@ -187,4 +199,60 @@ func TestSharedQueueOutlivesItsEngine(t *testing.T) {
 	}
 	startOrder(t, survivor.log, ids)
 	assert.NotEmpty(t, ofType(history(t, survivor.log, ids[0]), events.RunResumed), "the stopped engine's run was taken over")
+}
+
+// TestAQueuedRunKeepsItsBackendOnASharedServer: a run requested with a
+// backend (what backend: auto resolved to at submit) that waits behind
+// max_active_runs in the global queue starts with that backend: its child
+// job is looked up with it and its child's run.requested records it.
+func TestAQueuedRunKeepsItsBackendOnASharedServer(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	leaf := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: leaf}\nspec:\n  steps:\n"+
+		"    - {id: say, spec: {type: deterministic, action: echo}}\n")
+	var mu sync.Mutex
+	asked := []string{}
+	e := startSharedConfig(t, c, "e1", func(cfg *executor.Config, _ *events.Log) {
+		cfg.Jobs = func(name, backend string) (*assets.Job, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, backend)
+			return leaf, nil
+		}
+	})
+	job := parseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: gated}
+spec:
+  max_active_runs: 1
+  steps:
+    - id: nap
+      spec: {type: deterministic, action: sleep, config: {ms: 300}}
+    - id: call
+      spec: {type: deterministic, action: job.invoke, config: {job: leaf}}
+`)
+	var ids []string
+	for range 2 {
+		req, err := executor.NewRunRequest(job, nil, "test")
+		require.NoError(t, err)
+		req.Backend = assets.BackendCLI
+		require.NoError(t, executor.Submit(testkit.Context(t), e.log, req))
+		ids = append(ids, req.RunID)
+	}
+	for _, id := range ids {
+		assert.Equal(t, events.StateSuccess, waitFinished(t, e.log, id).State)
+	}
+	require.True(t, has(t, e.log, ids[1], events.RunQueued, ""), "the second run waited in the queue")
+
+	mu.Lock()
+	assert.Equal(t, []string{assets.BackendCLI, assets.BackendCLI}, asked, "the backend each run's child job was looked up with")
+	mu.Unlock()
+	children := runsOf(t, e.log, "leaf")
+	require.Len(t, children, 2)
+	for _, ev := range children {
+		var d events.RunRequestedData
+		require.NoError(t, ev.Decode(&d))
+		assert.Equal(t, assets.BackendCLI, d.Backend, "the run.requested of the child of %s", d.Parent.RunID)
+	}
 }

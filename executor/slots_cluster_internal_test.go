@@ -59,7 +59,7 @@ func TestTwoEnginesClaimOneQueuedRunOnACluster(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rc := &runCtl{id: fmt.Sprintf("run%d", round), job: job}
+				rc := &runCtl{requestFacts: requestFacts{id: fmt.Sprintf("run%d", round), job: job}}
 				claims[i] = o.claimSlot(ctx, rc, slotKeys(job), len(slotKeys(job)))
 			}()
 		}

@@ -60,19 +60,19 @@ func TestAnEngineKeepsOffTheSlotAnotherTookForTheRunsResumption(t *testing.T) {
 	record(raised, events.RunFinished, events.RunFinishedData{State: events.StateBudgetExhausted})
 	record(raised, events.RunBudgetRaised, events.RunBudgetRaisedData{Raise: 1, MaxTokens: 5000})
 	hold(raised, "e2")
-	o.giveSlot(ctx, &runCtl{id: raised, job: job, slot: key})
+	o.giveSlot(ctx, &runCtl{requestFacts: requestFacts{id: raised, job: job}, slot: key})
 	assert.True(t, held(), "e1 freed the slot e2 took for the resumed run")
-	o.giveSlot(ctx, &runCtl{id: raised, job: job})
+	o.giveSlot(ctx, &runCtl{requestFacts: requestFacts{id: raised, job: job}})
 	assert.True(t, held(), "e1 freed the slot e2 took for the resumed run (a run e1 took over)")
 
 	hold(raised, "e1")
-	o.giveSlot(ctx, &runCtl{id: raised, job: job, slot: key})
+	o.giveSlot(ctx, &runCtl{requestFacts: requestFacts{id: raised, job: job}, slot: key})
 	assert.False(t, held(), "e1 kept its own slot")
 
 	// A run taken over from a dead engine frees that engine's slot.
 	over := events.NewID()
 	record(over, events.RunFinished, events.RunFinishedData{State: events.StateSuccess})
 	hold(over, "dead")
-	o.giveSlot(ctx, &runCtl{id: over, job: job})
+	o.giveSlot(ctx, &runCtl{requestFacts: requestFacts{id: over, job: job}})
 	assert.False(t, held(), "the slot of a run taken over was kept")
 }

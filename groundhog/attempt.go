@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/internal/failpoint"
 )

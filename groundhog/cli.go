@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
-	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // MCP tool names of the verbs as Claude Code offers them: the tools of the

@@ -22,9 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/internal/sandbox"
 )

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor/agent"
 )
 
 // The builtin verbs an attempt's agent closes it with. They are always in

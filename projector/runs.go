@@ -30,7 +30,9 @@ type RunView struct {
 	Signer *events.Signer  `json:"signer,omitempty"`
 	Parent *events.RunLink `json:"parent,omitempty"`
 	// Children are the runs whose run.requested named this run as parent,
-	// in the order they were requested.
+	// in the order they were requested: also those requested after it
+	// ended (a detached job.invoke), which, like Retries, grow a terminal
+	// record without moving its LastSeq.
 	Children []string `json:"children,omitempty"`
 	// RetryOf is the run this one retries and RetryFrom the top-level step
 	// it ran again from (empty: all of them); Retries are the runs that
@@ -142,8 +144,10 @@ type runsView struct{}
 func (runsView) name() string { return "runs" }
 
 // version history: 1 first format; 2 step ids drop the "@<attempt>" of a
-// retried structural step ("per_item@2/3" is step per_item).
-func (runsView) version() int { return 3 }
+// retried structural step ("per_item@2/3" is step per_item); 3 a run
+// records the identity that signed its request (signer); 4 a child
+// requested after its parent ended is among the parent's children.
+func (runsView) version() int { return 4 }
 func (runsView) buckets() [][]byte {
 	return [][]byte{bucketRuns, bucketSteps, bucketRunsByJob, bucketRunsActive}
 }

@@ -109,15 +109,16 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 	if err != nil {
 		return err
 	}
-	switch {
-	case parent.rec == nil:
+	if parent.rec == nil {
 		b.log.Debug("child run names a parent that was never requested", "seq", ev.Seq, "run", ev.RunID, "parent", d.Parent.RunID)
-	case events.Terminal(parent.rec.State):
-		b.log.Debug("child run names a finished parent", "seq", ev.Seq, "run", ev.RunID, "parent", d.Parent.RunID)
-	default:
-		parent.rec.Children = append(parent.rec.Children, ev.RunID)
-		touchRun(parent, ev)
+		return nil
 	}
+	// A detached child (job.invoke with wait: false) may be requested after
+	// its parent ended: it is listed all the same, as a retry is (see
+	// retried), and a finished parent's LastSeq stays its end.
+	parent.rec.Children = append(parent.rec.Children, ev.RunID)
+	parent.dirty = true
+	touchRun(parent, ev)
 	return nil
 }
 

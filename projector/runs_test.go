@@ -2,6 +2,7 @@ package projector_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,7 +28,8 @@ func TestRunsViewFoldsARun(t *testing.T) {
 	require.Equal(t, uint64(21), finished)
 
 	// After run.finished: run-level events are ignored, step events still
-	// reach the steps but not the frozen run record.
+	// reach the steps but not the frozen run record, and a child requested
+	// late is listed without moving the record's LastSeq.
 	e.append(events.Event{Type: events.RunStarted, RunID: id}, events.RunStartedData{Engine: "engine-late"})
 	e.append(events.Event{Type: events.RunRequested, RunID: runID(3)}, events.RunRequestedData{
 		JobName: "review", Parent: &events.RunLink{RunID: id, StepKey: "cleanup"}})
@@ -51,7 +53,7 @@ func TestRunsViewFoldsARun(t *testing.T) {
 		Input:           map[string]any{"ref": "main", "big": json.Number("12345678901234567")},
 		Error:           &events.ErrorInfo{Kind: events.KindCancelled, Message: "cancelled by bob"},
 		Requester:       "alice",
-		Children:        []string{child},
+		Children:        []string{child, runID(3)},
 		Engine:          "engine-b",
 		Resumes:         1,
 		CancelRequested: true,
@@ -99,6 +101,49 @@ func TestRunsViewFoldsARun(t *testing.T) {
 	_, err = p.RunView(e.ctx, "never-requested")
 	assert.ErrorIs(t, err, projector.ErrNotFound)
 	assert.ErrorIs(t, err, events.ErrNotFound, "the API layer maps it to 404")
+}
+
+// TestADetachedChildRequestedAfterItsParentEndsIsListed: a job.invoke with
+// wait: false finishes its step at once, so its parent may end before the
+// child's run.requested is stored. The parent's record lists the child all
+// the same (without its LastSeq moving: the run is over), whatever the
+// batch boundaries, and a rebuild of the views agrees.
+func TestADetachedChildRequestedAfterItsParentEndsIsListed(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []int{1, 100} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			parent, child := runID(1), runID(2)
+			run := func(id, job, typ string, payload any) uint64 {
+				return e.append(events.Event{Type: typ, RunID: id, Job: job}, payload)
+			}
+			run(parent, "release", events.RunRequested, events.RunRequestedData{JobName: "release"})
+			run(parent, "release", events.RunStarted, events.RunStartedData{Engine: "e1"})
+			e.append(events.Event{Type: events.StepStarted, RunID: parent, Job: "release", StepKey: "notify"},
+				events.StepStartedData{Attempt: 1, ActivityType: "deterministic", ChildRunID: child})
+			e.append(events.Event{Type: events.StepFinished, RunID: parent, Job: "release", StepKey: "notify"},
+				events.StepFinishedData{Attempt: 1, State: events.StateSuccess, Output: map[string]any{"run_id": child}})
+			ended := run(parent, "release", events.RunFinished, events.RunFinishedData{State: events.StateSuccess})
+			run(child, "notify", events.RunRequested, events.RunRequestedData{JobName: "notify",
+				Parent: &events.RunLink{RunID: parent, StepKey: "notify"}, Root: parent, Depth: 1})
+			run(child, "notify", events.RunStarted, events.RunStartedData{Engine: "e1"})
+			last := run(child, "notify", events.RunFinished, events.RunFinishedData{State: events.StateSuccess})
+
+			p := e.open(projector.Config{BatchSize: batch})
+			e.start(p)
+			require.NoError(t, p.WaitFor(e.ctx, last))
+			got, err := p.RunView(e.ctx, parent)
+			require.NoError(t, err)
+			assert.Equal(t, []string{child}, got.Children)
+			assert.Equal(t, events.StateSuccess, got.State)
+			assert.Equal(t, ended, got.LastSeq, "a finished run's last change stays its end")
+
+			report, err := p.Replay(e.ctx, true)
+			require.NoError(t, err)
+			assert.Equal(t, &projector.ReplayReport{Applied: last, Events: int(last)}, report)
+		})
+	}
 }
 
 func TestStepIDIsTheLastNamedSegment(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 	"github.com/orbitrun/orbit/internal/proc"
 )
 
@@ -70,14 +70,23 @@ func (a *app) connectLog(ctx context.Context) (*events.Log, error) {
 	return a.startEngine(ctx, root)
 }
 
+// dial connects to the engines at url (--nats-url, or nats.url). It signs
+// in with --nkey or --token when given, else as the root's client when the
+// root has that key: the key is the owner's, and the engines on url serve
+// the project whose identities they share, whether the root's own engine
+// (the one its engine.json records) runs or another engine of the
+// cluster serves alone. With no key of its own it signs in with nothing,
+// for a server that asks for nothing.
 func (a *app) dial(ctx context.Context, url string) (*events.Log, error) {
 	cfg := events.Config{Token: a.token, NKeySeedFile: a.nkey, LogKeyFile: a.logKey, TLS: a.tlsFiles(""), Name: "orbit-cli", OnReject: a.rejected}
-	// The root's own engine, reached by its URL, takes the root's client.
 	if root, err := a.root(); err == nil {
 		if info, err := engine.ReadInfo(root); err == nil && info.URL == url {
+			// The root's own engine, reached by its URL: as for connect.
 			if cfg, err = a.clientConfig(root); err != nil {
 				return nil, err
 			}
+		} else if seed := a.rootClientSeed(root); seed != "" {
+			cfg.NKeySeedFile = seed
 		}
 	}
 	l, err := events.Dial(ctx, url, cfg)
@@ -155,6 +164,22 @@ func (a *app) clientConfig(root string) (events.Config, error) {
 	f.Close()
 	cfg.NKeySeedFile = seed
 	return cfg, nil
+}
+
+// rootClientSeed is the seed file of root's client identity when it may
+// sign in with it: no --nkey or --token is given and the file is there to
+// read; "" otherwise.
+func (a *app) rootClientSeed(root string) string {
+	if a.nkey != "" || a.token != "" {
+		return ""
+	}
+	seed := events.CredsFile(engine.CredsDir(root), events.IdentityClient)
+	f, err := os.Open(seed)
+	if err != nil {
+		return ""
+	}
+	f.Close()
+	return seed
 }
 
 // startEngine starts a background engine for root and waits until it

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/groundhog"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 func (a *app) groundhogApproveCommand() *cobra.Command {

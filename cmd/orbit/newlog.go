@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/projector"
 )
 

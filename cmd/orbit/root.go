@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 // app holds what every command shares: the global flags and the streams.
@@ -71,6 +71,7 @@ nothing and re-runs nothing that finished.`,
 		a.executorCommand(),
 		a.runCommand(),
 		a.serveCommand(),
+		a.consoleCommand(),
 		a.engineCommand(),
 		a.replayCommand(),
 		a.auditCommand(),

@@ -13,8 +13,8 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/console"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -54,7 +54,8 @@ With --http (or serve.http in the config) the engine also serves the web
 console and /metrics there, to its owner only: every request must carry the
 console's token, made once into .orbit/state/console.token (mode 0600), or
 --http-token (ORBIT_HTTP_TOKEN) when given. The login URL printed at start
-(http://…/?token=…) leaves a cookie in the browser; scripts and Prometheus
+(http://…/?token=…; orbit console prints it again, also for an engine a
+command started) leaves a cookie in the browser; scripts and Prometheus
 send "Authorization: Bearer <token>". The console answers only to its own
 host names (its address, localhost, 127.0.0.1, [::1], and serve.http_hosts),
 421 otherwise. Beyond loopback it listens only with --http-token.`,
@@ -101,6 +102,7 @@ host names (its address, localhost, 127.0.0.1, [::1], and serve.http_hosts),
 				beside     func(context.Context, *events.Log) error
 				consoleURL string
 				loginURL   string
+				served     *engine.ConsoleInfo
 			)
 			if httpAddr != "" {
 				ln, err := console.Listen(httpAddr, httpToken)
@@ -112,6 +114,7 @@ host names (its address, localhost, 127.0.0.1, [::1], and serve.http_hosts),
 				}
 				defer ln.Close()
 				consoleURL = "http://" + ln.Addr().String()
+				served = &engine.ConsoleInfo{URL: consoleURL, OwnerToken: httpToken == ""}
 				token := httpToken
 				if token == "" {
 					if token, err = consoleToken(root); err != nil {
@@ -140,6 +143,7 @@ host names (its address, localhost, 127.0.0.1, [::1], and serve.http_hosts),
 				Background:   background,
 				Logger:       logger,
 				Beside:       beside,
+				Console:      served,
 			})
 			if errors.Is(err, events.ErrTLS) {
 				return usageErr("serve.tls in %s: %w", filepath.Join(root, ".orbit", "config.yaml"), err)

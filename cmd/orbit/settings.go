@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/orbitrun/orbit/assets"
-	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/engine"
 )
 
 // warnSettings tells, one line per setting, where this command's

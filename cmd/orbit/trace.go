@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -46,10 +45,9 @@ listed under "orphans:".`,
 }
 
 // traceEvents reads the events of a run (the latest when id is empty) and,
-// transitively, of its child runs: those its run view lists, and those its
-// step.started events name whose own view names it as parent (a child
-// requested after its parent ended is not in the parent's view; a job.wait
-// step names a run that need not be a child).
+// transitively, of the child runs its run view lists (a detached child
+// requested after its parent ended among them; a run a job.wait step
+// waited for is not a child).
 func traceEvents(ctx context.Context, l *events.Log, id string) ([]events.Event, error) {
 	view, err := getRun(ctx, l, id)
 	if err != nil {
@@ -66,30 +64,13 @@ func traceEvents(ctx context.Context, l *events.Log, id string) ([]events.Event,
 			return nil, &exitError{code: exitUnavailable, err: err}
 		}
 		all = append(all, evs...)
-
-		listed := map[string]bool{}
-		candidates := append([]string(nil), v.Children...)
 		for _, c := range v.Children {
-			listed[c] = true
-		}
-		for _, ev := range evs {
-			var d events.StepStartedData
-			if ev.Type == events.StepStarted && ev.Decode(&d) == nil && d.ChildRunID != "" {
-				candidates = append(candidates, d.ChildRunID)
-			}
-		}
-		for _, c := range candidates {
 			if seen[c] {
 				continue
 			}
 			cv, err := getRun(ctx, l, c)
-			switch {
-			case errors.Is(err, events.ErrNotFound):
-				continue // named by a step, never requested
-			case err != nil:
+			if err != nil {
 				return nil, err
-			case !listed[c] && (cv.Parent == nil || cv.Parent.RunID != v.ID):
-				continue // waited for, not started, by this run
 			}
 			seen[c] = true
 			queue = append(queue, cv)

@@ -77,3 +77,68 @@ func countTrace(ns []*events.TraceNode) int {
 	}
 	return n
 }
+
+// TestRunTraceFollowsDetachedChildren: a parent whose job.invoke steps do
+// not wait may end before its children are requested; run show lists them
+// and run trace holds their events all the same, each child under the step
+// that started it.
+func TestRunTraceFollowsDetachedChildren(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/spawn.yaml", `schemaVersion: 2
+kind: Job
+metadata: {name: spawn}
+spec:
+  steps:
+    - {id: one, spec: {type: deterministic, action: job.invoke, config: {job: hello, wait: false}}}
+    - {id: two, spec: {type: deterministic, action: job.invoke, config: {job: hello, wait: false}}}
+`)
+	r := p.Orbit("job", "run", "spawn")
+	require.Equal(t, 0, r.Code, r.String())
+	parent := strings.TrimSpace(r.Stdout)
+	var children []string
+	waitFor(t, "both children to finish", func() bool {
+		children = runView(t, p, parent).Children
+		if len(children) < 2 {
+			return false
+		}
+		for _, c := range children {
+			if !events.Terminal(runView(t, p, c).State) {
+				return false
+			}
+		}
+		return true
+	})
+	require.Len(t, children, 2)
+
+	r = p.Orbit("run", "trace", "--json", parent)
+	require.Equal(t, 0, r.Code, r.String())
+	var tr events.Trace
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tr), r.Stdout)
+	assert.Empty(t, tr.Orphans)
+	want := len(runEvents(t, p, parent))
+	for _, c := range children {
+		want += len(runEvents(t, p, c))
+	}
+	assert.Equal(t, want, countTrace(tr.Roots), "every event of the parent and its children, once")
+	under := map[string]string{}
+	var walk func(ns []*events.TraceNode, step string)
+	walk = func(ns []*events.TraceNode, step string) {
+		for _, n := range ns {
+			if n.Event.Type == events.RunRequested && n.Event.RunID != parent {
+				under[n.Event.RunID] = step
+			}
+			next := step
+			if n.Event.Type == events.StepStarted && n.Event.RunID == parent {
+				next = n.Event.StepKey
+			}
+			walk(n.Children, next)
+		}
+	}
+	walk(tr.Roots, "")
+	var steps []string
+	for _, c := range children {
+		steps = append(steps, under[c])
+	}
+	assert.ElementsMatch(t, []string{"one", "two"}, steps, "the steps the children hang under")
+}

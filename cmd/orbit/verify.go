@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/engine"
 )
 
 // followKeyTimeout bounds the question followKey asks: an identity that may

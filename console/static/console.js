@@ -99,6 +99,9 @@ document.addEventListener("click", (e) => {
   openGroup(row, link.href);
 });
 
+// A cancel posts without leaving the page, and says beside its button what
+// came of it (the runs asked to cancel, or that nothing was live): a
+// finished run's page has no live updates that would show it.
 document.addEventListener("submit", async (e) => {
   const form = e.target;
   if (!form.classList.contains("cancel")) {
@@ -106,10 +109,26 @@ document.addEventListener("submit", async (e) => {
   }
   e.preventDefault();
   const button = form.querySelector("button");
-  button.disabled = true;
-  button.textContent = "Cancelling…";
-  const resp = await fetch(form.action, { method: "POST", redirect: "manual" });
-  if (resp.type !== "opaqueredirect" && !resp.ok) {
-    button.textContent = "Cancel failed (" + resp.status + ")";
+  let outcome = form.querySelector("output.outcome");
+  if (!outcome) {
+    outcome = document.createElement("output");
+    outcome.className = "outcome";
+    outcome.setAttribute("role", "status");
+    form.append(" ", outcome);
   }
+  button.disabled = true;
+  outcome.textContent = "Cancelling…";
+  let said = "";
+  let status = 0;
+  try {
+    const resp = await fetch(form.action, { method: "POST", headers: { Accept: "application/json" } });
+    status = resp.status;
+    if ((resp.headers.get("Content-Type") || "").startsWith("application/json")) {
+      said = (await resp.json()).message || "";
+    }
+  } catch (err) {
+    said = "Cancel failed: " + err.message;
+  }
+  outcome.textContent = said || "Cancel failed (" + status + ")";
+  button.disabled = false;
 });

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/agent"
 )
 
 // TestConfiguredKeysAreSecret: a variable the project names as holding an

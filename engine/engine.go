@@ -20,10 +20,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
-	"github.com/orbitrun/orbit/executor/agent"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/projector"
@@ -91,6 +91,9 @@ type Config struct {
 	// RefusalWindow is how long a task's refused verbs are counted before
 	// they are recorded as one event (zero: 10 s; see refusals).
 	RefusalWindow time.Duration
+	// Console, when set, is where Beside serves the web console: recorded
+	// in engine.json and the engine's info for orbit console.
+	Console *ConsoleInfo
 }
 
 // Engine is a running Orbit engine on one project root.
@@ -273,6 +276,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Durability: e.log.Durability(),
 		Started:    time.Now().UTC(),
 		Background: cfg.Background,
+		Console:    cfg.Console,
 	}
 	return e, nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/agent"
 )
 
 func shellContext(t *testing.T, programs ...string) *agent.ToolContext {

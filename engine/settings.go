@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"unicode/utf8"
 
-	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/agent"
 )
 
 // Setting is what an engine tells about one of the provider settings of its

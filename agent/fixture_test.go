@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/agent"
 )
 
 var updateFixtureErrors = flag.Bool("update-fixture-errors", false, "rewrite testdata/fixtures/bad-*.err from the errors LoadFixture returns")

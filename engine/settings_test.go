@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/orbitrun/orbit/executor/agent"
-	"github.com/orbitrun/orbit/internal/engine"
+	"github.com/orbitrun/orbit/agent"
+	"github.com/orbitrun/orbit/engine"
 )
 
 func lookupIn(env map[string]string) func(string) (string, bool) {

@@ -27,6 +27,20 @@ type Info struct {
 	// Settings are the provider settings of the engine's environment (see
 	// Setting): what its agent steps run with, whoever requests them.
 	Settings []Setting `json:"settings,omitempty"`
+	// Console is where the engine serves the web console; nil when it
+	// serves none.
+	Console *ConsoleInfo `json:"console,omitempty"`
+}
+
+// ConsoleInfo is where an engine serves its web console, and which token
+// the console asks for.
+type ConsoleInfo struct {
+	// URL is the console's address, http://host:port (the port it took).
+	URL string `json:"url"`
+	// OwnerToken: the console asks for the token in its root's
+	// .orbit/state/console.token; false: for the --http-token the engine
+	// was started with, which nothing records.
+	OwnerToken bool `json:"owner_token"`
 }
 
 // StateDir is where an engine keeps its files under a project root.

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/executor/agent"
+	"github.com/orbitrun/orbit/agent"
 )
 
 // callBuiltin calls a built-in tool with input marshalled to JSON.
