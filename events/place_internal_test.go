@@ -52,28 +52,11 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := l.events.CachedInfo().Config
-	cfg.Duplicates = 100 * time.Millisecond
-	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	// The server forgets ids past the window on a timer of its own: a
-	// copy is dropped as a duplicate until it has.
 	hdr := nats.Header{MACHeader: orig.Header.Values(MACHeader), jetstream.MsgIDHeader: orig.Header.Values(jetstream.MsgIDHeader)}
-	var ack *jetstream.PubAck
 	time.Sleep(time.Second)
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		time.Sleep(500 * time.Millisecond)
-		if ack, err = l.js.PublishMsg(ctx, &nats.Msg{Subject: orig.Subject, Header: hdr, Data: orig.Data}); err != nil {
-			t.Fatal(err)
-		}
-		if !ack.Duplicate {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server dropped every copy as a duplicate; the test shows nothing")
-		}
-	}
+	copied := storedPastWindow(ctx, t, l, func() (*jetstream.PubAck, error) {
+		return l.js.PublishMsg(ctx, &nats.Msg{Subject: orig.Subject, Header: hdr, Data: orig.Data})
+	})
 
 	evs, err := l.Read(ctx, FollowOptions{Filters: []string{RunFilter("R")}})
 	if err != nil {
@@ -88,7 +71,7 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	if finished != 1 {
 		t.Errorf("read %d step.finished, want the original alone", finished)
 	}
-	if _, err := l.EventAt(ctx, ack.Sequence); !errors.Is(err, ErrTampered) {
+	if _, err := l.EventAt(ctx, copied); !errors.Is(err, ErrTampered) {
 		t.Errorf("EventAt of the copy: %v, want ErrTampered", err)
 	}
 	rejected, err := l.Read(ctx, FollowOptions{Filters: []string{EventSubject(AggregateRun, "R", IntegrityRejected)}})
@@ -99,8 +82,8 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 		t.Fatalf("%d integrity.rejected, want 1", len(rejected))
 	}
 	var d IntegrityRejectedData
-	if err := rejected[0].Decode(&d); err != nil || d.Reason != ReasonRepeated || d.Seq != ack.Sequence {
-		t.Errorf("integrity.rejected %+v (%v), want the copy at %d, %q", d, err, ack.Sequence, ReasonRepeated)
+	if err := rejected[0].Decode(&d); err != nil || d.Reason != ReasonRepeated || d.Seq != copied {
+		t.Errorf("integrity.rejected %+v (%v), want the copy at %d, %q", d, err, copied, ReasonRepeated)
 	}
 
 	rep, err := l.Audit(ctx)
@@ -112,8 +95,8 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 		kinds[p.Kind] = p.Seq
 	}
 	for _, kind := range []string{ProblemRepeated, ProblemRepeatedID} {
-		if kinds[kind] != ack.Sequence {
-			t.Errorf("audit: no %q at the copy's sequence %d: %v", kind, ack.Sequence, rep.Problems)
+		if kinds[kind] != copied {
+			t.Errorf("audit: no %q at the copy's sequence %d: %v", kind, copied, rep.Problems)
 		}
 	}
 	if _, ok := kinds[ProblemDuplicateWindow]; !ok {
@@ -201,27 +184,9 @@ func TestADecisionMadeAgainAndStoredLateIsRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := l.events.CachedInfo().Config
-	cfg.Duplicates = 100 * time.Millisecond
-	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	// The server forgets ids past the window on a timer of its own: until
-	// it has, each is dropped as a duplicate.
 	untilStored := func(publish func() (*jetstream.PubAck, error)) uint64 {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-			ack, err := publish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ack.Duplicate {
-				return ack.Sequence
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the server dropped every message as a duplicate; the test shows nothing")
-			}
-		}
+		return storedPastWindow(ctx, t, l, publish)
 	}
 	hdr := nats.Header{MACHeader: orig.Header.Values(MACHeader), jetstream.MsgIDHeader: orig.Header.Values(jetstream.MsgIDHeader)}
 	copied := untilStored(func() (*jetstream.PubAck, error) {
@@ -303,5 +268,37 @@ func TestAPlaceLookUpThatCannotReachTheEventFails(t *testing.T) {
 	_, err = l.placeBefore(ctx, res.Seq+5, msg.Subject, hdr, time.Time{}, time.Now())
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("placeBefore of a sequence past the log's end: %v, want ErrUnavailable", err)
+	}
+}
+
+// storedPastWindow shortens the duplicate window of l's stream to about
+// 100 ms, as a holder of the engine's NATS identity could, and publishes
+// with publish until the server stores the message rather than drop it as
+// a duplicate; it returns the sequence. The server forgets ids on a timer
+// of its own, which a change of the window makes fire at once; but under
+// load it may fire before the server has put the new window in place
+// (nats-server resets the timer first), and then waits out the old one,
+// two minutes. Each retry moves the window by a millisecond, which
+// resets the timer again, now with the short window in place.
+func storedPastWindow(ctx context.Context, t *testing.T, l *Log, publish func() (*jetstream.PubAck, error)) uint64 {
+	t.Helper()
+	cfg := l.events.CachedInfo().Config
+	deadline := time.Now().Add(20 * time.Second)
+	for i := time.Duration(0); ; i++ {
+		cfg.Duplicates = 100*time.Millisecond + i*time.Millisecond
+		if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		ack, err := publish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ack.Duplicate {
+			return ack.Sequence
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server dropped every message as a duplicate; the test shows nothing")
+		}
 	}
 }
