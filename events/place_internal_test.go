@@ -16,7 +16,7 @@ import (
 )
 
 // openSigned opens a strict, signed log in a temp dir.
-func openSigned(t *testing.T) *Log {
+func openSigned(t testing.TB) *Log {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
@@ -300,5 +300,43 @@ func storedPastWindow(ctx context.Context, t *testing.T, l *Log, publish func() 
 		if time.Now().After(deadline) {
 			t.Fatal("the server dropped every message as a duplicate; the test shows nothing")
 		}
+	}
+}
+
+// BenchmarkReadOutOfItsTime: what a reader pays for an event stored out
+// of its time (EventAt, the look-up not yet made: placeBefore's answer is
+// forgotten at each round) against one within its time, with n earlier
+// messages on its subject (a run's step.finished subject holds one per
+// step attempt of the run).
+func BenchmarkReadOutOfItsTime(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		l := openSigned(b)
+		ctx := context.Background()
+		for i := range n {
+			if _, err := l.Append(ctx, Event{Type: StepFinished, RunID: "R", StepKey: fmt.Sprint("s", i)},
+				StepFinishedData{Attempt: 1, State: StateSuccess}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		late, err := l.Append(ctx, Event{Type: StepFinished, RunID: "R", StepKey: "late", Time: time.Now().Add(-2 * time.Minute).UTC()},
+			StepFinishedData{Attempt: 1, State: StateSuccess})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("within/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := l.EventAt(ctx, late.Seq-1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("out/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				l.places.Delete(late.Seq)
+				if _, err := l.EventAt(ctx, late.Seq); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
