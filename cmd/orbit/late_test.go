@@ -125,13 +125,17 @@ func TestAStepFinishedStoredLateEndsItsRun(t *testing.T) {
 	stream, err := js.Stream(ctx, events.EventsStream)
 	require.NoError(t, err)
 	cfg := stream.CachedInfo().Config
-	cfg.Duplicates = time.Second
-	_, err = js.UpdateStream(ctx, cfg)
-	require.NoError(t, err)
 	engineID := []string{"--server", engineURL(t, p), "--nkey", credsFile(p, events.IdentityEngine)}
 	stored := regexp.MustCompile(`Stored in Stream: ` + events.EventsStream + ` Sequence: ([\d,]+)( Duplicate: true)?`)
 	var copied uint64
-	for deadline := time.Now().Add(20 * time.Second); copied == 0; time.Sleep(500 * time.Millisecond) {
+	// The server forgets ids on a timer that a change of the window makes
+	// fire at once, which under load may be before the new window is in
+	// place; each retry moves the window to reset the timer again.
+	for i, deadline := time.Duration(0), time.Now().Add(20*time.Second); copied == 0; i++ {
+		cfg.Duplicates = time.Second + i*time.Millisecond
+		_, err = js.UpdateStream(ctx, cfg)
+		require.NoError(t, err)
+		time.Sleep(1500 * time.Millisecond)
 		out, code = publish(engineID...)
 		require.Equal(t, 0, code, out)
 		m := stored.FindStringSubmatch(out)
