@@ -1,5 +1,7 @@
-# Orbit's build. Everything a new machine needs is Go and git: modules come
-# from the Go module proxy and the NATS server is embedded.
+# Orbit's build. make build and make demo need only Go and git: modules come
+# from the Go module proxy and the NATS server is embedded. make test also
+# installs what its tests drive (see test below): the nats CLI (Go), the
+# pinned CLI agents (Node.js and npm) and Chromium (apt-get, as root).
 
 GO       ?= go
 BIN      := bin/orbit
@@ -60,7 +62,7 @@ chromium:
 	@test -x /usr/bin/chromium || { apt-get update && apt-get install -y chromium; }
 
 # The console's browser tests, writing their screenshots into docs/ for
-# the README.
+# docs/console.md.
 screenshots: chromium
 	ORBIT_SCREENSHOTS=1 $(GO) test -count=1 -run Browser ./console/
 
@@ -86,10 +88,13 @@ bench:
 	$(GO) test -run '^$$' -bench LiveProjection -benchtime 2000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroundhogAttempt/small -benchtime 40x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroundhogAttempt/large -benchtime 5x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench ShipOverhead/small -benchtime 20x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench ShipOverhead/large -benchtime 5x -count 1 -timeout 20m ./internal/bench/
 	$(GO) test -run '^$$' -bench ClusterThroughput -benchtime 1x -count 1 -timeout 20m ./internal/bench/
 	$(GO) test -run '^$$' -bench Scan -benchtime 3x -count 1 ./events/
 	$(GO) test -run '^$$' -bench APIRequest -benchtime 5000x -count 1 ./events/
 	$(GO) test -run '^$$' -bench Start -benchtime 50x -count 1 ./internal/sandbox/
+	$(GO) test -run '^$$' -bench StartWait -benchtime 100x -count 1 ./internal/proc/
 
 # Orbit beside DBOS Transact Go (on a PostgreSQL cluster of its own, fsync
 # and synchronous_commit on) and Temporal's dev server (on an SQLite file,
