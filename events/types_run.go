@@ -146,6 +146,21 @@ type RunRequestedData struct {
 	// jobs the run invokes resolve theirs the same way. Empty in runs
 	// recorded before it was: they resolve by the engine's runtime.backend.
 	Backend string `json:"backend,omitempty"`
+	// Routine names the routine and the tick a scheduled run fires for
+	// (DESIGN §14); nil for a run someone requested.
+	Routine *RoutineTick `json:"routine,omitempty"`
+}
+
+// RoutineTick is the routine a run was started for and the tick of its
+// schedule it fires for. Manual is set for orbit routine run-now, which
+// fires outside the schedule (Tick is then when it was asked).
+type RoutineTick struct {
+	Name   string    `json:"name"`
+	Tick   time.Time `json:"tick"`
+	Manual bool      `json:"manual,omitempty"`
+	// Missed is how many earlier ticks no engine fired: the run is the one
+	// catch-up run of missed_run: catch_up_once.
+	Missed int `json:"missed,omitempty"`
 }
 
 // RetryStep is what a retry with From does with one top-level step before

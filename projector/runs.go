@@ -45,6 +45,8 @@ type RunView struct {
 	// RetrySteps is what a retry with RetryFrom did with each top-level
 	// step before it (reused, re-armed or ran again) and why.
 	RetrySteps []events.RetryStep `json:"retry_steps,omitempty"`
+	// Routine is the routine and tick the run was started for.
+	Routine *events.RoutineTick `json:"routine,omitempty"`
 
 	// Engine is the engine that started the run or last resumed it.
 	Engine          string `json:"engine,omitempty"`

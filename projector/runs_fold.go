@@ -95,6 +95,7 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 		RetryOf:      d.RetryOf,
 		RetryFrom:    d.From,
 		RetrySteps:   d.RetrySteps,
+		Routine:      d.Routine,
 		RequestedAt:  eventTime(ev),
 		RequestedSeq: ev.Seq,
 	}
