@@ -149,6 +149,9 @@ type RunRequestedData struct {
 	// Routine names the routine and the tick a scheduled run fires for
 	// (DESIGN §14); nil for a run someone requested.
 	Routine *RoutineTick `json:"routine,omitempty"`
+	// Bulk is the bulk operation (a selector of orbit run retry) that
+	// requested this retry.
+	Bulk string `json:"bulk,omitempty"`
 }
 
 // RoutineTick is the routine a run was started for and the tick of its
@@ -219,6 +222,9 @@ type RunCancelRequestedData struct {
 	// part of: that run's, or one below it, whether asked for directly or
 	// reached through a cancelled parent.
 	Tree string `json:"tree,omitempty"`
+	// Bulk is the bulk operation (a selector of orbit run cancel) this
+	// cancel was part of.
+	Bulk string `json:"bulk,omitempty"`
 	// Signer signed the request (nil: the engine cancelled a child run
 	// itself, or a cancel recorded before it was).
 	Signer *Signer `json:"signer,omitempty"`

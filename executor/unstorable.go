@@ -46,6 +46,7 @@ func requestedEvent(req *RunRequest) (events.Event, events.RunRequestedData, err
 			RetrySteps: req.RetrySteps,
 			Backend:    req.Backend,
 			Routine:    req.Routine,
+			Bulk:       req.Bulk,
 		}, nil
 }
 

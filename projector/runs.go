@@ -52,6 +52,11 @@ type RunView struct {
 	Engine          string `json:"engine,omitempty"`
 	Resumes         int    `json:"resumes,omitempty"`
 	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	// Paused is set while the run is paused (orbit run pause), since
+	// PausedAt; PausedMS is the time its ended pauses lasted.
+	Paused   bool       `json:"paused,omitempty"`
+	PausedAt *time.Time `json:"paused_at,omitempty"`
+	PausedMS int64      `json:"paused_ms,omitempty"`
 	// Cancel is the run's cancel request: who asked (the requester it
 	// named, the identity that signed it) and why.
 	Cancel *events.RunCancelRequestedData `json:"cancel,omitempty"`
