@@ -15,6 +15,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // A routine's ticks are decided in key routine.<name> of orbit_leases by
@@ -233,6 +234,9 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 			}
 			return time.Time{}, err
 		}
+		// Decided, not carried out: the next read of the key does that,
+		// here or on the engine that reads it next.
+		failpoint.Hit("routine-after-decision")
 	}
 	return s.cfg.Now().Add(s.cfg.Poll), nil
 }
