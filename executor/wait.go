@@ -43,6 +43,12 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
 	}
 	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
+	if _, started := x.hist.get(startedID); !started {
+		x.waitUnpaused(ctx)
+		if x.isCancelled() {
+			return failedResult(key, x.cancelFailure(key))
+		}
+	}
 	info, err := x.startWait(ctx, sc, st.Wait, key, attempt, startedID)
 	if err != nil {
 		return failedResult(key, internal(ctx, err))
