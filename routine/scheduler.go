@@ -216,6 +216,9 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 			}
 			continue
 		}
+		if err := s.timeOut(ctx, r, st, now); err != nil {
+			return time.Time{}, err
+		}
 		if st.Paused {
 			return time.Time{}, nil
 		}
@@ -239,6 +242,24 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 		failpoint.Hit("routine-after-decision")
 	}
 	return s.cfg.Now().Add(s.cfg.Poll), nil
+}
+
+// timeOut asks the routine's last run to cancel once timeout_minutes have
+// passed since its tick and it is still live. The cancel's id derives
+// from the run, so engines that ask together record one.
+func (s *Scheduler) timeOut(ctx context.Context, r *Routine, st State, now time.Time) error {
+	limit := time.Duration(r.TimeoutMinutes) * time.Minute
+	if limit == 0 || st.LastRun == "" || now.Sub(st.LastFire) < limit {
+		return nil
+	}
+	live, err := Live(ctx, s.cfg.Log, st.LastRun)
+	if err != nil || !live {
+		return err
+	}
+	return executor.RequestCancelOf(ctx, s.cfg.Log, st.LastRun, events.RunCancelRequestedData{
+		Requester: "routine:" + r.Name,
+		Reason:    fmt.Sprintf("the routine's timeout_minutes (%d) passed", r.TimeoutMinutes),
+	})
 }
 
 // dueTicks returns the last tick of sched after last and not after now, and

@@ -238,3 +238,31 @@ func TestADecisionIsCarriedOutByTheNextEngine(t *testing.T) {
 	require.Len(t, runs, 1)
 	assert.Equal(t, routine.TickRunID("r", tick), runs[0].RunID)
 }
+
+// TestTimeoutCancelsALiveRun: once timeout_minutes have passed since its
+// tick, the routine's run, still live, is asked to cancel, once.
+func TestTimeoutCancelsALiveRun(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 * * * * *'}\n  target: job:tick\n  policy: {timeout_minutes: 2}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 2)
+	g.tick(r)
+	g.clock.set(at("2026-11-28T16:01:00.5Z"))
+	g.tick(r)
+	run := g.requested(1)[0].RunID
+	cancels := func() []events.Event {
+		evs, err := g.log.Read(testkit.Context(t), events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, run, events.RunCancelRequested)}})
+		require.NoError(t, err)
+		return evs
+	}
+	g.clock.set(at("2026-11-28T16:02:59Z"))
+	g.tick(r)
+	assert.Empty(t, cancels(), "within its timeout")
+	g.clock.set(at("2026-11-28T16:03:01Z"))
+	g.tick(r)
+	evs := cancels()
+	require.Len(t, evs, 1)
+	var d events.RunCancelRequestedData
+	require.NoError(t, evs[0].Decode(&d))
+	assert.Equal(t, "routine:r", d.Requester)
+	assert.Contains(t, d.Reason, "timeout_minutes (2)")
+}

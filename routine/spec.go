@@ -49,10 +49,11 @@ type Routine struct {
 	// Job is the name of the job of target: job:<name>.
 	Job   string         `json:"job"`
 	Input map[string]any `json:"input,omitempty"`
-	// TimeoutMinutes (0: none) cancels a run that runs longer.
+	// TimeoutMinutes (0: none) cancels a run still live this long after
+	// its tick.
 	TimeoutMinutes int `json:"timeout_minutes,omitempty"`
-	// Retries is how many times a failed run is retried, BackoffMinutes
-	// apart (orbit run retry of the failed run).
+	// Retries and BackoffMinutes are the upstream retry policy, read and
+	// shown; the scheduler does not retry failed runs.
 	Retries        int `json:"retries,omitempty"`
 	BackoffMinutes int `json:"backoff_minutes,omitempty"`
 	// Overlap is Forbid (the default) or Allow.
