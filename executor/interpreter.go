@@ -63,6 +63,9 @@ type interpreter struct {
 	// each step attempt's own, to what the step runs (TRACEPARENT).
 	traceparent string
 
+	// pauses are the run's pauses (see pause.go).
+	pauses *pauses
+
 	// encoded keeps steps' outputs as recorded, for the payloads that
 	// hold them again (a fan-in, run.finished).
 	encoded encodedOutputs
@@ -73,7 +76,7 @@ func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
 	if root == "" {
 		root = rc.id
 	}
-	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, traceparent: rc.traceparent, cancelled: make(chan struct{})}
+	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, traceparent: rc.traceparent, cancelled: make(chan struct{}), pauses: newPauses()}
 }
 
 // run interprets the run to its end and records run.finished. It returns
@@ -159,6 +162,7 @@ func (x *interpreter) run(ctx context.Context) error {
 
 // observe is called for every event of the run as it arrives.
 func (x *interpreter) observe(ev events.Event) {
+	x.pauses.observe(ev)
 	if ev.Type != events.RunCancelRequested {
 		return
 	}

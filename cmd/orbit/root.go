@@ -85,6 +85,7 @@ nothing and re-runs nothing that finished.`,
 		a.mcpCommand(),
 		a.gcCommand(),
 		a.doctorCommand(),
+		a.routineCommand(),
 	)
 	refuseUnknownSubcommands(cmd)
 	return cmd
