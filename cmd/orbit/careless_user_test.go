@@ -1,0 +1,54 @@
+package main_test
+
+import (
+	"os/exec"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestRunOfAJobInABrokenFileNamesTheFile runs a job whose file is not
+// YAML: the catalog cannot tell which job the file meant to define, so the
+// refusal must name the file, its line and the reason rather than only say
+// the job is not found.
+func TestRunOfAJobInABrokenFileNamesTheFile(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	file := p.WriteFile(".orbit/jobs/bad.yaml", "schemaVersion: 2\nkind: Job\nmetadata: {name: bad}\nspec:\n  steps:\n    - id: a\n      spec: {type: shell, program: echo, args: [x}\n")
+
+	r := p.Orbit("run", "bad")
+	require.Equal(t, 2, r.Code, r.String())
+	assert.Empty(t, r.Stdout)
+	assert.Contains(t, r.Stderr, `job "bad" not found`)
+	assert.Regexp(t, regexp.QuoteMeta(file)+`:\d+: invalid YAML`, r.Stderr)
+}
+
+// TestTaskOnARepositoryWithNoCommitIsRefused creates Groundhog tasks on a
+// repository whose current branch has no commit yet: every attempt starts
+// from the task branch's last commit, so the task is refused at once (exit
+// 2, naming the workspace and the branch) rather than accepted and failed
+// at its first attempt.
+func TestTaskOnARepositoryWithNoCommitIsRefused(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	repo := t.TempDir()
+	git := exec.Command("git", "init", "--quiet", "--initial-branch=trunk", repo)
+	out, err := git.CombinedOutput()
+	require.NoError(t, err, string(out))
+	plan := p.WriteFile("plan.yaml", "checkpoints:\n  - id: a\n    spec: Add a.\n    success_criteria:\n      - {kind: file_exists, path: a}\n")
+
+	for _, args := range [][]string{
+		{"task", "create", "--title", "A", "--plan", plan, "--workspace", repo},
+		{"task", "add", "--title", "A", "--checkpoint-plan", plan, "--workspace", repo},
+	} {
+		r := p.Orbit(args...)
+		assert.Equal(t, 2, r.Code, "%v\n%s", args, r)
+		assert.Empty(t, r.Stdout, "%v creates no task", args)
+		assert.Contains(t, r.Stderr, repo, args)
+		assert.Contains(t, r.Stderr, "trunk has no commit yet", args)
+	}
+}
