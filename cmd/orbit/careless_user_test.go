@@ -1,9 +1,12 @@
 package main_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,4 +54,29 @@ func TestTaskOnARepositoryWithNoCommitIsRefused(t *testing.T) {
 		assert.Contains(t, r.Stderr, repo, args)
 		assert.Contains(t, r.Stderr, "trunk has no commit yet", args)
 	}
+}
+
+// TestTheLogsStoreRemovedStopsTheEngine removes .orbit/state/nats under a
+// running engine, as docs/durability.md's faults table says a careless
+// rm -rf may: the engine must stop within seconds rather than go on
+// acknowledging runs into files that are gone, and the next command is
+// refused as for any lost log (exit 3).
+func TestTheLogsStoreRemovedStopsTheEngine(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	pid := p.EnginePID()
+	require.NotZero(t, pid)
+
+	store := filepath.Join(p.Root, ".orbit", "state", "nats")
+	require.NoError(t, os.RemoveAll(store))
+	require.True(t, testkit.WaitGone(pid, 15*time.Second), "the engine stopped")
+	log, err := os.ReadFile(filepath.Join(p.Root, ".orbit", "state", "engine.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), store+" was removed")
+
+	r = p.Orbit("run", "history")
+	assert.Equal(t, 3, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "the event log was lost or replaced")
 }
