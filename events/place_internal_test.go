@@ -47,13 +47,19 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := l.events.CachedInfo().Config
-	cfg.Duplicates = 100 * time.Millisecond
-	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
 	// The server forgets ids past the window on a timer of its own: a
-	// copy is dropped as a duplicate until it has.
+	// copy is dropped as a duplicate until it has. An update of the window
+	// sets that timer to fire at once, which may be before the update has
+	// set the new window: that purge keeps every id for the old window (two
+	// minutes) and sets the timer by it. A second update, made once the
+	// first has returned, fires the purge again with a short window.
+	cfg := l.events.CachedInfo().Config
+	for _, window := range []time.Duration{200 * time.Millisecond, 100 * time.Millisecond} {
+		cfg.Duplicates = window
+		if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	hdr := nats.Header{MACHeader: orig.Header.Values(MACHeader), jetstream.MsgIDHeader: orig.Header.Values(jetstream.MsgIDHeader)}
 	var ack *jetstream.PubAck
 	time.Sleep(time.Second)
