@@ -38,8 +38,14 @@ const claudeCodeProvider = "claude_code"
 // prompt, and nothing outside the allowlist runs.
 func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
 	args := append([]string(nil), cfg.Spec.Args...)
-	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages",
-		"--no-session-persistence", "--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
+	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages")
+	switch {
+	case cfg.Resume != "":
+		args = append(args, "--resume="+cfg.Resume, "--fork-session")
+	case !cfg.Persist:
+		args = append(args, "--no-session-persistence")
+	}
+	args = append(args, "--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
 	if len(grant.Allowed) > 0 {
 		args = append(args, "--allowedTools="+strings.Join(grant.Allowed, ","))
 	}
@@ -183,6 +189,8 @@ type ccRecord struct {
 	APIMessageID string          `json:"api_message_id"`
 	// assistant, user
 	Message json.RawMessage `json:"message"`
+	// system/init and result: the session's id
+	SessionID string `json:"session_id"`
 	// system/permission_denied (message is then a string)
 	ToolName  string `json:"tool_name"`
 	ToolUseID string `json:"tool_use_id"`
@@ -262,6 +270,9 @@ func (s *claudeStream) line(ctx context.Context, line []byte) {
 		// Tool results: the model's turn is over, the next not yet asked.
 		s.checkBudget()
 	case "system":
+		if rec.Subtype == "init" && s.cfg.persist() {
+			s.out.CLISession = rec.SessionID
+		}
 		if rec.Subtype == "permission_denied" {
 			var reason string
 			_ = json.Unmarshal(rec.Message, &reason)
@@ -270,6 +281,9 @@ func (s *claudeStream) line(ctx context.Context, line []byte) {
 	case "result":
 		var res ccResult
 		if err := json.Unmarshal(line, &res); err == nil {
+			if rec.SessionID != "" && s.cfg.persist() {
+				s.out.CLISession = rec.SessionID
+			}
 			s.result = &res
 			if s.err = s.flush(ctx); s.err == nil {
 				s.err = s.finish(ctx)

@@ -90,6 +90,16 @@ type CLIConfig struct {
 	// record says whether it did. Nil runs it as the engine's other
 	// programs run.
 	Sandbox *sandbox.Policy
+	// Persist keeps a claude_code or codex agent's session on disk, in the
+	// agent's own home, so that a later invocation may continue it: the
+	// outcome's CLISession names it.
+	Persist bool
+	// Resume, when set, is the session a claude_code or codex agent
+	// continues (a CLISession of an invocation before). It is forked, not
+	// appended to: the session named stays as it was, so an invocation cut
+	// short and run again continues from the same point, and a new one is
+	// kept (implies Persist).
+	Resume string
 }
 
 // CLIMCP is an MCP server an agent is given. Claude Code reads it from
@@ -492,4 +502,9 @@ func lastLines(stdout, stderr []byte) string {
 		return l
 	}
 	return proc.LastLine(stdout)
+}
+
+// persist reports whether the agent keeps its session on disk.
+func (cfg *CLIConfig) persist() bool {
+	return cfg.Persist || cfg.Resume != ""
 }

@@ -102,6 +102,9 @@ type Outcome struct {
 	Transcript []Message `json:"-"`
 	// TerminalCall is the terminal tool call that ended the session.
 	TerminalCall *Call `json:"-"`
+	// CLISession is the CLI agent's own session (Claude Code's session id,
+	// Codex's thread id) when it kept one on disk (CLIConfig.Persist).
+	CLISession string `json:"-"`
 }
 
 // Positioner is implemented by providers that read from a script (replay),
