@@ -36,7 +36,7 @@ const claudeCodeProvider = "claude_code"
 // use that no --allowedTools rule allows, and --tools offers only the
 // built-in tools the allowlist maps to: no step can wait on a permission
 // prompt, and nothing outside the allowlist runs.
-func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
+func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookURL string) []string {
 	args := append([]string(nil), cfg.Spec.Args...)
 	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages")
 	switch {
@@ -45,7 +45,8 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
 	case !cfg.Persist:
 		args = append(args, "--no-session-persistence")
 	}
-	args = append(args, "--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
+	args = append(args, "--settings="+claudeCodeHookSettings(hookURL),
+		"--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
 	if len(grant.Allowed) > 0 {
 		args = append(args, "--allowedTools="+strings.Join(grant.Allowed, ","))
 	}
@@ -63,6 +64,46 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
 		args = append(args, "--mcp-config="+cfg.MCP.ConfigPath, "--strict-mcp-config")
 	}
 	return args
+}
+
+// claudeCodeWrites are the Claude Code tools that write a file, and the
+// field of their input that names it.
+var claudeCodeWrites = map[string]string{"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+
+// closedByVerb is the hook's reason for a call made once a terminal verb
+// has closed the session.
+const closedByVerb = "the session is over: a terminal verb closed it, and nothing more may run"
+
+// claudeCodeDecision decides each call Claude Code's PreToolUse hook asks
+// about, before the tool runs: nothing once the session is closed (a
+// terminal verb was called), nothing outside the allowlist, and no write
+// the workspace's filesystem profile refuses (outside the workspace, in
+// .git/ or .orbit/, or outside its write globs). Claude Code's own
+// permission rules still apply to what the hook lets through.
+func claudeCodeDecision(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) func(hookRequest) string {
+	tc := &ToolContext{Workspace: cfg.Workspace, Profile: DefaultProfile}
+	if cfg.Profile != nil {
+		tc.Profile = *cfg.Profile
+	}
+	return func(req hookRequest) string {
+		if closed(cfg.Stop) {
+			return closedByVerb
+		}
+		orbit, ok := grant.Orbit[req.ToolName]
+		if !ok {
+			return "not in the allowlist: Orbit granted Claude Code no " + req.ToolName
+		}
+		if field, ok := claudeCodeWrites[req.ToolName]; ok {
+			var in map[string]any
+			_ = json.Unmarshal(req.ToolInput, &in)
+			path, _ := in[field].(string)
+			if path == "" {
+				return "no " + field + " in the call"
+			}
+			return writePathDenial(tc, orbit, path)
+		}
+		return ""
+	}
 }
 
 // grantMCP adds an MCP server's tools to a grant: allowed by name, and
@@ -99,7 +140,9 @@ type claudeStream struct {
 	// stops the agent.
 	deny func(*DeniedError)
 	// halt stops the agent when its run's budget is spent (spent says so).
-	halt  func(error)
+	halt func(error)
+	// hook is the PreToolUse hook's record of what it denied.
+	hook  *preToolHook
 	used  Usage
 	spent error
 
@@ -467,10 +510,13 @@ func (s *claudeStream) denial(ctx context.Context, id, tool, reason string) erro
 		return nil
 	}
 	c.denied = true
-	onDenial := s.cfg.OnDenial
-	if onDenial == "" {
-		onDenial = OnDenialTerminate
+	// The hook's reason is what the agent was told; a call the hook denied
+	// never ran, and the hook's answer ends the session by itself.
+	hooked := false
+	if r, ok := s.hook.reason(id); ok {
+		reason, hooked = r, true
 	}
+	onDenial := s.cfg.onDenial()
 	if err := s.emit(ctx, events.ToolDenied, events.ToolDeniedData{
 		Attempt: s.cfg.Attempt, Turn: c.turn, ToolUseID: id, Name: s.orbitName(tool), AgentTool: tool,
 		Reason: capText(reason, textCap), OnDenial: onDenial,
@@ -481,7 +527,29 @@ func (s *claudeStream) denial(ctx context.Context, id, tool, reason string) erro
 		s.denied = &DeniedError{Tool: s.orbitName(tool), Reason: capText(reason, 200)}
 		if onDenial == OnDenialTerminate {
 			s.out.StopReason = StopDenied
-			s.deny(s.denied)
+			if !hooked {
+				s.deny(s.denied)
+			}
+		}
+	}
+	return nil
+}
+
+// hookDenials records the calls the hook denied that nothing else has
+// recorded yet (the session ended before their results were printed).
+func (s *claudeStream) hookDenials(ctx context.Context) error {
+	if s.hook == nil {
+		return nil
+	}
+	ids := s.hook.ids()
+	slices.Sort(ids)
+	for _, id := range ids {
+		name := id
+		if c := s.calls[id]; c != nil {
+			name = c.name
+		}
+		if err := s.denial(ctx, id, name, ""); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -506,7 +574,7 @@ func (s *claudeStream) user(ctx context.Context, raw json.RawMessage, rejected m
 			continue
 		}
 		out := toolResultText(b.Content)
-		if rejected[b.ToolUseID] {
+		if _, hooked := s.hook.reason(b.ToolUseID); rejected[b.ToolUseID] || hooked {
 			if err := s.denial(ctx, b.ToolUseID, c.name, out); err != nil {
 				return err
 			}
@@ -561,6 +629,9 @@ func (s *claudeStream) finish(ctx context.Context) error {
 	// Turns are the model messages read, not the result's num_turns, which
 	// counts a message printed as several records several times.
 	s.out.FinalMessage, s.out.Usage, s.out.CostUSD = res.Result, res.Usage.usage(), res.TotalCostUSD
+	if err := s.hookDenials(ctx); err != nil {
+		return err
+	}
 	for _, d := range res.PermissionDenials {
 		if err := s.denial(ctx, d.ToolUseID, d.ToolName, "denied by Claude Code's permissions"); err != nil {
 			return err
@@ -577,6 +648,9 @@ func (s *claudeStream) outcome(ctx context.Context, tail string) (*Outcome, erro
 	if s.err == nil {
 		// A stream cut short: what was read is recorded all the same.
 		s.err = s.flush(ctx)
+	}
+	if s.err == nil {
+		s.err = s.hookDenials(ctx)
 	}
 	out := s.out
 	if s.err != nil {

@@ -90,6 +90,9 @@ type CLIConfig struct {
 	// record says whether it did. Nil runs it as the engine's other
 	// programs run.
 	Sandbox *sandbox.Policy
+	// Profile bounds where a claude_code agent's file tools may write,
+	// checked by its PreToolUse hook (nil: DefaultProfile).
+	Profile *FSProfile
 	// Persist keeps a claude_code or codex agent's session on disk, in the
 	// agent's own home, so that a later invocation may continue it: the
 	// outcome's CLISession names it.
@@ -155,9 +158,18 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		if cfg.MCP != nil {
 			grant = grantMCP(grant, cfg.MCP)
 		}
-		args, stdin = claudeCodeArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
+		// A denial ends the session under on_denial terminate, and any
+		// call once a terminal verb has closed it.
+		hook, err := startPreToolHook(claudeCodeDecision(&cfg, grant), func() bool {
+			return cfg.onDenial() == OnDenialTerminate || closed(cfg.Stop)
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer hook.close()
+		args, stdin = claudeCodeArgs(&cfg, grant, hook.url), []byte(cfg.Envelope.Prompt)
 		cs := newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
-		cs.halt = stopAgent
+		cs.halt, cs.hook = stopAgent, hook
 		stream = cs
 	case OutputCodex:
 		grant, err := assets.CodexGrant(cfg.Envelope.Tools)
@@ -507,4 +519,13 @@ func lastLines(stdout, stderr []byte) string {
 // persist reports whether the agent keeps its session on disk.
 func (cfg *CLIConfig) persist() bool {
 	return cfg.Persist || cfg.Resume != ""
+}
+
+// onDenial is what a denial does: OnDenialTerminate unless the step said
+// otherwise.
+func (cfg *CLIConfig) onDenial() string {
+	if cfg.OnDenial == "" {
+		return OnDenialTerminate
+	}
+	return cfg.OnDenial
 }

@@ -363,6 +363,10 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 	if err != nil {
 		return nil, err
 	}
+	profile, err := a.w.profile(spec.FSProfile)
+	if err != nil {
+		return nil, err
+	}
 	out, err := agent.RunCLI(ctx, agent.CLIConfig{
 		Executor: name,
 		Spec:     *spec.ExecutorSpec,
@@ -381,6 +385,7 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		OnDenial:        spec.OnDenial,
 		Budget:          budget,
 		Sandbox:         a.w.cfg.AgentSandbox,
+		Profile:         &profile,
 		Persist:         a.cmd.Session != "",
 		Resume:          resume,
 	})
