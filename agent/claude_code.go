@@ -72,7 +72,7 @@ var claudeCodeWrites = map[string]string{"Write": "file_path", "Edit": "file_pat
 
 // closedByVerb is the hook's reason for a call made once a terminal verb
 // has closed the session.
-const closedByVerb = "the session is over: a terminal verb closed it, and nothing more may run"
+const closedByVerb = "called after the session was closed by a terminal verb: refused by the PreToolUse hook before it ran"
 
 // claudeCodeDecision decides each call Claude Code's PreToolUse hook asks
 // about, before the tool runs: nothing once the session is closed (a
