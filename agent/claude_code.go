@@ -60,10 +60,12 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookURL st
 	if cfg.MaxTurns > 0 {
 		args = append(args, "--max-turns="+strconv.Itoa(cfg.MaxTurns))
 	}
+	// --strict-mcp-config: no MCP server of the user's or the project's
+	// configuration is started, only Orbit's (when it gives one).
 	if cfg.MCP != nil {
-		args = append(args, "--mcp-config="+cfg.MCP.ConfigPath, "--strict-mcp-config")
+		args = append(args, "--mcp-config="+cfg.MCP.ConfigPath)
 	}
-	return args
+	return append(args, "--strict-mcp-config")
 }
 
 // claudeCodeWrites are the Claude Code tools that write a file, and the

@@ -3,12 +3,14 @@ package executor_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
@@ -76,4 +78,34 @@ func TestClaudeCodeHookDenialUnderContinueTellsTheModel(t *testing.T) {
 	reqs := srv.Scripted()
 	require.Len(t, reqs, 2)
 	assert.Contains(t, string(reqs[1].Raw), "docs_writer", "the model was told the hook's reason")
+}
+
+// TestClaudeCodeStartsNoMCPServerOfTheUsers: an MCP server in the user's
+// Claude Code configuration is not started (--strict-mcp-config): only
+// Orbit's, when it gives one, is.
+func TestClaudeCodeStartsNoMCPServerOfTheUsers(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewAnthropicServer(t, testkit.Turn{Text: "nothing to do"})
+	env := testkit.ClaudeEnv(t, srv)
+	var configDir string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+			configDir = v
+		}
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	require.NoError(t, os.MkdirAll(configDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(configDir, ".claude.json"), []byte(`{"mcpServers": {"users": {"type": "stdio", "command": "sh", "args": ["-c", "touch `+started+`; sleep 30"]}}}`), 0o644))
+	job := cliAgentJob(t, cliAgent{job: "claude_code_agent", executor: "claude", model: claudeTestModel,
+		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: env}, writeForAMinute)
+	_, fin := runJob(t, log, job, nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.NoFileExists(t, started, "the user's MCP server was not started")
+	for _, r := range srv.Requests() {
+		for _, tool := range r.Tools {
+			assert.NotContains(t, tool, "mcp__users", "its tools are not offered")
+		}
+	}
 }
