@@ -60,6 +60,9 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookURL st
 	if cfg.MaxTurns > 0 {
 		args = append(args, "--max-turns="+strconv.Itoa(cfg.MaxTurns))
 	}
+	if cfg.ResponseSchema != "" {
+		args = append(args, "--json-schema="+cfg.ResponseSchema)
+	}
 	// --strict-mcp-config: no MCP server of the user's or the project's
 	// configuration is started, only Orbit's (when it gives one).
 	if cfg.MCP != nil {
@@ -71,6 +74,11 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookURL st
 // claudeCodeWrites are the Claude Code tools that write a file, and the
 // field of their input that names it.
 var claudeCodeWrites = map[string]string{"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+
+// claudeStructuredOutput is the tool through which Claude Code's model
+// gives the answer --json-schema asks for: no Orbit tool, and not a call
+// the session records, but its answer (the result's structured_output).
+const claudeStructuredOutput = "StructuredOutput"
 
 // closedByVerb is the hook's reason for a call made once a terminal verb
 // has closed the session.
@@ -90,6 +98,9 @@ func claudeCodeDecision(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) func(h
 	return func(req hookRequest) string {
 		if closed(cfg.Stop) {
 			return closedByVerb
+		}
+		if req.ToolName == claudeStructuredOutput && cfg.ResponseSchema != "" {
+			return ""
 		}
 		orbit, ok := grant.Orbit[req.ToolName]
 		if !ok {
@@ -259,6 +270,7 @@ type ccResult struct {
 	TotalCostUSD      float64                    `json:"total_cost_usd"`
 	Usage             ccUsage                    `json:"usage"`
 	ModelUsage        map[string]json.RawMessage `json:"modelUsage"`
+	StructuredOutput  json.RawMessage            `json:"structured_output"`
 	PermissionDenials []struct {
 		ToolName  string `json:"tool_name"`
 		ToolUseID string `json:"tool_use_id"`
@@ -360,6 +372,9 @@ func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error
 	}
 	for _, b := range m.Content {
 		if b.Type != "tool_use" {
+			continue
+		}
+		if b.Name == claudeStructuredOutput && s.cfg.ResponseSchema != "" {
 			continue
 		}
 		s.calls[b.ID] = &ccCall{name: b.Name, input: b.Input, turn: s.turn, at: time.Now()}
@@ -631,6 +646,9 @@ func (s *claudeStream) finish(ctx context.Context) error {
 	// Turns are the model messages read, not the result's num_turns, which
 	// counts a message printed as several records several times.
 	s.out.FinalMessage, s.out.Usage, s.out.CostUSD = res.Result, res.Usage.usage(), res.TotalCostUSD
+	if len(res.StructuredOutput) > 0 {
+		_ = json.Unmarshal(res.StructuredOutput, &s.out.Response)
+	}
 	if err := s.hookDenials(ctx); err != nil {
 		return err
 	}

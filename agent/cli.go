@@ -93,6 +93,10 @@ type CLIConfig struct {
 	// Profile bounds where a claude_code agent's file tools may write,
 	// checked by its PreToolUse hook (nil: DefaultProfile).
 	Profile *FSProfile
+	// ResponseSchema, when set, is the JSON Schema of the answer a
+	// claude_code agent must give through its StructuredOutput tool
+	// (--json-schema); the outcome's Response is that answer.
+	ResponseSchema string
 	// Persist keeps a claude_code or codex agent's session on disk, in the
 	// agent's own home, so that a later invocation may continue it: the
 	// outcome's CLISession names it.

@@ -109,3 +109,25 @@ func TestClaudeCodeStartsNoMCPServerOfTheUsers(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeCodeResponseEnvelopeIsItsStructuredOutput: a step that
+// requires a response envelope asks Claude Code for an answer in a JSON
+// Schema (--json-schema): the model gives it through Claude Code's
+// StructuredOutput tool, and output.response is that answer, whatever the
+// final text says.
+func TestClaudeCodeResponseEnvelopeIsItsStructuredOutput(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewAnthropicServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_answer", Name: "StructuredOutput", Input: map[string]any{"verdict": "ok", "count": 2}}}},
+		testkit.Turn{Text: "I have answered."})
+	runID, fin := runJob(t, log, claudeCodeJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	out := fin.Output.(map[string]any)
+	assert.Equal(t, map[string]any{"verdict": "ok", "count": float64(2)}, out["response"])
+	assert.Contains(t, srv.Scripted()[0].Tools, "StructuredOutput")
+	evs := history(t, log, runID)
+	assert.Empty(t, ofType(evs, events.ToolDenied), "the answer is no call outside the allowlist")
+	assert.Empty(t, ofType(evs, events.ToolCalled), "nor a tool call")
+}

@@ -386,6 +386,7 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		Budget:          budget,
 		Sandbox:         a.w.cfg.AgentSandbox,
 		Profile:         &profile,
+		ResponseSchema:  responseSchema(spec),
 		Persist:         a.cmd.Session != "",
 		Resume:          resume,
 	})
@@ -450,4 +451,15 @@ func taskEnv(input any, task *TaskBinding) []string {
 	}
 	id, _ := inputString(input, "task_id")
 	return append(os.Environ(), EnvTaskID+"="+id, EnvTaskToken+"="+task.Token)
+}
+
+// responseSchema is the schema a claude_code agent's answer is asked in
+// when the step requires a response envelope: any JSON object. Claude
+// Code then answers through its StructuredOutput tool, checked against
+// it, rather than in text Orbit has to parse.
+func responseSchema(spec *assets.ActivitySpec) string {
+	if !spec.RequireResponseEnvelope || spec.ExecutorSpec.Output != agent.OutputClaudeCode {
+		return ""
+	}
+	return `{"type":"object"}`
 }
