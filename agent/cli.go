@@ -55,7 +55,7 @@ type CLIConfig struct {
 	Spec      assets.ExecutorSpec
 	Envelope  Envelope
 	Workspace string
-	Env       []string      // nil: the engine's environment
+	Env       []string      // what the agent's environment is taken from (AgentEnviron); nil: the engine's
 	Timeout   time.Duration // wall-clock limit (0: none but ctx)
 	Attempt   int
 	Emitter   Emitter
@@ -200,10 +200,14 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	cmd.Dir = cfg.Workspace
 	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.Env = cfg.Env
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
+	// The agent's environment is built from an allowlist, whatever the
+	// engine's holds (AgentEnviron); the executor's env and the MCP
+	// server's are given as written.
+	base := cfg.Env
+	if base == nil {
+		base = os.Environ()
 	}
+	cmd.Env = AgentEnviron(base, cfg.Spec.Pass)
 	for _, k := range slices.Sorted(maps.Keys(cfg.Spec.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+cfg.Spec.Env[k])
 	}
