@@ -68,7 +68,7 @@ func (w *Worker) runGroundhog(ctx context.Context, cmd *stepCommand) (any, error
 		return out, nil
 	case events.GroundhogBudgetExhausted:
 		return nil, fail(events.KindBudget, false, "task %s %s: %s", taskID, res.State, res.Message)
-	case events.GroundhogBlocked, events.GroundhogDrifted:
+	case events.GroundhogBlocked, events.GroundhogDrifted, events.GroundhogBaselineRed:
 		return nil, fail(events.KindActivity, false, "task %s %s: %s", taskID, res.State, res.Message)
 	}
 	return nil, fail(events.KindActivity, false, "task %s: %s", taskID, res.Message)
