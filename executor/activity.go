@@ -30,6 +30,7 @@ func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, k
 			return x.outcome(key, ev)
 		}
 	} else {
+		x.waitUnpaused(ctx)
 		if x.isCancelled() {
 			return nil, x.cancelFailure(key)
 		}

@@ -124,6 +124,7 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 			return childID, wait, 0, err
 		}
 	} else {
+		x.waitUnpaused(ctx)
 		if x.isCancelled() {
 			return "", false, 0, &failure{info: *x.cancelFailure(key)}
 		}

@@ -60,6 +60,9 @@ type interpreter struct {
 	cancelMsg  string
 	cancelTree string // the tree cancel it is part of, passed on to children
 
+	// pauses are the run's pauses (see pause.go).
+	pauses *pauses
+
 	// encoded keeps steps' outputs as recorded, for the payloads that
 	// hold them again (a fan-in, run.finished).
 	encoded encodedOutputs
@@ -70,7 +73,7 @@ func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
 	if root == "" {
 		root = rc.id
 	}
-	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, cancelled: make(chan struct{})}
+	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, cancelled: make(chan struct{}), pauses: newPauses()}
 }
 
 // run interprets the run to its end and records run.finished. It returns
@@ -156,6 +159,7 @@ func (x *interpreter) run(ctx context.Context) error {
 
 // observe is called for every event of the run as it arrives.
 func (x *interpreter) observe(ev events.Event) {
+	x.pauses.observe(ev)
 	if ev.Type != events.RunCancelRequested {
 		return
 	}

@@ -43,6 +43,12 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
 	}
 	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
+	if _, started := x.hist.get(startedID); !started {
+		x.waitUnpaused(ctx)
+		if x.isCancelled() {
+			return failedResult(key, x.cancelFailure(key))
+		}
+	}
 	info, err := x.startWait(ctx, sc, st.Wait, key, attempt, startedID)
 	if err != nil {
 		return failedResult(key, internal(ctx, err))
@@ -59,9 +65,10 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 	}()
 	wctx := cctx
 	if info.Deadline != nil {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadlineCause(wctx, *info.Deadline, errWaitTimedOut)
-		defer cancel()
+		var cancel context.CancelCauseFunc
+		wctx, cancel = context.WithCancelCause(wctx)
+		defer cancel(nil)
+		go x.timeOut(wctx, cancel, info)
 	}
 	sigID := signalID(x.runID, key, attempt)
 	ev, err := x.hist.wait(wctx, sigID)
@@ -109,7 +116,7 @@ func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, 
 // signalled finishes a gate with the signal's data, or with a timeout when
 // the signal was recorded after the deadline.
 func (x *interpreter) signalled(ctx context.Context, key string, attempt int, info events.WaitInfo, ev events.Event) (assets.StepResult, *events.ErrorInfo) {
-	if info.Deadline != nil && ev.Time.After(*info.Deadline) {
+	if info.Deadline != nil && x.pastDeadline(info, ev.Time) {
 		failed := timedOut(key, info)
 		if err := x.recordFinished(ctx, key, attempt, stepEventID(events.StepStarted, x.runID, key, attempt), assets.StepResult{}, failed); err != nil {
 			return failedResult(key, internal(ctx, err))
@@ -125,6 +132,46 @@ func (x *interpreter) signalled(ctx context.Context, key string, attempt int, in
 		return failedResult(key, internal(ctx, err))
 	}
 	return res, nil
+}
+
+// waitStart is when a gate with a deadline began waiting.
+func waitStart(info events.WaitInfo) time.Time {
+	return info.Deadline.Add(-time.Duration(info.TimeoutSeconds) * time.Second)
+}
+
+// timeOut cancels ctx with errWaitTimedOut once the gate's deadline,
+// extended by the run's paused time (see pauses.deadline), has passed.
+func (x *interpreter) timeOut(ctx context.Context, cancel context.CancelCauseFunc, info events.WaitInfo) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		_, changed := x.pauses.paused()
+		d, ok := x.pauses.deadline(*info.Deadline, waitStart(info))
+		var fire <-chan time.Time
+		if ok {
+			timer.Reset(time.Until(d))
+			fire = timer.C
+		}
+		select {
+		case <-fire:
+			cancel(errWaitTimedOut)
+			return
+		case <-changed:
+			if ok && !timer.Stop() {
+				<-timer.C
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pastDeadline reports whether a signal recorded at t came after the
+// gate's deadline, extended by the run's paused time.
+func (x *interpreter) pastDeadline(info events.WaitInfo, t time.Time) bool {
+	d, ok := x.pauses.deadline(*info.Deadline, waitStart(info))
+	return ok && t.After(d)
 }
 
 func timedOut(key string, info events.WaitInfo) *events.ErrorInfo {
