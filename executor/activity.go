@@ -6,7 +6,6 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // cancelWait bounds how long a cancelled run waits for its running
@@ -19,11 +18,11 @@ const cancelWait = killGrace + 5*time.Second
 // activities get theirs this way).
 func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (any, *events.ErrorInfo) {
 	finishedID := stepEventID(events.StepFinished, x.runID, key, n)
-	if ev, ok := x.hist.get(finishedID); ok {
+	if ev, ok := x.hist.Get(finishedID); ok {
 		return x.outcome(key, ev)
 	}
 	startedID := stepEventID(events.StepStarted, x.runID, key, n)
-	if _, ok := x.hist.get(startedID); ok {
+	if _, ok := x.hist.Get(startedID); ok {
 		if ev, done, err := x.redispatch(ctx, sc, st, key, n, input); err != nil {
 			return nil, internal(ctx, err)
 		} else if done {
@@ -62,12 +61,12 @@ func (x *interpreter) waitFinished(ctx context.Context, id string) (*events.Even
 			return
 		}
 		select {
-		case <-time.After(cancelWait):
+		case <-x.host.After(cancelWait):
 			cancel()
 		case <-wctx.Done():
 		}
 	}()
-	ev, err := x.hist.wait(wctx, id)
+	ev, err := x.waitFor(wctx, id)
 	if err != nil {
 		if ctx.Err() == nil && x.isCancelled() {
 			return nil, nil
@@ -93,7 +92,7 @@ func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 		return failed, x.recordFinished(ctx, key, n, sc.parent, assets.StepResult{}, failed)
 	}
 	takeTurn(ctx)
-	started, err := x.o.cfg.Log.AppendAsync(ctx, events.Event{
+	started, err := x.host.AppendAsync(ctx, events.Event{
 		ID: cmd.StartedID, Type: events.StepStarted, RunID: x.runID, Job: x.job.Name, StepKey: key, ParentID: sc.parent,
 	}, events.StepStartedData{Attempt: n, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input})
 	passTurn(ctx)
@@ -102,19 +101,19 @@ func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 	}
 	send := true
 	if x.resumed {
-		pending, err := x.o.cfg.Log.Pending(ctx, stepCommandName(cmd.Activity.Type, x.runID, key, n))
+		pending, err := x.host.Queued(ctx, stepCommandName(cmd.Activity.Type, x.runID, key, n))
 		if err != nil {
 			return nil, err
 		}
 		send = !pending
 	}
 	if send {
-		if err := x.send(ctx, cmd); err != nil {
+		if err := x.host.Send(ctx, cmd); err != nil {
 			return nil, err
 		}
 	}
 	_, err = started.Wait(ctx)
-	failpoint.Hit("orchestrator-after-dispatch")
+	x.host.Failpoint("orchestrator-after-dispatch")
 	return nil, err
 }
 
@@ -126,24 +125,19 @@ func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 // it is sent now.
 func (x *interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (events.Event, bool, error) {
 	name := stepCommandName(st.Activity.Type, x.runID, key, n)
-	pending, err := x.o.cfg.Log.Pending(ctx, name)
+	pending, err := x.host.Queued(ctx, name)
 	if err != nil || pending {
 		return events.Event{}, false, err
 	}
-	if err := x.hist.catchUp(ctx, x.o.cfg.Log); err != nil {
+	if err := x.catchUp(ctx); err != nil {
 		return events.Event{}, false, err
 	}
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, n)); ok {
+	if ev, ok := x.hist.Get(stepEventID(events.StepFinished, x.runID, key, n)); ok {
 		return ev, true, nil
 	}
 	cmd, err := x.prepare(sc, st, key, n, input)
 	if err != nil {
 		return events.Event{}, false, err
 	}
-	return events.Event{}, false, x.send(ctx, cmd)
-}
-
-func (x *interpreter) send(ctx context.Context, cmd *stepCommand) error {
-	name := stepCommandName(cmd.Activity.Type, cmd.RunID, cmd.StepKey, cmd.Attempt)
-	return x.o.cfg.Log.Send(ctx, name, stepEventID("step.command", cmd.RunID, cmd.StepKey, cmd.Attempt), cmd)
+	return events.Event{}, false, x.host.Send(ctx, cmd)
 }

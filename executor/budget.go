@@ -8,7 +8,6 @@ import (
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // spend is what a run's agents spent, by the log: input plus output tokens
@@ -63,13 +62,6 @@ func spendFilters(runID string) []string {
 	}
 }
 
-// spent is what the run's agents spent by the events the history holds.
-func (h *history) spent() spend {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.spend
-}
-
 // budgetCheck decides, before step key starts, whether the run's budget is
 // spent, and records the decision (run.budget_exhausted, its id derived
 // from the run and the step) when it is. A step that has started or been
@@ -86,7 +78,7 @@ func (x *interpreter) budgetCheck(ctx context.Context, sc *scope, key string) *e
 		// older budget: each raise decides afresh.
 		id = events.DecisionID(events.RunBudgetExhausted, x.runID, key, "raise", strconv.Itoa(x.raise))
 	}
-	if ev, ok := x.hist.get(id); ok {
+	if ev, ok := x.hist.Get(id); ok {
 		var d events.RunBudgetExhaustedData
 		if err := ev.Decode(&d); err != nil {
 			return internal(ctx, err)
@@ -98,11 +90,11 @@ func (x *interpreter) budgetCheck(ctx context.Context, sc *scope, key string) *e
 		stepEventID(events.StepFinished, x.runID, key, 1),
 		events.DecisionID(events.StepSkipped, x.runID, key),
 	} {
-		if _, ok := x.hist.get(seen); ok {
+		if _, ok := x.hist.Get(seen); ok {
 			return nil
 		}
 	}
-	s := x.hist.spent()
+	s := x.hist.Spent()
 	if !b.Exhausted(s.tokens, s.costUSD) {
 		return nil
 	}
@@ -111,7 +103,7 @@ func (x *interpreter) budgetCheck(ctx context.Context, sc *scope, key string) *e
 	if err := x.record(ctx, events.Event{ID: id, Type: events.RunBudgetExhausted, StepKey: key, ParentID: sc.parent}, d); err != nil {
 		return internal(ctx, err)
 	}
-	failpoint.Hit("interpreter-after-budget-decision")
+	x.host.Failpoint("interpreter-after-budget-decision")
 	return budgetFailure(key, &d)
 }
 

@@ -31,7 +31,7 @@ func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 	if st.Activity.Action == actionInvokeAndWait {
 		return x.invokeAndWait(ctx, sc, st, key, attempt)
 	}
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+	if ev, ok := x.hist.Get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
 		out, failed := stepOutcome(ev)
 		if failed != nil {
 			return failedResult(key, failed)
@@ -110,7 +110,7 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 	}
 	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
 	var childID string
-	if ev, ok := x.hist.get(startedID); ok {
+	if ev, ok := x.hist.Get(startedID); ok {
 		var d events.StepStartedData
 		if err := ev.Decode(&d); err != nil {
 			return "", false, 0, err
@@ -119,8 +119,8 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		if d.ChildRaise > 0 {
 			return childID, true, d.ChildRaise, nil // a resumed child: requested long ago
 		}
-		last, err := x.o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, childID, events.RunRequested)})
-		if err != nil || last > 0 {
+		requested, err := x.host.Requested(ctx, childID)
+		if err != nil || requested {
 			return childID, wait, 0, err
 		}
 	} else {
@@ -133,17 +133,17 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 					ChildRunID: resumed, ChildRaise: raise})
 			return resumed, true, raise, err
 		}
-		if limit := currentSettings(x.o.cfg.Settings).MaxChildDepth; x.depth+1 > limit {
+		if limit := currentSettings(x.cfg.settings).MaxChildDepth; x.depth+1 > limit {
 			return "", false, 0, fail(events.KindLimit, false,
 				"job.invoke: a run of %q here would be at depth %d, past engine.max_child_depth (%d); a job that invokes itself needs a condition that ends it, and deeper nesting that is meant needs a higher engine.max_child_depth in .orbit/config.yaml",
 				name, x.depth+1, limit)
 		}
-		childID = events.NewID()
+		childID = x.host.NewID()
 	}
-	if x.o.cfg.Jobs == nil {
+	if x.cfg.jobs == nil {
 		return "", false, 0, fail(events.KindValidation, false, "job.invoke: this engine has no job catalog")
 	}
-	job, err := x.o.cfg.Jobs(name, x.backend)
+	job, err := x.cfg.jobs(name, x.backend)
 	if err != nil {
 		return "", false, 0, fail(events.KindValidation, false, "job.invoke: %v", err)
 	}
@@ -171,15 +171,15 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 	// Listed below the root once step.started names it (a replay lists the
 	// same child, and a refusal leaves no run to be counted), before it
 	// can start.
-	limit := currentSettings(x.o.cfg.Settings).MaxDescendants
-	if err := x.o.holdDescendant(ctx, x.root, x.runID, childID, limit); errors.Is(err, errTreeFull) {
+	limit := currentSettings(x.cfg.settings).MaxDescendants
+	if err := x.host.Hold(ctx, x.root, x.runID, childID, limit); errors.Is(err, errTreeFull) {
 		return "", false, 0, fail(events.KindLimit, false,
 			"job.invoke: a run of %q here would be one more than the %d live runs below run %s that engine.max_descendants allows; stop that tree with 'orbit run cancel --tree %s', or allow more with a higher engine.max_descendants in .orbit/config.yaml",
 			name, limit, x.root, x.root)
 	} else if err != nil {
 		return "", false, 0, err
 	}
-	return childID, wait, 0, Submit(ctx, x.o.cfg.Log, req)
+	return childID, wait, 0, x.host.Submit(ctx, req)
 }
 
 // waitRun waits for a run's run.finished: its first, or with raise > 0 the
@@ -199,7 +199,7 @@ func (x *interpreter) waitRunUntil(ctx context.Context, runID string, deadline <
 
 func (x *interpreter) waitRaise(ctx context.Context, runID string, raise int, deadline <-chan time.Time) (*events.RunFinishedData, *events.ErrorInfo) {
 	want := events.RunFinishedID(runID, raise)
-	feed, err := x.o.cfg.Log.Follow(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
+	feed, err := x.host.FollowEnd(ctx, runID)
 	if err != nil {
 		return nil, internal(ctx, err)
 	}
@@ -222,10 +222,10 @@ func (x *interpreter) waitRaise(ctx context.Context, runID string, raise int, de
 			return &d, nil
 		case <-cancelled:
 			cancelled = nil
-			if err := requestCancel(ctx, x.o.cfg.Log, runID, parentCancelled(x.runID, x.cancelTree)); err != nil {
+			if err := x.host.CancelChild(ctx, runID, x.cancelTree); err != nil {
 				return nil, internal(ctx, err)
 			}
-			giveUp = time.After(cancelWait)
+			giveUp = x.host.After(cancelWait)
 		case <-giveUp:
 			return nil, x.cancelFailure("")
 		case <-deadline:

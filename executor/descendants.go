@@ -58,10 +58,6 @@ const (
 
 func treeKey(root string) string { return "tree." + events.Token(root) }
 
-// errTreeFull is what holdDescendant returns when the tree has its limit
-// of live runs.
-var errTreeFull = errors.New("full")
-
 // readTree returns the tree of root and its revision (0: no key).
 func readTree(ctx context.Context, kv *events.KV, root string, latest bool) (treeRecord, uint64, error) {
 	get := kv.Get

@@ -11,7 +11,7 @@ import (
 // ResendStepCommand stores the command of one attempt of a top-level step
 // again, under a fresh message id, as if it had never been acknowledged.
 func ResendStepCommand(ctx context.Context, log *events.Log, runID, key string, attempt int, job *assets.Job, root string) (string, error) {
-	x := &interpreter{o: &Orchestrator{cfg: Config{Log: log, Root: root, Env: os.LookupEnv}}, runID: runID, job: job}
+	x := newInterpreter(interpreterConfig{runID: runID, job: job, workspace: root, env: os.LookupEnv})
 	for i := range job.Spec.Steps {
 		st := &job.Spec.Steps[i]
 		if st.ID != key {

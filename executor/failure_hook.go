@@ -38,6 +38,6 @@ func (x *interpreter) onFailure(ctx context.Context, sc *scope, failed *events.E
 	}
 	st := &assets.Step{ID: FailureActivityKey, Target: "activity:" + hook.Name, Activity: &hook.Spec}
 	if _, hf := x.attempt(ctx, sc, st, FailureActivityKey, 1, input); hf != nil && ctx.Err() == nil {
-		x.o.log.Warn("failure_activity failed; the run's outcome stands", "run", x.runID, "activity", hook.Name, "err", hf.Message)
+		x.log.Warn("failure_activity failed; the run's outcome stands", "run", x.runID, "activity", hook.Name, "err", hf.Message)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -25,7 +25,9 @@ import (
 // Where a decision needs the clock (when a retry may start) the decision
 // records the time it computed, and a replay reads it back.
 type interpreter struct {
-	o     *Orchestrator
+	cfg   interpreterConfig
+	host  host
+	log   *slog.Logger
 	runID string
 	job   *assets.Job
 	depth int
@@ -38,7 +40,7 @@ type interpreter struct {
 	// env looks up {{ env.NAME }}: the values pinned in run.requested,
 	// then the engine's environment.
 	env     func(string) (string, bool)
-	hist    *history
+	hist    history
 	resumed bool // an earlier engine started this run
 	// reuse holds, for a retry with a From step, the old run's outcomes of
 	// the top-level steps before From (see reuseStep); retryOf names it.
@@ -65,31 +67,59 @@ type interpreter struct {
 	encoded encodedOutputs
 }
 
-func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
-	root := rc.root
-	if root == "" {
-		root = rc.id
-	}
-	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, cancelled: make(chan struct{})}
+// interpreterConfig is what one run's interpreter is given: the facts of
+// the run's request, the engine's answers, and the host that carries out
+// its decisions.
+type interpreterConfig struct {
+	// runID, job, depth, root and backend are the run's request's facts
+	// (see requestFacts).
+	runID   string
+	job     *assets.Job
+	depth   int
+	root    string
+	backend string
+	// host carries out the run's decisions.
+	host host
+	// engine identifies this engine in run.started and run.resumed.
+	engine string
+	// workspace is the project directory: the workspace of the steps whose
+	// input names none.
+	workspace string
+	// env looks up environment variables beyond those the run pinned.
+	env func(name string) (string, bool)
+	// jobs looks jobs up for job.invoke (see Config.Jobs).
+	jobs func(name, backend string) (*assets.Job, error)
+	// admission re-checks an invoke_and_wait's tasks (see Config.Admission).
+	admission func(ctx context.Context, taskIDs []string, workflow string) (*Admission, error)
+	// settings returns the project's settings as they are now.
+	settings func() Settings
+	// logger receives operational messages.
+	logger *slog.Logger
 }
 
-// run interprets the run to its end and records run.finished. It returns
-// without recording anything when ctx ends first (the engine is stopping).
-func (x *interpreter) run(ctx context.Context) error {
-	hist, err := openHistory(ctx, x.o.cfg.Log, x.runID, x.observe)
-	if err != nil {
-		return err
+func newInterpreter(cfg interpreterConfig) *interpreter {
+	root := cfg.root
+	if root == "" {
+		root = cfg.runID
 	}
-	defer hist.close()
+	return &interpreter{cfg: cfg, host: cfg.host, log: cfg.logger, runID: cfg.runID, job: cfg.job, depth: cfg.depth, root: root,
+		backend: cfg.backend, cancelled: make(chan struct{})}
+}
+
+// run interprets the run to its end, reading it from hist, and records
+// run.finished. It returns without recording anything when ctx ends first
+// (the engine is stopping). hist must call observe with every event as it
+// arrives, before it holds it.
+func (x *interpreter) run(ctx context.Context, hist history) error {
 	x.hist = hist
 	if err := x.loadRaises(); err != nil {
 		return err
 	}
 
-	if _, done := hist.get(events.RunFinishedID(x.runID, x.raise)); done {
+	if _, done := hist.Get(events.RunFinishedID(x.runID, x.raise)); done {
 		return nil
 	}
-	reqEv, ok := hist.get(events.DecisionID(events.RunRequested, x.runID))
+	reqEv, ok := hist.Get(events.DecisionID(events.RunRequested, x.runID))
 	if !ok {
 		return fmt.Errorf("run %s has no run.requested event", x.runID)
 	}
@@ -101,7 +131,7 @@ func (x *interpreter) run(ctx context.Context) error {
 		if v, ok := req.Env[name]; ok {
 			return v, true
 		}
-		return x.o.cfg.Env(name)
+		return x.cfg.env(name)
 	}
 	if err := x.loadReuse(ctx, &req); err != nil {
 		return err
@@ -110,12 +140,12 @@ func (x *interpreter) run(ctx context.Context) error {
 		// Its end took it off its root's tree; its budget raise made it
 		// live again, beyond the limit if need be: it was counted when it
 		// started.
-		if err := x.o.holdDescendant(ctx, x.root, req.Parent.RunID, x.runID, 0); err != nil {
+		if err := x.host.Hold(ctx, x.root, req.Parent.RunID, x.runID, 0); err != nil {
 			return err
 		}
 	}
 	if x.isCancelled() {
-		if _, started := hist.get(events.DecisionID(events.RunStarted, x.runID)); !started {
+		if _, started := hist.Get(events.DecisionID(events.RunStarted, x.runID)); !started {
 			return x.finish(ctx, reqEv, nil, x.cancelFailure(""))
 		}
 	}
@@ -128,7 +158,7 @@ func (x *interpreter) run(ctx context.Context) error {
 		output any
 		failed *events.ErrorInfo
 	)
-	sc := newScope(req.Input, x.o.cfg.Root, started.ID)
+	sc := newScope(req.Input, x.cfg.workspace, started.ID)
 	if err := ValidateJob(x.job); err != nil {
 		failed = &events.ErrorInfo{Kind: events.KindStructural, Message: err.Error()}
 	} else {
@@ -194,27 +224,27 @@ func (x *interpreter) cancelFailure(key string) *events.ErrorInfo {
 // the run, and returns the event that started it.
 func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 	id := events.DecisionID(events.RunStarted, x.runID)
-	if ev, ok := x.hist.get(id); ok {
+	if ev, ok := x.hist.Get(id); ok {
 		x.resumed = true
-		_, err := x.o.cfg.Log.Append(ctx, events.Event{
+		err := x.host.Append(ctx, events.Event{
 			Type: events.RunResumed, RunID: x.runID, Job: x.job.Name, ParentID: id,
 		}, x.resumedData())
 		return ev, err
 	}
 	ev := events.Event{ID: id, Type: events.RunStarted, RunID: x.runID, Job: x.job.Name,
 		ParentID: events.DecisionID(events.RunRequested, x.runID)}
-	if _, err := x.o.cfg.Log.Append(ctx, ev, events.RunStartedData{Engine: x.o.cfg.Engine}); err != nil {
+	if err := x.host.Append(ctx, ev, events.RunStartedData{Engine: x.cfg.engine}); err != nil {
 		return events.Event{}, err
 	}
-	return x.hist.wait(ctx, id)
+	return x.waitFor(ctx, id)
 }
 
 // resumedData says who resumes the run and why: the engine that ran it
 // until now (the one that started or last resumed it), and the budget
 // raise when that is what resumes it (no engine resumed it since).
 func (x *interpreter) resumedData() events.RunResumedData {
-	d := events.RunResumedData{Engine: x.o.cfg.Engine}
-	last, ok := x.hist.last(events.RunStarted, events.RunResumed)
+	d := events.RunResumedData{Engine: x.cfg.engine}
+	last, ok := x.hist.Last(events.RunStarted, events.RunResumed)
 	if !ok {
 		return d
 	}
@@ -237,8 +267,8 @@ func (x *interpreter) finish(ctx context.Context, from events.Event, output any,
 	if failed != nil {
 		data.State, data.Output, data.Error = runState(failed), nil, failed
 	}
-	data.DurationMS = time.Since(from.Time).Milliseconds()
-	_, err := x.o.cfg.Log.Append(ctx, events.Event{
+	data.DurationMS = x.host.Now().Sub(from.Time).Milliseconds()
+	err := x.host.Append(ctx, events.Event{
 		ID:       events.RunFinishedID(x.runID, x.raise),
 		Type:     events.RunFinished,
 		RunID:    x.runID,
@@ -248,13 +278,7 @@ func (x *interpreter) finish(ctx context.Context, from events.Event, output any,
 	if err != nil {
 		return err
 	}
-	// A finished run holds no reservations. (Should this fail, the next
-	// reserver finds the run finished and takes them back.)
-	if released, err := newLocks(x.o.cfg.Log).release(ctx, x.runID, nil); err != nil {
-		x.o.log.Warn("releasing a finished run's reservations", "run", x.runID, "err", err)
-	} else if len(released) > 0 {
-		x.o.log.Info("released a finished run's reservations", "run", x.runID, "resources", released)
-	}
+	x.host.Finished(ctx)
 	return nil
 }
 
@@ -273,7 +297,7 @@ func runState(failed *events.ErrorInfo) string {
 // In a branch that has not passed its turn (see turn), the event is sent
 // in turn, and the turn passed once it is sent.
 func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) error {
-	if _, ok := x.hist.get(ev.ID); ok {
+	if _, ok := x.hist.Get(ev.ID); ok {
 		passTurn(ctx)
 		return nil
 	}
@@ -285,13 +309,26 @@ func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) 
 		}
 		return r.wait(ctx)
 	}
-	_, err := x.o.cfg.Log.Append(ctx, ev, payload)
-	return err
+	return x.host.Append(ctx, ev, payload)
+}
+
+// waitFor blocks until the event with the given id is in the history. A
+// branch that waits passes its turn (see turn) first.
+func (x *interpreter) waitFor(ctx context.Context, id string) (events.Event, error) {
+	passTurn(ctx)
+	return x.hist.Wait(ctx, id)
+}
+
+// catchUp blocks until the history holds every event of the run in the
+// log now. A branch that waits passes its turn (see turn) first.
+func (x *interpreter) catchUp(ctx context.Context) error {
+	passTurn(ctx)
+	return x.hist.CatchUp(ctx)
 }
 
 // recording is a decision event sent by recordAsync and not yet
 // confirmed; the zero value is one the history already held.
-type recording struct{ pending *events.PendingAppend }
+type recording struct{ pending stored }
 
 // wait returns once the event is stored, or why it was not.
 func (r recording) wait(ctx context.Context) error {
@@ -303,18 +340,21 @@ func (r recording) wait(ctx context.Context) error {
 }
 
 // recordAsync is record without waiting for the store: the event is sent,
-// and stored before anything the run appends after it (appends on one Log
-// are stored in the order they were sent), so the steps it introduces can
-// be dispatched at once, and it is confirmed with them.
+// and stored before anything the run appends after it (a host stores
+// events in the order they were sent), so the steps it introduces can be
+// dispatched at once, and it is confirmed with them.
 func (x *interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
 	defer passTurn(ctx)
-	if _, ok := x.hist.get(ev.ID); ok {
+	if _, ok := x.hist.Get(ev.ID); ok {
 		return recording{}, nil
 	}
 	ev.RunID, ev.Job = x.runID, x.job.Name
 	takeTurn(ctx)
-	p, err := x.o.cfg.Log.AppendAsync(ctx, ev, payload)
-	return recording{pending: p}, err
+	p, err := x.host.AppendAsync(ctx, ev, payload)
+	if err != nil {
+		return recording{}, err
+	}
+	return recording{pending: p}, nil
 }
 
 // steps runs a step list in order and returns the last step's output. It
@@ -389,13 +429,13 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 // before is not evaluated again.
 func (x *interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key string) (bool, *events.ErrorInfo) {
 	skippedID := events.DecisionID(events.StepSkipped, x.runID, key)
-	if _, ok := x.hist.get(skippedID); ok {
+	if _, ok := x.hist.Get(skippedID); ok {
 		return false, nil
 	}
-	if _, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, 1)); ok {
+	if _, ok := x.hist.Get(stepEventID(events.StepStarted, x.runID, key, 1)); ok {
 		return true, nil
 	}
-	if _, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, 1)); ok {
+	if _, ok := x.hist.Get(stepEventID(events.StepFinished, x.runID, key, 1)); ok {
 		return true, nil
 	}
 	cond, err := assets.ParseCondition(st.When)
@@ -484,8 +524,8 @@ func (x *interpreter) recordFinished(ctx context.Context, key string, attempt in
 	if failed != nil {
 		data.State, data.Output, data.Error = failedState(failed), nil, failed
 	}
-	if started, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
-		data.DurationMS = time.Since(started.Time).Milliseconds()
+	if started, ok := x.hist.Get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
+		data.DurationMS = x.host.Now().Sub(started.Time).Milliseconds()
 	}
 	return x.record(ctx, events.Event{ID: stepEventID(events.StepFinished, x.runID, key, attempt), Type: events.StepFinished,
 		StepKey: key, ParentID: parent}, data)

@@ -56,7 +56,7 @@ type invokeWaitInput struct {
 // child's id is its step.started; the wait's deadline is that event's time
 // plus timeout_seconds, so a replay waits for the same moment.
 func (x *interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+	if ev, ok := x.hist.Get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
 		out, failed := stepOutcome(ev)
 		if failed != nil {
 			return failedResult(key, failed)
@@ -72,8 +72,8 @@ func (x *interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.S
 		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, errorInfo(err))
 	}
 	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
-	if _, started := x.hist.get(startedID); !started && len(in.AdmissionTaskIDs) > 0 && x.o.cfg.Admission != nil {
-		adm, err := x.o.cfg.Admission(ctx, in.AdmissionTaskIDs, in.AdmissionWorkflow)
+	if _, started := x.hist.Get(startedID); !started && len(in.AdmissionTaskIDs) > 0 && x.cfg.admission != nil {
+		adm, err := x.cfg.admission(ctx, in.AdmissionTaskIDs, in.AdmissionWorkflow)
 		if err != nil {
 			return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, internal(ctx, err))
 		}
@@ -91,13 +91,11 @@ func (x *interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.S
 	}
 	var deadline <-chan time.Time
 	if in.TimeoutSeconds > 0 {
-		started, err := x.hist.wait(ctx, startedID)
+		started, err := x.waitFor(ctx, startedID)
 		if err != nil {
 			return failedResult(key, internal(ctx, err))
 		}
-		timer := time.NewTimer(time.Until(started.Time.Add(time.Duration(in.TimeoutSeconds * float64(time.Second)))))
-		defer timer.Stop()
-		deadline = timer.C
+		deadline = x.host.After(started.Time.Add(time.Duration(in.TimeoutSeconds * float64(time.Second))).Sub(x.host.Now()))
 	}
 	fin, failed := x.waitRunUntil(ctx, childID, deadline)
 	if failed != nil {

@@ -93,7 +93,7 @@ func (x *interpreter) loop(ctx context.Context, sc *scope, st *assets.Step, key 
 // breakWhen evaluates a loop's break_when after an iteration, or reads the
 // decision back from the iteration's record.
 func (x *interpreter) breakWhen(isc *scope, lp *assets.Loop, iterID string) (bool, *events.ErrorInfo) {
-	if ev, ok := x.hist.get(iterID); ok {
+	if ev, ok := x.hist.Get(iterID); ok {
 		var d events.LoopIterationData
 		if err := ev.Decode(&d); err != nil {
 			return false, &events.ErrorInfo{Kind: events.KindInternal, Message: err.Error()}

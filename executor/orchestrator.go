@@ -695,7 +695,13 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 		}
 	}()
 
-	return newInterpreter(o, rc).run(leaseCtx)
+	x := newInterpreter(o.interpreterConfig(rc))
+	hist, err := openHistory(leaseCtx, o.cfg.Log, rc.id, x.observe)
+	if err != nil {
+		return err
+	}
+	defer hist.close()
+	return x.run(leaseCtx, hist)
 }
 
 // runLease is the lease under which this engine interprets rc.

@@ -92,7 +92,10 @@ func NewRetryRequest(ctx context.Context, log *events.Log, runID string, opts Re
 			return nil, err
 		}
 		before, _ := stepsBefore(job, opts.From)
-		if plan, err = planRetry(ctx, log, req, runID, before, input, opts); err != nil {
+		read := func(ctx context.Context, runID string, types ...string) ([]events.Event, error) {
+			return readRun(ctx, log, runID, types...)
+		}
+		if plan, err = planRetry(ctx, read, req, runID, before, input, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +128,11 @@ func checkFrom(ctx context.Context, log *events.Log, runID string, job *assets.J
 		}
 		return notRetryable("--from %s: job %s has no top-level step %q; its top-level steps are: %s", from, job.Name, from, strings.Join(ids, ", "))
 	}
-	outcomes, err := topLevelOutcomes(ctx, log, runID, before)
+	evs, err := readRun(ctx, log, runID, outcomeTypes...)
+	if err != nil {
+		return err
+	}
+	outcomes, err := topLevelOutcomes(evs, before)
 	if err != nil {
 		return err
 	}
@@ -168,15 +175,18 @@ type outcome struct {
 	condition string
 }
 
-// topLevelOutcomes returns, for each of steps, the outcome runID recorded
-// for it when that outcome is a success or a skip. The old run is
-// finished, so its history no longer changes and the answer is the same
-// every time it is asked.
-func topLevelOutcomes(ctx context.Context, log *events.Log, runID string, steps []assets.Step) (map[string]reused, error) {
-	evs, err := readRun(ctx, log, runID, events.StepFinished, events.StepSkipped)
-	if err != nil {
-		return nil, err
-	}
+// outcomeTypes are the event types of a run that topLevelOutcomes reads.
+var outcomeTypes = []string{events.StepFinished, events.StepSkipped}
+
+// readRunFunc reads the events of the given types of one run, in log
+// order.
+type readRunFunc func(ctx context.Context, runID string, types ...string) ([]events.Event, error)
+
+// topLevelOutcomes returns, for each of steps, the outcome that a run's
+// events of outcomeTypes (evs, in log order) record for it when that
+// outcome is a success or a skip. The old run is finished, so its history
+// no longer changes and the answer is the same every time it is asked.
+func topLevelOutcomes(evs []events.Event, steps []assets.Step) (map[string]reused, error) {
 	byKey := make(map[string]outcome)
 	for _, ev := range evs { // in log order: a later attempt overrides
 		switch ev.Type {
@@ -271,7 +281,11 @@ func (x *interpreter) loadReuse(ctx context.Context, req *events.RunRequestedDat
 		}
 		before = slices.DeleteFunc(slices.Clone(before), func(st assets.Step) bool { return !reuse[st.ID] })
 	}
-	outcomes, err := topLevelOutcomes(ctx, x.o.cfg.Log, req.RetryOf, before)
+	evs, err := x.host.Read(ctx, req.RetryOf, outcomeTypes...)
+	if err != nil {
+		return err
+	}
+	outcomes, err := topLevelOutcomes(evs, before)
 	if err != nil {
 		return err
 	}

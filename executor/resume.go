@@ -202,7 +202,7 @@ func appendRaise(ctx context.Context, log *events.Log, f *runFacts, d events.Run
 func (x *interpreter) loadRaises() error {
 	x.budget = x.job.Spec.Budget
 	for n := 1; ; n++ {
-		ev, ok := x.hist.get(events.RunBudgetRaisedID(x.runID, n))
+		ev, ok := x.hist.Get(events.RunBudgetRaisedID(x.runID, n))
 		if !ok {
 			return nil
 		}
@@ -225,7 +225,7 @@ func (x *interpreter) resumedChild(key string, n int) (string, int) {
 	if x.raisedChild == "" || n < 2 || !x.stoppedBeforeRaise(key, n-1) {
 		return "", 0
 	}
-	ev, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, n-1))
+	ev, ok := x.hist.Get(stepEventID(events.StepStarted, x.runID, key, n-1))
 	if !ok {
 		return "", 0
 	}
@@ -243,7 +243,7 @@ func (x *interpreter) stoppedBeforeRaise(key string, n int) bool {
 	if x.raise == 0 {
 		return false
 	}
-	ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, n))
+	ev, ok := x.hist.Get(stepEventID(events.StepFinished, x.runID, key, n))
 	if !ok || ev.Seq > x.raisedAt {
 		return false
 	}

@@ -66,7 +66,7 @@ func retryDelay(p assets.Retry, next int) time.Duration {
 func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next int, cause *events.ErrorInfo, p assets.Retry) *events.ErrorInfo {
 	id := stepEventID(events.StepRetryScheduled, x.runID, key, next)
 	var data events.StepRetryScheduledData
-	if ev, ok := x.hist.get(id); ok {
+	if ev, ok := x.hist.Get(id); ok {
 		if err := ev.Decode(&data); err != nil {
 			return internal(ctx, err)
 		}
@@ -75,7 +75,7 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 		data = events.StepRetryScheduledData{
 			Attempt:   next,
 			DelayMS:   delay.Milliseconds(),
-			NotBefore: time.Now().Add(delay).UTC(),
+			NotBefore: x.host.Now().Add(delay).UTC(),
 			Cause:     *cause,
 		}
 		if err := x.record(ctx, events.Event{ID: id, Type: events.StepRetryScheduled, StepKey: key,
@@ -84,10 +84,8 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 		}
 	}
 	passTurn(ctx)
-	timer := time.NewTimer(time.Until(data.NotBefore))
-	defer timer.Stop()
 	select {
-	case <-timer.C:
+	case <-x.host.After(data.NotBefore.Sub(x.host.Now())):
 		return nil
 	case <-x.cancelled:
 		return x.cancelFailure(key)
@@ -100,7 +98,7 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 // step.started if it has one, else the step's parent.
 func (x *interpreter) attemptParent(sc *scope, key string, attempt int) string {
 	id := stepEventID(events.StepStarted, x.runID, key, attempt)
-	if _, ok := x.hist.get(id); ok {
+	if _, ok := x.hist.Get(id); ok {
 		return id
 	}
 	return sc.parent
@@ -124,7 +122,7 @@ func (x *interpreter) recoveryFor(st *assets.Step) *assets.ActivityRef {
 // returns the recovery's own failure, if any.
 func (x *interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, failed *events.ErrorInfo, rec *assets.ActivityRef) *events.ErrorInfo {
 	input := sc.input
-	if ev, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
+	if ev, ok := x.hist.Get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
 		var d events.StepStartedData
 		if ev.Decode(&d) == nil && d.Input != nil {
 			input = d.Input

@@ -34,7 +34,7 @@ import (
 // run's history, which no longer changes (the run is finished): asked
 // twice, it answers the same. It is recorded in the new run's
 // run.requested, and the interpreter reuses exactly the steps it says.
-func planRetry(ctx context.Context, log *events.Log, old *events.RunRequestedData, oldID string, before []assets.Step, input any, opts RetryOptions) ([]events.RetryStep, error) {
+func planRetry(ctx context.Context, read readRunFunc, old *events.RunRequestedData, oldID string, before []assets.Step, input any, opts RetryOptions) ([]events.RetryStep, error) {
 	plan := make([]events.RetryStep, 0, len(before))
 	if sameJSON(old.Input, input) {
 		for _, st := range before {
@@ -42,11 +42,15 @@ func planRetry(ctx context.Context, log *events.Log, old *events.RunRequestedDat
 		}
 		return plan, nil
 	}
-	outcomes, err := topLevelOutcomes(ctx, log, oldID, before)
+	evs, err := read(ctx, oldID, outcomeTypes...)
 	if err != nil {
 		return nil, err
 	}
-	inputs := recordedInputs{log: log}
+	outcomes, err := topLevelOutcomes(evs, before)
+	if err != nil {
+		return nil, err
+	}
+	inputs := recordedInputs{read: read}
 	env := opts.Env
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
@@ -217,7 +221,7 @@ func stepRefs(st *assets.Step) []string {
 // step's attempt, following reused_from to the run that ran it when the
 // run reused it.
 type recordedInputs struct {
-	log *events.Log
+	read readRunFunc
 	// runs caches each run's step.started and step.finished by key and
 	// attempt.
 	runs map[string]*runSteps
@@ -275,7 +279,7 @@ func (ri *recordedInputs) load(ctx context.Context, runID string) (*runSteps, er
 	if rs, ok := ri.runs[runID]; ok {
 		return rs, nil
 	}
-	evs, err := readRun(ctx, ri.log, runID, events.StepStarted, events.StepFinished)
+	evs, err := ri.read(ctx, runID, events.StepStarted, events.StepFinished)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ var (
 // after the timeout was recorded is outvoted by the recorded step.finished,
 // which every replay reads first.
 func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+	if ev, ok := x.hist.Get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
 		out, failed := stepOutcome(ev)
 		if failed != nil {
 			return failedResult(key, failed)
@@ -59,15 +59,23 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 	}()
 	wctx := cctx
 	if info.Deadline != nil {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadlineCause(wctx, *info.Deadline, errWaitTimedOut)
-		defer cancel()
+		var timeOut context.CancelCauseFunc
+		wctx, timeOut = context.WithCancelCause(wctx)
+		defer timeOut(nil)
+		deadline := x.host.After(info.Deadline.Sub(x.host.Now()))
+		go func() {
+			select {
+			case <-deadline:
+				timeOut(errWaitTimedOut)
+			case <-wctx.Done():
+			}
+		}()
 	}
 	sigID := signalID(x.runID, key, attempt)
-	ev, err := x.hist.wait(wctx, sigID)
+	ev, err := x.waitFor(wctx, sigID)
 	if err != nil && ctx.Err() == nil && errors.Is(err, errWaitTimedOut) {
 		// A signal may have landed as the deadline passed.
-		if ev, ok := x.hist.get(sigID); ok {
+		if ev, ok := x.hist.Get(sigID); ok {
 			return x.signalled(ctx, key, attempt, info, ev)
 		}
 	}
@@ -87,7 +95,7 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 // startWait records the gate's step.started unless the history has it,
 // and returns what it records.
 func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, key string, attempt int, startedID string) (events.WaitInfo, error) {
-	if ev, ok := x.hist.get(startedID); ok {
+	if ev, ok := x.hist.Get(startedID); ok {
 		var d events.StepStartedData
 		if err := ev.Decode(&d); err != nil {
 			return events.WaitInfo{}, err
@@ -99,7 +107,7 @@ func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, 
 	}
 	info := events.WaitInfo{Signal: w.Signal, TimeoutSeconds: w.TimeoutSeconds}
 	if w.TimeoutSeconds > 0 {
-		deadline := time.Now().Add(time.Duration(w.TimeoutSeconds) * time.Second).UTC()
+		deadline := x.host.Now().Add(time.Duration(w.TimeoutSeconds) * time.Second).UTC()
 		info.Deadline = &deadline
 	}
 	return info, x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
