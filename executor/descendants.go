@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // The live descendants of a root run (engine.max_descendants). Key
@@ -138,7 +139,7 @@ func (o *Orchestrator) writeTree(ctx context.Context, kv *events.KV, root string
 }
 
 // holdDescendant lists child, started by parent, among the live runs below
-// root, unless limit runs are listed already (errTreeFull); limit 0 lists
+// root, unless limit runs are listed already (interpreter.ErrTreeFull); limit 0 lists
 // it whatever the count (a run that lives again). A child listed already
 // is left as it is.
 func (o *Orchestrator) holdDescendant(ctx context.Context, root, parent, child string, limit int) error {
@@ -160,7 +161,7 @@ func (o *Orchestrator) holdDescendant(ctx context.Context, root, parent, child s
 			return err
 		}
 		if pruned || !o.pruneTree(ctx, root) {
-			return errTreeFull
+			return interpreter.ErrTreeFull
 		}
 		pruned = true
 	}

@@ -7,9 +7,10 @@ import (
 	"sync"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
-// runHistory is a run's history (see history) kept up to date by a feed.
+// runHistory is a run's history (see interpreter.History) kept up to date by a feed.
 // The interpreter consults it before every decision: what is recorded is
 // returned, never done again.
 //
@@ -31,7 +32,7 @@ type runHistory struct {
 	spend spend
 }
 
-var _ history = (*runHistory)(nil)
+var _ interpreter.History = (*runHistory)(nil)
 
 // unread are the event types of a run that the interpreter never reads:
 // the worker's record of each execution, for auditors and the views (see
@@ -170,10 +171,10 @@ func (h *runHistory) waitSeq(ctx context.Context, seq uint64) error {
 }
 
 // Spent is what the run's agents spent by the events the history holds.
-func (h *runHistory) Spent() spend {
+func (h *runHistory) Spent() (tokens int64, costUSD float64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.spend
+	return h.spend.tokens, h.spend.costUSD
 }
 
 func (h *runHistory) close() {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/failpoint"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // runHost carries out the decisions of one run's interpreter on the
@@ -18,26 +19,30 @@ type runHost struct {
 }
 
 var (
-	_ host    = (*runHost)(nil)
-	_ runFeed = (*events.Feed)(nil)
+	_ interpreter.Host    = (*runHost)(nil)
+	_ interpreter.RunFeed = (*events.Feed)(nil)
 )
 
 // interpreterConfig is the configuration of the interpreter of rc.
-func (o *Orchestrator) interpreterConfig(rc *runCtl) interpreterConfig {
-	return interpreterConfig{
-		runID:     rc.id,
-		job:       rc.job,
-		depth:     rc.depth,
-		root:      rc.root,
-		backend:   rc.backend,
-		host:      &runHost{o: o, runID: rc.id},
-		engine:    o.cfg.Engine,
-		workspace: o.cfg.Root,
-		env:       o.cfg.Env,
-		jobs:      o.cfg.Jobs,
-		admission: o.cfg.Admission,
-		settings:  o.cfg.Settings,
-		logger:    o.log,
+func (o *Orchestrator) interpreterConfig(rc *runCtl) interpreter.Config {
+	return interpreter.Config{
+		RunID:     rc.id,
+		Job:       rc.job,
+		Depth:     rc.depth,
+		Root:      rc.root,
+		Backend:   rc.backend,
+		Host:      &runHost{o: o, runID: rc.id},
+		Engine:    o.cfg.Engine,
+		Workspace: o.cfg.Root,
+		Env:       o.cfg.Env,
+		Validate:  ValidateJob,
+		Jobs:      o.cfg.Jobs,
+		Admission: o.cfg.Admission,
+		Limits: func() interpreter.Limits {
+			s := currentSettings(o.cfg.Settings)
+			return interpreter.Limits{MaxChildDepth: s.MaxChildDepth, MaxDescendants: s.MaxDescendants}
+		},
+		Logger: o.log,
 	}
 }
 
@@ -49,7 +54,7 @@ func (h *runHost) Append(ctx context.Context, ev events.Event, payload any) erro
 
 // AppendAsync appends a decision event without waiting for the store.
 // Appends on one Log are stored in the order they were sent.
-func (h *runHost) AppendAsync(ctx context.Context, ev events.Event, payload any) (stored, error) {
+func (h *runHost) AppendAsync(ctx context.Context, ev events.Event, payload any) (interpreter.Stored, error) {
 	p, err := h.o.cfg.Log.AppendAsync(ctx, ev, payload)
 	if err != nil {
 		return nil, err
@@ -59,9 +64,9 @@ func (h *runHost) AppendAsync(ctx context.Context, ev events.Event, payload any)
 
 // Send queues a step command under its attempt's name, with an id derived
 // from the attempt: the same attempt's command is queued once.
-func (h *runHost) Send(ctx context.Context, cmd *stepCommand) error {
-	name := stepCommandName(cmd.Activity.Type, cmd.RunID, cmd.StepKey, cmd.Attempt)
-	return h.o.cfg.Log.Send(ctx, name, stepEventID("step.command", cmd.RunID, cmd.StepKey, cmd.Attempt), cmd)
+func (h *runHost) Send(ctx context.Context, cmd *interpreter.StepCommand) error {
+	name := interpreter.StepCommandName(cmd.Activity.Type, cmd.RunID, cmd.StepKey, cmd.Attempt)
+	return h.o.cfg.Log.Send(ctx, name, interpreter.StepEventID("step.command", cmd.RunID, cmd.StepKey, cmd.Attempt), cmd)
 }
 
 // Queued reports whether the named command is still on the queue.
@@ -94,7 +99,7 @@ func (h *runHost) Submit(ctx context.Context, req *RunRequest) error {
 }
 
 // FollowEnd follows runID's run.finished events.
-func (h *runHost) FollowEnd(ctx context.Context, runID string) (runFeed, error) {
+func (h *runHost) FollowEnd(ctx context.Context, runID string) (interpreter.RunFeed, error) {
 	feed, err := h.o.cfg.Log.Follow(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // Gate is a step attempt of a run that waits for a signal.
@@ -79,11 +80,11 @@ func Signal(ctx context.Context, log *events.Log, runID, signal string, data any
 	}
 	for _, g := range match {
 		_, err := log.Append(ctx, events.Event{
-			ID:       signalID(runID, g.StepKey, g.Attempt),
+			ID:       interpreter.SignalID(runID, g.StepKey, g.Attempt),
 			Type:     events.RunSignalled,
 			RunID:    runID,
 			StepKey:  g.StepKey,
-			ParentID: stepEventID(events.StepStarted, runID, g.StepKey, g.Attempt),
+			ParentID: interpreter.StepEventID(events.StepStarted, runID, g.StepKey, g.Attempt),
 		}, events.RunSignalledData{Attempt: g.Attempt, Signal: signal, Data: data, Requester: requester, Signer: events.RequestSigner(ctx)})
 		if err != nil {
 			return nil, fmt.Errorf("recording signal %s for run %s: %w", signal, runID, err)

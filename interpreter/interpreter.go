@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// interpreter executes one run's step tree. It is replay-driven, as a
+// Interpreter executes one run's step tree. It is replay-driven, as a
 // Temporal workflow is: every step instance has a deterministic key, and
 // before doing anything for an instance it looks in the run's history. What
 // finished is returned as recorded; what was dispatched is waited for;
@@ -24,9 +24,9 @@ import (
 // interpreter again makes the same decisions with the same derived ids.
 // Where a decision needs the clock (when a retry may start) the decision
 // records the time it computed, and a replay reads it back.
-type interpreter struct {
-	cfg   interpreterConfig
-	host  host
+type Interpreter struct {
+	cfg   Config
+	host  Host
 	log   *slog.Logger
 	runID string
 	job   *assets.Job
@@ -40,7 +40,7 @@ type interpreter struct {
 	// env looks up {{ env.NAME }}: the values pinned in run.requested,
 	// then the engine's environment.
 	env     func(string) (string, bool)
-	hist    history
+	hist    History
 	resumed bool // an earlier engine started this run
 	// reuse holds, for a retry with a From step, the old run's outcomes of
 	// the top-level steps before From (see reuseStep); retryOf names it.
@@ -67,50 +67,68 @@ type interpreter struct {
 	encoded encodedOutputs
 }
 
-// interpreterConfig is what one run's interpreter is given: the facts of
-// the run's request, the engine's answers, and the host that carries out
-// its decisions.
-type interpreterConfig struct {
-	// runID, job, depth, root and backend are the run's request's facts
-	// (see requestFacts).
-	runID   string
-	job     *assets.Job
-	depth   int
-	root    string
-	backend string
-	// host carries out the run's decisions.
-	host host
-	// engine identifies this engine in run.started and run.resumed.
-	engine string
-	// workspace is the project directory: the workspace of the steps whose
+// Config is what one run's interpreter is given: the facts of the run's
+// request, the engine's answers, and the host that carries out its
+// decisions.
+type Config struct {
+	// RunID, Job, Depth, Root and Backend are the run's request's facts
+	// (see events.RunRequestedData).
+	RunID   string
+	Job     *assets.Job
+	Depth   int
+	Root    string
+	Backend string
+	// Host carries out the run's decisions.
+	Host Host
+	// Engine identifies this engine in run.started and run.resumed.
+	Engine string
+	// Workspace is the project directory: the workspace of the steps whose
 	// input names none.
-	workspace string
-	// env looks up environment variables beyond those the run pinned.
-	env func(name string) (string, bool)
-	// jobs looks jobs up for job.invoke (see Config.Jobs).
-	jobs func(name, backend string) (*assets.Job, error)
-	// admission re-checks an invoke_and_wait's tasks (see Config.Admission).
-	admission func(ctx context.Context, taskIDs []string, workflow string) (*Admission, error)
-	// settings returns the project's settings as they are now.
-	settings func() Settings
-	// logger receives operational messages.
-	logger *slog.Logger
+	Workspace string
+	// Env looks up environment variables beyond those the run pinned.
+	Env func(name string) (string, bool)
+	// Validate reports what in a job this engine cannot run (an activity
+	// type or action it does not know); nil accepts every job.
+	Validate func(job *assets.Job) error
+	// Jobs looks jobs up for job.invoke, by name and the backend the
+	// child runs on; nil: this engine has no job catalog.
+	Jobs func(name, backend string) (*assets.Job, error)
+	// Admission re-checks an invoke_and_wait's tasks before its child
+	// starts (see Admission); nil checks nothing.
+	Admission func(ctx context.Context, taskIDs []string, workflow string) (*Admission, error)
+	// Limits returns the engine's limits on child runs as they are now.
+	Limits func() Limits
+	// Logger receives operational messages.
+	Logger *slog.Logger
 }
 
-func newInterpreter(cfg interpreterConfig) *interpreter {
-	root := cfg.root
+// Limits bound the runs a run's job.invoke steps start; the engine
+// reloads them from .orbit/config.yaml (engine.max_child_depth,
+// engine.max_descendants).
+type Limits struct {
+	// MaxChildDepth bounds the depth of child runs: a job.invoke that
+	// would start a run deeper fails.
+	MaxChildDepth int
+	// MaxDescendants bounds the live runs below one root run, at any
+	// depth: a job.invoke that would start one more fails.
+	MaxDescendants int
+}
+
+// New returns the interpreter of one run.
+func New(cfg Config) *Interpreter {
+	root := cfg.Root
 	if root == "" {
-		root = cfg.runID
+		root = cfg.RunID
 	}
-	return &interpreter{cfg: cfg, host: cfg.host, log: cfg.logger, runID: cfg.runID, job: cfg.job, depth: cfg.depth, root: root,
-		backend: cfg.backend, cancelled: make(chan struct{})}
+	return &Interpreter{cfg: cfg, host: cfg.Host, log: cfg.Logger, runID: cfg.RunID, job: cfg.Job, depth: cfg.Depth, root: root,
+		backend: cfg.Backend, cancelled: make(chan struct{})}
 }
 
-// run interprets the run to its end, reading it from hist, and records
+// Run interprets the run to its end, reading it from hist, and records
 // run.finished. It returns without recording anything when ctx ends first
-// (the engine is stopping). hist must call observe with every event as it
+// (the engine is stopping). hist must call Observe with every event as it
 // arrives, before it holds it.
-func (x *interpreter) run(ctx context.Context, hist history) error {
+func (x *Interpreter) Run(ctx context.Context, hist History) error {
 	x.hist = hist
 	if err := x.loadRaises(); err != nil {
 		return err
@@ -131,7 +149,7 @@ func (x *interpreter) run(ctx context.Context, hist history) error {
 		if v, ok := req.Env[name]; ok {
 			return v, true
 		}
-		return x.cfg.env(name)
+		return x.cfg.Env(name)
 	}
 	if err := x.loadReuse(ctx, &req); err != nil {
 		return err
@@ -158,8 +176,8 @@ func (x *interpreter) run(ctx context.Context, hist history) error {
 		output any
 		failed *events.ErrorInfo
 	)
-	sc := newScope(req.Input, x.cfg.workspace, started.ID)
-	if err := ValidateJob(x.job); err != nil {
+	sc := newScope(req.Input, x.cfg.Workspace, started.ID)
+	if err := x.validate(x.job); err != nil {
 		failed = &events.ErrorInfo{Kind: events.KindStructural, Message: err.Error()}
 	} else {
 		output, failed = x.steps(ctx, sc, x.job.Spec.Steps)
@@ -185,7 +203,7 @@ func (x *interpreter) run(ctx context.Context, hist history) error {
 }
 
 // observe is called for every event of the run as it arrives.
-func (x *interpreter) observe(ev events.Event) {
+func (x *Interpreter) Observe(ev events.Event) {
 	if ev.Type != events.RunCancelRequested {
 		return
 	}
@@ -207,7 +225,7 @@ func (x *interpreter) observe(ev events.Event) {
 	})
 }
 
-func (x *interpreter) isCancelled() bool {
+func (x *Interpreter) isCancelled() bool {
 	select {
 	case <-x.cancelled:
 		return true
@@ -216,13 +234,13 @@ func (x *interpreter) isCancelled() bool {
 	}
 }
 
-func (x *interpreter) cancelFailure(key string) *events.ErrorInfo {
+func (x *Interpreter) cancelFailure(key string) *events.ErrorInfo {
 	return &events.ErrorInfo{Kind: events.KindCancelled, Message: x.cancelMsg, StepKey: key}
 }
 
 // start records run.started, or run.resumed when an earlier engine started
 // the run, and returns the event that started it.
-func (x *interpreter) start(ctx context.Context) (events.Event, error) {
+func (x *Interpreter) start(ctx context.Context) (events.Event, error) {
 	id := events.DecisionID(events.RunStarted, x.runID)
 	if ev, ok := x.hist.Get(id); ok {
 		x.resumed = true
@@ -233,7 +251,7 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 	}
 	ev := events.Event{ID: id, Type: events.RunStarted, RunID: x.runID, Job: x.job.Name,
 		ParentID: events.DecisionID(events.RunRequested, x.runID)}
-	if err := x.host.Append(ctx, ev, events.RunStartedData{Engine: x.cfg.engine}); err != nil {
+	if err := x.host.Append(ctx, ev, events.RunStartedData{Engine: x.cfg.Engine}); err != nil {
 		return events.Event{}, err
 	}
 	return x.waitFor(ctx, id)
@@ -242,8 +260,8 @@ func (x *interpreter) start(ctx context.Context) (events.Event, error) {
 // resumedData says who resumes the run and why: the engine that ran it
 // until now (the one that started or last resumed it), and the budget
 // raise when that is what resumes it (no engine resumed it since).
-func (x *interpreter) resumedData() events.RunResumedData {
-	d := events.RunResumedData{Engine: x.cfg.engine}
+func (x *Interpreter) resumedData() events.RunResumedData {
+	d := events.RunResumedData{Engine: x.cfg.Engine}
 	last, ok := x.hist.Last(events.RunStarted, events.RunResumed)
 	if !ok {
 		return d
@@ -262,7 +280,7 @@ func (x *interpreter) resumedData() events.RunResumedData {
 
 // finish records run.finished; from is the event the run's duration is
 // measured from (run.started, or run.requested for a run that never started).
-func (x *interpreter) finish(ctx context.Context, from events.Event, output any, failed *events.ErrorInfo) error {
+func (x *Interpreter) finish(ctx context.Context, from events.Event, output any, failed *events.ErrorInfo) error {
 	data := events.RunFinishedData{State: events.StateSuccess, Output: output}
 	if failed != nil {
 		data.State, data.Output, data.Error = runState(failed), nil, failed
@@ -296,7 +314,7 @@ func runState(failed *events.ErrorInfo) string {
 // record appends a decision event unless the history already holds it.
 // In a branch that has not passed its turn (see turn), the event is sent
 // in turn, and the turn passed once it is sent.
-func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) error {
+func (x *Interpreter) record(ctx context.Context, ev events.Event, payload any) error {
 	if _, ok := x.hist.Get(ev.ID); ok {
 		passTurn(ctx)
 		return nil
@@ -314,21 +332,21 @@ func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) 
 
 // waitFor blocks until the event with the given id is in the history. A
 // branch that waits passes its turn (see turn) first.
-func (x *interpreter) waitFor(ctx context.Context, id string) (events.Event, error) {
+func (x *Interpreter) waitFor(ctx context.Context, id string) (events.Event, error) {
 	passTurn(ctx)
 	return x.hist.Wait(ctx, id)
 }
 
 // catchUp blocks until the history holds every event of the run in the
 // log now. A branch that waits passes its turn (see turn) first.
-func (x *interpreter) catchUp(ctx context.Context) error {
+func (x *Interpreter) catchUp(ctx context.Context) error {
 	passTurn(ctx)
 	return x.hist.CatchUp(ctx)
 }
 
 // recording is a decision event sent by recordAsync and not yet
 // confirmed; the zero value is one the history already held.
-type recording struct{ pending stored }
+type recording struct{ pending Stored }
 
 // wait returns once the event is stored, or why it was not.
 func (r recording) wait(ctx context.Context) error {
@@ -343,7 +361,7 @@ func (r recording) wait(ctx context.Context) error {
 // and stored before anything the run appends after it (a host stores
 // events in the order they were sent), so the steps it introduces can be
 // dispatched at once, and it is confirmed with them.
-func (x *interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
+func (x *Interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
 	defer passTurn(ctx)
 	if _, ok := x.hist.Get(ev.ID); ok {
 		return recording{}, nil
@@ -359,7 +377,7 @@ func (x *interpreter) recordAsync(ctx context.Context, ev events.Event, payload 
 
 // steps runs a step list in order and returns the last step's output. It
 // stops at the first step that fails.
-func (x *interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) (any, *events.ErrorInfo) {
+func (x *Interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) (any, *events.ErrorInfo) {
 	var last any
 	for i := range list {
 		st := &list[i]
@@ -376,7 +394,7 @@ func (x *interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) 
 // step runs one step instance: its `when`, then attempts of its body under
 // its retry policy, then, if it still fails, its recovery activity and one
 // last attempt.
-func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key string) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key string) (assets.StepResult, *events.ErrorInfo) {
 	if res, failed, ok := x.reuseStep(ctx, sc, st, key); ok {
 		return res, failed
 	}
@@ -427,15 +445,15 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 // when evaluates a step's condition once, before any attempt, and records
 // step.skipped when it is false. A step that has started (or been skipped)
 // before is not evaluated again.
-func (x *interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key string) (bool, *events.ErrorInfo) {
+func (x *Interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key string) (bool, *events.ErrorInfo) {
 	skippedID := events.DecisionID(events.StepSkipped, x.runID, key)
 	if _, ok := x.hist.Get(skippedID); ok {
 		return false, nil
 	}
-	if _, ok := x.hist.Get(stepEventID(events.StepStarted, x.runID, key, 1)); ok {
+	if _, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, 1)); ok {
 		return true, nil
 	}
-	if _, ok := x.hist.Get(stepEventID(events.StepFinished, x.runID, key, 1)); ok {
+	if _, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, 1)); ok {
 		return true, nil
 	}
 	cond, err := assets.ParseCondition(st.When)
@@ -457,7 +475,7 @@ func (x *interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key 
 }
 
 // toFailure turns an error of Orbit's own into a failure, nil into nil.
-func (x *interpreter) toFailure(key string, err error) *events.ErrorInfo {
+func (x *Interpreter) toFailure(key string, err error) *events.ErrorInfo {
 	if err == nil {
 		return nil
 	}
@@ -467,7 +485,7 @@ func (x *interpreter) toFailure(key string, err error) *events.ErrorInfo {
 }
 
 // body runs one attempt of a step's body, whatever its kind.
-func (x *interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	switch {
 	case st.Parallel != nil:
 		return x.parallel(ctx, sc, st, key, attempt)
@@ -477,7 +495,7 @@ func (x *interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key 
 		return x.loop(ctx, sc, st, key, attempt)
 	case st.Wait != nil:
 		return x.wait(ctx, sc, st, key, attempt)
-	case st.Activity != nil && isChildAction(st.Activity):
+	case st.Activity != nil && IsChildAction(st.Activity):
 		return x.child(ctx, sc, st, key, attempt)
 	case st.Activity != nil:
 		out, failed := x.attempt(ctx, sc, st, key, attempt, nil)
@@ -493,10 +511,11 @@ func failedResult(key string, failed *events.ErrorInfo) (assets.StepResult, *eve
 	if failed.StepKey == "" {
 		failed.StepKey = key
 	}
-	return assets.StepResult{State: failedState(failed)}, failed
+	return assets.StepResult{State: FailedState(failed)}, failed
 }
 
-func failedState(failed *events.ErrorInfo) string {
+// FailedState is the state a step or run ends in with the given failure.
+func FailedState(failed *events.ErrorInfo) string {
 	switch failed.Kind {
 	case events.KindCancelled:
 		return events.StateCancelled
@@ -510,8 +529,8 @@ func failedState(failed *events.ErrorInfo) string {
 
 // structural opens the record of a structural step attempt: step.started
 // with the step's kind, whose id its children take as parent.
-func (x *interpreter) structural(ctx context.Context, sc *scope, key string, attempt int, kind string, input any) (string, error) {
-	id := stepEventID(events.StepStarted, x.runID, key, attempt)
+func (x *Interpreter) structural(ctx context.Context, sc *scope, key string, attempt int, kind string, input any) (string, error) {
+	id := StepEventID(events.StepStarted, x.runID, key, attempt)
 	return id, x.record(ctx, events.Event{ID: id, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
 		events.StepStartedData{Attempt: attempt, ActivityType: kind, Input: input})
 }
@@ -519,21 +538,21 @@ func (x *interpreter) structural(ctx context.Context, sc *scope, key string, att
 // recordFinished records step.finished for an attempt the orchestrator
 // itself decided (a structural step, a child job, a step that could not be
 // dispatched).
-func (x *interpreter) recordFinished(ctx context.Context, key string, attempt int, parent string, res assets.StepResult, failed *events.ErrorInfo) error {
+func (x *Interpreter) recordFinished(ctx context.Context, key string, attempt int, parent string, res assets.StepResult, failed *events.ErrorInfo) error {
 	data := events.StepFinishedData{Attempt: attempt, State: events.StateSuccess, Output: res.Output}
 	if failed != nil {
-		data.State, data.Output, data.Error = failedState(failed), nil, failed
+		data.State, data.Output, data.Error = FailedState(failed), nil, failed
 	}
-	if started, ok := x.hist.Get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
+	if started, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, attempt)); ok {
 		data.DurationMS = x.host.Now().Sub(started.Time).Milliseconds()
 	}
-	return x.record(ctx, events.Event{ID: stepEventID(events.StepFinished, x.runID, key, attempt), Type: events.StepFinished,
+	return x.record(ctx, events.Event{ID: StepEventID(events.StepFinished, x.runID, key, attempt), Type: events.StepFinished,
 		StepKey: key, ParentID: parent}, data)
 }
 
 // finishStructural records the end of a structural step attempt and
 // returns its result.
-func (x *interpreter) finishStructural(ctx context.Context, key string, attempt int, startedID string, res assets.StepResult, failed *events.ErrorInfo) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) finishStructural(ctx context.Context, key string, attempt int, startedID string, res assets.StepResult, failed *events.ErrorInfo) (assets.StepResult, *events.ErrorInfo) {
 	if failed != nil && ctx.Err() != nil {
 		return failedResult(key, failed)
 	}
@@ -561,10 +580,20 @@ func stepOutcome(ev events.Event) (any, *events.ErrorInfo) {
 	return out, failed
 }
 
-func encodeJSON(v any) (json.RawMessage, error) {
+// EncodeJSON encodes a value a run records; one that cannot be encoded
+// makes the job invalid.
+func EncodeJSON(v any) (json.RawMessage, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, errors.Join(ErrInvalidJob, err)
 	}
 	return b, nil
+}
+
+// validate is Config.Validate.
+func (x *Interpreter) validate(job *assets.Job) error {
+	if x.cfg.Validate == nil {
+		return nil
+	}
+	return x.cfg.Validate(job)
 }

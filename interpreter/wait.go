@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// signalID is the derived id of the run.signalled event that delivers a
+// SignalID is the derived id of the run.signalled event that delivers a
 // signal to one attempt of a waiting step: a step attempt takes one signal.
-func signalID(runID, key string, attempt int) string {
+func SignalID(runID, key string, attempt int) string {
 	return events.DecisionID(events.RunSignalled, runID, key, strconv.Itoa(attempt))
 }
 
@@ -34,15 +34,15 @@ var (
 // that the engine's API accepted just before the deadline but that arrives
 // after the timeout was recorded is outvoted by the recorded step.finished,
 // which every replay reads first.
-func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
-	if ev, ok := x.hist.Get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+func (x *Interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt)); ok {
 		out, failed := stepOutcome(ev)
 		if failed != nil {
 			return failedResult(key, failed)
 		}
 		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
 	}
-	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
+	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
 	info, err := x.startWait(ctx, sc, st.Wait, key, attempt, startedID)
 	if err != nil {
 		return failedResult(key, internal(ctx, err))
@@ -71,7 +71,7 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 			}
 		}()
 	}
-	sigID := signalID(x.runID, key, attempt)
+	sigID := SignalID(x.runID, key, attempt)
 	ev, err := x.waitFor(wctx, sigID)
 	if err != nil && ctx.Err() == nil && errors.Is(err, errWaitTimedOut) {
 		// A signal may have landed as the deadline passed.
@@ -94,7 +94,7 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 
 // startWait records the gate's step.started unless the history has it,
 // and returns what it records.
-func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, key string, attempt int, startedID string) (events.WaitInfo, error) {
+func (x *Interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, key string, attempt int, startedID string) (events.WaitInfo, error) {
 	if ev, ok := x.hist.Get(startedID); ok {
 		var d events.StepStartedData
 		if err := ev.Decode(&d); err != nil {
@@ -116,10 +116,10 @@ func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, 
 
 // signalled finishes a gate with the signal's data, or with a timeout when
 // the signal was recorded after the deadline.
-func (x *interpreter) signalled(ctx context.Context, key string, attempt int, info events.WaitInfo, ev events.Event) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) signalled(ctx context.Context, key string, attempt int, info events.WaitInfo, ev events.Event) (assets.StepResult, *events.ErrorInfo) {
 	if info.Deadline != nil && ev.Time.After(*info.Deadline) {
 		failed := timedOut(key, info)
-		if err := x.recordFinished(ctx, key, attempt, stepEventID(events.StepStarted, x.runID, key, attempt), assets.StepResult{}, failed); err != nil {
+		if err := x.recordFinished(ctx, key, attempt, StepEventID(events.StepStarted, x.runID, key, attempt), assets.StepResult{}, failed); err != nil {
 			return failedResult(key, internal(ctx, err))
 		}
 		return failedResult(key, failed)

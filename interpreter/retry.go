@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -63,8 +63,8 @@ func retryDelay(p assets.Retry, next int) time.Duration {
 // its not_before. The time is computed when the retry is first decided and
 // read back from the history afterwards, so an engine that restarts during
 // the wait waits only what is left of it.
-func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next int, cause *events.ErrorInfo, p assets.Retry) *events.ErrorInfo {
-	id := stepEventID(events.StepRetryScheduled, x.runID, key, next)
+func (x *Interpreter) waitRetry(ctx context.Context, sc *scope, key string, next int, cause *events.ErrorInfo, p assets.Retry) *events.ErrorInfo {
+	id := StepEventID(events.StepRetryScheduled, x.runID, key, next)
 	var data events.StepRetryScheduledData
 	if ev, ok := x.hist.Get(id); ok {
 		if err := ev.Decode(&data); err != nil {
@@ -96,8 +96,8 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 
 // attemptParent is the id of the event that opened an attempt: its
 // step.started if it has one, else the step's parent.
-func (x *interpreter) attemptParent(sc *scope, key string, attempt int) string {
-	id := stepEventID(events.StepStarted, x.runID, key, attempt)
+func (x *Interpreter) attemptParent(sc *scope, key string, attempt int) string {
+	id := StepEventID(events.StepStarted, x.runID, key, attempt)
 	if _, ok := x.hist.Get(id); ok {
 		return id
 	}
@@ -107,7 +107,7 @@ func (x *interpreter) attemptParent(sc *scope, key string, attempt int) string {
 // recoveryFor returns the recovery activity that applies to a step: its
 // own, else the job's (which applies to activity steps only, since a
 // structural step fails because a step inside it did).
-func (x *interpreter) recoveryFor(st *assets.Step) *assets.ActivityRef {
+func (x *Interpreter) recoveryFor(st *assets.Step) *assets.ActivityRef {
 	if st.RecoveryActivity != nil {
 		return st.RecoveryActivity
 	}
@@ -120,9 +120,9 @@ func (x *interpreter) recoveryFor(st *assets.Step) *assets.ActivityRef {
 // recover runs a step's recovery activity once, as the step instance
 // <key>/recovery, with the failed step's id, key, error and input. It
 // returns the recovery's own failure, if any.
-func (x *interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, failed *events.ErrorInfo, rec *assets.ActivityRef) *events.ErrorInfo {
+func (x *Interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, failed *events.ErrorInfo, rec *assets.ActivityRef) *events.ErrorInfo {
 	input := sc.input
-	if ev, ok := x.hist.Get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
+	if ev, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, attempt)); ok {
 		var d events.StepStartedData
 		if ev.Decode(&d) == nil && d.Input != nil {
 			input = d.Input
@@ -142,4 +142,11 @@ func (x *interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, k
 		rf.Message = fmt.Sprintf("recovery activity %s: %s", rec.Name, rf.Message)
 	}
 	return rf
+}
+
+// recoverable reports whether a step's recovery activity may run for a
+// failure: not for a structural one (a step inside failed) nor for an
+// incomplete agent.
+func recoverable(f *events.ErrorInfo) bool {
+	return f.Kind != events.KindStructural && f.Kind != events.KindIncomplete && f.Kind != events.KindBudget
 }

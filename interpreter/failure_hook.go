@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const FailureActivityKey = "failure_activity"
 // IMPORTANT: the hook never changes the run's outcome: its own failure is
 // logged for operators and otherwise ignored, and the run ends with the
 // failure that triggered it.
-func (x *interpreter) onFailure(ctx context.Context, sc *scope, failed *events.ErrorInfo) {
+func (x *Interpreter) onFailure(ctx context.Context, sc *scope, failed *events.ErrorInfo) {
 	hook := x.job.Spec.FailureActivity
 	if hook == nil || failed == nil || failed.Kind == events.KindCancelled || failed.Kind == events.KindBudget {
 		return
