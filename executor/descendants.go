@@ -20,7 +20,7 @@ import (
 // compare-and-set of the whole key, so the engines of a NATS server never
 // admit more than the limit between them, and a replayed job.invoke finds
 // its child listed already. (Why a key and not a view or the log: see
-// ARCHITECTURE.md, "Child runs".)
+// docs/architecture/runs.md, "Live descendants".)
 //
 // IMPORTANT: an entry can outlive its run: its engine died between the
 // run's end and the removal, or the run was refused as unstorable, or its

@@ -12,8 +12,9 @@ import (
 )
 
 // The upstream system's agent envelopes (require_completion_envelope,
-// require_response_envelope), as ARCHITECTURE.md decides them for Orbit's
-// agent output {final_message, stop_reason, turns, tool_calls, usage}.
+// require_response_envelope), as docs/architecture/agents.md decides them
+// for Orbit's agent output {final_message, stop_reason, turns, tool_calls,
+// usage}.
 
 // incomplete is the failure of an agent step whose agent ended without its
 // completion record. Another attempt would run the same agent on the same

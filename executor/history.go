@@ -36,7 +36,7 @@ var _ interpreter.History = (*runHistory)(nil)
 
 // unread are the event types of a run that the interpreter never reads:
 // the worker's record of each execution, for auditors and the views (see
-// ARCHITECTURE, "What each event of a step is for"). They are two of a
+// docs/architecture/runs.md, "What each event of a step is for"). They are two of a
 // step's four events, and a history that followed them had the server
 // deliver, and the orchestrator decode, both on the path of every step
 // before its step.finished.

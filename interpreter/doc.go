@@ -39,4 +39,7 @@
 //
 // Retry planning (PlanRetry) follows the same rules on a finished run's
 // history: asked twice, it answers the same.
+//
+// The flow of a run and the decisions about each construct are recorded
+// in docs/architecture/runs.md.
 package interpreter
