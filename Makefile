@@ -1,5 +1,7 @@
-# Orbit's build. Everything a new machine needs is Go and git: modules come
-# from the Go module proxy and the NATS server is embedded.
+# Orbit's build. make build and make demo need only Go and git: modules come
+# from the Go module proxy and the NATS server is embedded. make test also
+# installs what its tests drive (see test below): the nats CLI (Go), the
+# pinned CLI agents (Node.js and npm) and Chromium (apt-get, as root).
 
 GO       ?= go
 BIN      := bin/orbit
@@ -7,7 +9,7 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
-.PHONY: all build binsize agents test fuzz bench fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-ship demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
+.PHONY: all build binsize agents test fuzz bench bench-peers fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-ship demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
 
 all: build
 
@@ -60,7 +62,7 @@ chromium:
 	@test -x /usr/bin/chromium || { apt-get update && apt-get install -y chromium; }
 
 # The console's browser tests, writing their screenshots into docs/ for
-# the README.
+# docs/console.md.
 screenshots: chromium
 	ORBIT_SCREENSHOTS=1 $(GO) test -count=1 -run Browser ./console/
 
@@ -90,6 +92,31 @@ bench:
 	$(GO) test -run '^$$' -bench Scan -benchtime 3x -count 1 ./events/
 	$(GO) test -run '^$$' -bench APIRequest -benchtime 5000x -count 1 ./events/
 	$(GO) test -run '^$$' -bench Start -benchtime 50x -count 1 ./internal/sandbox/
+	$(GO) test -run '^$$' -bench StartWait -benchtime 100x -count 1 ./internal/proc/
+
+# Orbit beside DBOS Transact Go (on a PostgreSQL cluster of its own, fsync
+# and synchronous_commit on) and Temporal's dev server (on an SQLite file,
+# synchronous=FULL) on the same workloads, interleaved: one table of
+# medians and ratios, and the fsyncs per step of each on W1 (strace).
+# PostgreSQL and strace come from Debian when missing; the Temporal CLI is
+# built from the Go module proxy (v1.5.1: the proxy's v1.9.1 lacks its
+# nested cliext module and does not build); the peers' programs from their
+# own module, internal/bench/peers, so that their SDKs stay out of
+# Orbit's. BENCH_PEERS_FLAGS passes flags (bin/bench-peers -h).
+TEMPORAL_CLI := v1.5.1
+TEMPORAL     := bin/temporal-cli-$(TEMPORAL_CLI)/temporal
+PEERS        := internal/bench/peers
+bench-peers: $(TEMPORAL)
+	@need=; \
+	command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need=postgresql; \
+	command -v strace >/dev/null 2>&1 || need="$$need strace"; \
+	if [ -n "$$need" ]; then apt-get update && apt-get install -y $$need; fi
+	cd $(PEERS) && $(GO) build -o $(CURDIR)/bin/bench-dbos ./dbos && $(GO) build -o $(CURDIR)/bin/bench-temporal ./temporal
+	$(GO) build -o bin/bench-peers ./internal/cmd/benchpeers
+	bin/bench-peers -temporal-server $(TEMPORAL) -orbit-commit "$$(git describe --always --dirty 2>/dev/null)" $(BENCH_PEERS_FLAGS)
+
+$(TEMPORAL):
+	GOBIN=$(CURDIR)/$(dir $(TEMPORAL)) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI)
 
 # fsyncs per event of a strict log under load (64 appenders), counted with
 # strace: each event its own acknowledged publish, against events.Append.

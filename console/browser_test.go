@@ -83,7 +83,7 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 }
 
 // screenshot captures the viewport as PNG, checks that it is small enough
-// for the README and, with ORBIT_SCREENSHOTS=1 (make screenshots), writes
+// for the docs and, with ORBIT_SCREENSHOTS=1 (make screenshots), writes
 // it to docs/<name>.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
@@ -92,7 +92,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	img, err := png.Decode(bytes.NewReader(data))
 	require.NoError(t, err, "a PNG")
 	assert.Equal(t, 1100, img.Bounds().Dx(), "the window's width")
-	require.Less(t, len(data), screenshotCap, "%s is too big for the README", name)
+	require.Less(t, len(data), screenshotCap, "%s is too big for the docs", name)
 	if os.Getenv("ORBIT_SCREENSHOTS") != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(testkit.ModuleRoot(t), "docs", name), data, 0o644))
 	}

@@ -128,7 +128,7 @@ func TestRedactorFindsTheCommonEncodings(t *testing.T) {
 }
 
 // TestRedactorLimits pins down what redaction does not catch, as the
-// README says: the secret reversed, in an encoding it does not know, or
+// docs/security.md says: the secret reversed, in an encoding it does not know, or
 // less of it than partialRun characters; and leaves ordinary text alone.
 func TestRedactorLimits(t *testing.T) {
 	t.Parallel()

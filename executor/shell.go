@@ -80,7 +80,15 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, interpreter.Fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
 	}
-	res := g.Wait(ctx, timeout, interpreter.KillGrace)
+	res := g.WaitExit(ctx, timeout, interpreter.KillGrace)
+	// What left the program's group is swept while its output is stored
+	// and its exit recorded, and is gone before the step is done.
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		g.Sweep()
+	}()
+	defer func() { <-swept }()
 	exitCode, signal, timedOut := res.ExitCode, res.Signal, res.TimedOut
 
 	exited := events.ShellExitedData{

@@ -52,6 +52,7 @@ func (p *Projector) checkAnchor(ctx context.Context, src Source) error {
 			return fmt.Errorf("projector: emptying the views for a rebuild: %w", err)
 		}
 		rec = LogRecord{}
+		p.snapAt = 0
 	}
 	if err := p.adoptLog(ctx, src, rec); err != nil {
 		return err

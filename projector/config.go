@@ -43,6 +43,10 @@ type Config struct {
 	// (default 256). It changes how often the file is synced, never what
 	// the views hold.
 	BatchSize int
+	// SnapshotEvery is how many events the views apply between two
+	// snapshots of the views file (see SnapshotPath): 0 means
+	// DefaultSnapshotEvery, a negative number never.
+	SnapshotEvery int
 	// LockTimeout is how long Open waits for the file lock (default 1s).
 	LockTimeout time.Duration
 	// Logger receives operational messages. Nil discards them.
@@ -52,6 +56,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = DefaultSnapshotEvery
 	}
 	if c.LockTimeout == 0 {
 		c.LockTimeout = DefaultLockTimeout

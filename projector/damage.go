@@ -35,19 +35,31 @@ var errReplaced = errors.New("the damaged views file was replaced meanwhile")
 
 // openViews opens the live views file and checks it (see checkFile). A
 // damaged file is set aside, with a warning that names it and the damage,
-// and replaced by an empty one, which Run rebuilds from sequence 1.
+// and replaced by a copy of its snapshot (see SnapshotPath), or by an
+// empty file when there is none; Run rebuilds what either lacks from the
+// log. A missing file is replaced in the same way.
 //
 // IMPORTANT: a file is only judged while its lock is held (bbolt takes it
 // before it reads anything), and only set aside while it still is, so a
 // file another engine uses is ErrLocked, never damaged.
 func openViews(path string, timeout time.Duration, log *slog.Logger) (*bolt.DB, error) {
+	restored := false
 	for range maxReplacements {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			if restored, err = restoreSnapshot(path, log); err != nil {
+				return nil, err
+			}
+		}
 		c, err := openChecked(path, timeout)
 		if err != nil {
 			return nil, err
 		}
 		if c.damage == nil {
 			return c.db, nil
+		}
+		if restored {
+			dropSnapshot(path, log)
+			restored = false
 		}
 		aside, err := setAside(path, c.id, c.db != nil, timeout, time.Now())
 		if c.db != nil {
@@ -102,6 +114,8 @@ func (p *Projector) replaceDamaged(damage error) error {
 	_ = damaged.Close()
 	p.setApplied(0)
 	pruneDamaged(p.cfg.Path, p.log)
+	dropSnapshot(p.cfg.Path, p.log)
+	p.snapAt = 0
 	return nil
 }
 

@@ -53,6 +53,12 @@ type Projector struct {
 	dbMu sync.RWMutex
 	db   *bolt.DB // nil once closed
 
+	// snapAt is the last event of the latest snapshot, under applyMu;
+	// snapping is true while one is written, by a goroutine snapWG counts.
+	snapAt   uint64
+	snapping atomic.Bool
+	snapWG   sync.WaitGroup
+
 	stateMu  sync.Mutex
 	src      Source
 	applied  uint64
@@ -98,6 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Projector, error) {
 		cfg:      cfg,
 		log:      log,
 		db:       db,
+		snapAt:   snapshotSeq(cfg.Path),
 		src:      cfg.Source,
 		advanced: make(chan struct{}),
 		closed:   make(chan struct{}),
@@ -270,6 +277,7 @@ func (p *Projector) apply(batch []events.Event) error {
 		}
 	}
 	p.setApplied(through)
+	p.maybeSnapshot(through)
 	return nil
 }
 
@@ -321,6 +329,7 @@ func (p *Projector) Close() error {
 	var err error
 	p.closeOnce.Do(func() {
 		close(p.closed)
+		p.snapWG.Wait()
 		p.applyMu.Lock()
 		defer p.applyMu.Unlock()
 		p.dbMu.Lock()

@@ -16,7 +16,7 @@ func (a *app) blobCommand() *cobra.Command {
 		Short: "Print a blob whole: a long shell output, a large value moved out of an event",
 		Long: `Print the bytes of a blob to stdout, as stored. Events name blobs by digest:
 a shell step's stdout_blob / stderr_blob past 64 KiB, and {"$blob": "sha256-…"}
-wherever a value was too large to stay in its event (see README, Limits).
+wherever a value was too large to stay in its event (see docs/limits.md).
 
 Exit status: 0 printed, 2 no such blob, 3 no engine could be reached.`,
 		Args: exactArgs(1, "a blob digest"),

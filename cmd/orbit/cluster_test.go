@@ -62,7 +62,7 @@ func TestServeWithMoreReplicasThanServers(t *testing.T) {
 	assert.Contains(t, r.Stderr, "--replicas 9: want 1 to 5")
 }
 
-// TestTwoEnginesStartedWithTheirClusterBothServe: the README's set-up
+// TestTwoEnginesStartedWithTheirClusterBothServe: docs/cluster.md's set-up
 // started as an init system starts it, everything at once — three servers
 // fresh, without a JetStream leader yet, and two engines at the same
 // moment. Each engine waits through the cluster's start and the other's

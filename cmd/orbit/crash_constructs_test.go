@@ -152,7 +152,11 @@ func TestKillInsideALoop(t *testing.T) {
 	}
 	starts := activityStarts(t, p, runID)
 	for i := 1; i <= 4; i++ {
-		assert.Equal(t, count(began, strconv.Itoa(i)), starts["rounds/"+strconv.Itoa(i)+"/work"])
+		key, n := "rounds/"+strconv.Itoa(i)+"/work", count(began, strconv.Itoa(i))
+		// As in a fan-out: a recorded start may not have begun, when the
+		// kill came between activity.started and the program's first line.
+		assert.LessOrEqual(t, n, starts[key], "every start of %s is on record", key)
+		assert.LessOrEqual(t, starts[key], n+1, "one kill cuts at most one start of %s short", key)
 	}
 	its := runEvents(t, p, runID, "--type", events.LoopIteration)
 	assert.Len(t, its, 4)

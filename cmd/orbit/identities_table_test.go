@@ -20,23 +20,21 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// identityTable is the README's table of identities: for each row (what
-// an identity may do), whether each identity may, by column.
+// identityTable is the table of identities of docs/security.md: for each
+// row (what an identity may do), whether each identity may, by column.
 type identityTable struct {
 	columns []events.Identity
 	rows    map[string]map[events.Identity]bool
 }
 
-// readIdentityTable parses the table under "## Security" in the README:
+// readIdentityTable parses the table of identities in docs/security.md:
 // its header names the identities, each row says yes or no for each.
 func readIdentityTable(t *testing.T) identityTable {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testkit.ModuleRoot(t), "README.md"))
+	data, err := os.ReadFile(filepath.Join(testkit.ModuleRoot(t), "docs", "security.md"))
 	require.NoError(t, err)
-	_, security, ok := strings.Cut(string(data), "\n## Security\n")
-	require.True(t, ok, "the README has a Security section")
-	_, table, ok := strings.Cut(security, "\n| identity may … |")
-	require.True(t, ok, "the Security section has the table of identities")
+	_, table, ok := strings.Cut(string(data), "\n| identity may … |")
+	require.True(t, ok, "docs/security.md has the table of identities")
 	lines := strings.Split("| identity may … |"+table, "\n")
 	cells := func(line string) []string {
 		parts := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
@@ -81,20 +79,20 @@ var identityProbes = map[string]func(pb *prober, id events.Identity) bool{
 	"read another identity's inbox":                                                              (*prober).readsAnotherInbox,
 }
 
-// TestTheREADMEsTableOfIdentitiesHolds reads the table of identities in
-// the README's Security section and checks every cell against a running
+// TestTheTableOfIdentitiesHolds reads the table of identities in
+// docs/security.md and checks every cell against a running
 // engine's server, signing in with each identity's seed: what a row says
 // an identity may do, it can, and what it may not, the server refuses (or
 // it reaches nothing). A row without a probe, or a probe without a row,
 // fails the test.
-func TestTheREADMEsTableOfIdentitiesHolds(t *testing.T) {
+func TestTheTableOfIdentitiesHolds(t *testing.T) {
 	t.Parallel()
 	tab := readIdentityTable(t)
 	for row := range tab.rows {
-		assert.Contains(t, identityProbes, row, "the README's row %q has no probe", row)
+		assert.Contains(t, identityProbes, row, "the docs' row %q has no probe", row)
 	}
 	for row := range identityProbes {
-		assert.Contains(t, tab.rows, row, "the probe %q has no row in the README", row)
+		assert.Contains(t, tab.rows, row, "the probe %q has no row in docs/security.md", row)
 	}
 	p := testkit.NewProject(t)
 	serve(t, p)
@@ -109,7 +107,7 @@ func TestTheREADMEsTableOfIdentitiesHolds(t *testing.T) {
 			continue
 		}
 		for _, id := range tab.columns {
-			assert.Equal(t, want[id], probe(pb, id), "%s may %s: the README says %t", id, row, want[id])
+			assert.Equal(t, want[id], probe(pb, id), "%s may %s: docs/security.md says %t", id, row, want[id])
 		}
 	}
 	r = p.Orbit("audit")

@@ -89,7 +89,7 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 		return strings.Contains(tail.String(), `"orbit.events.run.`+runID+`.run.finished"`)
 	})
 
-	// The reader reads the stream as the README says: a stored event by
+	// The reader reads the stream as docs/security.md says: a stored event by
 	// its sequence, and the log from its start through a pull consumer
 	// that the engine makes for it.
 	out, code := runNATS(t, natsBin, env, "--context", "orbit-test-reader", "--timeout", "3s", "stream", "get", events.EventsStream, "1")

@@ -81,7 +81,7 @@ func TestExecutorList(t *testing.T) {
 	assert.Equal(t, []string{"claude", "codex"}, names)
 }
 
-// TestCopyASeededExampleWithShow follows the README: print a seeded job
+// TestCopyASeededExampleWithShow follows docs/jobs.md: print a seeded job
 // with `job show`, save it under .orbit/jobs/ with another name, and run
 // the copy; `job show` of the copy names its file.
 func TestCopyASeededExampleWithShow(t *testing.T) {

@@ -56,6 +56,7 @@ var layers = map[string][]string{
 	// The test kit, and packages of tests alone.
 	"internal/testkit":           {"events"},
 	"internal/cmd/scriptedmodel": {"internal/testkit"},
+	"internal/cmd/benchpeers":    {"assets", "engine", "events", "executor"},
 	"internal/compat":            nil,
 	"internal/bench":             nil,
 	"internal/chaos":             nil,
@@ -71,7 +72,8 @@ type pkg struct {
 }
 
 // readPackages parses the package clause, comment and imports of every Go
-// file of the module (not testdata, not the CLI agents' node_modules).
+// file of the module (not testdata, not the CLI agents' node_modules, not
+// a module nested in it, such as internal/bench/peers).
 func readPackages(t *testing.T) map[string]*pkg {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
@@ -84,7 +86,13 @@ func readPackages(t *testing.T) map[string]*pkg {
 			return err
 		}
 		if d.IsDir() {
-			if name := d.Name(); path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || name == "tools" && filepath.Dir(path) == root) {
+			if path == root {
+				return nil
+			}
+			if name := d.Name(); name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || name == "tools" && filepath.Dir(path) == root {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
 				return filepath.SkipDir
 			}
 			return nil

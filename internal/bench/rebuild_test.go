@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -27,37 +28,8 @@ import (
 // ORBIT_BENCH_PROFILE=dir it profiles the rebuilds alone, and the reads
 // (see profilePart).
 func BenchmarkViewRebuild(b *testing.B) {
-	const total = 100_000
-	engineLog, js := openLog(b, events.DurabilityRelaxed)
-	engine(b, engineLog)
-	_, _, hist := runJob(b, engineLog, echoJob(b, 200), nil)
-
+	engineLog, last, bodies := filledLog(b, 100_000)
 	ctx := context.Background()
-	var bodies [][]byte
-	for copyN := 0; len(bodies) < total; copyN++ {
-		for _, ev := range hist {
-			if len(bodies) == total {
-				break
-			}
-			ev.Seq = 0
-			ev.RunID = ev.RunID + "-" + strconv.Itoa(copyN)
-			body, _ := json.Marshal(ev)
-			subject, _ := ev.Subject()
-			if _, err := js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: body}); err != nil {
-				b.Fatal(err)
-			}
-			bodies = append(bodies, body)
-			if len(bodies)%1000 == 0 {
-				// Keep under the client's limit of unacknowledged publishes.
-				waitPublished(b, js)
-			}
-		}
-	}
-	waitPublished(b, js)
-	last, err := engineLog.LastSeq(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
 
 	var rebuild, raw, read, rebuildCPU, rawCPU, readCPU time.Duration
 	b.ResetTimer()
@@ -99,6 +71,113 @@ func BenchmarkViewRebuild(b *testing.B) {
 	// can cost however cheap its decoding and folds become.
 	b.ReportMetric(read.Seconds()/float64(b.N), "read-s")
 	b.ReportMetric(readCPU.Seconds()/float64(b.N), "read-cpu-s")
+}
+
+// filledLog is a log of total events: the history of one run of the
+// 200-step echo job, copied under as many run ids as it takes. It returns
+// the log, its last sequence and the events' bodies as stored.
+func filledLog(b *testing.B, total int) (*events.Log, uint64, [][]byte) {
+	b.Helper()
+	engineLog, js := openLog(b, events.DurabilityRelaxed)
+	engine(b, engineLog)
+	_, _, hist := runJob(b, engineLog, echoJob(b, 200), nil)
+
+	var bodies [][]byte
+	for copyN := 0; len(bodies) < total; copyN++ {
+		for _, ev := range hist {
+			if len(bodies) == total {
+				break
+			}
+			ev.Seq = 0
+			ev.RunID = ev.RunID + "-" + strconv.Itoa(copyN)
+			body, _ := json.Marshal(ev)
+			subject, _ := ev.Subject()
+			if _, err := js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: body}); err != nil {
+				b.Fatal(err)
+			}
+			bodies = append(bodies, body)
+			if len(bodies)%1000 == 0 {
+				// Keep under the client's limit of unacknowledged publishes.
+				waitPublished(b, js)
+			}
+		}
+	}
+	waitPublished(b, js)
+	last, err := engineLog.LastSeq(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return engineLog, last, bodies
+}
+
+// BenchmarkViewRebuildFromSnapshot rebuilds views whose file was lost from
+// their snapshot (see projector.SnapshotPath), taken 90,000 events into a
+// log of 100,000, and from sequence 1 (projector.Rebuild), in the same
+// run: with a snapshot, a rebuild costs what the log's tail and the check
+// of the snapshot's records cost, however long the log.
+func BenchmarkViewRebuildFromSnapshot(b *testing.B) {
+	const total, every = 100_000, 90_000
+	engineLog, last, _ := filledLog(b, total)
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "views.db")
+	p, err := projector.Open(ctx, projector.Config{Path: path, Source: engineLog, SnapshotEvery: every})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	if err := p.WaitFor(ctx, last); err != nil {
+		b.Fatal(err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Close(); err != nil { // waits for the snapshot
+		b.Fatal(err)
+	}
+
+	var fromSnap, full, fromSnapCPU, fullCPU time.Duration
+	b.ResetTimer()
+	for range b.N {
+		if err := os.Remove(path); err != nil {
+			b.Fatal(err)
+		}
+		start, startCPU := time.Now(), processCPU(b)
+		p, err := projector.Open(ctx, projector.Config{Path: path, Source: engineLog, SnapshotEvery: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		go func() { done <- p.Run(runCtx) }()
+		if err := p.WaitFor(ctx, last); err != nil {
+			b.Fatal(err)
+		}
+		fromSnap += time.Since(start)
+		fromSnapCPU += processCPU(b) - startCPU
+		stop()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			b.Fatal(err)
+		}
+
+		start, startCPU = time.Now(), processCPU(b)
+		if err := projector.Rebuild(ctx, engineLog, filepath.Join(b.TempDir(), "full.db"), last); err != nil {
+			b.Fatal(err)
+		}
+		full += time.Since(start)
+		fullCPU += processCPU(b) - startCPU
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(last), "events")
+	b.ReportMetric(fromSnap.Seconds()/float64(b.N), "from-snapshot-s")
+	b.ReportMetric(full.Seconds()/float64(b.N), "from-start-s")
+	b.ReportMetric(fromSnap.Seconds()/full.Seconds(), "snapshot/start")
+	b.ReportMetric(fromSnapCPU.Seconds()/float64(b.N), "from-snapshot-cpu-s")
+	b.ReportMetric(fullCPU.Seconds()/float64(b.N), "from-start-cpu-s")
 }
 
 // readAll reads the events of log through last as a rebuild does

@@ -63,8 +63,19 @@ func (g *Group) PID() int { return g.cmd.Process.Pid }
 
 // Wait waits for the program to exit. When timeout (if positive) passes or
 // ctx ends first, the group gets SIGTERM, then SIGKILL after grace. When
-// the program has exited, whatever is left of its group is killed.
+// the program has exited, whatever is left of its group is killed, and
+// every process that carries its mark.
 func (g *Group) Wait(ctx context.Context, timeout, grace time.Duration) Result {
+	r := g.WaitExit(ctx, timeout, grace)
+	g.Sweep()
+	return r
+}
+
+// WaitExit is Wait without the sweep for marked processes that left the
+// group: it kills what is left of the group and returns. The caller calls
+// Sweep before it reports the program done, and may do other work first
+// (a sweep reads the environment of every process on the machine).
+func (g *Group) WaitExit(ctx context.Context, timeout, grace time.Duration) Result {
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -81,7 +92,7 @@ func (g *Group) Wait(ctx context.Context, timeout, grace time.Duration) Result {
 		r.Stopped = true
 		r.Err = g.stop(grace)
 	}
-	g.Kill()
+	_ = syscall.Kill(-g.PID(), syscall.SIGKILL)
 	r.ExitCode, r.Signal = exitStatus(g.cmd, r.Err)
 	return r
 }
@@ -90,8 +101,13 @@ func (g *Group) Wait(ctx context.Context, timeout, grace time.Duration) Result {
 // the program's mark, in the group or not.
 func (g *Group) Kill() {
 	_ = syscall.Kill(-g.PID(), syscall.SIGKILL)
-	killMarked(isTag(g.tag), map[int]bool{})
+	g.Sweep()
 }
+
+// Sweep sends SIGKILL to every process that carries the program's mark,
+// until a look finds none. Sweeps that programs ending together ask for
+// share their looks (see sweeper).
+func (g *Group) Sweep() { sweeps.sweep(isTag(g.tag)) }
 
 func (g *Group) stop(grace time.Duration) error {
 	_ = syscall.Kill(-g.PID(), syscall.SIGTERM)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -139,5 +140,64 @@ func KillScope(scope string, patience time.Duration) (killed int, gone bool) {
 			return len(dead), false
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sweeps is the process's sweeper: every Group's Sweep goes through it.
+var sweeps sweeper
+
+// sweeper lets the sweeps of programs that end together share their looks
+// through /proc, which read the environment of every process on the
+// machine: a few milliseconds each on a busy one, more than the program
+// itself when it is short. A sweep asked for while a look is under way
+// waits for the next look (the one under way may have passed its
+// processes already), which serves every sweep asked for meanwhile.
+type sweeper struct {
+	mu      sync.Mutex
+	pending []sweepRequest
+	looking bool
+}
+
+type sweepRequest struct {
+	match func(value []byte) bool
+	done  chan struct{}
+}
+
+// sweep kills the processes marked as match accepts (see killMarked) and
+// returns once a look that started after the call has found none left.
+func (s *sweeper) sweep(match func(value []byte) bool) {
+	req := sweepRequest{match: match, done: make(chan struct{})}
+	s.mu.Lock()
+	s.pending = append(s.pending, req)
+	if !s.looking {
+		s.looking = true
+		go s.look()
+	}
+	s.mu.Unlock()
+	<-req.done
+}
+
+func (s *sweeper) look() {
+	for {
+		s.mu.Lock()
+		batch := s.pending
+		s.pending = nil
+		if len(batch) == 0 {
+			s.looking = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		killMarked(func(value []byte) bool {
+			for _, r := range batch {
+				if r.match(value) {
+					return true
+				}
+			}
+			return false
+		}, map[int]bool{})
+		for _, r := range batch {
+			close(r.done)
+		}
 	}
 }

@@ -27,8 +27,8 @@ const (
 	// the first submission.
 	loadBound = 4 * time.Minute
 	// rssBound is a regression guard on the engine's peak resident set, set
-	// with wide headroom over what was measured (see the README's
-	// Benchmarks section), not a target.
+	// with wide headroom over what was measured (see docs/benchmarks.md,
+	// "The load soak"), not a target.
 	rssBound = 512 << 20
 )
 
