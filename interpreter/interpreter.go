@@ -202,7 +202,8 @@ func (x *Interpreter) Run(ctx context.Context, hist History) error {
 	return x.finish(ctx, started, output, failed)
 }
 
-// observe is called for every event of the run as it arrives.
+// Observe is given every event of the run as it arrives, before the
+// history holds it (see Run): a cancel request stops the run at once.
 func (x *Interpreter) Observe(ev events.Event) {
 	if ev.Type != events.RunCancelRequested {
 		return
