@@ -88,6 +88,8 @@ bench:
 	$(GO) test -run '^$$' -bench LiveProjection -benchtime 2000x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroundhogAttempt/small -benchtime 40x -count 1 ./internal/bench/
 	$(GO) test -run '^$$' -bench GroundhogAttempt/large -benchtime 5x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench ShipOverhead/small -benchtime 20x -count 1 ./internal/bench/
+	$(GO) test -run '^$$' -bench ShipOverhead/large -benchtime 5x -count 1 -timeout 20m ./internal/bench/
 	$(GO) test -run '^$$' -bench ClusterThroughput -benchtime 1x -count 1 -timeout 20m ./internal/bench/
 	$(GO) test -run '^$$' -bench Scan -benchtime 3x -count 1 ./events/
 	$(GO) test -run '^$$' -bench APIRequest -benchtime 5000x -count 1 ./events/

@@ -62,7 +62,50 @@ type Config struct {
 	// Providers configure the HTTP providers by name: claude and
 	// openai_compat.
 	Providers map[string]ProviderConfig `json:"providers,omitempty"`
+	// Forge is where task_pr_pipeline opens pull requests.
+	Forge ForgeConfig `json:"forge,omitzero"`
 }
+
+// Forge kinds.
+const (
+	ForgeGitHub = "github"
+	ForgeGitea  = "gitea"
+)
+
+// ForgeConfig says which forge's API opens the pull requests of a
+// shipping run (task_pr_pipeline). The token itself is never in the file:
+// TokenEnv names the engine's environment variable that holds it.
+type ForgeConfig struct {
+	// Kind is github (the default: GitHub or GitHub Enterprise) or gitea
+	// (Gitea and Forgejo).
+	Kind string `json:"kind,omitempty"`
+	// BaseURL is the API's address: empty for github.com; GitHub
+	// Enterprise's server (its /api/v3/ is added when missing); a Gitea
+	// server's root. Required for gitea.
+	BaseURL string `json:"base_url,omitempty"`
+	// Repository is owner/name; empty reads it from the remote's URL.
+	Repository string `json:"repository,omitempty"`
+	// TokenEnv is the environment variable the token is read from; empty
+	// means GITHUB_TOKEN (github) or GITEA_TOKEN (gitea).
+	TokenEnv string `json:"token_env,omitempty"`
+}
+
+// Token is the environment variable a forge's token is read from.
+func (f ForgeConfig) Token() string {
+	switch {
+	case f.TokenEnv != "":
+		return f.TokenEnv
+	case f.Kind == ForgeGitea:
+		return "GITEA_TOKEN"
+	}
+	return "GITHUB_TOKEN"
+}
+
+// forgeKinds are the forges the forge section may name.
+var forgeKinds = []string{ForgeGitHub, ForgeGitea}
+
+// forgeRepository is what forge.repository looks like: owner/name.
+var forgeRepository = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 // FSProfileConfig says which paths the fs tools of an agent may read and
 // write: doublestar globs relative to the workspace ("**" is everything,
@@ -166,7 +209,8 @@ type RuntimeConfig struct {
 
 // configKeys are the keys of config.yaml, by the path of their mapping.
 var configKeys = map[string][]string{
-	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats"},
+	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats", "forge"},
+	"forge":       {"kind", "base_url", "repository", "token_env"},
 	"nats":        {"url", "replicas"},
 	"serve":       {"listen", "http", "http_hosts", "tls"},
 	"serve.tls":   {"cert", "key", "ca"},
@@ -300,6 +344,23 @@ func (c *Config) Validate() error {
 		if p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv) {
 			ps.add(0, child(path, "api_key_env"), fmt.Sprintf("%q is not an environment variable name", p.APIKeyEnv))
 		}
+	}
+	f := v.Forge
+	if f.Kind != "" && !slices.Contains(forgeKinds, f.Kind) {
+		ps.add(0, "forge.kind", fmt.Sprintf("%q is not a forge Orbit speaks to (%s)", f.Kind, strings.Join(forgeKinds, ", ")))
+	}
+	if f.BaseURL != "" {
+		if reason := checkBaseURL(f.BaseURL); reason != "" {
+			ps.add(0, "forge.base_url", reason)
+		}
+	} else if f.Kind == ForgeGitea {
+		ps.add(0, "forge.base_url", "is required for gitea: the server's address, e.g. https://gitea.example.com")
+	}
+	if f.Repository != "" && !forgeRepository.MatchString(f.Repository) {
+		ps.add(0, "forge.repository", fmt.Sprintf("%q is not owner/name", f.Repository))
+	}
+	if f.TokenEnv != "" && !envName.MatchString(f.TokenEnv) {
+		ps.add(0, "forge.token_env", fmt.Sprintf("%q is not an environment variable name", f.TokenEnv))
 	}
 	return ps.err()
 }
@@ -520,6 +581,15 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 			c.FSProfiles = d.fsProfiles(m, lines)
 		case "providers":
 			c.Providers = d.providers(m, lines)
+		case "forge":
+			d.checkKeys(m, configKeys[section], func(key string) string {
+				if key == "token" {
+					return "a token does not belong in a file: put it in an environment variable and name that variable with token_env"
+				}
+				return ""
+			})
+			c.Forge = ForgeConfig{Kind: d.setting(m, "kind", lines), BaseURL: d.setting(m, "base_url", lines),
+				Repository: d.setting(m, "repository", lines), TokenEnv: d.setting(m, "token_env", lines)}
 		}
 	}
 }

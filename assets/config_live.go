@@ -47,6 +47,10 @@ var configSettings = []struct {
 	{ConfigSetting{"nats.replicas", false}, func(c *Config) any { return c.NATS.Replicas }},
 	{ConfigSetting{"fs_profiles", true}, func(c *Config) any { return canonical(c.FSProfiles) }},
 	{ConfigSetting{"providers", true}, func(c *Config) any { return canonical(c.Providers) }},
+	{ConfigSetting{"forge.kind", true}, func(c *Config) any { return c.Forge.Kind }},
+	{ConfigSetting{"forge.base_url", true}, func(c *Config) any { return c.Forge.BaseURL }},
+	{ConfigSetting{"forge.repository", true}, func(c *Config) any { return c.Forge.Repository }},
+	{ConfigSetting{"forge.token_env", true}, func(c *Config) any { return c.Forge.TokenEnv }},
 }
 
 // ConfigSettings returns every setting of config.yaml, in the file's

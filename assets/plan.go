@@ -102,6 +102,12 @@ type Criterion struct {
 	// Paths are doublestar globs relative to the workspace
 	// (paths_untouched), with the same rules as Path.
 	Paths []string `json:"paths,omitempty"`
+	// FixesBaseline says the checkpoint's purpose is to make this command
+	// criterion hold where the base does not: its failure counts against
+	// an attempt even when the base fails it too. Without it, a command
+	// criterion that fails on the attempt's base as well holds the
+	// checkpoint as baseline_red. Valid on command criteria only.
+	FixesBaseline bool `json:"fixes_baseline,omitempty"`
 }
 
 // Budget returns how many attempts the checkpoint gets: its own
@@ -159,7 +165,11 @@ var (
 		CriterionPathsUntouched: {"paths"},
 	}
 	// criterionKeys are every key a criterion of some kind may have.
-	criterionKeys = []string{"kind", "command", "expect_exit", "timeout_seconds", "path", "pattern", "statement", "paths"}
+	criterionKeys = []string{"kind", "command", "expect_exit", "timeout_seconds", "path", "pattern", "statement", "paths", "fixes_baseline"}
+	// baselineKinds are the kinds of criteria fixes_baseline applies to:
+	// those the verifier runs on a base snapshot too (a file criterion's
+	// file is the checkpoint's own product, which no base has).
+	baselineKinds = []string{CriterionCommand}
 )
 
 // ParsePlan reads the text of a Groundhog task plan; file is used only to
@@ -332,12 +342,22 @@ func (d *decoder) criterion(n *yaml.Node, path string, success bool, t *planTall
 	if kind == CriterionPathsUntouched && success {
 		d.addAt(kn, kpath, "paths_untouched is only valid in anti_criteria, where it means the attempt must not change the files its globs match")
 	}
-	d.checkKeys(m, append([]string{"kind"}, criterionFields[kind]...), func(key string) string {
+	allowed := append([]string{"kind"}, criterionFields[kind]...)
+	if slices.Contains(baselineKinds, kind) {
+		allowed = append(allowed, "fixes_baseline")
+	}
+	d.checkKeys(m, allowed, func(key string) string {
+		if key == "fixes_baseline" {
+			return fmt.Sprintf("fixes_baseline applies to %s criteria, which run on the base too, not to %s", strings.Join(baselineKinds, ", "), kind)
+		}
 		if slices.Contains(criterionKeys, key) {
 			return fmt.Sprintf("%s is not a field of %s %s criterion", key, article(kind), kind)
 		}
 		return ""
 	})
+	if slices.Contains(baselineKinds, kind) {
+		c.FixesBaseline = d.boolean(m, "fixes_baseline")
+	}
 	switch kind {
 	case CriterionCommand:
 		d.commandCriterion(m, &c)

@@ -82,6 +82,20 @@ checkpoints:
 			{Kind: "command", Command: "exit 0", ExpectExit: exit(0), TimeoutSeconds: 1},
 		}}},
 	}, {
+		name: "fixes_baseline",
+		yaml: `
+checkpoints:
+  - id: fix
+    spec: Make the failing test pass.
+    success_criteria:
+      - {kind: command, command: go test ./x/, fixes_baseline: true}
+      - {kind: command, command: make lint, fixes_baseline: false}
+`,
+		want: []assets.Checkpoint{{ID: "fix", Spec: "Make the failing test pass.", SuccessCriteria: []assets.Criterion{
+			{Kind: "command", Command: "go test ./x/", ExpectExit: exit(0), TimeoutSeconds: 600, FixesBaseline: true},
+			{Kind: "command", Command: "make lint", ExpectExit: exit(0), TimeoutSeconds: 600},
+		}}},
+	}, {
 		name: "mechanical criterion only in anti_criteria",
 		yaml: `
 checkpoints:
@@ -326,6 +340,7 @@ func TestBadPlans(t *testing.T) {
 //	go test -run='^$' -fuzz=FuzzParsePlan -fuzztime=60s ./assets/
 func FuzzParsePlan(f *testing.F) {
 	f.Add([]byte(designPlan))
+	f.Add([]byte("checkpoints:\n  - id: fix\n    spec: fix it\n    success_criteria:\n      - {kind: command, command: make test, fixes_baseline: true}\n"))
 	id := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := assets.ParsePlan("fuzz.yaml", data)
@@ -372,14 +387,14 @@ func checkCriterion(t *testing.T, c assets.Criterion, success bool) {
 		ok = c.Command != "" && c.ExpectExit != nil && *c.ExpectExit >= 0 && *c.ExpectExit <= 255 &&
 			c.TimeoutSeconds >= 1 && c.TimeoutSeconds <= assets.MaxCriterionTimeoutSeconds
 	case assets.CriterionFileExists:
-		ok = c.Path != ""
+		ok = c.Path != "" && !c.FixesBaseline
 	case assets.CriterionFileContains:
 		_, err := c.Compiled()
-		ok = c.Path != "" && c.Pattern != "" && err == nil
+		ok = c.Path != "" && c.Pattern != "" && err == nil && !c.FixesBaseline
 	case assets.CriterionSemantic:
-		ok = c.Statement != ""
+		ok = c.Statement != "" && !c.FixesBaseline
 	case assets.CriterionPathsUntouched:
-		ok = !success && len(c.Paths) > 0
+		ok = !success && len(c.Paths) > 0 && !c.FixesBaseline
 	default:
 		ok = false
 	}

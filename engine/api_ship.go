@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/orbitrun/orbit/events"
@@ -113,9 +114,21 @@ func (e *Engine) newShipping() *shipping.Service {
 			return e.proj.RunView(ctx, id)
 		},
 		Root:   e.cfg.Root,
+		Forge:  e.forgeSettings,
 		Redact: e.cfg.Redactor.Add,
 		Logger: e.cfg.Logger,
 	})
+}
+
+// forgeSettings are the forge the engine's configuration names now (a
+// change of the file applies at the next pull request) and its token from
+// the engine's environment, which the redactor is told: nothing the engine
+// publishes shows it.
+func (e *Engine) forgeSettings() shipping.ForgeSettings {
+	cfg := e.config.get().Forge
+	token, _ := os.LookupEnv(cfg.Token())
+	e.cfg.Redactor.Add(token)
+	return shipping.ForgeSettings{Config: cfg, Token: token}
 }
 
 // taskError makes a refused task write an invalid request (exit 2), with

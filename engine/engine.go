@@ -265,6 +265,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Tasks:           e.ship,
 		GroundhogMemory: e.groundhogMemory,
 		GroundhogCLI:    cli,
+		TaskMCP:         e.taskMCP(agentSeed(creds)),
 		AgentSandbox:    agents,
 		Logger:          cfg.Logger,
 	})

@@ -24,6 +24,10 @@ const (
 	// GroundhogBudgetSpent records the decision, before an attempt, that
 	// the task's budget is spent.
 	GroundhogBudgetSpent = "groundhog.budget_exhausted"
+	// GroundhogBaseline records criteria a verification failed, run again
+	// on the attempt's base snapshot (added in the third version; a log
+	// without it replays as it did).
+	GroundhogBaseline = "groundhog.baseline"
 )
 
 func init() {
@@ -45,6 +49,7 @@ func init() {
 	register(GroundhogDrift, AggregateTask, GroundhogDriftData{})
 	register(GroundhogGrounding, AggregateTask, GroundhogGroundingData{})
 	register(GroundhogBudgetSpent, AggregateTask, GroundhogBudgetSpentData{})
+	register(GroundhogBaseline, AggregateTask, GroundhogBaselineData{})
 }
 
 // States a Groundhog run ends in.
@@ -56,7 +61,31 @@ const (
 	GroundhogCancelled = "cancelled" // the run was cancelled
 	// GroundhogBudgetExhausted: the task's budget was spent before an attempt.
 	GroundhogBudgetExhausted = "budget_exhausted"
+	// GroundhogBaselineRed: a criterion the attempt failed fails on the
+	// base snapshot too; the checkpoint holds, no attempt spent, until
+	// the base changes.
+	GroundhogBaselineRed = "baseline_red"
 )
+
+// BaselineCheck is one criterion run on a base snapshot: Key identifies
+// the criterion (its digest), Result is what it gave there.
+type BaselineCheck struct {
+	Key    string          `json:"key"`
+	Result CriterionResult `json:"result"`
+}
+
+// GroundhogBaselineData records criteria that failed an attempt's
+// verification, run on the commit the attempt started from (BaseSHA).
+// Red lists the indexes (of the verification's results) that fail on the
+// base too, among criteria without fixes_baseline; a non-empty Red holds
+// the checkpoint as baseline_red. Checks are the cache: a criterion is
+// run on one base commit once, whatever the attempts or engines.
+type GroundhogBaselineData struct {
+	Attempt
+	BaseSHA string          `json:"base_sha"`
+	Checks  []BaselineCheck `json:"checks"`
+	Red     []int           `json:"red,omitempty"`
+}
 
 // GroundhogRunWaitingData records that a Groundhog run waits for its
 // workspace, which another run holds: one Groundhog run works in a

@@ -125,6 +125,9 @@ type TaskStatusChangedData struct {
 	// run:<id>, an agent); both empty in the first version.
 	From string `json:"from,omitempty"`
 	By   string `json:"by,omitempty"`
+	// Signer signed the request that asked for the change (nil: a
+	// pipeline's, or one recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
 }
 
 // TaskUpdatedData records a change of a task's fields other than its
@@ -144,6 +147,23 @@ type TaskUpdatedData struct {
 	ExecutionSummary *string `json:"execution_summary,omitempty"`
 	By               string  `json:"by,omitempty"`
 	RunID            string  `json:"run_id,omitempty"`
+	// PullRequest is the pull request a shipping run opened for the task
+	// (task_pr_pipeline).
+	PullRequest *TaskPullRequest `json:"pull_request,omitempty"`
+	// Signer signed the request that asked for the change (nil: a
+	// pipeline's, or one recorded before it was).
+	Signer *Signer `json:"signer,omitempty"`
+}
+
+// TaskPullRequest is a pull request that carries a task's change.
+type TaskPullRequest struct {
+	Number int    `json:"number"`
+	URL    string `json:"url,omitempty"`
+	Head   string `json:"head"`
+	Base   string `json:"base"`
+	// Blocked: the run failed and the pull request was opened (or
+	// marked) blocked, for a person to finish.
+	Blocked bool `json:"blocked,omitempty"`
 }
 
 // TaskWorktreeAssignedData records that a shipping run gave the task a

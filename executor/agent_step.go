@@ -349,6 +349,13 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 	if err != nil {
 		return nil, err
 	}
+	server, err := a.taskMCP(spec, input, task)
+	if err != nil {
+		return nil, err
+	}
+	if server != nil {
+		defer server.cleanup()
+	}
 	out, err := agent.RunCLI(ctx, agent.CLIConfig{
 		Executor: name,
 		Spec:     *spec.ExecutorSpec,
@@ -367,6 +374,7 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		OnDenial:        spec.OnDenial,
 		Budget:          budget,
 		Sandbox:         a.w.cfg.AgentSandbox,
+		MCP:             server.config(),
 	})
 	if errors.Is(err, agent.ErrNoCompletion) && !spec.CompletionRequired() {
 		err = nil
@@ -383,6 +391,38 @@ func (w *Worker) getenv(name string) string {
 		return v
 	}
 	return os.Getenv(name)
+}
+
+// taskServer is the orbit MCP server a CLI agent bound to a task is given,
+// and how to remove its configuration.
+type taskServer struct {
+	cfg     *agent.CLIMCP
+	cleanup func()
+}
+
+func (s *taskServer) config() *agent.CLIMCP {
+	if s == nil {
+		return nil
+	}
+	return s.cfg
+}
+
+// taskMCP returns the MCP server of a claude_code or codex agent bound to
+// a task (nil for any other, or without WorkerConfig.TaskMCP).
+func (a *agentStep) taskMCP(spec *assets.ActivitySpec, input any, task *TaskBinding) (*taskServer, error) {
+	if task == nil || a.w.cfg.TaskMCP == nil {
+		return nil, nil
+	}
+	output := spec.ExecutorSpec.Output
+	if output != assets.OutputClaudeCode && output != assets.OutputCodex {
+		return nil, nil
+	}
+	id, _ := inputString(input, "task_id")
+	cfg, cleanup, err := a.w.cfg.TaskMCP(output, id, task.Token)
+	if err != nil {
+		return nil, fmt.Errorf("the task's MCP server: %w", err)
+	}
+	return &taskServer{cfg: cfg, cleanup: cleanup}, nil
 }
 
 // taskEnv is the environment of a CLI agent bound to a task: the engine's,

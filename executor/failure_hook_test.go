@@ -97,6 +97,15 @@ func TestFailureActivityRunsOnceWhenARunFails(t *testing.T) {
 			}
 			assert.Contains(t, hookEvents, events.StepStarted)
 			assert.Contains(t, hookEvents, events.StepFinished)
+			for _, ev := range ofType(evs, events.StepStarted) {
+				if ev.StepKey == executor.FailureActivityKey {
+					var d events.StepStartedData
+					require.NoError(t, ev.Decode(&d))
+					in, _ := d.Input.(map[string]any)
+					assert.Equal(t, "build", in["step_key"], "the hook's command carries the failure as its input (a deterministic action reads it there)")
+					assert.Equal(t, runID, in["run_id"])
+				}
+			}
 			finished := decodeAll[events.StepFinishedData](t, ofType(evs, events.StepFinished))
 			assert.Equal(t, map[bool]string{true: "success", false: "failed"}[tc.code == "0"], finished[len(finished)-1].State)
 			assert.Equal(t, events.RunFinished, evs[len(evs)-1].Type, "the hook runs before the run ends")

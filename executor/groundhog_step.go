@@ -69,7 +69,7 @@ func (w *Worker) runGroundhog(ctx context.Context, cmd *interpreter.StepCommand)
 		return out, nil
 	case events.GroundhogBudgetExhausted:
 		return nil, interpreter.Fail(events.KindBudget, false, "task %s %s: %s", taskID, res.State, res.Message)
-	case events.GroundhogBlocked, events.GroundhogDrifted:
+	case events.GroundhogBlocked, events.GroundhogDrifted, events.GroundhogBaselineRed:
 		return nil, interpreter.Fail(events.KindActivity, false, "task %s %s: %s", taskID, res.State, res.Message)
 	}
 	return nil, interpreter.Fail(events.KindActivity, false, "task %s: %s", taskID, res.Message)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/groundhog"
@@ -57,6 +58,13 @@ type WorkerConfig struct {
 	// GroundhogCLI runs the attempts of groundhog activities on backend
 	// cli (nil: such a step fails without starting an attempt).
 	GroundhogCLI *groundhog.CLIBackend
+	// TaskMCP gives a CLI agent (claude_code, codex) of an agent step bound
+	// to a task the orbit MCP server scoped by the step's task token, so
+	// that it records its execution summary with the server's
+	// task_summary: its configuration for the executor's output, and how
+	// to remove what was written for it. Nil gives none (the agent may
+	// still run orbit task update --summary with the token).
+	TaskMCP func(output, taskID, token string) (*agent.CLIMCP, func(), error)
 	// AgentSandbox is what the CLI agents of agent steps do not see
 	// (agent.CLIConfig Sandbox); nil: they see what the engine's user can.
 	AgentSandbox *sandbox.Policy

@@ -326,3 +326,45 @@ func listPaths(paths []string, max int) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(paths[:max], ", "), len(paths)-max)
 }
+
+// PatchID returns the stable patch id of a commit's change against its
+// first parent: the same for a commit and its copy made by a rebase that
+// met no conflict.
+func (r *Repo) PatchID(ctx context.Context, sha string) (string, error) {
+	if err := checkRev("commit", sha); err != nil {
+		return "", err
+	}
+	diff, err := r.run(ctx, call{args: []string{"diff-tree", "--patch", "--root", "--no-color", sha}, readOnly: true})
+	if err != nil {
+		return "", fmt.Errorf("the change of %s: %w", shortID(sha), err)
+	}
+	out, err := r.run(ctx, call{args: []string{"patch-id", "--stable"}, stdin: diff, readOnly: true})
+	if err != nil {
+		return "", fmt.Errorf("the patch id of %s: %w", shortID(sha), err)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	return id, nil
+}
+
+// CommitsWithTrailer returns the commits reachable from rev whose message
+// has the trailer "key: value", newest first.
+func (r *Repo) CommitsWithTrailer(ctx context.Context, rev, key, value string) ([]string, error) {
+	if err := checkRev("rev", rev); err != nil {
+		return nil, err
+	}
+	out, err := r.run(ctx, call{args: []string{"log", "--format=%H", "--fixed-strings", "--grep=" + key + ": " + value, rev, "--"}, readOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("searching %s for %s: %s: %w", rev, key, value, err)
+	}
+	var found []string
+	for _, sha := range lines(out) {
+		tr, err := r.Trailers(ctx, sha)
+		if err != nil {
+			return nil, err
+		}
+		if tr[key] == value {
+			found = append(found, sha)
+		}
+	}
+	return found, nil
+}

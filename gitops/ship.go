@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -286,4 +287,46 @@ func (r *Repo) Changes(ctx context.Context) ([]string, error) {
 	all := append(dirty, untracked...)
 	slices.Sort(all)
 	return all, nil
+}
+
+// RemoteURL returns the URL remote is fetched from.
+func (r *Repo) RemoteURL(ctx context.Context, remote string) (string, error) {
+	if err := checkRemote(remote); err != nil {
+		return "", err
+	}
+	out, err := r.run(ctx, call{args: []string{"remote", "get-url", "--", remote}, readOnly: true})
+	if err != nil {
+		return "", fmt.Errorf("the URL of %s: %w", remote, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// MergeBase returns the best common ancestor of two commits.
+func (r *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
+	if err := checkRev("a", a); err != nil {
+		return "", err
+	}
+	if err := checkRev("b", b); err != nil {
+		return "", err
+	}
+	out, err := r.run(ctx, call{args: []string{"merge-base", a, b}, readOnly: true})
+	if err != nil {
+		return "", fmt.Errorf("the merge base of %s and %s: %w", shortID(a), shortID(b), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// CountBetween returns how many commits to has that from lacks.
+func (r *Repo) CountBetween(ctx context.Context, from, to string) (int, error) {
+	if err := checkRev("from", from); err != nil {
+		return 0, err
+	}
+	if err := checkRev("to", to); err != nil {
+		return 0, err
+	}
+	out, err := r.run(ctx, call{args: []string{"rev-list", "--count", from + ".." + to}, readOnly: true})
+	if err != nil {
+		return 0, fmt.Errorf("counting the commits of %s..%s: %w", shortID(from), shortID(to), err)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(out)))
 }

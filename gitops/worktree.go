@@ -197,3 +197,24 @@ func samePath(a, b string) bool {
 	}
 	return filepath.Clean(a) == filepath.Clean(b)
 }
+
+// AddDetached adds a linked work tree at path (absolute; nothing may stand
+// there) with commit checked out on no branch: a throwaway copy of the
+// repository at that commit, which RemoveWorktree takes away again. No
+// branch or ref is made or moved.
+func (r *Repo) AddDetached(ctx context.Context, path, commit string) (*Repo, error) {
+	if err := checkRev("commit", commit); err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("%w: work tree path %q is not absolute", ErrInvalidArgument, path)
+	}
+	path = filepath.Clean(path)
+	if err := r.clearPath(path); err != nil {
+		return nil, err
+	}
+	if _, err := r.run(ctx, call{args: []string{"worktree", "add", "--quiet", "--detach", "--", path, commit}, uninterruptible: true}); err != nil {
+		return nil, fmt.Errorf("adding the work tree %s at %s: %w", path, shortID(commit), err)
+	}
+	return r.openLinked(path)
+}

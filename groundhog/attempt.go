@@ -126,6 +126,17 @@ func (r *runner) attempt(ctx context.Context, cp *assets.Checkpoint, n int) (boo
 			failpoint.Hit("groundhog-after-verification")
 			return true, r.commit(ctx, a)
 		}
+		red, err := r.baseline(ctx, a, cp, results)
+		if err != nil {
+			return false, r.abort(ctx, a, err)
+		}
+		if len(red) > 0 {
+			rep := baselineReport(results, red, snap.SnapshotRef)
+			if err := r.interrupt(ctx, a.id, snap, &rep, "baseline_red: the base fails the checks too"); err != nil {
+				return false, err
+			}
+			return false, errBaselineRed
+		}
 		report = verifierReport(results)
 	case a.verdict != nil:
 		report = events.FailureReport{Source: "agent", WhatTried: a.verdict.whatTried, WhatHappened: a.verdict.whatHappened, NextAttemptPlan: a.verdict.nextAttemptPlan}
@@ -287,7 +298,7 @@ func interruption(f *events.GroundhogAttemptFailedData) bool {
 		return false
 	}
 	switch f.Report.Source {
-	case sourceInfrastructure, sourceInterrupted, sourceAbandoned:
+	case sourceInfrastructure, sourceInterrupted, sourceAbandoned, sourceBaselineRed:
 		return true
 	}
 	return false

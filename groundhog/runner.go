@@ -285,7 +285,20 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			if res, err := r.budgetSpent(ctx, cp); res != nil || err != nil {
 				return res, err
 			}
+			if res, err := r.heldOnBaseline(ctx, cp); res != nil || err != nil {
+				return res, err
+			}
 			done, err := r.attempt(ctx, cp, n+1)
+			if errors.Is(err, errBaselineRed) {
+				if err := r.leaveHold(ctx); err != nil {
+					return nil, err
+				}
+				if res, err := r.heldOnBaseline(ctx, cp); res != nil || err != nil {
+					return res, err
+				}
+				return &Result{State: events.GroundhogBaselineRed, Committed: r.committedCount(),
+					Message: fmt.Sprintf("checkpoint %s holds: its base fails its checks too", cp.ID)}, nil
+			}
 			err = errors.Join(err, r.leaveHold(ctx))
 			if err != nil {
 				if ctx.Err() != nil {
@@ -367,7 +380,7 @@ func (r *runner) finish(ctx context.Context, res *Result) error {
 			reason = fmt.Sprintf("every checkpoint is committed, held for approval on %s; orbit groundhog approve %s lands them on %s",
 				ref, r.cfg.TaskID, r.st.task.Branch)
 		}
-	case events.GroundhogBlocked:
+	case events.GroundhogBlocked, events.GroundhogBaselineRed:
 		status = events.TaskBlocked
 	case events.GroundhogBudgetExhausted:
 		status = events.TaskBudgetExhausted

@@ -2,6 +2,8 @@ package groundhog_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -67,4 +69,25 @@ checkpoints:
 	rep, err := groundhog.Verify(h.ctx, evs, repo)
 	require.NoError(t, err)
 	assert.True(t, rep.OK, "%+v", rep.Checks)
+
+	// The base moves on; the shipping run rebases the branch onto it
+	// (sync_base, git_merge): the checkpoint's commit is now a copy, which
+	// verify recognises by its trailers and patch.
+	recorded := testkit.Git(t, worktree, "rev-parse", "HEAD")
+	h.git("commit", "--quiet", "--allow-empty", "-m", "the base moved")
+	testkit.Git(t, worktree, "rebase", "--quiet", "main")
+	require.NotEqual(t, recorded, testkit.Git(t, worktree, "rev-parse", "HEAD"))
+	rep, err = groundhog.Verify(h.ctx, evs, repo)
+	require.NoError(t, err)
+	assert.True(t, rep.OK, "%+v", rep.Checks)
+	assert.Contains(t, fmt.Sprint(rep.Checks), "its copy by a rebase")
+
+	// A copy whose change differs is not the checkpoint's commit.
+	testkit.Git(t, worktree, "commit", "--quiet", "--amend", "-C", "HEAD", "--allow-empty")
+	write := filepath.Join(worktree, "bye.txt")
+	require.NoError(t, os.WriteFile(write, []byte("not what was verified\n"), 0o644))
+	testkit.Git(t, worktree, "commit", "--quiet", "--amend", "-a", "-C", "HEAD")
+	rep, err = groundhog.Verify(h.ctx, evs, repo)
+	require.NoError(t, err)
+	assert.False(t, rep.OK, "a changed copy is refused")
 }

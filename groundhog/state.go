@@ -31,6 +31,9 @@ type state struct {
 	// approved are the commits approvals fast-forwarded the task branch
 	// to, in order.
 	approved []string
+	// baseline are the criteria run on a base commit, by base sha + "|" +
+	// criterion key (groundhog.baseline): each is run there once.
+	baseline map[string]events.CriterionResult
 }
 
 // attemptState is what the log says about one attempt.
@@ -57,7 +60,8 @@ func (a *attemptState) closed() bool { return a.committed != nil || a.rewound !=
 
 // newState is the fold of no events.
 func newState() *state {
-	return &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, hashes: map[int]string{}, abandoned: map[string]bool{}}
+	return &state{plans: map[int]string{}, runs: map[string]events.GroundhogRunStartedData{}, grounded: map[int]bool{}, hashes: map[int]string{}, abandoned: map[string]bool{},
+		baseline: map[string]events.CriterionResult{}}
 }
 
 // loadState reads every event of the task and folds them.
@@ -185,6 +189,10 @@ func (st *state) fold(seq uint64, payload any) {
 		st.forget(d.FromDay)
 	case *events.GroundhogApprovedData:
 		st.approved = append(st.approved, d.ToSHA)
+	case *events.GroundhogBaselineData:
+		for _, c := range d.Checks {
+			st.baseline[d.BaseSHA+"|"+c.Key] = c.Result
+		}
 	}
 }
 

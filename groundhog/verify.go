@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/gitops"
@@ -49,7 +50,9 @@ func Workspace(evs []events.Event) (string, error) {
 
 // Verify replays a task's events against its repository, as an auditor
 // would: every committed sha exists and is on the task branch (or, held
-// for approval, on its held ref), in the order
+// for approval, on its held ref; or, rebased by a shipping run onto a base
+// that moved, as its copy: the same trailers and the same patch), in the
+// order
 // the events recorded them; every commit has its grounding record, and the
 // chain of state hashes recomputes; no attempt is left open; and the
 // workspace is on the task branch with no uncommitted change to tracked
@@ -100,19 +103,31 @@ func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report
 					}
 				}
 			}
-			if held {
+			at := c.SHA // where the checkpoint's change is on the branch
+			rewritten := ""
+			if exists && !onBranch && !held {
+				if rewritten, err = rebasedCopy(ctx, repo, rep.TaskID, c, head); err != nil {
+					return nil, err
+				}
+			}
+			switch {
+			case held:
 				rep.add(true, "checkpoint "+c.Checkpoint, "commit %s exists, held on %s (not yet approved onto %s)", shortSHA(c.SHA), c.HeldRef, st.task.Branch)
-			} else {
+			case rewritten != "":
+				at = rewritten
+				rep.add(true, "checkpoint "+c.Checkpoint, "commit %s exists, and is on %s as %s, its copy by a rebase (same trailers, same patch)",
+					shortSHA(c.SHA), st.task.Branch, shortSHA(rewritten))
+			default:
 				rep.add(exists && onBranch, "checkpoint "+c.Checkpoint, "commit %s exists: %t, on %s: %t", shortSHA(c.SHA), exists, st.task.Branch, onBranch)
 			}
 			if prev != "" && exists {
-				inOrder, err := repo.IsAncestor(ctx, prev, c.SHA)
+				inOrder, err := repo.IsAncestor(ctx, prev, at)
 				if err != nil {
 					return nil, err
 				}
-				rep.add(inOrder, "order", "%s comes after %s", shortSHA(c.SHA), shortSHA(prev))
+				rep.add(inOrder, "order", "%s comes after %s", shortSHA(at), shortSHA(prev))
 			}
-			prev = c.SHA
+			prev = at
 		}
 	}
 	// The chain: one grounding record per commit, in the same order, each
@@ -145,6 +160,37 @@ func Verify(ctx context.Context, evs []events.Event, repo *gitops.Repo) (*Report
 	}
 	rep.add(len(dirty) == 0, "workspace", "%d tracked files with uncommitted changes", len(dirty))
 	return rep, nil
+}
+
+// rebasedCopy returns the commit on the branch at head that a rebase made
+// of a checkpoint's recorded commit (a shipping run rebases its branch
+// onto a base that moved): one whose Groundhog trailers name the same
+// task, checkpoint and day and whose change has the same patch id. ""
+// when there is none.
+func rebasedCopy(ctx context.Context, repo *gitops.Repo, taskID string, c *events.GroundhogCommittedData, head string) (string, error) {
+	want, err := repo.PatchID(ctx, c.SHA)
+	if err != nil {
+		return "", err
+	}
+	found, err := repo.CommitsWithTrailer(ctx, head, "Groundhog-Task", taskID)
+	if err != nil {
+		return "", err
+	}
+	for _, sha := range found {
+		tr, err := repo.Trailers(ctx, sha)
+		if err != nil {
+			return "", err
+		}
+		if tr["Groundhog-Checkpoint"] != c.Checkpoint || tr["Groundhog-Day"] != strconv.Itoa(c.Day) {
+			continue
+		}
+		if id, err := repo.PatchID(ctx, sha); err != nil {
+			return "", err
+		} else if id == want {
+			return sha, nil
+		}
+	}
+	return "", nil
 }
 
 // onRef reports whether sha is ref's commit or one of its ancestors.

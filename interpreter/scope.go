@@ -205,7 +205,7 @@ func renderStep(sc *scope, st *assets.Step, env func(string) (string, bool), ove
 		}
 	}
 	if override != nil {
-		input = override
+		input, carried = override, override
 	} else if st.DefaultInput != nil {
 		r, err := assets.RenderValue(st.DefaultInput, sc.templates(sc.input, env))
 		if err != nil {

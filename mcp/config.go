@@ -44,8 +44,12 @@ type Scope struct {
 	// may not read it).
 	LogKeyFile string
 	TaskID     string
-	// Token is the attempt token (groundhog.Scope.Token).
-	Token string
+	// Token is the attempt token (groundhog.Scope.Token) of a Groundhog
+	// attempt; TaskToken the token of an agent step bound to a task
+	// (agent_implement), with which the server offers task_summary
+	// instead of the verbs. One of them is set.
+	Token     string
+	TaskToken string
 	// TLSCA, TLSCert and TLSKey are the engine's TLS files, when its
 	// listener speaks TLS ("" otherwise).
 	TLSCA, TLSCert, TLSKey string
@@ -53,8 +57,9 @@ type Scope struct {
 
 // Env returns the server's environment as variables.
 func (s Scope) Env() map[string]string {
-	env := map[string]string{EnvToken: s.Token, EnvTaskID: s.TaskID, EnvNATSURL: s.NATSURL, EnvNKey: s.NKeyFile}
-	for name, v := range map[string]string{EnvLogKey: s.LogKeyFile, EnvTLSCA: s.TLSCA, EnvTLSCert: s.TLSCert, EnvTLSKey: s.TLSKey} {
+	env := map[string]string{EnvTaskID: s.TaskID, EnvNATSURL: s.NATSURL, EnvNKey: s.NKeyFile}
+	for name, v := range map[string]string{EnvToken: s.Token, EnvTaskToken: s.TaskToken, EnvLogKey: s.LogKeyFile, EnvTLSCA: s.TLSCA,
+		EnvTLSCert: s.TLSCert, EnvTLSKey: s.TLSKey} {
 		if v != "" {
 			env[name] = v
 		}
@@ -65,7 +70,11 @@ func (s Scope) Env() map[string]string {
 // Validate says what is missing.
 func (s Scope) Validate() error {
 	var missing []string
-	for name, v := range map[string]string{"binary": s.Binary, "NATS URL": s.NATSURL, "nkey file": s.NKeyFile, "task id": s.TaskID, "token": s.Token} {
+	token := s.Token
+	if token == "" {
+		token = s.TaskToken
+	}
+	for name, v := range map[string]string{"binary": s.Binary, "NATS URL": s.NATSURL, "nkey file": s.NKeyFile, "task id": s.TaskID, "token": token} {
 		if v == "" {
 			missing = append(missing, name)
 		}

@@ -43,6 +43,8 @@ type TaskView struct {
 	Worktree  string `json:"worktree,omitempty"`
 	Base      string `json:"base,omitempty"`
 	BaseSHA   string `json:"base_sha,omitempty"`
+	// PullRequest is the pull request a shipping run opened for the task.
+	PullRequest *events.TaskPullRequest `json:"pull_request,omitempty"`
 
 	// Plan is the checkpoint plan Groundhog runs (empty when the task has
 	// none), at PlanVersion.
@@ -87,6 +89,9 @@ type TaskTransition struct {
 	Reason string     `json:"reason,omitempty"`
 	RunID  string     `json:"run_id,omitempty"`
 	At     *time.Time `json:"at,omitempty"`
+	// Signer signed the request that asked for the change (nil: a
+	// pipeline's, or one recorded before changes were signed).
+	Signer *events.Signer `json:"signer,omitempty"`
 }
 
 // Buckets of the tasks view.
@@ -103,8 +108,9 @@ func (tasksView) name() string { return "tasks" }
 
 // version history: 1 first format; 2 a task's running status ends with
 // its run (run.finished); 3 the seed's fields, the worktree a shipping run
-// gives the task, its runs and the history of its status.
-func (tasksView) version() int      { return 3 }
+// gives the task, its runs and the history of its status; 4 the pull
+// request a shipping run opened, and who signed each change of status.
+func (tasksView) version() int      { return 4 }
 func (tasksView) buckets() [][]byte { return [][]byte{bucketTasks} }
 
 func (tasksView) begin(tx *bolt.Tx, log *slog.Logger) (viewBatch, error) {
@@ -178,7 +184,7 @@ func (b *tasksBatch) taskCreated(ev events.Event, d *events.TaskCreatedData) err
 		PlanVersion:        d.PlanVersion,
 		PlanDigest:         d.PlanDigest,
 		CreatedAt:          eventTime(ev),
-		History:            []TaskTransition{{To: status, By: d.By, At: eventTime(ev)}},
+		History:            []TaskTransition{{To: status, By: d.By, At: eventTime(ev), Signer: d.Signer}},
 	}
 	touchTask(e, ev)
 	return nil
@@ -219,7 +225,7 @@ func (b *tasksBatch) taskStatusChanged(ev events.Event, d *events.TaskStatusChan
 	if from == "" {
 		from = e.rec.Status
 	}
-	b.transition(e, ev, TaskTransition{From: from, To: d.Status, By: d.By, Reason: d.Reason, RunID: d.RunID})
+	b.transition(e, ev, TaskTransition{From: from, To: d.Status, By: d.By, Reason: d.Reason, RunID: d.RunID, Signer: d.Signer})
 	return nil
 }
 
@@ -249,6 +255,10 @@ func (b *tasksBatch) taskUpdated(ev events.Event, d *events.TaskUpdatedData) err
 	set(&r.Priority, d.Priority)
 	set(&r.Type, d.Type)
 	set(&r.ExecutionSummary, d.ExecutionSummary)
+	if d.PullRequest != nil {
+		pr := *d.PullRequest
+		r.PullRequest = &pr
+	}
 	touchTask(e, ev)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -236,6 +237,19 @@ func (s *Service) runTasks(ctx context.Context, action string, in taskIDsInput, 
 	if ids, err := in.ids(action); err == nil {
 		return s.tasksOf(ctx, ids)
 	}
+	out, err := s.tookBy(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, executor.Failure(events.KindValidation, false, "%s: input names no task, and run %s took none", action, runID)
+	}
+	return out, nil
+}
+
+// tookBy returns the tasks a shipping run took (worktree_setup), in the
+// order of the views.
+func (s *Service) tookBy(ctx context.Context, runID string) ([]*projector.TaskView, error) {
 	all, err := s.tasks(ctx)
 	if err != nil {
 		return nil, err
@@ -245,9 +259,6 @@ func (s *Service) runTasks(ctx context.Context, action string, in taskIDsInput, 
 		if hasRun(&all[i], runID, projector.TaskRunShip) {
 			out = append(out, &all[i])
 		}
-	}
-	if len(out) == 0 {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input names no task, and run %s took none", action, runID)
 	}
 	return out, nil
 }
@@ -382,8 +393,22 @@ func (s *Service) syncBase(ctx context.Context, call *executor.ActionCall) (any,
 	if after == before {
 		decision = "up_to_date"
 	}
+	remote, err := s.remoteHead(ctx, main, branch)
+	if err != nil {
+		return nil, err
+	}
 	return map[string]any{"phase": "sync", "decision": decision, "head": branch, "head_sha": after, "head_sha_before": before,
-		"base": base, "base_ref": baseRef, "base_sha": onto, "rewritten": after != before}, nil
+		"base": base, "base_ref": baseRef, "base_sha": onto, "rewritten": after != before, "remote_sha_before": remote}, nil
+}
+
+// remoteHead returns where origin has branch now, "" when it has no such
+// branch: the exact lease a push of the rewritten branch takes.
+func (s *Service) remoteHead(ctx context.Context, repo *gitops.Repo, branch string) (string, error) {
+	sha, _, err := repo.RemoteBranch(ctx, s.cfg.Remote, branch)
+	if err != nil {
+		return "", retryf("asking %s for %s: %v", s.cfg.Remote, branch, err)
+	}
+	return sha, nil
 }
 
 // currentBase returns the base's commit now, and its ref: origin/<base>
@@ -542,9 +567,30 @@ func (s *Service) catchUpWithRemote(ctx context.Context, repo *gitops.Repo, base
 
 // pushInput is git_push's input.
 type pushInput struct {
-	WorkspacePath     string `json:"workspace_path"`
-	Branch            string `json:"branch"`
-	ExpectedRemoteSHA string `json:"expected_remote_sha"`
+	WorkspacePath string `json:"workspace_path"`
+	Branch        string `json:"branch"`
+	// ExpectedRemoteSHA, when the input has it, is the exact lease: origin's
+	// branch must be there ("" or null: must not exist).
+	ExpectedRemoteSHA json.RawMessage `json:"expected_remote_sha"`
+}
+
+// lease reads expected_remote_sha: the commit, and whether the input gave
+// one.
+func (in *pushInput) lease() (string, bool, error) {
+	if in.ExpectedRemoteSHA == nil {
+		return "", false, nil
+	}
+	var v any
+	if err := json.Unmarshal(in.ExpectedRemoteSHA, &v); err != nil {
+		return "", false, err
+	}
+	switch x := v.(type) {
+	case nil:
+		return "", true, nil
+	case string:
+		return strings.TrimSpace(x), true, nil
+	}
+	return "", false, fmt.Errorf("expected_remote_sha is a commit id, not %s", in.ExpectedRemoteSHA)
 }
 
 // pushTries bounds how often git_push tries again after the remote moved
@@ -557,7 +603,9 @@ const pushTries = 3
 // expected_remote_sha when given, else origin's branch as it is now,
 // which the local branch must descend from (a branch origin has moved
 // past, or away from, is refused naming both). A branch origin already
-// contains is not pushed again.
+// has at the local commit is not pushed again. The exact lease is how a
+// rebased branch is pushed over the version of it origin had before the
+// rebase, and nothing else.
 func (s *Service) gitPush(ctx context.Context, call *executor.ActionCall) (any, error) {
 	const action = "git_push"
 	var in pushInput
@@ -566,6 +614,10 @@ func (s *Service) gitPush(ctx context.Context, call *executor.ActionCall) (any, 
 	}
 	if in.WorkspacePath == "" || in.Branch == "" {
 		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path and input.branch are required", action)
+	}
+	lease, exact, err := in.lease()
+	if err != nil {
+		return nil, executor.Failure(events.KindValidation, false, "%s: %v", action, err)
 	}
 	main, err := s.mainOf(ctx, in.WorkspacePath)
 	if err != nil {
@@ -590,8 +642,8 @@ func (s *Service) gitPush(ctx context.Context, call *executor.ActionCall) (any, 
 			return out, nil
 		}
 		expect := remote
-		if in.ExpectedRemoteSHA != "" {
-			expect = in.ExpectedRemoteSHA
+		if exact {
+			expect = lease
 		} else if exists {
 			fetched, err := main.Fetch(ctx, s.cfg.Remote, in.Branch)
 			if err != nil {
@@ -616,7 +668,7 @@ func (s *Service) gitPush(ctx context.Context, call *executor.ActionCall) (any, 
 			s.log.Info("pushed", "run", call.RunID, "branch", in.Branch, "remote", s.cfg.Remote, "from", short(expect), "to", short(local))
 			out["decision"] = "pushed"
 			return out, nil
-		case errors.Is(err, gitops.ErrBranchMoved) && in.ExpectedRemoteSHA == "" && try < pushTries:
+		case errors.Is(err, gitops.ErrBranchMoved) && !exact && try < pushTries:
 			continue
 		case errors.Is(err, gitops.ErrBranchMoved):
 			return nil, failf("%s: %v", action, err)

@@ -256,7 +256,8 @@ func (s *Service) Update(ctx context.Context, c TaskChange) (uint64, error) {
 // event, or nil when c changes no field.
 func (s *Service) fieldChange(ctx context.Context, t *projector.TaskView, c *TaskChange) (*events.TaskUpdatedData, error) {
 	d := &events.TaskUpdatedData{Title: c.Title, Description: c.Description, AcceptanceCriteria: c.AcceptanceCriteria,
-		Dependencies: c.Dependencies, PlanText: c.PlanText, Priority: c.Priority, Type: c.Type, ExecutionSummary: c.ExecutionSummary, By: c.By}
+		Dependencies: c.Dependencies, PlanText: c.PlanText, Priority: c.Priority, Type: c.Type, ExecutionSummary: c.ExecutionSummary, By: c.By,
+		Signer: events.RequestSigner(ctx)}
 	if c.Title != nil {
 		title := strings.TrimSpace(*c.Title)
 		if title == "" || len(title) > maxTitle {
@@ -293,7 +294,7 @@ func (s *Service) fieldChange(ctx context.Context, t *projector.TaskView, c *Tas
 	if c.ExecutionSummary != nil && !meaningfulSummary(*c.ExecutionSummary) {
 		return nil, fmt.Errorf("%w: an execution summary says what was done, not %q", ErrSummary, *c.ExecutionSummary)
 	}
-	if *d == (events.TaskUpdatedData{By: c.By}) {
+	if *d == (events.TaskUpdatedData{By: c.By, Signer: d.Signer}) {
 		return nil, nil
 	}
 	return d, nil
@@ -328,10 +329,11 @@ func (s *Service) Archive(ctx context.Context, id, by, reason string) (uint64, e
 }
 
 // setStatus records a task's move to status, from the status its record
-// has; id is the event's id ("" for a new one).
+// has; id is the event's id ("" for a new one). A change a signed request
+// asked for records its signer.
 func (s *Service) setStatus(ctx context.Context, t *projector.TaskView, id, status, by, reason, runID string) (uint64, error) {
 	return s.appendTask(ctx, t.ID, id, events.TaskStatusChanged, events.TaskStatusChangedData{
-		Status: status, From: t.Status, By: by, Reason: reason, RunID: runID})
+		Status: status, From: t.Status, By: by, Reason: reason, RunID: runID, Signer: events.RequestSigner(ctx)})
 }
 
 // recordSummary records an execution summary of a task.

@@ -20,11 +20,12 @@ func TestSeededShippingJobsRunOnTheShippingActions(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, cat.Problems())
 	executor.Declare(shipping.ActionNames()...)
-	for _, name := range []string{"task_local_pipeline", "task_gate_pipeline", "task_auto_pipeline"} {
+	for _, name := range []string{"task_local_pipeline", "task_pr_pipeline", "task_gate_pipeline", "task_auto_pipeline"} {
 		job, err := cat.Job(name)
 		require.NoError(t, err, name)
 		assert.NoError(t, executor.ValidateJob(job), name)
 	}
-	assert.Equal(t, []string{"gate_starvation_fail", "git_commit", "git_merge", "git_push", "list_backlog_tasks", "release_locks",
+	assert.Equal(t, []string{"gate_starvation_fail", "git_commit", "git_merge", "git_push", "git_rebase", "list_backlog_tasks",
+		"pr_failure_handoff", "pr_open", "pr_prepare", "pr_promote", "release_locks",
 		"reserve_locks", "sync_base", "task_implementer", "update_task", "validate_bundles", "worktree_setup"}, shipping.ActionNames())
 }

@@ -36,6 +36,9 @@ type Config struct {
 	// GitEnv is extra environment for git (tests isolate it from the
 	// machine's configuration).
 	GitEnv []string
+	// Forge returns the forge settings the engine runs with now (nil: no
+	// forge; pr_open fails naming what is missing).
+	Forge func() ForgeSettings
 	// Redact is told every token the Service issues, so that nothing it
 	// publishes shows one (nil: told nothing).
 	Redact func(secret string)

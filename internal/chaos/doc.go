@@ -6,8 +6,11 @@
 // finishes, and checks that nothing acknowledged was lost, that no step
 // that finished ran again (and every re-run is on record), that the run's
 // output is that of an uninterrupted run, that the views equal a replay of
-// the log, and for Groundhog that the repository ended on its branch, clean,
-// with one commit per checkpoint.
+// the log, for Groundhog that the repository ended on its branch, clean,
+// with one commit per checkpoint, and for the shipping pipelines (local and
+// pr, killed at each of their steps) that the task's one commit was merged,
+// pushed and opened as a pull request once, never lost, and that the root
+// checkout moved only by the merge.
 //
 // By default a quick subset runs (every failpoint once, three random
 // trials); CHAOS=full runs every job at every failpoint that applies and

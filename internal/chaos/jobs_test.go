@@ -30,6 +30,11 @@ type job struct {
 	// gate jobs wait for the signal "go", which the suite sends once the
 	// run has waited a while.
 	gate bool
+	// ship jobs are the seeded task_<ship>_pipeline, shipping one task of
+	// the project's own repository (see ship_test.go); steps is the
+	// number of activities the pipeline runs.
+	ship  string
+	steps int
 }
 
 // jobs is the job table. The order is the order of the result table.
@@ -51,10 +56,21 @@ var jobs = []*job{
 	// prepare, a wait for a signal, ship: killed at ship, and at random
 	// moments that often fall in the wait.
 	{name: "gate", mid: 2, batch: 3, gate: true},
+	// worktree, route, implement_one, commit, sync_base, merge,
+	// mark_review_one, push: killed at the merge.
+	{name: "ship_local", mid: 6, ship: "local", steps: 8},
+	// worktree, route, implement_one, commit, sync_base, push, pr_open,
+	// promote_tasks: killed at the push.
+	{name: "ship_pr", mid: 6, ship: "pr", steps: 8},
 }
 
-// jobName is the name the job's YAML gives it.
-func (j *job) jobName() string { return "chaos_" + j.name }
+// jobName is the name the job's YAML gives it; a ship job's is seeded.
+func (j *job) jobName() string {
+	if j.ship != "" {
+		return "task_" + j.ship + "_pipeline"
+	}
+	return "chaos_" + j.name
+}
 
 // yaml reads the job's definition from testdata.
 func (j *job) yaml(t *testing.T) string {

@@ -59,6 +59,13 @@ func fixedPoints(j *job) []point {
 	if j.batch > 0 {
 		pts = append(pts, fixed(midBatch, j.batch))
 	}
+	// A ship job is also killed at each of its steps with the step's
+	// effect done and not recorded.
+	for hit := 1; hit <= j.steps; hit++ {
+		if hit != j.mid {
+			pts = append(pts, fixed(afterEffect, hit))
+		}
+	}
 	if j.groundhog {
 		pts = append(pts,
 			// greet's verification passed, its commit is not made.
@@ -99,6 +106,8 @@ func defaultPlan(rng *rand.Rand) []trialSpec {
 		at("groundhog", "groundhog-after-rewind", 1),
 		at("groundhog_held", "groundhog-after-verification", 2),
 		at("gate", afterEffect, 0),
+		at("ship_local", afterEffect, 0),
+		at("ship_pr", afterEffect, 0),
 	}
 	for _, i := range rng.Perm(len(jobs))[:3] {
 		specs = append(specs, trialSpec{job: jobs[i], point: point{random: 1 + rng.IntN(3)}})

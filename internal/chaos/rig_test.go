@@ -27,6 +27,10 @@ type rig struct {
 	repo    string
 	task    string
 	eng     *engine
+	// origin and forge are a ship job's bare origin and, in pr mode, the
+	// forge that holds its pull requests.
+	origin string
+	forge  *testkit.ForgeServer
 	// lives are the engines started so far, the current one last.
 	lives []*engine
 }
@@ -52,7 +56,11 @@ func newRig(t *testing.T, j *job) *rig {
 		}
 		r.p.WriteFile(filepath.Join(".orbit", "activities", "chaos_held.yaml"), string(data))
 	}
-	r.p.WriteFile(filepath.Join(".orbit", "jobs", j.jobName()+".yaml"), j.yaml(t))
+	if j.ship != "" {
+		r.shipRepo()
+	} else {
+		r.p.WriteFile(filepath.Join(".orbit", "jobs", j.jobName()+".yaml"), j.yaml(t))
+	}
 	t.Cleanup(r.stop)
 	return r
 }
@@ -134,6 +142,9 @@ func (r *rig) orbitOK(args ...string) (string, error) {
 // createTask creates the Groundhog task of the example plan on the rig's
 // repository.
 func (r *rig) createTask() error {
+	if r.job.ship != "" {
+		return r.addShipTask()
+	}
 	plan, _ := groundhogFiles(r.t)
 	out, err := r.orbitOK("task", "create", "--title", "Greeter", "--plan", plan, "--workspace", r.repo)
 	r.task = strings.TrimSpace(out)
@@ -143,7 +154,10 @@ func (r *rig) createTask() error {
 // submit requests a run of the job, detached, and returns its id.
 func (r *rig) submit() (string, error) {
 	args := []string{"job", "run", r.job.jobName(), "--detach"}
-	if r.job.groundhog {
+	switch {
+	case r.job.ship != "":
+		args = append(args, "--input", r.shipInput())
+	case r.job.groundhog:
 		input, err := json.Marshal(map[string]string{"task_id": r.task})
 		if err != nil {
 			return "", err
@@ -202,9 +216,12 @@ func (r *rig) events(runID string) ([]events.Event, error) {
 }
 
 // git runs git in the rig's repository.
-func (r *rig) git(args ...string) (string, error) {
+func (r *rig) git(args ...string) (string, error) { return gitIn(r.repo, args...) }
+
+// gitIn runs git in dir.
+func gitIn(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
-	cmd.Dir = r.repo
+	cmd.Dir = dir
 	cmd.Env = append(cmd.Environ(), testkit.GitEnv()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -215,7 +232,7 @@ func (r *rig) git(args ...string) (string, error) {
 
 // story describes the engines of the trial, for a failure report: how
 // each ended, the end of the last one's log, and the Groundhog chronicle
-// of the task if there is one.
+// (a ship job: the record) of the task if there is one.
 func (r *rig) story() string {
 	var b strings.Builder
 	for i, e := range r.lives {
@@ -229,8 +246,12 @@ func (r *rig) story() string {
 		fmt.Fprintf(&b, "last engine's stderr:\n%s\n", r.eng.stderr)
 	}
 	if r.task != "" {
-		if res, err := r.orbit("groundhog", "show", r.task); err == nil {
-			fmt.Fprintf(&b, "orbit groundhog show %s:\n%s", r.task, res.Stdout)
+		show := []string{"groundhog", "show", r.task}
+		if r.job.ship != "" {
+			show = []string{"task", "show", r.task}
+		}
+		if res, err := r.orbit(show...); err == nil {
+			fmt.Fprintf(&b, "orbit %s:\n%s", strings.Join(show, " "), res.Stdout)
 		}
 	}
 	return b.String()

@@ -75,8 +75,18 @@ func step(args []string) error {
 	if err := json.Unmarshal([]byte(args[0]), &p); err != nil {
 		return fmt.Errorf("the policy: %w", err)
 	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("the working directory: %w", err)
+	}
 	if err := apply(p); err != nil {
 		return err
+	}
+	// The working directory is entered again through the mounts just
+	// made: one under a hidden path is a work tree bound back, whose ..
+	// is the cover, not what it covers.
+	if err := os.Chdir(wd); err != nil {
+		return fmt.Errorf("entering %s: %w", wd, err)
 	}
 	if err := dropCapabilities(); err != nil {
 		return err
@@ -91,6 +101,20 @@ func step(args []string) error {
 // apply makes p.ReadOnly read-only, covers p.Hide and binds p.Keep back,
 // read-only.
 func apply(p Policy) error {
+	// The work trees are opened before anything is mounted over them:
+	// their bind source is the open directory on its own file system.
+	work := map[string]*os.File{}
+	for _, w := range p.Work {
+		f, err := os.OpenFile(w, oPath|syscall.O_CLOEXEC|syscall.O_DIRECTORY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("keeping the work tree %s: %w", w, err)
+		}
+		defer f.Close()
+		work[w] = f
+	}
 	for _, r := range p.ReadOnly {
 		if _, err := os.Stat(r); errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -143,6 +167,18 @@ func apply(p Policy) error {
 		}
 		if err := bindReadOnly(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), k); err != nil {
 			return fmt.Errorf("keeping %s: %w", k, err)
+		}
+	}
+	for _, w := range p.Work {
+		f, ok := work[w]
+		if !ok {
+			continue
+		}
+		if err := os.MkdirAll(w, 0o755); err != nil {
+			return fmt.Errorf("keeping the work tree %s: %w", w, err)
+		}
+		if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("keeping the work tree %s: %w", w, err)
 		}
 	}
 	for _, d := range dirs {

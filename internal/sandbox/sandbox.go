@@ -63,6 +63,11 @@ type Policy struct {
 	// (bound on themselves, read-only), before Hide is applied: a hidden
 	// path may be under one.
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Work are absolute directories the program may read and write
+	// although a hidden or read-only path holds them (its work tree: a
+	// shipping run's worktree lives in the engine's state directory). Each
+	// is bound back at its own path, writable, after Hide.
+	Work []string `json:"work,omitempty"`
 }
 
 // Wrap makes cmd (built by exec.Command, not started) start in the

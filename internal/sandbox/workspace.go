@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// ForWorkspace returns p with the git configuration and hooks of the
-// repository that holds dir (the program's work tree) added to ReadOnly:
+// ForWorkspace returns p with dir (the program's work tree) in Work when
+// a hidden or read-only path holds it, and the git configuration and hooks
+// of the repository that holds dir added to ReadOnly:
 // git runs commands named in its configuration (core.fsmonitor, filter
 // drivers, core.hooksPath) and the hooks, and the engine's own git runs
 // in that repository later, outside the sandbox, as the engine's user.
@@ -18,6 +19,10 @@ import (
 // repository gives a copy of p.
 func (p Policy) ForWorkspace(dir string) Policy {
 	p.ReadOnly = slices.Clone(p.ReadOnly)
+	p.Work = slices.Clone(p.Work)
+	if abs, err := filepath.Abs(dir); err == nil && p.covers(abs) && !slices.Contains(p.Work, abs) {
+		p.Work = append(p.Work, abs)
+	}
 	gitDir, common := gitDirs(dir)
 	if gitDir == "" {
 		return p
@@ -36,6 +41,16 @@ func (p Policy) ForWorkspace(dir string) Policy {
 		}
 	}
 	return p
+}
+
+// covers reports whether a hidden or read-only path of p holds path.
+func (p Policy) covers(path string) bool {
+	for _, c := range append(slices.Clone(p.Hide), p.ReadOnly...) {
+		if rel, err := filepath.Rel(c, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
 }
 
 // gitDirs finds the repository of the work tree at dir as git does, from

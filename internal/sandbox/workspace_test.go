@@ -125,3 +125,54 @@ git config core.fsmonitor /tmp/evil; echo " git-config:$?"
 	require.NoError(t, err)
 	assert.Equal(t, string(config), string(after), "the main repository's config is unchanged")
 }
+
+// TestAWorkTreeUnderAHiddenDirectoryStaysWorkable: a shipping run's
+// worktree lives under the engine's state directory, which an agent's
+// sandbox hides and whose parent it makes read-only; ForWorkspace binds
+// the work tree back, writable, and the program commits there, while the
+// rest of the hidden directory stays covered.
+func TestAWorkTreeUnderAHiddenDirectoryStaysWorkable(t *testing.T) {
+	t.Parallel()
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox on this machine: %s", why)
+	}
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	state := filepath.Join(root, ".orbit", "state")
+	wt := filepath.Join(state, "worktrees", "RUN1")
+	require.NoError(t, os.MkdirAll(filepath.Join(state, "creds"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(state, "creds", "client.nk"), []byte("SEED"), 0o600))
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.invalid",
+		"GIT_COMMITTER_NAME=C", "GIT_COMMITTER_EMAIL=c@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+root)
+	for _, args := range [][]string{{"init", "--quiet", repo}, {"-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first"},
+		{"-C", repo, "worktree", "add", "--quiet", "-b", "orbit/T-1", wt}} {
+		git := exec.Command("git", args...)
+		git.Env = env
+		out, err := git.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	p := sandbox.Policy{Hide: []string{state}, ReadOnly: []string{filepath.Dir(state)}}.ForWorkspace(wt)
+	cmd := exec.Command("sh", "-c", `
+echo work > work.txt && git add work.txt && git commit --quiet -m work; echo " commit:$?"
+cat ../../creds/client.nk; echo " read-seed:$?"
+ls ../..; echo " listed"
+`)
+	mode, err := sandbox.Wrap(cmd, p)
+	require.NoError(t, err)
+	require.Equal(t, sandbox.ModeMountNamespace, mode)
+	var buf bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = wt, env, &buf, &buf
+	g, err := proc.Start(testkit.Context(t), cmd)
+	require.NoError(t, err)
+	res := g.Wait(testkit.Context(t), 0, 0)
+	require.Equal(t, 0, res.ExitCode, "%v: %s", res.Err, buf.String())
+	got := buf.String()
+	assert.Contains(t, got, " commit:0", "the work tree is workable")
+	assert.NotContains(t, got, "SEED", "the rest of the state directory stays hidden")
+	assert.Contains(t, got, "\nworktrees\n listed", "the state directory's cover holds the work tree's mount point alone")
+	log := exec.Command("git", "log", "--format=%s", "orbit/T-1")
+	log.Dir, log.Env = repo, env
+	out, err := log.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "work\nfirst\n", string(out))
+}
