@@ -53,7 +53,7 @@ $(AGENTS)/node_modules/.installed: $(AGENTS)/package-lock.json $(AGENTS)/package
 # first.
 test: nats-cli agents chromium binsize
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+	$(GO) test -race -count=1 -timeout 14m $(PKGS)
 	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh
 
 # Debian's chromium, for the console's browser tests (driven by chromedp),

@@ -242,17 +242,17 @@ func TestABrokenFileStopsOnlyItself(t *testing.T) {
 	assert.NotContains(t, names, "bad")
 }
 
-// TestAProblemQuotesAHugeValueShort: a catalog file that is one 10 MB
+// TestAProblemQuotesAHugeValueShort: a catalog file that is one 1 MB
 // scalar is reported in a line, not echoed whole.
 func TestAProblemQuotesAHugeValueShort(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	file := writeFile(t, root, ".orbit/jobs/junk.yaml", strings.Repeat("x", 10<<20))
+	file := writeFile(t, root, ".orbit/jobs/junk.yaml", strings.Repeat("x", 1<<20))
 	c, err := assets.OpenCatalog(root, assets.CatalogOptions{})
 	require.NoError(t, err)
 	require.Len(t, c.Problems(), 1)
 	msg := c.Problems()[0].String()
 	assert.Less(t, len(msg), 400, msg)
 	assert.Contains(t, msg, file)
-	assert.Contains(t, msg, "(10485760 bytes)")
+	assert.Contains(t, msg, "(1048576 bytes)")
 }

@@ -58,6 +58,12 @@ const (
 func suggest(word string, candidates []string) string {
 	best, bestDist := "", 3
 	for _, c := range candidates {
+		// The distance is at least the difference in length: a word far
+		// longer than every candidate (a pasted value) costs no more than
+		// this comparison.
+		if max(len(word)-len(c), len(c)-len(word)) >= bestDist {
+			continue
+		}
 		if d := editDistance(word, c); d < bestDist && d < len(word) {
 			best, bestDist = c, d
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,6 +26,8 @@ type snapshot struct {
 	// batches and batched are this engine's group commits: atomic batches
 	// and the events they held.
 	batches, batched uint64
+	// routines are the project's routines and their state.
+	routines engine.Routines
 }
 
 // metrics serves the Prometheus text format.
@@ -65,6 +68,9 @@ func (s *Server) snapshot(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	snap.batches, snap.batched = s.log.GroupCommits()
+	if err := s.request(ctx, engine.EndpointRoutines, nil, &snap.routines); err != nil {
+		return nil, err
+	}
 	return snap, nil
 }
 
@@ -72,6 +78,18 @@ func (s *Server) snapshot(ctx context.Context) (*snapshot, error) {
 var (
 	descRuns = prometheus.NewDesc("orbit_runs", "Runs by job and state: finished runs from the metrics view, pending and running runs from the runs view.",
 		[]string{"job", "state"}, nil)
+	descPaused = prometheus.NewDesc("orbit_runs_paused", "Live runs that are paused (orbit run pause), by job.",
+		[]string{"job"}, nil)
+	descRoutineLast = prometheus.NewDesc("orbit_routine_last_fire_timestamp_seconds", "Tick of the last run a routine fired (0: none yet).",
+		[]string{"routine"}, nil)
+	descRoutineNext = prometheus.NewDesc("orbit_routine_next_fire_timestamp_seconds", "Next tick of a routine (0: paused, or never again).",
+		[]string{"routine"}, nil)
+	descRoutineFired = prometheus.NewDesc("orbit_routine_fired_total", "Ticks a routine fired a run for.",
+		[]string{"routine"}, nil)
+	descRoutineSkipped = prometheus.NewDesc("orbit_routine_skipped_total", "Ticks a routine skipped (overlap, missed, refused).",
+		[]string{"routine"}, nil)
+	descRoutinePaused = prometheus.NewDesc("orbit_routine_paused", "1 while a routine is paused.",
+		[]string{"routine"}, nil)
 	descRunSeconds = prometheus.NewDesc("orbit_run_duration_seconds_total", "Total duration of the finished runs of a job.",
 		[]string{"job"}, nil)
 	descSteps = prometheus.NewDesc("orbit_steps_total", "Finished step attempts by job, step id and state.",
@@ -147,6 +165,27 @@ func (snap *snapshot) Collect(ch chan<- prometheus.Metric) {
 	for k, n := range runs {
 		gauge(descRuns, float64(n), k[0], k[1])
 	}
+	paused := map[string]int{}
+	for _, r := range snap.active {
+		if r.Paused {
+			paused[r.Job]++
+		}
+	}
+	for job, n := range paused {
+		gauge(descPaused, float64(n), job)
+	}
+	for _, rs := range snap.routines.Routines {
+		name := rs.Routine.Name
+		gauge(descRoutineLast, unixSeconds(rs.State.LastFire), name)
+		gauge(descRoutineNext, unixSeconds(rs.Next), name)
+		counter(descRoutineFired, int64(rs.State.Fired), name)
+		counter(descRoutineSkipped, int64(rs.State.Skipped), name)
+		p := 0.0
+		if rs.State.Paused {
+			p = 1
+		}
+		gauge(descRoutinePaused, p, name)
+	}
 
 	for job, steps := range m.Steps {
 		for step, x := range steps {
@@ -217,4 +256,12 @@ func (snap *snapshot) Collect(ch chan<- prometheus.Metric) {
 		counter(descRewinds, x.Rewinds, task)
 		counter(descAbandons, x.Abandons, task)
 	}
+}
+
+// unixSeconds is t as a Prometheus timestamp value, 0 for none.
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
 }

@@ -35,7 +35,11 @@ type RunGates struct {
 // executor.NewRetryRequest). Input, when set, is JSON that replaces the
 // old run's input.
 type RunRetry struct {
-	RunID     string          `json:"run_id"`
+	RunID string `json:"run_id"`
+	// Selector, instead of RunID, picks finished runs to retry each; with
+	// DryRun they are listed and nothing is submitted.
+	Selector  *Selector       `json:"selector,omitempty"`
+	DryRun    bool            `json:"dry_run,omitempty"`
 	From      string          `json:"from,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	Requester string          `json:"requester,omitempty"`
@@ -66,6 +70,7 @@ func (e *Engine) controlEndpoints() map[string]events.Handler {
 		EndpointRunSignal: e.handle(e.apiRunSignal),
 		EndpointRunGates:  e.handle(e.apiRunGates),
 		EndpointRunResume: e.handle(e.apiRunResume),
+		EndpointRunPause:  e.handle(e.apiRunPause),
 	}
 }
 
@@ -76,8 +81,8 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 	if err := decode(req, &q); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(q.RunID) == "" {
-		return nil, fmt.Errorf("%w: retry needs a run id", events.ErrInvalidRequest)
+	if strings.TrimSpace(q.RunID) == "" && q.Selector.Empty() {
+		return nil, fmt.Errorf("%w: retry needs a run id or a selector", events.ErrInvalidRequest)
 	}
 	opts := executor.RetryOptions{From: q.From, Requester: q.Requester, Env: os.LookupEnv, Root: e.info.Root}
 	if len(q.Input) > 0 {
@@ -91,6 +96,9 @@ func (e *Engine) apiRunRetry(ctx context.Context, req json.RawMessage) (any, err
 			return nil, err
 		}
 		opts.HasInput = true
+	}
+	if !q.Selector.Empty() {
+		return e.bulkRetry(ctx, q, opts)
 	}
 	r, err := executor.NewRetryRequest(ctx, e.log, q.RunID, opts)
 	if err != nil {

@@ -34,6 +34,10 @@ type CancelRequest struct {
 	Tree      bool   `json:"tree,omitempty"`
 	Requester string `json:"requester,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Selector, instead of RunID, picks the live runs to cancel; with
+	// DryRun they are listed and nothing is recorded.
+	Selector *Selector `json:"selector,omitempty"`
+	DryRun   bool      `json:"dry_run,omitempty"`
 }
 
 // Cancelled answers a CancelRequest: the run named and the runs asked to
@@ -41,6 +45,8 @@ type CancelRequest struct {
 type Cancelled struct {
 	RunID string   `json:"run_id"`
 	Runs  []string `json:"runs"`
+	// Bulk is set for a cancel by selector, or a dry run.
+	Bulk Bulk `json:"bulk,omitzero"`
 }
 
 // PlanChange asks to replace a task's plan with version PlanVersion, which
@@ -156,8 +162,11 @@ func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error
 	if err := decode(raw, &req); err != nil {
 		return nil, err
 	}
+	if !req.Selector.Empty() {
+		return e.bulkCancel(ctx, req)
+	}
 	if req.RunID == "" {
-		return nil, fmt.Errorf("%w: a cancel request needs a run_id", events.ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: a cancel request needs a run_id or a selector", events.ErrInvalidRequest)
 	}
 	last, err := e.log.LastMatching(ctx, []string{events.RunFilter(req.RunID)})
 	if err != nil {
@@ -172,6 +181,20 @@ func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error
 	view, err := e.proj.RunView(ctx, req.RunID)
 	if err != nil {
 		return nil, err
+	}
+	if req.Tree && req.DryRun {
+		runs, err := executor.TreeTargets(ctx, e.log, view.ID)
+		if err != nil {
+			return nil, err
+		}
+		return Cancelled{RunID: view.ID, Runs: runs, Bulk: Bulk{Runs: runs, DryRun: true}}, nil
+	}
+	if req.DryRun {
+		var runs []string
+		if !events.Terminal(view.State) {
+			runs = []string{view.ID}
+		}
+		return Cancelled{RunID: view.ID, Runs: runs, Bulk: Bulk{Runs: runs, DryRun: true}}, nil
 	}
 	if req.Tree {
 		runs, err := executor.CancelTree(ctx, e.log, view.ID, req.Requester, req.Reason)

@@ -27,6 +27,7 @@ import (
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/projector"
+	"github.com/orbitrun/orbit/routine"
 	"github.com/orbitrun/orbit/shipping"
 )
 
@@ -387,6 +388,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	defer api.Stop()
+	// Every engine schedules the project's routines; the routines' keys
+	// make them decide each tick once.
+	defer start("routines", routine.NewScheduler(e.routineConfig()).Run)()
 	if e.cfg.Beside != nil {
 		defer start("beside", func(ctx context.Context) error { return e.cfg.Beside(ctx, e.log) })()
 	}

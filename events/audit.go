@@ -17,10 +17,17 @@ const (
 	ProblemUnsigned = ReasonUnsigned
 	ProblemBadMAC   = ReasonBadMAC
 	ProblemUnbound  = ReasonUnbound
-	// ProblemLate and ProblemEarly: a format-2 event stored out of its
-	// time (see ReasonLate).
-	ProblemLate  = ReasonLate
-	ProblemEarly = ReasonEarly
+	// ProblemRepeated: a format-2 event stored out of its time under an id
+	// stored before (see ReasonRepeated).
+	ProblemRepeated = ReasonRepeated
+	// ProblemLate and ProblemEarly: a format-2 event the server stored
+	// more than maxLag after, or before, its time (see checkTime). Notes
+	// when it is the first message under its id, which every reader
+	// reads (an append that reached the server late: an engine suspended
+	// between making it and storing it, a publish retried for long, a
+	// clock stepped); a copy is ProblemRepeated besides.
+	ProblemLate  = "stored late"
+	ProblemEarly = "stored before it was made"
 	// ProblemUndecodable: the message is not an event this Orbit knows.
 	ProblemUndecodable = "undecodable"
 	// ProblemMissing: sequences the stream no longer holds. The stream
@@ -81,10 +88,16 @@ type AuditReport struct {
 	SignedFrom uint64         `json:"signed_from"`
 	BoundFrom  uint64         `json:"bound_from,omitempty"`
 	Problems   []AuditProblem `json:"problems"`
+	// Notes are what is unusual and no problem: events stored out of
+	// their time that are the first under their id (ProblemLate,
+	// ProblemEarly), read as any other.
+	Notes []AuditProblem `json:"notes,omitempty"`
 }
 
 // Audit checks the whole event log: every message's MAC (when this Log
-// has the log key) and, in format 2, its time; that it decodes; that no
+// has the log key) and, in format 2, its place (stored within maxLag of
+// its time, or the first under its id: see placeBefore, which readers
+// apply too); that it decodes; that no
 // sequence is missing from 1 to the stream's last — removal at the very
 // end included, since the stream remembers its last sequence; and what a
 // copy of an event stored again would break, whichever format it is in:
@@ -132,14 +145,27 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 			return nil
 		}
 		ev.Seq = seq
+		late := false
 		if format2 {
 			stored := storedTime(msg.Header)
-			if reason := checkTime(ev.Time, stored, l.lag()); reason != "" {
-				rep.Problems = append(rep.Problems, AuditProblem{Kind: reason, Seq: seq, Subject: subject,
-					Detail: fmt.Sprintf("made %s, stored %s", ev.Time.Format(time.RFC3339Nano), stored.Format(time.RFC3339Nano))})
+			if off := checkTime(ev.Time, stored, l.lag()); off != "" {
+				before, err := l.placeBefore(ctx, seq, subject, msg.Header, ev.Time, stored)
+				if err != nil {
+					return err
+				}
+				when := fmt.Sprintf("made %s, stored %s", ev.Time.Format(time.RFC3339Nano), stored.Format(time.RFC3339Nano))
+				if before != 0 {
+					rep.Problems = append(rep.Problems, AuditProblem{Kind: ProblemRepeated, Seq: seq, Subject: subject,
+						Detail: fmt.Sprintf("%s; its id is stored at seq %d", when, before)})
+				} else {
+					late = true
+					rep.Notes = append(rep.Notes, AuditProblem{Kind: off, Seq: seq, Subject: subject,
+						Detail: fmt.Sprintf("%s apart (%s); the first message under its id: an append of the engine's that reached the server late (an engine suspended, a publish retried) or a clock that was off; read as any other",
+							stored.Sub(ev.Time).Abs().Round(time.Millisecond), when)})
+				}
 			}
 		}
-		problems, err := runs.check(ctx, ev, msg.Data, subject)
+		problems, err := runs.check(ctx, ev, msg.Data, subject, late)
 		rep.Problems = append(rep.Problems, problems...)
 		return err
 	})

@@ -48,8 +48,12 @@ var afterEnd = map[string]bool{
 }
 
 // check returns what is wrong with ev, stored as body, at its place in
-// the log given what came before it, and remembers it.
-func (a *auditRuns) check(ctx context.Context, ev Event, body []byte, subject string) ([]AuditProblem, error) {
+// the log given what came before it, and remembers it. late says ev was
+// stored out of its time as the first under its id (a note of Audit's):
+// then that its time lies before that of events stored before it is no
+// more than its lateness, and no problem; nor is its time the run's
+// latest, which a clock that ran ahead would set for the events after it.
+func (a *auditRuns) check(ctx context.Context, ev Event, body []byte, subject string, late bool) ([]AuditProblem, error) {
 	var out []AuditProblem
 	problem := func(kind, detail string) {
 		out = append(out, AuditProblem{Kind: kind, Seq: ev.Seq, Subject: subject, Detail: detail})
@@ -73,10 +77,10 @@ func (a *auditRuns) check(ctx context.Context, ev Event, body []byte, subject st
 		r = &auditRun{running: map[string]bool{}}
 		a.runs[ev.RunID] = r
 	}
-	if behind := r.latest.Sub(ev.Time); behind > a.l.lag() {
+	if behind := r.latest.Sub(ev.Time); behind > a.l.lag() && !late {
 		problem(ProblemTimeBackwards, fmt.Sprintf("made %s, %s before an earlier event of run %s", ev.Time.Format(time.RFC3339Nano), behind.Round(time.Millisecond), ev.RunID))
 	}
-	if ev.Time.After(r.latest) {
+	if ev.Time.After(r.latest) && !late {
 		r.latest = ev.Time
 	}
 	if r.endedAt != 0 && !afterEnd[ev.Type] && !(r.running[ev.StepKey] && ev.Type != StepStarted) {

@@ -33,12 +33,12 @@ const (
 	// macFormat2): a copy of a message signed before the log moved to
 	// format 2, stored again since.
 	ReasonUnbound = "not bound to its place"
-	// ReasonLate and ReasonEarly: an event the server stored more than
-	// maxLag after, or before, the time it was signed with (see
-	// checkTime): a copy stored after the duplicate window, or an
-	// engine whose clock is far from the server's.
-	ReasonLate  = "stored late"
-	ReasonEarly = "stored before it was made"
+	// ReasonRepeated: a format-2 event the server stored more than maxLag
+	// from the time it was signed with (see checkTime), under a message id
+	// a message stored before it already holds (see placeBefore): a copy
+	// stored again past the duplicate window, or a decision made again
+	// that the first holds.
+	ReasonRepeated = "out of its time, under an id stored before"
 )
 
 // mac2Prefix starts the Orbit-Mac header of a format-2 MAC.
@@ -48,10 +48,9 @@ const (
 // refuses a second message under for its duplicate window: a signed
 // message copied under another id fails verification, and one copied
 // under its own is dropped by the server within the window and, past it,
-// fails the reader's check of its time (an event's time is in its body).
-// So a signed event can be stored once, and only in the minute after it
-// was made; neither needs the appenders to agree on anything or the
-// server to be asked anything.
+// is stored out of its time (an event's time is in its body) under an id
+// stored before, which a reader finds (see placeBefore). So a signed
+// event is read once; neither needs the appenders to agree on anything.
 //
 // IMPORTANT: a stored format. Engines write format 2; readers accept
 // format 1 only below the sequences the log key records for it (see
@@ -198,8 +197,8 @@ func (l *Log) Signing() bool { return l.key != nil }
 
 // checkEvent verifies an event read from the log, and when it fails
 // records the rejection (see reject). It returns nil without a key. A
-// format-2 event passes only once its time was checked too (readMessage,
-// checkTime), which needs the body decoded.
+// format-2 event passes only once its place was checked too (readMessage),
+// which needs the body decoded.
 func (l *Log) checkEvent(seq uint64, subject string, hdr nats.Header, body []byte) (format2 bool, err error) {
 	if l.key == nil {
 		return false, nil

@@ -84,10 +84,10 @@ func TestCheckTime(t *testing.T) {
 	}{
 		{"at once", made.Add(3 * time.Millisecond), ""},
 		{"a minute later", made.Add(time.Minute), ""},
-		{"past the lag", made.Add(time.Minute + time.Millisecond), ReasonLate},
-		{"129 s later", made.Add(129 * time.Second), ReasonLate},
+		{"past the lag", made.Add(time.Minute + time.Millisecond), ProblemLate},
+		{"129 s later", made.Add(129 * time.Second), ProblemLate},
 		{"a little before (a clock ahead)", made.Add(-5 * time.Second), ""},
-		{"long before", made.Add(-2 * time.Minute), ReasonEarly},
+		{"long before", made.Add(-2 * time.Minute), ProblemEarly},
 		{"unknown", time.Time{}, ""},
 	} {
 		if got := checkTime(made, tt.stored, maxLag); got != tt.want {

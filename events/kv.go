@@ -53,9 +53,24 @@ func (k *KV) Get(ctx context.Context, key string) (Entry, error) {
 // the new revision; ErrConflict when it exists. A write of the key in
 // flight is waited out, and a create whose answer was lost but that holds
 // is recognised by its value (see cas).
+//
+// A key that was written and deleted is created over its delete marker,
+// at the marker's revision, which only the bucket's leader is asked for:
+// nats.go's Create asks whichever replica answers a direct get first, and
+// one that lags still holds the value the delete removed, which would
+// refuse a create sent right after the delete through another node as a
+// conflict.
 func (k *KV) Create(ctx context.Context, key string, value []byte) (uint64, error) {
 	return k.cas(ctx, key, value, func(ctx context.Context) (uint64, error) {
-		return k.kv.Create(ctx, key, value)
+		rev, err := k.kv.Update(ctx, key, value, 0)
+		if refusalOf(err) != refusedStale {
+			return rev, err
+		}
+		marker, deleted, lerr := k.latest(ctx, key)
+		if lerr != nil || !deleted {
+			return 0, err
+		}
+		return k.kv.Update(ctx, key, value, marker.Revision)
 	})
 }
 

@@ -159,40 +159,51 @@ type storedMsgReply struct {
 // answered by a replica behind the leader; after a refused
 // compare-and-set, Latest is the read that decides what to do next.
 func (k *KV) Latest(ctx context.Context, key string) (Entry, error) {
+	e, deleted, err := k.latest(ctx, key)
+	if err == nil && deleted {
+		return Entry{}, fmt.Errorf("%w: %s/%s", ErrNotFound, k.name, key)
+	}
+	return e, err
+}
+
+// latest is Latest telling a deleted key (or purged: its last message is
+// the marker, whose revision e holds) from one never written (ErrNotFound).
+func (k *KV) latest(ctx context.Context, key string) (e Entry, deleted bool, err error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if err := k.bound(); err != nil {
-		return Entry{}, err
+		return Entry{}, false, err
 	}
 	req, err := json.Marshal(storedMsgGet{LastFor: "$KV." + k.name + "." + key})
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, false, err
 	}
 	msg, err := k.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+k.name, req)
 	if err != nil {
-		return Entry{}, fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, k.name, key, err)
+		return Entry{}, false, fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, k.name, key, err)
 	}
 	var reply storedMsgReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return Entry{}, fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, k.name, key, err)
+		return Entry{}, false, fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, k.name, key, err)
 	}
 	if reply.Error != nil {
 		if reply.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return Entry{}, fmt.Errorf("%w: %s/%s", ErrNotFound, k.name, key)
+			return Entry{}, false, fmt.Errorf("%w: %s/%s", ErrNotFound, k.name, key)
 		}
-		return Entry{}, fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, k.name, key, reply.Error)
+		return Entry{}, false, fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, k.name, key, reply.Error)
 	}
 	if reply.Message == nil {
-		return Entry{}, fmt.Errorf("%w: %s/%s: an empty answer", ErrUnavailable, k.name, key)
+		return Entry{}, false, fmt.Errorf("%w: %s/%s: an empty answer", ErrUnavailable, k.name, key)
 	}
+	e = Entry{Key: key, Value: reply.Message.Data, Revision: reply.Message.Seq}
 	if len(reply.Message.Header) > 0 {
 		h, err := nats.DecodeHeadersMsg(reply.Message.Header)
 		if err != nil {
-			return Entry{}, fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, k.name, key, err)
+			return Entry{}, false, fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, k.name, key, err)
 		}
 		if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
-			return Entry{}, fmt.Errorf("%w: %s/%s", ErrNotFound, k.name, key)
+			return Entry{Key: key, Revision: e.Revision}, true, nil
 		}
 	}
-	return Entry{Key: key, Value: reply.Message.Data, Revision: reply.Message.Seq}, nil
+	return e, false, nil
 }

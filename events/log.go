@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // Names of the streams, buckets and object store Orbit keeps in JetStream.
@@ -63,10 +65,16 @@ type Log struct {
 	selfKey  string
 	gate     *consumerGate // an engine's consumer gate (consumer_gate.go)
 	rejected sync.Map      // "stream/seq" of messages rejected (see reject)
+	// places holds placeBefore's answers: event sequence → the sequence of
+	// the message stored before it under its id (0: none).
+	places sync.Map
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
 	// maxLag replaces the constant of the same name when set (tests).
 	maxLag time.Duration
+	// failpoints says ORBIT_FAILPOINT named points when the Log was made
+	// (see stalled): asked once, not at every append.
+	failpoints bool
 
 	commitOnce sync.Once
 	// Strict mode's group commits of events and of commands, started on
@@ -101,7 +109,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 
 // open is one try of Open.
 func open(ctx context.Context, cfg Config) (*Log, error) {
-	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events"), engine: true}
+	l := &Log{cfg: cfg, log: cfg.Logger.With("component", "events"), engine: true, failpoints: failpoint.Armed()}
 	if cfg.URL == "" {
 		srv, err := startEmbedded(cfg)
 		if err != nil {
@@ -163,6 +171,7 @@ func Dial(ctx context.Context, url string, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.failpoints = failpoint.Armed()
 	if err := l.bind(ctx); err != nil {
 		l.Close()
 		return nil, err
@@ -366,7 +375,7 @@ func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	ev, err := l.readMessage(raw.Sequence, raw.Subject, raw.Header, raw.Data, raw.Time)
+	ev, err := l.readMessage(ctx, raw.Sequence, raw.Subject, raw.Header, raw.Data, raw.Time)
 	if err != nil {
 		return Event{}, err
 	}

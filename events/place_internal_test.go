@@ -3,7 +3,11 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +16,7 @@ import (
 )
 
 // openSigned opens a strict, signed log in a temp dir.
-func openSigned(t *testing.T) *Log {
+func openSigned(t testing.TB) *Log {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
@@ -31,7 +35,8 @@ func openSigned(t *testing.T) *Log {
 // short here, as a holder of the engine's NATS identity could, and the
 // allowed lag with it, so that the test need not wait two minutes): the
 // copy verifies by its MAC, but its time is long before the server stored
-// it. Every read leaves it out, the engine records it, audit lists it.
+// it and its id was stored before. Every read leaves it out, the engine
+// records it, audit lists it.
 func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
@@ -47,28 +52,11 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := l.events.CachedInfo().Config
-	cfg.Duplicates = 100 * time.Millisecond
-	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	// The server forgets ids past the window on a timer of its own: a
-	// copy is dropped as a duplicate until it has.
 	hdr := nats.Header{MACHeader: orig.Header.Values(MACHeader), jetstream.MsgIDHeader: orig.Header.Values(jetstream.MsgIDHeader)}
-	var ack *jetstream.PubAck
 	time.Sleep(time.Second)
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		time.Sleep(500 * time.Millisecond)
-		if ack, err = l.js.PublishMsg(ctx, &nats.Msg{Subject: orig.Subject, Header: hdr, Data: orig.Data}); err != nil {
-			t.Fatal(err)
-		}
-		if !ack.Duplicate {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server dropped every copy as a duplicate; the test shows nothing")
-		}
-	}
+	copied := storedPastWindow(ctx, t, l, func() (*jetstream.PubAck, error) {
+		return l.js.PublishMsg(ctx, &nats.Msg{Subject: orig.Subject, Header: hdr, Data: orig.Data})
+	})
 
 	evs, err := l.Read(ctx, FollowOptions{Filters: []string{RunFilter("R")}})
 	if err != nil {
@@ -83,7 +71,7 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	if finished != 1 {
 		t.Errorf("read %d step.finished, want the original alone", finished)
 	}
-	if _, err := l.EventAt(ctx, ack.Sequence); !errors.Is(err, ErrTampered) {
+	if _, err := l.EventAt(ctx, copied); !errors.Is(err, ErrTampered) {
 		t.Errorf("EventAt of the copy: %v, want ErrTampered", err)
 	}
 	rejected, err := l.Read(ctx, FollowOptions{Filters: []string{EventSubject(AggregateRun, "R", IntegrityRejected)}})
@@ -94,8 +82,8 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 		t.Fatalf("%d integrity.rejected, want 1", len(rejected))
 	}
 	var d IntegrityRejectedData
-	if err := rejected[0].Decode(&d); err != nil || d.Reason != ReasonLate || d.Seq != ack.Sequence {
-		t.Errorf("integrity.rejected %+v (%v), want the copy at %d, %q", d, err, ack.Sequence, ReasonLate)
+	if err := rejected[0].Decode(&d); err != nil || d.Reason != ReasonRepeated || d.Seq != copied {
+		t.Errorf("integrity.rejected %+v (%v), want the copy at %d, %q", d, err, copied, ReasonRepeated)
 	}
 
 	rep, err := l.Audit(ctx)
@@ -106,9 +94,9 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	for _, p := range rep.Problems {
 		kinds[p.Kind] = p.Seq
 	}
-	for _, kind := range []string{ProblemLate, ProblemRepeatedID} {
-		if kinds[kind] != ack.Sequence {
-			t.Errorf("audit: no %q at the copy's sequence %d: %v", kind, ack.Sequence, rep.Problems)
+	for _, kind := range []string{ProblemRepeated, ProblemRepeatedID} {
+		if kinds[kind] != copied {
+			t.Errorf("audit: no %q at the copy's sequence %d: %v", kind, copied, rep.Problems)
 		}
 	}
 	if _, ok := kinds[ProblemDuplicateWindow]; !ok {
@@ -167,5 +155,188 @@ func TestThePlaceCheckFitsTheShortestDuplicateWindow(t *testing.T) {
 	}
 	if maxLag+maxClockSkew >= shortest {
 		t.Errorf("maxLag %s + maxClockSkew %s is not under the shortest duplicate window %s", maxLag, maxClockSkew, shortest)
+	}
+}
+
+// TestADecisionMadeAgainAndStoredLateIsRejected: the first message under a
+// decision's id is the decision, whenever it was stored. An event stored
+// late as the first under its id is read; a copy of it stored again past
+// the duplicate window, and the decision made again with another time
+// that reaches the server late, are not: readers reject them as stored
+// out of their time under an id stored before, and audit lists them.
+func TestADecisionMadeAgainAndStoredLateIsRejected(t *testing.T) {
+	t.Parallel()
+	l := openSigned(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	long := func() time.Time { return time.Now().Add(-2 * time.Minute).UTC() }
+	finished := Event{Type: StepFinished, RunID: "R", StepKey: "s", ID: DecisionID(StepFinished, "R", "s", "1"), Time: long()}
+	first, err := l.Append(ctx, finished, StepFinishedData{Attempt: 1, State: StateSuccess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled := Event{Type: RunCancelRequested, RunID: "R", ID: DecisionID(RunCancelRequested, "R")}
+	firstCancel, err := l.Append(ctx, cancelled, RunCancelRequestedData{Requester: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := l.events.GetMsg(ctx, first.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	untilStored := func(publish func() (*jetstream.PubAck, error)) uint64 {
+		t.Helper()
+		return storedPastWindow(ctx, t, l, publish)
+	}
+	hdr := nats.Header{MACHeader: orig.Header.Values(MACHeader), jetstream.MsgIDHeader: orig.Header.Values(jetstream.MsgIDHeader)}
+	copied := untilStored(func() (*jetstream.PubAck, error) {
+		return l.js.PublishMsg(ctx, &nats.Msg{Subject: orig.Subject, Header: hdr, Data: orig.Data})
+	})
+	again := untilStored(func() (*jetstream.PubAck, error) {
+		cancelled.Time = long()
+		res, err := l.Append(ctx, cancelled, RunCancelRequestedData{Requester: "me, later"})
+		return &jetstream.PubAck{Sequence: res.Seq, Duplicate: res.Duplicate}, err
+	})
+
+	evs, err := l.Read(ctx, FollowOptions{Filters: []string{RunFilter("R")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read []uint64
+	for _, ev := range evs {
+		if ev.Type != IntegrityRejected {
+			read = append(read, ev.Seq)
+		}
+	}
+	if want := []uint64{first.Seq, firstCancel.Seq}; !slices.Equal(read, want) {
+		t.Errorf("read the events at %v, want the first of each id alone, %v", read, want)
+	}
+	rejected, err := l.Read(ctx, FollowOptions{Filters: []string{EventSubject(AggregateRun, "R", IntegrityRejected)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]string{}
+	for _, ev := range rejected {
+		var d IntegrityRejectedData
+		if err := ev.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		got[d.Seq] = d.Reason
+	}
+	if want := map[uint64]string{copied: ReasonRepeated, again: ReasonRepeated}; !maps.Equal(got, want) {
+		t.Errorf("integrity.rejected %v, want %v", got, want)
+	}
+
+	rep, err := l.Audit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repeated := map[uint64]string{}
+	for _, p := range rep.Problems {
+		if p.Kind == ProblemRepeated {
+			repeated[p.Seq] = p.Detail
+		}
+	}
+	for seq, before := range map[uint64]uint64{copied: first.Seq, again: firstCancel.Seq} {
+		if want := fmt.Sprintf("its id is stored at seq %d", before); !strings.HasSuffix(repeated[seq], want) {
+			t.Errorf("audit of seq %d: %q, want a %q ending %q: %v", seq, repeated[seq], ProblemRepeated, want, rep.Problems)
+		}
+	}
+	if len(rep.Notes) != 1 || rep.Notes[0].Seq != first.Seq || rep.Notes[0].Kind != ProblemLate {
+		t.Errorf("audit notes %v, want the late first step.finished at %d", rep.Notes, first.Seq)
+	}
+}
+
+// TestAPlaceLookUpThatCannotReachTheEventFails: a look-up that does not
+// read through the event it is for (a replica behind its leader) cannot
+// say what came before it, and says so rather than answer.
+func TestAPlaceLookUpThatCannotReachTheEventFails(t *testing.T) {
+	t.Parallel()
+	l := openSigned(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := l.Append(ctx, Event{Type: RunRequested, RunID: "R"}, RunRequestedData{JobName: "j"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := l.events.GetMsg(ctx, res.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Under another id: the message there is no earlier one of it.
+	hdr := nats.Header{jetstream.MsgIDHeader: []string{l.publishID("another")}}
+	_, err = l.placeBefore(ctx, res.Seq+5, msg.Subject, hdr, time.Time{}, time.Now())
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("placeBefore of a sequence past the log's end: %v, want ErrUnavailable", err)
+	}
+}
+
+// storedPastWindow shortens the duplicate window of l's stream to about
+// 100 ms, as a holder of the engine's NATS identity could, and publishes
+// with publish until the server stores the message rather than drop it as
+// a duplicate; it returns the sequence. The server forgets ids on a timer
+// of its own, which a change of the window makes fire at once; but under
+// load it may fire before the server has put the new window in place
+// (nats-server resets the timer first), and then waits out the old one,
+// two minutes. Each retry moves the window by a millisecond, which
+// resets the timer again, now with the short window in place.
+func storedPastWindow(ctx context.Context, t *testing.T, l *Log, publish func() (*jetstream.PubAck, error)) uint64 {
+	t.Helper()
+	cfg := l.events.CachedInfo().Config
+	deadline := time.Now().Add(20 * time.Second)
+	for i := time.Duration(0); ; i++ {
+		cfg.Duplicates = 100*time.Millisecond + i*time.Millisecond
+		if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		ack, err := publish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ack.Duplicate {
+			return ack.Sequence
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server dropped every message as a duplicate; the test shows nothing")
+		}
+	}
+}
+
+// BenchmarkReadOutOfItsTime: what a reader pays for an event stored out
+// of its time (EventAt, the look-up not yet made: placeBefore's answer is
+// forgotten at each round) against one within its time, with n earlier
+// messages on its subject (a run's step.finished subject holds one per
+// step attempt of the run).
+func BenchmarkReadOutOfItsTime(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		l := openSigned(b)
+		ctx := context.Background()
+		for i := range n {
+			if _, err := l.Append(ctx, Event{Type: StepFinished, RunID: "R", StepKey: fmt.Sprint("s", i)},
+				StepFinishedData{Attempt: 1, State: StateSuccess}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		late, err := l.Append(ctx, Event{Type: StepFinished, RunID: "R", StepKey: "late", Time: time.Now().Add(-2 * time.Minute).UTC()},
+			StepFinishedData{Attempt: 1, State: StateSuccess})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("within/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := l.EventAt(ctx, late.Seq-1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("out/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				l.places.Delete(late.Seq)
+				if _, err := l.EventAt(ctx, late.Seq); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // Appended is what the log answered to an append.
@@ -192,7 +194,7 @@ func (l *Log) encodeEvent(ev *Event) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(ev)
+	body, err := json.Marshal(l.stalled(ev))
 	if err != nil {
 		return nil, fmt.Errorf("events: encoding %s envelope: %w", ev.Type, err)
 	}
@@ -208,6 +210,28 @@ func (l *Log) encodeEvent(ev *Event) (*nats.Msg, error) {
 		return nil, fmt.Errorf("%w: %s of %d bytes is over the server's max_payload of %d bytes", ErrTooLarge, ev.Type, n, limit)
 	}
 	return msg, nil
+}
+
+// stalledPoint is a failpoint (ORBIT_FAILPOINT=append-stalled-<type>,
+// optionally @<hit>): the event of that type is stored as if the engine
+// had been suspended for stalledFor between making it and the server
+// storing it (a laptop's lid closed, SIGSTOP, a paused VM). Its encoded
+// time is set back by that much, where nothing after it looks: the group
+// commit's refresh reads the event, not what was encoded from it.
+const (
+	stalledPoint = "append-stalled-"
+	stalledFor   = 2 * time.Minute
+)
+
+// stalled returns ev, or at the stalledPoint of its type a copy of it
+// made stalledFor earlier.
+func (l *Log) stalled(ev *Event) *Event {
+	if !l.failpoints || !failpoint.Reached(stalledPoint+ev.Type) {
+		return ev
+	}
+	early := *ev
+	early.Time = ev.Time.Add(-stalledFor)
+	return &early
 }
 
 // msgSize is about what msg takes of the server's max_payload: its data

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -82,7 +83,10 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 		if l.key != nil {
 			stored = storedTime(msg.Header)
 		}
-		ev, err := l.readMessage(seq, subject, msg.Header, msg.Data, stored)
+		ev, err := l.readMessage(ctx, seq, subject, msg.Header, msg.Data, stored)
+		if errors.Is(err, ErrUnavailable) {
+			return err
+		}
 		if err != nil {
 			if !opts.Placeholders {
 				return nil

@@ -43,9 +43,13 @@ type Feed struct {
 	mc       jetstream.MessagesContext
 	stopOnce sync.Once
 	stop     chan struct{}
-	done     chan struct{}
-	mu       sync.Mutex
-	err      error
+	// ctx ends when the feed stops: it bounds what the feed reads besides
+	// its messages (blobs, the look-up of a late event's place).
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
 }
 
 // Follow starts a Feed. Messages that do not decode (written by a foreign
@@ -85,6 +89,7 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
 	if last == 0 || last < opts.FromSeq {
 		close(f.caughtUp)
 	}
@@ -193,6 +198,7 @@ func (l *Log) lastFor(ctx context.Context, filter string) (uint64, error) {
 
 func (f *Feed) run() {
 	defer close(f.done)
+	defer f.cancel()
 	defer f.deleteConsumer()
 	defer close(f.events)
 	caught := false
@@ -215,11 +221,15 @@ func (f *Feed) run() {
 			return
 		}
 		seq := meta.Sequence.Stream
-		ev, err := f.log.readMessage(seq, msg.Subject(), msg.Headers(), msg.Data(), meta.Timestamp)
-		if err != nil {
+		ev, err := f.log.readMessage(f.ctx, seq, msg.Subject(), msg.Headers(), msg.Data(), meta.Timestamp)
+		switch {
+		case errors.Is(err, ErrUnavailable):
+			f.setErr(err)
+			return
+		case err != nil:
 			ev = Event{}
-		} else if !f.refs {
-			if ev.Data, err = f.expand(ev.Data); err != nil {
+		case !f.refs:
+			if ev.Data, err = f.log.expand(f.ctx, ev.Data); err != nil {
 				f.setErr(err)
 				return
 			}
@@ -239,24 +249,6 @@ func (f *Feed) run() {
 	}
 }
 
-// expand reads back the values of an event's data that were moved to
-// blobs, giving up when the feed stops.
-func (f *Feed) expand(data []byte) ([]byte, error) {
-	if !hasBlobRefs(data) {
-		return data, nil
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-f.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return f.log.expand(ctx, data)
-}
-
 // Events returns the channel events are delivered on. It is closed after
 // Stop, or when the feed fails (see Err).
 func (f *Feed) Events() <-chan Event { return f.events }
@@ -270,6 +262,7 @@ func (f *Feed) CaughtUp() <-chan struct{} { return f.caughtUp }
 func (f *Feed) Stop() {
 	f.stopOnce.Do(func() {
 		close(f.stop)
+		f.cancel()
 		f.mc.Stop()
 	})
 	<-f.done

@@ -176,7 +176,11 @@ func (s *scanner) scan(ctx context.Context, from uint64) (uint64, error) {
 			return from, s.handOver(ctx)
 		}
 		from = seq + 1
-		if ev, err := l.readMessage(seq, msg.Subject, msg.Header, msg.Data, meta.Timestamp); err == nil {
+		ev, err := l.readMessage(ctx, seq, msg.Subject, msg.Header, msg.Data, meta.Timestamp)
+		if errors.Is(err, ErrUnavailable) {
+			return from, err
+		}
+		if err == nil {
 			ev.Seq = seq
 			s.batch = append(s.batch, ev)
 		}

@@ -146,6 +146,24 @@ type RunRequestedData struct {
 	// jobs the run invokes resolve theirs the same way. Empty in runs
 	// recorded before it was: they resolve by the engine's runtime.backend.
 	Backend string `json:"backend,omitempty"`
+	// Routine names the routine and the tick a scheduled run fires for
+	// (DESIGN §14); nil for a run someone requested.
+	Routine *RoutineTick `json:"routine,omitempty"`
+	// Bulk is the bulk operation (a selector of orbit run retry) that
+	// requested this retry.
+	Bulk string `json:"bulk,omitempty"`
+}
+
+// RoutineTick is the routine a run was started for and the tick of its
+// schedule it fires for. Manual is set for orbit routine run-now, which
+// fires outside the schedule (Tick is then when it was asked).
+type RoutineTick struct {
+	Name   string    `json:"name"`
+	Tick   time.Time `json:"tick"`
+	Manual bool      `json:"manual,omitempty"`
+	// Missed is how many earlier ticks no engine fired: the run is the one
+	// catch-up run of missed_run: catch_up_once.
+	Missed int `json:"missed,omitempty"`
 }
 
 // RetryStep is what a retry with From does with one top-level step before
@@ -204,6 +222,9 @@ type RunCancelRequestedData struct {
 	// part of: that run's, or one below it, whether asked for directly or
 	// reached through a cancelled parent.
 	Tree string `json:"tree,omitempty"`
+	// Bulk is the bulk operation (a selector of orbit run cancel) this
+	// cancel was part of.
+	Bulk string `json:"bulk,omitempty"`
 	// Signer signed the request (nil: the engine cancelled a child run
 	// itself, or a cancel recorded before it was).
 	Signer *Signer `json:"signer,omitempty"`

@@ -19,6 +19,12 @@ func RequestCancel(ctx context.Context, log *events.Log, runID, requester, reaso
 	return requestCancel(ctx, log, runID, events.RunCancelRequestedData{Requester: requester, Reason: reason})
 }
 
+// RequestCancelOf is RequestCancel with the whole record: a cancel that
+// is part of a bulk operation says so (d.Bulk).
+func RequestCancelOf(ctx context.Context, log *events.Log, runID string, d events.RunCancelRequestedData) error {
+	return requestCancel(ctx, log, runID, d)
+}
+
 // requestCancel is RequestCancel with the whole record: a cancel that is
 // part of a tree cancel says so (d.Tree). The first request of a run is
 // the one recorded (its id is derived from the run).
@@ -58,6 +64,24 @@ func cancelOf(ctx context.Context, log *events.Log, runID string) (*events.RunCa
 // starts below one of them while this runs is cancelled with its parent.
 // It fails with events.ErrNotFound for a run the log does not know.
 func CancelTree(ctx context.Context, log *events.Log, id, requester, reason string) ([]string, error) {
+	targets, err := TreeTargets(ctx, log, id)
+	if err != nil {
+		return nil, err
+	}
+	d := events.RunCancelRequestedData{Requester: requester, Reason: reason, Tree: id}
+	var asked []string
+	for _, run := range targets {
+		if err := requestCancel(ctx, log, run, d); err != nil {
+			return asked, err
+		}
+		asked = append(asked, run)
+	}
+	return asked, nil
+}
+
+// TreeTargets returns the runs CancelTree of id would ask now: id if it
+// is live and the live runs below it (orbit run cancel --tree --dry-run).
+func TreeTargets(ctx context.Context, log *events.Log, id string) ([]string, error) {
 	req, err := requested(ctx, log, id)
 	if err != nil {
 		return nil, err
@@ -74,22 +98,17 @@ func CancelTree(ctx context.Context, log *events.Log, id, requester, reason stri
 	if err != nil {
 		return nil, err
 	}
-	d := events.RunCancelRequestedData{Requester: requester, Reason: reason, Tree: id}
-	var asked []string
+	var targets []string
 	for _, run := range append([]string{id}, below...) {
 		finished, err := sinceRaise(ctx, log, run, events.RunFinished)
 		if err != nil {
-			return asked, err
+			return targets, err
 		}
-		if finished {
-			continue
+		if !finished {
+			targets = append(targets, run)
 		}
-		if err := requestCancel(ctx, log, run, d); err != nil {
-			return asked, err
-		}
-		asked = append(asked, run)
 	}
-	return asked, nil
+	return targets, nil
 }
 
 // treeBelow returns the runs of entries (root's tree) that are below id: all

@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -35,53 +34,51 @@ spec:
       spec: {type: deterministic, action: sleep, config: {ms: 300}}
 `
 
-// treeOf returns the run.requested and run.finished events of root and the
-// runs below it, in log order.
-func treeOf(t *testing.T, log *events.Log, root string) []events.Event {
+// waitTreeEnded follows the log until root and every run below it have
+// finished, and returns their run.requested and run.finished events in log
+// order. A run's children are requested before its steps end, so before its
+// own run.finished: once every run seen has finished, no other can join.
+func waitTreeEnded(t *testing.T, log *events.Log, root string) []events.Event {
 	t.Helper()
-	evs, err := log.Read(testkit.Context(t), events.FollowOptions{Filters: []string{
+	ctx := testkit.Context(t)
+	feed, err := log.Follow(ctx, events.FollowOptions{Filters: []string{
 		events.TypeFilter(events.AggregateRun, events.RunRequested),
 		events.TypeFilter(events.AggregateRun, events.RunFinished),
 	}})
 	require.NoError(t, err)
+	defer feed.Stop()
 	in := map[string]bool{root: true}
+	open := map[string]bool{}
+	rootDone := false
 	var out []events.Event
-	for _, ev := range evs {
-		if ev.Type == events.RunRequested {
-			var d events.RunRequestedData
-			require.NoError(t, ev.Decode(&d))
-			if d.Root == root {
-				in[ev.RunID] = true
+	for {
+		select {
+		case ev, ok := <-feed.Events():
+			require.True(t, ok, "the feed ended: %v", feed.Err())
+			if ev.Type == events.RunRequested {
+				var d events.RunRequestedData
+				require.NoError(t, ev.Decode(&d))
+				if d.Root == root {
+					in[ev.RunID] = true
+				}
 			}
-		}
-		if in[ev.RunID] {
+			if !in[ev.RunID] {
+				continue
+			}
 			out = append(out, ev)
+			if ev.Type == events.RunRequested {
+				open[ev.RunID] = true
+				continue
+			}
+			delete(open, ev.RunID)
+			rootDone = rootDone || ev.RunID == root
+			if rootDone && len(open) == 0 {
+				return out
+			}
+		case <-ctx.Done():
+			t.Fatalf("the tree of %s did not end: %d runs still live", root, len(open))
 		}
 	}
-	return out
-}
-
-// waitTreeEnded waits until every run of root's tree has finished and no
-// run has joined it for a while, and returns its events.
-func waitTreeEnded(t *testing.T, log *events.Log, root string) []events.Event {
-	t.Helper()
-	var evs []events.Event
-	quiet := 0
-	waitFor(t, "the tree to end", func() bool {
-		now := treeOf(t, log, root)
-		open := map[string]bool{}
-		for _, ev := range now {
-			open[ev.RunID] = ev.Type == events.RunRequested
-		}
-		if len(now) == len(evs) && !slices.Contains(slices.Collect(maps.Values(open)), true) {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		evs = now
-		return quiet >= 20
-	})
-	return evs
 }
 
 // TestDescendantsOfOneRootAreBounded: a job that keeps starting detached

@@ -23,6 +23,8 @@ type Gate struct {
 	// Via is the step of the run asked about that waits for that child.
 	RunID string `json:"run_id,omitempty"`
 	Via   string `json:"via,omitempty"`
+
+	timeout int // the gate's timeout_seconds, from which its start is known
 }
 
 // Gates are the gates a run waits at now: its own, and those of the
@@ -214,10 +216,11 @@ func waitedChildren(ctx context.Context, log *events.Log, runID string) ([]waite
 // order they began, with the run's state (pending, running or terminal).
 func openGates(ctx context.Context, log *events.Log, runID string) ([]Gate, string, error) {
 	evs, err := readRun(ctx, log, runID, events.RunRequested, events.RunStarted, events.RunFinished,
-		events.StepStarted, events.StepFinished, events.RunSignalled)
+		events.StepStarted, events.StepFinished, events.RunSignalled, events.RunPaused, events.RunUnpaused)
 	if err != nil {
 		return nil, "", err
 	}
+	paused := interpreter.NewPauses()
 	state := ""
 	var gates []Gate
 	closed := map[string]bool{}
@@ -239,7 +242,7 @@ func openGates(ctx context.Context, log *events.Log, runID string) ([]Gate, stri
 				return nil, "", err
 			}
 			if d.Wait != nil {
-				gates = append(gates, Gate{StepKey: ev.StepKey, Attempt: d.Attempt, Signal: d.Wait.Signal, Deadline: d.Wait.Deadline})
+				gates = append(gates, Gate{StepKey: ev.StepKey, Attempt: d.Attempt, Signal: d.Wait.Signal, Deadline: d.Wait.Deadline, timeout: d.Wait.TimeoutSeconds})
 			}
 		case events.StepFinished:
 			var d events.StepFinishedData
@@ -253,6 +256,20 @@ func openGates(ctx context.Context, log *events.Log, runID string) ([]Gate, stri
 				return nil, "", err
 			}
 			closed[gateKey(ev.StepKey, d.Attempt)] = true
+		case events.RunPaused, events.RunUnpaused:
+			paused.Observe(ev)
+		}
+	}
+	// A deadline moves by the run's paused time; none holds while a pause
+	// that began before it lasts.
+	for i, g := range gates {
+		if g.Deadline != nil {
+			start := interpreter.WaitStart(events.WaitInfo{Deadline: g.Deadline, TimeoutSeconds: g.timeout})
+			if d, ok := paused.Deadline(*g.Deadline, start); ok {
+				gates[i].Deadline = &d
+			} else {
+				gates[i].Deadline = nil
+			}
 		}
 	}
 	if state == "" {

@@ -46,6 +46,8 @@ func requestedEvent(req *RunRequest) (events.Event, events.RunRequestedData, err
 			From:       req.From,
 			RetrySteps: req.RetrySteps,
 			Backend:    req.Backend,
+			Routine:    req.Routine,
+			Bulk:       req.Bulk,
 		}, nil
 }
 

@@ -34,6 +34,7 @@ func (x *Interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, k
 			return x.outcome(key, ev)
 		}
 	} else {
+		x.waitUnpaused(ctx)
 		if x.isCancelled() {
 			return nil, x.cancelFailure(key)
 		}

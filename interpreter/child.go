@@ -126,6 +126,7 @@ func (x *Interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 			return childID, wait, 0, err
 		}
 	} else {
+		x.waitUnpaused(ctx)
 		if x.isCancelled() {
 			return "", false, 0, &Failure{info: *x.cancelFailure(key)}
 		}

@@ -45,6 +45,12 @@ type RunRequest struct {
 	// events.RunRequestedData.Backend); empty means the engine's
 	// runtime.backend.
 	Backend string `json:"backend,omitempty"`
+	// Routine is the routine and tick a scheduled run fires for (see
+	// events.RunRequestedData.Routine).
+	Routine *events.RoutineTick `json:"routine,omitempty"`
+	// Bulk is the bulk operation that requested the run (see
+	// events.RunRequestedData.Bulk).
+	Bulk string `json:"bulk,omitempty"`
 }
 
 // StepCommand tells a worker to execute one attempt of one step instance.

@@ -62,6 +62,9 @@ type Interpreter struct {
 	cancelMsg  string
 	cancelTree string // the tree cancel it is part of, passed on to children
 
+	// pauses are the run's pauses (see pause.go).
+	pauses *Pauses
+
 	// encoded keeps steps' outputs as recorded, for the payloads that
 	// hold them again (a fan-in, run.finished).
 	encoded encodedOutputs
@@ -121,7 +124,7 @@ func New(cfg Config) *Interpreter {
 		root = cfg.RunID
 	}
 	return &Interpreter{cfg: cfg, host: cfg.Host, log: cfg.Logger, runID: cfg.RunID, job: cfg.Job, depth: cfg.Depth, root: root,
-		backend: cfg.Backend, cancelled: make(chan struct{})}
+		backend: cfg.Backend, cancelled: make(chan struct{}), pauses: NewPauses()}
 }
 
 // Run interprets the run to its end, reading it from hist, and records
@@ -203,8 +206,10 @@ func (x *Interpreter) Run(ctx context.Context, hist History) error {
 }
 
 // Observe is given every event of the run as it arrives, before the
-// history holds it (see Run): a cancel request stops the run at once.
+// history holds it (see Run): a cancel request stops the run at once, a
+// pause holds it.
 func (x *Interpreter) Observe(ev events.Event) {
+	x.pauses.Observe(ev)
 	if ev.Type != events.RunCancelRequested {
 		return
 	}

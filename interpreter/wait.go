@@ -43,6 +43,12 @@ func (x *Interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
 	}
 	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
+	if _, started := x.hist.Get(startedID); !started {
+		x.waitUnpaused(ctx)
+		if x.isCancelled() {
+			return failedResult(key, x.cancelFailure(key))
+		}
+	}
 	info, err := x.startWait(ctx, sc, st.Wait, key, attempt, startedID)
 	if err != nil {
 		return failedResult(key, internal(ctx, err))
@@ -59,17 +65,10 @@ func (x *Interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 	}()
 	wctx := cctx
 	if info.Deadline != nil {
-		var timeOut context.CancelCauseFunc
-		wctx, timeOut = context.WithCancelCause(wctx)
-		defer timeOut(nil)
-		deadline := x.host.After(info.Deadline.Sub(x.host.Now()))
-		go func() {
-			select {
-			case <-deadline:
-				timeOut(errWaitTimedOut)
-			case <-wctx.Done():
-			}
-		}()
+		var cancel context.CancelCauseFunc
+		wctx, cancel = context.WithCancelCause(wctx)
+		defer cancel(nil)
+		go x.timeOut(wctx, cancel, info)
 	}
 	sigID := SignalID(x.runID, key, attempt)
 	ev, err := x.waitFor(wctx, sigID)
@@ -117,7 +116,7 @@ func (x *Interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, 
 // signalled finishes a gate with the signal's data, or with a timeout when
 // the signal was recorded after the deadline.
 func (x *Interpreter) signalled(ctx context.Context, key string, attempt int, info events.WaitInfo, ev events.Event) (assets.StepResult, *events.ErrorInfo) {
-	if info.Deadline != nil && ev.Time.After(*info.Deadline) {
+	if info.Deadline != nil && x.pastDeadline(info, ev.Time) {
 		failed := timedOut(key, info)
 		if err := x.recordFinished(ctx, key, attempt, StepEventID(events.StepStarted, x.runID, key, attempt), assets.StepResult{}, failed); err != nil {
 			return failedResult(key, internal(ctx, err))
@@ -133,6 +132,46 @@ func (x *Interpreter) signalled(ctx context.Context, key string, attempt int, in
 		return failedResult(key, internal(ctx, err))
 	}
 	return res, nil
+}
+
+// WaitStart is when a gate with a deadline began waiting.
+func WaitStart(info events.WaitInfo) time.Time {
+	return info.Deadline.Add(-time.Duration(info.TimeoutSeconds) * time.Second)
+}
+
+// timeOut cancels ctx with errWaitTimedOut once the gate's deadline,
+// extended by the run's paused time (see pauses.deadline), has passed.
+func (x *Interpreter) timeOut(ctx context.Context, cancel context.CancelCauseFunc, info events.WaitInfo) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		_, changed := x.pauses.paused()
+		d, ok := x.pauses.Deadline(*info.Deadline, WaitStart(info))
+		var fire <-chan time.Time
+		if ok {
+			timer.Reset(d.Sub(x.host.Now()))
+			fire = timer.C
+		}
+		select {
+		case <-fire:
+			cancel(errWaitTimedOut)
+			return
+		case <-changed:
+			if ok && !timer.Stop() {
+				<-timer.C
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pastDeadline reports whether a signal recorded at t came after the
+// gate's deadline, extended by the run's paused time.
+func (x *Interpreter) pastDeadline(info events.WaitInfo, t time.Time) bool {
+	d, ok := x.pauses.Deadline(*info.Deadline, WaitStart(info))
+	return ok && t.After(d)
 }
 
 func timedOut(key string, info events.WaitInfo) *events.ErrorInfo {

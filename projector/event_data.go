@@ -47,6 +47,8 @@ var eventData = map[string]func(events.Event) (any, error){
 	events.RunStarted:         decodeAs[events.RunStartedData](),
 	events.RunResumed:         decodeAs[events.RunResumedData](),
 	events.RunCancelRequested: decodeAs[events.RunCancelRequestedData](),
+	events.RunPaused:          decodeAs[events.RunPausedData](),
+	events.RunUnpaused:        decodeAs[events.RunUnpausedData](),
 	events.RunFinished:        decodeAs(terminalRunState),
 	events.RunBudgetRaised:    decodeAs[events.RunBudgetRaisedData](),
 	events.StepStarted:        decodeAs(hasStepKey[events.StepStartedData]),

@@ -45,11 +45,18 @@ type RunView struct {
 	// RetrySteps is what a retry with RetryFrom did with each top-level
 	// step before it (reused, re-armed or ran again) and why.
 	RetrySteps []events.RetryStep `json:"retry_steps,omitempty"`
+	// Routine is the routine and tick the run was started for.
+	Routine *events.RoutineTick `json:"routine,omitempty"`
 
 	// Engine is the engine that started the run or last resumed it.
 	Engine          string `json:"engine,omitempty"`
 	Resumes         int    `json:"resumes,omitempty"`
 	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	// Paused is set while the run is paused (orbit run pause), since
+	// PausedAt; PausedMS is the time its ended pauses lasted.
+	Paused   bool       `json:"paused,omitempty"`
+	PausedAt *time.Time `json:"paused_at,omitempty"`
+	PausedMS int64      `json:"paused_ms,omitempty"`
 	// Cancel is the run's cancel request: who asked (the requester it
 	// named, the identity that signed it) and why.
 	Cancel *events.RunCancelRequestedData `json:"cancel,omitempty"`

@@ -22,6 +22,8 @@ var runFolds = foldTable[*runsBatch]{
 	events.RunStarted:         on((*runsBatch).runStarted),
 	events.RunResumed:         on((*runsBatch).runResumed),
 	events.RunCancelRequested: on((*runsBatch).runCancelRequested),
+	events.RunPaused:          on((*runsBatch).runPaused),
+	events.RunUnpaused:        on((*runsBatch).runUnpaused),
 	events.RunFinished:        on((*runsBatch).runFinished),
 	events.RunBudgetRaised:    on((*runsBatch).runBudgetRaised),
 	events.StepStarted:        on((*runsBatch).stepStarted),
@@ -95,6 +97,7 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 		RetryOf:      d.RetryOf,
 		RetryFrom:    d.From,
 		RetrySteps:   d.RetrySteps,
+		Routine:      d.Routine,
 		RequestedAt:  eventTime(ev),
 		RequestedSeq: ev.Seq,
 	}
@@ -188,6 +191,34 @@ func (b *runsBatch) runCancelRequested(ev events.Event, d *events.RunCancelReque
 	return nil
 }
 
+// runPaused marks a live run paused (orbit run pause): it starts no new
+// step until it is unpaused.
+func (b *runsBatch) runPaused(ev events.Event, d *events.RunPausedData) error {
+	e, err := b.openRun(ev, true)
+	if e == nil || err != nil {
+		return err
+	}
+	e.rec.Paused = true
+	e.rec.PausedAt = eventTime(ev)
+	touchRun(e, ev)
+	return nil
+}
+
+// runUnpaused ends a pause and adds its length to the run's paused time.
+func (b *runsBatch) runUnpaused(ev events.Event, d *events.RunUnpausedData) error {
+	e, err := b.openRun(ev, true)
+	if e == nil || err != nil {
+		return err
+	}
+	if e.rec.Paused && e.rec.PausedAt != nil {
+		e.rec.PausedMS += ev.Time.Sub(*e.rec.PausedAt).Milliseconds()
+	}
+	e.rec.Paused = false
+	e.rec.PausedAt = nil
+	touchRun(e, ev)
+	return nil
+}
+
 func (b *runsBatch) runFinished(ev events.Event, d *events.RunFinishedData) error {
 	e, err := b.openRun(ev, true)
 	if e == nil || err != nil {
@@ -195,6 +226,10 @@ func (b *runsBatch) runFinished(ev events.Event, d *events.RunFinishedData) erro
 	}
 	// touch before the state turns terminal, which freezes the record.
 	touchRun(e, ev)
+	if e.rec.Paused && e.rec.PausedAt != nil {
+		e.rec.PausedMS += ev.Time.Sub(*e.rec.PausedAt).Milliseconds()
+	}
+	e.rec.Paused, e.rec.PausedAt = false, nil
 	e.rec.State = d.State
 	e.rec.Output = d.Output
 	e.rec.Error = d.Error

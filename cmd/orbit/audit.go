@@ -15,13 +15,15 @@ func (a *app) auditCommand() *cobra.Command {
 		Use:   "audit",
 		Short: "Check the whole event log: signatures, places, decoding and missing events",
 		Long: `Check every message of the event log: that it carries a valid MAC by the log
-key (from the sequence the key was made at), bound to its message id and
-stored within a minute of its time (from the sequence the log moved to that
-format); that it decodes; that no sequence is missing up to the last the
-stream ever stored — the stream denies deletes, so a missing event was
-removed behind its back; and what an event stored a second time would
-break: an id seen before, an event after its run's end, a time long before
-its run's earlier events. Lists every failure and exits 1 on any.`,
+key (from the sequence the key was made at), bound to its message id, and
+stored within a minute of its time or else as the first message under its
+id (from the sequence the log moved to that format); that it decodes; that
+no sequence is missing up to the last the stream ever stored — the stream
+denies deletes, so a missing event was removed behind its back; and what an
+event stored a second time would break: an id seen before, an event after
+its run's end, a time long before its run's earlier events. Lists every
+failure and exits 1 on any. Notes, which are no failures, list the events
+stored late that are the first under their id: every reader reads them.`,
 		Args: cobra.NoArgs,
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
 			report, err := audit(ctx, l)
@@ -42,6 +44,10 @@ its run's earlier events. Lists every failure and exits 1 on any.`,
 				}
 				a.printf("audited %d events through sequence %d (%s): %d problems\n", report.Messages, report.LastSeq, signed, len(report.Problems))
 				a.printProblems(report.Problems)
+				if len(report.Notes) > 0 {
+					a.printf("noted, and no problem:\n")
+					a.printProblems(report.Notes)
+				}
 			}
 			if len(report.Problems) > 0 {
 				return unsuccessful

@@ -18,9 +18,10 @@ func (a *app) runCancelCommand() *cobra.Command {
 		reason string
 		wait   time.Duration
 		tree   bool
+		sel    selectorFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "cancel <run_id> [--tree]",
+		Use:   "cancel [<run_id>] [--tree] [--job J] [--state S] [--since D] [--requester R] [--dry-run]",
 		Short: "Cancel a pending or running run, or a whole tree of runs",
 		Long: `Cancel a run. A pending run ends cancelled at once. A running run dispatches
 nothing more; its running activities get SIGTERM to their process groups and
@@ -34,12 +35,33 @@ starting detached runs of itself is stopped. Each records that it was
 cancelled as part of the tree cancel of <run_id>. The runs asked are printed,
 one id a line.
 
+With selectors instead of a run id (--job, --state, --since, --requester)
+every live run they pick is cancelled, each recording the bulk operation's
+id. --dry-run lists the runs a cancel would ask (with --tree too) and asks
+none.
+
 The command waits (up to --wait) for the runs to end and prints how each
 ended.`,
 		Example: `  orbit run cancel 01JD… --reason "wrong input"
-  orbit run cancel --tree 01JD…`,
-		Args: exactArgs(1, "a run id"),
+  orbit run cancel --tree 01JD…
+  orbit run cancel --job nightly --state running --dry-run`,
+		Args: func(cmd *cobra.Command, args []string) error { return sel.args(cmd, args) },
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
+			if len(args) == 0 || sel.dryRun {
+				q := engine.CancelRequest{Selector: sel.selector(), DryRun: sel.dryRun, Tree: tree, Requester: requester(), Reason: reason}
+				if len(args) == 1 {
+					view, err := getRun(ctx, l, args[0])
+					if err != nil {
+						return err
+					}
+					q.RunID = view.ID
+				}
+				var asked engine.Cancelled
+				if err := request(ctx, l, engine.EndpointCancel, q, &asked); err != nil {
+					return err
+				}
+				return a.printBulk("cancelled", asked.Bulk)
+			}
 			view, err := getRun(ctx, l, args[0])
 			if err != nil {
 				return err
@@ -76,6 +98,7 @@ ended.`,
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the record")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the runs to end (0: do not wait)")
 	cmd.Flags().BoolVar(&tree, "tree", false, "cancel the run and every live run below it, even when the run itself has finished")
+	sel.register(cmd)
 	return cmd
 }
 

@@ -137,6 +137,14 @@ spec:
 	})
 	assert.LessOrEqual(t, len(live), 8, "the root has finished; at most 8 runs below it live")
 
+	r = p.Orbit("run", "cancel", "--tree", "--dry-run", root)
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.ElementsMatch(t, live, strings.Fields(r.Stdout), "the dry run lists the live runs")
+	assert.Contains(t, r.Stderr, "dry run: "+strconv.Itoa(len(live))+" run(s) would be cancelled")
+	for _, v := range bombRuns(t, p) {
+		assert.False(t, v.CancelRequested, "a dry run cancels nothing: %s", v.ID)
+	}
+
 	r = p.Orbit("run", "cancel", "--tree", root)
 	assert.Equal(t, 0, r.Code, r.String())
 	asked := strings.Fields(r.Stdout)

@@ -40,7 +40,7 @@ run a job where a subcommand was meant.`,
 	}
 	opts.register(a, cmd)
 	cmd.AddCommand(a.runShowCommand(), a.runHistoryCommand(), a.runEventsCommand(), a.runLogsCommand(), a.runTraceCommand(), a.runTailCommand(), a.runCancelCommand(),
-		a.runRetryCommand(), a.runSignalCommand(), a.runResumeCommand(), a.runShipCommand(), a.runAutoCommand())
+		a.runRetryCommand(), a.runPauseCommand(false), a.runPauseCommand(true), a.runSignalCommand(), a.runResumeCommand(), a.runShipCommand(), a.runAutoCommand())
 	return cmd
 }
 
@@ -173,13 +173,41 @@ func childGates(ctx context.Context, l *events.Log, v *projector.RunView) ([]exe
 	return gates.Gates, nil
 }
 
+// shownState is a run's state, with "paused" while it is.
+func shownState(v *projector.RunView) string {
+	if v.Paused {
+		return v.State + " (paused)"
+	}
+	return v.State
+}
+
+// routineLine says which routine and tick started a run.
+func routineLine(r *events.RoutineTick) string {
+	switch {
+	case r.Manual:
+		return r.Name + ", run-now at " + r.Tick.UTC().Format(time.RFC3339)
+	case r.Missed > 0:
+		return fmt.Sprintf("%s, tick %s (catching up %d missed)", r.Name, r.Tick.UTC().Format(time.RFC3339), r.Missed)
+	}
+	return r.Name + ", tick " + r.Tick.UTC().Format(time.RFC3339)
+}
+
 // showRun prints a run, and the gates of the child runs it waits for
 // (see childGates).
 func (a *app) showRun(v *projector.RunView, children []executor.Gate) {
 	field := func(name, value string) { a.printf("%-10s %s\n", name+":", value) }
 	field("Run", v.ID)
 	field("Job", v.Job)
-	field("State", v.State)
+	field("State", shownState(v))
+	if v.Paused {
+		field("Paused", "since "+timestamp(v.PausedAt)+"; orbit run unpause "+v.ID+" lets it go on")
+	}
+	if v.PausedMS > 0 {
+		field("Paused for", duration(v.PausedMS))
+	}
+	if r := v.Routine; r != nil {
+		field("Routine", routineLine(r))
+	}
 	if v.Requester != "" || v.Signer != nil {
 		field("Requester", signedBy(v.Requester, v.Signer, ", "))
 	}
@@ -342,7 +370,7 @@ there are more, stderr says how many the list leaves out.`,
 				if r.FinishedAt != nil {
 					took = duration(r.DurationMS)
 				}
-				t.row(r.ID, r.Job, r.State, timestamp(r.RequestedAt), took, runLineage(&r))
+				t.row(r.ID, r.Job, shownState(&r), timestamp(r.RequestedAt), took, runLineage(&r))
 			}
 			return t.flush()
 		}),

@@ -19,9 +19,10 @@ func (a *app) runRetryCommand() *cobra.Command {
 		from   string
 		input  string
 		detach bool
+		sel    selectorFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "retry <run_id> [--from STEP] [--input JSON|@file]",
+		Use:   "retry [<run_id>] [--from STEP] [--input JSON|@file] [--job J] [--state S] [--since D] [--requester R] [--dry-run]",
 		Short: "Run a finished run's job again, from the start or from a step",
 		Long: `Start a new run of the job a finished run ran: the job as that run pinned it
 (not the job file as it is today), with the same input unless --input gives
@@ -42,12 +43,20 @@ shows the lineage both ways. A pending or running run cannot be retried.
 The new run's id is printed on stdout and the run followed to its end, as
 'orbit job run' does, unless --detach.
 
+With selectors instead of a run id (--job, --state, --since, --requester)
+every finished run they pick is retried, detached, each retry recording
+the bulk operation's id; the runs retried are printed, one "old new" pair a
+line. --dry-run lists the runs and retries none.
+
 Exit status: 0 the new run succeeded, 1 it did not, 2 the retry was refused
 (unknown run, run not finished, unknown step, bad input; nothing is
 written), 3 no engine could be reached.`,
-		Args: exactArgs(1, "a run id"),
+		Args: func(cmd *cobra.Command, args []string) error { return sel.args(cmd, args) },
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
-			q := engine.RunRetry{RunID: args[0], From: from, Requester: requester()}
+			q := engine.RunRetry{From: from, Requester: requester(), Selector: sel.selector(), DryRun: sel.dryRun}
+			if len(args) == 1 {
+				q.RunID = args[0]
+			}
 			if input != "" {
 				v, err := a.parseInput(input)
 				if err != nil {
@@ -59,6 +68,34 @@ written), 3 no engine could be reached.`,
 			}
 			if _, err := storeAccepts(ctx, l); err != nil {
 				return err
+			}
+			if q.Selector != nil {
+				var res engine.BulkRetried
+				if err := request(ctx, l, engine.EndpointRunRetry, q, &res); err != nil {
+					return err
+				}
+				if a.json {
+					return a.printJSON(res)
+				}
+				if res.Bulk.DryRun {
+					return a.printBulk("retried", res.Bulk)
+				}
+				for i, id := range res.Retries {
+					a.printf("%s %s\n", res.Bulk.Runs[i], id)
+				}
+				if res.Bulk.ID != "" {
+					a.errorf("%d run(s) retried as bulk operation %s\n", len(res.Retries), res.Bulk.ID)
+				}
+				for id, why := range res.Bulk.Refused {
+					a.errorf("run %s: %s\n", id, why)
+				}
+				if len(res.Bulk.Refused) > 0 {
+					return unsuccessful
+				}
+				return nil
+			}
+			if sel.dryRun {
+				return usageErr("orbit run retry: --dry-run goes with selectors (--job, --state, --since, --requester)")
 			}
 			var res engine.RunRetried
 			if err := request(ctx, l, engine.EndpointRunRetry, q, &res); err != nil {
@@ -87,6 +124,7 @@ written), 3 no engine could be reached.`,
 	cmd.Flags().StringVar(&from, "from", "", "the top-level step to run again from (the steps before it reuse their recorded outputs)")
 	cmd.Flags().StringVarP(&input, "input", "i", "", "a new input as JSON, or @FILE (@- for stdin), merged over the job's default_input (default: the old run's input)")
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "print the new run id and return without waiting")
+	sel.register(cmd)
 	a.progressFlag(cmd)
 	return cmd
 }

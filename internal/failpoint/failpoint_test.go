@@ -41,3 +41,18 @@ func TestHitWithoutTheVariableDoesNothing(t *testing.T) {
 	t.Setenv(failpoint.Env, "")
 	failpoint.Hit("anything")
 }
+
+// TestReachedIsTrueAtTheNamedHitOnly: a point that acts out a fault is
+// reached at the hit ORBIT_FAILPOINT names, once, and never without it.
+func TestReachedIsTrueAtTheNamedHitOnly(t *testing.T) {
+	t.Setenv(failpoint.Env, "")
+	assert.False(t, failpoint.Armed())
+	assert.False(t, failpoint.Reached("reached-test"))
+	t.Setenv(failpoint.Env, "other,reached-test@2")
+	assert.True(t, failpoint.Armed())
+	var got []bool
+	for range 3 {
+		got = append(got, failpoint.Reached("reached-test"))
+	}
+	assert.Equal(t, []bool{false, true, false}, got)
+}

@@ -274,7 +274,9 @@ func (c *Cluster) StreamLeader(ctx context.Context, stream string) (int, error) 
 		return -1, err
 	}
 	for {
-		info, err := js.Stream(ctx, stream)
+		try, cancel := context.WithTimeout(ctx, RequestTimeout)
+		info, err := js.Stream(try, stream)
+		cancel()
 		if err == nil && info.CachedInfo().Cluster != nil {
 			leader := info.CachedInfo().Cluster.Leader
 			for i, n := range c.Nodes {
@@ -334,7 +336,7 @@ func (c *Cluster) StreamReplicas(ctx context.Context, stream string) (int, error
 	if err != nil {
 		return 0, err
 	}
-	s, err := js.Stream(ctx, stream)
+	s, err := Retry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, stream) })
 	if err != nil {
 		return 0, err
 	}
@@ -352,12 +354,15 @@ func (c *Cluster) WaitCurrent(ctx context.Context, stream string) error {
 		return err
 	}
 	for {
-		s, err := js.Stream(ctx, stream)
+		try, cancel := context.WithTimeout(ctx, RequestTimeout)
+		s, err := js.Stream(try, stream)
+		cancel()
 		if err == nil {
 			info := s.CachedInfo()
 			current := info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == info.Config.Replicas-1
-			for _, r := range info.Cluster.Replicas {
-				current = current && r.Current && !r.Offline
+			for i := 0; current && i < len(info.Cluster.Replicas); i++ {
+				r := info.Cluster.Replicas[i]
+				current = r.Current && !r.Offline
 			}
 			if current {
 				return nil

@@ -1,0 +1,110 @@
+package main_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/engine"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestBulkSelectorsDryRunThenAct: selectors pick runs by job, state and
+// age; --dry-run lists them and records nothing; the operation records its
+// bulk id in every run it touched, and leaves the other job's run alone.
+func TestBulkSelectorsDryRunThenAct(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/slow.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: slow}
+spec:
+  max_active_runs: 5
+  steps:
+    - {id: nap, spec: {type: deterministic, action: sleep, config: {ms: 120000}}}
+`)
+	p.WriteFile(".orbit/jobs/other.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: other}
+spec:
+  steps:
+    - {id: nap, spec: {type: deterministic, action: sleep, config: {ms: 120000}}}
+`)
+	serve(t, p)
+	var slow []string
+	for range 3 {
+		r := p.Orbit("job", "run", "slow", "--detach")
+		require.Equal(t, 0, r.Code, r.String())
+		slow = append(slow, strings.TrimSpace(r.Stdout))
+	}
+	r := p.Orbit("job", "run", "other", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	other := strings.TrimSpace(r.Stdout)
+	for _, id := range append(slices.Clone(slow), other) {
+		waitFor(t, "the run to start", func() bool { return runView(t, p, id).State == events.StateRunning })
+	}
+	listed := func(r testkit.Result) []string {
+		ids := strings.Fields(r.Stdout)
+		slices.Sort(ids)
+		return ids
+	}
+	slices.Sort(slow)
+
+	r = p.Orbit("run", "pause", "--job", "slow", "--state", "running", "--since", "1h", "--dry-run")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, slow, listed(r))
+	assert.Contains(t, r.Stderr, "dry run: 3 run(s) would be paused")
+	for _, id := range slow {
+		assert.False(t, runView(t, p, id).Paused, "a dry run pauses nothing")
+	}
+
+	r = p.Orbit("run", "pause", "--job", "slow", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var b engine.Bulk
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &b))
+	require.NotEmpty(t, b.ID)
+	assert.ElementsMatch(t, slow, b.Runs)
+	for _, id := range slow {
+		evs := runEvents(t, p, id, "--type", events.RunPaused)
+		require.Len(t, evs, 1)
+		var d events.RunPausedData
+		require.NoError(t, evs[0].Decode(&d))
+		assert.Equal(t, b.ID, d.Bulk)
+	}
+	assert.False(t, runView(t, p, other).Paused)
+
+	r = p.Orbit("run", "cancel", "--state", "paused", "--dry-run")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, slow, listed(r))
+	assert.Equal(t, events.StateRunning, runView(t, p, slow[0]).State, "a dry run cancels nothing")
+
+	r = p.Orbit("run", "cancel", "--job", "slow", "--since", "1h", "--reason", "bulk")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, slow, listed(r))
+	bulk := strings.TrimSpace(r.Stderr[strings.LastIndex(r.Stderr, " ")+1:])
+	for _, id := range slow {
+		waitFor(t, "the run to end", func() bool { return events.Terminal(runView(t, p, id).State) })
+		v := runView(t, p, id)
+		assert.Equal(t, events.StateCancelled, v.State)
+		require.NotNil(t, v.Cancel)
+		assert.Equal(t, bulk, v.Cancel.Bulk)
+	}
+	assert.Equal(t, events.StateRunning, runView(t, p, other).State)
+
+	r = p.Orbit("run", "retry", "--job", "slow", "--state", "cancelled", "--dry-run")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, slow, listed(r))
+
+	r = p.Orbit("run", "cancel", "--job", "nothing-such")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Empty(t, r.Stdout)
+	r = p.Orbit("run", "cancel", other, "--job", "other")
+	assert.Equal(t, 2, r.Code, "a run id or selectors: %s", r)
+}

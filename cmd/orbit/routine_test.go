@@ -1,0 +1,294 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/routine"
+)
+
+const tockJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: tock}
+spec:
+  max_active_runs: 10
+  steps:
+    - {id: say, spec: {type: deterministic, action: echo}}
+`
+
+const slowTockJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: slowtock}
+spec:
+  max_active_runs: 10
+  steps:
+    - {id: nap, spec: {type: deterministic, action: sleep, config: {ms: 5000}}}
+`
+
+// routineYAML is a routine every two seconds (the cron's seconds field).
+func routineYAML(name, job, missed, overlap string) string {
+	return fmt.Sprintf(`schemaVersion: 2
+kind: Routine
+metadata: {name: %s}
+spec:
+  trigger: {cron: "*/2 * * * * *", missed_run: %s}
+  target: job:%s
+  input: {from: %s}
+  policy: {overlap: %s}
+`, name, missed, job, name, overlap)
+}
+
+// logEvents reads from the cluster's log, in its order, every event of the
+// given types.
+func logEvents(t *testing.T, c *testkit.Cluster, types ...string) []events.Event {
+	t.Helper()
+	ctx := testkit.Context(t)
+	js, err := jetstream.New(c.Connect())
+	require.NoError(t, err)
+	stream, err := js.Stream(ctx, events.EventsStream)
+	require.NoError(t, err)
+	var filters []string
+	var last uint64
+	for _, typ := range types {
+		f := events.TypeFilter(events.AggregateRun, typ)
+		filters = append(filters, f)
+		if msg, err := stream.GetLastMsgForSubject(ctx, f); err == nil {
+			last = max(last, msg.Sequence)
+		}
+	}
+	if last == 0 {
+		return nil
+	}
+	cons, err := js.OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters})
+	require.NoError(t, err)
+	var out []events.Event
+	deadline := time.Now().Add(time.Minute)
+	for {
+		msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			require.True(t, time.Now().Before(deadline), "reading the log up to %d: %v", last, err)
+			continue
+		}
+		meta, err := msg.Metadata()
+		require.NoError(t, err)
+		var ev events.Event
+		require.NoError(t, json.Unmarshal(msg.Data(), &ev))
+		out = append(out, ev)
+		if meta.Sequence.Stream >= last {
+			return out
+		}
+	}
+}
+
+// fired is a routine run as its run.requested has it.
+type fired struct {
+	run  string
+	tick events.RoutineTick
+}
+
+// routineRuns returns, by routine, the runs the log's run.requested say
+// the routines fired, in the log's order, and checks that each run's id
+// is its tick's and that no tick fired twice.
+func routineRuns(t *testing.T, evs []events.Event) map[string][]fired {
+	t.Helper()
+	out := map[string][]fired{}
+	seen := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Type != events.RunRequested {
+			continue
+		}
+		var d events.RunRequestedData
+		require.NoError(t, ev.Decode(&d))
+		if d.Routine == nil {
+			continue
+		}
+		key := d.Routine.Name + " " + d.Routine.Tick.String()
+		assert.False(t, seen[key], "tick fired twice: %s", key)
+		seen[key] = true
+		assert.Equal(t, routine.TickRunID(d.Routine.Name, d.Routine.Tick), ev.RunID)
+		out[d.Routine.Name] = append(out[d.Routine.Name], fired{run: ev.RunID, tick: *d.Routine})
+	}
+	return out
+}
+
+func skips(t *testing.T, evs []events.Event) map[string][]events.RoutineSkippedData {
+	t.Helper()
+	out := map[string][]events.RoutineSkippedData{}
+	for _, ev := range evs {
+		if ev.Type != events.RoutineSkipped {
+			continue
+		}
+		var d events.RoutineSkippedData
+		require.NoError(t, ev.Decode(&d))
+		out[d.Routine] = append(out[d.Routine], d)
+	}
+	return out
+}
+
+// TestRoutinesOnTwoEnginesOfTheCluster: routines every two seconds on two
+// engines of the three-node harness fire one run per tick (checked from
+// the log: no tick twice, none left out while an engine ran); with both
+// engines killed across three ticks and one started again, catch_up_once
+// fires one catch-up run and skip none (recording the missed ticks once);
+// overlap: forbid with runs longer than the period records the ticks it
+// skipped and never has two runs live.
+func TestRoutinesOnTwoEnginesOfTheCluster(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	var ps []*testkit.Project
+	for range 2 {
+		p := testkit.ClusterProject(t, c, key)
+		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+		p.WriteFile(".orbit/jobs/slowtock.yaml", slowTockJob)
+		p.WriteFile(".orbit/routines/catch.yaml", routineYAML("catch", "tock", routine.CatchUpOnce, routine.Allow))
+		p.WriteFile(".orbit/routines/skip.yaml", routineYAML("skip", "tock", routine.Skip, routine.Allow))
+		p.WriteFile(".orbit/routines/forbid.yaml", routineYAML("forbid", "slowtock", routine.Skip, routine.Forbid))
+		ps = append(ps, p)
+	}
+	es := testkit.StartEngines(t, ps)
+	time.Sleep(14 * time.Second)
+	for _, e := range es {
+		e.Kill()
+	}
+	killed := time.Now()
+	time.Sleep(7 * time.Second) // three ticks or more with no engine
+	restarted := time.Now()
+	es = []*testkit.Engine{testkit.StartEngine(t, ps[0])}
+	time.Sleep(6 * time.Second)
+	es[0].Stop()
+
+	evs := logEvents(t, c, events.RunRequested, events.RunFinished, events.RoutineSkipped)
+	runs := routineRuns(t, evs)
+	skipped := skips(t, evs)
+
+	for _, name := range []string{"catch", "skip"} {
+		var before []time.Time
+		for _, f := range runs[name] {
+			if f.tick.Tick.Before(killed) {
+				before = append(before, f.tick.Tick)
+			}
+		}
+		require.GreaterOrEqual(t, len(before), 4, "%s fired while the engines ran: %v", name, runs[name])
+		for i := 1; i < len(before); i++ {
+			assert.Equal(t, 2*time.Second, before[i].Sub(before[i-1]), "%s: one run per tick, none left out: %v", name, before)
+		}
+	}
+
+	var catchUps []fired
+	for _, f := range runs["catch"] {
+		if f.tick.Missed > 0 {
+			catchUps = append(catchUps, f)
+		}
+	}
+	require.Len(t, catchUps, 1, "one catch-up run: %v", runs["catch"])
+	assert.GreaterOrEqual(t, catchUps[0].tick.Missed, 2, "three ticks or more passed with no engine")
+	assert.True(t, catchUps[0].tick.Tick.After(killed) && catchUps[0].tick.Tick.Before(restarted.Add(2*time.Second)))
+
+	for _, f := range runs["skip"] {
+		assert.False(t, f.tick.Tick.After(killed.Add(time.Second)) && f.tick.Tick.Before(restarted), "skip fired no missed tick: %v", f)
+		assert.Zero(t, f.tick.Missed)
+	}
+	var missed []events.RoutineSkippedData
+	for _, s := range skipped["skip"] {
+		if s.Reason == events.SkipMissed {
+			missed = append(missed, s)
+		}
+	}
+	require.Len(t, missed, 1, "the missed ticks are recorded once: %v", skipped["skip"])
+	assert.GreaterOrEqual(t, missed[0].Ticks, 3)
+
+	require.NotEmpty(t, skipped["forbid"], "a run of 5 s every 2 s skips ticks")
+	forbidRuns := map[string]bool{}
+	for _, f := range runs["forbid"] {
+		forbidRuns[f.run] = true
+	}
+	for _, s := range skipped["forbid"] {
+		if s.Reason == events.SkipOverlap {
+			assert.True(t, forbidRuns[s.Running], "the skip names the run that still ran: %v", s)
+		}
+	}
+	live := ""
+	for _, ev := range evs {
+		if !forbidRuns[ev.RunID] {
+			continue
+		}
+		switch ev.Type {
+		case events.RunRequested:
+			assert.Empty(t, live, "run %s requested while %s was live", ev.RunID, live)
+			live = ev.RunID
+		case events.RunFinished:
+			if ev.RunID == live {
+				live = ""
+			}
+		}
+	}
+}
+
+// TestARoutineTickDecidedByAKilledEngineFires: an engine killed with
+// SIGKILL just after it decided a tick leaves the decision in the
+// routine's key; the next engine fires that tick's run, once.
+func TestARoutineTickDecidedByAKilledEngineFires(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+	p.WriteFile(".orbit/routines/tock.yaml", routineYAML("tock", "tock", routine.Skip, routine.Allow))
+	env := p.Env
+	p.Env = append(slices.Clone(env), "ORBIT_FAILPOINT=routine-after-decision")
+	first := serve(t, p)
+	p.Env = env
+	err := first.Wait()
+	require.Error(t, err)
+	assert.Equal(t, syscall.SIGKILL, first.ProcessState.Sys().(syscall.WaitStatus).Signal(), "the engine died at the failpoint")
+	died := time.Now()
+
+	serve(t, p)
+	var runs []runSummary
+	waitFor(t, "a routine run", func() bool {
+		runs = routineHistory(t, p)
+		return len(runs) > 0 && runs[len(runs)-1].State == events.StateSuccess
+	})
+	firstRun := runs[len(runs)-1] // history is newest first
+	assert.Equal(t, routine.TickRunID("tock", firstRun.Routine.Tick), firstRun.ID)
+	assert.True(t, firstRun.Routine.Tick.Before(died), "the tick the killed engine decided: %s", firstRun.Routine.Tick)
+	assert.True(t, firstRun.RequestedAt.After(died), "fired by the next engine")
+
+	r := p.Orbit("routine", "show", "tock")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "Cron:      */2 * * * * * (missed_run: skip)")
+	r = p.Orbit("routine", "list")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "tock")
+	assert.Contains(t, r.Stdout, "job:tock")
+}
+
+// runSummary is what routineHistory reads of a run.
+type runSummary struct {
+	ID          string              `json:"id"`
+	State       string              `json:"state"`
+	Routine     *events.RoutineTick `json:"routine"`
+	RequestedAt time.Time           `json:"requested_at"`
+}
+
+func routineHistory(t *testing.T, p *testkit.Project) []runSummary {
+	t.Helper()
+	r := p.Orbit("run", "history", "--job", "tock", "--limit", "0", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var runs []runSummary
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
+	return slices.DeleteFunc(runs, func(s runSummary) bool { return s.Routine == nil || strings.TrimSpace(s.ID) == "" })
+}

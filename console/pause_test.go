@@ -1,0 +1,68 @@
+package console_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// TestPauseButtonsRoutinesPageAndMetrics: a running run's page has a
+// pause button, whose same-origin POST pauses it; the page then says
+// paused and has an unpause button, which lets it go on; the routines page
+// lists a routine with its schedule and counts, and /metrics has the
+// routine's and the paused runs' series.
+func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	dir := filepath.Join(p.Root, ".orbit", "routines")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hourly.yaml"), []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: hourly}\nspec:\n  trigger: {cron: '@hourly'}\n  target: job:example_slow\n"), 0o644))
+	c := serveConsole(t, p)
+	r := p.Orbit("job", "run", "example_slow", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	id := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
+
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(path string) int {
+		req := c.request(t, http.MethodPost, path)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Origin", c.URL)
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	_, body := c.get(t, "/runs/"+id)
+	assert.Contains(t, body, `id="pause"`)
+	assert.NotContains(t, body, `id="unpause"`)
+	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/pause"))
+	assert.True(t, showRun(t, p, id).Paused)
+	_, body = c.get(t, "/runs/"+id)
+	assert.Contains(t, body, `id="unpause"`)
+	assert.Contains(t, body, `id="run-paused"`)
+
+	_, metrics := c.get(t, "/metrics")
+	assert.Contains(t, metrics, `orbit_runs_paused{job="example_slow"} 1`)
+	assert.Contains(t, metrics, `orbit_routine_paused{routine="hourly"} 0`)
+	assert.Contains(t, metrics, `orbit_routine_fired_total{routine="hourly"} 0`)
+	assert.Contains(t, metrics, `orbit_routine_next_fire_timestamp_seconds{routine="hourly"} `)
+
+	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/unpause"))
+	assert.False(t, showRun(t, p, id).Paused)
+
+	code, page := c.get(t, "/routines")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, `data-routine="hourly"`)
+	assert.Contains(t, page, "job:example_slow")
+	assert.Contains(t, page, "@hourly")
+	require.Equal(t, 0, p.Orbit("run", "cancel", id).Code)
+}

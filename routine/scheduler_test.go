@@ -1,0 +1,268 @@
+package routine_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/routine"
+)
+
+const echoJob = `schemaVersion: 2
+kind: Job
+metadata: {name: tick}
+spec:
+  steps:
+    - id: say
+      spec: {type: deterministic, action: echo}
+`
+
+// clock is a test clock several schedulers share.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// rig is a log, a routine every 10 s of the clock and n schedulers on it,
+// as n engines would run them, and the run requests they sent.
+type rig struct {
+	t      *testing.T
+	log    *events.Log
+	clock  *clock
+	scheds []*routine.Scheduler
+	mu     sync.Mutex
+	runs   []executor.RunRequest
+}
+
+func newRig(t *testing.T, r *routine.Routine, n int) *rig {
+	ctx := testkit.Context(t)
+	job, err := assets.ParseJob("tick.yaml", []byte(echoJob), nil)
+	require.NoError(t, err)
+	g := &rig{t: t, log: testkit.StartLog(t, events.Config{}), clock: &clock{now: at("2026-11-28T16:00:01Z")}}
+	cfg := routine.Config{Log: g.log, Now: g.clock.Now, Request: func(name string, input any) (*executor.RunRequest, error) {
+		return executor.NewRunRequest(job, input, "")
+	}}
+	for range n {
+		g.scheds = append(g.scheds, routine.NewScheduler(cfg))
+	}
+	stop, err := g.log.Consume(ctx, events.ConsumerSpec{Durable: "test", Command: "run.request"}, func(c *events.Command) {
+		var req executor.RunRequest
+		require.NoError(t, c.Decode(&req))
+		g.mu.Lock()
+		g.runs = append(g.runs, req)
+		g.mu.Unlock()
+		_ = c.Ack(ctx)
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { stop.Stop() })
+	return g
+}
+
+// tick runs every scheduler's Tick at once, at the clock's time.
+func (g *rig) tick(r *routine.Routine) {
+	var wg sync.WaitGroup
+	for _, s := range g.scheds {
+		wg.Go(func() {
+			_, err := s.Tick(testkit.Context(g.t), r)
+			assert.NoError(g.t, err)
+		})
+	}
+	wg.Wait()
+}
+
+// requested waits until n run requests have arrived and returns them.
+func (g *rig) requested(n int) []executor.RunRequest {
+	g.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		g.mu.Lock()
+		got := append([]executor.RunRequest(nil), g.runs...)
+		g.mu.Unlock()
+		if len(got) >= n {
+			time.Sleep(200 * time.Millisecond) // any extra one too
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return append([]executor.RunRequest(nil), g.runs...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.t.Fatalf("%d run requests arrived, want %d", len(g.runs), n)
+	return nil
+}
+
+func (g *rig) skipped() []events.RoutineSkippedData {
+	evs, err := g.log.Read(testkit.Context(g.t), events.FollowOptions{Filters: []string{events.TypeFilter(events.AggregateRun, events.RoutineSkipped)}})
+	require.NoError(g.t, err)
+	out := make([]events.RoutineSkippedData, len(evs))
+	for i, ev := range evs {
+		require.NoError(g.t, ev.Decode(&out[i]))
+		assert.Equal(g.t, routine.TickRunID(out[i].Routine, out[i].Tick), ev.RunID)
+	}
+	return out
+}
+
+func every10s(t *testing.T, missed, overlap string) *routine.Routine {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '*/10 * * * * *', missed_run: "+missed+"}\n  target: job:tick\n  input: {n: 1}\n  policy: {overlap: "+overlap+"}\n"))
+	require.NoError(t, err)
+	return r
+}
+
+// TestThreeSchedulersFireEachTickOnce: engines deciding the same ticks at
+// the same moments start one run per tick, named by the routine and the
+// tick, with the routine's input.
+func TestThreeSchedulersFireEachTickOnce(t *testing.T) {
+	r := every10s(t, routine.Skip, routine.Allow)
+	g := newRig(t, r, 3)
+	g.tick(r) // first sight: nothing before now fires
+	start := g.clock.Now()
+	for i := 1; i <= 6; i++ {
+		g.clock.set(start.Add(time.Duration(i)*10*time.Second - time.Second + 300*time.Millisecond))
+		g.tick(r)
+	}
+	runs := g.requested(6)
+	require.Len(t, runs, 6)
+	for i, req := range runs {
+		tick := at("2026-11-28T16:00:10Z").Add(time.Duration(i) * 10 * time.Second)
+		require.NotNil(t, req.Routine)
+		assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick}, *req.Routine)
+		assert.Equal(t, routine.TickRunID("r", tick), req.RunID)
+		assert.Equal(t, "routine:r", req.Requester)
+		assert.Equal(t, map[string]any{"n": float64(1)}, req.Input)
+	}
+	st, _, err := routine.ReadState(testkit.Context(t), g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, 6, st.Fired)
+	assert.True(t, st.Acted)
+}
+
+// TestMissedTicks: three ticks with no engine up; catch_up_once fires one
+// run for the last of them, skip fires none and records them once.
+func TestMissedTicks(t *testing.T) {
+	for _, policy := range []string{routine.CatchUpOnce, routine.Skip} {
+		t.Run(policy, func(t *testing.T) {
+			r := every10s(t, policy, routine.Allow)
+			g := newRig(t, r, 2)
+			g.tick(r)
+			g.clock.set(at("2026-11-28T16:00:35Z")) // 10, 20 and 30 passed
+			g.tick(r)
+			g.clock.set(at("2026-11-28T16:00:41Z")) // and 40 is on time
+			g.tick(r)
+			if policy == routine.CatchUpOnce {
+				runs := g.requested(2)
+				require.Len(t, runs, 2)
+				assert.Equal(t, events.RoutineTick{Name: "r", Tick: at("2026-11-28T16:00:30Z"), Missed: 2}, *runs[0].Routine)
+				assert.Equal(t, events.RoutineTick{Name: "r", Tick: at("2026-11-28T16:00:40Z")}, *runs[1].Routine)
+				assert.Empty(t, g.skipped())
+				return
+			}
+			runs := g.requested(1)
+			require.Len(t, runs, 1)
+			assert.Equal(t, at("2026-11-28T16:00:40Z"), runs[0].Routine.Tick)
+			assert.Equal(t, []events.RoutineSkippedData{{Routine: "r", Tick: at("2026-11-28T16:00:30Z"), Reason: events.SkipMissed, Ticks: 3}}, g.skipped())
+		})
+	}
+}
+
+// TestOverlapForbidSkipsWhileTheRunLives: a tick whose previous run has
+// not finished is skipped and recorded with the run that still runs.
+func TestOverlapForbidSkipsWhileTheRunLives(t *testing.T) {
+	r := every10s(t, routine.Skip, routine.Forbid)
+	g := newRig(t, r, 2)
+	g.tick(r)
+	g.clock.set(at("2026-11-28T16:00:10.5Z"))
+	g.tick(r)
+	first := g.requested(1)[0].RunID
+	g.clock.set(at("2026-11-28T16:00:20.5Z"))
+	g.tick(r)
+	assert.Equal(t, []events.RoutineSkippedData{{Routine: "r", Tick: at("2026-11-28T16:00:20Z"), Reason: events.SkipOverlap, Running: first, Ticks: 1}}, g.skipped())
+	_, err := g.log.Append(testkit.Context(t), events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: first, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
+	require.NoError(t, err)
+	g.clock.set(at("2026-11-28T16:00:30.5Z"))
+	g.tick(r)
+	runs := g.requested(2)
+	require.Len(t, runs, 2)
+	assert.Equal(t, at("2026-11-28T16:00:30Z"), runs[1].Routine.Tick)
+}
+
+// TestPausedRoutineDecidesNothingAndCatchesUpOnResume: while paused no
+// tick fires; resumed, the ticks that passed are missed ticks.
+func TestPausedRoutineDecidesNothingAndCatchesUpOnResume(t *testing.T) {
+	r := every10s(t, routine.CatchUpOnce, routine.Allow)
+	g := newRig(t, r, 1)
+	g.tick(r)
+	ctx := testkit.Context(t)
+	changed, err := routine.SetPaused(ctx, g.log, "r", true, g.clock.Now())
+	require.NoError(t, err)
+	assert.True(t, changed)
+	g.clock.set(at("2026-11-28T16:00:25Z"))
+	g.tick(r)
+	time.Sleep(300 * time.Millisecond)
+	g.mu.Lock()
+	assert.Empty(t, g.runs, "paused")
+	g.mu.Unlock()
+	changed, err = routine.SetPaused(ctx, g.log, "r", false, g.clock.Now())
+	require.NoError(t, err)
+	assert.True(t, changed)
+	g.tick(r)
+	runs := g.requested(1)
+	require.Len(t, runs, 1)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: at("2026-11-28T16:00:20Z"), Missed: 1}, *runs[0].Routine)
+}
+
+// TestADecisionIsCarriedOutByTheNextEngine: an engine that decided a tick
+// and died before sending its run leaves the key unacted; the next
+// scheduler sends the run, with the same id.
+func TestADecisionIsCarriedOutByTheNextEngine(t *testing.T) {
+	r := every10s(t, routine.Skip, routine.Allow)
+	g := newRig(t, r, 1)
+	g.tick(r)
+	ctx := testkit.Context(t)
+	_, rev, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	tick := at("2026-11-28T16:00:10Z")
+	decided := routine.State{Last: tick, Action: routine.ActionFired, Run: routine.TickRunID("r", tick), LastRun: routine.TickRunID("r", tick), LastFire: tick, Fired: 1}
+	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.clock.set(at("2026-11-28T16:00:12Z"))
+	g.tick(r)
+	runs := g.requested(1)
+	require.Len(t, runs, 1)
+	assert.Equal(t, routine.TickRunID("r", tick), runs[0].RunID)
+}
+
+// TestTimeoutCancelsALiveRun: once timeout_minutes have passed since its
+// tick, the routine's run, still live, is asked to cancel, once.
+func TestTimeoutCancelsALiveRun(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 * * * * *'}\n  target: job:tick\n  policy: {timeout_minutes: 2}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 2)
+	g.tick(r)
+	g.clock.set(at("2026-11-28T16:01:00.5Z"))
+	g.tick(r)
+	run := g.requested(1)[0].RunID
+	cancels := func() []events.Event {
+		evs, err := g.log.Read(testkit.Context(t), events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, run, events.RunCancelRequested)}})
+		require.NoError(t, err)
+		return evs
+	}
+	g.clock.set(at("2026-11-28T16:02:59Z"))
+	g.tick(r)
+	assert.Empty(t, cancels(), "within its timeout")
+	g.clock.set(at("2026-11-28T16:03:01Z"))
+	g.tick(r)
+	evs := cancels()
+	require.Len(t, evs, 1)
+	var d events.RunCancelRequestedData
+	require.NoError(t, evs[0].Decode(&d))
+	assert.Equal(t, "routine:r", d.Requester)
+	assert.Contains(t, d.Reason, "timeout_minutes (2)")
+}
