@@ -3,8 +3,24 @@ package events
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
+
+// StepSpanID is the OpenTelemetry span id (16 hex digits) of one attempt
+// of a step of a run, derived from them, so that every engine names the
+// same span.
+func StepSpanID(runID, stepKey string, attempt int) string {
+	d := sha256.Sum256([]byte("orbit.step\x00" + runID + "\x00" + stepKey + "\x00" + strconv.Itoa(attempt)))
+	return hex.EncodeToString(d[:8])
+}
+
+// StepTraceparent is the W3C traceparent (sampled) a step attempt passes
+// to what it runs (TRACEPARENT for shell steps and CLI agents): its own
+// span, in the trace of root (see RunTraceID).
+func StepTraceparent(root, rootTraceparent, runID, stepKey string, attempt int) string {
+	return "00-" + RunTraceID(root, rootTraceparent) + "-" + StepSpanID(runID, stepKey, attempt) + "-01"
+}
 
 // RunTraceID is the OpenTelemetry trace id (32 hex digits) of the runs
 // under root, the run at the top of a chain of job.invoke steps: the trace

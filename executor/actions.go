@@ -9,6 +9,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // actionCall is what a deterministic action gets: its rendered config and
@@ -19,7 +20,7 @@ type actionCall struct {
 }
 
 // action is a built-in deterministic action. It returns the step's output,
-// or a *failure (anything else is an internal error).
+// or a *interpreter.Failure (anything else is an internal error).
 type action func(ctx context.Context, call actionCall) (any, error)
 
 // actions is the registry of deterministic actions, fixed at start-up.
@@ -32,13 +33,13 @@ var actions = map[string]action{
 
 // workerActions are the deterministic actions that act on the engine's
 // stores, and so need the worker.
-var workerActions = map[string]func(ctx context.Context, w *Worker, cmd *stepCommand) (any, error){
+var workerActions = map[string]func(ctx context.Context, w *Worker, cmd *interpreter.StepCommand) (any, error){
 	"locks.reserve": reserveAction,
 	"locks.release": releaseAction,
 }
 
 func actionNames() string {
-	names := append([]string{actionInvoke, actionWait, actionInvokeAndWait}, declaredNames()...)
+	names := append([]string{interpreter.ActionInvoke, interpreter.ActionWait, interpreter.ActionInvokeAndWait}, declaredNames()...)
 	for n := range actions {
 		names = append(names, n)
 	}
@@ -81,13 +82,13 @@ func sleepAction(ctx context.Context, call actionCall) (any, error) {
 			return nil, err
 		}
 		if err := assets.CheckDuration(ms, assets.MaxDurationMS); err != nil {
-			return nil, fail(events.KindValidation, false, "config.ms: %v", err)
+			return nil, interpreter.Fail(events.KindValidation, false, "config.ms: %v", err)
 		}
 		d = time.Duration(ms) * time.Millisecond
 	} else {
 		s, ok := inputValue(call.Input, "seconds").(float64)
 		if !ok || s < 0 || s > 3600 {
-			return nil, fail(events.KindValidation, false, "input.seconds: want a number of seconds from 0 to 3600, got %v", inputValue(call.Input, "seconds"))
+			return nil, interpreter.Fail(events.KindValidation, false, "input.seconds: want a number of seconds from 0 to 3600, got %v", inputValue(call.Input, "seconds"))
 		}
 		d = time.Duration(s * float64(time.Second))
 	}
@@ -124,13 +125,13 @@ func successGuardAction(_ context.Context, call actionCall) (any, error) {
 		what = "child runs"
 	}
 	if len(results) == 0 {
-		return nil, fail(events.KindValidation, false, "%s: input.result or input.results names no child run to check", what)
+		return nil, interpreter.Fail(events.KindValidation, false, "%s: input.result or input.results names no child run to check", what)
 	}
 	var failed []string
 	for i, r := range results {
 		m, _ := r.(map[string]any)
 		status, _ := m["status"].(string)
-		if status == childSucceeded {
+		if status == interpreter.ChildSucceeded {
 			continue
 		}
 		run, _ := m["run_id"].(string)
@@ -148,7 +149,7 @@ func successGuardAction(_ context.Context, call actionCall) (any, error) {
 		failed = append(failed, desc)
 	}
 	if len(failed) > 0 {
-		return nil, fail(events.KindActivity, false, "%s: %d of %d did not succeed: %s", what, len(failed), len(results), strings.Join(failed, "; "))
+		return nil, interpreter.Fail(events.KindActivity, false, "%s: %d of %d did not succeed: %s", what, len(failed), len(results), strings.Join(failed, "; "))
 	}
 	return map[string]any{"succeeded": true, "checked_count": len(results)}, nil
 }
@@ -161,7 +162,7 @@ func failAction(_ context.Context, call actionCall) (any, error) {
 		msg = "failed by the fail action"
 	}
 	retryable, _ := call.Config["retryable"].(bool)
-	return nil, fail(events.KindActivity, retryable, "%s", msg)
+	return nil, interpreter.Fail(events.KindActivity, retryable, "%s", msg)
 }
 
 // intConfig reads a non-negative whole number from an action's config.
@@ -176,9 +177,9 @@ func intConfig(cfg map[string]any, key string) (int64, error) {
 			return int64(v), nil
 		}
 	case nil:
-		return 0, fail(events.KindValidation, false, "config.%s is required", key)
+		return 0, interpreter.Fail(events.KindValidation, false, "config.%s is required", key)
 	}
-	return 0, fail(events.KindValidation, false, "config.%s: want a whole number ≥ 0, got %v", key, cfg[key])
+	return 0, interpreter.Fail(events.KindValidation, false, "config.%s: want a whole number ≥ 0, got %v", key, cfg[key])
 }
 
 // runAction executes a deterministic step command.
@@ -191,7 +192,7 @@ func runAction(ctx context.Context, w *Worker, ex *execution) (any, error) {
 		out, err := act.Run(ctx, &ActionCall{RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, Attempt: cmd.Attempt,
 			Config: cmd.Activity.Config, Input: cmd.Input, Workspace: cmd.Workspace, Emit: ex.emit})
 		if err != nil && ctx.Err() == nil {
-			if _, isFailure := err.(*failure); !isFailure {
+			if _, isFailure := err.(*interpreter.Failure); !isFailure {
 				err = fmt.Errorf("action %s: %w", cmd.Activity.Action, err)
 			}
 		}
@@ -199,11 +200,11 @@ func runAction(ctx context.Context, w *Worker, ex *execution) (any, error) {
 	}
 	act, ok := actions[cmd.Activity.Action]
 	if !ok {
-		return nil, fail(events.KindUnknownAction, false, "unknown deterministic action %q (known: %s)", cmd.Activity.Action, actionNames())
+		return nil, interpreter.Fail(events.KindUnknownAction, false, "unknown deterministic action %q (known: %s)", cmd.Activity.Action, actionNames())
 	}
 	out, err := act(ctx, actionCall{Config: cmd.Activity.Config, Input: cmd.Input})
 	if err != nil && ctx.Err() == nil {
-		if _, isFailure := err.(*failure); !isFailure {
+		if _, isFailure := err.(*interpreter.Failure); !isFailure {
 			err = fmt.Errorf("action %s: %w", cmd.Activity.Action, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // Environment variables that switch every agent loop to the replay
@@ -29,7 +30,7 @@ type ProviderSettings struct {
 // agentStep executes one attempt of an agent_loop step.
 type agentStep struct {
 	w    *Worker
-	cmd  *stepCommand
+	cmd  *interpreter.StepCommand
 	emit emitFunc
 }
 
@@ -74,7 +75,7 @@ func (a *agentStep) run(ctx context.Context) (any, error) {
 	for _, name := range spec.Tools {
 		t, ok := agent.Builtin(name)
 		if !ok {
-			return nil, fail(events.KindValidation, false, "unknown tool %q (known: %s)", name, strings.Join(agent.BuiltinNames(), ", "))
+			return nil, interpreter.Fail(events.KindValidation, false, "unknown tool %q (known: %s)", name, strings.Join(agent.BuiltinNames(), ", "))
 		}
 		tools = append(tools, t)
 	}
@@ -158,19 +159,19 @@ func agentFailure(err error) error {
 	var perr *agent.ProviderError
 	switch {
 	case errors.As(err, &denied):
-		return fail(events.KindToolDenied, false, "%v (on_denial: terminate)", denied)
+		return interpreter.Fail(events.KindToolDenied, false, "%v (on_denial: terminate)", denied)
 	case errors.Is(err, agent.ErrTimeout):
-		return fail(events.KindTimeout, true, "%v", err)
+		return interpreter.Fail(events.KindTimeout, true, "%v", err)
 	case errors.Is(err, agent.ErrBudgetExhausted):
-		return fail(events.KindBudget, false, "%v", err)
+		return interpreter.Fail(events.KindBudget, false, "%v", err)
 	case errors.Is(err, agent.ErrTurnLimit):
-		return fail(events.KindActivity, true, "%v", err)
+		return interpreter.Fail(events.KindActivity, true, "%v", err)
 	case errors.Is(err, agent.ErrNoCompletion):
 		return incomplete("%v", err)
 	case errors.Is(err, agent.ErrFixture):
-		return fail(events.KindValidation, false, "%v", err)
+		return interpreter.Fail(events.KindValidation, false, "%v", err)
 	case errors.As(err, &perr):
-		return fail(events.KindActivity, perr.Retryable, "%v", perr)
+		return interpreter.Fail(events.KindActivity, perr.Retryable, "%v", perr)
 	}
 	return err
 }
@@ -196,7 +197,7 @@ func (w *Worker) newProvider(ctx context.Context, spec *assets.ActivitySpec, tas
 			opts.Name, opts.Fixture = "replay", f
 			if fi, err := os.Stat(f); err == nil && fi.IsDir() {
 				if taskID == "" {
-					return nil, fail(events.KindValidation, false, "%s names the directory %s, which holds one fixture per task (<task id>.json), and this step is bound to no task (input.task_id)", name, f)
+					return nil, interpreter.Fail(events.KindValidation, false, "%s names the directory %s, which holds one fixture per task (<task id>.json), and this step is bound to no task (input.task_id)", name, f)
 				}
 				opts.Fixture = filepath.Join(f, taskID+".json")
 			}
@@ -213,12 +214,12 @@ func (w *Worker) newProvider(ctx context.Context, spec *assets.ActivitySpec, tas
 	}
 	if opts.Name == "replay" {
 		if opts.Fixture == "" {
-			return nil, fail(events.KindValidation, false, "the replay provider needs a fixture (spec fixture: or ORBIT_REPLAY_FIXTURE)")
+			return nil, interpreter.Fail(events.KindValidation, false, "the replay provider needs a fixture (spec fixture: or ORBIT_REPLAY_FIXTURE)")
 		}
 		if name, ok := strings.CutPrefix(opts.Fixture, assets.SeededPrefix); ok {
 			data, err := assets.SeededFile(name)
 			if err != nil {
-				return nil, fail(events.KindValidation, false, "fixture %s: %v", opts.Fixture, err)
+				return nil, interpreter.Fail(events.KindValidation, false, "fixture %s: %v", opts.Fixture, err)
 			}
 			opts.FixtureData = data
 		}
@@ -232,7 +233,7 @@ func (w *Worker) newProvider(ctx context.Context, spec *assets.ActivitySpec, tas
 	if err != nil {
 		// A provider that cannot be built (unknown, no key, a bad fixture)
 		// will not be built by trying again.
-		return nil, fail(events.KindValidation, false, "%v", err)
+		return nil, interpreter.Fail(events.KindValidation, false, "%v", err)
 	}
 	return p, nil
 }
@@ -310,7 +311,7 @@ func (a *agentStep) sessionHistory(ctx context.Context) ([]agent.Message, error)
 		return nil, err
 	}
 	if last.CLISession != "" {
-		return nil, fail(events.KindValidation, false, "session %s was last continued by a CLI agent (%s), which keeps its own transcript: an agent_loop over HTTP cannot continue it",
+		return nil, interpreter.Fail(events.KindValidation, false, "session %s was last continued by a CLI agent (%s), which keeps its own transcript: an agent_loop over HTTP cannot continue it",
 			a.cmd.Session, last.Agent)
 	}
 	data, err := a.w.cfg.Log.GetBlob(ctx, last.Transcript.Digest)
@@ -349,7 +350,7 @@ func (a *agentStep) saveSession(ctx context.Context, em emitter, out *agent.Outc
 // EnvTaskToken), and its envelope's input carries the task.
 func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em emitter, prompt string, input any, task *TaskBinding) (any, error) {
 	if spec.ExecutorSpec == nil {
-		return nil, fail(events.KindValidation, false, "backend cli: no executor definition in the job")
+		return nil, interpreter.Fail(events.KindValidation, false, "backend cli: no executor definition in the job")
 	}
 	name := spec.Executor
 	if name == "" {
@@ -426,7 +427,7 @@ func (a *agentStep) cliSession(ctx context.Context, output string) (string, erro
 		return "", nil
 	}
 	if output != agent.OutputClaudeCode && output != agent.OutputCodex {
-		return "", fail(events.KindValidation, false, "session %s: output %s starts a fresh process each step with no session to continue (only claude_code and codex continue theirs)",
+		return "", interpreter.Fail(events.KindValidation, false, "session %s: output %s starts a fresh process each step with no session to continue (only claude_code and codex continue theirs)",
 			a.cmd.Session, output)
 	}
 	last, err := a.lastSession(ctx)
@@ -438,7 +439,7 @@ func (a *agentStep) cliSession(ctx context.Context, output string) (string, erro
 		if last.Agent != "" {
 			by = last.Agent
 		}
-		return "", fail(events.KindValidation, false, "session %s was last continued by %s: %s cannot continue it", a.cmd.Session, by, output)
+		return "", interpreter.Fail(events.KindValidation, false, "session %s was last continued by %s: %s cannot continue it", a.cmd.Session, by, output)
 	}
 	return last.CLISession, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // TaskBinder binds an agent step to the task its input names
@@ -62,7 +63,7 @@ func (a *agentStep) bindTask(ctx context.Context) (any, *TaskBinding, error) {
 	}
 	b, err := a.w.cfg.Tasks.Bind(ctx, StepRef{RunID: a.cmd.RunID, StepKey: a.cmd.StepKey, Attempt: a.cmd.Attempt}, taskID)
 	if errors.Is(err, events.ErrNotFound) {
-		return nil, nil, fail(events.KindValidation, false, "input.task_id: %v", err)
+		return nil, nil, interpreter.Fail(events.KindValidation, false, "input.task_id: %v", err)
 	}
 	if err != nil {
 		return nil, nil, err

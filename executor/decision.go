@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // stepRecord is what the log holds about one step attempt that a worker
@@ -42,13 +43,13 @@ const decisionFeedWait = 250 * time.Millisecond
 // once, or within milliseconds, at no cost to the log. Otherwise, and for
 // a redelivered command, whose finish and starts are needed too, the log
 // is read.
-func (w *Worker) decision(ctx context.Context, c *events.Command, cmd *stepCommand, finishedID string, redelivered bool) (stepRecord, error) {
+func (w *Worker) decision(ctx context.Context, c *events.Command, cmd *interpreter.StepCommand, finishedID string, redelivered bool) (stepRecord, error) {
 	wait := w.cfg.DecisionWait
 	if c.Delivery > 1 {
 		wait = 0
 	}
 	if !redelivered && w.started != nil {
-		startedID := stepEventID(events.StepStarted, cmd.RunID, cmd.StepKey, cmd.Attempt)
+		startedID := interpreter.StepEventID(events.StepStarted, cmd.RunID, cmd.StepKey, cmd.Attempt)
 		if w.started.await(ctx, startedID, cmd.Activity.Type, min(decisionFeedWait, wait)) {
 			return stepRecord{started: true}, nil
 		}
@@ -61,7 +62,7 @@ func (w *Worker) decision(ctx context.Context, c *events.Command, cmd *stepComma
 // backing off, for up to wait: the orchestrator stores step.started and
 // sends the command together, so a command may arrive a few milliseconds
 // before its decision is stored.
-func (w *Worker) awaitDecision(ctx context.Context, cmd *stepCommand, finishedID string, redelivered bool, wait time.Duration) (stepRecord, error) {
+func (w *Worker) awaitDecision(ctx context.Context, cmd *interpreter.StepCommand, finishedID string, redelivered bool, wait time.Duration) (stepRecord, error) {
 	deadline := time.Now().Add(wait)
 	pause := decisionPollFirst
 	for {
@@ -86,7 +87,7 @@ func (w *Worker) awaitDecision(ctx context.Context, cmd *stepCommand, finishedID
 // from the run, step key and attempt the command names, not the id the
 // command carries, and it must record the command's activity type: a
 // command cannot borrow another step's decision.
-func (w *Worker) lookup(ctx context.Context, cmd *stepCommand, finishedID string, redelivered bool) (stepRecord, error) {
+func (w *Worker) lookup(ctx context.Context, cmd *interpreter.StepCommand, finishedID string, redelivered bool) (stepRecord, error) {
 	filters := []string{events.EventSubject(events.AggregateRun, cmd.RunID, events.StepStarted)}
 	if redelivered {
 		filters = append(filters,
@@ -97,7 +98,7 @@ func (w *Worker) lookup(ctx context.Context, cmd *stepCommand, finishedID string
 	if err != nil {
 		return stepRecord{}, err
 	}
-	startedID := stepEventID(events.StepStarted, cmd.RunID, cmd.StepKey, cmd.Attempt)
+	startedID := interpreter.StepEventID(events.StepStarted, cmd.RunID, cmd.StepKey, cmd.Attempt)
 	var rec stepRecord
 	for _, ev := range evs {
 		switch {
@@ -124,7 +125,7 @@ func (w *Worker) lookup(ctx context.Context, cmd *stepCommand, finishedID string
 // other — so the command is left for redelivery. Otherwise (no such run,
 // or one that has ended) it is dead-lettered: removed from the queue and
 // recorded as integrity.rejected.
-func (w *Worker) orphan(ctx context.Context, c *events.Command, cmd *stepCommand) {
+func (w *Worker) orphan(ctx context.Context, c *events.Command, cmd *interpreter.StepCommand) {
 	live, err := w.runLive(ctx, cmd.RunID)
 	if err != nil {
 		w.retryLater(c, err)

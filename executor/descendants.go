@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // The live descendants of a root run (engine.max_descendants). Key
@@ -19,7 +20,7 @@ import (
 // compare-and-set of the whole key, so the engines of a NATS server never
 // admit more than the limit between them, and a replayed job.invoke finds
 // its child listed already. (Why a key and not a view or the log: see
-// ARCHITECTURE.md, "Child runs".)
+// docs/architecture/runs.md, "Live descendants".)
 //
 // IMPORTANT: an entry can outlive its run: its engine died between the
 // run's end and the removal, or the run was refused as unstorable, or its
@@ -57,10 +58,6 @@ const (
 )
 
 func treeKey(root string) string { return "tree." + events.Token(root) }
-
-// errTreeFull is what holdDescendant returns when the tree has its limit
-// of live runs.
-var errTreeFull = errors.New("full")
 
 // readTree returns the tree of root and its revision (0: no key).
 func readTree(ctx context.Context, kv *events.KV, root string, latest bool) (treeRecord, uint64, error) {
@@ -142,7 +139,7 @@ func (o *Orchestrator) writeTree(ctx context.Context, kv *events.KV, root string
 }
 
 // holdDescendant lists child, started by parent, among the live runs below
-// root, unless limit runs are listed already (errTreeFull); limit 0 lists
+// root, unless limit runs are listed already (interpreter.ErrTreeFull); limit 0 lists
 // it whatever the count (a run that lives again). A child listed already
 // is left as it is.
 func (o *Orchestrator) holdDescendant(ctx context.Context, root, parent, child string, limit int) error {
@@ -164,7 +161,7 @@ func (o *Orchestrator) holdDescendant(ctx context.Context, root, parent, child s
 			return err
 		}
 		if pruned || !o.pruneTree(ctx, root) {
-			return errTreeFull
+			return interpreter.ErrTreeFull
 		}
 		pruned = true
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // TestTheDescendantLimitHoldsAcrossEnginesOnACluster: two engines on
@@ -40,7 +41,7 @@ func TestTheDescendantLimitHoldsAcrossEnginesOnACluster(t *testing.T) {
 				switch {
 				case err == nil:
 					listed = append(listed, child)
-				case errors.Is(err, errTreeFull):
+				case errors.Is(err, interpreter.ErrTreeFull):
 					refused++
 				default:
 					t.Errorf("engine %d, child %d: %v", i, n, err)
@@ -80,11 +81,11 @@ func TestStaleDescendantsAreDroppedWhenTheTreeIsFull(t *testing.T) {
 	for n := range 3 {
 		require.NoError(t, o.holdDescendant(ctx, "root", "root", fmt.Sprintf("run%d", n), 3))
 	}
-	require.ErrorIs(t, o.holdDescendant(ctx, "root", "root", "late", 3), errTreeFull)
+	require.ErrorIs(t, o.holdDescendant(ctx, "root", "root", "late", 3), interpreter.ErrTreeFull)
 	_, err := log.Append(ctx, events.Event{ID: events.DecisionID(events.RunFinished, "run1"), Type: events.RunFinished, RunID: "run1", Job: "j"},
 		events.RunFinishedData{State: events.StateSuccess})
 	require.NoError(t, err)
-	require.ErrorIs(t, o.holdDescendant(ctx, "root", "root", "late", 3), errTreeFull, "looked a moment ago")
+	require.ErrorIs(t, o.holdDescendant(ctx, "root", "root", "late", 3), interpreter.ErrTreeFull, "looked a moment ago")
 
 	o.mu.Lock()
 	delete(o.pruned, "root")

@@ -8,25 +8,20 @@ import (
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // The upstream system's agent envelopes (require_completion_envelope,
-// require_response_envelope), as ARCHITECTURE.md decides them for Orbit's
-// agent output {final_message, stop_reason, turns, tool_calls, usage}.
+// require_response_envelope), as docs/architecture/agents.md decides them
+// for Orbit's agent output {final_message, stop_reason, turns, tool_calls,
+// usage}.
 
 // incomplete is the failure of an agent step whose agent ended without its
 // completion record. Another attempt would run the same agent on the same
 // prompt, and a recovery activity cannot supply the record, so it is
 // neither retried nor recovered.
-func incomplete(format string, args ...any) *failure {
-	return fail(events.KindIncomplete, false, "the agent ended without its completion record: "+format, args...)
-}
-
-// recoverable reports whether a step's recovery activity may run for a
-// failure: not for a structural one (a step inside failed) nor for an
-// incomplete agent.
-func recoverable(f *events.ErrorInfo) bool {
-	return f.Kind != events.KindStructural && f.Kind != events.KindIncomplete && f.Kind != events.KindBudget
+func incomplete(format string, args ...any) *interpreter.Failure {
+	return interpreter.Fail(events.KindIncomplete, false, "the agent ended without its completion record: "+format, args...)
 }
 
 // responseOutput is an agent step's output. With require_response_envelope
@@ -44,7 +39,7 @@ func responseOutput(spec *assets.ActivitySpec, out *agent.Outcome) (any, error) 
 		env, ok = responseEnvelope(out.FinalMessage)
 	}
 	if !ok {
-		return nil, fail(events.KindActivity, true,
+		return nil, interpreter.Fail(events.KindActivity, true,
 			"require_response_envelope: the final message is not a JSON object: %q", capMessage(out.FinalMessage))
 	}
 	output["response"] = env

@@ -4,22 +4,16 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // Sentinel errors.
 var (
-	// ErrInvalidJob is returned for a job the executor cannot run: an
-	// activity type or deterministic action it does not know, or a shape it
-	// does not support.
-	ErrInvalidJob = errors.New("invalid job")
-
-	// ErrJobDisabled is returned when a disabled job is submitted.
-	ErrJobDisabled = errors.New("job is disabled")
-
-	// ErrNotAList is matched by the failure of a fan_out or loop whose items
-	// render to a mapping, number or bool: a value that is not a list.
-	ErrNotAList = errors.New("not a list")
+	// ErrInvalidJob, ErrJobDisabled and ErrNotAList are the interpreter's
+	// (see package interpreter).
+	ErrInvalidJob  = interpreter.ErrInvalidJob
+	ErrJobDisabled = interpreter.ErrJobDisabled
+	ErrNotAList    = interpreter.ErrNotAList
 
 	// ErrLeaseHeld is returned when another live engine owns a run (or
 	// another live worker a step attempt).
@@ -59,26 +53,4 @@ func (r *refusal) Unwrap() []error { return r.kinds }
 // refuse builds a refusal of the given kinds.
 func refuse(kinds []error, format string, args ...any) error {
 	return &refusal{msg: fmt.Sprintf(format, args...), kinds: kinds}
-}
-
-// failure is an error as a step or run records it. Activities return one to
-// say how they failed; anything else they return is internal.
-type failure struct{ info events.ErrorInfo }
-
-func (f *failure) Error() string { return f.info.Message }
-
-// fail builds a failure of the given kind.
-func fail(kind string, retryable bool, format string, args ...any) *failure {
-	return &failure{info: events.ErrorInfo{Kind: kind, Message: fmt.Sprintf(format, args...), Retryable: retryable}}
-}
-
-// errorInfo turns any error into the record the log keeps: a failure keeps
-// its kind, anything else is an internal, retryable error.
-func errorInfo(err error) *events.ErrorInfo {
-	var f *failure
-	if errors.As(err, &f) {
-		info := f.info
-		return &info
-	}
-	return &events.ErrorInfo{Kind: events.KindInternal, Message: err.Error(), Retryable: true}
 }

@@ -8,18 +8,19 @@ import (
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/groundhog"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // runGroundhog executes a groundhog step: the task named by input.task_id,
 // one checkpoint at a time. The step succeeds when every checkpoint is
 // committed; a blocked or drifted task fails it, and is not retried.
-func (w *Worker) runGroundhog(ctx context.Context, cmd *stepCommand) (any, error) {
+func (w *Worker) runGroundhog(ctx context.Context, cmd *interpreter.StepCommand) (any, error) {
 	taskID, _ := inputString(cmd.Input, "task_id")
 	if taskID == "" {
-		return nil, fail(events.KindValidation, false, "a groundhog step needs input.task_id")
+		return nil, interpreter.Fail(events.KindValidation, false, "a groundhog step needs input.task_id")
 	}
 	if w.cfg.GroundhogMemory == nil {
-		return nil, fail(events.KindValidation, false, "this engine has no GroundhogMemory view")
+		return nil, interpreter.Fail(events.KindValidation, false, "this engine has no GroundhogMemory view")
 	}
 	spec := cmd.Activity
 	profile, err := w.profile(spec.FSProfile)
@@ -67,11 +68,11 @@ func (w *Worker) runGroundhog(ctx context.Context, cmd *stepCommand) (any, error
 	case events.GroundhogDone:
 		return out, nil
 	case events.GroundhogBudgetExhausted:
-		return nil, fail(events.KindBudget, false, "task %s %s: %s", taskID, res.State, res.Message)
+		return nil, interpreter.Fail(events.KindBudget, false, "task %s %s: %s", taskID, res.State, res.Message)
 	case events.GroundhogBlocked, events.GroundhogDrifted, events.GroundhogBaselineRed:
-		return nil, fail(events.KindActivity, false, "task %s %s: %s", taskID, res.State, res.Message)
+		return nil, interpreter.Fail(events.KindActivity, false, "task %s %s: %s", taskID, res.State, res.Message)
 	}
-	return nil, fail(events.KindActivity, false, "task %s: %s", taskID, res.Message)
+	return nil, interpreter.Fail(events.KindActivity, false, "task %s: %s", taskID, res.Message)
 }
 
 // profile returns a named filesystem profile ("" and "default" are the
@@ -86,7 +87,7 @@ func (w *Worker) profile(name string) (agent.FSProfile, error) {
 	if name == agent.DefaultProfile.Name {
 		return agent.DefaultProfile, nil
 	}
-	return agent.FSProfile{}, fail(events.KindValidation, false, "fsProfile %q is not defined in .orbit/config.yaml", name)
+	return agent.FSProfile{}, interpreter.Fail(events.KindValidation, false, "fsProfile %q is not defined in .orbit/config.yaml", name)
 }
 
 func inputString(input any, key string) (string, bool) {

@@ -7,16 +7,17 @@ import (
 	"sync"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
-// history is the part of the log that belongs to one run, kept up to date
-// by a feed. The interpreter consults it before every decision: what is
-// recorded is returned, never done again. Decision events are found by their
-// derived ids.
+// runHistory is a run's history (see interpreter.History) kept up to date by a feed.
+// The interpreter consults it before every decision: what is recorded is
+// returned, never done again.
 //
 // It holds every event of the run but those of the types in unread.
-type history struct {
+type runHistory struct {
 	runID   string
+	log     *events.Log
 	feed    *events.Feed
 	filters []string // what the feed follows
 
@@ -31,9 +32,11 @@ type history struct {
 	spend spend
 }
 
+var _ interpreter.History = (*runHistory)(nil)
+
 // unread are the event types of a run that the interpreter never reads:
 // the worker's record of each execution, for auditors and the views (see
-// ARCHITECTURE, "What each event of a step is for"). They are two of a
+// docs/architecture/runs.md, "What each event of a step is for"). They are two of a
 // step's four events, and a history that followed them had the server
 // deliver, and the orchestrator decode, both on the path of every step
 // before its step.finished.
@@ -45,14 +48,15 @@ var unread = []string{events.ActivityStarted, events.ActivityFinished}
 // openHistory follows the run's events and returns once every event already
 // in the log has been delivered. onEvent, if not nil, is called for every
 // event as it arrives, before the history records it.
-func openHistory(ctx context.Context, log *events.Log, runID string, onEvent func(events.Event)) (*history, error) {
+func openHistory(ctx context.Context, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error) {
 	filters := events.RunFilterExcept(runID, unread...)
 	feed, err := log.Follow(ctx, events.FollowOptions{Filters: filters})
 	if err != nil {
 		return nil, err
 	}
-	h := &history{
+	h := &runHistory{
 		runID:   runID,
+		log:     log,
 		feed:    feed,
 		filters: filters,
 		byID:    make(map[string]events.Event),
@@ -61,24 +65,24 @@ func openHistory(ctx context.Context, log *events.Log, runID string, onEvent fun
 		done:    make(chan struct{}),
 	}
 	go h.follow()
-	if err := h.catchUp(ctx, log); err != nil {
+	if err := h.CatchUp(ctx); err != nil {
 		h.close()
 		return nil, err
 	}
 	return h, nil
 }
 
-// catchUp blocks until the history holds every event of the run it
+// CatchUp blocks until the history holds every event of the run it
 // follows that is in the log now.
-func (h *history) catchUp(ctx context.Context, log *events.Log) error {
-	last, err := log.LastMatching(ctx, h.filters)
+func (h *runHistory) CatchUp(ctx context.Context) error {
+	last, err := h.log.LastMatching(ctx, h.filters)
 	if err != nil {
 		return err
 	}
 	return h.waitSeq(ctx, last)
 }
 
-func (h *history) follow() {
+func (h *runHistory) follow() {
 	defer close(h.done)
 	for ev := range h.feed.Events() {
 		// onEvent runs first, so that whoever waits for the history to reach
@@ -103,16 +107,16 @@ func (h *history) follow() {
 	h.mu.Unlock()
 }
 
-// get returns the event with the given id if it is in the history.
-func (h *history) get(id string) (events.Event, bool) {
+// Get returns the event with the given id if it is in the history.
+func (h *runHistory) Get(id string) (events.Event, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ev, ok := h.byID[id]
 	return ev, ok
 }
 
-// last returns the latest event (by sequence) of one of the given types.
-func (h *history) last(types ...string) (events.Event, bool) {
+// Last returns the latest event (by sequence) of one of the given types.
+func (h *runHistory) Last(types ...string) (events.Event, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var found events.Event
@@ -124,10 +128,8 @@ func (h *history) last(types ...string) (events.Event, bool) {
 	return found, found.Seq > 0
 }
 
-// wait blocks until the event with the given id is in the history. A
-// branch that waits passes its turn (see turn) first.
-func (h *history) wait(ctx context.Context, id string) (events.Event, error) {
-	passTurn(ctx)
+// Wait blocks until the event with the given id is in the history.
+func (h *runHistory) Wait(ctx context.Context, id string) (events.Event, error) {
 	for {
 		h.mu.Lock()
 		ev, ok := h.byID[id]
@@ -148,9 +150,8 @@ func (h *history) wait(ctx context.Context, id string) (events.Event, error) {
 }
 
 // waitSeq blocks until every event of the run up to seq that the history
-// follows has been recorded; seq must be one it follows (see catchUp).
-func (h *history) waitSeq(ctx context.Context, seq uint64) error {
-	passTurn(ctx)
+// follows has been recorded; seq must be one it follows (see CatchUp).
+func (h *runHistory) waitSeq(ctx context.Context, seq uint64) error {
 	for {
 		h.mu.Lock()
 		last, changed, err := h.lastSeq, h.changed, h.err
@@ -169,7 +170,14 @@ func (h *history) waitSeq(ctx context.Context, seq uint64) error {
 	}
 }
 
-func (h *history) close() {
+// Spent is what the run's agents spent by the events the history holds.
+func (h *runHistory) Spent() (tokens int64, costUSD float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.spend.tokens, h.spend.costUSD
+}
+
+func (h *runHistory) close() {
 	h.feed.Stop()
 	<-h.done
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // TestHistoryLeavesOutActivityEventsAndCatchesUp opens the history of a
@@ -26,7 +27,7 @@ func TestHistoryLeavesOutActivityEventsAndCatchesUp(t *testing.T) {
 		t.Helper()
 		id := ""
 		if typ == events.StepStarted || typ == events.StepFinished {
-			id = stepEventID(typ, run, "s", 1)
+			id = interpreter.StepEventID(typ, run, "s", 1)
 		}
 		a, err := log.Append(ctx, events.Event{ID: id, Type: typ, RunID: run, StepKey: "s"}, payload)
 		require.NoError(t, err)
@@ -40,14 +41,14 @@ func TestHistoryLeavesOutActivityEventsAndCatchesUp(t *testing.T) {
 	h, err := openHistory(octx, log, run, nil)
 	require.NoError(t, err, "the history opens though the run's last event is one it leaves out")
 	defer h.close()
-	_, ok := h.get(stepEventID(events.StepStarted, run, "s", 1))
+	_, ok := h.Get(interpreter.StepEventID(events.StepStarted, run, "s", 1))
 	assert.True(t, ok, "the decision is in the history")
 
 	appendStep(events.ActivityFinished, events.ActivityFinishedData{Attempt: 1, State: events.StateSuccess})
 	finished := appendStep(events.StepFinished, events.StepFinishedData{Attempt: 1, State: events.StateSuccess})
 	appendStep(events.ActivityStarted, events.ActivityStartedData{Attempt: 2, ActivityType: "deterministic"})
-	require.NoError(t, h.catchUp(octx, log))
-	_, ok = h.get(stepEventID(events.StepFinished, run, "s", 1))
+	require.NoError(t, h.CatchUp(octx))
+	_, ok = h.Get(interpreter.StepEventID(events.StepFinished, run, "s", 1))
 	assert.True(t, ok, "catching up finds the step.finished")
 
 	h.mu.Lock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/proc"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // lease is a claim in the orbit_leases bucket: an engine's on a run (only
@@ -59,7 +60,7 @@ var hostname, _ = os.Hostname()
 
 func leaseKey(runID string) string { return "run." + events.Token(runID) }
 
-func stepLeaseKey(cmd *stepCommand) string {
+func stepLeaseKey(cmd *interpreter.StepCommand) string {
 	sum := sha256.Sum256([]byte(cmd.RunID + "|" + cmd.StepKey + "|" + strconv.Itoa(cmd.Attempt)))
 	return "step." + hex.EncodeToString(sum[:16])
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // Task lock reservations live in one record of orbit_locks, changed only by
@@ -67,7 +68,7 @@ func newLocks(log *events.Log) *locks {
 func (l *locks) reserve(ctx context.Context, runID, step string, resources []string, ttl time.Duration) ([]string, error) {
 	holder, err := l.tryReserve(ctx, runID, step, resources, ttl)
 	if err == nil && holder != "" {
-		err = fail(events.KindActivity, true, "%s", holder)
+		err = interpreter.Fail(events.KindActivity, true, "%s", holder)
 	}
 	return nil, err
 }
@@ -252,17 +253,17 @@ func literalPrefix(glob string) string {
 }
 
 // reserveAction is the locks.reserve action.
-func reserveAction(ctx context.Context, w *Worker, cmd *stepCommand) (any, error) {
+func reserveAction(ctx context.Context, w *Worker, cmd *interpreter.StepCommand) (any, error) {
 	var cfg lockConfig
 	if err := decodeConfig(cmd.Activity.Config, &cfg); err != nil {
 		return nil, err
 	}
 	resources := cfg.resources()
 	if len(resources) == 0 {
-		return nil, fail(events.KindValidation, false, "locks.reserve: config names no tasks and no paths")
+		return nil, interpreter.Fail(events.KindValidation, false, "locks.reserve: config names no tasks and no paths")
 	}
 	if err := assets.CheckDuration(int64(cfg.TTLSeconds), assets.MaxDurationSeconds); err != nil {
-		return nil, fail(events.KindValidation, false, "locks.reserve: config.ttl_seconds: %v", err)
+		return nil, interpreter.Fail(events.KindValidation, false, "locks.reserve: config.ttl_seconds: %v", err)
 	}
 	if _, err := w.locks.reserve(ctx, cmd.RunID, cmd.StepKey, resources, time.Duration(cfg.TTLSeconds)*time.Second); err != nil {
 		return nil, err
@@ -271,7 +272,7 @@ func reserveAction(ctx context.Context, w *Worker, cmd *stepCommand) (any, error
 }
 
 // releaseAction is the locks.release action.
-func releaseAction(ctx context.Context, w *Worker, cmd *stepCommand) (any, error) {
+func releaseAction(ctx context.Context, w *Worker, cmd *interpreter.StepCommand) (any, error) {
 	var cfg lockConfig
 	if err := decodeConfig(cmd.Activity.Config, &cfg); err != nil {
 		return nil, err
@@ -291,7 +292,7 @@ func decodeConfig(cfg map[string]any, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fail(events.KindValidation, false, "config: %v", err)
+		return interpreter.Fail(events.KindValidation, false, "config: %v", err)
 	}
 	return nil
 }

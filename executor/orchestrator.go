@@ -15,6 +15,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // Config configures an Orchestrator. The zero value of every field but Log
@@ -698,7 +699,13 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 		}
 	}()
 
-	return newInterpreter(o, rc).run(leaseCtx)
+	x := interpreter.New(o.interpreterConfig(rc))
+	hist, err := openHistory(leaseCtx, o.cfg.Log, rc.id, x.Observe)
+	if err != nil {
+		return err
+	}
+	defer hist.close()
+	return x.Run(leaseCtx, hist)
 }
 
 // runLease is the lease under which this engine interprets rc.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // Action is a deterministic action that a package above the executor
@@ -45,7 +47,7 @@ type ActionCall struct {
 // could help. Anything else an action returns is an internal error, which
 // is retried.
 func Failure(kind string, retryable bool, format string, args ...any) error {
-	return fail(kind, retryable, format, args...)
+	return interpreter.Fail(kind, retryable, format, args...)
 }
 
 // declared holds the names of the actions the process's engine provides.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/proc"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 const (
@@ -22,8 +23,6 @@ const (
 	captureLimit = 32 << 20
 	// tailPreview is how much of a stream's end shell.exited shows.
 	tailPreview = 512
-	// killGrace is how long a process group gets between SIGTERM and SIGKILL.
-	killGrace = 3 * time.Second
 )
 
 // capture is an io.Writer that keeps the first limit bytes and counts all.
@@ -43,7 +42,7 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // shellRun is one execution of a shell step attempt.
 type shellRun struct {
-	cmd  *stepCommand
+	cmd  *interpreter.StepCommand
 	log  *events.Log
 	emit func(ctx context.Context, typ string, payload any) error
 }
@@ -56,10 +55,10 @@ type shellRun struct {
 func (s *shellRun) run(ctx context.Context) (any, error) {
 	spec := s.cmd.Activity
 	if !slices.Contains(spec.AllowedPrograms, spec.Program) {
-		return nil, fail(events.KindAllowlist, false, "program %q is not in allowed_programs %v", spec.Program, spec.AllowedPrograms)
+		return nil, interpreter.Fail(events.KindAllowlist, false, "program %q is not in allowed_programs %v", spec.Program, spec.AllowedPrograms)
 	}
 	if fi, err := os.Stat(s.cmd.Workspace); err != nil || !fi.IsDir() {
-		return nil, fail(events.KindValidation, false, "workspace %s is not a directory", s.cmd.Workspace)
+		return nil, interpreter.Fail(events.KindValidation, false, "workspace %s is not a directory", s.cmd.Workspace)
 	}
 	timeout := time.Duration(s.cmd.Timeout) * time.Second
 	if timeout <= 0 {
@@ -80,9 +79,9 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	)
 	g, err := proc.Start(ctx, c)
 	if err != nil {
-		return nil, fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
+		return nil, interpreter.Fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
 	}
-	res := g.WaitExit(ctx, timeout, killGrace)
+	res := g.WaitExit(ctx, timeout, interpreter.KillGrace)
 	// What left the program's group is swept while its output is stored
 	// and its exit recorded, and is gone before the step is done.
 	swept := make(chan struct{})
@@ -119,12 +118,12 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	}
 	switch {
 	case timedOut:
-		return nil, fail(events.KindTimeout, true, "%s timed out after %s; its process group was killed", spec.Program, timeout)
+		return nil, interpreter.Fail(events.KindTimeout, true, "%s timed out after %s; its process group was killed", spec.Program, timeout)
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
 	if signal != "" || !slices.Contains(expected, exitCode) {
-		return nil, fail(events.KindActivity, true, "%s %s%s", spec.Program, describeExit(exitCode, signal, expected), proc.LastLine(stderr.buf.Bytes()))
+		return nil, interpreter.Fail(events.KindActivity, true, "%s %s%s", spec.Program, describeExit(exitCode, signal, expected), proc.LastLine(stderr.buf.Bytes()))
 	}
 	return out, nil
 }

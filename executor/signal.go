@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // Gate is a step attempt of a run that waits for a signal.
@@ -81,11 +82,11 @@ func Signal(ctx context.Context, log *events.Log, runID, signal string, data any
 	}
 	for _, g := range match {
 		_, err := log.Append(ctx, events.Event{
-			ID:       signalID(runID, g.StepKey, g.Attempt),
+			ID:       interpreter.SignalID(runID, g.StepKey, g.Attempt),
 			Type:     events.RunSignalled,
 			RunID:    runID,
 			StepKey:  g.StepKey,
-			ParentID: stepEventID(events.StepStarted, runID, g.StepKey, g.Attempt),
+			ParentID: interpreter.StepEventID(events.StepStarted, runID, g.StepKey, g.Attempt),
 		}, events.RunSignalledData{Attempt: g.Attempt, Signal: signal, Data: data, Requester: requester, Signer: events.RequestSigner(ctx)})
 		if err != nil {
 			return nil, fmt.Errorf("recording signal %s for run %s: %w", signal, runID, err)
@@ -219,7 +220,7 @@ func openGates(ctx context.Context, log *events.Log, runID string) ([]Gate, stri
 	if err != nil {
 		return nil, "", err
 	}
-	paused := newPauses()
+	paused := interpreter.NewPauses()
 	state := ""
 	var gates []Gate
 	closed := map[string]bool{}
@@ -256,15 +257,15 @@ func openGates(ctx context.Context, log *events.Log, runID string) ([]Gate, stri
 			}
 			closed[gateKey(ev.StepKey, d.Attempt)] = true
 		case events.RunPaused, events.RunUnpaused:
-			paused.observe(ev)
+			paused.Observe(ev)
 		}
 	}
 	// A deadline moves by the run's paused time; none holds while a pause
 	// that began before it lasts.
 	for i, g := range gates {
 		if g.Deadline != nil {
-			start := waitStart(events.WaitInfo{Deadline: g.Deadline, TimeoutSeconds: g.timeout})
-			if d, ok := paused.deadline(*g.Deadline, start); ok {
+			start := interpreter.WaitStart(events.WaitInfo{Deadline: g.Deadline, TimeoutSeconds: g.timeout})
+			if d, ok := paused.Deadline(*g.Deadline, start); ok {
 				gates[i].Deadline = &d
 			} else {
 				gates[i].Deadline = nil

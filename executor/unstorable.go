@@ -7,6 +7,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // Runs whose run.requested the log cannot store. An event is at most the
@@ -21,7 +22,7 @@ import (
 
 // requestedEvent is the run.requested that records req.
 func requestedEvent(req *RunRequest) (events.Event, events.RunRequestedData, error) {
-	job, err := encodeJSON(req.Job)
+	job, err := interpreter.EncodeJSON(req.Job)
 	if err != nil {
 		return events.Event{}, events.RunRequestedData{}, err
 	}

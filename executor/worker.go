@@ -16,6 +16,7 @@ import (
 	"github.com/orbitrun/orbit/internal/failpoint"
 	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/internal/sandbox"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // WorkerConfig configures a Worker.
@@ -210,7 +211,7 @@ func (w *Worker) run(ctx context.Context) error {
 		// others (events.ConsumerSpec.Concurrency).
 		stop, err := w.cfg.Log.Consume(ctx, events.ConsumerSpec{
 			Durable:     "worker-" + typ,
-			Command:     cmdStepPrefix + typ + ".>",
+			Command:     interpreter.CmdStepPrefix + typ + ".>",
 			AckWait:     w.deliveryWait(),
 			MaxDeliver:  -1, // bounded by Settings.MaxDeliver starts, counted in the log
 			Concurrency: w.cfg.Concurrency[typ],
@@ -226,7 +227,7 @@ func (w *Worker) run(ctx context.Context) error {
 }
 
 func (w *Worker) handle(ctx context.Context, c *events.Command) {
-	var cmd stepCommand
+	var cmd interpreter.StepCommand
 	if err := c.Decode(&cmd); err != nil || cmd.RunID == "" || cmd.StepKey == "" {
 		w.log.Error("dropping malformed step command", "id", c.ID, "err", err)
 		_ = c.Term()
@@ -241,7 +242,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	cctx, stopConfirming := context.WithCancel(ctx)
 	defer stopConfirming()
 	go w.confirm(cctx, c)
-	finishedID := stepEventID(events.StepFinished, cmd.RunID, cmd.StepKey, cmd.Attempt)
+	finishedID := interpreter.StepEventID(events.StepFinished, cmd.RunID, cmd.StepKey, cmd.Attempt)
 	redelivered := c.Delivery > 1 || c.StreamSeq <= w.before
 	rec, err := w.decision(ctx, c, &cmd, finishedID, redelivered)
 	switch {
@@ -322,9 +323,9 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	state := events.StateSuccess
 	var info *events.ErrorInfo
 	if err != nil {
-		info = errorInfo(err)
+		info = interpreter.ErrorInfo(err)
 		info.StepKey = cmd.StepKey
-		state = failedState(info)
+		state = interpreter.FailedState(info)
 		output = nil
 	}
 	end := []endEvent{
@@ -379,7 +380,7 @@ func (w *Worker) appendAll(ctx context.Context, started *events.PendingAppend, e
 // stepLease returns the lease a step attempt runs under. On an embedded
 // store there is one engine and so one worker: nothing can run the step
 // alongside it, and the lease is a no-op (it costs writes to the store).
-func (w *Worker) stepLease(cmd *stepCommand) *lease {
+func (w *Worker) stepLease(cmd *interpreter.StepCommand) *lease {
 	if w.cfg.Log.Embedded() {
 		return &lease{}
 	}
@@ -389,14 +390,14 @@ func (w *Worker) stepLease(cmd *stepCommand) *lease {
 
 // execution is one run of a command's activity.
 type execution struct {
-	cmd  *stepCommand
+	cmd  *interpreter.StepCommand
 	emit emitFunc
 }
 
 // deadLetter ends a step attempt whose command was delivered
 // Settings.MaxDeliver times without finishing (its worker keeps dying on it): the
 // attempt fails, is recorded as dead-lettered, and its command is removed.
-func (w *Worker) deadLetter(ctx context.Context, c *events.Command, cmd *stepCommand, finishedID string, starts int) {
+func (w *Worker) deadLetter(ctx context.Context, c *events.Command, cmd *interpreter.StepCommand, finishedID string, starts int) {
 	info := &events.ErrorInfo{Kind: events.KindDeadLetter, StepKey: cmd.StepKey, Message: fmt.Sprintf(
 		"started %d times without finishing (engine.max_deliveries is %d): dead-lettered, not run again", starts, w.settings().MaxDeliver)}
 	if _, err := w.cfg.Log.Append(ctx, w.stepEvent(cmd, events.StepDeadLettered, ""), events.StepDeadLetteredData{
@@ -429,7 +430,7 @@ func (w *Worker) execute(ctx context.Context, c *events.Command, ex *execution) 
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if !w.track(cmd.RunID, c.ID, cancel) {
-		return nil, fail(events.KindCancelled, false, "cancelled before it started")
+		return nil, interpreter.Fail(events.KindCancelled, false, "cancelled before it started")
 	}
 	defer w.untrack(cmd.RunID, c.ID)
 	if cmd.Activity.Type != assets.TypeShell && cmd.Timeout > 0 {
@@ -444,9 +445,9 @@ func (w *Worker) execute(ctx context.Context, c *events.Command, ex *execution) 
 	}
 	switch context.Cause(actx) {
 	case errRunCancelled:
-		return nil, fail(events.KindCancelled, false, "cancelled while running; stopped")
+		return nil, interpreter.Fail(events.KindCancelled, false, "cancelled while running; stopped")
 	case errStepTimeout:
-		return nil, fail(events.KindTimeout, true, "timed out after %ds", cmd.Timeout)
+		return nil, interpreter.Fail(events.KindTimeout, true, "timed out after %ds", cmd.Timeout)
 	}
 	return out, err
 }
@@ -504,7 +505,7 @@ func (w *Worker) watchCancels(ctx context.Context) (*events.Feed, error) {
 }
 
 // stepEvent is the envelope of an event about the step a command is for.
-func (w *Worker) stepEvent(cmd *stepCommand, typ, id string) events.Event {
+func (w *Worker) stepEvent(cmd *interpreter.StepCommand, typ, id string) events.Event {
 	return events.Event{ID: id, Type: typ, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID}
 }
 

@@ -1,4 +1,3 @@
-// Package scripts_test tests the scripts that make runs.
 package scripts_test
 
 import (

@@ -33,9 +33,11 @@ func spanID(parts ...string) trace.SpanID {
 // RunSpanID is the span of a run.
 func RunSpanID(runID string) trace.SpanID { return spanID("orbit.run", runID) }
 
-// StepSpanID is the span of one attempt of a step of a run.
+// StepSpanID is the span of one attempt of a step of a run (see
+// events.StepSpanID).
 func StepSpanID(runID, stepKey string, attempt int) trace.SpanID {
-	return spanID("orbit.step", runID, stepKey, strconv.Itoa(attempt))
+	id, _ := trace.SpanIDFromHex(events.StepSpanID(runID, stepKey, attempt))
+	return id
 }
 
 // Traceparent is the W3C traceparent header of a span, sampled.
@@ -47,7 +49,7 @@ func Traceparent(tid trace.TraceID, sid trace.SpanID) string {
 // (TRACEPARENT for shell steps and CLI agents): its own span, in the trace
 // of root.
 func StepTraceparent(root, rootTraceparent, runID, stepKey string, attempt int) string {
-	return Traceparent(TraceID(root, rootTraceparent), StepSpanID(runID, stepKey, attempt))
+	return events.StepTraceparent(root, rootTraceparent, runID, stepKey, attempt)
 }
 
 // ParseTraceparent reads a W3C traceparent (version 00):

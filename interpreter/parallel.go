@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // instance keys are <key>/<branch id>. The output is an object of the
 // successful branches' outputs by branch id; each branch's result is also
 // visible to later steps under its own id.
-func (x *interpreter) parallel(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) parallel(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	startedID, err := x.structural(ctx, sc, key, attempt, events.TypeParallel, nil)
 	if err != nil {
 		return failedResult(key, internal(ctx, err))

@@ -1,29 +1,33 @@
-package executor
+package interpreter
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/failpoint"
 )
+
+// KillGrace is how long a worker gives a cancelled activity's process
+// group between SIGTERM and SIGKILL.
+const KillGrace = 3 * time.Second
 
 // cancelWait bounds how long a cancelled run waits for its running
 // activities to report: the workers' kill grace period and some slack.
-const cancelWait = killGrace + 5*time.Second
+const cancelWait = KillGrace + 5*time.Second
 
 // attempt runs one attempt of an activity step instance, or returns what
 // the history recorded for it. A non-nil input is used as the step input
 // as is, instead of rendering the step's default_input (recovery
 // activities get theirs this way).
-func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (any, *events.ErrorInfo) {
-	finishedID := stepEventID(events.StepFinished, x.runID, key, n)
-	if ev, ok := x.hist.get(finishedID); ok {
+func (x *Interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (any, *events.ErrorInfo) {
+	finishedID := StepEventID(events.StepFinished, x.runID, key, n)
+	if ev, ok := x.hist.Get(finishedID); ok {
 		return x.outcome(key, ev)
 	}
-	startedID := stepEventID(events.StepStarted, x.runID, key, n)
-	if _, ok := x.hist.get(startedID); ok {
+	startedID := StepEventID(events.StepStarted, x.runID, key, n)
+	if _, ok := x.hist.Get(startedID); ok {
 		if ev, done, err := x.redispatch(ctx, sc, st, key, n, input); err != nil {
 			return nil, internal(ctx, err)
 		} else if done {
@@ -53,7 +57,7 @@ func (x *interpreter) attempt(ctx context.Context, sc *scope, st *assets.Step, k
 // waitFinished waits for a dispatched attempt's step.finished. When the run
 // is cancelled the workers stop the activity and report it; if none does
 // within cancelWait, it returns nil.
-func (x *interpreter) waitFinished(ctx context.Context, id string) (*events.Event, error) {
+func (x *Interpreter) waitFinished(ctx context.Context, id string) (*events.Event, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -63,12 +67,12 @@ func (x *interpreter) waitFinished(ctx context.Context, id string) (*events.Even
 			return
 		}
 		select {
-		case <-time.After(cancelWait):
+		case <-x.host.After(cancelWait):
 			cancel()
 		case <-wctx.Done():
 		}
 	}()
-	ev, err := x.hist.wait(wctx, id)
+	ev, err := x.waitFor(wctx, id)
 	if err != nil {
 		if ctx.Err() == nil && x.isCancelled() {
 			return nil, nil
@@ -86,15 +90,15 @@ func (x *interpreter) waitFinished(ctx context.Context, id string) (*events.Even
 // In a resumed run a command may exist without its step.started (an engine
 // died between the two), so there the command is sent only if it is not
 // already queued.
-func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (*events.ErrorInfo, error) {
+func (x *Interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (*events.ErrorInfo, error) {
 	cmd, err := x.prepare(sc, st, key, n, input)
 	if err != nil {
-		failed := errorInfo(err)
+		failed := ErrorInfo(err)
 		failed.StepKey = key
 		return failed, x.recordFinished(ctx, key, n, sc.parent, assets.StepResult{}, failed)
 	}
 	takeTurn(ctx)
-	started, err := x.o.cfg.Log.AppendAsync(ctx, events.Event{
+	started, err := x.host.AppendAsync(ctx, events.Event{
 		ID: cmd.StartedID, Type: events.StepStarted, RunID: x.runID, Job: x.job.Name, StepKey: key, ParentID: sc.parent,
 	}, events.StepStartedData{Attempt: n, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input})
 	passTurn(ctx)
@@ -103,19 +107,19 @@ func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 	}
 	send := true
 	if x.resumed {
-		pending, err := x.o.cfg.Log.Pending(ctx, stepCommandName(cmd.Activity.Type, x.runID, key, n))
+		pending, err := x.host.Queued(ctx, StepCommandName(cmd.Activity.Type, x.runID, key, n))
 		if err != nil {
 			return nil, err
 		}
 		send = !pending
 	}
 	if send {
-		if err := x.send(ctx, cmd); err != nil {
+		if err := x.host.Send(ctx, cmd); err != nil {
 			return nil, err
 		}
 	}
 	_, err = started.Wait(ctx)
-	failpoint.Hit("orchestrator-after-dispatch")
+	x.host.Failpoint("orchestrator-after-dispatch")
 	return nil, err
 }
 
@@ -125,26 +129,36 @@ func (x *interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 // — its step.finished is appended before its command is acknowledged, so
 // catching up with the log finds it — or the command was never sent, and
 // it is sent now.
-func (x *interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (events.Event, bool, error) {
-	name := stepCommandName(st.Activity.Type, x.runID, key, n)
-	pending, err := x.o.cfg.Log.Pending(ctx, name)
+func (x *Interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (events.Event, bool, error) {
+	name := StepCommandName(st.Activity.Type, x.runID, key, n)
+	pending, err := x.host.Queued(ctx, name)
 	if err != nil || pending {
 		return events.Event{}, false, err
 	}
-	if err := x.hist.catchUp(ctx, x.o.cfg.Log); err != nil {
+	if err := x.catchUp(ctx); err != nil {
 		return events.Event{}, false, err
 	}
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, n)); ok {
+	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, n)); ok {
 		return ev, true, nil
 	}
 	cmd, err := x.prepare(sc, st, key, n, input)
 	if err != nil {
 		return events.Event{}, false, err
 	}
-	return events.Event{}, false, x.send(ctx, cmd)
+	return events.Event{}, false, x.host.Send(ctx, cmd)
 }
 
-func (x *interpreter) send(ctx context.Context, cmd *stepCommand) error {
-	name := stepCommandName(cmd.Activity.Type, cmd.RunID, cmd.StepKey, cmd.Attempt)
-	return x.o.cfg.Log.Send(ctx, name, stepEventID("step.command", cmd.RunID, cmd.StepKey, cmd.Attempt), cmd)
+// Command renders the command that attempt n of the top-level step key of
+// cfg.Job gets with the given run input: what dispatch sends a worker. It
+// is how a test sends a command again, as a redelivery would; nil and
+// os.ErrNotExist when the job has no such step.
+func Command(cfg Config, key string, n int, input any) (*StepCommand, error) {
+	x := New(cfg)
+	for i := range cfg.Job.Spec.Steps {
+		if st := &cfg.Job.Spec.Steps[i]; st.ID == key {
+			x.env = cfg.Env
+			return x.prepare(newScope(input, cfg.Workspace, ""), st, key, n, nil)
+		}
+	}
+	return nil, os.ErrNotExist
 }

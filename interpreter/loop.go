@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // failure, not a truncation. A loop that never breaks ends successfully
 // after its last iteration. The output is an object of the last
 // iteration's outputs by step id.
-func (x *interpreter) loop(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) loop(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	lp := st.Loop
 	var items []any
 	if lp.OverItems() {
@@ -65,7 +65,7 @@ func (x *interpreter) loop(ctx context.Context, sc *scope, st *assets.Step, key 
 			if ctx.Err() != nil {
 				return failedResult(key, failed)
 			}
-			it.State = failedState(failed)
+			it.State = FailedState(failed)
 			if err := x.record(ctx, events.Event{ID: iterID, Type: events.LoopIteration, StepKey: key, ParentID: startedID}, it); err != nil {
 				return failedResult(key, internal(ctx, err))
 			}
@@ -92,8 +92,8 @@ func (x *interpreter) loop(ctx context.Context, sc *scope, st *assets.Step, key 
 
 // breakWhen evaluates a loop's break_when after an iteration, or reads the
 // decision back from the iteration's record.
-func (x *interpreter) breakWhen(isc *scope, lp *assets.Loop, iterID string) (bool, *events.ErrorInfo) {
-	if ev, ok := x.hist.get(iterID); ok {
+func (x *Interpreter) breakWhen(isc *scope, lp *assets.Loop, iterID string) (bool, *events.ErrorInfo) {
+	if ev, ok := x.hist.Get(iterID); ok {
 		var d events.LoopIterationData
 		if err := ev.Decode(&d); err != nil {
 			return false, &events.ErrorInfo{Kind: events.KindInternal, Message: err.Error()}

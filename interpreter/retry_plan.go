@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// planRetry decides what a retry with From does with each top-level step
+// PlanRetry decides what a retry with From does with each top-level step
 // before From (DESIGN §12): a retry never carries a decision across a
 // change of the input it rested on.
 //
@@ -34,7 +34,7 @@ import (
 // run's history, which no longer changes (the run is finished): asked
 // twice, it answers the same. It is recorded in the new run's
 // run.requested, and the interpreter reuses exactly the steps it says.
-func planRetry(ctx context.Context, log *events.Log, old *events.RunRequestedData, oldID string, before []assets.Step, input any, opts RetryOptions) ([]events.RetryStep, error) {
+func PlanRetry(ctx context.Context, read ReadRunFunc, old *events.RunRequestedData, oldID string, before []assets.Step, input any, env func(string) (string, bool), root string) ([]events.RetryStep, error) {
 	plan := make([]events.RetryStep, 0, len(before))
 	if sameJSON(old.Input, input) {
 		for _, st := range before {
@@ -42,12 +42,15 @@ func planRetry(ctx context.Context, log *events.Log, old *events.RunRequestedDat
 		}
 		return plan, nil
 	}
-	outcomes, err := topLevelOutcomes(ctx, log, oldID, before)
+	evs, err := read(ctx, oldID, OutcomeTypes...)
 	if err != nil {
 		return nil, err
 	}
-	inputs := recordedInputs{log: log}
-	env := opts.Env
+	outcomes, err := TopLevelOutcomes(evs, before)
+	if err != nil {
+		return nil, err
+	}
+	inputs := recordedInputs{read: read}
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
@@ -57,7 +60,7 @@ func planRetry(ctx context.Context, log *events.Log, old *events.RunRequestedDat
 		}
 		return env(name)
 	})
-	sc := newScope(input, opts.Root, "")
+	sc := newScope(input, root, "")
 	// again names what the steps that do not reuse their outcome make
 	// visible (their ids, branches, loop bodies, collect names), by the
 	// top-level step they belong to.
@@ -217,7 +220,7 @@ func stepRefs(st *assets.Step) []string {
 // step's attempt, following reused_from to the run that ran it when the
 // run reused it.
 type recordedInputs struct {
-	log *events.Log
+	read ReadRunFunc
 	// runs caches each run's step.started and step.finished by key and
 	// attempt.
 	runs map[string]*runSteps
@@ -275,7 +278,7 @@ func (ri *recordedInputs) load(ctx context.Context, runID string) (*runSteps, er
 	if rs, ok := ri.runs[runID]; ok {
 		return rs, nil
 	}
-	evs, err := readRun(ctx, ri.log, runID, events.StepStarted, events.StepFinished)
+	evs, err := ri.read(ctx, runID, events.StepStarted, events.StepFinished)
 	if err != nil {
 		return nil, err
 	}

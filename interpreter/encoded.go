@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"bytes"
@@ -65,7 +65,7 @@ func (e *encodedOutputs) list(keys []string, null []bool) (json.RawMessage, bool
 
 // outcome is stepOutcome for the attempt of the step instance key,
 // keeping a successful output's encoding.
-func (x *interpreter) outcome(key string, ev events.Event) (any, *events.ErrorInfo) {
+func (x *Interpreter) outcome(key string, ev events.Event) (any, *events.ErrorInfo) {
 	out, raw, failed := stepOutcomeEncoded(ev)
 	if failed == nil {
 		x.encoded.put(key, raw)

@@ -1,18 +1,18 @@
-package executor
+package interpreter
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 )
 
-// interpreter executes one run's step tree. It is replay-driven, as a
+// Interpreter executes one run's step tree. It is replay-driven, as a
 // Temporal workflow is: every step instance has a deterministic key, and
 // before doing anything for an instance it looks in the run's history. What
 // finished is returned as recorded; what was dispatched is waited for;
@@ -24,8 +24,10 @@ import (
 // interpreter again makes the same decisions with the same derived ids.
 // Where a decision needs the clock (when a retry may start) the decision
 // records the time it computed, and a replay reads it back.
-type interpreter struct {
-	o     *Orchestrator
+type Interpreter struct {
+	cfg   Config
+	host  Host
+	log   *slog.Logger
 	runID string
 	job   *assets.Job
 	depth int
@@ -35,10 +37,13 @@ type interpreter struct {
 	// backend is what backend: auto resolved to in job; its children's
 	// jobs are looked up resolved the same way.
 	backend string
+	// traceparent is the root's caller's, passed on to children and, as
+	// each step attempt's own, to what the step runs (TRACEPARENT).
+	traceparent string
 	// env looks up {{ env.NAME }}: the values pinned in run.requested,
 	// then the engine's environment.
 	env     func(string) (string, bool)
-	hist    *history
+	hist    History
 	resumed bool // an earlier engine started this run
 	// reuse holds, for a retry with a From step, the old run's outcomes of
 	// the top-level steps before From (see reuseStep); retryOf names it.
@@ -59,43 +64,89 @@ type interpreter struct {
 	cancelled  chan struct{} // closed when run.cancel_requested arrives
 	cancelMsg  string
 	cancelTree string // the tree cancel it is part of, passed on to children
-	// traceparent is the root's caller's, passed on to children and, as
-	// each step attempt's own, to what the step runs (TRACEPARENT).
-	traceparent string
 
 	// pauses are the run's pauses (see pause.go).
-	pauses *pauses
+	pauses *Pauses
 
 	// encoded keeps steps' outputs as recorded, for the payloads that
 	// hold them again (a fan-in, run.finished).
 	encoded encodedOutputs
 }
 
-func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
-	root := rc.root
-	if root == "" {
-		root = rc.id
-	}
-	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, traceparent: rc.traceparent, cancelled: make(chan struct{}), pauses: newPauses()}
+// Config is what one run's interpreter is given: the facts of the run's
+// request, the engine's answers, and the host that carries out its
+// decisions.
+type Config struct {
+	// RunID, Job, Depth, Root and Backend are the run's request's facts
+	// (see events.RunRequestedData).
+	RunID   string
+	Job     *assets.Job
+	Depth   int
+	Root    string
+	Backend string
+	// Traceparent is the W3C traceparent the run's root was requested
+	// with (see events.RunRequestedData.Traceparent).
+	Traceparent string
+	// Host carries out the run's decisions.
+	Host Host
+	// Engine identifies this engine in run.started and run.resumed.
+	Engine string
+	// Workspace is the project directory: the workspace of the steps whose
+	// input names none.
+	Workspace string
+	// Env looks up environment variables beyond those the run pinned.
+	Env func(name string) (string, bool)
+	// Validate reports what in a job this engine cannot run (an activity
+	// type or action it does not know); nil accepts every job.
+	Validate func(job *assets.Job) error
+	// Jobs looks jobs up for job.invoke, by name and the backend the
+	// child runs on; nil: this engine has no job catalog.
+	Jobs func(name, backend string) (*assets.Job, error)
+	// Admission re-checks an invoke_and_wait's tasks before its child
+	// starts (see Admission); nil checks nothing.
+	Admission func(ctx context.Context, taskIDs []string, workflow string) (*Admission, error)
+	// Limits returns the engine's limits on child runs as they are now.
+	Limits func() Limits
+	// Logger receives operational messages.
+	Logger *slog.Logger
 }
 
-// run interprets the run to its end and records run.finished. It returns
-// without recording anything when ctx ends first (the engine is stopping).
-func (x *interpreter) run(ctx context.Context) error {
-	hist, err := openHistory(ctx, x.o.cfg.Log, x.runID, x.observe)
-	if err != nil {
-		return err
+// Limits bound the runs a run's job.invoke steps start; the engine
+// reloads them from .orbit/config.yaml (engine.max_child_depth,
+// engine.max_descendants).
+type Limits struct {
+	// MaxChildDepth bounds the depth of child runs: a job.invoke that
+	// would start a run deeper fails.
+	MaxChildDepth int
+	// MaxDescendants bounds the live runs below one root run, at any
+	// depth: a job.invoke that would start one more fails.
+	MaxDescendants int
+}
+
+// New returns the interpreter of one run.
+func New(cfg Config) *Interpreter {
+	root := cfg.Root
+	if root == "" {
+		root = cfg.RunID
 	}
-	defer hist.close()
+	return &Interpreter{cfg: cfg, host: cfg.Host, log: cfg.Logger, runID: cfg.RunID, job: cfg.Job, depth: cfg.Depth, root: root,
+		backend: cfg.Backend, traceparent: cfg.Traceparent, cancelled: make(chan struct{}), pauses: NewPauses()}
+}
+
+// Run interprets the run to its end, reading it from hist, and records
+// run.finished. It returns without recording anything when ctx ends first
+// (the engine is stopping). hist must call Observe with every event as it
+// arrives, before it holds it.
+func (x *Interpreter) Run(ctx context.Context, hist History) error {
 	x.hist = hist
 	if err := x.loadRaises(); err != nil {
 		return err
 	}
 
-	if _, done := hist.get(events.RunFinishedID(x.runID, x.raise)); done {
+	if _, done := hist.Get(events.RunFinishedID(x.runID, x.raise)); done {
 		return nil
 	}
-	reqEv, ok := hist.get(events.DecisionID(events.RunRequested, x.runID))
+	reqEv, ok := hist.Get(events.DecisionID(events.RunRequested, x.runID))
 	if !ok {
 		return fmt.Errorf("run %s has no run.requested event", x.runID)
 	}
@@ -107,7 +158,7 @@ func (x *interpreter) run(ctx context.Context) error {
 		if v, ok := req.Env[name]; ok {
 			return v, true
 		}
-		return x.o.cfg.Env(name)
+		return x.cfg.Env(name)
 	}
 	if err := x.loadReuse(ctx, &req); err != nil {
 		return err
@@ -116,12 +167,12 @@ func (x *interpreter) run(ctx context.Context) error {
 		// Its end took it off its root's tree; its budget raise made it
 		// live again, beyond the limit if need be: it was counted when it
 		// started.
-		if err := x.o.holdDescendant(ctx, x.root, req.Parent.RunID, x.runID, 0); err != nil {
+		if err := x.host.Hold(ctx, x.root, req.Parent.RunID, x.runID, 0); err != nil {
 			return err
 		}
 	}
 	if x.isCancelled() {
-		if _, started := hist.get(events.DecisionID(events.RunStarted, x.runID)); !started {
+		if _, started := hist.Get(events.DecisionID(events.RunStarted, x.runID)); !started {
 			return x.finish(ctx, reqEv, nil, x.cancelFailure(""))
 		}
 	}
@@ -134,8 +185,8 @@ func (x *interpreter) run(ctx context.Context) error {
 		output any
 		failed *events.ErrorInfo
 	)
-	sc := newScope(req.Input, x.o.cfg.Root, started.ID)
-	if err := ValidateJob(x.job); err != nil {
+	sc := newScope(req.Input, x.cfg.Workspace, started.ID)
+	if err := x.validate(x.job); err != nil {
 		failed = &events.ErrorInfo{Kind: events.KindStructural, Message: err.Error()}
 	} else {
 		output, failed = x.steps(ctx, sc, x.job.Spec.Steps)
@@ -160,9 +211,11 @@ func (x *interpreter) run(ctx context.Context) error {
 	return x.finish(ctx, started, output, failed)
 }
 
-// observe is called for every event of the run as it arrives.
-func (x *interpreter) observe(ev events.Event) {
-	x.pauses.observe(ev)
+// Observe is given every event of the run as it arrives, before the
+// history holds it (see Run): a cancel request stops the run at once, a
+// pause holds it.
+func (x *Interpreter) Observe(ev events.Event) {
+	x.pauses.Observe(ev)
 	if ev.Type != events.RunCancelRequested {
 		return
 	}
@@ -184,7 +237,7 @@ func (x *interpreter) observe(ev events.Event) {
 	})
 }
 
-func (x *interpreter) isCancelled() bool {
+func (x *Interpreter) isCancelled() bool {
 	select {
 	case <-x.cancelled:
 		return true
@@ -193,35 +246,35 @@ func (x *interpreter) isCancelled() bool {
 	}
 }
 
-func (x *interpreter) cancelFailure(key string) *events.ErrorInfo {
+func (x *Interpreter) cancelFailure(key string) *events.ErrorInfo {
 	return &events.ErrorInfo{Kind: events.KindCancelled, Message: x.cancelMsg, StepKey: key}
 }
 
 // start records run.started, or run.resumed when an earlier engine started
 // the run, and returns the event that started it.
-func (x *interpreter) start(ctx context.Context) (events.Event, error) {
+func (x *Interpreter) start(ctx context.Context) (events.Event, error) {
 	id := events.DecisionID(events.RunStarted, x.runID)
-	if ev, ok := x.hist.get(id); ok {
+	if ev, ok := x.hist.Get(id); ok {
 		x.resumed = true
-		_, err := x.o.cfg.Log.Append(ctx, events.Event{
+		err := x.host.Append(ctx, events.Event{
 			Type: events.RunResumed, RunID: x.runID, Job: x.job.Name, ParentID: id,
 		}, x.resumedData())
 		return ev, err
 	}
 	ev := events.Event{ID: id, Type: events.RunStarted, RunID: x.runID, Job: x.job.Name,
 		ParentID: events.DecisionID(events.RunRequested, x.runID)}
-	if _, err := x.o.cfg.Log.Append(ctx, ev, events.RunStartedData{Engine: x.o.cfg.Engine}); err != nil {
+	if err := x.host.Append(ctx, ev, events.RunStartedData{Engine: x.cfg.Engine}); err != nil {
 		return events.Event{}, err
 	}
-	return x.hist.wait(ctx, id)
+	return x.waitFor(ctx, id)
 }
 
 // resumedData says who resumes the run and why: the engine that ran it
 // until now (the one that started or last resumed it), and the budget
 // raise when that is what resumes it (no engine resumed it since).
-func (x *interpreter) resumedData() events.RunResumedData {
-	d := events.RunResumedData{Engine: x.o.cfg.Engine}
-	last, ok := x.hist.last(events.RunStarted, events.RunResumed)
+func (x *Interpreter) resumedData() events.RunResumedData {
+	d := events.RunResumedData{Engine: x.cfg.Engine}
+	last, ok := x.hist.Last(events.RunStarted, events.RunResumed)
 	if !ok {
 		return d
 	}
@@ -239,13 +292,13 @@ func (x *interpreter) resumedData() events.RunResumedData {
 
 // finish records run.finished; from is the event the run's duration is
 // measured from (run.started, or run.requested for a run that never started).
-func (x *interpreter) finish(ctx context.Context, from events.Event, output any, failed *events.ErrorInfo) error {
+func (x *Interpreter) finish(ctx context.Context, from events.Event, output any, failed *events.ErrorInfo) error {
 	data := events.RunFinishedData{State: events.StateSuccess, Output: output}
 	if failed != nil {
 		data.State, data.Output, data.Error = runState(failed), nil, failed
 	}
-	data.DurationMS = time.Since(from.Time).Milliseconds()
-	_, err := x.o.cfg.Log.Append(ctx, events.Event{
+	data.DurationMS = x.host.Now().Sub(from.Time).Milliseconds()
+	err := x.host.Append(ctx, events.Event{
 		ID:       events.RunFinishedID(x.runID, x.raise),
 		Type:     events.RunFinished,
 		RunID:    x.runID,
@@ -255,13 +308,7 @@ func (x *interpreter) finish(ctx context.Context, from events.Event, output any,
 	if err != nil {
 		return err
 	}
-	// A finished run holds no reservations. (Should this fail, the next
-	// reserver finds the run finished and takes them back.)
-	if released, err := newLocks(x.o.cfg.Log).release(ctx, x.runID, nil); err != nil {
-		x.o.log.Warn("releasing a finished run's reservations", "run", x.runID, "err", err)
-	} else if len(released) > 0 {
-		x.o.log.Info("released a finished run's reservations", "run", x.runID, "resources", released)
-	}
+	x.host.Finished(ctx)
 	return nil
 }
 
@@ -279,8 +326,8 @@ func runState(failed *events.ErrorInfo) string {
 // record appends a decision event unless the history already holds it.
 // In a branch that has not passed its turn (see turn), the event is sent
 // in turn, and the turn passed once it is sent.
-func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) error {
-	if _, ok := x.hist.get(ev.ID); ok {
+func (x *Interpreter) record(ctx context.Context, ev events.Event, payload any) error {
+	if _, ok := x.hist.Get(ev.ID); ok {
 		passTurn(ctx)
 		return nil
 	}
@@ -292,13 +339,26 @@ func (x *interpreter) record(ctx context.Context, ev events.Event, payload any) 
 		}
 		return r.wait(ctx)
 	}
-	_, err := x.o.cfg.Log.Append(ctx, ev, payload)
-	return err
+	return x.host.Append(ctx, ev, payload)
+}
+
+// waitFor blocks until the event with the given id is in the history. A
+// branch that waits passes its turn (see turn) first.
+func (x *Interpreter) waitFor(ctx context.Context, id string) (events.Event, error) {
+	passTurn(ctx)
+	return x.hist.Wait(ctx, id)
+}
+
+// catchUp blocks until the history holds every event of the run in the
+// log now. A branch that waits passes its turn (see turn) first.
+func (x *Interpreter) catchUp(ctx context.Context) error {
+	passTurn(ctx)
+	return x.hist.CatchUp(ctx)
 }
 
 // recording is a decision event sent by recordAsync and not yet
 // confirmed; the zero value is one the history already held.
-type recording struct{ pending *events.PendingAppend }
+type recording struct{ pending Stored }
 
 // wait returns once the event is stored, or why it was not.
 func (r recording) wait(ctx context.Context) error {
@@ -310,23 +370,26 @@ func (r recording) wait(ctx context.Context) error {
 }
 
 // recordAsync is record without waiting for the store: the event is sent,
-// and stored before anything the run appends after it (appends on one Log
-// are stored in the order they were sent), so the steps it introduces can
-// be dispatched at once, and it is confirmed with them.
-func (x *interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
+// and stored before anything the run appends after it (a host stores
+// events in the order they were sent), so the steps it introduces can be
+// dispatched at once, and it is confirmed with them.
+func (x *Interpreter) recordAsync(ctx context.Context, ev events.Event, payload any) (recording, error) {
 	defer passTurn(ctx)
-	if _, ok := x.hist.get(ev.ID); ok {
+	if _, ok := x.hist.Get(ev.ID); ok {
 		return recording{}, nil
 	}
 	ev.RunID, ev.Job = x.runID, x.job.Name
 	takeTurn(ctx)
-	p, err := x.o.cfg.Log.AppendAsync(ctx, ev, payload)
-	return recording{pending: p}, err
+	p, err := x.host.AppendAsync(ctx, ev, payload)
+	if err != nil {
+		return recording{}, err
+	}
+	return recording{pending: p}, nil
 }
 
 // steps runs a step list in order and returns the last step's output. It
 // stops at the first step that fails.
-func (x *interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) (any, *events.ErrorInfo) {
+func (x *Interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) (any, *events.ErrorInfo) {
 	var last any
 	for i := range list {
 		st := &list[i]
@@ -343,7 +406,7 @@ func (x *interpreter) steps(ctx context.Context, sc *scope, list []assets.Step) 
 // step runs one step instance: its `when`, then attempts of its body under
 // its retry policy, then, if it still fails, its recovery activity and one
 // last attempt.
-func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key string) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key string) (assets.StepResult, *events.ErrorInfo) {
 	if res, failed, ok := x.reuseStep(ctx, sc, st, key); ok {
 		return res, failed
 	}
@@ -394,15 +457,15 @@ func (x *interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 // when evaluates a step's condition once, before any attempt, and records
 // step.skipped when it is false. A step that has started (or been skipped)
 // before is not evaluated again.
-func (x *interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key string) (bool, *events.ErrorInfo) {
+func (x *Interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key string) (bool, *events.ErrorInfo) {
 	skippedID := events.DecisionID(events.StepSkipped, x.runID, key)
-	if _, ok := x.hist.get(skippedID); ok {
+	if _, ok := x.hist.Get(skippedID); ok {
 		return false, nil
 	}
-	if _, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, 1)); ok {
+	if _, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, 1)); ok {
 		return true, nil
 	}
-	if _, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, 1)); ok {
+	if _, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, 1)); ok {
 		return true, nil
 	}
 	cond, err := assets.ParseCondition(st.When)
@@ -424,7 +487,7 @@ func (x *interpreter) when(ctx context.Context, sc *scope, st *assets.Step, key 
 }
 
 // toFailure turns an error of Orbit's own into a failure, nil into nil.
-func (x *interpreter) toFailure(key string, err error) *events.ErrorInfo {
+func (x *Interpreter) toFailure(key string, err error) *events.ErrorInfo {
 	if err == nil {
 		return nil
 	}
@@ -434,7 +497,7 @@ func (x *interpreter) toFailure(key string, err error) *events.ErrorInfo {
 }
 
 // body runs one attempt of a step's body, whatever its kind.
-func (x *interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	switch {
 	case st.Parallel != nil:
 		return x.parallel(ctx, sc, st, key, attempt)
@@ -444,7 +507,7 @@ func (x *interpreter) body(ctx context.Context, sc *scope, st *assets.Step, key 
 		return x.loop(ctx, sc, st, key, attempt)
 	case st.Wait != nil:
 		return x.wait(ctx, sc, st, key, attempt)
-	case st.Activity != nil && isChildAction(st.Activity):
+	case st.Activity != nil && IsChildAction(st.Activity):
 		return x.child(ctx, sc, st, key, attempt)
 	case st.Activity != nil:
 		out, failed := x.attempt(ctx, sc, st, key, attempt, nil)
@@ -460,10 +523,11 @@ func failedResult(key string, failed *events.ErrorInfo) (assets.StepResult, *eve
 	if failed.StepKey == "" {
 		failed.StepKey = key
 	}
-	return assets.StepResult{State: failedState(failed)}, failed
+	return assets.StepResult{State: FailedState(failed)}, failed
 }
 
-func failedState(failed *events.ErrorInfo) string {
+// FailedState is the state a step or run ends in with the given failure.
+func FailedState(failed *events.ErrorInfo) string {
 	switch failed.Kind {
 	case events.KindCancelled:
 		return events.StateCancelled
@@ -477,8 +541,8 @@ func failedState(failed *events.ErrorInfo) string {
 
 // structural opens the record of a structural step attempt: step.started
 // with the step's kind, whose id its children take as parent.
-func (x *interpreter) structural(ctx context.Context, sc *scope, key string, attempt int, kind string, input any) (string, error) {
-	id := stepEventID(events.StepStarted, x.runID, key, attempt)
+func (x *Interpreter) structural(ctx context.Context, sc *scope, key string, attempt int, kind string, input any) (string, error) {
+	id := StepEventID(events.StepStarted, x.runID, key, attempt)
 	return id, x.record(ctx, events.Event{ID: id, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
 		events.StepStartedData{Attempt: attempt, ActivityType: kind, Input: input})
 }
@@ -486,21 +550,21 @@ func (x *interpreter) structural(ctx context.Context, sc *scope, key string, att
 // recordFinished records step.finished for an attempt the orchestrator
 // itself decided (a structural step, a child job, a step that could not be
 // dispatched).
-func (x *interpreter) recordFinished(ctx context.Context, key string, attempt int, parent string, res assets.StepResult, failed *events.ErrorInfo) error {
+func (x *Interpreter) recordFinished(ctx context.Context, key string, attempt int, parent string, res assets.StepResult, failed *events.ErrorInfo) error {
 	data := events.StepFinishedData{Attempt: attempt, State: events.StateSuccess, Output: res.Output}
 	if failed != nil {
-		data.State, data.Output, data.Error = failedState(failed), nil, failed
+		data.State, data.Output, data.Error = FailedState(failed), nil, failed
 	}
-	if started, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
-		data.DurationMS = time.Since(started.Time).Milliseconds()
+	if started, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, attempt)); ok {
+		data.DurationMS = x.host.Now().Sub(started.Time).Milliseconds()
 	}
-	return x.record(ctx, events.Event{ID: stepEventID(events.StepFinished, x.runID, key, attempt), Type: events.StepFinished,
+	return x.record(ctx, events.Event{ID: StepEventID(events.StepFinished, x.runID, key, attempt), Type: events.StepFinished,
 		StepKey: key, ParentID: parent}, data)
 }
 
 // finishStructural records the end of a structural step attempt and
 // returns its result.
-func (x *interpreter) finishStructural(ctx context.Context, key string, attempt int, startedID string, res assets.StepResult, failed *events.ErrorInfo) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) finishStructural(ctx context.Context, key string, attempt int, startedID string, res assets.StepResult, failed *events.ErrorInfo) (assets.StepResult, *events.ErrorInfo) {
 	if failed != nil && ctx.Err() != nil {
 		return failedResult(key, failed)
 	}
@@ -528,10 +592,20 @@ func stepOutcome(ev events.Event) (any, *events.ErrorInfo) {
 	return out, failed
 }
 
-func encodeJSON(v any) (json.RawMessage, error) {
+// EncodeJSON encodes a value a run records; one that cannot be encoded
+// makes the job invalid.
+func EncodeJSON(v any) (json.RawMessage, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, errors.Join(ErrInvalidJob, err)
 	}
 	return b, nil
+}
+
+// validate is Config.Validate.
+func (x *Interpreter) validate(job *assets.Job) error {
+	if x.cfg.Validate == nil {
+		return nil
+	}
+	return x.cfg.Validate(job)
 }

@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -63,10 +63,10 @@ func retryDelay(p assets.Retry, next int) time.Duration {
 // its not_before. The time is computed when the retry is first decided and
 // read back from the history afterwards, so an engine that restarts during
 // the wait waits only what is left of it.
-func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next int, cause *events.ErrorInfo, p assets.Retry) *events.ErrorInfo {
-	id := stepEventID(events.StepRetryScheduled, x.runID, key, next)
+func (x *Interpreter) waitRetry(ctx context.Context, sc *scope, key string, next int, cause *events.ErrorInfo, p assets.Retry) *events.ErrorInfo {
+	id := StepEventID(events.StepRetryScheduled, x.runID, key, next)
 	var data events.StepRetryScheduledData
-	if ev, ok := x.hist.get(id); ok {
+	if ev, ok := x.hist.Get(id); ok {
 		if err := ev.Decode(&data); err != nil {
 			return internal(ctx, err)
 		}
@@ -75,7 +75,7 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 		data = events.StepRetryScheduledData{
 			Attempt:   next,
 			DelayMS:   delay.Milliseconds(),
-			NotBefore: time.Now().Add(delay).UTC(),
+			NotBefore: x.host.Now().Add(delay).UTC(),
 			Cause:     *cause,
 		}
 		if err := x.record(ctx, events.Event{ID: id, Type: events.StepRetryScheduled, StepKey: key,
@@ -84,10 +84,8 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 		}
 	}
 	passTurn(ctx)
-	timer := time.NewTimer(time.Until(data.NotBefore))
-	defer timer.Stop()
 	select {
-	case <-timer.C:
+	case <-x.host.After(data.NotBefore.Sub(x.host.Now())):
 		return nil
 	case <-x.cancelled:
 		return x.cancelFailure(key)
@@ -98,9 +96,9 @@ func (x *interpreter) waitRetry(ctx context.Context, sc *scope, key string, next
 
 // attemptParent is the id of the event that opened an attempt: its
 // step.started if it has one, else the step's parent.
-func (x *interpreter) attemptParent(sc *scope, key string, attempt int) string {
-	id := stepEventID(events.StepStarted, x.runID, key, attempt)
-	if _, ok := x.hist.get(id); ok {
+func (x *Interpreter) attemptParent(sc *scope, key string, attempt int) string {
+	id := StepEventID(events.StepStarted, x.runID, key, attempt)
+	if _, ok := x.hist.Get(id); ok {
 		return id
 	}
 	return sc.parent
@@ -109,7 +107,7 @@ func (x *interpreter) attemptParent(sc *scope, key string, attempt int) string {
 // recoveryFor returns the recovery activity that applies to a step: its
 // own, else the job's (which applies to activity steps only, since a
 // structural step fails because a step inside it did).
-func (x *interpreter) recoveryFor(st *assets.Step) *assets.ActivityRef {
+func (x *Interpreter) recoveryFor(st *assets.Step) *assets.ActivityRef {
 	if st.RecoveryActivity != nil {
 		return st.RecoveryActivity
 	}
@@ -122,9 +120,9 @@ func (x *interpreter) recoveryFor(st *assets.Step) *assets.ActivityRef {
 // recover runs a step's recovery activity once, as the step instance
 // <key>/recovery, with the failed step's id, key, error and input. It
 // returns the recovery's own failure, if any.
-func (x *interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, failed *events.ErrorInfo, rec *assets.ActivityRef) *events.ErrorInfo {
+func (x *Interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, failed *events.ErrorInfo, rec *assets.ActivityRef) *events.ErrorInfo {
 	input := sc.input
-	if ev, ok := x.hist.get(stepEventID(events.StepStarted, x.runID, key, attempt)); ok {
+	if ev, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, attempt)); ok {
 		var d events.StepStartedData
 		if ev.Decode(&d) == nil && d.Input != nil {
 			input = d.Input
@@ -144,4 +142,11 @@ func (x *interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, k
 		rf.Message = fmt.Sprintf("recovery activity %s: %s", rec.Name, rf.Message)
 	}
 	return rf
+}
+
+// recoverable reports whether a step's recovery activity may run for a
+// failure: not for a structural one (a step inside failed) nor for an
+// incomplete agent.
+func recoverable(f *events.ErrorInfo) bool {
+	return f.Kind != events.KindStructural && f.Kind != events.KindIncomplete && f.Kind != events.KindBudget
 }

@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // (1-based). The output — also visible under fan_in.collect — is the list of
 // the workers' outputs in item order (null where one failed); fan_in.join
 // decides whether the step succeeded.
-func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	fo := st.FanOut
 	items, err := x.renderItems(sc, fo.Items, fo.ItemList)
 	if err != nil {
@@ -124,7 +124,7 @@ func (x *interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 // holds a JSON array as that array, and to any other string as a comma- or
 // space-separated list of strings; to nothing as no items. A mapping, number
 // or bool is not a list: that is an error, never one item.
-func (x *interpreter) renderItems(sc *scope, text string, list []any) ([]any, error) {
+func (x *Interpreter) renderItems(sc *scope, text string, list []any) ([]any, error) {
 	src := any(text)
 	if list != nil {
 		src = list

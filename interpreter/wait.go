@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// signalID is the derived id of the run.signalled event that delivers a
+// SignalID is the derived id of the run.signalled event that delivers a
 // signal to one attempt of a waiting step: a step attempt takes one signal.
-func signalID(runID, key string, attempt int) string {
+func SignalID(runID, key string, attempt int) string {
 	return events.DecisionID(events.RunSignalled, runID, key, strconv.Itoa(attempt))
 }
 
@@ -34,16 +34,16 @@ var (
 // that the engine's API accepted just before the deadline but that arrives
 // after the timeout was recorded is outvoted by the recorded step.finished,
 // which every replay reads first.
-func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+func (x *Interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt)); ok {
 		out, failed := stepOutcome(ev)
 		if failed != nil {
 			return failedResult(key, failed)
 		}
 		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
 	}
-	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
-	if _, started := x.hist.get(startedID); !started {
+	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
+	if _, started := x.hist.Get(startedID); !started {
 		x.waitUnpaused(ctx)
 		if x.isCancelled() {
 			return failedResult(key, x.cancelFailure(key))
@@ -70,11 +70,11 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 		defer cancel(nil)
 		go x.timeOut(wctx, cancel, info)
 	}
-	sigID := signalID(x.runID, key, attempt)
-	ev, err := x.hist.wait(wctx, sigID)
+	sigID := SignalID(x.runID, key, attempt)
+	ev, err := x.waitFor(wctx, sigID)
 	if err != nil && ctx.Err() == nil && errors.Is(err, errWaitTimedOut) {
 		// A signal may have landed as the deadline passed.
-		if ev, ok := x.hist.get(sigID); ok {
+		if ev, ok := x.hist.Get(sigID); ok {
 			return x.signalled(ctx, key, attempt, info, ev)
 		}
 	}
@@ -93,8 +93,8 @@ func (x *interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key 
 
 // startWait records the gate's step.started unless the history has it,
 // and returns what it records.
-func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, key string, attempt int, startedID string) (events.WaitInfo, error) {
-	if ev, ok := x.hist.get(startedID); ok {
+func (x *Interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, key string, attempt int, startedID string) (events.WaitInfo, error) {
+	if ev, ok := x.hist.Get(startedID); ok {
 		var d events.StepStartedData
 		if err := ev.Decode(&d); err != nil {
 			return events.WaitInfo{}, err
@@ -106,7 +106,7 @@ func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, 
 	}
 	info := events.WaitInfo{Signal: w.Signal, TimeoutSeconds: w.TimeoutSeconds}
 	if w.TimeoutSeconds > 0 {
-		deadline := time.Now().Add(time.Duration(w.TimeoutSeconds) * time.Second).UTC()
+		deadline := x.host.Now().Add(time.Duration(w.TimeoutSeconds) * time.Second).UTC()
 		info.Deadline = &deadline
 	}
 	return info, x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
@@ -115,10 +115,10 @@ func (x *interpreter) startWait(ctx context.Context, sc *scope, w *assets.Wait, 
 
 // signalled finishes a gate with the signal's data, or with a timeout when
 // the signal was recorded after the deadline.
-func (x *interpreter) signalled(ctx context.Context, key string, attempt int, info events.WaitInfo, ev events.Event) (assets.StepResult, *events.ErrorInfo) {
+func (x *Interpreter) signalled(ctx context.Context, key string, attempt int, info events.WaitInfo, ev events.Event) (assets.StepResult, *events.ErrorInfo) {
 	if info.Deadline != nil && x.pastDeadline(info, ev.Time) {
 		failed := timedOut(key, info)
-		if err := x.recordFinished(ctx, key, attempt, stepEventID(events.StepStarted, x.runID, key, attempt), assets.StepResult{}, failed); err != nil {
+		if err := x.recordFinished(ctx, key, attempt, StepEventID(events.StepStarted, x.runID, key, attempt), assets.StepResult{}, failed); err != nil {
 			return failedResult(key, internal(ctx, err))
 		}
 		return failedResult(key, failed)
@@ -134,23 +134,23 @@ func (x *interpreter) signalled(ctx context.Context, key string, attempt int, in
 	return res, nil
 }
 
-// waitStart is when a gate with a deadline began waiting.
-func waitStart(info events.WaitInfo) time.Time {
+// WaitStart is when a gate with a deadline began waiting.
+func WaitStart(info events.WaitInfo) time.Time {
 	return info.Deadline.Add(-time.Duration(info.TimeoutSeconds) * time.Second)
 }
 
 // timeOut cancels ctx with errWaitTimedOut once the gate's deadline,
 // extended by the run's paused time (see pauses.deadline), has passed.
-func (x *interpreter) timeOut(ctx context.Context, cancel context.CancelCauseFunc, info events.WaitInfo) {
+func (x *Interpreter) timeOut(ctx context.Context, cancel context.CancelCauseFunc, info events.WaitInfo) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for {
 		_, changed := x.pauses.paused()
-		d, ok := x.pauses.deadline(*info.Deadline, waitStart(info))
+		d, ok := x.pauses.Deadline(*info.Deadline, WaitStart(info))
 		var fire <-chan time.Time
 		if ok {
-			timer.Reset(time.Until(d))
+			timer.Reset(d.Sub(x.host.Now()))
 			fire = timer.C
 		}
 		select {
@@ -169,8 +169,8 @@ func (x *interpreter) timeOut(ctx context.Context, cancel context.CancelCauseFun
 
 // pastDeadline reports whether a signal recorded at t came after the
 // gate's deadline, extended by the run's paused time.
-func (x *interpreter) pastDeadline(info events.WaitInfo, t time.Time) bool {
-	d, ok := x.pauses.deadline(*info.Deadline, waitStart(info))
+func (x *Interpreter) pastDeadline(info events.WaitInfo, t time.Time) bool {
+	d, ok := x.pauses.Deadline(*info.Deadline, WaitStart(info))
 	return ok && t.After(d)
 }
 

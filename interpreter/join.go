@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // with is a member's structural error if there is one (a job that cannot
 // run must say so), else the first member failure, with how many members
 // succeeded in front.
-func (x *interpreter) joinResult(ctx context.Context, key string, attempt int, parent string, join assets.Join, members []events.JoinMember) *events.ErrorInfo {
+func (x *Interpreter) joinResult(ctx context.Context, key string, attempt int, parent string, join assets.Join, members []events.JoinMember) *events.ErrorInfo {
 	succeeded := 0
 	var first, structural *events.ErrorInfo
 	for _, m := range members {
@@ -59,7 +59,7 @@ func (x *interpreter) joinResult(ctx context.Context, key string, attempt int, p
 		}
 		data.State, data.Error = events.StateFailed, failed
 	}
-	if err := x.record(ctx, events.Event{ID: stepEventID(events.StepJoin, x.runID, key, attempt), Type: events.StepJoin,
+	if err := x.record(ctx, events.Event{ID: StepEventID(events.StepJoin, x.runID, key, attempt), Type: events.StepJoin,
 		StepKey: key, ParentID: parent}, data); err != nil {
 		return internal(ctx, err)
 	}

@@ -1,14 +1,11 @@
-package executor
+package interpreter
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
-	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/tracing"
 )
 
 // scope is a pipeline context: the input the steps of one step list see,
@@ -155,7 +152,7 @@ func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.S
 // step: the step input (the pipeline input with the rendered default_input
 // merged over it) and the activity's own templated fields, rendered against
 // that input.
-func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, override any) (*stepCommand, error) {
+func (x *Interpreter) prepare(sc *scope, st *assets.Step, key string, n int, override any) (*StepCommand, error) {
 	r, err := renderStep(sc, st, withSecretPlaceholders(x.env), override)
 	if err != nil {
 		return nil, err
@@ -168,7 +165,7 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 	if st.FSProfile != "" {
 		spec.FSProfile = st.FSProfile
 	}
-	return &stepCommand{
+	return &StepCommand{
 		RunID:        x.runID,
 		Job:          x.job.Name,
 		StepKey:      key,
@@ -177,11 +174,11 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		Input:        r.carried,
 		Workspace:    sc.workspace(r.input),
 		Timeout:      timeout,
-		StartedID:    stepEventID(events.StepStarted, x.runID, key, n),
+		StartedID:    StepEventID(events.StepStarted, x.runID, key, n),
 		Session:      st.Session,
 		ActivityName: strings.TrimPrefix(st.Target, "activity:"),
 		Budget:       x.budget,
-		Traceparent:  tracing.StepTraceparent(x.root, x.traceparent, x.runID, key, n),
+		Traceparent:  events.StepTraceparent(x.root, x.traceparent, x.runID, key, n),
 	}, nil
 }
 
@@ -213,7 +210,7 @@ func renderStep(sc *scope, st *assets.Step, env func(string) (string, bool), ove
 	} else if st.DefaultInput != nil {
 		r, err := assets.RenderValue(st.DefaultInput, sc.templates(sc.input, env))
 		if err != nil {
-			return rendered{}, fail(events.KindValidation, false, "default_input: %v", err)
+			return rendered{}, Fail(events.KindValidation, false, "default_input: %v", err)
 		}
 		input = assets.MergeInput(sc.input, r)
 		carried = input
@@ -224,31 +221,31 @@ func renderStep(sc *scope, st *assets.Step, env func(string) (string, bool), ove
 	case assets.TypeShell:
 		program, err := renderText(spec.Program, ts)
 		if err != nil {
-			return rendered{}, fail(events.KindValidation, false, "program: %v", err)
+			return rendered{}, Fail(events.KindValidation, false, "program: %v", err)
 		}
 		spec.Program = program
 		args := make([]string, len(spec.Args))
 		for i, a := range spec.Args {
 			if args[i], err = renderText(a, ts); err != nil {
-				return rendered{}, fail(events.KindValidation, false, "args[%d]: %v", i, err)
+				return rendered{}, Fail(events.KindValidation, false, "args[%d]: %v", i, err)
 			}
 		}
 		spec.Args = args
 	case assets.TypeAgentLoop, assets.TypeGroundhog:
 		instruction, err := renderText(spec.Instruction, ts)
 		if err != nil {
-			return rendered{}, fail(events.KindValidation, false, "instruction: %v", err)
+			return rendered{}, Fail(events.KindValidation, false, "instruction: %v", err)
 		}
 		spec.Instruction = instruction
 	case assets.TypeDeterministic:
 		if spec.Config != nil {
 			cfg, err := assets.RenderValue(spec.Config, ts)
 			if err != nil {
-				return rendered{}, fail(events.KindValidation, false, "config: %v", err)
+				return rendered{}, Fail(events.KindValidation, false, "config: %v", err)
 			}
 			m, ok := cfg.(map[string]any)
 			if !ok {
-				return rendered{}, fail(events.KindValidation, false, "config rendered to %T, want an object", cfg)
+				return rendered{}, Fail(events.KindValidation, false, "config rendered to %T, want an object", cfg)
 			}
 			spec.Config = m
 		}
@@ -262,81 +259,4 @@ func renderText(s string, sc *assets.Scope) (string, error) {
 		return "", err
 	}
 	return t.Render(sc)
-}
-
-// ValidateJob reports what in a loaded job this executor cannot run: an
-// activity type without a runner, or a deterministic action that does not
-// exist. Loading (package assets) has already checked the grammar; errors
-// name the job's file and the YAML path of the step.
-func ValidateJob(job *assets.Job) error {
-	if job.Spec.State == assets.JobDisabled {
-		return fmt.Errorf("%w: %s (%s)", ErrJobDisabled, job.Name, job.Source)
-	}
-	if rec := job.Spec.RecoveryActivity; rec != nil {
-		if err := validateActivity(&rec.Spec); err != nil {
-			return fmt.Errorf("%w: %s: spec.recovery_activity: %s: %v", ErrInvalidJob, job.Source, rec.Name, err)
-		}
-	}
-	if hook := job.Spec.FailureActivity; hook != nil {
-		if err := validateActivity(&hook.Spec); err != nil {
-			return fmt.Errorf("%w: %s: spec.failure_activity: %s: %v", ErrInvalidJob, job.Source, hook.Name, err)
-		}
-	}
-	return validateSteps(job.Source, "spec.steps", job.Spec.Steps)
-}
-
-func validateSteps(source, path string, steps []assets.Step) error {
-	for i := range steps {
-		if err := validateStep(source, fmt.Sprintf("%s[%d]", path, i), &steps[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func validateStep(source, at string, st *assets.Step) error {
-	if rec := st.RecoveryActivity; rec != nil {
-		if err := validateActivity(&rec.Spec); err != nil {
-			return fmt.Errorf("%w: %s: %s.recovery_activity: %s: %v", ErrInvalidJob, source, at, rec.Name, err)
-		}
-	}
-	switch {
-	case st.Parallel != nil:
-		return validateSteps(source, at+".parallel.branches", st.Parallel.Branches)
-	case st.FanOut != nil:
-		return validateStep(source, at+".fan_out.worker", &st.FanOut.Worker)
-	case st.Loop != nil:
-		return validateSteps(source, at+".loop.steps", st.Loop.Steps)
-	case st.Wait != nil:
-		return nil
-	case st.Activity == nil:
-		return fmt.Errorf("%w: %s: %s: the step has no body", ErrInvalidJob, source, at)
-	}
-	if err := validateActivity(st.Activity); err != nil {
-		if st.Target != "" {
-			return fmt.Errorf("%w: %s: %s.target: %s: %v", ErrInvalidJob, source, at, st.Target, err)
-		}
-		return fmt.Errorf("%w: %s: %s.spec.%v", ErrInvalidJob, source, at, err)
-	}
-	return nil
-}
-
-func validateActivity(spec *assets.ActivitySpec) error {
-	switch spec.Type {
-	case assets.TypeShell:
-		return nil
-	case assets.TypeAgentLoop, assets.TypeGroundhog:
-		for _, name := range spec.Tools {
-			if _, ok := agent.Builtin(name); !ok {
-				return fmt.Errorf("tools: unknown tool %s (known: %s)", assets.Quote(name), strings.Join(agent.BuiltinNames(), ", "))
-			}
-		}
-		return nil
-	case assets.TypeDeterministic:
-		if _, ok := actions[spec.Action]; !ok && !isChildAction(spec) && workerActions[spec.Action] == nil && !isDeclared(spec.Action) {
-			return fmt.Errorf("action: unknown deterministic action %s (known: %s)", assets.Quote(spec.Action), actionNames())
-		}
-		return nil
-	}
-	return fmt.Errorf("type: activity type %s cannot run on this engine", spec.Type)
 }

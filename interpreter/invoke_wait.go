@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// actionInvokeAndWait starts a child run and waits for its end, as
+// ActionInvokeAndWait starts a child run and waits for its end, as
 // job.invoke does, but returns the child's end as data instead of failing
 // with it, so that the steps after it (releasing a gate's locks) run
 // before a pipeline_success_guard fails the run. Its input is the upstream
 // system's: job_name, run_input, timeout_seconds (of the wait; the child
 // goes on), admission_task_ids and admission_workflow.
-const actionInvokeAndWait = "invoke_and_wait"
+const ActionInvokeAndWait = "invoke_and_wait"
 
 // Statuses of an invoke_and_wait output, in the upstream system's words.
 const (
-	childSucceeded = "succeeded"
+	ChildSucceeded = "succeeded"
 	childFailed    = "failed"
 	childCancelled = "cancelled"
 	childTimeout   = "timeout"
@@ -55,8 +55,8 @@ type invokeWaitInput struct {
 // admission check said the tasks need no child) is its step.finished; the
 // child's id is its step.started; the wait's deadline is that event's time
 // plus timeout_seconds, so a replay waits for the same moment.
-func (x *interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+func (x *Interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt)); ok {
 		out, failed := stepOutcome(ev)
 		if failed != nil {
 			return failedResult(key, failed)
@@ -65,20 +65,20 @@ func (x *interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.S
 	}
 	cmd, err := x.prepare(sc, st, key, attempt, nil)
 	if err != nil {
-		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, errorInfo(err))
+		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, ErrorInfo(err))
 	}
 	in, err := decodeInvokeWait(cmd.Input)
 	if err != nil {
-		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, errorInfo(err))
+		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, ErrorInfo(err))
 	}
-	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
-	if _, started := x.hist.get(startedID); !started && len(in.AdmissionTaskIDs) > 0 && x.o.cfg.Admission != nil {
-		adm, err := x.o.cfg.Admission(ctx, in.AdmissionTaskIDs, in.AdmissionWorkflow)
+	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
+	if _, started := x.hist.Get(startedID); !started && len(in.AdmissionTaskIDs) > 0 && x.cfg.Admission != nil {
+		adm, err := x.cfg.Admission(ctx, in.AdmissionTaskIDs, in.AdmissionWorkflow)
 		if err != nil {
 			return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, internal(ctx, err))
 		}
 		if adm.Skip != "" {
-			out := map[string]any{"status": childSucceeded, "run_id": "", "skipped": true, "reason": adm.Skip,
+			out := map[string]any{"status": ChildSucceeded, "run_id": "", "skipped": true, "reason": adm.Skip,
 				"task_statuses": toJSONValue(adm.Statuses)}
 			return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{State: events.StateSuccess, Output: out}, nil)
 		}
@@ -87,17 +87,15 @@ func (x *interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.S
 	child.Activity.Config = map[string]any{"job": in.JobName, "input": in.RunInput}
 	childID, _, _, err := x.invoke(ctx, sc, st, key, attempt, &child)
 	if err != nil {
-		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, errorInfo(err))
+		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, ErrorInfo(err))
 	}
 	var deadline <-chan time.Time
 	if in.TimeoutSeconds > 0 {
-		started, err := x.hist.wait(ctx, startedID)
+		started, err := x.waitFor(ctx, startedID)
 		if err != nil {
 			return failedResult(key, internal(ctx, err))
 		}
-		timer := time.NewTimer(time.Until(started.Time.Add(time.Duration(in.TimeoutSeconds * float64(time.Second)))))
-		defer timer.Stop()
-		deadline = timer.C
+		deadline = x.host.After(started.Time.Add(time.Duration(in.TimeoutSeconds * float64(time.Second))).Sub(x.host.Now()))
 	}
 	fin, failed := x.waitRunUntil(ctx, childID, deadline)
 	if failed != nil {
@@ -109,7 +107,7 @@ func (x *interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.S
 		out["status"] = childTimeout
 		out["reason"] = fmt.Sprintf("the child run did not end within %gs; it goes on", in.TimeoutSeconds)
 	case fin.State == events.StateSuccess:
-		out["status"] = childSucceeded
+		out["status"] = ChildSucceeded
 		out["pipeline"] = fin.Output
 	default:
 		out["status"] = childStatus(fin.State)
@@ -143,13 +141,13 @@ func decodeInvokeWait(input any) (*invokeWaitInput, error) {
 	}
 	var in invokeWaitInput
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, fail(events.KindValidation, false, "invoke_and_wait: input: %v", err)
+		return nil, Fail(events.KindValidation, false, "invoke_and_wait: input: %v", err)
 	}
 	if in.JobName == "" {
-		return nil, fail(events.KindValidation, false, "invoke_and_wait: input.job_name is required")
+		return nil, Fail(events.KindValidation, false, "invoke_and_wait: input.job_name is required")
 	}
 	if in.TimeoutSeconds < 0 {
-		return nil, fail(events.KindValidation, false, "invoke_and_wait: input.timeout_seconds must be ≥ 0, not %g", in.TimeoutSeconds)
+		return nil, Fail(events.KindValidation, false, "invoke_and_wait: input.timeout_seconds must be ≥ 0, not %g", in.TimeoutSeconds)
 	}
 	return &in, nil
 }

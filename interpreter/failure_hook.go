@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const FailureActivityKey = "failure_activity"
 // IMPORTANT: the hook never changes the run's outcome: its own failure is
 // logged for operators and otherwise ignored, and the run ends with the
 // failure that triggered it.
-func (x *interpreter) onFailure(ctx context.Context, sc *scope, failed *events.ErrorInfo) {
+func (x *Interpreter) onFailure(ctx context.Context, sc *scope, failed *events.ErrorInfo) {
 	hook := x.job.Spec.FailureActivity
 	if hook == nil || failed == nil || failed.Kind == events.KindCancelled || failed.Kind == events.KindBudget {
 		return
@@ -38,6 +38,6 @@ func (x *interpreter) onFailure(ctx context.Context, sc *scope, failed *events.E
 	}
 	st := &assets.Step{ID: FailureActivityKey, Target: "activity:" + hook.Name, Activity: &hook.Spec}
 	if _, hf := x.attempt(ctx, sc, st, FailureActivityKey, 1, input); hf != nil && ctx.Err() == nil {
-		x.o.log.Warn("failure_activity failed; the run's outcome stands", "run", x.runID, "activity", hook.Name, "err", hf.Message)
+		x.log.Warn("failure_activity failed; the run's outcome stands", "run", x.runID, "activity", hook.Name, "err", hf.Message)
 	}
 }

@@ -1,4 +1,4 @@
-package executor
+package interpreter
 
 import (
 	"context"
@@ -14,12 +14,14 @@ import (
 // start or wait for runs (as Temporal's child workflows are started by the
 // workflow, not by an activity).
 const (
-	actionInvoke = assets.ActionJobInvoke // config: job, input, wait (default true)
-	actionWait   = "job.wait"             // config: run_id
+	ActionInvoke = assets.ActionJobInvoke // config: job, input, wait (default true)
+	ActionWait   = "job.wait"             // config: run_id
 )
 
-func isChildAction(spec *assets.ActivitySpec) bool {
-	return spec.Type == assets.TypeDeterministic && (spec.Action == actionInvoke || spec.Action == actionWait || spec.Action == actionInvokeAndWait)
+// IsChildAction reports whether spec is one of the actions the
+// interpreter carries out itself: job.invoke, job.wait, invoke_and_wait.
+func IsChildAction(spec *assets.ActivitySpec) bool {
+	return spec.Type == assets.TypeDeterministic && (spec.Action == ActionInvoke || spec.Action == ActionWait || spec.Action == ActionInvokeAndWait)
 }
 
 // child runs a job.invoke or job.wait step attempt. job.invoke starts a
@@ -27,11 +29,11 @@ func isChildAction(spec *assets.ActivitySpec) bool {
 // step.started before the run is requested, so a replay finds the same
 // child — and, with wait, finishes with the child's output or error.
 // job.wait waits for a run started earlier with wait: false.
-func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
-	if st.Activity.Action == actionInvokeAndWait {
+func (x *Interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
+	if st.Activity.Action == ActionInvokeAndWait {
 		return x.invokeAndWait(ctx, sc, st, key, attempt)
 	}
-	if ev, ok := x.hist.get(stepEventID(events.StepFinished, x.runID, key, attempt)); ok {
+	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt)); ok {
 		out, failed := stepOutcome(ev)
 		if failed != nil {
 			return failedResult(key, failed)
@@ -40,27 +42,27 @@ func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 	}
 	cmd, err := x.prepare(sc, st, key, attempt, nil)
 	if err != nil {
-		failed := errorInfo(err)
+		failed := ErrorInfo(err)
 		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, failed)
 	}
 	cfg := cmd.Activity.Config
-	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
+	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
 	var (
 		childID string
 		wait    bool
 		raise   int // of the child, whose end after that raise is awaited
 	)
 	switch st.Activity.Action {
-	case actionInvoke:
+	case ActionInvoke:
 		childID, wait, raise, err = x.invoke(ctx, sc, st, key, attempt, cmd)
-	case actionWait:
+	case ActionWait:
 		wait = true
 		childID, _ = cfg["run_id"].(string)
 		if resumed, n := x.resumedChild(key, attempt); resumed != "" && resumed == childID {
 			raise = n
 		}
 		if childID == "" {
-			err = fail(events.KindValidation, false, "job.wait: config.run_id is required")
+			err = Fail(events.KindValidation, false, "job.wait: config.run_id is required")
 		} else {
 			err = x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
 				events.StepStartedData{Attempt: attempt, ActivityType: assets.TypeDeterministic, Target: st.Target, Input: cmd.Input,
@@ -68,7 +70,7 @@ func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 		}
 	}
 	if err != nil {
-		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, errorInfo(err))
+		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, ErrorInfo(err))
 	}
 	if !wait {
 		return x.finishStructural(ctx, key, attempt, startedID, assets.StepResult{State: events.StateSuccess,
@@ -98,19 +100,19 @@ func (x *interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 // with its child waits for that child again when the child's resumption
 // reopened this run (see resumedChild): the child goes on, it does not
 // start over.
-func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, cmd *stepCommand) (string, bool, int, error) {
+func (x *Interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, cmd *StepCommand) (string, bool, int, error) {
 	cfg := cmd.Activity.Config
 	name, _ := cfg["job"].(string)
 	if name == "" {
-		return "", false, 0, fail(events.KindValidation, false, "job.invoke: config.job is required")
+		return "", false, 0, Fail(events.KindValidation, false, "job.invoke: config.job is required")
 	}
 	wait := true
 	if w, ok := cfg["wait"].(bool); ok {
 		wait = w
 	}
-	startedID := stepEventID(events.StepStarted, x.runID, key, attempt)
+	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
 	var childID string
-	if ev, ok := x.hist.get(startedID); ok {
+	if ev, ok := x.hist.Get(startedID); ok {
 		var d events.StepStartedData
 		if err := ev.Decode(&d); err != nil {
 			return "", false, 0, err
@@ -119,14 +121,14 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		if d.ChildRaise > 0 {
 			return childID, true, d.ChildRaise, nil // a resumed child: requested long ago
 		}
-		last, err := x.o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, childID, events.RunRequested)})
-		if err != nil || last > 0 {
+		requested, err := x.host.Requested(ctx, childID)
+		if err != nil || requested {
 			return childID, wait, 0, err
 		}
 	} else {
 		x.waitUnpaused(ctx)
 		if x.isCancelled() {
-			return "", false, 0, &failure{info: *x.cancelFailure(key)}
+			return "", false, 0, &Failure{info: *x.cancelFailure(key)}
 		}
 		if resumed, raise := x.resumedChild(key, attempt); resumed != "" {
 			err := x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
@@ -134,22 +136,22 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 					ChildRunID: resumed, ChildRaise: raise})
 			return resumed, true, raise, err
 		}
-		if limit := currentSettings(x.o.cfg.Settings).MaxChildDepth; x.depth+1 > limit {
-			return "", false, 0, fail(events.KindLimit, false,
+		if limit := x.cfg.Limits().MaxChildDepth; x.depth+1 > limit {
+			return "", false, 0, Fail(events.KindLimit, false,
 				"job.invoke: a run of %q here would be at depth %d, past engine.max_child_depth (%d); a job that invokes itself needs a condition that ends it, and deeper nesting that is meant needs a higher engine.max_child_depth in .orbit/config.yaml",
 				name, x.depth+1, limit)
 		}
-		childID = events.NewID()
+		childID = x.host.NewID()
 	}
-	if x.o.cfg.Jobs == nil {
-		return "", false, 0, fail(events.KindValidation, false, "job.invoke: this engine has no job catalog")
+	if x.cfg.Jobs == nil {
+		return "", false, 0, Fail(events.KindValidation, false, "job.invoke: this engine has no job catalog")
 	}
-	job, err := x.o.cfg.Jobs(name, x.backend)
+	job, err := x.cfg.Jobs(name, x.backend)
 	if err != nil {
-		return "", false, 0, fail(events.KindValidation, false, "job.invoke: %v", err)
+		return "", false, 0, Fail(events.KindValidation, false, "job.invoke: %v", err)
 	}
-	if err := ValidateJob(job); err != nil {
-		return "", false, 0, fail(events.KindStructural, false, "job.invoke: %v", err)
+	if err := x.validate(job); err != nil {
+		return "", false, 0, Fail(events.KindStructural, false, "job.invoke: %v", err)
 	}
 	if err := x.record(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
 		events.StepStartedData{Attempt: attempt, ActivityType: assets.TypeDeterministic, Target: st.Target, Input: cmd.Input, ChildRunID: childID}); err != nil {
@@ -173,35 +175,35 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 	// Listed below the root once step.started names it (a replay lists the
 	// same child, and a refusal leaves no run to be counted), before it
 	// can start.
-	limit := currentSettings(x.o.cfg.Settings).MaxDescendants
-	if err := x.o.holdDescendant(ctx, x.root, x.runID, childID, limit); errors.Is(err, errTreeFull) {
-		return "", false, 0, fail(events.KindLimit, false,
+	limit := x.cfg.Limits().MaxDescendants
+	if err := x.host.Hold(ctx, x.root, x.runID, childID, limit); errors.Is(err, ErrTreeFull) {
+		return "", false, 0, Fail(events.KindLimit, false,
 			"job.invoke: a run of %q here would be one more than the %d live runs below run %s that engine.max_descendants allows; stop that tree with 'orbit run cancel --tree %s', or allow more with a higher engine.max_descendants in .orbit/config.yaml",
 			name, limit, x.root, x.root)
 	} else if err != nil {
 		return "", false, 0, err
 	}
-	return childID, wait, 0, Submit(ctx, x.o.cfg.Log, req)
+	return childID, wait, 0, x.host.Submit(ctx, req)
 }
 
 // waitRun waits for a run's run.finished: its first, or with raise > 0 the
 // end of its segment after that budget raise (events.RunFinishedID). If
 // this run is cancelled meanwhile, the awaited run is cancelled too, and
 // waited for a little.
-func (x *interpreter) waitRun(ctx context.Context, runID string, raise int) (*events.RunFinishedData, *events.ErrorInfo) {
+func (x *Interpreter) waitRun(ctx context.Context, runID string, raise int) (*events.RunFinishedData, *events.ErrorInfo) {
 	return x.waitRaise(ctx, runID, raise, nil)
 }
 
 // waitRunUntil waits for a run's first run.finished, or until deadline
 // fires: then it returns neither an end nor a failure, and the run goes
 // on.
-func (x *interpreter) waitRunUntil(ctx context.Context, runID string, deadline <-chan time.Time) (*events.RunFinishedData, *events.ErrorInfo) {
+func (x *Interpreter) waitRunUntil(ctx context.Context, runID string, deadline <-chan time.Time) (*events.RunFinishedData, *events.ErrorInfo) {
 	return x.waitRaise(ctx, runID, 0, deadline)
 }
 
-func (x *interpreter) waitRaise(ctx context.Context, runID string, raise int, deadline <-chan time.Time) (*events.RunFinishedData, *events.ErrorInfo) {
+func (x *Interpreter) waitRaise(ctx context.Context, runID string, raise int, deadline <-chan time.Time) (*events.RunFinishedData, *events.ErrorInfo) {
 	want := events.RunFinishedID(runID, raise)
-	feed, err := x.o.cfg.Log.Follow(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
+	feed, err := x.host.FollowEnd(ctx, runID)
 	if err != nil {
 		return nil, internal(ctx, err)
 	}
@@ -224,10 +226,10 @@ func (x *interpreter) waitRaise(ctx context.Context, runID string, raise int, de
 			return &d, nil
 		case <-cancelled:
 			cancelled = nil
-			if err := requestCancel(ctx, x.o.cfg.Log, runID, parentCancelled(x.runID, x.cancelTree)); err != nil {
+			if err := x.host.CancelChild(ctx, runID, x.cancelTree); err != nil {
 				return nil, internal(ctx, err)
 			}
-			giveUp = time.After(cancelWait)
+			giveUp = x.host.After(cancelWait)
 		case <-giveUp:
 			return nil, x.cancelFailure("")
 		case <-deadline:

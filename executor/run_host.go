@@ -1,0 +1,135 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/failpoint"
+	"github.com/orbitrun/orbit/interpreter"
+)
+
+// runHost carries out the decisions of one run's interpreter on the
+// engine's log (see host): its events are appended to the log, its step
+// commands sent on the command queue, its child runs requested and
+// counted in their root's tree.
+type runHost struct {
+	o     *Orchestrator
+	runID string
+}
+
+var (
+	_ interpreter.Host    = (*runHost)(nil)
+	_ interpreter.RunFeed = (*events.Feed)(nil)
+)
+
+// interpreterConfig is the configuration of the interpreter of rc.
+func (o *Orchestrator) interpreterConfig(rc *runCtl) interpreter.Config {
+	return interpreter.Config{
+		RunID:       rc.id,
+		Job:         rc.job,
+		Depth:       rc.depth,
+		Root:        rc.root,
+		Backend:     rc.backend,
+		Traceparent: rc.traceparent,
+		Host:        &runHost{o: o, runID: rc.id},
+		Engine:      o.cfg.Engine,
+		Workspace:   o.cfg.Root,
+		Env:         o.cfg.Env,
+		Validate:    ValidateJob,
+		Jobs:        o.cfg.Jobs,
+		Admission:   o.cfg.Admission,
+		Limits: func() interpreter.Limits {
+			s := currentSettings(o.cfg.Settings)
+			return interpreter.Limits{MaxChildDepth: s.MaxChildDepth, MaxDescendants: s.MaxDescendants}
+		},
+		Logger: o.log,
+	}
+}
+
+// Append appends a decision event and waits until it is stored.
+func (h *runHost) Append(ctx context.Context, ev events.Event, payload any) error {
+	_, err := h.o.cfg.Log.Append(ctx, ev, payload)
+	return err
+}
+
+// AppendAsync appends a decision event without waiting for the store.
+// Appends on one Log are stored in the order they were sent.
+func (h *runHost) AppendAsync(ctx context.Context, ev events.Event, payload any) (interpreter.Stored, error) {
+	p, err := h.o.cfg.Log.AppendAsync(ctx, ev, payload)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Send queues a step command under its attempt's name, with an id derived
+// from the attempt: the same attempt's command is queued once.
+func (h *runHost) Send(ctx context.Context, cmd *interpreter.StepCommand) error {
+	name := interpreter.StepCommandName(cmd.Activity.Type, cmd.RunID, cmd.StepKey, cmd.Attempt)
+	return h.o.cfg.Log.Send(ctx, name, interpreter.StepEventID("step.command", cmd.RunID, cmd.StepKey, cmd.Attempt), cmd)
+}
+
+// Queued reports whether the named command is still on the queue.
+func (h *runHost) Queued(ctx context.Context, name string) (bool, error) {
+	return h.o.cfg.Log.Pending(ctx, name)
+}
+
+// NewID returns a new event id, which child runs take as their run id.
+func (h *runHost) NewID() string { return events.NewID() }
+
+// Requested reports whether the log holds runID's run.requested.
+func (h *runHost) Requested(ctx context.Context, runID string) (bool, error) {
+	last, err := h.o.cfg.Log.LastMatching(ctx, []string{events.EventSubject(events.AggregateRun, runID, events.RunRequested)})
+	return last > 0, err
+}
+
+// Read reads the events of the given types of runID.
+func (h *runHost) Read(ctx context.Context, runID string, types ...string) ([]events.Event, error) {
+	return readRun(ctx, h.o.cfg.Log, runID, types...)
+}
+
+// Hold lists child below root in the leases bucket (see descendants.go).
+func (h *runHost) Hold(ctx context.Context, root, parent, child string, limit int) error {
+	return h.o.holdDescendant(ctx, root, parent, child, limit)
+}
+
+// Submit sends a child run's request to the orchestrators.
+func (h *runHost) Submit(ctx context.Context, req *RunRequest) error {
+	return Submit(ctx, h.o.cfg.Log, req)
+}
+
+// FollowEnd follows runID's run.finished events.
+func (h *runHost) FollowEnd(ctx context.Context, runID string) (interpreter.RunFeed, error) {
+	feed, err := h.o.cfg.Log.Follow(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
+	if err != nil {
+		return nil, err
+	}
+	return feed, nil
+}
+
+// CancelChild records the cancel of child run runID that its parent's
+// cancel asks for.
+func (h *runHost) CancelChild(ctx context.Context, runID, tree string) error {
+	return requestCancel(ctx, h.o.cfg.Log, runID, parentCancelled(h.runID, tree))
+}
+
+// Now is the wall clock's time.
+func (h *runHost) Now() time.Time { return time.Now() }
+
+// After is time.After.
+func (h *runHost) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Finished releases the reservations of the run, which has finished: a
+// finished run holds none. (Should this fail, the next reserver finds the
+// run finished and takes them back.)
+func (h *runHost) Finished(ctx context.Context) {
+	if released, err := newLocks(h.o.cfg.Log).release(ctx, h.runID, nil); err != nil {
+		h.o.log.Warn("releasing a finished run's reservations", "run", h.runID, "err", err)
+	} else if len(released) > 0 {
+		h.o.log.Info("released a finished run's reservations", "run", h.runID, "resources", released)
+	}
+}
+
+// Failpoint is failpoint.Hit.
+func (h *runHost) Failpoint(name string) { failpoint.Hit(name) }

@@ -1,0 +1,5 @@
+// Package scripts holds the shell scripts the Makefile runs (the demos,
+// make binsize, make fuzz, make fsyncs, make git-count, the cluster demo)
+// and the test that checks that fuzz.sh fuzzes every fuzz target the
+// module declares. It has no Go code of its own.
+package scripts
