@@ -36,10 +36,17 @@ const claudeCodeProvider = "claude_code"
 // use that no --allowedTools rule allows, and --tools offers only the
 // built-in tools the allowlist maps to: no step can wait on a permission
 // prompt, and nothing outside the allowlist runs.
-func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
+func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookURL string) []string {
 	args := append([]string(nil), cfg.Spec.Args...)
-	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages",
-		"--no-session-persistence", "--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
+	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages")
+	switch {
+	case cfg.Resume != "":
+		args = append(args, "--resume="+cfg.Resume, "--fork-session")
+	case !cfg.Persist:
+		args = append(args, "--no-session-persistence")
+	}
+	args = append(args, "--settings="+claudeCodeHookSettings(hookURL),
+		"--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
 	if len(grant.Allowed) > 0 {
 		args = append(args, "--allowedTools="+strings.Join(grant.Allowed, ","))
 	}
@@ -53,10 +60,63 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) []string {
 	if cfg.MaxTurns > 0 {
 		args = append(args, "--max-turns="+strconv.Itoa(cfg.MaxTurns))
 	}
-	if cfg.MCP != nil {
-		args = append(args, "--mcp-config="+cfg.MCP.ConfigPath, "--strict-mcp-config")
+	if cfg.ResponseSchema != "" {
+		args = append(args, "--json-schema="+cfg.ResponseSchema)
 	}
-	return args
+	// --strict-mcp-config: no MCP server of the user's or the project's
+	// configuration is started, only Orbit's (when it gives one).
+	if cfg.MCP != nil {
+		args = append(args, "--mcp-config="+cfg.MCP.ConfigPath)
+	}
+	return append(args, "--strict-mcp-config")
+}
+
+// claudeCodeWrites are the Claude Code tools that write a file, and the
+// field of their input that names it.
+var claudeCodeWrites = map[string]string{"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+
+// claudeStructuredOutput is the tool through which Claude Code's model
+// gives the answer --json-schema asks for: no Orbit tool, and not a call
+// the session records, but its answer (the result's structured_output).
+const claudeStructuredOutput = "StructuredOutput"
+
+// closedByVerb is the hook's reason for a call made once a terminal verb
+// has closed the session.
+const closedByVerb = "called after the session was closed by a terminal verb: refused by the PreToolUse hook before it ran"
+
+// claudeCodeDecision decides each call Claude Code's PreToolUse hook asks
+// about, before the tool runs: nothing once the session is closed (a
+// terminal verb was called), nothing outside the allowlist, and no write
+// the workspace's filesystem profile refuses (outside the workspace, in
+// .git/ or .orbit/, or outside its write globs). Claude Code's own
+// permission rules still apply to what the hook lets through.
+func claudeCodeDecision(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) func(hookRequest) string {
+	tc := &ToolContext{Workspace: cfg.Workspace, Profile: DefaultProfile}
+	if cfg.Profile != nil {
+		tc.Profile = *cfg.Profile
+	}
+	return func(req hookRequest) string {
+		if closed(cfg.Stop) {
+			return closedByVerb
+		}
+		if req.ToolName == claudeStructuredOutput && cfg.ResponseSchema != "" {
+			return ""
+		}
+		orbit, ok := grant.Orbit[req.ToolName]
+		if !ok {
+			return "not in the allowlist: Orbit granted Claude Code no " + req.ToolName
+		}
+		if field, ok := claudeCodeWrites[req.ToolName]; ok {
+			var in map[string]any
+			_ = json.Unmarshal(req.ToolInput, &in)
+			path, _ := in[field].(string)
+			if path == "" {
+				return "no " + field + " in the call"
+			}
+			return writePathDenial(tc, orbit, path)
+		}
+		return ""
+	}
 }
 
 // grantMCP adds an MCP server's tools to a grant: allowed by name, and
@@ -93,7 +153,9 @@ type claudeStream struct {
 	// stops the agent.
 	deny func(*DeniedError)
 	// halt stops the agent when its run's budget is spent (spent says so).
-	halt  func(error)
+	halt func(error)
+	// hook is the PreToolUse hook's record of what it denied.
+	hook  *preToolHook
 	used  Usage
 	spent error
 
@@ -183,6 +245,8 @@ type ccRecord struct {
 	APIMessageID string          `json:"api_message_id"`
 	// assistant, user
 	Message json.RawMessage `json:"message"`
+	// system/init and result: the session's id
+	SessionID string `json:"session_id"`
 	// system/permission_denied (message is then a string)
 	ToolName  string `json:"tool_name"`
 	ToolUseID string `json:"tool_use_id"`
@@ -206,6 +270,7 @@ type ccResult struct {
 	TotalCostUSD      float64                    `json:"total_cost_usd"`
 	Usage             ccUsage                    `json:"usage"`
 	ModelUsage        map[string]json.RawMessage `json:"modelUsage"`
+	StructuredOutput  json.RawMessage            `json:"structured_output"`
 	PermissionDenials []struct {
 		ToolName  string `json:"tool_name"`
 		ToolUseID string `json:"tool_use_id"`
@@ -262,6 +327,9 @@ func (s *claudeStream) line(ctx context.Context, line []byte) {
 		// Tool results: the model's turn is over, the next not yet asked.
 		s.checkBudget()
 	case "system":
+		if rec.Subtype == "init" && s.cfg.persist() {
+			s.out.CLISession = rec.SessionID
+		}
 		if rec.Subtype == "permission_denied" {
 			var reason string
 			_ = json.Unmarshal(rec.Message, &reason)
@@ -270,6 +338,9 @@ func (s *claudeStream) line(ctx context.Context, line []byte) {
 	case "result":
 		var res ccResult
 		if err := json.Unmarshal(line, &res); err == nil {
+			if rec.SessionID != "" && s.cfg.persist() {
+				s.out.CLISession = rec.SessionID
+			}
 			s.result = &res
 			if s.err = s.flush(ctx); s.err == nil {
 				s.err = s.finish(ctx)
@@ -301,6 +372,9 @@ func (s *claudeStream) assistant(ctx context.Context, raw json.RawMessage) error
 	}
 	for _, b := range m.Content {
 		if b.Type != "tool_use" {
+			continue
+		}
+		if b.Name == claudeStructuredOutput && s.cfg.ResponseSchema != "" {
 			continue
 		}
 		s.calls[b.ID] = &ccCall{name: b.Name, input: b.Input, turn: s.turn, at: time.Now()}
@@ -453,10 +527,13 @@ func (s *claudeStream) denial(ctx context.Context, id, tool, reason string) erro
 		return nil
 	}
 	c.denied = true
-	onDenial := s.cfg.OnDenial
-	if onDenial == "" {
-		onDenial = OnDenialTerminate
+	// The hook's reason is what the agent was told; a call the hook denied
+	// never ran, and the hook's answer ends the session by itself.
+	hooked := false
+	if r, ok := s.hook.reason(id); ok {
+		reason, hooked = r, true
 	}
+	onDenial := s.cfg.onDenial()
 	if err := s.emit(ctx, events.ToolDenied, events.ToolDeniedData{
 		Attempt: s.cfg.Attempt, Turn: c.turn, ToolUseID: id, Name: s.orbitName(tool), AgentTool: tool,
 		Reason: capText(reason, textCap), OnDenial: onDenial,
@@ -467,7 +544,29 @@ func (s *claudeStream) denial(ctx context.Context, id, tool, reason string) erro
 		s.denied = &DeniedError{Tool: s.orbitName(tool), Reason: capText(reason, 200)}
 		if onDenial == OnDenialTerminate {
 			s.out.StopReason = StopDenied
-			s.deny(s.denied)
+			if !hooked {
+				s.deny(s.denied)
+			}
+		}
+	}
+	return nil
+}
+
+// hookDenials records the calls the hook denied that nothing else has
+// recorded yet (the session ended before their results were printed).
+func (s *claudeStream) hookDenials(ctx context.Context) error {
+	if s.hook == nil {
+		return nil
+	}
+	ids := s.hook.ids()
+	slices.Sort(ids)
+	for _, id := range ids {
+		name := id
+		if c := s.calls[id]; c != nil {
+			name = c.name
+		}
+		if err := s.denial(ctx, id, name, ""); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -492,7 +591,7 @@ func (s *claudeStream) user(ctx context.Context, raw json.RawMessage, rejected m
 			continue
 		}
 		out := toolResultText(b.Content)
-		if rejected[b.ToolUseID] {
+		if _, hooked := s.hook.reason(b.ToolUseID); rejected[b.ToolUseID] || hooked {
 			if err := s.denial(ctx, b.ToolUseID, c.name, out); err != nil {
 				return err
 			}
@@ -547,6 +646,12 @@ func (s *claudeStream) finish(ctx context.Context) error {
 	// Turns are the model messages read, not the result's num_turns, which
 	// counts a message printed as several records several times.
 	s.out.FinalMessage, s.out.Usage, s.out.CostUSD = res.Result, res.Usage.usage(), res.TotalCostUSD
+	if len(res.StructuredOutput) > 0 {
+		_ = json.Unmarshal(res.StructuredOutput, &s.out.Response)
+	}
+	if err := s.hookDenials(ctx); err != nil {
+		return err
+	}
 	for _, d := range res.PermissionDenials {
 		if err := s.denial(ctx, d.ToolUseID, d.ToolName, "denied by Claude Code's permissions"); err != nil {
 			return err
@@ -563,6 +668,9 @@ func (s *claudeStream) outcome(ctx context.Context, tail string) (*Outcome, erro
 	if s.err == nil {
 		// A stream cut short: what was read is recorded all the same.
 		s.err = s.flush(ctx)
+	}
+	if s.err == nil {
+		s.err = s.hookDenials(ctx)
 	}
 	out := s.out
 	if s.err != nil {

@@ -161,14 +161,22 @@ func TestClaudeCodeArgs(t *testing.T) {
 	cfg := &CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"--debug-to-stderr"}}, MaxTurns: 7,
 		Envelope: Envelope{Model: "claude-x", Instruction: "-- be careful", Prompt: "not an argument"}}
 	assert.Equal(t, []string{"--debug-to-stderr", "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages", "--no-session-persistence",
-		"--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
-		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--model=claude-x", "--append-system-prompt=-- be careful", "--max-turns=7"}, claudeCodeArgs(cfg, grant))
+		"--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
+		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--model=claude-x", "--append-system-prompt=-- be careful", "--max-turns=7", "--strict-mcp-config"}, claudeCodeArgs(cfg, grant, "http://hook"))
 
 	none, err := assets.ClaudeCodeGrant(nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-p", "--output-format=stream-json", "--verbose", "--include-partial-messages", "--no-session-persistence",
-		"--permission-mode=dontAsk", "--tools=", "--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)"},
-		claudeCodeArgs(&CLIConfig{}, none), "no tools offered, nothing allowed")
+		"--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=",
+		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--strict-mcp-config"},
+		claudeCodeArgs(&CLIConfig{}, none, "http://hook"), "no tools offered, nothing allowed, no MCP server")
+
+	// A session continued is forked from the one named, and kept.
+	args := claudeCodeArgs(&CLIConfig{Resume: "sess-1"}, none, "http://hook")
+	assert.Contains(t, args, "--resume=sess-1")
+	assert.Contains(t, args, "--fork-session")
+	assert.NotContains(t, args, "--no-session-persistence")
+	assert.NotContains(t, claudeCodeArgs(&CLIConfig{Persist: true}, none, "http://hook"), "--no-session-persistence")
 }
 
 // FuzzClaudeStream: whatever Claude Code prints, the reader neither panics

@@ -55,7 +55,7 @@ type CLIConfig struct {
 	Spec      assets.ExecutorSpec
 	Envelope  Envelope
 	Workspace string
-	Env       []string      // nil: the engine's environment
+	Env       []string      // what the agent's environment is taken from (AgentEnviron); nil: the engine's
 	Timeout   time.Duration // wall-clock limit (0: none but ctx)
 	Attempt   int
 	Emitter   Emitter
@@ -90,6 +90,23 @@ type CLIConfig struct {
 	// record says whether it did. Nil runs it as the engine's other
 	// programs run.
 	Sandbox *sandbox.Policy
+	// Profile bounds where a claude_code agent's file tools may write,
+	// checked by its PreToolUse hook (nil: DefaultProfile).
+	Profile *FSProfile
+	// ResponseSchema, when set, is the JSON Schema of the answer a
+	// claude_code agent must give through its StructuredOutput tool
+	// (--json-schema); the outcome's Response is that answer.
+	ResponseSchema string
+	// Persist keeps a claude_code or codex agent's session on disk, in the
+	// agent's own home, so that a later invocation may continue it: the
+	// outcome's CLISession names it.
+	Persist bool
+	// Resume, when set, is the session a claude_code or codex agent
+	// continues (a CLISession of an invocation before). It is forked, not
+	// appended to: the session named stays as it was, so an invocation cut
+	// short and run again continues from the same point, and a new one is
+	// kept (implies Persist).
+	Resume string
 }
 
 // CLIMCP is an MCP server an agent is given. Claude Code reads it from
@@ -145,9 +162,18 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		if cfg.MCP != nil {
 			grant = grantMCP(grant, cfg.MCP)
 		}
-		args, stdin = claudeCodeArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
+		// A denial ends the session under on_denial terminate, and any
+		// call once a terminal verb has closed it.
+		hook, err := startPreToolHook(claudeCodeDecision(&cfg, grant), func() bool {
+			return cfg.onDenial() == OnDenialTerminate || closed(cfg.Stop)
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer hook.close()
+		args, stdin = claudeCodeArgs(&cfg, grant, hook.url), []byte(cfg.Envelope.Prompt)
 		cs := newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
-		cs.halt = stopAgent
+		cs.halt, cs.hook = stopAgent, hook
 		stream = cs
 	case OutputCodex:
 		grant, err := assets.CodexGrant(cfg.Envelope.Tools)
@@ -174,10 +200,14 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	cmd.Dir = cfg.Workspace
 	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.Env = cfg.Env
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
+	// The agent's environment is built from an allowlist, whatever the
+	// engine's holds (AgentEnviron); the executor's env and the MCP
+	// server's are given as written.
+	base := cfg.Env
+	if base == nil {
+		base = os.Environ()
 	}
+	cmd.Env = AgentEnviron(base, cfg.Spec.Pass)
 	for _, k := range slices.Sorted(maps.Keys(cfg.Spec.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+cfg.Spec.Env[k])
 	}
@@ -492,4 +522,18 @@ func lastLines(stdout, stderr []byte) string {
 		return l
 	}
 	return proc.LastLine(stdout)
+}
+
+// persist reports whether the agent keeps its session on disk.
+func (cfg *CLIConfig) persist() bool {
+	return cfg.Persist || cfg.Resume != ""
+}
+
+// onDenial is what a denial does: OnDenialTerminate unless the step said
+// otherwise.
+func (cfg *CLIConfig) onDenial() string {
+	if cfg.OnDenial == "" {
+		return OnDenialTerminate
+	}
+	return cfg.OnDenial
 }

@@ -96,7 +96,14 @@ func (g *stopGrace) claudeLine(ctx context.Context, line []byte) {
 			if name == "" {
 				name = assets.ClaudeCodeOrbitTool(b.Name)
 			}
-			g.deny(ctx, b.ID, name, b.Name)
+			// Claude Code's PreToolUse hook refuses every call once Stop is
+			// closed, and its answer ends the session: the call does not
+			// run, so the agent is left to end on its own (and print its
+			// usage). Its denial stands for it in the stream.
+			if cs, ok := g.stream.(*claudeStream); ok && cs.calls[b.ID] != nil {
+				cs.calls[b.ID].denied = true
+			}
+			g.record(ctx, b.ID, name, b.Name, closedByVerb)
 			return
 		case b.Type == "tool_use" && g.cfg.MCP.Tools[b.Name] != "":
 			g.verbIDs[b.ID] = true
@@ -108,10 +115,15 @@ func (g *stopGrace) claudeLine(ctx context.Context, line []byte) {
 
 // deny stops the agent and records the call as refused.
 func (g *stopGrace) deny(ctx context.Context, id, name, agentTool string) {
-	g.denied = &DeniedError{Tool: name, Reason: closedReason}
 	g.halt(ErrActedAfterStop)
+	g.record(ctx, id, name, agentTool, closedReason)
+}
+
+// record records the call as refused.
+func (g *stopGrace) record(ctx context.Context, id, name, agentTool, reason string) {
+	g.denied = &DeniedError{Tool: name, Reason: reason}
 	g.err = g.cfg.Emitter.Emit(ctx, events.ToolDenied, events.ToolDeniedData{
 		Attempt: g.cfg.Attempt, ToolUseID: id, Name: name, AgentTool: agentTool,
-		Reason: closedReason, OnDenial: OnDenialTerminate,
+		Reason: reason, OnDenial: OnDenialTerminate,
 	})
 }

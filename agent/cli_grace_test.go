@@ -77,9 +77,10 @@ func TestStopGraceDeniesWhatClaudeCodeCallsAfterTheClosingCall(t *testing.T) {
 	}
 	tools := map[string]string{"mcp__orbit__checkpoint_success": "orbit.groundhog.checkpoint_success"}
 	rec, halted := graceReplay(t, OutputClaudeCode, tools, lines, 4)
-	assert.ErrorIs(t, halted, ErrActedAfterStop)
+	assert.NoError(t, halted, "the PreToolUse hook refuses the call and ends the session: no kill")
 	require.Equal(t, []string{events.ToolDenied}, rec.types)
 	d := rec.payloads[0].(events.ToolDeniedData)
+	assert.Equal(t, closedByVerb, d.Reason)
 	assert.Equal(t, "b1", d.ToolUseID)
 	assert.Equal(t, "Bash", d.AgentTool)
 	assert.Equal(t, "shell.exec", d.Name)

@@ -35,7 +35,11 @@ const codexProvider = "codex"
 // on a question: what the sandbox refuses fails, and the model hears so.
 func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData) []string {
 	args := append([]string{"exec"}, cfg.Spec.Args...)
-	args = append(args, "--json", "--ephemeral", "--skip-git-repo-check", "--sandbox", grant.Sandbox,
+	args = append(args, "--json")
+	if !cfg.persist() {
+		args = append(args, "--ephemeral")
+	}
+	args = append(args, "--skip-git-repo-check", "--sandbox", grant.Sandbox,
 		"-C", cfg.Workspace, "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
 		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation")
 	if m := cfg.Envelope.Model; m != "" {
@@ -46,6 +50,10 @@ func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData) []string {
 	}
 	if cfg.MCP != nil {
 		args = append(args, cfg.MCP.CodexOverrides...)
+	}
+	if cfg.Resume != "" {
+		// exec's options hold for the thread fork starts.
+		args = append(args, "fork", cfg.Resume)
 	}
 	return append(args, "-")
 }
@@ -96,10 +104,11 @@ type codexStream struct {
 
 // codexRecord is one JSONL line, as far as Orbit reads it.
 type codexRecord struct {
-	Type    string     `json:"type"`
-	Item    *codexItem `json:"item"`
-	Message string     `json:"message"` // error
-	Error   struct {
+	Type     string     `json:"type"`
+	ThreadID string     `json:"thread_id"` // thread.started
+	Item     *codexItem `json:"item"`
+	Message  string     `json:"message"` // error
+	Error    struct {
 		Message string `json:"message"`
 	} `json:"error"` // turn.failed
 	Usage struct {
@@ -165,6 +174,10 @@ func (s *codexStream) line(ctx context.Context, line []byte) {
 	}
 	s.records++
 	switch rec.Type {
+	case "thread.started":
+		if s.cfg.persist() {
+			s.out.CLISession = rec.ThreadID
+		}
 	case "item.started":
 		if rec.Item != nil && rec.Item.tool() {
 			s.err = s.start(ctx, rec.Item)

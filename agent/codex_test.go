@@ -209,3 +209,35 @@ func FuzzCodexStream(f *testing.F) {
 		return newCodexStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue, MaxTurns: 3}, grant, func(error) {})
 	})
 }
+
+// TestCodexStreamRecordsItemsWithoutTheirStart: Codex 0.169 may print an
+// instant command's item.completed with no item.started before it (or
+// neither). Every item.completed is a call on record all the same: its
+// turn, then its tool.called, in the order read, each once.
+func TestCodexStreamRecordsItemsWithoutTheirStart(t *testing.T) {
+	lines := `{"type":"thread.started","thread_id":"th-1"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"true","aggregated_output":"","exit_code":0,"status":"completed"}}
+{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"sleep 1","status":"in_progress"}}
+{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"sleep 1","aggregated_output":"","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_2","type":"file_change","changes":[{"path":"a.txt","kind":"add"}],"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"done"}}
+{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":2}}
+`
+	rec, out, err, _ := replayCodex(t, []byte(lines), CLIConfig{Envelope: Envelope{Tools: []string{"fs.write"}}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{events.AgentTurn, events.ToolCalled, events.AgentTurn, events.ToolCalled, events.AgentTurn, events.ToolCalled, events.AgentTurn}, rec.types)
+	var ids []string
+	for _, p := range rec.payloads {
+		if c, ok := p.(events.ToolCalledData); ok {
+			ids = append(ids, c.ToolUseID+" "+c.Name)
+		}
+	}
+	assert.Equal(t, []string{"item_0 shell.exec", "item_1 shell.exec", "item_2 fs.write"}, ids)
+	assert.Equal(t, 3, out.ToolCalls)
+	assert.Empty(t, out.CLISession, "a session not kept names none")
+
+	_, out, err, _ = replayCodex(t, []byte(lines), CLIConfig{Envelope: Envelope{Tools: []string{"fs.write"}}, Persist: true})
+	require.NoError(t, err)
+	assert.Equal(t, "th-1", out.CLISession, "thread.started names the thread kept")
+}

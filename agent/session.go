@@ -102,6 +102,12 @@ type Outcome struct {
 	Transcript []Message `json:"-"`
 	// TerminalCall is the terminal tool call that ended the session.
 	TerminalCall *Call `json:"-"`
+	// CLISession is the CLI agent's own session (Claude Code's session id,
+	// Codex's thread id) when it kept one on disk (CLIConfig.Persist).
+	CLISession string `json:"-"`
+	// Response is the agent's structured answer (Claude Code's
+	// structured_output, asked for with CLIConfig.ResponseSchema).
+	Response map[string]any `json:"-"`
 }
 
 // Positioner is implemented by providers that read from a script (replay),

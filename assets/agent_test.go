@@ -236,3 +236,16 @@ func TestGroundhogOnTheCLIBackend(t *testing.T) {
 	require.ErrorIs(t, err, assets.ErrInvalid)
 	assert.Contains(t, err.Error(), `gh.yaml:4: spec: executor "cc" has output "text": a groundhog activity on backend cli needs an executor with output claude_code or codex`)
 }
+
+// TestExecutorPass: pass: names variables of the engine's environment an
+// executor's agent is given; each must be a variable's name.
+func TestExecutorPass(t *testing.T) {
+	t.Parallel()
+	e, err := assets.ParseExecutor("cc.yaml", []byte("schemaVersion: 2\nkind: Executor\nmetadata: {name: cc}\nspec: {command: claude, output: claude_code, pass: [PROJECT_MODEL_KEY]}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"PROJECT_MODEL_KEY"}, e.Spec.Pass)
+
+	_, err = assets.ParseExecutor("cc.yaml", []byte("schemaVersion: 2\nkind: Executor\nmetadata: {name: cc}\nspec: {command: claude, output: claude_code, pass: [OK, 1BAD]}\n"))
+	require.ErrorIs(t, err, assets.ErrInvalid)
+	assert.Contains(t, err.Error(), `spec.pass[1]: "1BAD" is not an environment variable name`)
+}

@@ -339,7 +339,11 @@ func (c *Catalog) missing(what, name string) error {
 		return &Error{Problems: probs}
 	}
 	if len(c.problems) > 0 {
-		return fmt.Errorf("%s %q %w (some catalog files could not be loaded: orbit job list shows why)", what, name, ErrNotFound)
+		lines := make([]string, len(c.problems))
+		for i, p := range c.problems {
+			lines[i] = p.String()
+		}
+		return fmt.Errorf("%s %q %w; some catalog files could not be loaded, and one may define it:\n%s", what, name, ErrNotFound, strings.Join(lines, "\n"))
 	}
 	return fmt.Errorf("%s %q %w", what, name, ErrNotFound)
 }

@@ -14,7 +14,7 @@ import (
 // template, because it describes a program, not a step.
 
 var (
-	executorKeys    = []string{"command", "args", "output", "env"}
+	executorKeys    = []string{"command", "args", "output", "env", "pass"}
 	executorOutputs = []string{OutputText, OutputClaudeJSON, OutputCodexJSONL, OutputClaudeCode, OutputCodex}
 )
 
@@ -75,6 +75,14 @@ func (d *decoder) executorSpec(n *yaml.Node, path string) ExecutorSpec {
 	if n := m.get("env"); n != nil {
 		spec.Env = d.executorEnv(n, child(path, "env"))
 	}
+	if n := m.get("pass"); n != nil {
+		spec.Pass, _ = d.stringList(n, child(path, "pass"))
+		for i, name := range spec.Pass {
+			if !envName.MatchString(name) {
+				d.addAt(n, fmt.Sprintf("%s[%d]", child(path, "pass"), i), fmt.Sprintf("%q is not an environment variable name (letters, digits and _, not starting with a digit)", name))
+			}
+		}
+	}
 	return spec
 }
 
@@ -126,5 +134,6 @@ func (s ExecutorSpec) clone() ExecutorSpec {
 	c := s
 	c.Args = slices.Clone(s.Args)
 	c.Env = maps.Clone(s.Env)
+	c.Pass = slices.Clone(s.Pass)
 	return c
 }

@@ -221,6 +221,9 @@ func (l *jobLoader) activityBody(m *mapping, out *Step, sn *stepNode) {
 	}
 	if out.Activity != nil {
 		sn.activityType, sn.backend = out.Activity.Type, out.Activity.Backend
+		if es := out.Activity.ExecutorSpec; es != nil {
+			sn.output = es.Output
+		}
 	}
 	if n := m.get("default_input"); n != nil {
 		out.DefaultInput, _ = d.value(n, child(m.path, "default_input"), &sn.sites)

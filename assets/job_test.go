@@ -323,25 +323,42 @@ func TestSessionInLoopWithCLIBackend(t *testing.T) {
             spec: {type: agent_loop, instruction: hi, provider: claude` + backend + `}
 `)
 	}
-	// Explicit cli is rejected whatever the default backend.
+	// The seeded executor claude is Claude Code, which continues its
+	// session.
 	_, err := assets.ParseJob("j.yaml", steps(", backend: cli"), nil)
-	assert.EqualError(t, err, "j.yaml:11: spec.steps[0].loop.steps[0].session: cannot be bound inside a loop when the agent_loop runs on the cli backend")
+	require.NoError(t, err)
 	// auto resolves to http for ParseJob.
 	_, err = assets.ParseJob("j.yaml", steps(""), nil)
 	require.NoError(t, err)
 
-	// A catalog whose backend is cli resolves auto to cli.
+	// A catalog whose backend is cli resolves auto to cli: an executor
+	// whose output is text cannot continue a session.
 	root := t.TempDir()
+	writeFile(t, root, ".orbit/executors/claude.yaml", "schemaVersion: 2\nkind: Executor\nmetadata: {name: claude}\nspec: {command: agent, output: text}\n")
 	writeFile(t, root, ".orbit/jobs/j.yaml", string(steps("")))
 	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.ErrorIs(t, err, assets.ErrInvalid)
-	assert.Contains(t, err.Error(), "on the cli backend (backend auto resolves to cli)")
+	assert.Contains(t, err.Error(), "spec.steps[0].loop.steps[0].session: cannot be bound inside a loop when the agent_loop runs on the cli backend (backend auto resolves to cli) with an executor other than claude_code or codex: it starts a fresh process each step (output text)")
 	_, err = openStrict(root, assets.CatalogOptions{Backend: "http"})
 	require.NoError(t, err)
 	// http explicitly is fine even when the default is cli.
 	writeFile(t, root, ".orbit/jobs/j.yaml", string(steps(", backend: http")))
 	_, err = openStrict(root, assets.CatalogOptions{Backend: "cli"})
 	require.NoError(t, err)
+
+	// Claude Code and Codex continue their own sessions; an executor whose
+	// output is text starts afresh each step.
+	for output, ok := range map[string]bool{"claude_code": true, "codex": true, "text": false} {
+		writeFile(t, root, ".orbit/executors/claude.yaml", "schemaVersion: 2\nkind: Executor\nmetadata: {name: claude}\nspec: {command: agent, output: "+output+"}\n")
+		writeFile(t, root, ".orbit/jobs/j.yaml", string(steps(", backend: cli")))
+		_, err = openStrict(root, assets.CatalogOptions{})
+		if ok {
+			assert.NoError(t, err, output)
+		} else {
+			require.ErrorIs(t, err, assets.ErrInvalid, output)
+			assert.Contains(t, err.Error(), "it starts a fresh process each step (output text)")
+		}
+	}
 }
 
 func TestYAMLAnchorsAndMergeKeys(t *testing.T) {

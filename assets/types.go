@@ -171,6 +171,10 @@ type ExecutorSpec struct {
 	// Env is added to the engine's environment of the command. Values are
 	// literal.
 	Env map[string]string `json:"env,omitempty"`
+	// Pass names variables of the engine's environment the agent is given
+	// besides the allowlist every CLI agent has (agent.AgentEnviron): a
+	// provider key under a name of the project's own.
+	Pass []string `json:"pass,omitempty"`
 }
 
 // Job is a named, loaded Job asset with every activity reference resolved.

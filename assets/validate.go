@@ -46,6 +46,7 @@ type stepNode struct {
 	activityType string
 	backend      string // the agent_loop's resolved backend
 	backendAuto  bool   // an inline agent_loop's backend was auto
+	output       string // the output of the agent_loop's executor on the cli backend
 	session      string
 	sessionLine  int
 }
@@ -209,7 +210,8 @@ func (l *jobLoader) stepRefProblem(id string, visible map[string]bool) string {
 // checkSession enforces where a step may bind a session: never inside a
 // fan_out worker (workers run concurrently), and not inside a loop when the
 // step's agent_loop runs on the cli backend (DESIGN §6), as resolved when
-// its spec was loaded.
+// its spec was loaded, unless its executor is one whose session Orbit
+// continues (claude_code, codex); other CLI agents start afresh each step.
 func (l *jobLoader) checkSession(sn *stepNode) {
 	if sn.session == "" {
 		return
@@ -221,7 +223,7 @@ func (l *jobLoader) checkSession(sn *stepNode) {
 			return
 		}
 	}
-	if sn.activityType != TypeAgentLoop || sn.backend != BackendCLI {
+	if sn.activityType != TypeAgentLoop || sn.backend != BackendCLI || sn.output == OutputClaudeCode || sn.output == OutputCodex {
 		return
 	}
 	for a := sn.parent; a != nil; a = a.parent {
@@ -229,6 +231,10 @@ func (l *jobLoader) checkSession(sn *stepNode) {
 			reason := "cannot be bound inside a loop when the agent_loop runs on the cli backend"
 			if sn.backendAuto {
 				reason += " (backend auto resolves to cli)"
+			}
+			reason += " with an executor other than claude_code or codex: it starts a fresh process each step"
+			if sn.output != "" {
+				reason += fmt.Sprintf(" (output %s)", sn.output)
 			}
 			l.d.add(sn.sessionLine, path, reason)
 			return

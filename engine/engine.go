@@ -459,11 +459,19 @@ func (e *Engine) watch(ctx context.Context, stop context.CancelCauseFunc, check 
 	}
 }
 
-// stateRemoved returns an error once the root's state directory is gone.
+// stateRemoved returns an error once the root's state directory, or the
+// embedded server's store in it, is gone: the server keeps writing into
+// files nobody can open again, so what it acknowledged would be lost.
 func (e *Engine) stateRemoved(context.Context) error {
-	if _, err := os.Stat(StateDir(e.cfg.Root)); errors.Is(err, fs.ErrNotExist) {
-		e.logger.Error("the engine's state was removed; stopping", "dir", StateDir(e.cfg.Root))
-		return fmt.Errorf("%s was removed: this engine's log and views are gone", StateDir(e.cfg.Root))
+	dirs := []string{StateDir(e.cfg.Root)}
+	if e.cfg.NATSURL == "" {
+		dirs = append(dirs, filepath.Join(StateDir(e.cfg.Root), "nats"))
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			e.logger.Error("the engine's state was removed; stopping", "dir", dir)
+			return fmt.Errorf("%s was removed: this engine's log and views are gone", dir)
+		}
 	}
 	return nil
 }

@@ -49,12 +49,17 @@ type AgentTurnData struct {
 
 // AgentSessionData records the transcript of a named session after a step
 // used it, so a later step (or a restarted engine) continues the same
-// conversation.
+// conversation. A CLI agent keeps its own transcript: the record names its
+// session instead (Agent, CLISession) and has no Transcript.
 type AgentSessionData struct {
 	Attempt    int     `json:"attempt"`
 	Session    string  `json:"session"`
 	Messages   int     `json:"messages"`
-	Transcript BlobRef `json:"transcript"`
+	Transcript BlobRef `json:"transcript,omitzero"`
+	// Agent is the adapter whose session CLISession is (claude_code,
+	// codex); both are empty for the HTTP loop.
+	Agent      string `json:"agent,omitempty"`
+	CLISession string `json:"cli_session,omitempty"`
 }
 
 // ToolCalledData records one executed tool call. The input is identified

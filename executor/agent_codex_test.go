@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,4 +137,25 @@ func TestCodexTurnLimitStopsTheAgent(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(dir, "two.txt"), "the second command was stopped")
 	turns := decodeAll[events.AgentTurnData](t, ofType(history(t, log, runID), events.AgentTurn))
 	assert.Len(t, turns, 2)
+}
+
+// TestCodexInstantCommandIsRecorded: a command that ends at once (no sleep
+// before it) is on record as its tool.called, run after run, whether or
+// not Codex printed its item.started.
+func TestCodexInstantCommandIsRecorded(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	for i := range 3 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			srv := testkit.NewOpenAIServer(t,
+				testkit.Turn{Tools: []testkit.ToolUse{{ID: "call_write", Name: "exec_command", Input: map[string]any{"cmd": "echo written > out.txt"}}}},
+				testkit.Turn{Text: "the file is written"})
+			runID, fin := runJob(t, log, codexJob(t, srv, writeForAMinute), nil)
+			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+			calls := decodeAll[events.ToolCalledData](t, ofType(history(t, log, runID), events.ToolCalled))
+			require.Len(t, calls, 1, "the instant command is on record")
+			assert.Equal(t, "shell.exec", calls[0].Name)
+			assert.Empty(t, calls[0].Error)
+		})
+	}
 }

@@ -280,9 +280,9 @@ func (a *agentStep) toolContext(spec *assets.ActivitySpec) (*agent.ToolContext, 
 	return &agent.ToolContext{Workspace: a.cmd.Workspace, Profile: profile, AllowedPrograms: spec.AllowedPrograms}, nil
 }
 
-// sessionHistory returns the transcript of the step's named session as the
-// last step that used it in this run left it.
-func (a *agentStep) sessionHistory(ctx context.Context) ([]agent.Message, error) {
+// lastSession is the record of the step's named session as the last step
+// that used it in this run left it (nil: none has).
+func (a *agentStep) lastSession(ctx context.Context) (*events.AgentSessionData, error) {
 	if a.cmd.Session == "" {
 		return nil, nil
 	}
@@ -299,8 +299,19 @@ func (a *agentStep) sessionHistory(ctx context.Context) ([]agent.Message, error)
 			last = &d
 		}
 	}
-	if last == nil {
-		return nil, nil
+	return last, nil
+}
+
+// sessionHistory returns the transcript of the step's named session as the
+// last step that used it in this run left it.
+func (a *agentStep) sessionHistory(ctx context.Context) ([]agent.Message, error) {
+	last, err := a.lastSession(ctx)
+	if err != nil || last == nil {
+		return nil, err
+	}
+	if last.CLISession != "" {
+		return nil, fail(events.KindValidation, false, "session %s was last continued by a CLI agent (%s), which keeps its own transcript: an agent_loop over HTTP cannot continue it",
+			a.cmd.Session, last.Agent)
 	}
 	data, err := a.w.cfg.Log.GetBlob(ctx, last.Transcript.Digest)
 	if err != nil {
@@ -348,6 +359,14 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 	if err != nil {
 		return nil, err
 	}
+	resume, err := a.cliSession(ctx, spec.ExecutorSpec.Output)
+	if err != nil {
+		return nil, err
+	}
+	profile, err := a.w.profile(spec.FSProfile)
+	if err != nil {
+		return nil, err
+	}
 	server, err := a.taskMCP(spec, input, task)
 	if err != nil {
 		return nil, err
@@ -373,6 +392,10 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		OnDenial:        spec.OnDenial,
 		Budget:          budget,
 		Sandbox:         a.w.cfg.AgentSandbox,
+		Profile:         &profile,
+		ResponseSchema:  responseSchema(spec),
+		Persist:         a.cmd.Session != "",
+		Resume:          resume,
 		MCP:             server.config(),
 	})
 	if errors.Is(err, agent.ErrNoCompletion) && !spec.CompletionRequired() {
@@ -381,7 +404,43 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 	if err != nil {
 		return nil, agentFailure(err)
 	}
+	if out.CLISession != "" && a.cmd.Session != "" {
+		if err := a.emit(ctx, events.AgentSession, events.AgentSessionData{Attempt: a.cmd.Attempt, Session: a.cmd.Session,
+			Messages: out.Turns, Agent: spec.ExecutorSpec.Output, CLISession: out.CLISession}); err != nil {
+			return nil, err
+		}
+	}
 	return responseOutput(spec, out)
+}
+
+// cliSession is the CLI agent's own session the step continues: the one
+// the last step of its named session left, if any. Only the claude_code
+// and codex adapters continue one; a session another agent started is
+// not theirs to continue.
+//
+// IMPORTANT: a session is recorded only when the invocation that forked it
+// succeeded. An attempt that failed, or was cut short by the engine's
+// death, is run again from the session as the step found it.
+func (a *agentStep) cliSession(ctx context.Context, output string) (string, error) {
+	if a.cmd.Session == "" {
+		return "", nil
+	}
+	if output != agent.OutputClaudeCode && output != agent.OutputCodex {
+		return "", fail(events.KindValidation, false, "session %s: output %s starts a fresh process each step with no session to continue (only claude_code and codex continue theirs)",
+			a.cmd.Session, output)
+	}
+	last, err := a.lastSession(ctx)
+	if err != nil || last == nil {
+		return "", err
+	}
+	if last.Agent != output {
+		by := "an agent_loop over HTTP"
+		if last.Agent != "" {
+			by = last.Agent
+		}
+		return "", fail(events.KindValidation, false, "session %s was last continued by %s: %s cannot continue it", a.cmd.Session, by, output)
+	}
+	return last.CLISession, nil
 }
 
 func (w *Worker) getenv(name string) string {
@@ -432,4 +491,15 @@ func taskEnv(input any, task *TaskBinding) []string {
 	}
 	id, _ := inputString(input, "task_id")
 	return append(os.Environ(), EnvTaskID+"="+id, EnvTaskToken+"="+task.Token)
+}
+
+// responseSchema is the schema a claude_code agent's answer is asked in
+// when the step requires a response envelope: any JSON object. Claude
+// Code then answers through its StructuredOutput tool, checked against
+// it, rather than in text Orbit has to parse.
+func responseSchema(spec *assets.ActivitySpec) string {
+	if !spec.RequireResponseEnvelope || spec.ExecutorSpec.Output != agent.OutputClaudeCode {
+		return ""
+	}
+	return `{"type":"object"}`
 }

@@ -55,13 +55,19 @@ spec:
 		spec.Provider = a.provider
 	}
 	es := a.spec
-	es.Env = map[string]string{}
-	for _, kv := range a.env {
-		k, v, _ := strings.Cut(kv, "=")
-		es.Env[k] = v
-	}
+	es.Env = envMap(a.env)
 	spec.ExecutorSpec = &es
 	return job
+}
+
+// envMap is an executor's env of KEY=VALUE pairs.
+func envMap(env []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }
 
 // cliEngine starts a log and an engine whose steps run in a fresh

@@ -39,7 +39,10 @@ func responseOutput(spec *assets.ActivitySpec, out *agent.Outcome) (any, error) 
 	if !spec.RequireResponseEnvelope {
 		return output, nil
 	}
-	env, ok := responseEnvelope(out.FinalMessage)
+	env, ok := out.Response, out.Response != nil
+	if !ok {
+		env, ok = responseEnvelope(out.FinalMessage)
+	}
 	if !ok {
 		return nil, fail(events.KindActivity, true,
 			"require_response_envelope: the final message is not a JSON object: %q", capMessage(out.FinalMessage))

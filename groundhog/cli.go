@@ -145,6 +145,7 @@ func (a *attempt) cliSession(ctx context.Context, cp *assets.Checkpoint, mem *Me
 		Stop:            stop,
 		StopGrace:       VerbGrace,
 		Sandbox:         r.cfg.CLI.Sandbox,
+		Profile:         &r.cfg.Profile,
 	})
 	cancel()
 	wg.Wait()

@@ -67,7 +67,7 @@ ended.`,
 				return err
 			}
 			if !tree && events.Terminal(view.State) {
-				return &exitError{code: exitUnsuccess, err: fmt.Errorf("run %s has already finished (%s); a finished run never changes", view.ID, view.State)}
+				return &exitError{code: exitUsage, err: fmt.Errorf("run %s has already finished (%s); a finished run never changes", view.ID, view.State)}
 			}
 			// Every end from here on is seen, whichever runs the engine asks.
 			from, err := l.LastSeq(ctx)
@@ -84,7 +84,7 @@ ended.`,
 				return err
 			}
 			if len(asked.Runs) == 0 {
-				return &exitError{code: exitUnsuccess, err: fmt.Errorf("run %s has already finished (%s) and no run below it is live", view.ID, view.State)}
+				return &exitError{code: exitUsage, err: fmt.Errorf("run %s has already finished (%s) and no run below it is live", view.ID, view.State)}
 			}
 			for _, id := range asked.Runs {
 				a.printf("%s\n", id)

@@ -87,7 +87,7 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 		r = p.Orbit("init", "--new-log")
 		assert.Equal(t, 2, r.Code, r.String())
 		assert.Empty(t, r.Stdout, "not \"already initialised\"")
-		assert.Regexp(t, `^orbit: nothing was set aside: the background engine \(pid `+strconv.Itoa(p.EnginePID())+`, started by an orbit command\) serves this root and holds its views\. Stop it with kill \d+ \(or wait: it exits after its idle timeout, engine\.idle_timeout_seconds\), then run orbit init --new-log again\n$`,
+		assert.Regexp(t, `^orbit: nothing was set aside: the background engine \(pid `+strconv.Itoa(p.EnginePID())+`, started by an orbit command\) serves this root and holds its views\. Stop it with orbit engine stop \(or wait: it exits after its idle timeout, engine\.idle_timeout_seconds\), then run orbit init --new-log again\n$`,
 			r.Stderr, "the views of a running engine stay")
 		p.StopEngine()
 		require.NoError(t, os.RemoveAll(store))

@@ -50,7 +50,7 @@ func stopEngine(root string) string {
 	case err != nil:
 		return "Stop it (its pid is in " + filepath.Join(engine.StateDir(root), "engine.json") + ")"
 	case info.Background:
-		return fmt.Sprintf("Stop it with kill %d (or wait: it exits after its idle timeout, engine.idle_timeout_seconds)", info.PID)
+		return "Stop it with orbit engine stop (or wait: it exits after its idle timeout, engine.idle_timeout_seconds)"
 	}
-	return fmt.Sprintf("Stop that orbit serve (Ctrl-C where it runs, or kill %d)", info.PID)
+	return fmt.Sprintf("Stop that orbit serve with orbit engine stop (or Ctrl-C where it runs, or kill %d)", info.PID)
 }

@@ -166,6 +166,6 @@ spec:
 	}
 
 	r = p.Orbit("run", "cancel", "--tree", root)
-	assert.Equal(t, 1, r.Code, "nothing left to cancel: %s", r)
+	assert.Equal(t, 2, r.Code, "nothing left to cancel: %s", r)
 	assert.Contains(t, r.Stderr, "no run below it is live")
 }

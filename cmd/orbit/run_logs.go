@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/projector"
 )
 
 func (a *app) runLogsCommand() *cobra.Command {
@@ -46,6 +48,13 @@ engine could be reached.`,
 			raw := false
 			if step != "" {
 				if procs, raw = selectProcesses(procs, step); len(procs) == 0 {
+					v, err := getRun(ctx, l, runID)
+					if err != nil {
+						return err
+					}
+					if !slices.ContainsFunc(v.Steps, func(s projector.StepView) bool { return s.Key == step || strings.HasPrefix(s.Key, step+"/") }) {
+						return usageErr("run %s has no step %q (orbit run show %s lists its steps)", runID, clip(step), runID)
+					}
 					return usageErr("step %s of run %s ran no process (orbit run show %s lists its steps)", clip(step), runID, runID)
 				}
 			}

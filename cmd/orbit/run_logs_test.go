@@ -86,7 +86,7 @@ func TestRunLogsPrintsWhatAStepWrote(t *testing.T) {
 
 	r = p.Orbit("run", "logs", id, "-s", "nope")
 	assert.Equal(t, 2, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "step nope of run "+id+" ran no process")
+	assert.Contains(t, r.Stderr, "run "+id+" has no step \"nope\"")
 }
 
 // TestRunShorthandRefusesWhatLooksLikeASubcommand: 'orbit run <job>' does

@@ -67,6 +67,22 @@ func (a *app) workspaceRepo(workspace string) (*gitops.Repo, error) {
 	return repo, nil
 }
 
+// currentTaskBranch is the branch a Groundhog task commits on when none is
+// named: the workspace's current branch, which must have a commit, since
+// every attempt starts from the task branch's last commit.
+func currentTaskBranch(ctx context.Context, repo *gitops.Repo) (string, error) {
+	branch, err := repo.CurrentBranch(ctx)
+	if err != nil {
+		return "", usageErr("--workspace %s: %v; name the task branch with --branch", repo.Dir, err)
+	}
+	if _, err := repo.BranchSHA(ctx, branch); errors.Is(err, gitops.ErrBranchNotFound) {
+		return "", usageErr("--workspace %s: branch %s has no commit yet, and every attempt starts from the task branch's last commit: commit first, or name another branch with --branch", repo.Dir, branch)
+	} else if err != nil {
+		return "", usageErr("--workspace %s: %v", repo.Dir, err)
+	}
+	return branch, nil
+}
+
 func (a *app) taskAddCommand() *cobra.Command {
 	var t engine.TaskCreate
 	var planFile, checkpointPlan, workspace string
@@ -104,8 +120,8 @@ a time. Prints the new task's id (the task with --json).`,
 				}
 				t.Plan = string(data)
 				if t.Branch == "" {
-					if t.Branch, err = repo.CurrentBranch(ctx); err != nil {
-						return usageErr("--workspace %s: %v; name the branch Groundhog commits on with --branch", repo.Dir, err)
+					if t.Branch, err = currentTaskBranch(ctx, repo); err != nil {
+						return err
 					}
 				}
 			}
@@ -171,8 +187,8 @@ the task id.`,
 				return err
 			}
 			if branch == "" {
-				if branch, err = repo.CurrentBranch(ctx); err != nil {
-					return usageErr("--workspace %s: %v; name the task branch with --branch", workspace, err)
+				if branch, err = currentTaskBranch(ctx, repo); err != nil {
+					return err
 				}
 			} else if _, err := repo.BranchSHA(ctx, branch); err != nil {
 				return usageErr("--branch %s: %v", branch, err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -192,4 +193,32 @@ func BenchmarkStart(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestASandboxedProgramCannotSignalTheEngine: the program's PID namespace
+// holds its own processes only: the engine's pid (this test process's,
+// and its parent's) names no process it can signal.
+func TestASandboxedProgramCannotSignalTheEngine(t *testing.T) {
+	t.Parallel()
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox on this machine: %s", why)
+	}
+	script := `kill -0 "$1"; echo " engine:$?"; kill -0 "$2"; echo " parent:$?"`
+	cmd := exec.Command("sh", "-c", script, "probe", strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid()))
+	mode, err := sandbox.Wrap(cmd, sandbox.Policy{})
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.ModeMountNamespace, mode)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	g, err := proc.Start(testkit.Context(t), cmd)
+	require.NoError(t, err)
+	res := g.Wait(testkit.Context(t), 0, 0)
+	require.Equal(t, 0, res.ExitCode, "%v: %s", res.Err, out.String())
+	assert.NotContains(t, out.String(), " engine:0", "the engine was reachable by its pid: %s", out.String())
+	assert.NotContains(t, out.String(), " parent:0", "the engine's parent was reachable by its pid: %s", out.String())
+
+	// Outside the sandbox the same script reaches both.
+	plain, err := exec.Command("sh", "-c", script, "probe", strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())).CombinedOutput()
+	require.NoError(t, err)
+	assert.Contains(t, string(plain), " engine:0")
 }
