@@ -337,3 +337,38 @@ func TestASucceededRunIsNotRetried(t *testing.T) {
 	g.tick(r)
 	require.Len(t, g.requested(1), 1)
 }
+
+// TestARetryDecidedByADeadEngineIsCarriedOut: a retry decided and not yet
+// sent (the engine died between) is sent by the next scheduler, with the
+// id of the tick's attempt; a new tick then ends the old tick's retries.
+func TestARetryDecidedByADeadEngineIsCarriedOut(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 5}}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 2)
+	ctx := testkit.Context(t)
+	g.tick(r)
+	_, rev, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	tick := at("2026-11-28T17:00:00Z")
+	retry := routine.RetryRunID("r", tick, 1)
+	decided := routine.State{Last: tick, Action: routine.ActionRetried, Run: retry, LastRun: retry, LastFire: tick, Fired: 1, Retries: 1}
+	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.clock.set(at("2026-11-28T17:00:30Z"))
+	g.tick(r)
+	runs := g.requested(1)
+	require.Len(t, runs, 1)
+	assert.Equal(t, retry, runs[0].RunID)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 1}, *runs[0].Routine)
+
+	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: retry, Job: "tick"}, events.RunFinishedData{State: events.StateFailed})
+	require.NoError(t, err)
+	g.clock.set(at("2026-11-28T18:00:00.5Z"))
+	g.tick(r)
+	runs = g.requested(2)
+	require.Len(t, runs, 2)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: at("2026-11-28T18:00:00Z")}, *runs[1].Routine)
+	st, _, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, 0, st.Retries)
+	assert.True(t, st.RetryAt.IsZero())
+}
