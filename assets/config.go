@@ -700,8 +700,9 @@ const gitignore = "# Orbit's runtime state: the event log and its views.\nstate/
 
 // Scaffold returns the files orbit init writes, keyed by their slash-separated
 // path relative to .orbit/: config.yaml (the defaults, commented),
-// .gitignore (ignoring state/), jobs/example.yaml and
-// activities/example_shell.yaml. The files load without problems. Each call
+// .gitignore (ignoring state/), jobs/example.yaml,
+// activities/example_shell.yaml and routines/README.md (no routine: an
+// example to copy). The files load without problems. Each call
 // returns a new map.
 func Scaffold() map[string][]byte {
 	files := map[string][]byte{".gitignore": []byte(gitignore)}

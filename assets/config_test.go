@@ -180,7 +180,7 @@ func TestScaffold(t *testing.T) {
 	for name := range files {
 		names = append(names, name)
 	}
-	assert.ElementsMatch(t, []string{"config.yaml", ".gitignore", "jobs/example.yaml", "activities/example_shell.yaml"}, names)
+	assert.ElementsMatch(t, []string{"config.yaml", ".gitignore", "jobs/example.yaml", "activities/example_shell.yaml", "routines/README.md"}, names)
 	assert.Contains(t, string(files[".gitignore"]), "\nstate/\n")
 
 	root := t.TempDir()

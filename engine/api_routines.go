@@ -99,6 +99,23 @@ func (e *Engine) loadRoutines() ([]*routine.Routine, []assets.Problem, error) {
 	return list, nil, err
 }
 
+// routinesActive reports whether the project has a routine that is not
+// paused: a background engine does not stop for being idle while one has
+// ticks to fire (a routine never seen yet counts).
+func (e *Engine) routinesActive(ctx context.Context) bool {
+	list, _, err := e.loadRoutines()
+	if err != nil {
+		return false
+	}
+	for _, r := range list {
+		st, _, err := routine.ReadState(ctx, e.log, r.Name)
+		if err != nil || !st.Paused {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *Engine) apiRoutines(ctx context.Context, _ json.RawMessage) (any, error) {
 	list, problems, err := e.loadRoutines()
 	if err != nil {

@@ -486,7 +486,8 @@ func (e *Engine) stateRemoved(context.Context) error {
 func (e *Engine) touch() { e.lastActivity.Store(time.Now().UnixNano()) }
 
 // watchIdle stops the engine once nothing has happened for its idle
-// timeout (which, for an engine started on demand, follows the project's
+// timeout, a busy run or a routine that is not paused counting as
+// something (the timeout, for an engine started on demand, follows the project's
 // engine.idle_timeout_seconds as it is reloaded).
 func (e *Engine) watchIdle(ctx context.Context, stop context.CancelCauseFunc) {
 	tick := time.NewTicker(min(e.cfg.IdleTimeout/4, time.Second))
@@ -496,7 +497,7 @@ func (e *Engine) watchIdle(ctx context.Context, stop context.CancelCauseFunc) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if e.orch.Busy() > 0 {
+			if e.orch.Busy() > 0 || e.routinesActive(ctx) {
 				e.touch()
 				continue
 			}

@@ -167,6 +167,9 @@ type RoutineTick struct {
 	// Missed is how many earlier ticks no engine fired: the run is the one
 	// catch-up run of missed_run: catch_up_once.
 	Missed int `json:"missed,omitempty"`
+	// Retry is the retry attempt (policy.retries) this run is of the
+	// tick, whose earlier run failed; 0 for the tick's first run.
+	Retry int `json:"retry,omitempty"`
 }
 
 // RetryStep is what a retry with From does with one top-level step before

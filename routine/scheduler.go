@@ -55,12 +55,19 @@ type State struct {
 	// Paused: no tick is decided until the routine is resumed; then the
 	// ticks that passed are missed ticks.
 	Paused bool `json:"paused,omitempty"`
+	// Retries is how many times LastFire's tick was run again after its
+	// run failed (policy.retries); RetryAt, when set, is when the next
+	// retry is due: decided once the failure is seen, so every engine
+	// waits the same backoff.
+	Retries int       `json:"retries,omitempty"`
+	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
 // Actions recorded in State.Action.
 const (
 	ActionFired   = "fired"
 	ActionSkipped = "skipped"
+	ActionRetried = "retried"
 )
 
 // TickRunID is the run id of a routine's tick: a ULID whose time is the
@@ -74,6 +81,12 @@ func TickRunID(name string, tick time.Time) string {
 	}
 	copy(id[6:], sum[:10])
 	return id.String()
+}
+
+// RetryRunID is the run id of retry attempt (1, 2…) of a routine's tick,
+// derived as TickRunID's is, so every engine names the same retry.
+func RetryRunID(name string, tick time.Time, attempt int) string {
+	return TickRunID(fmt.Sprintf("%s\x00retry %d", name, attempt), tick)
 }
 
 // Config is what a Scheduler needs.
@@ -223,12 +236,14 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 			return time.Time{}, nil
 		}
 		due, n := dueTicks(r.schedule, st.Last, now)
+		var next State
 		if n == 0 {
-			next, _ := r.schedule.Next(st.Last)
-			return next, nil
-		}
-		next, err := s.decide(ctx, r, st, due, n, now)
-		if err != nil {
+			var wake time.Time
+			next, wake, err = s.retry(ctx, r, st, now)
+			if err != nil || !wake.IsZero() {
+				return wake, err
+			}
+		} else if next, err = s.decide(ctx, r, st, due, n, now); err != nil {
 			return time.Time{}, err
 		}
 		if _, err := writeState(ctx, s.cfg.Log, r.Name, next, rev); err != nil {
@@ -301,8 +316,61 @@ func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.T
 	}
 	next.Action = ActionFired
 	next.LastRun, next.LastFire = next.Run, due
+	next.Retries, next.RetryAt = 0, time.Time{}
 	next.Fired++
 	return next, nil
+}
+
+// retry is the decision on the last tick's run when no tick is due: once
+// the run has failed and retries are left, first the moment of the next
+// retry (the backoff from when the failure was seen), then, from that
+// moment, the retry's run, decided and carried out as a tick is. It
+// returns when to look again instead when there is nothing to decide now.
+func (s *Scheduler) retry(ctx context.Context, r *Routine, st State, now time.Time) (State, time.Time, error) {
+	wake, _ := r.schedule.Next(st.Last)
+	if st.LastRun == "" || st.Retries >= r.Retries {
+		return State{}, wake, nil
+	}
+	if !st.RetryAt.IsZero() {
+		if now.Before(st.RetryAt) {
+			return State{}, earliest(wake, st.RetryAt), nil
+		}
+		next := st
+		next.Retries++
+		next.Action, next.Acted, next.RetryAt = ActionRetried, false, time.Time{}
+		next.Run = RetryRunID(r.Name, st.LastFire, next.Retries)
+		next.LastRun = next.Run
+		next.Reason, next.Running, next.Missed = "", "", 0
+		return next, time.Time{}, nil
+	}
+	failed, err := Failed(ctx, s.cfg.Log, st.LastRun)
+	if err != nil || !failed {
+		return State{}, earliest(wake, now.Add(s.cfg.Poll)), err
+	}
+	next := st
+	next.RetryAt = now.Add(time.Duration(r.BackoffMinutes) * time.Minute)
+	return next, time.Time{}, nil
+}
+
+// earliest is the earlier of a and b, ignoring a zero a.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Failed reports whether run id has finished failed.
+func Failed(ctx context.Context, log *events.Log, id string) (bool, error) {
+	evs, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, id, events.RunFinished)}})
+	if err != nil || len(evs) == 0 {
+		return false, err
+	}
+	var d events.RunFinishedData
+	if err := evs[len(evs)-1].Decode(&d); err != nil {
+		return false, fmt.Errorf("run %s: %s: %w", id, events.RunFinished, err)
+	}
+	return d.State == events.StateFailed, nil
 }
 
 // Live reports whether run id was requested and has not finished.
@@ -324,6 +392,13 @@ func (s *Scheduler) act(ctx context.Context, r *Routine, st State) error {
 		}
 		s.cfg.Logger.Warn("routine run refused", "routine", r.Name, "tick", st.Last, "err", err)
 		return s.skip(ctx, r, st, events.SkipRefused, err.Error())
+	case ActionRetried:
+		err := s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.LastFire, Retry: st.Retries})
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		s.cfg.Logger.Warn("routine retry refused", "routine", r.Name, "tick", st.LastFire, "retry", st.Retries, "err", err)
+		return nil
 	case ActionSkipped:
 		return s.skip(ctx, r, st, st.Reason, "")
 	}

@@ -266,3 +266,109 @@ func TestTimeoutCancelsALiveRun(t *testing.T) {
 	assert.Equal(t, "routine:r", d.Requester)
 	assert.Contains(t, d.Reason, "timeout_minutes (2)")
 }
+
+// TestRetriesRunAFailedTickAgainAfterTheBackoff: a tick's run that fails is
+// run again, once across the engines, when the backoff has passed since the
+// failure was seen, up to policy.retries.max times, each retry named by
+// the tick and its attempt.
+func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 2, backoff_minutes: 1}}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 3)
+	ctx := testkit.Context(t)
+	finish := func(run, state string) {
+		_, err := g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: run, Job: "tick"}, events.RunFinishedData{State: state})
+		require.NoError(t, err)
+	}
+	tick := at("2026-11-28T17:00:00Z")
+	g.tick(r)
+	g.clock.set(at("2026-11-28T17:00:00.5Z"))
+	g.tick(r)
+	first := g.requested(1)[0].RunID
+	finish(first, events.StateFailed)
+	g.clock.set(at("2026-11-28T17:00:10Z"))
+	g.tick(r) // the failure seen: the retry is due at 17:01:10
+	g.clock.set(at("2026-11-28T17:01:09Z"))
+	g.tick(r)
+	require.Len(t, g.requested(1), 1, "within the backoff")
+	g.clock.set(at("2026-11-28T17:01:10Z"))
+	g.tick(r)
+	runs := g.requested(2)
+	require.Len(t, runs, 2)
+	assert.Equal(t, routine.RetryRunID("r", tick, 1), runs[1].RunID)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 1}, *runs[1].Routine)
+	assert.Equal(t, "routine:r", runs[1].Requester)
+
+	finish(runs[1].RunID, events.StateFailed)
+	g.clock.set(at("2026-11-28T17:02:00Z"))
+	g.tick(r)
+	g.clock.set(at("2026-11-28T17:03:00Z"))
+	g.tick(r)
+	runs = g.requested(3)
+	require.Len(t, runs, 3)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 2}, *runs[2].Routine)
+
+	finish(runs[2].RunID, events.StateFailed)
+	g.clock.set(at("2026-11-28T17:05:00Z"))
+	g.tick(r)
+	g.clock.set(at("2026-11-28T17:07:00Z"))
+	g.tick(r)
+	require.Len(t, g.requested(3), 3, "max is 2")
+	st, _, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, 2, st.Retries)
+	assert.Equal(t, 1, st.Fired)
+	assert.Equal(t, runs[2].RunID, st.LastRun)
+}
+
+// TestASucceededRunIsNotRetried: retries are for failed runs only.
+func TestASucceededRunIsNotRetried(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 3}}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 2)
+	g.tick(r)
+	g.clock.set(at("2026-11-28T17:00:00.5Z"))
+	g.tick(r)
+	run := g.requested(1)[0].RunID
+	_, err = g.log.Append(testkit.Context(t), events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: run, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
+	require.NoError(t, err)
+	g.clock.set(at("2026-11-28T17:00:30Z"))
+	g.tick(r)
+	g.tick(r)
+	require.Len(t, g.requested(1), 1)
+}
+
+// TestARetryDecidedByADeadEngineIsCarriedOut: a retry decided and not yet
+// sent (the engine died between) is sent by the next scheduler, with the
+// id of the tick's attempt; a new tick then ends the old tick's retries.
+func TestARetryDecidedByADeadEngineIsCarriedOut(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 5}}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 2)
+	ctx := testkit.Context(t)
+	g.tick(r)
+	_, rev, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	tick := at("2026-11-28T17:00:00Z")
+	retry := routine.RetryRunID("r", tick, 1)
+	decided := routine.State{Last: tick, Action: routine.ActionRetried, Run: retry, LastRun: retry, LastFire: tick, Fired: 1, Retries: 1}
+	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.clock.set(at("2026-11-28T17:00:30Z"))
+	g.tick(r)
+	runs := g.requested(1)
+	require.Len(t, runs, 1)
+	assert.Equal(t, retry, runs[0].RunID)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 1}, *runs[0].Routine)
+
+	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: retry, Job: "tick"}, events.RunFinishedData{State: events.StateFailed})
+	require.NoError(t, err)
+	g.clock.set(at("2026-11-28T18:00:00.5Z"))
+	g.tick(r)
+	runs = g.requested(2)
+	require.Len(t, runs, 2)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: at("2026-11-28T18:00:00Z")}, *runs[1].Routine)
+	st, _, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, 0, st.Retries)
+	assert.True(t, st.RetryAt.IsZero())
+}

@@ -52,8 +52,9 @@ type Routine struct {
 	// TimeoutMinutes (0: none) cancels a run still live this long after
 	// its tick.
 	TimeoutMinutes int `json:"timeout_minutes,omitempty"`
-	// Retries and BackoffMinutes are the upstream retry policy, read and
-	// shown; the scheduler does not retry failed runs.
+	// Retries and BackoffMinutes are policy.retries: a tick's run that
+	// fails is run again up to Retries times, BackoffMinutes after the
+	// failure is seen (see Scheduler.retry).
 	Retries        int `json:"retries,omitempty"`
 	BackoffMinutes int `json:"backoff_minutes,omitempty"`
 	// Overlap is Forbid (the default) or Allow.

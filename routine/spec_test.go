@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -129,4 +130,29 @@ func FuzzParse(f *testing.F) {
 		assert.NotEmpty(t, r.Job)
 		assert.NotNil(t, r.Schedule())
 	})
+}
+
+// TestTheScaffoldedRoutinesDirectory: orbit init's .orbit/routines/ holds
+// no routine (its README is not read as one), and the example its README
+// shows loads once written to a file of its own.
+func TestTheScaffoldedRoutinesDirectory(t *testing.T) {
+	readme, ok := assets.Scaffold()["routines/README.md"]
+	require.True(t, ok)
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, routine.Dir), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, routine.Dir, "README.md"), readme, 0o644))
+	list, err := routine.Load(root)
+	require.NoError(t, err)
+	assert.Empty(t, list)
+
+	_, rest, ok := strings.Cut(string(readme), "```yaml\n")
+	require.True(t, ok)
+	example, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	require.NoError(t, os.WriteFile(filepath.Join(root, routine.Dir, "nightly.yaml"), []byte(example), 0o644))
+	list, err = routine.Load(root)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, "example", list[0].Job)
+	assert.Equal(t, 2, list[0].Retries)
 }

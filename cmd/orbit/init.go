@@ -20,8 +20,8 @@ func (a *app) initCommand() *cobra.Command {
 		Use:   "init",
 		Short: "Create .orbit/ with a config file and sample assets",
 		Long: `Create .orbit/ in the project directory (--root, else the current directory)
-with config.yaml, a .gitignore for the engine's state, and a sample activity
-and job, and the project's NATS identities (engine, client, reader, agent) in
+with config.yaml, a .gitignore for the engine's state, a sample activity
+and job, routines/ (its README shows a routine to copy), and the project's NATS identities (engine, client, reader, agent) in
 .orbit/state/creds/, readable by their owner only: the engine's server admits
 no one else. Existing files and keys are left alone, so init is safe to run
 again.

@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -291,4 +292,34 @@ func routineHistory(t *testing.T, p *testkit.Project) []runSummary {
 	var runs []runSummary
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
 	return slices.DeleteFunc(runs, func(s runSummary) bool { return s.Routine == nil || strings.TrimSpace(s.ID) == "" })
+}
+
+// TestABackgroundEngineStaysUpWhileARoutineIsActive: the engine a command
+// started, with a one-second idle timeout, does not stop while the project
+// has a routine that is not paused, and its routine keeps firing; once the
+// routine is paused the engine stops when idle.
+func TestABackgroundEngineStaysUpWhileARoutineIsActive(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	config := filepath.Join(p.Root, ".orbit", "config.yaml")
+	data, err := os.ReadFile(config)
+	require.NoError(t, err)
+	require.Contains(t, string(data), "idle_timeout_seconds: 60\n")
+	require.NoError(t, os.WriteFile(config, []byte(strings.Replace(string(data), "idle_timeout_seconds: 60\n", "idle_timeout_seconds: 1\n", 1)), 0o644))
+	p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+	p.WriteFile(".orbit/routines/tock.yaml", routineYAML("tock", "tock", routine.Skip, routine.Allow))
+	r := p.Orbit("routine", "list")
+	require.Equal(t, 0, r.Code, r.String())
+	pid := p.EnginePID()
+	require.NotZero(t, pid)
+
+	time.Sleep(5 * time.Second)
+	require.True(t, testkit.Runs(pid), "the engine stopped with an active routine")
+	fired := len(routineHistory(t, p))
+	assert.GreaterOrEqual(t, fired, 1, "ticks fired while no command ran")
+	assert.Equal(t, pid, p.EnginePID())
+
+	r = p.Orbit("routine", "pause", "tock")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.True(t, testkit.WaitDead(pid, 20*time.Second), "the engine stays up with its only routine paused")
 }

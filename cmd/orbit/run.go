@@ -186,6 +186,8 @@ func routineLine(r *events.RoutineTick) string {
 	switch {
 	case r.Manual:
 		return r.Name + ", run-now at " + r.Tick.UTC().Format(time.RFC3339)
+	case r.Retry > 0:
+		return fmt.Sprintf("%s, tick %s (retry %d)", r.Name, r.Tick.UTC().Format(time.RFC3339), r.Retry)
 	case r.Missed > 0:
 		return fmt.Sprintf("%s, tick %s (catching up %d missed)", r.Name, r.Tick.UTC().Format(time.RFC3339), r.Missed)
 	}
