@@ -55,6 +55,8 @@ type Config struct {
 	Runtime    RuntimeConfig `json:"runtime"`
 	// NATS points engines and clients at an existing NATS cluster.
 	NATS NATSConfig `json:"nats"`
+	// Tracing exports OpenTelemetry traces (DESIGN §15).
+	Tracing TracingConfig `json:"tracing"`
 	// FSProfiles are the named filesystem profiles an fsProfile may name,
 	// besides the built-in default (the whole workspace), which a profile
 	// named default redefines.
@@ -190,6 +192,14 @@ type EngineConfig struct {
 // MaxReplicas is the most replicas JetStream gives a stream.
 const MaxReplicas = 5
 
+// TracingConfig is tracing: where the engine exports its traces.
+type TracingConfig struct {
+	// Endpoint is the OTLP endpoint (http://host:4318 for http/protobuf);
+	// OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT overrides it. Empty, and no
+	// variable set: no traces.
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
 // NATSConfig says where an external NATS server or cluster is (DESIGN §9).
 type NATSConfig struct {
 	// URL is a comma-separated list of the cluster's client URLs; empty
@@ -209,9 +219,10 @@ type RuntimeConfig struct {
 
 // configKeys are the keys of config.yaml, by the path of their mapping.
 var configKeys = map[string][]string{
-	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats", "forge"},
+	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats", "forge", "tracing"},
 	"forge":       {"kind", "base_url", "repository", "token_env"},
 	"nats":        {"url", "replicas"},
+	"tracing":     {"endpoint"},
 	"serve":       {"listen", "http", "http_hosts", "tls"},
 	"serve.tls":   {"cert", "key", "ca"},
 	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth", "max_descendants"},
@@ -574,6 +585,9 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 				lines[child(m.path, "replicas")] = vn.Line
 				c.NATS.Replicas, _ = d.scalarInt(vn, child(m.path, "replicas"))
 			}
+		case "tracing":
+			d.checkKeys(m, configKeys[section], nil)
+			c.Tracing.Endpoint = d.setting(m, "endpoint", lines)
 		case "runtime":
 			d.checkKeys(m, configKeys[section], nil)
 			c.Runtime.Backend = d.setting(m, "backend", lines)

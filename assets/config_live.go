@@ -45,6 +45,7 @@ var configSettings = []struct {
 	{ConfigSetting{"runtime.backend", true}, func(c *Config) any { return c.Runtime.Backend }},
 	{ConfigSetting{"nats.url", false}, func(c *Config) any { return c.NATS.URL }},
 	{ConfigSetting{"nats.replicas", false}, func(c *Config) any { return c.NATS.Replicas }},
+	{ConfigSetting{"tracing.endpoint", false}, func(c *Config) any { return c.Tracing.Endpoint }},
 	{ConfigSetting{"fs_profiles", true}, func(c *Config) any { return canonical(c.FSProfiles) }},
 	{ConfigSetting{"providers", true}, func(c *Config) any { return canonical(c.Providers) }},
 	{ConfigSetting{"forge.kind", true}, func(c *Config) any { return c.Forge.Kind }},

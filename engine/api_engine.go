@@ -25,6 +25,9 @@ type Status struct {
 	// UptimeSeconds is how long the engine has run.
 	UptimeSeconds float64      `json:"uptime_seconds"`
 	Config        ConfigStatus `json:"config"`
+	// Now is the engine's clock when it answered (orbit doctor compares
+	// the engines' clocks with it).
+	Now time.Time `json:"now"`
 }
 
 // StopRequest asks engine Engine to stop as SIGTERM would: it stops taking
@@ -53,7 +56,7 @@ func (e *Engine) engineEndpoints() map[string]events.Handler {
 
 func (e *Engine) apiStatus(context.Context, json.RawMessage) (any, error) {
 	info := e.Info()
-	return Status{Info: info, Version: Version, UptimeSeconds: time.Since(info.Started).Seconds(), Config: e.config.Status()}, nil
+	return Status{Info: info, Version: Version, UptimeSeconds: time.Since(info.Started).Seconds(), Config: e.config.Status(), Now: time.Now()}, nil
 }
 
 // apiStop ends Run, with the answer on its way first: Run stops the API

@@ -11,6 +11,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/tracing"
 )
 
 // The write endpoints. A client may not publish to the log or the command
@@ -130,6 +131,11 @@ func decodeSubmission(raw json.RawMessage) (*executor.RunRequest, error) {
 	}
 	if err := checkInput(req.Input); err != nil {
 		return nil, err
+	}
+	if req.Traceparent != "" {
+		if _, err := tracing.ParseTraceparent(req.Traceparent); err != nil {
+			return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
+		}
 	}
 	return &req, nil
 }

@@ -380,6 +380,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer stopWorker()
 	stopOrch := start("orchestrator", e.orch.Run)
 	defer stopOrch()
+	traces, err := e.tracer(ctx)
+	if err != nil {
+		return err
+	}
+	if traces != nil {
+		defer start("tracing", traces)()
+	}
 	// Once the API has stopped, no verb is refused any more: what the
 	// open windows counted is recorded.
 	defer e.refusals.stop()

@@ -146,6 +146,9 @@ type RunRequestedData struct {
 	// jobs the run invokes resolve theirs the same way. Empty in runs
 	// recorded before it was: they resolve by the engine's runtime.backend.
 	Backend string `json:"backend,omitempty"`
+	// Traceparent is the W3C traceparent the caller requested the run
+	// with: the run's span is its child, in its trace (see tracing).
+	Traceparent string `json:"traceparent,omitempty"`
 	// Routine names the routine and the tick a scheduled run fires for
 	// (DESIGN §14); nil for a run someone requested.
 	Routine *RoutineTick `json:"routine,omitempty"`

@@ -165,6 +165,7 @@ func (x *interpreter) invoke(ctx context.Context, sc *scope, st *assets.Step, ke
 		Depth:       x.depth + 1,
 		Root:        x.root,
 		Backend:     x.backend,
+		Traceparent: x.traceparent,
 	}
 	if err := req.PinEnv(x.env); err != nil {
 		return "", false, 0, err

@@ -59,6 +59,9 @@ type interpreter struct {
 	cancelled  chan struct{} // closed when run.cancel_requested arrives
 	cancelMsg  string
 	cancelTree string // the tree cancel it is part of, passed on to children
+	// traceparent is the root's caller's, passed on to children and, as
+	// each step attempt's own, to what the step runs (TRACEPARENT).
+	traceparent string
 
 	// pauses are the run's pauses (see pause.go).
 	pauses *pauses
@@ -73,7 +76,7 @@ func newInterpreter(o *Orchestrator, rc *runCtl) *interpreter {
 	if root == "" {
 		root = rc.id
 	}
-	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, cancelled: make(chan struct{}), pauses: newPauses()}
+	return &interpreter{o: o, runID: rc.id, job: rc.job, depth: rc.depth, root: root, backend: rc.backend, traceparent: rc.traceparent, cancelled: make(chan struct{}), pauses: newPauses()}
 }
 
 // run interprets the run to its end and records run.finished. It returns

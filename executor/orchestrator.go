@@ -121,12 +121,15 @@ type requestFacts struct {
 	depth   int    // see events.RunRequestedData.Depth
 	backend string // see events.RunRequestedData.Backend
 	seq     uint64 // of its run.requested
+	// traceparent is the root's caller's (see
+	// events.RunRequestedData.Traceparent).
+	traceparent string
 }
 
 // factsOf is the requestFacts of run id, whose run.requested at seq
 // records d and job (d.Job decoded).
 func factsOf(id string, seq uint64, job *assets.Job, d *events.RunRequestedData) requestFacts {
-	f := requestFacts{id: id, job: job, root: d.Root, depth: d.Depth, backend: d.Backend, seq: seq}
+	f := requestFacts{id: id, job: job, root: d.Root, depth: d.Depth, backend: d.Backend, seq: seq, traceparent: d.Traceparent}
 	if d.Parent != nil {
 		f.parent = d.Parent.RunID
 	}

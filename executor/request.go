@@ -50,6 +50,9 @@ type RunRequest struct {
 	// events.RunRequestedData.Backend); empty means the engine's
 	// runtime.backend.
 	Backend string `json:"backend,omitempty"`
+	// Traceparent is the caller's W3C traceparent (see
+	// events.RunRequestedData.Traceparent).
+	Traceparent string `json:"traceparent,omitempty"`
 	// Routine is the routine and tick a scheduled run fires for (see
 	// events.RunRequestedData.Routine).
 	Routine *events.RoutineTick `json:"routine,omitempty"`
@@ -102,6 +105,9 @@ type stepCommand struct {
 	ActivityName string `json:"activity_name,omitempty"`
 	// Budget is the run's budget, which an agent step checks between turns.
 	Budget *assets.Budget `json:"budget,omitempty"`
+	// Traceparent is the attempt's span as a W3C traceparent: shell steps
+	// and CLI agents get it as TRACEPARENT.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // stepCommandName is the command name of one step attempt. It is unique per

@@ -8,6 +8,7 @@ import (
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/tracing"
 )
 
 // scope is a pipeline context: the input the steps of one step list see,
@@ -180,6 +181,7 @@ func (x *interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		Session:      st.Session,
 		ActivityName: strings.TrimPrefix(st.Target, "activity:"),
 		Budget:       x.budget,
+		Traceparent:  tracing.StepTraceparent(x.root, x.traceparent, x.runID, key, n),
 	}, nil
 }
 

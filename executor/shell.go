@@ -76,6 +76,7 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 		"ORBIT_STEP_KEY="+s.cmd.StepKey,
 		"ORBIT_STEP_ATTEMPT="+strconv.Itoa(s.cmd.Attempt),
 		"ORBIT_WORKSPACE="+s.cmd.Workspace,
+		"TRACEPARENT="+s.cmd.Traceparent,
 	)
 	g, err := proc.Start(ctx, c)
 	if err != nil {

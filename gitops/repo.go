@@ -119,9 +119,13 @@ func checkVersion(ctx context.Context, dir string, env []string) error {
 	if err != nil {
 		return fmt.Errorf("running git: %w", err)
 	}
+	return supported(strings.TrimSpace(string(out)))
+}
+
+// supported fails unless v, what git version printed, is at least minGit.
+func supported(v string) error {
 	// "git version 2.39.5", "git version 2.39.3 (Apple Git-146)",
 	// "git version 2.45.1.windows.1".
-	v := strings.TrimSpace(string(out))
 	fields := strings.Fields(strings.TrimPrefix(v, "git version "))
 	if len(fields) > 0 {
 		parts := strings.SplitN(fields[0], ".", 3)

@@ -29,6 +29,9 @@ type RunView struct {
 	// run, or a run recorded before it was).
 	Signer *events.Signer  `json:"signer,omitempty"`
 	Parent *events.RunLink `json:"parent,omitempty"`
+	// TraceID is the OpenTelemetry trace the run's spans are in (see
+	// events.RunTraceID); empty in views folded before it was.
+	TraceID string `json:"trace_id,omitempty"`
 	// Children are the runs whose run.requested named this run as parent,
 	// in the order they were requested: also those requested after it
 	// ended (a detached job.invoke), which, like Retries, grow a terminal

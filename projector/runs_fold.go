@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -100,6 +101,7 @@ func (b *runsBatch) runRequested(ev events.Event, d *events.RunRequestedData) er
 		Routine:      d.Routine,
 		RequestedAt:  eventTime(ev),
 		RequestedSeq: ev.Seq,
+		TraceID:      events.RunTraceID(cmp.Or(d.Root, ev.RunID), d.Traceparent),
 	}
 	touchRun(e, ev)
 	if err := b.retried(ev, d.RetryOf); err != nil {

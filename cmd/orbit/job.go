@@ -15,6 +15,7 @@ import (
 	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/tracing"
 )
 
 // runOptions are the flags of `orbit job run` and `orbit run`.
@@ -22,6 +23,9 @@ type runOptions struct {
 	input   string
 	detach  bool
 	backend string
+	// traceparent is the caller's W3C traceparent: the run's span is its
+	// child (see tracing).
+	traceparent string
 }
 
 func (o *runOptions) register(a *app, cmd *cobra.Command) {
@@ -29,6 +33,7 @@ func (o *runOptions) register(a *app, cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.input, "input", "i", "", "job input as JSON, or @FILE (@- for stdin); merged over the job's default_input")
 	cmd.Flags().BoolVarP(&o.detach, "detach", "d", false, "print the run id and return without waiting")
 	cmd.Flags().StringVar(&o.backend, "backend", "", "backend for agent_loop activities with backend: auto (http or cli)")
+	cmd.Flags().StringVar(&o.traceparent, "traceparent", os.Getenv("TRACEPARENT"), "W3C traceparent the run's trace continues (env TRACEPARENT)")
 }
 
 func (a *app) jobCommand() *cobra.Command {
@@ -190,6 +195,12 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 	}
 	// The jobs the run invokes resolve backend: auto as this one did.
 	req.Backend = cat.Backend()
+	if opts.traceparent != "" {
+		if _, err := tracing.ParseTraceparent(opts.traceparent); err != nil {
+			return usageErr("--traceparent: %v", err)
+		}
+		req.Traceparent = opts.traceparent
+	}
 	if err := req.PinEnv(os.LookupEnv); err != nil {
 		return err
 	}

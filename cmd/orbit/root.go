@@ -84,6 +84,7 @@ nothing and re-runs nothing that finished.`,
 		a.blobCommand(),
 		a.mcpCommand(),
 		a.gcCommand(),
+		a.doctorCommand(),
 		a.routineCommand(),
 	)
 	refuseUnknownSubcommands(cmd)

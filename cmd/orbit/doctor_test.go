@@ -1,0 +1,194 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/doctor"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// doctorReport runs orbit --json doctor with extra flags and returns its
+// report and exit code.
+func doctorReport(t *testing.T, p *testkit.Project, flags ...string) (doctor.Report, testkit.Result) {
+	t.Helper()
+	r := p.Orbit(append([]string{"--json", "doctor"}, flags...)...)
+	var rep doctor.Report
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.String())
+	return rep, r
+}
+
+// finding returns the report's finding of check.
+func finding(t *testing.T, rep doctor.Report, check string) doctor.Finding {
+	t.Helper()
+	for _, f := range rep.Findings {
+		if f.Check == check {
+			return f
+		}
+	}
+	t.Fatalf("no %s finding in %+v", check, rep.Findings)
+	return doctor.Finding{}
+}
+
+// assertFails checks that the report failed on check with a fix, and that
+// the command exited 1.
+func assertFails(t *testing.T, rep doctor.Report, r testkit.Result, check, says string) doctor.Finding {
+	t.Helper()
+	f := finding(t, rep, check)
+	assert.Equal(t, doctor.Fail, f.Level, "%+v", f)
+	assert.Contains(t, f.Detail, says)
+	assert.NotEmpty(t, f.Fix)
+	assert.False(t, rep.Healthy)
+	assert.Equal(t, 1, r.Code, r.String())
+	return f
+}
+
+func TestDoctorOnAFreshRootIsHealthy(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	r := p.Orbit("doctor")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "healthy")
+
+	rep, r := doctorReport(t, p)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.True(t, rep.Healthy)
+	for _, check := range []string{"engine", "environment", "config", "credentials", "nats", "jetstream", "replicas", "fsync", "disk", "git", "provider_keys", "clock"} {
+		f := finding(t, rep, check)
+		assert.NotEqual(t, doctor.Fail, f.Level, "%+v", f)
+	}
+	assert.Equal(t, doctor.OK, finding(t, rep, "fsync").Level)
+	assert.Equal(t, doctor.OK, finding(t, rep, "clock").Level)
+}
+
+func TestDoctorFindsAnEngineStartedFromAnotherEnvironment(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	base := p.Env
+	const secret = "sk-ant-doctor-secret-value"
+	p.Env = append(base, "ANTHROPIC_BASE_URL=http://127.0.0.1:9/one", "ANTHROPIC_API_KEY="+secret)
+	rep, r := doctorReport(t, p)
+	require.Equal(t, 0, r.Code, r.String())
+	keys := finding(t, rep, "provider_keys")
+	assert.Equal(t, doctor.OK, keys.Level)
+	assert.Contains(t, keys.Detail, "ANTHROPIC_API_KEY")
+
+	p.Env = append(base, "ANTHROPIC_BASE_URL=http://127.0.0.1:9/two")
+	rep, r = doctorReport(t, p)
+	f := assertFails(t, rep, r, "environment", "ANTHROPIC_BASE_URL")
+	assert.Contains(t, f.Detail, "ANTHROPIC_API_KEY")
+	assert.Contains(t, f.Fix, "orbit engine restart")
+	assert.NotContains(t, r.Stdout, secret)
+}
+
+func TestDoctorFindsAConfigTheEngineHasNotLoaded(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	require.Equal(t, 0, p.Orbit("doctor").Code)
+
+	p.WriteFile(".orbit/config.yaml", "durability: relaxed\n")
+	var rep doctor.Report
+	var r testkit.Result
+	waitFor(t, "the engine to see the edit", func() bool {
+		rep, r = doctorReport(t, p)
+		return finding(t, rep, "config").Level == doctor.Fail
+	})
+	f := assertFails(t, rep, r, "config", "durability")
+	assert.Contains(t, f.Fix, "orbit engine restart")
+
+	p.WriteFile(".orbit/config.yaml", "durability: sometimes\n")
+	waitFor(t, "the engine to refuse the edit", func() bool {
+		rep, r = doctorReport(t, p)
+		return strings.Contains(finding(t, rep, "config").Detail, "does not load")
+	})
+	assertFails(t, rep, r, "config", "sometimes")
+
+	p.WriteFile(".orbit/config.yaml", "")
+	require.Equal(t, 0, p.Orbit("engine", "restart").Code)
+	_, r = doctorReport(t, p)
+	assert.Equal(t, 0, r.Code, r.String())
+}
+
+func TestDoctorFindsCredentialsOthersMayRead(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	require.Equal(t, 0, p.Orbit("doctor").Code)
+	seed := filepath.Join(p.Root, ".orbit", "state", "creds", "client.nk")
+	require.NoError(t, os.Chmod(seed, 0o644))
+	rep, r := doctorReport(t, p)
+	f := assertFails(t, rep, r, "credentials", seed+" has mode 0644")
+	assert.Contains(t, f.Fix, "chmod 600")
+}
+
+// fakeProgram writes an executable shell script name into dir.
+func fakeProgram(t *testing.T, dir, name, script string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+script+"\n"), 0o755))
+}
+
+func TestDoctorFindsAnOldGitAndAnOldCLIAgent(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	require.Equal(t, 0, p.Orbit("doctor").Code)
+
+	bin := t.TempDir()
+	fakeProgram(t, bin, "git", `echo "git version 2.19.1"`)
+	fakeProgram(t, bin, "claude", `echo "1.0.3 (Claude Code)"`)
+	fakeProgram(t, bin, "codex", `echo "codex-cli `+testkit.CodexVersion+`"`)
+	p.Env = append(p.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	rep, r := doctorReport(t, p)
+	assertFails(t, rep, r, "git", "2.19.1 is too old")
+	f := assertFails(t, rep, r, "agent:claude", "claude 1.0.3, older than the oldest Orbit supports ("+testkit.ClaudeCodeVersion+")")
+	assert.Contains(t, f.Fix, "upgrade claude")
+	assert.Equal(t, doctor.OK, finding(t, rep, "agent:codex").Level)
+}
+
+func TestDoctorFindsAMissingCLIAgentWhenTheBackendIsCLI(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/config.yaml", "runtime:\n  backend: cli\n")
+	bin := t.TempDir()
+	git, err := exec.LookPath("git")
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(git, filepath.Join(bin, "git")))
+	p.Env = append(p.Env, "PATH="+bin)
+	rep, r := doctorReport(t, p)
+	f := assertFails(t, rep, r, "agent:claude", `runs "claude", which is not on PATH and runtime.backend is cli`)
+	assert.Contains(t, f.Fix, "install claude")
+}
+
+func TestDoctorFindsAServerThatDoesNotFsyncBeforeItAcknowledges(t *testing.T) {
+	t.Parallel()
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		HTTPHost: "127.0.0.1", HTTPPort: server.RANDOM_PORT,
+		StoreDir: filepath.Join(t.TempDir(), "js"), NoLog: true, NoSigs: true,
+	})
+	require.NoError(t, err)
+	srv.Start()
+	require.True(t, srv.ReadyForConnections(10*time.Second))
+	t.Cleanup(srv.Shutdown)
+
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
+	serve(t, p)
+	rep, r := doctorReport(t, p, "--nats-monitor", "http://"+srv.MonitorAddr().String())
+	f := assertFails(t, rep, r, "fsync", "fsyncs every 2m0s, not before it acknowledges")
+	assert.Contains(t, f.Fix, "sync_interval: always")
+	assert.Equal(t, doctor.Skip, finding(t, rep, "disk").Level)
+	assert.Equal(t, doctor.OK, finding(t, rep, "clock").Level)
+
+	rep, r = doctorReport(t, p)
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, doctor.Warn, finding(t, rep, "fsync").Level)
+	assert.Contains(t, finding(t, rep, "fsync").Fix, "--nats-monitor")
+}
