@@ -9,6 +9,13 @@ PKGS     := ./...
 DEMO     := .demo
 FUZZTIME ?= 30s
 
+# gRPC, which the OTLP exporter's protobuf package brings in, imports
+# golang.org/x/net/trace unless built with grpcnotrace; its html/template
+# pages would make the linker keep every exported method (59 MB becomes
+# 96 MB; see "The binary" in ARCHITECTURE.md). Every go command of this
+# Makefile builds with the tag.
+export GOFLAGS += -tags=grpcnotrace
+
 .PHONY: all build binsize agents test fuzz bench bench-peers fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-ship demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
 
 all: build

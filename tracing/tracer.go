@@ -13,7 +13,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -43,10 +42,12 @@ func Enabled(endpoint string) bool {
 	return endpoint != "" || os.Getenv(EnvEndpoint) != "" || os.Getenv(EnvTracesEndpoint) != ""
 }
 
-// NewExporter makes the OTLP exporter the environment asks for: HTTP with
-// protobuf (the default) or gRPC (OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL=grpc).
-// endpoint, the config's tracing.endpoint, is used when no variable names
-// one.
+// NewExporter makes the OTLP exporter: HTTP with protobuf, which every
+// OTLP collector takes (port 4318). gRPC is refused with a clear error:
+// its client brings golang.org/x/net/trace, whose html/template pages
+// make the linker keep every exported method and would grow the binary by
+// half (see "The binary" in ARCHITECTURE.md). endpoint, the config's
+// tracing.endpoint, is used when no variable names one.
 func NewExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, error) {
 	protocol := os.Getenv(EnvTracesProtocol)
 	if protocol == "" {
@@ -60,14 +61,8 @@ func NewExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, e
 			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
 		}
 		return otlptracehttp.New(ctx, opts...)
-	case "grpc":
-		var opts []otlptracegrpc.Option
-		if fromConfig {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
-		}
-		return otlptracegrpc.New(ctx, opts...)
 	}
-	return nil, fmt.Errorf("%s=%q: Orbit exports traces over http/protobuf or grpc", EnvProtocol, protocol)
+	return nil, fmt.Errorf("%s=%q: Orbit exports traces over OTLP http/protobuf only (a collector's port 4318); set it to http/protobuf or leave it unset", EnvProtocol, protocol)
 }
 
 // Tracer follows the log and exports the spans its events describe.
