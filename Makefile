@@ -42,10 +42,11 @@ nats-cli: $(NATS_CLI)
 $(NATS_CLI):
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/nats-io/natscli/nats@v0.5.0
 
-# The CLI agents the tests drive (Claude Code, Codex), at the versions
-# pinned in tools/agents/package-lock.json, installed by npm ci into
-# tools/agents/node_modules (ignored); nothing is done when that install is
-# newer than the lock file.
+# The CLI agents the tests drive (Claude Code, Codex), and the Node.js
+# they are tested on where the machine's is older than 22 (npm's node
+# package), at the versions pinned in tools/agents/package-lock.json,
+# installed by npm ci into tools/agents/node_modules (ignored); nothing is
+# done when that install is newer than the lock file.
 AGENTS := tools/agents
 agents: $(AGENTS)/node_modules/.installed
 

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -95,7 +96,10 @@ type CLIConfig struct {
 	Profile *FSProfile
 	// ResponseSchema, when set, is the JSON Schema of the answer a
 	// claude_code agent must give through its StructuredOutput tool
-	// (--json-schema); the outcome's Response is that answer.
+	// (--json-schema); the outcome's Response is that answer. A codex
+	// agent, when it is set, answers in codexResponseSchema instead
+	// (--output-schema): any JSON object, in the form OpenAI's strict
+	// structured outputs accept.
 	ResponseSchema string
 	// Persist keeps a claude_code or codex agent's session on disk, in the
 	// agent's own home, so that a later invocation may continue it: the
@@ -180,7 +184,19 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		if err != nil {
 			return nil, &ProviderError{Provider: cfg.Executor, Message: err.Error()}
 		}
-		args, stdin = codexArgs(&cfg, grant), []byte(cfg.Envelope.Prompt)
+		schema := ""
+		if cfg.ResponseSchema != "" {
+			dir, err := os.MkdirTemp("", "orbit-codex-schema-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(dir)
+			schema = filepath.Join(dir, "response.schema.json")
+			if err := os.WriteFile(schema, []byte(codexResponseSchema), 0o644); err != nil {
+				return nil, err
+			}
+		}
+		args, stdin = codexArgs(&cfg, grant, schema), []byte(cfg.Envelope.Prompt)
 		stream = newCodexStream(&cfg, grant, stopAgent)
 	}
 	cmd := exec.Command(cfg.Spec.Command, args...)

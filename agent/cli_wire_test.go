@@ -444,3 +444,59 @@ func TestCodexCLIRecoversFromACutStream(t *testing.T) {
 	assert.Contains(t, errs[0]["message"], "Reconnecting")
 	keepStream(t, "codex-recovered", run, machinePaths(env, dir)...)
 }
+
+// TestCodexCLIPreToolUseHookDeniesBeforeTheCommand: Codex 0.169 runs the
+// PreToolUse command hooks of $CODEX_HOME/hooks.json (Claude Code's layout
+// and answer) when told to trust them for the invocation. The hook is
+// given the shell call as Bash with its command and the call's id; a deny
+// stops the command before it starts (its file is never written), the
+// model hears the hook's reason, and the JSONL stream shows no item for
+// the call at all: a denial is on no record but the hook's own.
+func TestCodexCLIPreToolUseHookDeniesBeforeTheCommand(t *testing.T) {
+	bin := testkit.CodexCLI(t)
+	srv := testkit.NewOpenAIServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{ID: "call_write", Name: "exec_command", Input: map[string]any{"cmd": "sleep 0.3 && echo hi > out.txt"}}}},
+		testkit.Turn{Text: "done"})
+	dir := t.TempDir()
+	env := testkit.CodexEnv(t)
+	var home string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+			home = v
+		}
+	}
+	scratch := t.TempDir()
+	input := filepath.Join(scratch, "hook-input.json")
+	hook := filepath.Join(scratch, "hook.sh")
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\ncat > "+input+"\n"+
+		`echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"denied by the test hook"}}'`+"\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "hooks.json"),
+		[]byte(`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"`+hook+`"}]}]}}`), 0o644))
+
+	run := runAgentCLI(t, dir, env, bin, codexArgs(srv, dir, "gpt-orbit-test", "--dangerously-bypass-hook-trust")...)
+
+	require.Equal(t, 0, run.exitCode, "stderr:\n%s", run.stderr)
+	assert.NoFileExists(t, filepath.Join(dir, "out.txt"), "the denied command never ran")
+	var given struct {
+		Event     string `json:"hook_event_name"`
+		ToolName  string `json:"tool_name"`
+		ToolUseID string `json:"tool_use_id"`
+		ToolInput struct {
+			Command string `json:"command"`
+		} `json:"tool_input"`
+	}
+	b, err := os.ReadFile(input)
+	require.NoError(t, err, "the hook ran")
+	require.NoError(t, json.Unmarshal(b, &given), "%s", b)
+	assert.Equal(t, "PreToolUse", given.Event)
+	assert.Equal(t, "Bash", given.ToolName)
+	assert.Equal(t, "call_write", given.ToolUseID)
+	assert.Equal(t, "sleep 0.3 && echo hi > out.txt", given.ToolInput.Command)
+	assert.Empty(t, run.find("item.started/command_execution"), "no item for the denied call")
+	assert.Empty(t, run.find("item.completed/command_execution"))
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 2)
+	last := string(reqs[1].Messages[len(reqs[1].Messages)-1])
+	assert.Contains(t, last, "call_write")
+	assert.Contains(t, last, "denied by the test hook", "the model hears the hook's reason")
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -25,15 +26,16 @@ const codexProvider = "codex"
 // JSONL events, no session files, the sandbox the allowlist maps to, the
 // workspace, approvals never asked for, none of the tools no Orbit tool
 // stands for (web search, sub-agents, goals, image generation), the model
-// and the instruction as developer instructions. The prompt is read from
-// stdin ("-").
+// and the instruction as developer instructions, and the output schema's
+// file when an answer is asked for (schema: "" when none is). The prompt is
+// read from stdin ("-").
 //
 // IMPORTANT: --skip-git-repo-check because Orbit, not Codex's trust check,
 // decides where the agent works: a step's workspace need not be a git
 // repository, and without the flag Codex refuses to start outside one
 // (an error no retry mends). approval_policy never means no command waits
 // on a question: what the sandbox refuses fails, and the model hears so.
-func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData) []string {
+func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData, schema string) []string {
 	args := append([]string{"exec"}, cfg.Spec.Args...)
 	args = append(args, "--json")
 	if !cfg.persist() {
@@ -48,6 +50,9 @@ func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData) []string {
 	if s := cfg.Envelope.Instruction; s != "" {
 		args = append(args, "-c", "developer_instructions="+tomlString(s))
 	}
+	if schema != "" {
+		args = append(args, "--output-schema", schema)
+	}
 	if cfg.MCP != nil {
 		args = append(args, cfg.MCP.CodexOverrides...)
 	}
@@ -56,6 +61,102 @@ func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData) []string {
 		args = append(args, "fork", cfg.Resume)
 	}
 	return append(args, "-")
+}
+
+// codexResponseSchema is the output schema of a codex agent's answer: any
+// JSON object, written as its entries. Codex sends an output schema in
+// strict mode, where every object lists all its properties and allows no
+// other, so "any object" cannot be said as {"type":"object"}; an object is
+// therefore a list of {key, value} entries, and a value any JSON value
+// (an object again as entries), through $defs, which strict mode allows to
+// recurse. codexAnswer reads it back.
+const codexResponseSchema = `{
+  "type": "object",
+  "properties": {"entries": {"type": "array", "items": {"$ref": "#/$defs/entry"}}},
+  "required": ["entries"],
+  "additionalProperties": false,
+  "$defs": {
+    "entry": {
+      "type": "object",
+      "properties": {"key": {"type": "string"}, "value": {"$ref": "#/$defs/value"}},
+      "required": ["key", "value"],
+      "additionalProperties": false
+    },
+    "value": {
+      "anyOf": [
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": {"$ref": "#/$defs/value"}},
+        {
+          "type": "object",
+          "properties": {"entries": {"type": "array", "items": {"$ref": "#/$defs/entry"}}},
+          "required": ["entries"],
+          "additionalProperties": false
+        }
+      ]
+    }
+  }
+}`
+
+// codexAnswer reads a final message given in codexResponseSchema as the
+// object it stands for.
+func codexAnswer(msg string) (map[string]any, error) {
+	var v any
+	if err := json.Unmarshal([]byte(msg), &v); err != nil {
+		return nil, err
+	}
+	obj, ok := codexEntries(v)
+	if !ok {
+		return nil, errors.New(`not an object of {"entries": [{"key", "value"}, …]}`)
+	}
+	return obj, nil
+}
+
+// codexEntries is the object v's entries stand for; ok is false when v is
+// not an object given as entries.
+func codexEntries(v any) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return nil, false
+	}
+	list, ok := m["entries"].([]any)
+	if !ok {
+		return nil, false
+	}
+	obj := make(map[string]any, len(list))
+	for _, e := range list {
+		entry, ok := e.(map[string]any)
+		key, isKey := entry["key"].(string)
+		value, hasValue := entry["value"]
+		if !ok || !isKey || !hasValue || len(entry) != 2 {
+			return nil, false
+		}
+		if value, ok = codexValue(value); !ok {
+			return nil, false
+		}
+		obj[key] = value
+	}
+	return obj, true
+}
+
+// codexValue is the JSON value v stands for in codexResponseSchema.
+func codexValue(v any) (any, bool) {
+	switch v := v.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			var ok bool
+			if out[i], ok = codexValue(x); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case map[string]any:
+		return codexEntries(v)
+	}
+	return v, true
 }
 
 // tomlString quotes s as a TOML basic string: JSON's escapes are all valid
@@ -447,6 +548,13 @@ func (s *codexStream) outcome(ctx context.Context, tail string) (*Outcome, error
 	case !s.completed:
 		return &out, &ProviderError{Provider: codexProvider,
 			Message: fmt.Sprintf("Codex printed no turn.completed (%d records read)%s", s.records, tail)}
+	case s.cfg.ResponseSchema != "":
+		answer, err := codexAnswer(out.FinalMessage)
+		if err != nil {
+			return &out, &ProviderError{Provider: codexProvider, Retryable: true,
+				Message: "Codex's final message is not an answer in its output schema: " + err.Error()}
+		}
+		out.Response = answer
 	}
 	return &out, nil
 }

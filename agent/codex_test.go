@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -189,13 +190,13 @@ func TestCodexArgs(t *testing.T) {
 	assert.Equal(t, []string{"exec", "-c", `model_provider="x"`, "--json", "--ephemeral", "--skip-git-repo-check",
 		"--sandbox", "workspace-write", "-C", "/w", "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
 		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "--model", "gpt-x",
-		"-c", `developer_instructions="say \"hi\"\n-- then stop"`, "-"}, codexArgs(cfg, grant))
+		"-c", `developer_instructions="say \"hi\"\n-- then stop"`, "-"}, codexArgs(cfg, grant, ""))
 
 	none, err := assets.CodexGrant(nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"exec", "--json", "--ephemeral", "--skip-git-repo-check", "--sandbox", "read-only",
 		"-C", "", "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
-		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "-"}, codexArgs(&CLIConfig{}, none))
+		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "-"}, codexArgs(&CLIConfig{}, none, ""))
 }
 
 // FuzzCodexStream: whatever Codex prints, the reader neither panics nor
@@ -240,4 +241,67 @@ func TestCodexStreamRecordsItemsWithoutTheirStart(t *testing.T) {
 	_, out, err, _ = replayCodex(t, []byte(lines), CLIConfig{Envelope: Envelope{Tools: []string{"fs.write"}}, Persist: true})
 	require.NoError(t, err)
 	assert.Equal(t, "th-1", out.CLISession, "thread.started names the thread kept")
+}
+
+func TestCodexAnswerReadsEntries(t *testing.T) {
+	got, err := codexAnswer(`{"entries": [{"key": "a", "value": [1, {"entries": []}]}, {"key": "b", "value": null}]}`)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"a": []any{float64(1), map[string]any{}}, "b": nil}, got)
+
+	for _, msg := range []string{
+		`{"verdict": "ok"}`,                              // an object, not as entries
+		`{"entries": [{"key": "a"}]}`,                    // an entry with no value
+		`{"entries": [{"key": 1, "value": 2}]}`,          // a key that is no string
+		`{"entries": [{"key": "a", "value": {"x": 1}}]}`, // a nested object not as entries
+		`{"entries": [], "more": 1}`,                     // a property strict mode does not allow
+		`the answer is {"entries": []}`,                  // no JSON
+	} {
+		_, err := codexAnswer(msg)
+		assert.Error(t, err, msg)
+	}
+}
+
+// FuzzCodexAnswer: whatever the final message, codexAnswer returns an
+// object or an error, and an object it returns, written as entries again,
+// reads back the same.
+func FuzzCodexAnswer(f *testing.F) {
+	f.Add(`{"entries": [{"key": "a", "value": [1, {"entries": []}]}]}`)
+	f.Add(`{"entries": [{"key": "a", "value": "x"}, {"key": "a", "value": true}]}`)
+	f.Add(`{"verdict": "ok"}`)
+	f.Fuzz(func(t *testing.T, msg string) {
+		got, err := codexAnswer(msg)
+		if err != nil {
+			return
+		}
+		require.NotNil(t, got)
+		again, err := codexAnswer(string(mustJSON(t, asEntries(got))))
+		require.NoError(t, err)
+		assert.Equal(t, got, again)
+	})
+}
+
+// asEntries writes v as codexResponseSchema gives it.
+func asEntries(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		entries := []any{}
+		for k, x := range v {
+			entries = append(entries, map[string]any{"key": k, "value": asEntries(x)})
+		}
+		return map[string]any{"entries": entries}
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = asEntries(x)
+		}
+		return out
+	}
+	return v
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }

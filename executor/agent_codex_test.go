@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -158,4 +159,54 @@ func TestCodexInstantCommandIsRecorded(t *testing.T) {
 			assert.Empty(t, calls[0].Error)
 		})
 	}
+}
+
+// TestCodexResponseEnvelopeIsItsOutputSchema: a step that requires a
+// response envelope runs Codex with an output schema (--output-schema)
+// that OpenAI's strict mode takes, which reaches the wire as the
+// response's text format; the final message, given in it, is read back as
+// the object it stands for, nested objects and arrays included.
+func TestCodexResponseEnvelopeIsItsOutputSchema(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewOpenAIServer(t, testkit.Turn{Text: `{"entries": [
+		{"key": "verdict", "value": "ok"}, {"key": "count", "value": 2}, {"key": "files", "value": ["a.go", null]},
+		{"key": "detail", "value": {"entries": [{"key": "clean", "value": true}]}}]}`})
+	runID, fin := runJob(t, log, codexJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	out := fin.Output.(map[string]any)
+	assert.Equal(t, map[string]any{"verdict": "ok", "count": float64(2), "files": []any{"a.go", nil},
+		"detail": map[string]any{"clean": true}}, out["response"])
+
+	var body struct {
+		Text struct {
+			Format struct {
+				Type   string         `json:"type"`
+				Strict bool           `json:"strict"`
+				Schema map[string]any `json:"schema"`
+			} `json:"format"`
+		} `json:"text"`
+	}
+	require.NoError(t, json.Unmarshal(srv.Scripted()[0].Raw, &body))
+	assert.Equal(t, "json_schema", body.Text.Format.Type)
+	assert.True(t, body.Text.Format.Strict, "Codex asks in strict mode")
+	assert.Equal(t, false, body.Text.Format.Schema["additionalProperties"], "as strict mode requires of every object")
+	assert.Equal(t, []any{"entries"}, body.Text.Format.Schema["required"])
+	started := decodeAll[events.CLIInvocationStartedData](t, ofType(history(t, log, runID), events.CLIInvocationStarted))
+	require.Len(t, started, 1)
+	assert.Contains(t, started[0].Args, "--output-schema")
+}
+
+// TestCodexAnswerOutsideItsOutputSchemaFailsTheStep: a final message that
+// is a JSON object but not one given as entries is no answer: the step
+// fails rather than take {"verdict": …} or the entries list for it.
+func TestCodexAnswerOutsideItsOutputSchemaFailsTheStep(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewOpenAIServer(t, testkit.Turn{Text: `{"verdict": "ok"}`})
+	_, fin := runJob(t, log, codexJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
+
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Contains(t, fin.Error.Message, "not an answer in its output schema")
 }

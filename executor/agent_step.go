@@ -503,12 +503,15 @@ func taskEnv(input any, task *TaskBinding) []string {
 	return append(os.Environ(), EnvTaskID+"="+id, EnvTaskToken+"="+task.Token)
 }
 
-// responseSchema is the schema a claude_code agent's answer is asked in
-// when the step requires a response envelope: any JSON object. Claude
-// Code then answers through its StructuredOutput tool, checked against
-// it, rather than in text Orbit has to parse.
+// responseSchema is the schema a claude_code or codex agent's answer is
+// asked in when the step requires a response envelope: any JSON object.
+// Claude Code then answers through its StructuredOutput tool, checked
+// against it, and Codex in its output schema (--output-schema, the same
+// object in the form strict mode takes), rather than in text Orbit has to
+// parse.
 func responseSchema(spec *assets.ActivitySpec) string {
-	if !spec.RequireResponseEnvelope || spec.ExecutorSpec.Output != agent.OutputClaudeCode {
+	if !spec.RequireResponseEnvelope ||
+		(spec.ExecutorSpec.Output != agent.OutputClaudeCode && spec.ExecutorSpec.Output != agent.OutputCodex) {
 		return ""
 	}
 	return `{"type":"object"}`

@@ -2,7 +2,10 @@ package testkit
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -12,6 +15,13 @@ const (
 	ClaudeCodeVersion = "2.1.331"
 	// CodexVersion is the pinned version of @openai/codex.
 	CodexVersion = "0.169.0"
+	// NodeVersion is the pinned version of npm's node package: Node.js,
+	// as a binary of its own, for a machine whose node is older than
+	// Claude Code's package asks for (MinNodeMajor).
+	NodeVersion = "22.23.3"
+	// MinNodeMajor is the Node.js major version Claude Code's package
+	// asks for (its engines field).
+	MinNodeMajor = 22
 )
 
 // ClaudeCLI returns the path of the pinned Claude Code binary. When it is
@@ -41,6 +51,47 @@ func agentCLI(t testing.TB, name string) string {
 	return path
 }
 
+// AgentPath is the PATH the CLI agents run with: the test's, with the
+// pinned Node.js's bin first when the node on it is older than
+// MinNodeMajor (or there is none) and make agents installed the pin.
+//
+// IMPORTANT: Claude Code 2.1's bin is a native program and runs on no
+// node; Codex's is codex.js, run by the node on PATH (its package asks for
+// Node >= 16). The pin is the node both are tested with on a machine whose
+// own is older, and npm runs the packages' install scripts with it, as
+// npm puts node_modules/.bin first on their PATH.
+func AgentPath(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv("PATH")
+	if nodeMajor(path) >= MinNodeMajor {
+		return path
+	}
+	bin := filepath.Join(ModuleRoot(t), "tools", "agents", "node_modules", "node", "bin")
+	if _, err := os.Stat(filepath.Join(bin, "node")); err != nil {
+		return path
+	}
+	return bin + string(os.PathListSeparator) + path
+}
+
+// nodeMajor is the major version of the node the PATH finds, 0 when it
+// finds none or it does not say.
+func nodeMajor(path string) int {
+	for _, dir := range filepath.SplitList(path) {
+		node := filepath.Join(dir, "node")
+		if st, err := os.Stat(node); err != nil || st.IsDir() {
+			continue
+		}
+		out, err := exec.Command(node, "--version").Output()
+		if err != nil {
+			return 0
+		}
+		major, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), ".")
+		n, _ := strconv.Atoi(major)
+		return n
+	}
+	return 0
+}
+
 // ClaudeEnv is an environment in which Claude Code talks to srv and nothing
 // else: its configuration in a fresh HOME, a made-up API key, no
 // telemetry, error reports, update checks or other traffic it can be told
@@ -49,7 +100,7 @@ func ClaudeEnv(t testing.TB, srv *AnthropicServer) []string {
 	t.Helper()
 	home := t.TempDir()
 	return []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + AgentPath(t),
 		"HOME=" + home,
 		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
 		"ANTHROPIC_BASE_URL=" + srv.URL(),
@@ -69,7 +120,7 @@ func CodexEnv(t testing.TB) []string {
 	t.Helper()
 	home := t.TempDir()
 	return []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + AgentPath(t),
 		"HOME=" + home,
 		"CODEX_HOME=" + home,
 		"ORBIT_TEST_OPENAI_KEY=sk-orbit-test",
