@@ -156,8 +156,9 @@ func (runsView) name() string { return "runs" }
 // version history: 1 first format; 2 step ids drop the "@<attempt>" of a
 // retried structural step ("per_item@2/3" is step per_item); 3 a run
 // records the identity that signed its request (signer); 4 a child
-// requested after its parent ended is among the parent's children.
-func (runsView) version() int { return 4 }
+// requested after its parent ended is among the parent's children; 5 a
+// run records its trace id (trace_id, see events.RunTraceID).
+func (runsView) version() int { return 5 }
 func (runsView) buckets() [][]byte {
 	return [][]byte{bucketRuns, bucketSteps, bucketRunsByJob, bucketRunsActive}
 }

@@ -53,6 +53,7 @@ func TestRunsViewFoldsARun(t *testing.T) {
 		Input:           map[string]any{"ref": "main", "big": json.Number("12345678901234567")},
 		Error:           &events.ErrorInfo{Kind: events.KindCancelled, Message: "cancelled by bob"},
 		Requester:       "alice",
+		TraceID:         events.RunTraceID(id, ""),
 		Children:        []string{child, runID(3)},
 		Engine:          "engine-b",
 		Resumes:         1,
@@ -88,6 +89,7 @@ func TestRunsViewFoldsARun(t *testing.T) {
 	assert.Equal(t, &projector.RunView{
 		ID: child, Job: "review", State: events.StateRunning, Engine: "engine-b",
 		Parent:      &events.RunLink{RunID: id, StepKey: "loop/1/review"},
+		TraceID:     events.RunTraceID(child, ""),
 		RequestedAt: at(17), StartedAt: at(int(last)), RequestedSeq: 17, LastSeq: last,
 	}, kid)
 
