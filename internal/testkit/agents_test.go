@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAgentsRunOnTheSupportedNode: in the agents' environment, node is
-// one Claude Code's package supports (the pin of make agents, when the
-// machine's is older), and Codex, whose bin node runs, starts on it.
+// TestAgentsRunOnTheSupportedNode: on the agents' PATH (AgentPath), node
+// is one Claude Code's package supports (the pin of make agents, when the
+// machine's is older), and Codex starts on the node its own environment
+// finds.
 func TestAgentsRunOnTheSupportedNode(t *testing.T) {
 	codex := CodexCLI(t)
-	env := CodexEnv(t)
+	env := []string{"PATH=" + AgentPath(t)}
 	out, err := shellIn(env, "node --version")
 	require.NoError(t, err, out)
 	version := strings.TrimSpace(out)
@@ -23,7 +24,7 @@ func TestAgentsRunOnTheSupportedNode(t *testing.T) {
 		assert.Equal(t, "v"+NodeVersion, version, "the pin of tools/agents/package.json")
 	}
 
-	out, err = shellIn(env, codex+" --version")
+	out, err = shellIn(CodexEnv(t), codex+" --version")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, CodexVersion)
 }
