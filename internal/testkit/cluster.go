@@ -160,7 +160,7 @@ func (c *Cluster) start(i int) {
 		c.t.Fatalf("node %s: %v", n.Name, err)
 	}
 	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
+	if !srv.ReadyForConnections(time.Minute) {
 		srv.Shutdown()
 		c.t.Fatalf("node %s did not become ready", n.Name)
 	}
