@@ -20,9 +20,7 @@ import (
 // worktreeSetupInput is worktree_setup's input (the upstream activity's).
 type worktreeSetupInput struct {
 	taskIDsInput
-	Base         string `json:"base"`
-	BaseBranch   string `json:"base_branch"`
-	BaseSync     string `json:"base_sync"`
+	baseInput
 	BranchPrefix string `json:"branch_prefix"`
 }
 
@@ -44,11 +42,7 @@ func (s *Service) worktreeSetup(ctx context.Context, call *executor.ActionCall) 
 	if err != nil {
 		return nil, err
 	}
-	base, err := baseBranch(action, in.Base, in.BaseBranch)
-	if err != nil {
-		return nil, err
-	}
-	sync, err := parseSync(action, in.BaseSync)
+	base, sync, err := in.parse(action)
 	if err != nil {
 		return nil, err
 	}
@@ -334,10 +328,8 @@ func (s *Service) summaryFromGroundhog(ctx context.Context, t *projector.TaskVie
 
 // syncInput is sync_base's input.
 type syncInput struct {
+	baseInput
 	WorkspacePath string `json:"workspace_path"`
-	Base          string `json:"base"`
-	BaseBranch    string `json:"base_branch"`
-	BaseSync      string `json:"base_sync"`
 }
 
 // syncBase rebases the run's branch onto the base as it is now (origin's,
@@ -350,30 +342,15 @@ func (s *Service) syncBase(ctx context.Context, call *executor.ActionCall) (any,
 	if err := decodeInput(action, call.Input, &in); err != nil {
 		return nil, err
 	}
-	base, err := baseBranch(action, in.Base, in.BaseBranch)
+	base, sync, err := in.parse(action)
 	if err != nil {
 		return nil, err
 	}
-	sync, err := parseSync(action, in.BaseSync)
+	wt, main, branch, unlock, err := s.onBranch(ctx, action, in.WorkspacePath)
 	if err != nil {
 		return nil, err
 	}
-	if in.WorkspacePath == "" {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
-	}
-	wt, err := s.open(in.WorkspacePath)
-	if err != nil {
-		return nil, failf("%s: %v", action, err)
-	}
-	main, err := s.mainOf(ctx, wt.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer s.lockRepo(main.Dir)()
-	branch, err := wt.CurrentBranch(ctx)
-	if err != nil {
-		return nil, failf("%s: %v", action, err)
-	}
+	defer unlock()
 	onto, baseRef, err := s.currentBase(ctx, main, base, sync)
 	if err != nil {
 		return nil, err
@@ -430,10 +407,8 @@ func (s *Service) currentBase(ctx context.Context, repo *gitops.Repo, base strin
 
 // mergeInput is git_merge's input.
 type mergeInput struct {
+	baseInput
 	WorkspacePath string `json:"workspace_path"`
-	Base          string `json:"base"`
-	BaseBranch    string `json:"base_branch"`
-	BaseSync      string `json:"base_sync"`
 	Strategy      string `json:"strategy"`
 }
 
@@ -459,30 +434,15 @@ func (s *Service) gitMerge(ctx context.Context, call *executor.ActionCall) (any,
 	if in.Strategy != "" && in.Strategy != "fast_forward" {
 		return nil, executor.Failure(events.KindValidation, false, "%s: strategy %q: only fast_forward merges locally", action, in.Strategy)
 	}
-	base, err := baseBranch(action, in.Base, in.BaseBranch)
+	base, sync, err := in.parse(action)
 	if err != nil {
 		return nil, err
 	}
-	sync, err := parseSync(action, in.BaseSync)
+	wt, main, branch, unlock, err := s.onBranch(ctx, action, in.WorkspacePath)
 	if err != nil {
 		return nil, err
 	}
-	if in.WorkspacePath == "" {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
-	}
-	wt, err := s.open(in.WorkspacePath)
-	if err != nil {
-		return nil, failf("%s: %v", action, err)
-	}
-	main, err := s.mainOf(ctx, wt.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer s.lockRepo(main.Dir)()
-	branch, err := wt.CurrentBranch(ctx)
-	if err != nil {
-		return nil, failf("%s: %v", action, err)
-	}
+	defer unlock()
 	if dirty, err := wt.DirtyTracked(ctx); err != nil {
 		return nil, err
 	} else if len(dirty) > 0 {
@@ -715,4 +675,25 @@ func toAny(list []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// onBranch opens the run's worktree at path and the repository it belongs
+// to, takes the repository's lock (unlock lets it go) and reads the
+// worktree's branch: the start of every action that moves the branch.
+func (s *Service) onBranch(ctx context.Context, action, path string) (wt, main *gitops.Repo, branch string, unlock func(), err error) {
+	if path == "" {
+		return nil, nil, "", nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
+	}
+	if wt, err = s.open(path); err != nil {
+		return nil, nil, "", nil, failf("%s: %v", action, err)
+	}
+	if main, err = s.mainOf(ctx, wt.Dir); err != nil {
+		return nil, nil, "", nil, err
+	}
+	unlock = s.lockRepo(main.Dir)
+	if branch, err = wt.CurrentBranch(ctx); err != nil {
+		unlock()
+		return nil, nil, "", nil, failf("%s: %v", action, err)
+	}
+	return wt, main, branch, unlock, nil
 }

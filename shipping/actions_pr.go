@@ -16,20 +16,18 @@ import (
 // activities' fields Orbit reads).
 type prInput struct {
 	taskIDsInput
+	baseInput
 	CompletedTaskIDs []string `json:"completed_task_ids"`
 	JobRunID         string   `json:"job_run_id"`
 	WorkspacePath    string   `json:"workspace_path"`
-	Base             string   `json:"base"`
-	BaseBranch       string   `json:"base_branch"`
 	Head             string   `json:"head"`
 	// Title and Body are any: a job passes null for "none" (the upstream
 	// default input), and a body is kept verbatim.
-	Title          any    `json:"title"`
-	Body           any    `json:"body"`
-	PRNumber       any    `json:"pr_number"`
-	PRURL          any    `json:"pr_url"`
-	NoDiffExpected bool   `json:"no_diff_expected"`
-	BaseSync       string `json:"base_sync"`
+	Title          any  `json:"title"`
+	Body           any  `json:"body"`
+	PRNumber       any  `json:"pr_number"`
+	PRURL          any  `json:"pr_url"`
+	NoDiffExpected bool `json:"no_diff_expected"`
 }
 
 // run is the run the step works for: job_run_id, else the step's own.

@@ -29,11 +29,7 @@ func (s *Service) prPrepare(ctx context.Context, call *executor.ActionCall) (any
 	if in.WorkspacePath == "" {
 		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
 	}
-	base, err := baseBranch(action, in.Base, in.BaseBranch)
-	if err != nil {
-		return nil, err
-	}
-	sync, err := parseSync(action, in.BaseSync)
+	base, sync, err := in.parse(action)
 	if err != nil {
 		return nil, err
 	}

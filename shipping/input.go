@@ -68,6 +68,25 @@ func parseSync(action, s string) (baseSync, error) {
 	return "", executor.Failure(events.KindValidation, false, "%s: base_sync is remote or local, not %q", action, s)
 }
 
+// baseInput is the base an action works against, in the upstream
+// activities' fields.
+type baseInput struct {
+	Base       string `json:"base"`
+	BaseBranch string `json:"base_branch"`
+	BaseSync   string `json:"base_sync"`
+}
+
+// parse reads the base branch (see baseBranch) and how to sync with it
+// (see parseSync).
+func (in baseInput) parse(action string) (string, baseSync, error) {
+	base, err := baseBranch(action, in.Base, in.BaseBranch)
+	if err != nil {
+		return "", "", err
+	}
+	sync, err := parseSync(action, in.BaseSync)
+	return base, sync, err
+}
+
 // baseBranch reads the base branch: input.base, else input.base_branch,
 // else main; origin/main is main.
 func baseBranch(action string, base, baseBranch string) (string, error) {
