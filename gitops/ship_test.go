@@ -40,6 +40,23 @@ func (s *shipRig) commitOnOrigin(file, content string) string {
 	return s.git(other, "rev-parse", "HEAD")
 }
 
+// worktree adds a worktree on a new branch orbit/T-1/r at base.
+func (s *shipRig) worktree(base string) *gitops.Repo {
+	s.t.Helper()
+	wt, err := s.repo.AddWorktree(s.t.Context(), filepath.Join(s.t.TempDir(), "wt"), "orbit/T-1/r", base)
+	require.NoError(s.t, err)
+	return wt
+}
+
+// commit writes file in wt and commits everything, and returns the commit.
+func (s *shipRig) commit(wt *gitops.Repo, file, content, msg string) string {
+	s.t.Helper()
+	write(s.t, wt.Dir, file, content)
+	sha, _, err := wt.CommitAll(s.t.Context(), msg)
+	require.NoError(s.t, err)
+	return sha
+}
+
 func write(t *testing.T, dir, file, content string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755))
@@ -135,8 +152,7 @@ func TestCommitAllCommitsOnceAndThenFindsNothing(t *testing.T) {
 	s := newShipRig(t)
 	ctx := t.Context()
 	base := s.git(s.dir, "rev-parse", "main")
-	wt, err := s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "wt"), "orbit/T-1/r", base)
-	require.NoError(t, err)
+	wt := s.worktree(base)
 	write(t, wt.Dir, "a.txt", "alpha, changed\n")
 	write(t, wt.Dir, "sub/new.txt", "new\n")
 
@@ -160,11 +176,8 @@ func TestRebaseOntoAMovedBase(t *testing.T) {
 	s := newShipRig(t)
 	ctx := t.Context()
 	base := s.git(s.dir, "rev-parse", "main")
-	wt, err := s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "wt"), "orbit/T-1/r", base)
-	require.NoError(t, err)
-	write(t, wt.Dir, "a.txt", "alpha, mine\n")
-	_, _, err = wt.CommitAll(ctx, "T-1: mine")
-	require.NoError(t, err)
+	wt := s.worktree(base)
+	s.commit(wt, "a.txt", "alpha, mine\n", "T-1: mine")
 	moved := s.commitOnOrigin("c.txt", "charlie\n")
 	onto, err := s.repo.Fetch(ctx, "origin", "main")
 	require.NoError(t, err)
@@ -182,11 +195,8 @@ func TestRebaseConflictIsAbortedAndNamesTheFiles(t *testing.T) {
 	s := newShipRig(t)
 	ctx := t.Context()
 	base := s.git(s.dir, "rev-parse", "main")
-	wt, err := s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "wt"), "orbit/T-1/r", base)
-	require.NoError(t, err)
-	write(t, wt.Dir, "a.txt", "alpha, mine\n")
-	mine, _, err := wt.CommitAll(ctx, "T-1: mine")
-	require.NoError(t, err)
+	wt := s.worktree(base)
+	mine := s.commit(wt, "a.txt", "alpha, mine\n", "T-1: mine")
 	s.commitOnOrigin("a.txt", "alpha, theirs\n")
 	onto, err := s.repo.Fetch(ctx, "origin", "main")
 	require.NoError(t, err)
@@ -203,11 +213,8 @@ func TestMergeFastForwardIntoACheckedOutBase(t *testing.T) {
 	s := newShipRig(t)
 	ctx := t.Context()
 	base := s.git(s.dir, "rev-parse", "main")
-	wt, err := s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "wt"), "orbit/T-1/r", base)
-	require.NoError(t, err)
-	write(t, wt.Dir, "c.txt", "charlie\n")
-	head, _, err := wt.CommitAll(ctx, "T-1: add c")
-	require.NoError(t, err)
+	wt := s.worktree(base)
+	head := s.commit(wt, "c.txt", "charlie\n", "T-1: add c")
 	write(t, s.dir, "scratch.txt", "a person's untracked notes\n")
 
 	from, err := s.repo.MergeFastForward(ctx, "main", head, base)
@@ -227,14 +234,11 @@ func TestMergeFastForwardRefusesADirtyCheckoutAndAMovedBase(t *testing.T) {
 	s := newShipRig(t)
 	ctx := t.Context()
 	base := s.git(s.dir, "rev-parse", "main")
-	wt, err := s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "wt"), "orbit/T-1/r", base)
-	require.NoError(t, err)
-	write(t, wt.Dir, "c.txt", "charlie\n")
-	head, _, err := wt.CommitAll(ctx, "T-1: add c")
-	require.NoError(t, err)
+	wt := s.worktree(base)
+	head := s.commit(wt, "c.txt", "charlie\n", "T-1: add c")
 
 	write(t, s.dir, "a.txt", "a person's uncommitted change\n")
-	_, err = s.repo.MergeFastForward(ctx, "main", head, base)
+	_, err := s.repo.MergeFastForward(ctx, "main", head, base)
 	require.ErrorIs(t, err, gitops.ErrDirty)
 	assert.ErrorContains(t, err, "a.txt")
 	assert.ErrorContains(t, err, s.repo.Dir)
@@ -263,13 +267,10 @@ func TestMergeFastForwardOfABranchCheckedOutNowhere(t *testing.T) {
 	base := s.git(s.dir, "rev-parse", "main")
 	s.git(s.dir, "switch", "--quiet", "-c", "elsewhere")
 	write(t, s.dir, "a.txt", "uncommitted on another branch\n")
-	wt, err := s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "wt"), "orbit/T-1/r", base)
-	require.NoError(t, err)
-	write(t, wt.Dir, "c.txt", "charlie\n")
-	head, _, err := wt.CommitAll(ctx, "T-1: add c")
-	require.NoError(t, err)
+	wt := s.worktree(base)
+	head := s.commit(wt, "c.txt", "charlie\n", "T-1: add c")
 
-	_, err = s.repo.MergeFastForward(ctx, "main", head, base)
+	_, err := s.repo.MergeFastForward(ctx, "main", head, base)
 	require.NoError(t, err)
 	assert.Equal(t, head, s.git(s.dir, "rev-parse", "main"))
 	assert.Equal(t, "elsewhere", s.git(s.dir, "branch", "--show-current"))
