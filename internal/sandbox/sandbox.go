@@ -68,6 +68,14 @@ type Policy struct {
 	// shipping run's worktree lives in the engine's state directory). Each
 	// is bound back at its own path, writable, after Hide.
 	Work []string `json:"work,omitempty"`
+	// Confine makes the whole file system read-only to the program but
+	// for Work: /tmp is private (the host's /tmp under a layer of the
+	// program's own, which is gone when it ends), as is /dev/shm, and
+	// HOME is a fresh directory in that /tmp; the XDG base directories
+	// are unset, so they fall under it. The rest of the policy applies
+	// as without it, ReadOnly last (over Work: a work tree's git
+	// directory).
+	Confine bool `json:"confine,omitempty"`
 }
 
 // Wrap makes cmd (built by exec.Command, not started) start in the

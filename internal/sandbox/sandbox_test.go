@@ -108,9 +108,7 @@ func checkProbe(t *testing.T, out string) {
 // own processes and holds no capability; the engine's view is unchanged.
 func TestASandboxedProgramSeesNoneOfTheHiddenPaths(t *testing.T) {
 	t.Parallel()
-	if ok, why := sandbox.Available(); !ok {
-		t.Skipf("no sandbox on this machine: %s", why)
-	}
+	needSandbox(t)
 	dir := t.TempDir()
 	out, mode := runProbe(t, dir)
 	assert.Equal(t, sandbox.ModeMountNamespace, mode)
@@ -122,27 +120,35 @@ func TestASandboxedProgramSeesNoneOfTheHiddenPaths(t *testing.T) {
 	assert.True(t, os.IsNotExist(err))
 }
 
-// TestTheSandboxWorksForAUserOtherThanRoot runs the test above as nobody
-// (setpriv), where the sandbox needs a user namespace: the test binary,
-// copied where nobody may run it, is the sandbox's step there too.
-func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
-	if dir := os.Getenv("ORBIT_SANDBOX_TEST_DIR"); dir != "" {
-		// The copy, as nobody.
-		ok, why := sandbox.Available()
-		require.True(t, ok, "no sandbox as uid %d: %s", os.Getuid(), why)
-		out, mode := runProbe(t, dir)
-		assert.Equal(t, sandbox.ModeMountNamespace, mode)
-		checkProbe(t, out)
-		return
+// needSandbox skips a test where the machine has no sandbox, but in the
+// copy TestTheSandboxWorksForAUserOtherThanRoot runs, where it must.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	ok, why := sandbox.Available()
+	switch {
+	case !ok && os.Getenv(asOtherUser) != "":
+		t.Fatalf("no sandbox as uid %d: %s", os.Getuid(), why)
+	case !ok:
+		t.Skipf("no sandbox on this machine: %s", why)
 	}
+}
+
+// asOtherUser is set in the environment of the test binary's copy that
+// TestTheSandboxWorksForAUserOtherThanRoot runs as nobody.
+const asOtherUser = "ORBIT_SANDBOX_TEST_AS_NOBODY"
+
+// TestTheSandboxWorksForAUserOtherThanRoot runs the tests of what a
+// sandboxed program sees and may write as nobody (setpriv), where the
+// sandbox needs a user namespace: an engine run by an ordinary user. The
+// test binary, copied where nobody may run it, is the sandbox's step
+// there too.
+func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
 	t.Parallel()
 	setpriv, err := exec.LookPath("setpriv")
 	if os.Getuid() != 0 || err != nil {
 		t.Skip("needs root and setpriv to become nobody")
 	}
-	if ok, why := sandbox.Available(); !ok {
-		t.Skipf("no sandbox on this machine: %s", why)
-	}
+	needSandbox(t)
 	base := t.TempDir()
 	self, err := os.Executable()
 	require.NoError(t, err)
@@ -157,13 +163,17 @@ func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Dir(base), 0o711))
 	require.NoError(t, os.Chmod(base, 0o755))
 	require.NoError(t, os.Chmod(work, 0o777))
+	tests := []string{"TestASandboxedProgramSeesNoneOfTheHiddenPaths", "TestAConfinedProgramWritesOnlyItsWorkTreeAndScratch",
+		"TestALinkedWorkTreesGitDirectoryIsReadOnly", "TestAWorkTreeUnderAHiddenDirectoryStaysWorkable"}
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run=^TestTheSandboxWorksForAUserOtherThanRoot$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), "ORBIT_SANDBOX_TEST_DIR="+work, "HOME="+work)
+		"-test.run=^("+strings.Join(tests, "|")+")$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), asOtherUser+"=1", "TMPDIR="+work, "HOME="+work)
 	cmd.Dir = work
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "--- PASS: TestTheSandboxWorksForAUserOtherThanRoot")
+	for _, name := range tests {
+		assert.Contains(t, string(out), "--- PASS: "+name, "%s", out)
+	}
 	assert.NotContains(t, string(out), "SKIP")
 }
 
@@ -200,9 +210,7 @@ func BenchmarkStart(b *testing.B) {
 // and its parent's) names no process it can signal.
 func TestASandboxedProgramCannotSignalTheEngine(t *testing.T) {
 	t.Parallel()
-	if ok, why := sandbox.Available(); !ok {
-		t.Skipf("no sandbox on this machine: %s", why)
-	}
+	needSandbox(t)
 	script := `kill -0 "$1"; echo " engine:$?"; kill -0 "$2"; echo " parent:$?"`
 	cmd := exec.Command("sh", "-c", script, "probe", strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid()))
 	mode, err := sandbox.Wrap(cmd, sandbox.Policy{})
