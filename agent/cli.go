@@ -205,15 +205,6 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return nil, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("executor %q: %v (PATH=%s)",
 			cfg.Executor, cmd.Err, os.Getenv("PATH"))}
 	}
-	mode := sandbox.ModeNone
-	if cfg.Sandbox != nil {
-		// The workspace's git configuration and hooks are run by the
-		// engine's git later, outside the sandbox: the agent may not
-		// change them.
-		if mode, err = sandbox.Wrap(cmd, cfg.Sandbox.ForWorkspace(cfg.Workspace)); err != nil {
-			return nil, err
-		}
-	}
 	cmd.Dir = cfg.Workspace
 	cmd.Stdin = bytes.NewReader(stdin)
 	// The agent's environment is built from an allowlist, whatever the
@@ -229,6 +220,20 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	if cfg.MCP != nil {
 		cmd.Env = append(slices.Clip(cmd.Env), cfg.MCP.Env...)
+	}
+	mode := sandbox.ModeNone
+	if cfg.Sandbox != nil {
+		// The workspace's git directory is run by the engine's git later,
+		// outside the sandbox: the agent may not change it.
+		p := cfg.Sandbox.ForWorkspace(cfg.Workspace)
+		if p.Confine {
+			if p, cmd.Env, err = withCLIHome(p, cmd.Env, cfg.Spec.Output); err != nil {
+				return nil, err
+			}
+		}
+		if mode, err = sandbox.Wrap(cmd, p); err != nil {
+			return nil, err
+		}
 	}
 	// Our own pipes rather than cmd's: the program's exit is then seen when
 	// it exits, even if something it started still holds its output open

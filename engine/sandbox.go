@@ -34,7 +34,11 @@ func (e *Engine) checkAgentAdmitted(ctx context.Context, creds *events.Creds) {
 // path: `orbit mcp` signs in with it, and it is worth no more than the
 // verbs (events.IdentityAgent). The rest of
 // .orbit is read-only: the jobs, activities and configuration there are
-// what the engine runs next, outside any sandbox.
+// what the engine runs next, outside any sandbox. And the agent is
+// confined (sandbox.Policy.Confine): the whole file system is read-only
+// to it but for its workspace (bound by ForWorkspace, its git directory
+// read-only), its CLI's own directory (agent.withCLIHome) and a private
+// /tmp that holds its home.
 //
 // It logs a warning when the machine cannot sandbox a program: the agents
 // then run as before, which their records say (sandbox: none).
@@ -44,6 +48,7 @@ func agentSandbox(cfg Config, creds *events.Creds, logger *slog.Logger) *sandbox
 		Hide:     []string{state},
 		Keep:     []string{creds.File(events.IdentityAgent)},
 		ReadOnly: []string{filepath.Dir(state)},
+		Confine:  true,
 	}
 	files := []string{cfg.LogKeyFile, cfg.NKeySeedFile}
 	if cfg.ListenTLS != nil {

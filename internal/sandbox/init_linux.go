@@ -57,6 +57,11 @@ func Init() {
 
 // step is the re-executed process, first of its mount and PID namespaces.
 func step(args []string) error {
+	// Wrap clones the step into a new PID namespace, of which it is the
+	// first process: anywhere else its mounts would be the caller's.
+	if os.Getpid() != 1 {
+		return errors.New("not the first process of a namespace of its own: nothing is mounted")
+	}
 	// Nothing mounted here may reach the engine's namespace.
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
@@ -131,24 +136,57 @@ func apply(p Policy) (home string, err error) {
 	} else if err := readOnly(p.ReadOnly); err != nil {
 		return "", err
 	}
-	var dirs []string
+	// Unconfined, the work trees come last, over the covers (a shipping
+	// worktree in the hidden state directory), carrying along the covers
+	// and read-only paths under them: their binds come from the same
+	// file system. Confined, a work tree under /tmp comes from the host's
+	// /tmp and a cover there is on the private one, so covers and work
+	// trees are mounted by path, the shallower first: each lands on what
+	// holds it, a work tree under a hidden directory on the cover, a
+	// hidden directory in a work tree (a repository's .orbit/state) on
+	// the work tree.
+	type mount struct {
+		path string
+		work bool
+	}
+	var mounts []mount
 	for _, h := range p.Hide {
-		fi, err := os.Stat(h)
+		mounts = append(mounts, mount{path: h})
+	}
+	for _, w := range p.Work {
+		mounts = append(mounts, mount{path: w, work: true})
+	}
+	if p.Confine {
+		slices.SortStableFunc(mounts, func(a, b mount) int { return depth(a.path) - depth(b.path) })
+	}
+	var dirs []string
+	for _, m := range mounts {
+		if m.work {
+			f, ok := work[m.path]
+			if !ok {
+				continue
+			}
+			if err := bindWritable(f, m.path, p.Confine); err != nil {
+				return "", fmt.Errorf("keeping the work tree %s: %w", m.path, err)
+			}
+			continue
+		}
+		fi, err := os.Stat(m.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("hiding %s: %w", h, err)
+			return "", fmt.Errorf("hiding %s: %w", m.path, err)
 		}
 		if fi.IsDir() {
-			if err := syscall.Mount("tmpfs", h, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
-				return "", fmt.Errorf("hiding %s: %w", h, err)
+			if err := syscall.Mount("tmpfs", m.path, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
+				return "", fmt.Errorf("hiding %s: %w", m.path, err)
 			}
-			dirs = append(dirs, h)
+			dirs = append(dirs, m.path)
 			continue
 		}
-		if err := syscall.Mount("/dev/null", h, "", syscall.MS_BIND, ""); err != nil {
-			return "", fmt.Errorf("hiding %s: %w", h, err)
+		if err := syscall.Mount("/dev/null", m.path, "", syscall.MS_BIND, ""); err != nil {
+			return "", fmt.Errorf("hiding %s: %w", m.path, err)
 		}
 	}
 	for _, k := range p.Keep {
@@ -156,15 +194,6 @@ func apply(p Policy) (home string, err error) {
 			if err := bindReadOnly(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), k); err != nil {
 				return "", fmt.Errorf("keeping %s: %w", k, err)
 			}
-		}
-	}
-	for _, w := range p.Work {
-		f, ok := work[w]
-		if !ok {
-			continue
-		}
-		if err := bindWritable(f, w, p.Confine); err != nil {
-			return "", fmt.Errorf("keeping the work tree %s: %w", w, err)
 		}
 	}
 	// Confined, the read-only paths go over the work trees: a work
@@ -180,6 +209,11 @@ func apply(p Policy) (home string, err error) {
 		}
 	}
 	return home, nil
+}
+
+// depth is how many directories deep path is.
+func depth(path string) int {
+	return strings.Count(filepath.Clean(path), "/")
 }
 
 // openAll opens each of paths as a place (O_PATH), skipping those that do
@@ -251,6 +285,11 @@ func confine() (string, error) {
 	defer tmp.Close()
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return "", fmt.Errorf("making the file system read-only (mount_setattr, Linux 5.12): %w", err)
+	}
+	// The PID namespace's own /proc stays writable: a program that makes
+	// namespaces of its own (Codex's bubblewrap) writes its uid_map.
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/proc", 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return "", fmt.Errorf("/proc: %w", err)
 	}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		if err := syscall.Mount("tmpfs", "/dev/shm", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {

@@ -82,6 +82,7 @@ echo 'exit 0' > .git/hooks/pre-commit; echo " write-hook:$?"
 echo '* filter=x' > .git/info/attributes; echo " write-attributes:$?"
 mv .git .git-moved; echo " move-git:$?"
 git add work.txt; echo " git-add:$?"
+cat .orbit/state/engine.nk; echo " read-state:$?"
 `
 
 // TestAConfinedProgramWritesOnlyItsWorkTreeAndScratch: confined to a
@@ -89,8 +90,9 @@ git add work.txt; echo " git-add:$?"
 // private /tmp, its home there and /dev/shm, and nothing else: not a
 // directory outside its work tree, not the engine's ~/.gitconfig, not
 // .git (no commondir made, config, hooks and info/attributes unchanged,
-// .git not moved away), and git add fails (the engine commits). What it
-// wrote in /tmp is gone afterwards.
+// .git not moved away), and git add fails (the engine commits); the
+// engine's state directory in the work tree stays hidden. What it wrote in
+// /tmp is gone afterwards.
 func TestAConfinedProgramWritesOnlyItsWorkTreeAndScratch(t *testing.T) {
 	t.Parallel()
 	needSandbox(t)
@@ -101,15 +103,21 @@ func TestAConfinedProgramWritesOnlyItsWorkTreeAndScratch(t *testing.T) {
 	gitRun(t, env, "-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first")
 	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
 	require.NoError(t, err)
+	state := filepath.Join(repo, ".orbit", "state")
+	require.NoError(t, os.MkdirAll(state, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(state, "engine.nk"), []byte("ENGINESEED"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "info", "exclude"), []byte(".orbit/\n"), 0o644))
 
-	got := runIn(t, sandbox.Policy{Confine: true}.ForWorkspace(repo), repo, env, confinedScript, outside, engineHome)
+	p := sandbox.Policy{Confine: true, Hide: []string{state}}.ForWorkspace(repo)
+	got := runIn(t, p, repo, env, confinedScript, outside, engineHome)
 	for _, ok := range []string{"write-tree", "write-tmp", "write-home", "agent-gitconfig", "write-shm"} {
 		assert.Contains(t, got, " "+ok+":0", "%s: %s", ok, got)
 	}
-	for _, refused := range []string{"write-outside", "engine-gitconfig", "write-commondir", "write-config", "git-config", "write-hook", "write-attributes", "move-git", "git-add"} {
+	for _, refused := range []string{"write-outside", "engine-gitconfig", "write-commondir", "write-config", "git-config", "write-hook", "write-attributes", "move-git", "git-add", "read-state"} {
 		assert.NotContains(t, got, " "+refused+":0", "%s: %s", refused, got)
 	}
 	assert.NotContains(t, got, "home-is:"+engineHome, "the program has a home of its own")
+	assert.NotContains(t, got, "ENGINESEED", "the state directory in the work tree stays hidden")
 
 	data, err := os.ReadFile(filepath.Join(repo, "work.txt"))
 	require.NoError(t, err)
