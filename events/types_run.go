@@ -335,6 +335,10 @@ type ShellExitedData struct {
 	TimedOut bool         `json:"timed_out,omitempty"`
 	Stdout   OutputStream `json:"stdout"`
 	Stderr   OutputStream `json:"stderr"`
+	// Sandbox is how a step of an activity with sandbox: agent ran, as a
+	// CLI invocation records it ("mount-namespace", or "none" where the
+	// machine has no sandbox); empty for any other step.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // RunBudgetExhaustedData records the decision that a run's budget is spent:
