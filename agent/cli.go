@@ -221,7 +221,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	if cfg.MCP != nil {
 		cmd.Env = append(slices.Clip(cmd.Env), cfg.MCP.Env...)
 	}
-	mode := sandbox.ModeNone
+	mode, unenforced := sandbox.ModeNone, ""
 	if cfg.Sandbox != nil {
 		// The workspace's git directory is run by the engine's git later,
 		// outside the sandbox: the agent may not change it.
@@ -234,6 +234,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		if mode, err = sandbox.Wrap(cmd, p); err != nil {
 			return nil, err
 		}
+		unenforced = sandbox.Unenforced(mode)
 	}
 	// Our own pipes rather than cmd's: the program's exit is then seen when
 	// it exits, even if something it started still holds its output open
@@ -278,6 +279,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	defer g.Kill()
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationStarted, events.CLIInvocationStartedData{
 		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: args, PID: g.PID(), Sandbox: mode,
+		Unenforced: unenforced,
 	}); err != nil {
 		return nil, err
 	}

@@ -339,6 +339,9 @@ type ShellExitedData struct {
 	// CLI invocation records it ("mount-namespace", or "none" where the
 	// machine has no sandbox); empty for any other step.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Unenforced is what the sandbox did not keep the step from
+	// (sandbox.Unenforced), as on cli.invocation.started.
+	Unenforced string `json:"unenforced,omitempty"`
 }
 
 // RunBudgetExhaustedData records the decision that a run's budget is spent:

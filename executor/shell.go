@@ -77,7 +77,7 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	c.Dir = s.cmd.Workspace
 	c.Stdout, c.Stderr = stdout, stderr
 	env := os.Environ()
-	mode := ""
+	mode, unenforced := "", ""
 	if spec.Sandbox == assets.SandboxAgent {
 		// The code it runs is an agent's: it gets what an agent gets, the
 		// environment's allowlist and the agents' sandbox.
@@ -88,6 +88,7 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 				return nil, interpreter.Fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
 			}
 		}
+		unenforced = sandbox.Unenforced(mode)
 	}
 	c.Env = append(env,
 		"ORBIT_RUN_ID="+s.cmd.RunID,
@@ -112,14 +113,15 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	exitCode, signal, timedOut := res.ExitCode, res.Signal, res.TimedOut
 
 	exited := events.ShellExitedData{
-		Attempt:  s.cmd.Attempt,
-		Program:  spec.Program,
-		Args:     spec.Args,
-		PID:      g.PID(),
-		ExitCode: exitCode,
-		Signal:   signal,
-		TimedOut: timedOut,
-		Sandbox:  mode,
+		Attempt:    s.cmd.Attempt,
+		Program:    spec.Program,
+		Args:       spec.Args,
+		PID:        g.PID(),
+		ExitCode:   exitCode,
+		Signal:     signal,
+		TimedOut:   timedOut,
+		Sandbox:    mode,
+		Unenforced: unenforced,
 	}
 	expected := spec.ExpectedExitCodes
 	if len(expected) == 0 {

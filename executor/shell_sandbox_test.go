@@ -79,12 +79,18 @@ func TestAShellStepWithSandboxAgentRunsInTheAgentsSandbox(t *testing.T) {
 		assert.Contains(t, got, "workspace-var:"+root, "%s: Orbit's variables are given", field)
 		if field == "sandbox: none" {
 			assert.Empty(t, d.Sandbox)
+			assert.Empty(t, d.Unenforced)
 			assert.Contains(t, got, " outside:0", "without the sandbox it writes as the engine's user: %s", got)
 			assert.Contains(t, got, "ENGINESEED")
 			require.NoError(t, os.Remove(filepath.Join(root, ".git", "commondir")))
 			continue
 		}
 		assert.Equal(t, sandbox.ModeMountNamespace, d.Sandbox)
+		if os.Getuid() == 0 {
+			assert.Contains(t, d.Unenforced, "runs as root", "a root engine's step is root on the file system")
+		} else {
+			assert.Empty(t, d.Unenforced)
+		}
 		for _, refused := range []string{"commondir", "outside", "state"} {
 			assert.NotContains(t, got, " "+refused+":0", "%s: %s", refused, got)
 		}

@@ -177,6 +177,9 @@ func TestAClaudeCodeAgentIsConfinedToItsWorkspace(t *testing.T) {
 	r = p.Orbit("run", "events", strings.TrimSpace(r.Stdout), "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, `"sandbox": "mount-namespace"`)
+	if os.Getuid() == 0 {
+		assert.Contains(t, r.Stdout, `"unenforced": "file permissions: it runs as root`, "the record says what a root engine's agent is not kept from")
+	}
 
 	data, err := os.ReadFile(filepath.Join(repo, "probe.txt"))
 	require.NoError(t, err, "the agent's shell ran the probe")

@@ -102,6 +102,25 @@ func Wrap(cmd *exec.Cmd, p Policy) (string, error) {
 	return ModeMountNamespace, nil
 }
 
+// Unenforced says what a program started in mode (Wrap's) is not kept
+// from, and why, for its record: everything where the machine has no
+// sandbox; file permissions for an engine that runs as root, whose
+// programs are root on the file system, where the read-only mounts alone
+// stop their writes; "" otherwise.
+func Unenforced(mode string) string {
+	switch {
+	case mode == ModeNone:
+		_, why := Available()
+		if why == "" {
+			why = "no policy"
+		}
+		return "no sandbox (" + why + "): it reads and writes what the engine's user can, the engine's keys included, and may signal the engine"
+	case os.Getuid() == 0:
+		return "file permissions: it runs as root, as the engine does; the read-only mounts alone stop its writes"
+	}
+	return ""
+}
+
 var probe struct {
 	once   sync.Once
 	ok     bool

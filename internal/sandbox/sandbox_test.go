@@ -230,3 +230,17 @@ func TestASandboxedProgramCannotSignalTheEngine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(plain), " engine:0")
 }
+
+// TestUnenforcedSaysWhatTheSandboxLeaves: a program's record says what
+// its mode did not keep it from: everything without a sandbox, file
+// permissions when the engine is root, nothing more for another user.
+func TestUnenforcedSaysWhatTheSandboxLeaves(t *testing.T) {
+	t.Parallel()
+	assert.Contains(t, sandbox.Unenforced(sandbox.ModeNone), "no sandbox")
+	assert.Contains(t, sandbox.Unenforced(sandbox.ModeNone), "the engine's keys")
+	if os.Getuid() == 0 {
+		assert.Contains(t, sandbox.Unenforced(sandbox.ModeMountNamespace), "runs as root")
+	} else {
+		assert.Empty(t, sandbox.Unenforced(sandbox.ModeMountNamespace))
+	}
+}
