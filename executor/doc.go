@@ -7,8 +7,8 @@
 // queue and records them (run.requested), admits runs within their job's
 // max_active_runs (admission.go, slots.go: a global queue and shared slots
 // when engines share a NATS server), holds each running run's lease and
-// takes over the runs of an engine that died (lease.go, takeover.go),
-// counts the live runs of each tree of child runs (descendants.go), and
+// takes over the runs of an engine that died (takeover.go, with package
+// lease), counts the live runs of each tree of child runs (descendants.go), and
 // runs each admitted run's interpreter on its history (history.go) through
 // its host (run_host.go). Around it are the requests a client makes of
 // runs: cancel (cancel.go), retry (rerun.go), resume after a budget raise

@@ -15,10 +15,6 @@ var (
 	ErrJobDisabled = interpreter.ErrJobDisabled
 	ErrNotAList    = interpreter.ErrNotAList
 
-	// ErrLeaseHeld is returned when another live engine owns a run (or
-	// another live worker a step attempt).
-	ErrLeaseHeld = errors.New("run is owned by another engine")
-
 	// ErrNotRetryable is returned by NewRetryRequest for a run that cannot
 	// be retried as asked: not finished yet, or --from a step it has not
 	// or whose earlier steps did not succeed. It also matches

@@ -2,10 +2,13 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/failpoint"
+	"github.com/orbitrun/orbit/internal/lease"
 	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/internal/sandbox"
 	"github.com/orbitrun/orbit/interpreter"
@@ -259,15 +263,15 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		w.deadLetter(ctx, c, &cmd, finishedID, rec.starts)
 		return
 	}
-	lease := w.stepLease(&cmd)
-	if err := lease.try(ctx); err != nil {
-		var held *leaseHeldError
+	ls := w.stepLease(&cmd)
+	if err := ls.Try(ctx); err != nil {
+		var held *lease.HeldError
 		switch {
 		case errors.As(err, &held):
 			// Its holder renews it while it runs the step: ask again
 			// once it would have lapsed, which it does a TTL after its
 			// holder's last sign of life.
-			_ = c.Nak(max(time.Until(held.until), w.deliveryWait()))
+			_ = c.Nak(max(time.Until(held.Until), w.deliveryWait()))
 		case errors.Is(err, events.ErrConflict):
 			_ = c.Nak(w.cfg.AckWait / 2) // another worker took it just now: let it finish
 		default:
@@ -279,7 +283,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	// while writes wait for disk space.
 	pctx, stopRenewing := context.WithCancel(ctx)
 	defer stopRenewing()
-	go w.renew(pctx, lease)
+	go w.renew(pctx, ls)
 	emit := func(ctx context.Context, typ string, payload any) error {
 		_, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, typ, ""), payload)
 		return err
@@ -298,7 +302,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		_, err = started.Wait(ctx)
 	}
 	if err != nil {
-		_ = lease.release(ctx)
+		_ = ls.Release(ctx)
 		w.retryLater(c, err)
 		return
 	}
@@ -306,14 +310,14 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	failpoint.Hit("worker-before-activity")
 	w.resolveSecrets(&cmd)
 	began := time.Now()
-	output, err := w.execute(lease.within(ctx), c, &execution{cmd: &cmd, emit: emit})
+	output, err := w.execute(ls.Within(ctx), c, &execution{cmd: &cmd, emit: emit})
 	failpoint.Hit("worker-after-side-effect")
 	if ctx.Err() != nil {
-		_ = lease.release(context.WithoutCancel(ctx))
+		_ = ls.Release(context.WithoutCancel(ctx))
 		_ = c.Nak(0) // the engine is stopping: leave the step to the next one
 		return
 	}
-	if !lease.held(ctx) {
+	if !ls.Held(ctx) {
 		// Another worker took the step over while this one was silent: its
 		// copy is the one that counts. This late result is dropped.
 		w.log.Warn("step lease lost while running; result dropped", "run", cmd.RunID, "step", cmd.StepKey, "attempt", cmd.Attempt)
@@ -336,7 +340,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	}
 	if err := w.appendAll(ctx, started, end); err != nil {
 		if ctx.Err() != nil {
-			_ = lease.release(context.WithoutCancel(ctx))
+			_ = ls.Release(context.WithoutCancel(ctx))
 			_ = c.Nak(0)
 			return
 		}
@@ -349,7 +353,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	if err := c.AckNoWait(); err != nil {
 		w.log.Warn("acking step command", "id", c.ID, "err", err)
 	}
-	_ = lease.release(ctx)
+	_ = ls.Release(ctx)
 }
 
 // endEvent is one of the events that record the end of a step attempt.
@@ -380,12 +384,18 @@ func (w *Worker) appendAll(ctx context.Context, started *events.PendingAppend, e
 // stepLease returns the lease a step attempt runs under. On an embedded
 // store there is one engine and so one worker: nothing can run the step
 // alongside it, and the lease is a no-op (it costs writes to the store).
-func (w *Worker) stepLease(cmd *interpreter.StepCommand) *lease {
+func (w *Worker) stepLease(cmd *interpreter.StepCommand) *lease.Lease {
 	if w.cfg.Log.Embedded() {
-		return &lease{}
+		return &lease.Lease{}
 	}
-	return &lease{kv: w.cfg.Log.Leases(), key: stepLeaseKey(cmd), ttl: w.cfg.AckWait, engine: w.cfg.Engine,
-		scope: proc.NewScope(), fence: true}
+	return &lease.Lease{KV: w.cfg.Log.Leases(), Key: stepLeaseKey(cmd), TTL: w.cfg.AckWait, Engine: w.cfg.Engine,
+		Scope: proc.NewScope(), Fence: true}
+}
+
+// stepLeaseKey names the lease of cmd's step attempt in the leases bucket.
+func stepLeaseKey(cmd *interpreter.StepCommand) string {
+	sum := sha256.Sum256([]byte(cmd.RunID + "|" + cmd.StepKey + "|" + strconv.Itoa(cmd.Attempt)))
+	return "step." + hex.EncodeToString(sum[:16])
 }
 
 // execution is one run of a command's activity.
@@ -564,7 +574,7 @@ func (w *Worker) confirm(ctx context.Context, c *events.Command) {
 }
 
 // renew keeps a step's lease alive while the step is handled.
-func (w *Worker) renew(ctx context.Context, lease *lease) {
+func (w *Worker) renew(ctx context.Context, ls *lease.Lease) {
 	tick := time.NewTicker(w.cfg.AckWait / 3)
 	defer tick.Stop()
 	for {
@@ -572,7 +582,7 @@ func (w *Worker) renew(ctx context.Context, lease *lease) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			_ = lease.renew(ctx)
+			_ = ls.Renew(ctx)
 		}
 	}
 }

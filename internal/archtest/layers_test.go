@@ -28,6 +28,7 @@ var layers = map[string][]string{
 	"events":             {"internal/failpoint"},
 	"gitops":             nil,
 	"internal/failpoint": nil,
+	"internal/lease":     {"events", "internal/proc"},
 	"internal/proc":      nil,
 	"internal/sandbox":   nil,
 
@@ -44,7 +45,7 @@ var layers = map[string][]string{
 
 	// The orchestration and the workers, over the interpreter, the agents
 	// and Groundhog.
-	"executor": {"agent", "assets", "events", "groundhog", "internal/failpoint", "internal/proc", "internal/sandbox", "interpreter"},
+	"executor": {"agent", "assets", "events", "groundhog", "internal/failpoint", "internal/lease", "internal/proc", "internal/sandbox", "interpreter"},
 
 	// Capabilities built on runs.
 	"shipping": {"assets", "events", "executor", "gitops", "projector"},

@@ -1,4 +1,4 @@
-package executor
+package lease
 
 import (
 	"context"
@@ -20,20 +20,20 @@ func TestStepLeaseHeldWhileItIsRenewed(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	ctx := testkit.Context(t)
-	l := &lease{kv: log.Leases(), key: "step.renewed", engine: "e1", ttl: 30 * time.Second, scope: "s1"}
-	require.NoError(t, l.try(ctx))
+	l := &Lease{KV: log.Leases(), Key: "step.renewed", Engine: "e1", TTL: 30 * time.Second, Scope: "s1"}
+	require.NoError(t, l.Try(ctx))
 	rctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for rctx.Err() == nil {
-			_ = l.renew(rctx)
+			_ = l.Renew(rctx)
 		}
 	}()
 	lost := 0
 	for range 300 {
-		if !l.held(ctx) {
+		if !l.Held(ctx) {
 			lost++
 		}
 	}
@@ -50,16 +50,16 @@ func TestStepLeaseHeldAfterARenewalWhoseAnswerWasLost(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	ctx := testkit.Context(t)
-	l := &lease{kv: log.Leases(), key: "step.unanswered", engine: "e1", ttl: 300 * time.Millisecond, scope: "s1"}
-	require.NoError(t, l.try(ctx))
-	landed := &lease{kv: log.Leases(), key: l.key, engine: l.engine, ttl: l.ttl, scope: l.scope, rev: l.rev}
-	require.NoError(t, landed.renew(ctx))
-	assert.True(t, l.held(ctx), "the lease after a renewal of its own that it did not hear of")
+	l := &Lease{KV: log.Leases(), Key: "step.unanswered", Engine: "e1", TTL: 300 * time.Millisecond, Scope: "s1"}
+	require.NoError(t, l.Try(ctx))
+	landed := &Lease{KV: log.Leases(), Key: l.Key, Engine: l.Engine, TTL: l.TTL, Scope: l.Scope, rev: l.rev}
+	require.NoError(t, landed.Renew(ctx))
+	assert.True(t, l.Held(ctx), "the lease after a renewal of its own that it did not hear of")
 
 	time.Sleep(400 * time.Millisecond)
-	other := &lease{kv: log.Leases(), key: l.key, engine: "e2", ttl: 30 * time.Second, scope: "s2"}
-	require.NoError(t, other.try(ctx))
-	assert.False(t, l.held(ctx), "the lease after another worker took it over")
-	assert.ErrorIs(t, l.renew(ctx), events.ErrConflict)
-	assert.True(t, other.held(ctx))
+	other := &Lease{KV: log.Leases(), Key: l.Key, Engine: "e2", TTL: 30 * time.Second, Scope: "s2"}
+	require.NoError(t, other.Try(ctx))
+	assert.False(t, l.Held(ctx), "the lease after another worker took it over")
+	assert.ErrorIs(t, l.Renew(ctx), events.ErrConflict)
+	assert.True(t, other.Held(ctx))
 }

@@ -1,4 +1,4 @@
-package executor
+package lease
 
 import (
 	"fmt"
@@ -50,18 +50,18 @@ func TestStepLeaseHeldRightAfterItIsTakenOnACluster(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 20 {
-				l := &lease{kv: log.Leases(), key: fmt.Sprintf("step.held-%d-%d", g, i), engine: "e1",
-					ttl: 30 * time.Second, scope: fmt.Sprintf("s%d-%d", g, i)}
-				if !assert.NoError(t, l.try(ctx)) {
+				l := &Lease{KV: log.Leases(), Key: fmt.Sprintf("step.held-%d-%d", g, i), Engine: "e1",
+					TTL: 30 * time.Second, Scope: fmt.Sprintf("s%d-%d", g, i)}
+				if !assert.NoError(t, l.Try(ctx)) {
 					return
 				}
-				if !l.held(ctx) {
+				if !l.Held(ctx) {
 					lost.Add(1)
 				}
-				if !l.held(ctx) {
+				if !l.Held(ctx) {
 					lost.Add(1)
 				}
-				_ = l.release(ctx)
+				_ = l.Release(ctx)
 			}
 		}()
 	}
@@ -76,13 +76,13 @@ func TestStepLeaseTakenOverOnAClusterIsNotHeld(t *testing.T) {
 	t.Parallel()
 	_, log := openOnFollower(t)
 	ctx := testkit.Context(t)
-	first := &lease{kv: log.Leases(), key: "step.fenced", engine: "e1", ttl: 300 * time.Millisecond}
-	require.NoError(t, first.try(ctx))
-	second := &lease{kv: log.Leases(), key: "step.fenced", engine: "e2", ttl: 30 * time.Second}
-	require.ErrorIs(t, second.try(ctx), ErrLeaseHeld)
+	first := &Lease{KV: log.Leases(), Key: "step.fenced", Engine: "e1", TTL: 300 * time.Millisecond}
+	require.NoError(t, first.Try(ctx))
+	second := &Lease{KV: log.Leases(), Key: "step.fenced", Engine: "e2", TTL: 30 * time.Second}
+	require.ErrorIs(t, second.Try(ctx), ErrHeld)
 	time.Sleep(400 * time.Millisecond)
-	require.NoError(t, second.try(ctx))
-	assert.False(t, first.held(ctx), "the first holder after the takeover")
-	assert.ErrorIs(t, first.renew(ctx), events.ErrConflict)
-	assert.True(t, second.held(ctx), "the worker that took the lease over")
+	require.NoError(t, second.Try(ctx))
+	assert.False(t, first.Held(ctx), "the first holder after the takeover")
+	assert.ErrorIs(t, first.Renew(ctx), events.ErrConflict)
+	assert.True(t, second.Held(ctx), "the worker that took the lease over")
 }
