@@ -255,7 +255,7 @@ func replayStart(ctx context.Context, log *events.Log, runID, fixture string) (i
 		if ev.Type == events.StepFinished {
 			var d events.StepFinishedData
 			if ev.Decode(&d) == nil {
-				finished[attemptKey(ev.StepKey, d.Attempt)] = true
+				finished[interpreter.AttemptKey(ev.StepKey, d.Attempt)] = true
 			}
 		}
 	}
@@ -265,7 +265,7 @@ func replayStart(ctx context.Context, log *events.Log, runID, fixture string) (i
 			continue
 		}
 		var d events.AgentTurnData
-		if ev.Decode(&d) == nil && d.Fixture == fixture && finished[attemptKey(ev.StepKey, d.Attempt)] {
+		if ev.Decode(&d) == nil && d.Fixture == fixture && finished[interpreter.AttemptKey(ev.StepKey, d.Attempt)] {
 			n++
 		}
 	}

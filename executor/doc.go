@@ -19,7 +19,7 @@
 // activity and record its outcome: shell steps (shell.go), deterministic
 // actions (actions.go, and those registered from above through
 // registry.go), locks and workspace reservations (locks.go, workspace.go),
-// agent steps (agent_step.go, agent_task.go, envelopes.go, spend.go) and
+// agent steps (agent_step.go, agent_task.go, envelopes.go, agent_budget.go) and
 // Groundhog steps (groundhog_step.go).
 //
 // Its design and the decisions it records are in
