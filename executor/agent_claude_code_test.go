@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -37,12 +38,12 @@ func TestClaudeCodeAllowedWriteLandsAndIsRecorded(t *testing.T) {
 	t.Parallel()
 	log, dir := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("out.txt")...)
-	runID, fin := runJob(t, log, claudeCodeJob(t, srv, writeForAMinute), nil)
+	runID, fin := runrig.RunJob(t, log, claudeCodeJob(t, srv, writeForAMinute), nil)
 
 	evs, reqs := checkWroteFile(t, log, srv, dir, runID, fin, wroteFile{tool: "fs.write", agentTool: "Write",
 		provider: "claude_code", model: claudeTestModel, key: "sk-ant-orbit-test"})
 	assert.Greater(t, fin.Output.(map[string]any)["cost_usd"], 0.0, "Claude Code's own account of the cost")
-	calls := decodeAll[events.ToolCalledData](t, ofType(evs, events.ToolCalled))
+	calls := runrig.DecodeAll[events.ToolCalledData](t, runrig.OfType(evs, events.ToolCalled))
 	assert.Equal(t, "toolu_write", calls[0].ToolUseID)
 
 	// Only the granted tool reached the wire.
@@ -78,20 +79,20 @@ func TestClaudeCodeDenialFailsTheStep(t *testing.T) {
 			// agent ends the step before the wall clock.
 			srv := testkit.NewAnthropicServer(t, tc.turns...)
 			began := time.Now()
-			runID, fin := runJob(t, log, claudeCodeJob(t, srv, tc.spec+"        wall_clock_timeout_seconds: 60\n"), nil)
+			runID, fin := runrig.RunJob(t, log, claudeCodeJob(t, srv, tc.spec+"        wall_clock_timeout_seconds: 60\n"), nil)
 
 			require.Equal(t, events.StateFailed, fin.State)
 			assert.Less(t, time.Since(began), 20*time.Second)
 			assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
 			assert.False(t, fin.Error.Retryable)
 			assert.Contains(t, fin.Error.Message, tc.orbit+" denied")
-			denied := decodeAll[events.ToolDeniedData](t, ofType(history(t, log, runID), events.ToolDenied))
+			denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
 			require.Len(t, denied, 1)
 			assert.Equal(t, tc.orbit, denied[0].Name)
 			assert.Equal(t, tc.tool, denied[0].AgentTool)
 			assert.Equal(t, "toolu_write", denied[0].ToolUseID)
 			assert.Equal(t, "terminate", denied[0].OnDenial)
-			assert.Empty(t, ofType(history(t, log, runID), events.ToolCalled))
+			assert.Empty(t, runrig.OfType(runrig.History(t, log, runID), events.ToolCalled))
 		})
 	}
 }
@@ -100,11 +101,11 @@ func TestClaudeCodeDenialUnderContinueIsRecorded(t *testing.T) {
 	t.Parallel()
 	log, dir := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("out.txt")...)
-	runID, fin := runJob(t, log, claudeCodeJob(t, srv, "        tools: [fs.read]\n        on_denial: continue\n        wall_clock_timeout_seconds: 60\n"), nil)
+	runID, fin := runrig.RunJob(t, log, claudeCodeJob(t, srv, "        tools: [fs.read]\n        on_denial: continue\n        wall_clock_timeout_seconds: 60\n"), nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.NoFileExists(t, filepath.Join(dir, "out.txt"))
-	denied := decodeAll[events.ToolDeniedData](t, ofType(history(t, log, runID), events.ToolDenied))
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
 	require.Len(t, denied, 1)
 	assert.Equal(t, "continue", denied[0].OnDenial)
 	assert.Len(t, srv.Scripted(), 2, "the model heard of the denial and answered")
@@ -126,7 +127,7 @@ func TestClaudeCodeErrorResultFailsTheStep(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := testkit.NewAnthropicServer(t, tc.turns...)
-			_, fin := runJob(t, log, claudeCodeJob(t, srv, tc.spec+"        wall_clock_timeout_seconds: 60\n"), nil)
+			_, fin := runrig.RunJob(t, log, claudeCodeJob(t, srv, tc.spec+"        wall_clock_timeout_seconds: 60\n"), nil)
 			require.Equal(t, events.StateFailed, fin.State)
 			assert.Equal(t, tc.kind, fin.Error.Kind)
 			assert.Contains(t, fin.Error.Message, tc.msg)
@@ -145,9 +146,9 @@ func TestClaudeCodeHungServerIsKilledAtTheWallClock(t *testing.T) {
 func TestCLIBackendMissingCommandIsNotRetried(t *testing.T) {
 	t.Parallel()
 	log, _ := cliEngine(t)
-	job := cliJob(t, "orbit-no-such-agent", assets.OutputClaudeCode, 30)
+	job := runrig.CLIJob(t, "orbit-no-such-agent", assets.OutputClaudeCode, 30)
 	job.Spec.Steps[0].Activity.Tools = []string{"fs.read"}
-	_, fin := runJob(t, log, job, nil)
+	_, fin := runrig.RunJob(t, log, job, nil)
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.False(t, fin.Error.Retryable)
@@ -160,7 +161,7 @@ func TestClaudeCodeWithoutToolsOffersNone(t *testing.T) {
 	srv := testkit.NewAnthropicServer(t, testkit.Turn{Text: "nothing to do"})
 	// A model request with no tools is a side request to the server; the
 	// agent's one turn is the only request.
-	_, fin := runJob(t, log, claudeCodeJob(t, srv, "        wall_clock_timeout_seconds: 60\n"), nil)
+	_, fin := runrig.RunJob(t, log, claudeCodeJob(t, srv, "        wall_clock_timeout_seconds: 60\n"), nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "ok", fin.Output.(map[string]any)["final_message"], "answered as a side request: no tools were offered")

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -27,7 +28,7 @@ func TestCLIAgentEnvironmentIsAnAllowlist(t *testing.T) {
 		testkit.Turn{Text: "printed"})
 	job := claudeCodeJob(t, srv, "        tools: [shell.exec]\n        allowed_programs: [env]\n        wall_clock_timeout_seconds: 60\n")
 	job.Spec.Steps[0].Activity.ExecutorSpec.Pass = []string{"PROJECT_MODEL_KEY"}
-	_, fin := runJob(t, log, job, nil)
+	_, fin := runrig.RunJob(t, log, job, nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	// What env printed went back to the model as the call's result.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -35,21 +36,21 @@ func TestClaudeCodeHookDeniesAWriteBeforeItRuns(t *testing.T) {
 	job := claudeCodeJob(t, srv, writeForAMinute)
 	job.Spec.Steps[0].FSProfile = "docs_writer"
 	began := time.Now()
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Less(t, time.Since(began), 30*time.Second)
 	assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
 	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"), "the write never ran")
-	evs := history(t, log, runID)
-	denied := decodeAll[events.ToolDeniedData](t, ofType(evs, events.ToolDenied))
+	evs := runrig.History(t, log, runID)
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(evs, events.ToolDenied))
 	require.Len(t, denied, 1)
 	assert.Equal(t, "fs.write", denied[0].Name)
 	assert.Equal(t, "Write", denied[0].AgentTool)
 	assert.Equal(t, "toolu_write", denied[0].ToolUseID)
 	assert.Equal(t, docsWriterDenial, denied[0].Reason, "the hook's reason")
-	assert.Empty(t, ofType(evs, events.ToolCalled))
-	finished := decodeAll[events.CLIInvocationFinishedData](t, ofType(evs, events.CLIInvocationFinished))
+	assert.Empty(t, runrig.OfType(evs, events.ToolCalled))
+	finished := runrig.DecodeAll[events.CLIInvocationFinishedData](t, runrig.OfType(evs, events.CLIInvocationFinished))
 	require.Len(t, finished, 1)
 	assert.Empty(t, finished[0].Signal, "Claude Code ended on its own: the hook's answer stopped it, not a kill")
 	assert.Len(t, srv.Scripted(), 1, "no turn was asked after the denial")
@@ -66,12 +67,12 @@ func TestClaudeCodeHookDenialUnderContinueTellsTheModel(t *testing.T) {
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")...)
 	job := claudeCodeJob(t, srv, writeForAMinute+"        on_denial: continue\n")
 	job.Spec.Steps[0].FSProfile = "docs_writer"
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	_, err := os.Stat(filepath.Join(dir, "src", "main.go"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
-	denied := decodeAll[events.ToolDeniedData](t, ofType(history(t, log, runID), events.ToolDenied))
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
 	require.Len(t, denied, 1)
 	assert.Equal(t, docsWriterDenial, denied[0].Reason)
 	assert.Equal(t, "continue", denied[0].OnDenial)
@@ -99,7 +100,7 @@ func TestClaudeCodeStartsNoMCPServerOfTheUsers(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(configDir, ".claude.json"), []byte(`{"mcpServers": {"users": {"type": "stdio", "command": "sh", "args": ["-c", "touch `+started+`; sleep 30"]}}}`), 0o644))
 	job := cliAgentJob(t, cliAgent{job: "claude_code_agent", executor: "claude", model: claudeTestModel,
 		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: env}, writeForAMinute)
-	_, fin := runJob(t, log, job, nil)
+	_, fin := runrig.RunJob(t, log, job, nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.NoFileExists(t, started, "the user's MCP server was not started")
@@ -121,13 +122,13 @@ func TestClaudeCodeResponseEnvelopeIsItsStructuredOutput(t *testing.T) {
 	srv := testkit.NewAnthropicServer(t,
 		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_answer", Name: "StructuredOutput", Input: map[string]any{"verdict": "ok", "count": 2}}}},
 		testkit.Turn{Text: "I have answered."})
-	runID, fin := runJob(t, log, claudeCodeJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
+	runID, fin := runrig.RunJob(t, log, claudeCodeJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	out := fin.Output.(map[string]any)
 	assert.Equal(t, map[string]any{"verdict": "ok", "count": float64(2)}, out["response"])
 	assert.Contains(t, srv.Scripted()[0].Tools, "StructuredOutput")
-	evs := history(t, log, runID)
-	assert.Empty(t, ofType(evs, events.ToolDenied), "the answer is no call outside the allowlist")
-	assert.Empty(t, ofType(evs, events.ToolCalled), "nor a tool call")
+	evs := runrig.History(t, log, runID)
+	assert.Empty(t, runrig.OfType(evs, events.ToolDenied), "the answer is no call outside the allowlist")
+	assert.Empty(t, runrig.OfType(evs, events.ToolCalled), "nor a tool call")
 }

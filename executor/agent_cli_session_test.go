@@ -9,6 +9,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -16,7 +17,7 @@ import (
 // the agent a, bound to session chat: each iteration says its own word.
 func sessionLoopJob(t *testing.T, a cliAgent) *assets.Job {
 	t.Helper()
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: `+a.job+`}
@@ -57,10 +58,10 @@ func sessionTurns() []testkit.Turn {
 func checkSessionContinued(t *testing.T, log *events.Log, srv scriptedServer, runID string, fin events.RunFinishedData, resumeFlag string) {
 	t.Helper()
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	evs := history(t, log, runID)
-	sessions := decodeAll[events.AgentSessionData](t, ofType(evs, events.AgentSession))
+	evs := runrig.History(t, log, runID)
+	sessions := runrig.DecodeAll[events.AgentSessionData](t, runrig.OfType(evs, events.AgentSession))
 	require.Len(t, sessions, 3)
-	started := decodeAll[events.CLIInvocationStartedData](t, ofType(evs, events.CLIInvocationStarted))
+	started := runrig.DecodeAll[events.CLIInvocationStartedData](t, runrig.OfType(evs, events.CLIInvocationStarted))
 	require.Len(t, started, 3)
 	assert.NotContains(t, fmt.Sprint(started[0].Args), resumeFlag, "the first iteration starts the session")
 	for i, s := range sessions {
@@ -84,7 +85,7 @@ func TestClaudeCodeSessionContinuesAcrossLoopIterations(t *testing.T) {
 	srv := testkit.NewAnthropicServer(t, sessionTurns()...)
 	job := sessionLoopJob(t, cliAgent{job: "claude_session", provider: "claude", executor: "claude", model: claudeTestModel,
 		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: testkit.ClaudeEnv(t, srv)})
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 	checkSessionContinued(t, log, srv, runID, fin, "--resume")
 }
 
@@ -95,6 +96,6 @@ func TestCodexThreadContinuesAcrossLoopIterations(t *testing.T) {
 	job := sessionLoopJob(t, cliAgent{job: "codex_session", provider: "codex", executor: "codex", model: codexTestModel,
 		spec: assets.ExecutorSpec{Command: testkit.CodexCLI(t), Output: assets.OutputCodex, Args: testkit.CodexProviderArgs(srv)},
 		env:  testkit.CodexEnv(t)})
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 	checkSessionContinued(t, log, srv, runID, fin, "fork")
 }

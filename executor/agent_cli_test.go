@@ -13,57 +13,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/agent"
-	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
-
-// cliJob is a one-step agent job on the cli backend with the given
-// executor script.
-func cliJob(t *testing.T, script, output string, timeout int) *assets.Job {
-	t.Helper()
-	job := parseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: cli_agent}
-spec:
-  steps:
-    - id: agent
-      default_input: {prompt: "Fix the build.", ticket: 42}
-      spec:
-        type: agent_loop
-        provider: claude
-        model: claude-x
-        instruction: "You fix builds for {{ input.ticket }}."
-        tools: [fs.read, shell.exec]
-        wall_clock_timeout_seconds: `+strconv.Itoa(timeout)+`
-`)
-	spec := job.Spec.Steps[0].Activity
-	spec.Backend = assets.BackendCLI
-	spec.Executor = "fake"
-	spec.ExecutorSpec = &assets.ExecutorSpec{Command: script, Output: output}
-	return job
-}
-
-func writeScript(t *testing.T, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "fake-agent")
-	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755))
-	return path
-}
 
 func TestCLIBackendReadsTheEnvelopeAndParsesTheResult(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
-	script := writeScript(t, `cat > envelope.json
+	runrig.StartEngine(t, log, dir, nil)
+	script := runrig.WriteScript(t, `cat > envelope.json
 echo "reading the envelope"
 echo "a warning" >&2
 echo "second line"
 printf '{"type":"result","subtype":"success","is_error":false,"result":"fixed it","num_turns":3,"usage":{"input_tokens":11,"output_tokens":7,"cache_read_input_tokens":2,"cache_creation_input_tokens":1},"modelUsage":{"claude-x":{}}}\n'
 `)
-	runID, fin := runJob(t, log, cliJob(t, script, agent.OutputClaudeJSON, 30), nil)
+	runID, fin := runrig.RunJob(t, log, runrig.CLIJob(t, script, agent.OutputClaudeJSON, 30), nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	out := fin.Output.(map[string]any)
 	assert.Equal(t, "fixed it", out["final_message"])
@@ -82,8 +48,8 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"fixed it
 	assert.Equal(t, runID, env.RunID)
 	assert.Equal(t, map[string]any{"prompt": "Fix the build.", "ticket": float64(42)}, env.Input)
 
-	evs := history(t, log, runID)
-	lines := decodeAll[events.CLIOutputData](t, ofType(evs, events.CLIOutput))
+	evs := runrig.History(t, log, runID)
+	lines := runrig.DecodeAll[events.CLIOutputData](t, runrig.OfType(evs, events.CLIOutput))
 	var stdout, stderr []string
 	for _, l := range lines {
 		if l.Stream == "stdout" {
@@ -94,27 +60,27 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"fixed it
 	}
 	assert.Equal(t, []string{"reading the envelope", "second line"}, stdout[:2], "stdout streamed line by line")
 	assert.Equal(t, []string{"a warning"}, stderr)
-	fins := decodeAll[events.CLIInvocationFinishedData](t, ofType(evs, events.CLIInvocationFinished))
+	fins := runrig.DecodeAll[events.CLIInvocationFinishedData](t, runrig.OfType(evs, events.CLIInvocationFinished))
 	require.Len(t, fins, 1)
 	require.NotNil(t, fins[0].Stdout.Blob)
 	blob, err := log.GetBlob(testkit.Context(t), fins[0].Stdout.Blob.Digest)
 	require.NoError(t, err)
 	assert.Contains(t, string(blob), `"result":"fixed it"`)
-	assert.Len(t, ofType(evs, events.CLIInvocationStarted), 1)
+	assert.Len(t, runrig.OfType(evs, events.CLIInvocationStarted), 1)
 }
 
 func TestCLIBackendThatHangsIsKilledWithItsChildren(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
-	script := writeScript(t, `sleep 60 &
+	runrig.StartEngine(t, log, dir, nil)
+	script := runrig.WriteScript(t, `sleep 60 &
 echo $! > child.pid
 echo $$ > agent.pid
 sleep 60
 `)
 	began := time.Now()
-	_, fin := runJob(t, log, cliJob(t, script, agent.OutputClaudeJSON, 1), nil)
+	_, fin := runrig.RunJob(t, log, runrig.CLIJob(t, script, agent.OutputClaudeJSON, 1), nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
 	assert.Less(t, time.Since(began), 10*time.Second)
@@ -129,20 +95,20 @@ sleep 60
 
 func TestCLIBackendFailures(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 	for name, tc := range map[string]struct{ script, output, msg string }{
 		"exit code":     {"echo broken >&2; exit 4", agent.OutputText, "exited with code 4: broken"},
 		"error result":  {`echo '{"type":"result","subtype":"error_max_turns","is_error":true,"result":"out of turns"}'`, agent.OutputClaudeJSON, "error_max_turns"},
 		"codex failure": {`echo '{"type":"turn.failed","error":{"message":"sandbox refused"}}'`, agent.OutputCodexJSONL, "sandbox refused"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, fin := runJob(t, log, cliJob(t, writeScript(t, tc.script), tc.output, 30), nil)
+			_, fin := runrig.RunJob(t, log, runrig.CLIJob(t, runrig.WriteScript(t, tc.script), tc.output, 30), nil)
 			require.Equal(t, events.StateFailed, fin.State)
 			assert.Contains(t, fin.Error.Message, tc.msg)
 		})
 	}
 	t.Run("codex success", func(t *testing.T) {
-		_, fin := runJob(t, log, cliJob(t, writeScript(t, `cat >/dev/null
+		_, fin := runrig.RunJob(t, log, runrig.CLIJob(t, runrig.WriteScript(t, `cat >/dev/null
 echo '{"type":"thread.started","thread_id":"t"}'
 echo '{"type":"item.completed","item":{"id":"i0","type":"agent_message","text":"all done"}}'
 echo '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":9}}'

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -43,18 +44,18 @@ func TestCodexAllowedWriteLandsAndIsRecorded(t *testing.T) {
 	t.Parallel()
 	log, dir := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, codexCommandTurns("echo written > out.txt")...)
-	runID, fin := runJob(t, log, codexJob(t, srv, writeForAMinute), nil)
+	runID, fin := runrig.RunJob(t, log, codexJob(t, srv, writeForAMinute), nil)
 
 	// The workspace is no git repository: Codex ran all the same.
 	evs, reqs := checkWroteFile(t, log, srv, dir, runID, fin, wroteFile{tool: "shell.exec", agentTool: "command_execution",
 		provider: "codex", model: codexTestModel, key: "sk-orbit-test"})
-	turns := decodeAll[events.AgentTurnData](t, ofType(evs, events.AgentTurn))
+	turns := runrig.DecodeAll[events.AgentTurnData](t, runrig.OfType(evs, events.AgentTurn))
 	assert.Zero(t, turns[1].Usage, "the session's usage is on the invocation, not on a turn, so metrics count it once")
-	finished := decodeAll[events.CLIInvocationFinishedData](t, ofType(evs, events.CLIInvocationFinished))
+	finished := runrig.DecodeAll[events.CLIInvocationFinishedData](t, runrig.OfType(evs, events.CLIInvocationFinished))
 	require.Len(t, finished, 1)
 	assert.Equal(t, events.TokenUsage{InputTokens: 200, OutputTokens: 40}, finished[0].Usage, "turn.completed's usage")
 	assert.Equal(t, codexTestModel, finished[0].Model)
-	started := decodeAll[events.CLIInvocationStartedData](t, ofType(evs, events.CLIInvocationStarted))
+	started := runrig.DecodeAll[events.CLIInvocationStartedData](t, runrig.OfType(evs, events.CLIInvocationStarted))
 	require.Len(t, started, 1)
 	assert.Contains(t, strings.Join(started[0].Args, " "), "--sandbox workspace-write -C "+dir)
 
@@ -71,11 +72,11 @@ func TestCodexReadOnlyAllowlistKeepsTheWorkspace(t *testing.T) {
 	t.Parallel()
 	log, dir := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, codexCommandTurns("echo written > out.txt")...)
-	runID, fin := runJob(t, log, codexJob(t, srv, "        tools: [fs.read]\n        wall_clock_timeout_seconds: 60\n"), nil)
+	runID, fin := runrig.RunJob(t, log, codexJob(t, srv, "        tools: [fs.read]\n        wall_clock_timeout_seconds: 60\n"), nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.NoFileExists(t, filepath.Join(dir, "out.txt"))
-	calls := decodeAll[events.ToolCalledData](t, ofType(history(t, log, runID), events.ToolCalled))
+	calls := runrig.DecodeAll[events.ToolCalledData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolCalled))
 	require.Len(t, calls, 1)
 	assert.Contains(t, calls[0].Error, "Read-only file system")
 }
@@ -84,7 +85,7 @@ func TestCodexFailedTurnFailsTheStep(t *testing.T) {
 	t.Parallel()
 	log, _ := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, testkit.Turn{Fail: &testkit.APIFailure{Status: 500, Message: "scripted outage"}})
-	_, fin := runJob(t, log, codexJob(t, srv, writeForAMinute), nil)
+	_, fin := runrig.RunJob(t, log, codexJob(t, srv, writeForAMinute), nil)
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindActivity, fin.Error.Kind)
@@ -102,11 +103,11 @@ func TestCodexRecoveredReconnectIsNotAFailure(t *testing.T) {
 	job := codexJob(t, srv, "        wall_clock_timeout_seconds: 60\n")
 	spec := job.Spec.Steps[0].Activity.ExecutorSpec
 	spec.Args = append(spec.Args, "-c", "model_providers.orbit-test.request_max_retries=1", "-c", "model_providers.orbit-test.stream_max_retries=1")
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "recovered", fin.Output.(map[string]any)["final_message"])
-	lines := decodeAll[events.CLIOutputData](t, ofType(history(t, log, runID), events.CLIOutput))
+	lines := runrig.DecodeAll[events.CLIOutputData](t, runrig.OfType(runrig.History(t, log, runID), events.CLIOutput))
 	reconnect := false
 	for _, l := range lines {
 		reconnect = reconnect || strings.Contains(l.Text, "Reconnecting")
@@ -129,14 +130,14 @@ func TestCodexTurnLimitStopsTheAgent(t *testing.T) {
 	first := codexCommandTurns("echo one > one.txt")[0]
 	second := codexCommandTurns("sleep 5 && echo two > two.txt")[0]
 	srv := testkit.NewOpenAIServer(t, first, second, testkit.Turn{Text: "done"})
-	runID, fin := runJob(t, log, codexJob(t, srv, "        tools: [fs.write]\n        max_iterations: 1\n        wall_clock_timeout_seconds: 60\n"), nil)
+	runID, fin := runrig.RunJob(t, log, codexJob(t, srv, "        tools: [fs.write]\n        max_iterations: 1\n        wall_clock_timeout_seconds: 60\n"), nil)
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindActivity, fin.Error.Kind)
 	assert.Contains(t, fin.Error.Message, "Codex was still calling tools after 1 turns")
 	assert.FileExists(t, filepath.Join(dir, "one.txt"))
 	assert.NoFileExists(t, filepath.Join(dir, "two.txt"), "the second command was stopped")
-	turns := decodeAll[events.AgentTurnData](t, ofType(history(t, log, runID), events.AgentTurn))
+	turns := runrig.DecodeAll[events.AgentTurnData](t, runrig.OfType(runrig.History(t, log, runID), events.AgentTurn))
 	assert.Len(t, turns, 2)
 }
 
@@ -151,9 +152,9 @@ func TestCodexInstantCommandIsRecorded(t *testing.T) {
 			srv := testkit.NewOpenAIServer(t,
 				testkit.Turn{Tools: []testkit.ToolUse{{ID: "call_write", Name: "exec_command", Input: map[string]any{"cmd": "echo written > out.txt"}}}},
 				testkit.Turn{Text: "the file is written"})
-			runID, fin := runJob(t, log, codexJob(t, srv, writeForAMinute), nil)
+			runID, fin := runrig.RunJob(t, log, codexJob(t, srv, writeForAMinute), nil)
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-			calls := decodeAll[events.ToolCalledData](t, ofType(history(t, log, runID), events.ToolCalled))
+			calls := runrig.DecodeAll[events.ToolCalledData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolCalled))
 			require.Len(t, calls, 1, "the instant command is on record")
 			assert.Equal(t, "shell.exec", calls[0].Name)
 			assert.Empty(t, calls[0].Error)
@@ -172,7 +173,7 @@ func TestCodexResponseEnvelopeIsItsOutputSchema(t *testing.T) {
 	srv := testkit.NewOpenAIServer(t, testkit.Turn{Text: `{"entries": [
 		{"key": "verdict", "value": "ok"}, {"key": "count", "value": 2}, {"key": "files", "value": ["a.go", null]},
 		{"key": "detail", "value": {"entries": [{"key": "clean", "value": true}]}}]}`})
-	runID, fin := runJob(t, log, codexJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
+	runID, fin := runrig.RunJob(t, log, codexJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	out := fin.Output.(map[string]any)
@@ -193,7 +194,7 @@ func TestCodexResponseEnvelopeIsItsOutputSchema(t *testing.T) {
 	assert.True(t, body.Text.Format.Strict, "Codex asks in strict mode")
 	assert.Equal(t, false, body.Text.Format.Schema["additionalProperties"], "as strict mode requires of every object")
 	assert.Equal(t, []any{"entries"}, body.Text.Format.Schema["required"])
-	started := decodeAll[events.CLIInvocationStartedData](t, ofType(history(t, log, runID), events.CLIInvocationStarted))
+	started := runrig.DecodeAll[events.CLIInvocationStartedData](t, runrig.OfType(runrig.History(t, log, runID), events.CLIInvocationStarted))
 	require.Len(t, started, 1)
 	assert.Contains(t, started[0].Args, "--output-schema")
 }
@@ -205,7 +206,7 @@ func TestCodexAnswerOutsideItsOutputSchemaFailsTheStep(t *testing.T) {
 	t.Parallel()
 	log, _ := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, testkit.Turn{Text: `{"verdict": "ok"}`})
-	_, fin := runJob(t, log, codexJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
+	_, fin := runrig.RunJob(t, log, codexJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Contains(t, fin.Error.Message, "not an answer in its output schema")

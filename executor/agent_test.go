@@ -14,29 +14,18 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 const fakeKey = "sk-ant-api03-FAKE-SECRET-KEY-for-tests-000111"
 
 // agentEngine is an engine whose workers see env as their environment.
-func agentEngine(t *testing.T, log *events.Log, root string, env map[string]string, resume ...string) *engine {
+func agentEngine(t *testing.T, log *events.Log, root string, env map[string]string, resume ...string) *runrig.Engine {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	e := &engine{t: t, log: log, root: root, cancel: cancel}
 	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
 	active := func(context.Context) ([]string, error) { return resume, nil }
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: root, Env: lookup, ActiveRuns: active})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Env: lookup})
-	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			assert.NoError(t, run(ctx))
-		}()
-	}
-	t.Cleanup(e.stop)
-	return e
+	return runrig.Start(t, executor.Config{Log: log, Root: root, Env: lookup, ActiveRuns: active}, executor.WorkerConfig{Log: log, Env: lookup})
 }
 
 // claudeTurn is an Anthropic Messages API response body.
@@ -113,7 +102,7 @@ func TestAgentLoopOverTheAnthropicWire(t *testing.T) {
 		claudeTurn("end_turn", 150, 30, textBlock("The notes say: orbit notes.")),
 	)
 	agentEngine(t, log, dir, map[string]string{"ANTHROPIC_API_KEY": fakeKey})
-	runID, fin := runJob(t, log, parseJob(t, agentJob(t, `        provider: claude
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, agentJob(t, `        provider: claude
         model: claude-sonnet-4-5
         base_url: `+ws.URL()+`
         tools: [fs.read]
@@ -133,13 +122,13 @@ func TestAgentLoopOverTheAnthropicWire(t *testing.T) {
 	assert.Contains(t, second, `"tool_use_id":"toolu_1"`, "the tool result went back")
 	assert.Contains(t, second, "orbit notes")
 
-	evs := history(t, log, runID)
-	turns := decodeAll[events.AgentTurnData](t, ofType(evs, events.AgentTurn))
+	evs := runrig.History(t, log, runID)
+	turns := runrig.DecodeAll[events.AgentTurnData](t, runrig.OfType(evs, events.AgentTurn))
 	require.Len(t, turns, 2)
 	assert.Equal(t, "claude", turns[0].Provider)
 	assert.Equal(t, "claude-sonnet-4-5", turns[0].Model)
 	assert.Equal(t, []string{"fs.read"}, turns[0].ToolUses)
-	calls := decodeAll[events.ToolCalledData](t, ofType(evs, events.ToolCalled))
+	calls := runrig.DecodeAll[events.ToolCalledData](t, runrig.OfType(evs, events.ToolCalled))
 	require.Len(t, calls, 1)
 	assert.Equal(t, "fs.read", calls[0].Name)
 	assert.Equal(t, len("orbit notes"), calls[0].ResultSize)
@@ -155,7 +144,7 @@ func TestAgentLoopOverTheOpenAIWire(t *testing.T) {
 		testkit.WireReply{Body: `{"id":"chatcmpl-2","object":"chat.completion","created":1700000001,"model":"qwen2.5-coder","choices":[{"index":0,"message":{"role":"assistant","content":"Wrote out.txt."},"finish_reason":"stop"}],"usage":{"prompt_tokens":60,"completion_tokens":5,"total_tokens":65}}`},
 	)
 	agentEngine(t, log, dir, map[string]string{"OPENAI_BASE_URL": ws.URL() + "/v1"})
-	_, fin := runJob(t, log, parseJob(t, agentJob(t, `        provider: openai_compat
+	_, fin := runrig.RunJob(t, log, runrig.ParseJob(t, agentJob(t, `        provider: openai_compat
         model: qwen2.5-coder
         tools: [fs.write]
 `, "")), nil)
@@ -189,7 +178,7 @@ func TestAgentProviderFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := testkit.NewWireServer(t, tc.reply)
-			_, fin := runJob(t, log, parseJob(t, agentJob(t, `        provider: claude
+			_, fin := runrig.RunJob(t, log, runrig.ParseJob(t, agentJob(t, `        provider: claude
         model: m
         base_url: `+ws.URL()+"\n"+tc.extra, "")), nil)
 			require.Equal(t, events.StateFailed, fin.State)
@@ -221,16 +210,16 @@ func TestDeniedToolFailsWithoutRetry(t *testing.T) {
 	  {"content": [{"kind": "text", "text": "never reached"}], "stop_reason": "end_turn"}
 	]}`)
 	agentEngine(t, log, dir, map[string]string{"ORBIT_REPLAY_FIXTURE": fixture})
-	runID, fin := runJob(t, log, parseJob(t, agentJob(t, `        provider: claude
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, agentJob(t, `        provider: claude
         tools: [fs.read]
 `, "\n      retry: {max_attempts: 3, initial_backoff_ms: 10}")), nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
 	assert.False(t, fin.Error.Retryable)
-	evs := history(t, log, runID)
-	assert.Len(t, ofType(evs, events.StepStarted), 1, "no retry")
-	assert.Empty(t, ofType(evs, events.StepRetryScheduled))
-	denied := decodeAll[events.ToolDeniedData](t, ofType(evs, events.ToolDenied))
+	evs := runrig.History(t, log, runID)
+	assert.Len(t, runrig.OfType(evs, events.StepStarted), 1, "no retry")
+	assert.Empty(t, runrig.OfType(evs, events.StepRetryScheduled))
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(evs, events.ToolDenied))
 	require.Len(t, denied, 1)
 	assert.Equal(t, "fs.delete", denied[0].Name)
 	assert.Equal(t, "terminate", denied[0].OnDenial)
@@ -238,7 +227,7 @@ func TestDeniedToolFailsWithoutRetry(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, "keep.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "precious", string(data))
-	assert.Len(t, ofType(evs, events.AgentTurn), 1, "no turn after a terminating denial")
+	assert.Len(t, runrig.OfType(evs, events.AgentTurn), 1, "no turn after a terminating denial")
 }
 
 // TestReviewLoopWithASharedSession runs a two-iteration review loop whose
@@ -254,7 +243,7 @@ func TestReviewLoopWithASharedSession(t *testing.T) {
 	  {"content": [{"kind": "text", "text": "never reached"}], "stop_reason": "end_turn"}
 	]`)
 	agentEngine(t, log, dir, map[string]string{"ORBIT_REPLAY_FIXTURE": fixture})
-	runID, fin := runYAML(t, log, `
+	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: review}
@@ -271,9 +260,9 @@ spec:
             spec: {type: agent_loop, provider: claude, instruction: Review the change.}
 `)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	evs := history(t, log, runID)
-	assert.Len(t, ofType(evs, events.LoopIteration), 2)
-	sessions := decodeAll[events.AgentSessionData](t, ofType(evs, events.AgentSession))
+	evs := runrig.History(t, log, runID)
+	assert.Len(t, runrig.OfType(evs, events.LoopIteration), 2)
+	sessions := runrig.DecodeAll[events.AgentSessionData](t, runrig.OfType(evs, events.AgentSession))
 	require.Len(t, sessions, 2)
 	assert.Equal(t, "reviewer", sessions[1].Session)
 	assert.Equal(t, 2, sessions[0].Messages)
@@ -298,7 +287,7 @@ func TestSessionSurvivesARestart(t *testing.T) {
 	)
 	env := map[string]string{"ANTHROPIC_API_KEY": fakeKey}
 	first := agentEngine(t, log, dir, env)
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: two_turns}
@@ -315,9 +304,9 @@ spec:
       default_input: {prompt: "Second question."}
       spec: {type: agent_loop, provider: claude, model: m, base_url: "`+ws.URL()+`"}
 `)
-	runID := submit(t, log, job, nil)
-	waitFor(t, "the pause to start", func() bool { return has(t, log, runID, events.ActivityStarted, "pause") })
-	first.stop()
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the pause to start", func() bool { return runrig.Has(t, log, runID, events.ActivityStarted, "pause") })
+	first.Stop()
 
 	// The new engine's pause would take a minute: record the pause as done,
 	// as if it had finished just before the restart.
@@ -326,7 +315,7 @@ spec:
 		RunID: runID, Job: "two_turns", StepKey: "pause"}, events.StepFinishedData{Attempt: 1, State: events.StateSuccess})
 	require.NoError(t, err)
 	agentEngine(t, log, dir, env, runID)
-	fin := waitFinished(t, log, runID)
+	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	reqs := ws.Received()
 	require.Len(t, reqs, 2)
@@ -350,7 +339,7 @@ func TestReplayPositionComesFromTheLog(t *testing.T) {
 	]`)
 	env := map[string]string{"ORBIT_REPLAY_FIXTURE": fixture}
 	first := agentEngine(t, log, dir, env)
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: scripted}
@@ -367,14 +356,14 @@ spec:
     - id: report
       spec: {type: deterministic, action: echo, config: {said: "{{ steps.a.output.final_message }} {{ steps.b.output.final_message }} {{ steps.c.output.final_message }}"}}
 `)
-	runID := submit(t, log, job, nil)
-	waitFor(t, "the pause to start", func() bool { return has(t, log, runID, events.ActivityStarted, "pause") })
-	first.stop()
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the pause to start", func() bool { return runrig.Has(t, log, runID, events.ActivityStarted, "pause") })
+	first.Stop()
 	_, err := log.Append(testkit.Context(t), events.Event{ID: events.DecisionID(events.StepFinished, runID, "pause", "1"), Type: events.StepFinished,
 		RunID: runID, Job: "scripted", StepKey: "pause"}, events.StepFinishedData{Attempt: 1, State: events.StateSuccess})
 	require.NoError(t, err)
 	agentEngine(t, log, dir, env, runID)
-	fin := waitFinished(t, log, runID)
+	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "one two three", fin.Output.(map[string]any)["said"])
 }
@@ -390,7 +379,7 @@ func TestDenialOverTheWireContinues(t *testing.T) {
 		claudeTurn("end_turn", 10, 5, textBlock("I may not read that.")),
 	)
 	agentEngine(t, log, dir, map[string]string{"ANTHROPIC_API_KEY": fakeKey})
-	runID, fin := runJob(t, log, parseJob(t, agentJob(t, `        provider: claude
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, agentJob(t, `        provider: claude
         model: m
         base_url: `+ws.URL()+`
         tools: [fs.read]
@@ -398,7 +387,7 @@ func TestDenialOverTheWireContinues(t *testing.T) {
 `, "")), nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "I may not read that.", fin.Output.(map[string]any)["final_message"])
-	denied := decodeAll[events.ToolDeniedData](t, ofType(history(t, log, runID), events.ToolDenied))
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
 	require.Len(t, denied, 1)
 	assert.Equal(t, "continue", denied[0].OnDenial)
 	assert.Contains(t, denied[0].Reason, "outside the workspace")

@@ -12,6 +12,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -21,11 +22,11 @@ import (
 func TestChildRunsTakeTheParentsBackend(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	parent := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: parent}\nspec:\n  steps:\n"+
+	parent := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: parent}\nspec:\n  steps:\n"+
 		"    - {id: call, spec: {type: deterministic, action: job.invoke, config: {job: child}}}\n")
-	child := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: child}\nspec:\n  steps:\n"+
+	child := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: child}\nspec:\n  steps:\n"+
 		"    - {id: call, spec: {type: deterministic, action: job.invoke, config: {job: leaf}}}\n")
-	leaf := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: leaf}\nspec:\n  steps:\n"+
+	leaf := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: leaf}\nspec:\n  steps:\n"+
 		"    - {id: say, spec: {type: deterministic, action: echo}}\n")
 	byName := map[string]*assets.Job{"child": child, "leaf": leaf}
 	var mu sync.Mutex
@@ -50,7 +51,7 @@ func TestChildRunsTakeTheParentsBackend(t *testing.T) {
 	require.NoError(t, err)
 	req.Backend = assets.BackendCLI
 	require.NoError(t, executor.Submit(testkit.Context(t), log, req))
-	fin := waitFinished(t, log, req.RunID)
+	fin := runrig.WaitFinished(t, log, req.RunID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
 	mu.Lock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -33,7 +34,7 @@ type cliAgent struct {
 // cli backend. extra is more of the spec, in YAML at its indentation.
 func cliAgentJob(t *testing.T, a cliAgent, extra string) *assets.Job {
 	t.Helper()
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: `+a.job+`}
@@ -76,7 +77,7 @@ func cliEngine(t *testing.T) (*events.Log, string) {
 	t.Helper()
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
+	runrig.StartEngine(t, log, dir, nil)
 	return log, dir
 }
 
@@ -114,19 +115,19 @@ func checkWroteFile(t *testing.T, log *events.Log, srv scriptedServer, dir, runI
 	assert.Equal(t, float64(1), out["tool_calls"])
 	assert.Equal(t, w.model, out["model"])
 
-	evs := history(t, log, runID)
-	calls := decodeAll[events.ToolCalledData](t, ofType(evs, events.ToolCalled))
+	evs := runrig.History(t, log, runID)
+	calls := runrig.DecodeAll[events.ToolCalledData](t, runrig.OfType(evs, events.ToolCalled))
 	require.Len(t, calls, 1)
 	assert.Equal(t, w.tool, calls[0].Name)
 	assert.Equal(t, w.agentTool, calls[0].AgentTool)
 	assert.Equal(t, 1, calls[0].Turn)
 	assert.Empty(t, calls[0].Error)
-	turns := decodeAll[events.AgentTurnData](t, ofType(evs, events.AgentTurn))
+	turns := runrig.DecodeAll[events.AgentTurnData](t, runrig.OfType(evs, events.AgentTurn))
 	require.Len(t, turns, 2)
 	assert.Equal(t, []string{w.agentTool}, turns[0].ToolUses)
 	assert.Equal(t, w.provider, turns[0].Provider)
 	assert.Equal(t, "the file is written", turns[1].Text)
-	assert.Empty(t, ofType(evs, events.ToolDenied))
+	assert.Empty(t, runrig.OfType(evs, events.ToolDenied))
 
 	reqs := srv.Scripted()
 	require.Len(t, reqs, 2)
@@ -146,12 +147,12 @@ func checkWroteFile(t *testing.T, log *events.Log, srv scriptedServer, dir, runI
 func checkKilledAtTheWallClock(t *testing.T, log *events.Log, srv scriptedServer, job *assets.Job, agent string) {
 	t.Helper()
 	began := time.Now()
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
 	assert.Less(t, time.Since(began), 30*time.Second)
-	started := decodeAll[events.CLIInvocationStartedData](t, ofType(history(t, log, runID), events.CLIInvocationStarted))
+	started := runrig.DecodeAll[events.CLIInvocationStartedData](t, runrig.OfType(runrig.History(t, log, runID), events.CLIInvocationStarted))
 	require.Len(t, started, 1)
 	assert.True(t, testkit.WaitGone(started[0].PID, 3*time.Second), "%s (pid %d) is gone", agent, started[0].PID)
 	assert.Len(t, srv.Scripted(), 1, "the request hung")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -24,7 +25,7 @@ func TestAStepCommandCannotBorrowADecisionOfAnotherType(t *testing.T) {
 	startWorker(t, log, 500*time.Millisecond)
 	ctx := testkit.Context(t)
 	runID := events.NewID()
-	_, err := executor.ResendStepCommand(ctx, log, runID, "touch", 1, parseJob(t, touchJob), dir)
+	_, err := executor.ResendStepCommand(ctx, log, runID, "touch", 1, runrig.ParseJob(t, touchJob), dir)
 	require.NoError(t, err)
 	time.Sleep(20 * time.Millisecond)
 	_, err = log.Append(ctx, events.Event{

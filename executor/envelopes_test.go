@@ -9,6 +9,7 @@ import (
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -26,22 +27,22 @@ func TestCompletionEnvelopeOverHTTP(t *testing.T) {
 	]`)
 	agentEngine(t, log, t.TempDir(), map[string]string{"ORBIT_REPLAY_FIXTURE": fixture})
 
-	fixer, err := assets.ParseActivity("fixer.yaml", []byte(fixerActivity))
+	fixer, err := assets.ParseActivity("fixer.yaml", []byte(runrig.FixerActivity))
 	require.NoError(t, err)
 	job, err := assets.ParseJob("cut.yaml", []byte(agentJob(t, "        provider: claude\n",
 		"\n      retry: {max_attempts: 3, initial_backoff_ms: 10}\n      recovery_activity: fixer")),
 		func(string) (*assets.Activity, error) { return fixer, nil })
 	require.NoError(t, err)
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindIncomplete, fin.Error.Kind)
 	assert.False(t, fin.Error.Retryable)
 	assert.Contains(t, fin.Error.Message, "stop_reason max_tokens, not end_turn")
-	evs := history(t, log, runID)
-	assert.Len(t, ofType(evs, events.StepStarted), 1, "no retry and no recovery")
-	assert.Empty(t, ofType(evs, events.StepRetryScheduled))
+	evs := runrig.History(t, log, runID)
+	assert.Len(t, runrig.OfType(evs, events.StepStarted), 1, "no retry and no recovery")
+	assert.Empty(t, runrig.OfType(evs, events.StepRetryScheduled))
 
-	_, fin = runJob(t, log, parseJob(t, agentJob(t, "        provider: claude\n        require_completion_envelope: false\n", "")), nil)
+	_, fin = runrig.RunJob(t, log, runrig.ParseJob(t, agentJob(t, "        provider: claude\n        require_completion_envelope: false\n", "")), nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	out := fin.Output.(map[string]any)
 	assert.Equal(t, "max_tokens", out["stop_reason"])
@@ -71,13 +72,13 @@ spec:
       spec: {type: deterministic, action: echo, config: {verdict: "{{ steps.review.output.response.verdict }}", blocking: "{{ steps.review.output.response.blocking }}"}}
 `
 	}
-	_, fin := runJob(t, log, parseJob(t, job(withJSON)), nil)
+	_, fin := runrig.RunJob(t, log, runrig.ParseJob(t, job(withJSON)), nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	out := fin.Output.(map[string]any)
 	assert.Equal(t, "approve", out["verdict"])
 	assert.Equal(t, float64(0), out["blocking"])
 
-	_, fin = runJob(t, log, parseJob(t, job(prose)), nil)
+	_, fin = runrig.RunJob(t, log, runrig.ParseJob(t, job(prose)), nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindActivity, fin.Error.Kind)
 	assert.Contains(t, fin.Error.Message, `require_response_envelope: the final message is not a JSON object: "I approve."`)
@@ -88,21 +89,21 @@ spec:
 // incomplete, unless require_completion_envelope is false.
 func TestCompletionEnvelopeOnTheCLIBackend(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 	for name, tc := range map[string]struct{ script, output string }{
 		"claude without a result": {"cat >/dev/null; echo 'I am done, honest.'", agent.OutputClaudeJSON},
 		"codex without a turn":    {`cat >/dev/null; echo '{"type":"thread.started","thread_id":"t"}'`, agent.OutputCodexJSONL},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, fin := runJob(t, log, cliJob(t, writeScript(t, tc.script), tc.output, 30), nil)
+			_, fin := runrig.RunJob(t, log, runrig.CLIJob(t, runrig.WriteScript(t, tc.script), tc.output, 30), nil)
 			require.Equal(t, events.StateFailed, fin.State)
 			assert.Equal(t, events.KindIncomplete, fin.Error.Kind)
 			assert.False(t, fin.Error.Retryable)
 
-			job := cliJob(t, writeScript(t, tc.script), tc.output, 30)
+			job := runrig.CLIJob(t, runrig.WriteScript(t, tc.script), tc.output, 30)
 			off := false
 			job.Spec.Steps[0].Activity.RequireCompletionEnvelope = &off
-			_, fin = runJob(t, log, job, nil)
+			_, fin = runrig.RunJob(t, log, job, nil)
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 		})
 	}

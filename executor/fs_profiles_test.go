@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -25,20 +25,9 @@ func seededProfileEngine(t *testing.T, log *events.Log, root string, env map[str
 	for name, p := range (&assets.Config{}).Profiles() {
 		profiles[name] = agent.FSProfile{Name: name, Read: p.Read, Write: p.Write}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e := &engine{t: t, log: log, root: root, cancel: cancel}
 	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: root, Env: lookup})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Env: lookup,
+	runrig.Start(t, executor.Config{Log: log, Root: root, Env: lookup}, executor.WorkerConfig{Log: log, Env: lookup,
 		Settings: func() executor.Settings { return executor.Settings{FSProfiles: profiles} }})
-	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			assert.NoError(t, run(ctx))
-		}()
-	}
-	t.Cleanup(e.stop)
 }
 
 // TestSeededFSProfilesBoundTheAgentsTools: the same agent script, run
@@ -72,7 +61,7 @@ func TestSeededFSProfilesBoundTheAgentsTools(t *testing.T) {
 			require.NoError(t, os.MkdirAll(filepath.Join(dir, "docs"), 0o755))
 			require.NoError(t, os.MkdirAll(filepath.Join(dir, "src"), 0o755))
 			seededProfileEngine(t, log, dir, map[string]string{"ORBIT_REPLAY_FIXTURE": fixture})
-			runID, fin := runJob(t, log, parseJob(t, `
+			runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: profiled}
@@ -84,7 +73,7 @@ spec:
 `), nil)
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 			var denied []string
-			for _, d := range decodeAll[events.ToolDeniedData](t, ofType(history(t, log, runID), events.ToolDenied)) {
+			for _, d := range runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied)) {
 				denied = append(denied, d.ToolUseID)
 				assert.Contains(t, d.Reason, "fsProfile \""+tt.profile+"\"")
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -56,23 +57,23 @@ func reservations(t *testing.T, log *events.Log) map[string]map[string]any {
 // them.
 func TestReservationsContend(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 
-	first := submit(t, log, parseJob(t, holder), nil)
-	waitFor(t, "the holder to reserve", func() bool { return has(t, log, first, events.StepFinished, "lock") })
+	first := runrig.Submit(t, log, runrig.ParseJob(t, holder), nil)
+	runrig.WaitFor(t, "the holder to reserve", func() bool { return runrig.Has(t, log, first, events.StepFinished, "lock") })
 	held := reservations(t, log)
 	require.Contains(t, held, "files:src/**")
 	assert.Equal(t, first, held["files:src/**"]["owner"])
 
-	_, fin := runJob(t, log, parseJob(t, contender), nil)
+	_, fin := runrig.RunJob(t, log, runrig.ParseJob(t, contender), nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Contains(t, fin.Error.Message, "files:src/** is held by run "+first+" (step lock)")
 	assert.Contains(t, fin.Error.Message, "overlaps files:src/app/main.go")
 
-	assert.Equal(t, events.StateSuccess, waitFinished(t, log, first).State)
-	waitFor(t, "the finished run's reservations to go", func() bool { return len(reservations(t, log)) == 0 })
+	assert.Equal(t, events.StateSuccess, runrig.WaitFinished(t, log, first).State)
+	runrig.WaitFor(t, "the finished run's reservations to go", func() bool { return len(reservations(t, log)) == 0 })
 
-	runID, fin := runJob(t, log, parseJob(t, contender), nil)
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, contender), nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, map[string]any{"released": []any{"files:src/app/main.go"}}, fin.Output)
 	assert.NotContains(t, reservations(t, log), "files:src/app/main.go", runID)
@@ -83,9 +84,9 @@ func TestReservationsContend(t *testing.T) {
 // by the next reserver.
 func TestStaleAndExpiredReservationsAreTakenBack(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 	ctx := testkit.Context(t)
-	finishedRun, _ := runYAML(t, log, `
+	finishedRun, _ := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: quick}
@@ -107,7 +108,7 @@ spec:
 	}
 	require.NoError(t, err)
 
-	runID, fin := runYAML(t, log, `
+	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: reclaimer}
@@ -121,7 +122,7 @@ spec:
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, "live", fin.Error.StepKey)
 	assert.Contains(t, fin.Error.Message, "task:T-11 is held by run someone-alive")
-	waitFor(t, "the reclaiming run's reservations to be released", func() bool {
+	runrig.WaitFor(t, "the reclaiming run's reservations to be released", func() bool {
 		held := reservations(t, log)
 		return held["task:T-9"] == nil && held["task:T-10"] == nil
 	})
@@ -149,27 +150,27 @@ spec:
 // order), and every loser names a run of the race as the holder.
 func TestReservationsRace(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 
-	job := parseJob(t, racer)
+	job := runrig.ParseJob(t, racer)
 	var runs []string
 	for range 5 {
-		runs = append(runs, submit(t, log, job, nil))
+		runs = append(runs, runrig.Submit(t, log, job, nil))
 	}
 	type hold struct{ from, to uint64 }
 	var holds []hold
 	for _, runID := range runs {
-		fin := waitFinished(t, log, runID)
-		evs := history(t, log, runID)
+		fin := runrig.WaitFinished(t, log, runID)
+		evs := runrig.History(t, log, runID)
 		if fin.State == events.StateFailed {
 			assert.Equal(t, "lock", fin.Error.StepKey)
 			assert.Regexp(t, `task:T-7 is held by run (`+strings.Join(runs, "|")+`) \(step lock\)`, fin.Error.Message)
 			continue
 		}
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-		locked := ofType(evs, events.StepFinished)[0]
+		locked := runrig.OfType(evs, events.StepFinished)[0]
 		require.Equal(t, "lock", locked.StepKey)
-		finished := ofType(evs, events.RunFinished)
+		finished := runrig.OfType(evs, events.RunFinished)
 		require.Len(t, finished, 1)
 		holds = append(holds, hold{locked.Seq, finished[0].Seq})
 	}
@@ -179,5 +180,5 @@ func TestReservationsRace(t *testing.T) {
 			assert.True(t, a.to < b.from || b.to < a.from, "two runs held task T-7 at once: %v and %v", a, b)
 		}
 	}
-	waitFor(t, "every reservation to be released", func() bool { return len(reservations(t, log)) == 0 })
+	runrig.WaitFor(t, "every reservation to be released", func() bool { return len(reservations(t, log)) == 0 })
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -60,7 +61,7 @@ func startWorker(t *testing.T, log *events.Log, decisionWait time.Duration) {
 func commandRejections(t *testing.T, log *events.Log, runID string) []events.IntegrityRejectedData {
 	t.Helper()
 	var out []events.IntegrityRejectedData
-	for _, ev := range ofType(history(t, log, runID), events.IntegrityRejected) {
+	for _, ev := range runrig.OfType(runrig.History(t, log, runID), events.IntegrityRejected) {
 		var d events.IntegrityRejectedData
 		require.NoError(t, ev.Decode(&d))
 		out = append(out, d)
@@ -86,7 +87,7 @@ func assertNotRun(t *testing.T, log *events.Log, dir, runID string) {
 	t.Helper()
 	_, err := os.Stat(filepath.Join(dir, "ran"))
 	assert.True(t, os.IsNotExist(err), "the command must never run")
-	assert.Empty(t, ofType(history(t, log, runID), events.ActivityStarted), "no execution may be recorded")
+	assert.Empty(t, runrig.OfType(runrig.History(t, log, runID), events.ActivityStarted), "no execution may be recorded")
 }
 
 // TestAStepCommandWithNoDecisionIsNeverRun sends a validly signed step
@@ -101,7 +102,7 @@ func TestAStepCommandWithNoDecisionIsNeverRun(t *testing.T) {
 	startWorker(t, log, 500*time.Millisecond)
 	ctx := testkit.Context(t)
 	runID := events.NewID()
-	name, err := executor.ResendStepCommand(ctx, log, runID, "touch", 1, parseJob(t, touchJob), dir)
+	name, err := executor.ResendStepCommand(ctx, log, runID, "touch", 1, runrig.ParseJob(t, touchJob), dir)
 	require.NoError(t, err)
 
 	require.Eventually(t, func() bool { return len(commandRejections(t, log, runID)) > 0 },
@@ -139,7 +140,7 @@ func TestAStepCommandRunsOnceItsStepStartedIsStored(t *testing.T) {
 			startWorker(t, log, 5*time.Second)
 			ctx := testkit.Context(t)
 			runID := events.NewID()
-			_, err := executor.ResendStepCommand(ctx, log, runID, "touch", 1, parseJob(t, touchJob), dir)
+			_, err := executor.ResendStepCommand(ctx, log, runID, "touch", 1, runrig.ParseJob(t, touchJob), dir)
 			require.NoError(t, err)
 			time.Sleep(tc.delay)
 			_, statErr := os.Stat(filepath.Join(dir, "ran"))
@@ -154,7 +155,7 @@ func TestAStepCommandRunsOnceItsStepStartedIsStored(t *testing.T) {
 				_, err := os.Stat(filepath.Join(dir, "ran"))
 				return err == nil
 			}, 10*time.Second, 20*time.Millisecond, "the command runs")
-			require.Eventually(t, func() bool { return len(ofType(history(t, log, runID), events.StepFinished)) == 1 },
+			require.Eventually(t, func() bool { return len(runrig.OfType(runrig.History(t, log, runID), events.StepFinished)) == 1 },
 				10*time.Second, 20*time.Millisecond)
 			assert.Empty(t, commandRejections(t, log, runID))
 		})
@@ -177,7 +178,7 @@ func TestAStepCommandOfALiveRunWaitsForTheRunToEnd(t *testing.T) {
 	_, err := log.Append(ctx, events.Event{ID: events.DecisionID(events.RunRequested, runID), Type: events.RunRequested, RunID: runID, Job: "touch"},
 		events.RunRequestedData{JobName: "touch"})
 	require.NoError(t, err)
-	_, err = executor.ResendStepCommand(ctx, log, runID, "touch", 1, parseJob(t, touchJob), dir)
+	_, err = executor.ResendStepCommand(ctx, log, runID, "touch", 1, runrig.ParseJob(t, touchJob), dir)
 	require.NoError(t, err)
 
 	time.Sleep(2 * time.Second) // the first wait, and a redelivery

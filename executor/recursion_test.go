@@ -13,6 +13,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -77,10 +78,10 @@ spec:
 func TestChildDepthIsBounded(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	job := parseJob(t, endless)
+	job := runrig.ParseJob(t, endless)
 	startWithJobs(t, log, 3, job)
 
-	_, fin := runJob(t, log, job, nil)
+	_, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindLimit, fin.Error.Kind)
 	assert.False(t, fin.Error.Retryable)
@@ -92,7 +93,7 @@ func TestChildDepthIsBounded(t *testing.T) {
 		var d events.RunRequestedData
 		require.NoError(t, ev.Decode(&d))
 		assert.Equal(t, i, d.Depth)
-		fin := waitFinished(t, log, ev.RunID)
+		fin := runrig.WaitFinished(t, log, ev.RunID)
 		assert.Equal(t, events.StateFailed, fin.State, "run at depth %d", i)
 	}
 }
@@ -103,7 +104,7 @@ func TestChildDepthIsBounded(t *testing.T) {
 func TestARecursiveFanOutRunsOneChainAtATime(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: spread}
@@ -124,7 +125,7 @@ spec:
       spec: {type: deterministic, action: sleep, config: {ms: 100}}
 `)
 	startWithJobs(t, log, 0, job)
-	root, fin := runJob(t, log, job, nil)
+	root, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
 	type span struct{ start, end uint64 }
@@ -133,8 +134,8 @@ spec:
 		if ev.RunID == root {
 			continue
 		}
-		h := history(t, log, ev.RunID)
-		started, finished := ofType(h, events.RunStarted), ofType(h, events.RunFinished)
+		h := runrig.History(t, log, ev.RunID)
+		started, finished := runrig.OfType(h, events.RunStarted), runrig.OfType(h, events.RunFinished)
 		require.Len(t, started, 1)
 		require.Len(t, finished, 1)
 		spans = append(spans, span{started[0].Seq, finished[0].Seq})
@@ -152,7 +153,7 @@ spec:
 func TestCancelReachesEveryDescendant(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	nap := parseJob(t, `
+	nap := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: nap}
@@ -162,7 +163,7 @@ spec:
     - id: sleep
       spec: {type: deterministic, action: sleep, config: {ms: 60000}}
 `)
-	middle := parseJob(t, `
+	middle := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: middle}
@@ -173,7 +174,7 @@ spec:
     - id: waited
       spec: {type: deterministic, action: job.invoke, config: {job: nap}}
 `)
-	root := parseJob(t, `
+	root := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: root}
@@ -187,18 +188,18 @@ spec:
       spec: {type: deterministic, action: job.invoke, config: {job: middle}}
 `)
 	startWithJobs(t, log, 0, nap, middle, root)
-	rootID := submit(t, log, root, nil)
-	waitFor(t, "four nap runs, one queued", func() bool { return len(runsOf(t, log, "nap")) == 4 })
-	waitFor(t, "the middle run to wait", func() bool {
-		return len(runsOf(t, log, "middle")) == 1 && has(t, log, runsOf(t, log, "middle")[0].RunID, events.StepStarted, "waited")
+	rootID := runrig.Submit(t, log, root, nil)
+	runrig.WaitFor(t, "four nap runs, one queued", func() bool { return len(runsOf(t, log, "nap")) == 4 })
+	runrig.WaitFor(t, "the middle run to wait", func() bool {
+		return len(runsOf(t, log, "middle")) == 1 && runrig.Has(t, log, runsOf(t, log, "middle")[0].RunID, events.StepStarted, "waited")
 	})
 
 	require.NoError(t, executor.RequestCancel(testkit.Context(t), log, rootID, "test", "enough"))
-	assert.Equal(t, events.StateCancelled, waitFinished(t, log, rootID).State)
+	assert.Equal(t, events.StateCancelled, runrig.WaitFinished(t, log, rootID).State)
 	for _, job := range []string{"middle", "nap"} {
 		for _, ev := range runsOf(t, log, job) {
 			done := make(chan events.RunFinishedData, 1)
-			go func() { done <- waitFinished(t, log, ev.RunID) }()
+			go func() { done <- runrig.WaitFinished(t, log, ev.RunID) }()
 			select {
 			case fin := <-done:
 				assert.Equal(t, events.StateCancelled, fin.State, "%s run %s", job, ev.RunID)
@@ -211,7 +212,7 @@ spec:
 
 func TestPinEnvLeavesSecretsOut(t *testing.T) {
 	t.Parallel()
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: envs}

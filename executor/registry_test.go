@@ -12,6 +12,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -51,14 +52,14 @@ spec:
     - id: touch
       spec: {type: deterministic, action: registry_test_touch}
 `
-	runID, fin := runJob(t, log, parseJob(t, job), map[string]any{"bad": false})
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, job), map[string]any{"bad": false})
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	assert.Equal(t, map[string]any{"touched": runID}, stepOutput(t, log, runID, "touch"))
-	evs := history(t, log, runID)
-	starv := ofType(evs, events.GateStarvation)
+	assert.Equal(t, map[string]any{"touched": runID}, runrig.StepOutput(t, log, runID, "touch"))
+	evs := runrig.History(t, log, runID)
+	starv := runrig.OfType(evs, events.GateStarvation)
 	require.Len(t, starv, 1)
 	assert.Equal(t, "touch", starv[0].StepKey)
-	started := ofType(evs, events.ActivityStarted)
+	started := runrig.OfType(evs, events.ActivityStarted)
 	require.Len(t, started, 1)
 	assert.Less(t, started[0].Seq, starv[0].Seq, "an external action's start is stored before it runs")
 	mu.Lock()
@@ -66,12 +67,12 @@ spec:
 	assert.Equal(t, 1, calls[0].Attempt)
 	mu.Unlock()
 
-	_, fin = runJob(t, log, parseJob(t, job), map[string]any{"bad": true})
+	_, fin = runrig.RunJob(t, log, runrig.ParseJob(t, job), map[string]any{"bad": true})
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, "refused: the base moved", fin.Error.Message)
 	assert.Equal(t, events.KindActivity, fin.Error.Kind)
 
-	_, fin = runJob(t, log, parseJob(t, `
+	_, fin = runrig.RunJob(t, log, runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: missing}
@@ -86,7 +87,7 @@ spec:
 
 func TestAnUndeclaredActionDoesNotValidate(t *testing.T) {
 	t.Parallel()
-	_, err := executor.NewRunRequest(parseJob(t, `
+	_, err := executor.NewRunRequest(runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: nothing}
@@ -162,7 +163,7 @@ spec:
         tools: [fs.read]
 `
 	}
-	_, fin := runJob(t, log, parseJob(t, job("T-9")), nil)
+	_, fin := runrig.RunJob(t, log, runrig.ParseJob(t, job("T-9")), nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	b.mu.Lock()
 	assert.Equal(t, []string{"bye.txt added"}, b.summaries)
@@ -177,7 +178,7 @@ spec:
 	require.NoError(t, json.Unmarshal(reqs[0].Messages[0], &first))
 	assert.Contains(t, first.Content[0].Text, `"title": "Add a farewell"`, "the prompt carries the task")
 
-	_, fin = runJob(t, log, parseJob(t, job("T-404")), nil)
+	_, fin = runrig.RunJob(t, log, runrig.ParseJob(t, job("T-404")), nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindValidation, fin.Error.Kind)
 	assert.Contains(t, fin.Error.Message, "T-404")

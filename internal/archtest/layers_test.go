@@ -59,6 +59,7 @@ var layers = map[string][]string{
 
 	// The test kit, and packages of tests alone.
 	"internal/testkit":           {"events"},
+	"internal/runrig":            {"assets", "events", "executor", "internal/testkit"},
 	"internal/cmd/scriptedmodel": {"internal/testkit"},
 	"internal/cmd/benchpeers":    {"assets", "engine", "events", "executor"},
 	"internal/compat":            nil,
