@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -43,7 +44,7 @@ func TestChildRunsTakeTheParentsBackend(t *testing.T) {
 			}
 			return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
 		}})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -152,7 +153,7 @@ spec:
 		}
 		return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
 	}})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()
 
@@ -208,7 +209,7 @@ func TestChildOfTheSameJobIsNotQueuedBehindItsParent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(string, string) (*assets.Job, error) { return self, nil }})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()
 	self = runrig.ParseJob(t, `

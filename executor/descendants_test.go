@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/runrig"
@@ -90,7 +91,7 @@ func TestDescendantsOfOneRootAreBounded(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	job := runrig.ParseJob(t, bomb)
-	startWithConfig(t, executor.Config{Log: log, Settings: func() executor.Settings { return executor.Settings{MaxChildDepth: 5, MaxDescendants: 6} }}, job)
+	startWithConfig(t, executor.Config{Log: log, Settings: func() activity.Settings { return activity.Settings{MaxChildDepth: 5, MaxDescendants: 6} }}, job)
 
 	root, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)

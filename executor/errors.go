@@ -29,11 +29,6 @@ var (
 	// ErrNotWaiting is returned by Signal for a run that is not waiting for
 	// the signal. It also matches events.ErrInvalidRequest.
 	ErrNotWaiting = errors.New("run is not waiting for that signal")
-
-	// ErrNoDecision is what a worker leaves a step command for redelivery
-	// with when its step.started is not in the log yet but its run is live
-	// (see Worker): the command is not run until it is.
-	ErrNoDecision = errors.New("no step.started for this command")
 )
 
 // refusal is a request refused for a reason a user reads: its message is

@@ -157,7 +157,7 @@ spec:
 	// The command as the orchestrator sent it, back in the queue, as a crash
 	// between step.finished and the ack leaves it.
 	ctx := testkit.Context(t)
-	name, err := executor.ResendStepCommand(ctx, log, runID, "touch", 1, job, dir)
+	name, err := runrig.ResendStepCommand(ctx, log, runID, "touch", 1, job, dir)
 	require.NoError(t, err)
 
 	runrig.StartEngine(t, log, dir, nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -36,7 +37,7 @@ func startWithAdmission(t *testing.T, log *events.Log, admit func([]string, stri
 		Admission: func(_ context.Context, ids []string, workflow string) (*executor.Admission, error) {
 			return admit(ids, workflow), nil
 		}})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/lease"
@@ -52,7 +53,7 @@ type Config struct {
 	// Settings returns the settings of the project's configuration as
 	// they are now (MaxChildDepth is read at each job.invoke); nil: every
 	// default.
-	Settings func() Settings
+	Settings func() activity.Settings
 	// LeaseTTL is how long a run lease lasts without renewal (default 15s).
 	LeaseTTL time.Duration
 	// Logger receives operational messages (nil discards them).

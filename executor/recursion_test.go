@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -21,7 +22,7 @@ import (
 // the given jobs by name.
 func startWithJobs(t *testing.T, log *events.Log, maxDepth int, jobs ...*assets.Job) {
 	t.Helper()
-	startWithConfig(t, executor.Config{Log: log, Settings: func() executor.Settings { return executor.Settings{MaxChildDepth: maxDepth} }}, jobs...)
+	startWithConfig(t, executor.Config{Log: log, Settings: func() activity.Settings { return activity.Settings{MaxChildDepth: maxDepth} }}, jobs...)
 }
 
 // startWithConfig is startWithJobs with the orchestrator's config given.
@@ -42,7 +43,7 @@ func startWithConfig(t *testing.T, cfg executor.Config, jobs ...*assets.Job) {
 		return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
 	}
 	orch := executor.NewOrchestrator(cfg)
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -63,7 +64,7 @@ func startSharedConfig(t *testing.T, c *testkit.Cluster, name string, adjust fun
 		ActiveRuns: func(ctx context.Context) ([]string, error) { return unfinished(ctx, log) }}
 	adjust(&cfg, log)
 	orch := executor.NewOrchestrator(cfg)
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Engine: name, AckWait: 2 * time.Second})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log, Engine: name, AckWait: 2 * time.Second})
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		e.wg.Add(1)
 		go func() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/testkit"
@@ -24,12 +25,12 @@ type Engine struct {
 
 // Start runs an orchestrator of cfg and a worker of wcfg until the test
 // ends; cfg.Log is the engine's log.
-func Start(t *testing.T, cfg executor.Config, wcfg executor.WorkerConfig) *Engine {
+func Start(t *testing.T, cfg executor.Config, wcfg activity.WorkerConfig) *Engine {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{Log: cfg.Log, Root: cfg.Root, cancel: cancel}
 	orch := executor.NewOrchestrator(cfg)
-	worker := executor.NewWorker(wcfg)
+	worker := activity.NewWorker(wcfg)
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		e.wg.Add(1)
 		go func() {
@@ -52,7 +53,7 @@ func StartEngine(t *testing.T, log *events.Log, root string, active func(context
 				return "hi", true
 			}
 			return "", false
-		}}, executor.WorkerConfig{Log: log})
+		}}, activity.WorkerConfig{Log: log})
 }
 
 // Stop stops the engine and waits for its orchestrator and worker to end.

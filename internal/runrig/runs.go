@@ -1,6 +1,7 @@
 package runrig
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // ParseJob parses a job from yaml, as test.yaml.
@@ -180,3 +182,14 @@ spec:
          "{{ input.step_id }}", "{{ input.step_key }}", "{{ input.error.kind }}", "{{ input.input.want }}"]
   allowed_programs: [sh]
 `
+
+// ResendStepCommand stores the command of one attempt of a top-level step
+// again, under a fresh message id, as if it had never been acknowledged.
+func ResendStepCommand(ctx context.Context, log *events.Log, runID, key string, attempt int, job *assets.Job, root string) (string, error) {
+	cmd, err := interpreter.Command(interpreter.Config{RunID: runID, Job: job, Workspace: root, Env: os.LookupEnv}, key, attempt, nil)
+	if err != nil {
+		return "", err
+	}
+	name := interpreter.StepCommandName(cmd.Activity.Type, runID, key, attempt)
+	return name, log.Send(ctx, name, events.NewID(), cmd)
+}
