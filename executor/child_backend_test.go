@@ -1,8 +1,6 @@
 package executor_test
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"testing"
 
@@ -29,24 +27,16 @@ func TestChildRunsTakeTheParentsBackend(t *testing.T) {
 		"    - {id: call, spec: {type: deterministic, action: job.invoke, config: {job: leaf}}}\n")
 	leaf := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: leaf}\nspec:\n  steps:\n"+
 		"    - {id: say, spec: {type: deterministic, action: echo}}\n")
-	byName := map[string]*assets.Job{"child": child, "leaf": leaf}
+	lookup := jobsOf(child, leaf)
 	var mu sync.Mutex
 	asked := map[string]string{}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(),
+	runrig.Start(t, executor.Config{Log: log, Root: t.TempDir(),
 		Jobs: func(name, backend string) (*assets.Job, error) {
 			mu.Lock()
 			asked[name] = backend
 			mu.Unlock()
-			if j, ok := byName[name]; ok {
-				return j, nil
-			}
-			return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
-		}})
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+			return lookup(name, backend)
+		}}, activity.WorkerConfig{Log: log})
 
 	req, err := executor.NewRunRequest(parent, nil, "test")
 	require.NoError(t, err)

@@ -134,16 +134,7 @@ func TestCancelTreeReachesTheLiveRunsBelowAFinishedRun(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{})
-	nap := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap}
-spec:
-  max_active_runs: 10
-  steps:
-    - id: sleep
-      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
-`)
+	nap := napJob(t, 10)
 	middle := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
@@ -239,16 +230,7 @@ func TestCancelTreeOfALiveRoot(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{})
-	nap := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap}
-spec:
-  max_active_runs: 10
-  steps:
-    - id: sleep
-      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
-`)
+	nap := napJob(t, 10)
 	top := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -21,25 +20,10 @@ import (
 // name and answer invoke_and_wait's admission check with admit.
 func startWithAdmission(t *testing.T, log *events.Log, admit func([]string, string) *executor.Admission, jobs ...*assets.Job) {
 	t.Helper()
-	byName := map[string]*assets.Job{}
-	for _, j := range jobs {
-		byName[j.Name] = j
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(),
-		Jobs: func(name, _ string) (*assets.Job, error) {
-			if j, ok := byName[name]; ok {
-				return j, nil
-			}
-			return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
-		},
+	startWithConfig(t, executor.Config{Log: log,
 		Admission: func(_ context.Context, ids []string, workflow string) (*executor.Admission, error) {
 			return admit(ids, workflow), nil
-		}})
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+		}}, jobs...)
 }
 
 const gate = `

@@ -1,9 +1,9 @@
 package executor_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -28,24 +28,39 @@ func startWithJobs(t *testing.T, log *events.Log, maxDepth int, jobs ...*assets.
 // startWithConfig is startWithJobs with the orchestrator's config given.
 func startWithConfig(t *testing.T, cfg executor.Config, jobs ...*assets.Job) {
 	t.Helper()
+	cfg.Root = t.TempDir()
+	cfg.Jobs = jobsOf(jobs...)
+	runrig.Start(t, cfg, activity.WorkerConfig{Log: cfg.Log})
+}
+
+// jobsOf looks jobs up by name for job.invoke, as Config.Jobs does.
+func jobsOf(jobs ...*assets.Job) func(name, backend string) (*assets.Job, error) {
 	byName := map[string]*assets.Job{}
 	for _, j := range jobs {
 		byName[j.Name] = j
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	log := cfg.Log
-	cfg.Root = t.TempDir()
-	cfg.Jobs = func(name, _ string) (*assets.Job, error) {
+	return func(name, _ string) (*assets.Job, error) {
 		if j, ok := byName[name]; ok {
 			return j, nil
 		}
 		return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
 	}
-	orch := executor.NewOrchestrator(cfg)
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+}
+
+// napJob is a job named nap whose one step (sleep) sleeps a minute, of
+// which maxActive runs at a time.
+func napJob(t *testing.T, maxActive int) *assets.Job {
+	t.Helper()
+	return runrig.ParseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: nap}
+spec:
+  max_active_runs: `+strconv.Itoa(maxActive)+`
+  steps:
+    - id: sleep
+      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
+`)
 }
 
 // runsOf returns the run.requested events of job, in log order.
@@ -154,16 +169,7 @@ spec:
 func TestCancelReachesEveryDescendant(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	nap := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap}
-spec:
-  max_active_runs: 2
-  steps:
-    - id: sleep
-      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
-`)
+	nap := napJob(t, 2)
 	middle := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
