@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,42 +10,34 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/internal/sandbox"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// gitEnv is the environment the tests run git with, HOME at home.
+// gitEnv is the environment of the tests' git: an author and a committer
+// of their own, and no configuration but what home holds.
 func gitEnv(home string) []string {
 	return append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.invalid",
 		"GIT_COMMITTER_NAME=C", "GIT_COMMITTER_EMAIL=c@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
 }
 
-// gitRun runs git with env, failing the test when it fails.
-func gitRun(t *testing.T, env []string, args ...string) string {
+// git runs git with args in dir and env, outside any sandbox, and returns
+// its output; it must succeed.
+func git(t *testing.T, dir string, env []string, args ...string) string {
 	t.Helper()
-	git := exec.Command("git", args...)
-	git.Env = env
-	out, err := git.CombinedOutput()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "git %v: %s", args, out)
 	return string(out)
 }
 
-// runIn runs sh -c script with args in dir under p, through internal/proc
-// as the engine starts an agent, and returns its output.
+// runIn runs sh -c script with args in dir under p (runWrapped), checks
+// that it ran in the sandbox, and returns its output.
 func runIn(t *testing.T, p sandbox.Policy, dir string, env []string, script string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("sh", append([]string{"-c", script, "probe"}, args...)...)
-	mode, err := sandbox.Wrap(cmd, p)
-	require.NoError(t, err)
+	out, mode := runWrapped(t, exec.Command("sh", append([]string{"-c", script, "probe"}, args...)...), p, dir, env)
 	require.Equal(t, sandbox.ModeMountNamespace, mode)
-	var buf bytes.Buffer
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &buf, &buf
-	g, err := proc.Start(testkit.Context(t), cmd)
-	require.NoError(t, err)
-	res := g.Wait(testkit.Context(t), 0, 0)
-	require.Equal(t, 0, res.ExitCode, "%v: %s", res.Err, buf.String())
-	return buf.String()
+	return out
 }
 
 // outsideTmp is a directory of the test's outside /tmp, which a confined
@@ -99,8 +90,8 @@ func TestAConfinedProgramWritesOnlyItsWorkTreeAndScratch(t *testing.T) {
 	repo := t.TempDir()
 	outside, engineHome := outsideTmp(t), outsideTmp(t)
 	env := gitEnv(engineHome)
-	gitRun(t, env, "init", "--quiet", repo)
-	gitRun(t, env, "-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first")
+	git(t, "", env, "init", "--quiet", repo)
+	git(t, "", env, "-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first")
 	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
 	require.NoError(t, err)
 	state := filepath.Join(repo, ".orbit", "state")
@@ -132,7 +123,7 @@ func TestAConfinedProgramWritesOnlyItsWorkTreeAndScratch(t *testing.T) {
 	after, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
 	require.NoError(t, err)
 	assert.Equal(t, string(config), string(after), ".git/config is unchanged")
-	assert.Equal(t, "?? work.txt\n", gitRun(t, env, "-C", repo, "status", "--porcelain"), "the engine finds the work, uncommitted")
+	assert.Equal(t, "?? work.txt\n", git(t, "", env, "-C", repo, "status", "--porcelain"), "the engine finds the work, uncommitted")
 }
 
 // TestALinkedWorkTreesGitDirectoryIsReadOnly: in a linked work tree the
@@ -146,9 +137,9 @@ func TestALinkedWorkTreesGitDirectoryIsReadOnly(t *testing.T) {
 		base := t.TempDir()
 		repo, wt := filepath.Join(base, "repo"), filepath.Join(base, "wt")
 		env := gitEnv(base)
-		gitRun(t, env, "init", "--quiet", repo)
-		gitRun(t, env, "-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first")
-		gitRun(t, env, "-C", repo, "worktree", "add", "--quiet", wt)
+		git(t, "", env, "init", "--quiet", repo)
+		git(t, "", env, "-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first")
+		git(t, "", env, "-C", repo, "worktree", "add", "--quiet", wt)
 		config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
 		require.NoError(t, err)
 		dotGit, err := os.ReadFile(filepath.Join(wt, ".git"))
@@ -192,9 +183,9 @@ func TestAWorkTreeUnderAHiddenDirectoryStaysWorkable(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "creds"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(state, "creds", "client.nk"), []byte("SEED"), 0o600))
 	env := gitEnv(root)
-	gitRun(t, env, "init", "--quiet", repo)
-	gitRun(t, env, "-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first")
-	gitRun(t, env, "-C", repo, "worktree", "add", "--quiet", "-b", "orbit/T-1", wt)
+	git(t, "", env, "init", "--quiet", repo)
+	git(t, "", env, "-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first")
+	git(t, "", env, "-C", repo, "worktree", "add", "--quiet", "-b", "orbit/T-1", wt)
 	for _, confine := range []bool{false, true} {
 		p := sandbox.Policy{Hide: []string{state}, ReadOnly: []string{filepath.Dir(state)}, Confine: confine}.ForWorkspace(wt)
 		got := runIn(t, p, wt, env, `
@@ -208,6 +199,6 @@ ls ../..; echo " listed"
 		assert.NotContains(t, got, "SEED", "the rest of the state directory stays hidden")
 		assert.Contains(t, got, "\nworktrees\n listed", "the state directory's cover holds the work tree's mount point alone")
 	}
-	assert.Equal(t, "?? work.txt\n", gitRun(t, env, "-C", wt, "status", "--porcelain"))
-	assert.True(t, strings.HasPrefix(gitRun(t, env, "-C", repo, "log", "--format=%s", "orbit/T-1"), "first"))
+	assert.Equal(t, "?? work.txt\n", git(t, "", env, "-C", wt, "status", "--porcelain"))
+	assert.True(t, strings.HasPrefix(git(t, "", env, "-C", repo, "log", "--format=%s", "orbit/T-1"), "first"))
 }
