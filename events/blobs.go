@@ -14,7 +14,9 @@ import (
 
 // PutBlob stores data in the orbit_blobs object store under its SHA-256
 // digest, after redacting secrets from it, and returns a reference for an
-// event to carry. Storing the same bytes twice stores them once.
+// event to carry. Storing the same bytes twice stores them once; the second
+// time touches the blob (its modification time becomes now), so that a
+// collection (blobgc.go) does not take it before its new event is appended.
 func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
 	if err := l.room(ctx); err != nil {
 		return BlobRef{}, err
@@ -24,7 +26,12 @@ func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
 	ref := BlobRef{Digest: blobDigestPrefix + hex.EncodeToString(sum[:]), Size: int64(len(data))}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	l.blobGC.RLock()
+	defer l.blobGC.RUnlock()
 	if _, err := l.blobs.GetInfo(ctx, ref.Digest); err == nil {
+		if err := l.blobs.UpdateMeta(ctx, ref.Digest, jetstream.ObjectMeta{Name: ref.Digest}); err != nil {
+			return BlobRef{}, publishError("blob "+ref.Digest, err)
+		}
 		return ref, nil
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return BlobRef{}, fmt.Errorf("%w: blob %s: %v", ErrUnavailable, ref.Digest, err)

@@ -42,7 +42,10 @@ type Log struct {
 	blobs  jetstream.ObjectStore
 	// blobsStream is the object store's stream (blobread.go), blobCache
 	// the blobs read last.
-	blobsMu     sync.Mutex
+	blobsMu sync.Mutex
+	// blobGC orders PutBlob (read-locked) and DeleteBlob (locked): see
+	// blobgc.go.
+	blobGC      sync.RWMutex
 	blobsStream jetstream.Stream
 	blobCache   blobCache
 	// replies holds API answers too large for one message, for the
