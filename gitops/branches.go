@@ -33,8 +33,9 @@ func (r *Repo) Branches(ctx context.Context, prefix string) (map[string]string, 
 
 // UnmergedCommits returns how many commits of branch no other ref reaches:
 // no other local branch, remote-tracking branch, tag or other ref
-// (refs/orbit/… included), and no work tree's HEAD. Zero means deleting
-// the branch loses no commit. ErrBranchNotFound when there is no branch.
+// (refs/orbit/… included). A work tree's HEAD does not count: a work tree
+// on the branch holds nothing but the branch. Zero means deleting the
+// branch loses no commit. ErrBranchNotFound when there is no branch.
 func (r *Repo) UnmergedCommits(ctx context.Context, branch string) (int, error) {
 	if err := checkBranchName("branch", branch); err != nil {
 		return 0, err
@@ -43,7 +44,7 @@ func (r *Repo) UnmergedCommits(ctx context.Context, branch string) (int, error) 
 		return 0, err
 	}
 	out, err := r.run(ctx, call{
-		args:     []string{"rev-list", "--count", "refs/heads/" + branch, "--not", "--exclude=refs/heads/" + branch, "--all"},
+		args:     []string{"rev-list", "--count", "refs/heads/" + branch, "--not", "--exclude=refs/heads/" + branch, "--glob=refs/*"},
 		readOnly: true,
 	})
 	if err != nil {

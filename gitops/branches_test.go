@@ -37,6 +37,12 @@ func TestUnmergedCommitsAndDeleteBranch(t *testing.T) {
 	if n := count("orbit/unmerged"); n != 1 {
 		t.Errorf("unmerged: %d commits of its own, want 1", n)
 	}
+	wt0 := filepath.Join(t.TempDir(), "wt0")
+	f.git("worktree", "add", "--quiet", wt0, "orbit/unmerged")
+	if n := count("orbit/unmerged"); n != 1 {
+		t.Errorf("unmerged and checked out: %d commits of its own, want 1", n)
+	}
+	f.git("worktree", "remove", wt0)
 	f.git("tag", "keep", "orbit/unmerged")
 	if n := count("orbit/unmerged"); n != 0 {
 		t.Errorf("unmerged but tagged: %d commits of its own, want 0", n)

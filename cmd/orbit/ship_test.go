@@ -123,9 +123,9 @@ func TestShipABacklogThroughTheBinary(t *testing.T) {
 	r = p.Orbit("replay", "--verify")
 	assert.Equal(t, 0, r.Code, r.String())
 
-	r = p.Orbit("--json", "gc")
+	r = p.Orbit("--json", "gc", "--worktrees", "--grace", "0s")
 	require.Equal(t, 0, r.Code, r.String())
-	var gc shipping.GCReport
+	var gc engine.CollectReport
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &gc))
 	assert.True(t, gc.DryRun)
 	require.Len(t, gc.Worktrees, 3)
@@ -133,7 +133,7 @@ func TestShipABacklogThroughTheBinary(t *testing.T) {
 		assert.Equal(t, shipping.GCWouldRemove, w.Outcome, "%+v", w)
 		assert.DirExists(t, w.Path)
 	}
-	r = p.Orbit("gc", "--apply")
+	r = p.Orbit("gc", "--apply", "--worktrees", "--grace", "0s")
 	require.Equal(t, 0, r.Code, r.String())
 	for w := range worktrees {
 		assert.NoDirExists(t, w)
