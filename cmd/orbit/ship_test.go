@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
