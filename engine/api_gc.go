@@ -89,9 +89,9 @@ func (e *Engine) Collect(ctx context.Context, opts CollectOptions) (*CollectRepo
 		opts.Blobs, opts.Worktrees, opts.Branches = true, true, true
 	}
 	now := time.Now()
-	rep := &CollectReport{DryRun: !opts.Apply, Grace: grace.String(), Blobs: []BlobEntry{},
+	rep := &CollectReport{DryRun: !opts.Apply, Grace: shipping.GraceString(grace), Blobs: []BlobEntry{},
 		Worktrees: []shipping.GCEntry{}, Branches: []shipping.GCEntry{}}
-	rec := events.GCCollectedData{Grace: grace.String(), Force: opts.Force, By: opts.By, Signer: events.RequestSigner(ctx)}
+	rec := events.GCCollectedData{Grace: shipping.GraceString(grace), Force: opts.Force, By: opts.By, Signer: events.RequestSigner(ctx)}
 	if opts.Worktrees || opts.Branches {
 		g := grace
 		if g == 0 {

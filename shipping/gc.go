@@ -34,6 +34,19 @@ const (
 // is kept by default.
 const DefaultGCGrace = time.Hour
 
+// GraceString is d as a Go duration without its zero tails: 1h, 30m,
+// 1h30m, 90s.
+func GraceString(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // GCOptions says what GC looks at and what it may do. The zero value is a
 // dry run of worktrees and branches with the default grace.
 type GCOptions struct {
@@ -154,7 +167,7 @@ func (g *gcPass) finished(ctx context.Context, runID string) (state, keep string
 		return run.State, "its run is " + run.State, nil
 	}
 	if run.FinishedAt != nil && g.opts.Now.Sub(*run.FinishedAt) < g.opts.Grace {
-		return run.State, fmt.Sprintf("its run finished %s ago, within the grace of %s", g.opts.Now.Sub(*run.FinishedAt).Round(time.Second), g.opts.Grace), nil
+		return run.State, fmt.Sprintf("its run finished %s ago, within the grace of %s", GraceString(g.opts.Now.Sub(*run.FinishedAt).Round(time.Second)), GraceString(g.opts.Grace)), nil
 	}
 	return run.State, "", nil
 }

@@ -59,7 +59,7 @@ func TestGCReapsOnlyTheCleanWorktreesOfFinishedRuns(t *testing.T) {
 	recent, err := r.svc.GC(r.ctx, shipping.GCOptions{Worktrees: true})
 	require.NoError(t, err)
 	assert.Contains(t, outcomes(recent.Worktrees)["RUNDONE"], "kept: its run finished", "within the default grace of an hour")
-	assert.Contains(t, outcomes(recent.Worktrees)["RUNDONE"], "within the grace of 1h0m0s")
+	assert.Contains(t, outcomes(recent.Worktrees)["RUNDONE"], "within the grace of 1h")
 	assert.Empty(t, recent.Branches, "only the kind asked for")
 
 	later := time.Now().Add(2 * time.Hour)
@@ -199,4 +199,13 @@ func canonical(t *testing.T, path string) string {
 	real, err := filepath.EvalSymlinks(path)
 	require.NoError(t, err)
 	return real
+}
+
+func TestGraceStringDropsZeroTails(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		time.Hour: "1h", 30 * time.Minute: "30m", 90 * time.Minute: "1h30m", 90 * time.Second: "1m30s", 0: "0s", 2*time.Hour + 5*time.Second: "2h0m5s",
+	} {
+		assert.Equal(t, want, shipping.GraceString(d), "%v", d)
+	}
 }

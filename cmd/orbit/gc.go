@@ -11,6 +11,10 @@ import (
 	"github.com/orbitrun/orbit/shipping"
 )
 
+// gcTimeout bounds a collection request: it reads the whole log for the
+// blobs it names, so it gets the engine's own bound on a request.
+const gcTimeout = replayTimeout
+
 func (a *app) gcCommand() *cobra.Command {
 	var opts engine.CollectOptions
 	cmd := &cobra.Command{
@@ -36,6 +40,8 @@ does the removing, and records it in the log as gc.collected.`,
 		Args: cobra.NoArgs,
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
 			opts.By = requester()
+			ctx, cancel := context.WithTimeout(ctx, gcTimeout)
+			defer cancel()
 			var rep engine.CollectReport
 			if err := request(ctx, l, engine.EndpointGC, opts, &rep); err != nil {
 				return err

@@ -128,6 +128,8 @@ spec:
 	assert.NotContains(t, r.Stdout, "gc-", "a collection is no run")
 	r = p.Orbit("audit")
 	assert.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("replay", "--verify")
+	assert.Equal(t, 0, r.Code, r.String())
 
 	r = p.Orbit("gc", "--grace", "soon")
 	assert.Equal(t, 2, r.Code, r.String())
