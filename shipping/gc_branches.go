@@ -111,12 +111,17 @@ func (g *gcPass) branches(ctx context.Context) ([]GCEntry, error) {
 	}
 	out := []GCEntry{}
 	heads := map[string]map[string]string{} // repository → branch → commit
+	mains := map[string]*gitops.Repo{}      // a work tree → its repository's main one (nil: gone)
 	for _, b := range made {
 		if !b.named() {
 			continue
 		}
-		main, err := g.s.mainOf(ctx, b.repo)
-		if err != nil {
+		main, ok := mains[b.repo]
+		if !ok {
+			main, _ = g.s.mainOf(ctx, b.repo)
+			mains[b.repo] = main
+		}
+		if main == nil {
 			continue // the repository is gone, and its branches with it
 		}
 		list, ok := heads[main.Dir]
