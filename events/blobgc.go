@@ -22,20 +22,35 @@ import (
 // IMPORTANT: a blob is stored before the event that names it is appended
 // (PutBlob returns the reference the event then carries). Two things keep
 // a collection from removing a blob between the two:
-//   - PutBlob touches a blob it finds already stored (its modification
-//     time becomes now), so a blob an event is about to name is fresh
-//     whether it was stored now or long ago;
+//   - PutBlob touches a blob it finds already stored more than
+//     blobTouchAge ago (its modification time becomes now), so a blob an
+//     event is about to name was modified within blobTouchAge, whether it
+//     was first stored now or long ago (touching each time would cost a
+//     synced write per copy: a fan-out's items sharing one input);
 //   - only blobs last modified before a cut-off, which the caller sets a
 //     grace period before now, are candidates, and DeleteBlob checks the
 //     time again, under the lock PutBlob holds, just before it deletes.
 //
 // So a blob is removed only if nothing stored or named it during the
-// grace period: the time between PutBlob and the append of its event must
-// stay well under it (it is milliseconds; the default grace is an hour).
+// grace period less blobTouchAge: the grace must be well over
+// blobTouchAge plus the time between PutBlob and the append of its event
+// (milliseconds); the default grace is an hour.
 // Within one engine the check and the delete are atomic with respect to
 // PutBlob; across engines on one server a PutBlob and a DeleteBlob of the
 // same blob in the same instant can still cross, which the grace period
 // makes a blob unreferenced for all of it and named again at that instant.
+
+// blobTouchAge is how old a blob PutBlob finds already stored must be for
+// PutBlob to touch it.
+const blobTouchAge = time.Minute
+
+// touchAge is blobTouchAge, or Log.blobTouchAge when a test set it.
+func (l *Log) touchAge() time.Duration {
+	if l.blobTouch > 0 {
+		return l.blobTouch
+	}
+	return blobTouchAge
+}
 
 // BlobInfo is one blob of the orbit_blobs object store.
 type BlobInfo struct {

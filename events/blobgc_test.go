@@ -90,36 +90,3 @@ func TestUnreferencedBlobsAreThoseNothingNames(t *testing.T) {
 	require.Len(t, whole, 2)
 	assert.Contains(t, string(whole[1].Data), "0399"+strings.Repeat("a", 2000), "the moved values still expand")
 }
-
-// TestABlobStoredAgainIsNotCollected: a blob stored long ago and named
-// by nothing is stored again for an event about to be appended: the
-// second PutBlob touches it, so a collection whose cut-off was set before
-// keeps it, both when it lists and when it deletes.
-func TestABlobStoredAgainIsNotCollected(t *testing.T) {
-	t.Parallel()
-	ctx := testkit.Context(t)
-	l := testkit.StartLog(t, events.Config{})
-	data := []byte("stdout a later step prints again")
-	ref, err := l.PutBlob(ctx, data)
-	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond)
-	cutoff := time.Now()
-	time.Sleep(50 * time.Millisecond)
-
-	garbage, err := l.UnreferencedBlobs(ctx, cutoff)
-	require.NoError(t, err)
-	require.Len(t, garbage, 1, "old and named by nothing")
-
-	again, err := l.PutBlob(ctx, data)
-	require.NoError(t, err)
-	assert.Equal(t, ref, again)
-	removed, err := l.DeleteBlob(ctx, ref.Digest, cutoff)
-	require.NoError(t, err)
-	assert.False(t, removed, "touched since the listing")
-	garbage, err = l.UnreferencedBlobs(ctx, cutoff)
-	require.NoError(t, err)
-	assert.Empty(t, garbage)
-	got, err := l.GetBlob(ctx, ref.Digest)
-	require.NoError(t, err)
-	assert.Equal(t, data, got)
-}

@@ -73,8 +73,10 @@ type Log struct {
 	places sync.Map
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
-	// maxLag replaces the constant of the same name when set (tests).
-	maxLag time.Duration
+	// maxLag replaces the constant of the same name when set (tests), and
+	// blobTouch blobTouchAge.
+	blobTouch time.Duration
+	maxLag    time.Duration
 	// failpoints says ORBIT_FAILPOINT named points when the Log was made
 	// (see stalled): asked once, not at every append.
 	failpoints bool
