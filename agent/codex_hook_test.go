@@ -206,3 +206,36 @@ func TestCodexHookFailsClosedWhenTheEngineIsGone(t *testing.T) {
 	assert.Contains(t, last, "call_write")
 	assert.Contains(t, last, "could not decide the call, so it does not run", "the model hears the hook's reason")
 }
+
+// TestCodexHookArgs: the hook's command is the orbit executable given,
+// quoted for the shell Codex runs it through (a path with a space and a
+// quote still names it), inside a TOML string; the token is emptied for
+// Codex's commands and the hook trusted.
+func TestCodexHookArgs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "it's here")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	orbit := filepath.Join(dir, "orbit")
+	require.NoError(t, os.WriteFile(orbit, []byte("#!/bin/sh\nprintf '%s|' \"$@\"\n"), 0o755))
+	args := codexHookArgs(orbit, "http://127.0.0.1:1/pre-tool")
+	require.Len(t, args, 5)
+	assert.Equal(t, []string{"-c", `shell_environment_policy.set.ORBIT_HOOK_TOKEN=""`, "--dangerously-bypass-hook-trust"}, args[2:])
+	table, ok := strings.CutPrefix(args[1], `hooks.PreToolUse=[{matcher="*",hooks=[{type="command",command=`)
+	require.True(t, ok, args[1])
+	quoted, ok := strings.CutSuffix(table, ",timeout=120}]}]")
+	require.True(t, ok, args[1])
+	var command string
+	require.NoError(t, json.Unmarshal([]byte(quoted), &command), "a TOML basic string is JSON's")
+	out, err := exec.Command("/bin/sh", "-c", command).Output()
+	require.NoError(t, err)
+	assert.Equal(t, "hook|codex-pre-tool|http://127.0.0.1:1/pre-tool|", string(out))
+}
+
+// TestCodexMCPOff: every server of the user's but Orbit's is turned off;
+// one whose name is no bare TOML key is left to the hook.
+func TestCodexMCPOff(t *testing.T) {
+	mcp := &CLIMCP{Tools: map[string]string{"mcp:orbit/checkpoint_success": "orbit.groundhog.checkpoint_success"}}
+	assert.Equal(t, []string{"-c", "mcp_servers.users.enabled=false", "-c", "mcp_servers.my-fs_2.enabled=false"},
+		codexMCPOff([]string{"users", "orbit", "my-fs_2", "a.b", `x"y`}, mcp))
+	assert.Equal(t, []string{"-c", "mcp_servers.orbit.enabled=false"}, codexMCPOff([]string{"orbit"}, nil),
+		"a server of the user's named orbit, when Orbit gives none")
+}
