@@ -205,7 +205,7 @@ func replayRun(t *testing.T, log []events.Event, runID string) {
 	host := &storedHost{log: log, now: now, hist: hist, stop: cancel}
 	x := interpreter.New(interpreter.Config{
 		RunID: runID, Job: &job, Depth: req.Depth, Root: req.Root, Backend: req.Backend,
-		Traceparent: req.Traceparent, Host: host, Engine: "replay",
+		Traceparent: req.Traceparent, Protocol: req.Protocol, Host: host, Engine: "replay",
 		Workspace: workspaceOf(log, runID),
 		Env:       func(string) (string, bool) { return "", false },
 		Limits:    func() interpreter.Limits { return interpreter.Limits{MaxChildDepth: 10, MaxDescendants: 100} },
