@@ -21,6 +21,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/interpreter"
 	"github.com/orbitrun/orbit/projector"
@@ -439,3 +440,75 @@ func (s *storedHost) After(time.Duration) <-chan time.Time {
 
 func (s *storedHost) Finished(context.Context) {}
 func (s *storedHost) Failpoint(string)         {}
+
+// A run requested under one step protocol goes on under it when an engine
+// of a later one resumes it: the stored fan-out runs, cut after their
+// first fan-out item began, finish on today's engine with a fanout.item
+// for every item under protocol 1 and none under 2.
+func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		protocol string
+		items    int // fanout.item events once the run ends
+	}{{"v1", 5}, {"v2", 0}} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			t.Parallel()
+			stored := readStoredLog(t, filepath.Join("testdata/protocol", tc.protocol, "example_fan_out.jsonl"))
+			// Through the first item's first event: the fan-out's
+			// step.started, then fanout.item 1 (protocol 1) or the first
+			// item's step.started (2).
+			cut := slices.IndexFunc(stored, func(ev events.Event) bool { return strings.HasSuffix(ev.StepKey, "/1") })
+			require.NotEqual(t, -1, cut)
+			runID := stored[0].RunID
+
+			ctx := testkit.Context(t)
+			log := testkit.StartLog(t, events.Config{})
+			for _, ev := range stored[:cut+1] {
+				payload, err := ev.Payload()
+				require.NoError(t, err)
+				require.NoError(t, json.Unmarshal(ev.Data, payload))
+				ev.Seq = 0
+				_, err = log.Append(ctx, ev, payload)
+				require.NoError(t, err, ev.ID)
+			}
+			feed, err := log.Follow(ctx, events.FollowOptions{Filters: []string{
+				events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
+			require.NoError(t, err)
+			defer feed.Stop()
+
+			engineCtx, stop := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			// The engine resumes the runs its views list as not finished:
+			// this one.
+			orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(),
+				ActiveRuns: func(context.Context) ([]string, error) { return []string{runID}, nil }})
+			worker := executor.NewWorker(executor.WorkerConfig{Log: log})
+			for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
+				wg.Go(func() { assert.NoError(t, run(engineCtx)) })
+			}
+			defer func() { stop(); wg.Wait() }()
+
+			var fin events.RunFinishedData
+			select {
+			case ev := <-feed.Events():
+				require.NoError(t, ev.Decode(&fin))
+			case <-ctx.Done():
+				t.Fatal("the resumed run did not finish")
+			}
+			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+			hist, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
+			require.NoError(t, err)
+			var items, resumed int
+			for _, ev := range hist {
+				switch ev.Type {
+				case events.FanoutItem:
+					items++
+				case events.RunResumed:
+					resumed++
+				}
+			}
+			assert.Equal(t, 1, resumed, "the run was resumed, not started again")
+			assert.Equal(t, tc.items, items, "fanout.item events")
+		})
+	}
+}
