@@ -21,7 +21,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/interpreter"
 	"github.com/orbitrun/orbit/projector"
@@ -476,17 +476,9 @@ func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 			require.NoError(t, err)
 			defer feed.Stop()
 
-			engineCtx, stop := context.WithCancel(ctx)
-			var wg sync.WaitGroup
 			// The engine resumes the runs its views list as not finished:
 			// this one.
-			orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(),
-				ActiveRuns: func(context.Context) ([]string, error) { return []string{runID}, nil }})
-			worker := executor.NewWorker(executor.WorkerConfig{Log: log})
-			for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
-				wg.Go(func() { assert.NoError(t, run(engineCtx)) })
-			}
-			defer func() { stop(); wg.Wait() }()
+			runrig.StartEngine(t, log, t.TempDir(), func(context.Context) ([]string, error) { return []string{runID}, nil })
 
 			var fin events.RunFinishedData
 			select {
