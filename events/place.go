@@ -87,6 +87,13 @@ func (l *Log) readMessage(ctx context.Context, seq uint64, subject string, hdr n
 		if before != 0 {
 			return Event{}, l.rejectFailed(EventsStream, seq, subject, ReasonRepeated)
 		}
+		removed, err := l.removedCopy(ctx, subject, ev.Time)
+		if err != nil {
+			return Event{}, err
+		}
+		if removed {
+			return Event{}, l.rejectFailed(EventsStream, seq, subject, ReasonRemoved)
+		}
 	}
 	return ev, nil
 }
