@@ -110,17 +110,52 @@ type Exported struct {
 	SHA256 string // of the file's bytes
 	Events int
 	Blobs  int
-	// Seqs, LastSeq and Subjects are what a log.removed of the export
-	// names.
-	Seqs     []SeqRange
-	LastSeq  uint64
-	Subjects []string
+	// seqs are the sequences exported, by the subject filter of their run
+	// or task (RunFilter, TaskFilter).
+	seqs map[string][]uint64
 }
 
-// Removal returns the log.removed record of what e archived.
+// Has reports whether the archive holds events of the run or task whose
+// subject filter (RunFilter, TaskFilter) is filter.
+func (e Exported) Has(filter string) bool { return len(e.seqs[filter]) > 0 }
+
+// Removal returns the log.removed record of what e archived of these runs
+// and tasks (those it holds no event of are left out).
 func (e Exported) Removal(runs, tasks []string) LogRemovedData {
-	return LogRemovedData{Runs: runs, Tasks: tasks, Subjects: e.Subjects, Seqs: e.Seqs, Count: uint64(e.Events),
-		LastSeq: e.LastSeq, Archive: filepath.Base(e.Path), ArchiveSHA256: e.SHA256}
+	d := LogRemovedData{Archive: filepath.Base(e.Path), ArchiveSHA256: e.SHA256}
+	var all []uint64
+	take := func(filter string) bool {
+		seqs := e.seqs[filter]
+		if len(seqs) == 0 {
+			return false
+		}
+		d.Subjects = append(d.Subjects, filter)
+		all = append(all, seqs...)
+		return true
+	}
+	for _, id := range runs {
+		if take(RunFilter(id)) {
+			d.Runs = append(d.Runs, id)
+		}
+	}
+	for _, id := range tasks {
+		if take(TaskFilter(id)) {
+			d.Tasks = append(d.Tasks, id)
+		}
+	}
+	slices.Sort(all)
+	for _, seq := range all {
+		if n := len(d.Seqs); n > 0 && d.Seqs[n-1].Through == seq-1 {
+			d.Seqs[n-1].Through = seq
+		} else {
+			d.Seqs = append(d.Seqs, SeqRange{seq, seq})
+		}
+	}
+	d.Count = uint64(len(all))
+	if len(all) > 0 {
+		d.LastSeq = all[len(all)-1]
+	}
+	return d
 }
 
 // blobName finds the blob digests an event's bytes name.
@@ -140,15 +175,13 @@ func (l *Log) Export(ctx context.Context, path string, sel ExportSelection) (Exp
 	if through == 0 || through > info.State.LastSeq {
 		through = info.State.LastSeq
 	}
-	prefixes := map[string]bool{}
-	out := Exported{Path: path}
+	prefixes := map[string]string{} // subject prefix → filter
+	out := Exported{Path: path, seqs: map[string][]uint64{}}
 	for _, id := range sel.Runs {
-		prefixes[strings.TrimSuffix(RunFilter(id), ">")] = true
-		out.Subjects = append(out.Subjects, RunFilter(id))
+		prefixes[strings.TrimSuffix(RunFilter(id), ">")] = RunFilter(id)
 	}
 	for _, id := range sel.Tasks {
-		prefixes[strings.TrimSuffix(TaskFilter(id), ">")] = true
-		out.Subjects = append(out.Subjects, TaskFilter(id))
+		prefixes[strings.TrimSuffix(TaskFilter(id), ">")] = TaskFilter(id)
 	}
 	w, err := createArchive(path, ArchiveHeader{Format: ArchiveFormat, Version: ArchiveVersion, Created: time.Now().UTC(),
 		StreamCreated: info.Created.UTC(), Through: through})
@@ -161,7 +194,11 @@ func (l *Log) Export(ctx context.Context, path string, sel ExportSelection) (Exp
 		err = l.scan(ctx, "", 1, through, func(seq uint64, msg *nats.Msg) error {
 			subject := serverHeader(msg.Header, jetstream.SubjectHeader)
 			parts := strings.SplitN(subject, ".", 5)
-			if len(parts) < 5 || !prefixes[strings.Join(parts[:4], ".")+"."] {
+			if len(parts) < 5 {
+				return nil
+			}
+			filter, ok := prefixes[strings.Join(parts[:4], ".")+"."]
+			if !ok {
 				return nil
 			}
 			hdr := map[string][]string{}
@@ -173,12 +210,7 @@ func (l *Log) Export(ctx context.Context, path string, sel ExportSelection) (Exp
 			for _, d := range blobName.FindAll(msg.Data, -1) {
 				blobs[string(d)] = true
 			}
-			if n := len(out.Seqs); n > 0 && out.Seqs[n-1].Through == seq-1 {
-				out.Seqs[n-1].Through = seq
-			} else {
-				out.Seqs = append(out.Seqs, SeqRange{seq, seq})
-			}
-			out.LastSeq = seq
+			out.seqs[filter] = append(out.seqs[filter], seq)
 			out.Events++
 			return w.line(archiveLine{Event: &ArchivedEvent{Seq: seq, Subject: subject, MsgID: msg.Header.Get(jetstream.MsgIDHeader),
 				Stored: storedTime(msg.Header), Headers: hdr, Data: msg.Data}})

@@ -67,7 +67,7 @@ func TestARemovalIsArchivedRecordedAndExplained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exp.Events != 11 || exp.Blobs != 1 || exp.LastSeq != 11 {
+	if exp.Events != 11 || exp.Blobs != 1 || exp.Removal([]string{"R1", "R2"}, nil).LastSeq != 11 {
 		t.Fatalf("exported %+v, want 11 events through seq 11 and the blob", exp)
 	}
 	a, err := ReadArchive(path)
@@ -99,7 +99,7 @@ func TestARemovalIsArchivedRecordedAndExplained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Seq <= exp.LastSeq {
+	if rec.Seq <= d.LastSeq || d.Count != 11 || len(d.Seqs) != 1 || len(d.Subjects) != 2 {
 		t.Fatalf("record at %d", rec.Seq)
 	}
 	left, err := l.Read(ctx, FollowOptions{Filters: []string{RunFilter("R1"), RunFilter("R2")}})

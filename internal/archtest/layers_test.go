@@ -50,8 +50,11 @@ var layers = map[string][]string{
 	"shipping": {"assets", "events", "executor", "gitops", "projector"},
 	"routine":  {"assets", "events", "executor", "internal/failpoint"},
 
+	// Retention: archives and removes finished work from the log.
+	"retention": {"assets", "events", "internal/failpoint", "projector"},
+
 	// The engine's wiring, and what stands on it.
-	"engine":    {"agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
+	"engine":    {"agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "retention", "routine", "shipping", "tracing"},
 	"doctor":    {"assets", "engine", "events", "gitops"},
 	"console":   {"engine", "events", "gitops", "projector"},
 	"cmd/orbit": {"assets", "console", "doctor", "engine", "events", "executor", "gitops", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
