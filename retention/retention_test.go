@@ -188,3 +188,30 @@ func TestOlderThan(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"A1"}, sel.Runs)
 }
+
+// TestTheEngineLoopAppliesThePolicyEveryInterval: Run makes a pass every
+// retention.every (short here), removing what the policy lets go and
+// calling AfterCollect each time.
+func TestTheEngineLoopAppliesThePolicyEveryInterval(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.run("A1", "a", "", events.StateSuccess)
+	r.run("A2", "a", "", events.StateSuccess)
+	passes := make(chan struct{}, 16)
+	c := r.collector(assets.RetentionConfig{Runs: assets.RunRetention{KeepPerJob: 1}, Every: 50 * time.Millisecond},
+		func(context.Context) error { passes <- struct{}{}; return nil })
+	ctx, cancel := context.WithCancel(r.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	for range 2 {
+		select {
+		case <-passes:
+		case <-r.ctx.Done():
+			t.Fatal("no pass")
+		}
+	}
+	cancel()
+	<-done
+	assert.False(t, r.has("A1"))
+	assert.True(t, r.has("A2"))
+}
