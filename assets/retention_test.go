@@ -64,3 +64,27 @@ func TestRetentionConfigProblems(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseConfigRetention: any retention section parses or is refused
+// with problems, never a panic, and what parses is within its bounds.
+func FuzzParseConfigRetention(f *testing.F) {
+	for _, seed := range []string{
+		"retention: {runs: {older_than: 30d, keep_per_job: 5}, tasks: {older_than: 36h}, every: 2m}\n",
+		"retention: {runs: {older_than: 99999999999d}}\n",
+		"retention: {every: 1ns}\n",
+		"retention: {runs: [1]}\n",
+		"retention: {archive_dir: {a: b}}\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		c, err := assets.ParseConfig("c.yaml", []byte(doc))
+		if err != nil {
+			return
+		}
+		r := c.Retention
+		if r.Runs.OlderThan < 0 || r.Tasks.OlderThan < 0 || r.Runs.KeepPerJob < 0 || (r.Every != 0 && r.Every < time.Minute) {
+			t.Fatalf("accepted %+v", r)
+		}
+	})
+}

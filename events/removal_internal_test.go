@@ -214,3 +214,34 @@ func TestALateCopyOfARemovedRunIsNotReadmitted(t *testing.T) {
 		t.Errorf("audit does not list the copy at %d: %v", copied, rep.Problems)
 	}
 }
+
+// FuzzReadArchive: whatever the bytes, ReadArchive returns an archive or
+// an error wrapping ErrBadArchive, and never panics.
+func FuzzReadArchive(f *testing.F) {
+	dir := f.TempDir()
+	w, err := createArchive(filepath.Join(dir, "seed.gz"), ArchiveHeader{Format: ArchiveFormat, Version: ArchiveVersion})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := w.line(archiveLine{Event: &ArchivedEvent{Seq: 1, Subject: "orbit.events.run.R.run.started", Data: []byte(`{}`)}}); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := w.finish(1, 0); err != nil {
+		f.Fatal(err)
+	}
+	seed, err := os.ReadFile(filepath.Join(dir, "seed.gz"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "a.gz")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadArchive(p); err != nil && !errors.Is(err, ErrBadArchive) {
+			t.Fatalf("error not wrapping ErrBadArchive: %v", err)
+		}
+	})
+}
