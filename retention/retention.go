@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
@@ -48,9 +49,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Collector applies the policy.
+// Collector applies the policy. Its passes run one at a time (the
+// engine's loop and orbit log collect may ask at once).
 type Collector struct {
 	cfg Config
+	mu  sync.Mutex
 }
 
 // New returns a Collector.
@@ -222,6 +225,8 @@ func compareStrings(a, b string) int {
 // it, records and purges it, rebuilds the views from what the log
 // retains and snapshots them, and calls AfterCollect.
 func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	policy := c.cfg.Policy()
 	rep := Report{DryRun: dryRun, Runs: []string{}, Tasks: []string{}}
 	if !dryRun {

@@ -215,3 +215,47 @@ func TestTheEngineLoopAppliesThePolicyEveryInterval(t *testing.T) {
 	assert.False(t, r.has("A1"))
 	assert.True(t, r.has("A2"))
 }
+
+// task appends a task created and moved to status.
+func (r *rig) task(id, status string) {
+	r.t.Helper()
+	_, err := r.log.Append(r.ctx, events.Event{Type: events.TaskCreated, TaskID: id}, events.TaskCreatedData{Title: id, Workspace: "/w", Branch: "b"})
+	require.NoError(r.t, err)
+	_, err = r.log.Append(r.ctx, events.Event{Type: events.TaskStatusChanged, TaskID: id}, events.TaskStatusChangedData{Status: status})
+	require.NoError(r.t, err)
+}
+
+// TestDoneAndArchivedTasksGo: tasks done or archived and older than
+// tasks.older_than are archived and removed; one in progress stays; the
+// archive replays them and audit passes.
+func TestDoneAndArchivedTasksGo(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.task("T-1", events.TaskDone)
+	r.task("T-2", events.TaskArchived)
+	r.task("T-3", events.TaskInProgress)
+	rep, err := r.collector(assets.RetentionConfig{Tasks: assets.TaskRetention{OlderThan: 24 * time.Hour}}, nil).Collect(r.ctx, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"T-1", "T-2"}, rep.Tasks)
+	assert.Empty(t, rep.Runs)
+	for id, kept := range map[string]bool{"T-1": false, "T-2": false, "T-3": true} {
+		_, err := r.views.Task(r.ctx, id)
+		assert.Equal(t, kept, err == nil, id)
+	}
+	audit, err := r.log.Audit(r.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, audit.Problems)
+	a, err := events.ReadArchive(rep.Archive)
+	require.NoError(t, err)
+	src, err := events.NewArchiveSource(r.keyFile, a)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "archived.db")
+	require.NoError(t, projector.Rebuild(r.ctx, src, path, 0))
+	archived, err := projector.Open(r.ctx, projector.Config{Path: path, Source: src})
+	require.NoError(t, err)
+	defer archived.Close()
+	tasks, err := archived.Tasks(r.ctx)
+	require.NoError(t, err)
+	require.Len(t, tasks, 2)
+	assert.Equal(t, events.TaskDone, tasks[0].Status)
+}
