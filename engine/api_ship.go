@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
 )
@@ -17,7 +17,7 @@ import (
 // The engine's workers run shipping's actions, and every process that
 // links the engine (the CLI validates a job before it submits) knows
 // their names.
-func init() { executor.Declare(shipping.ActionNames()...) }
+func init() { activity.Declare(shipping.ActionNames()...) }
 
 // Task-record and shipping endpoints.
 const (

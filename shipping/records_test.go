@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/shipping"
 )
 
@@ -110,7 +110,7 @@ func TestAnAgentsSummaryNeedsItsStepsToken(t *testing.T) {
 	cfg := r.cfg
 	cfg.Redact = func(s string) { redacted = append(redacted, s) }
 	svc := shipping.New(cfg)
-	b, err := svc.Bind(r.ctx, executor.StepRef{RunID: "RUN", StepKey: "implement_bundle/1/implement_one", Attempt: 1}, id)
+	b, err := svc.Bind(r.ctx, activity.StepRef{RunID: "RUN", StepKey: "implement_bundle/1/implement_one", Attempt: 1}, id)
 	require.NoError(t, err)
 	assert.Equal(t, []string{b.Token}, redacted, "the token is never published")
 	snap, _ := json.Marshal(b.Snapshot)
@@ -126,7 +126,7 @@ func TestAnAgentsSummaryNeedsItsStepsToken(t *testing.T) {
 	b.Release()
 	assert.ErrorIs(t, svc.SummaryWithToken(r.ctx, id, b.Token, "too late"), shipping.ErrToken, "an ended step's token")
 
-	_, err = svc.Bind(r.ctx, executor.StepRef{RunID: "RUN"}, "T-404")
+	_, err = svc.Bind(r.ctx, activity.StepRef{RunID: "RUN"}, "T-404")
 	assert.ErrorIs(t, err, events.ErrNotFound)
 }
 
