@@ -97,10 +97,6 @@ type Config struct {
 	// Console, when set, is where Beside serves the web console: recorded
 	// in engine.json and the engine's info for orbit console.
 	Console *ConsoleInfo
-	// AfterCollect, when set, ends each pass of the retention policy (see
-	// retention.Config.AfterCollect): where what finished work leaves
-	// outside the log is collected.
-	AfterCollect func(ctx context.Context) error
 }
 
 // Engine is a running Orbit engine on one project root.

@@ -56,9 +56,17 @@ func (e *Engine) newCollector() *retention.Collector {
 		Views:        e.proj,
 		Root:         e.cfg.Root,
 		Policy:       func() assets.RetentionConfig { return e.config.get().Retention },
-		AfterCollect: e.cfg.AfterCollect,
+		AfterCollect: e.collectAfterRetention,
 		Logger:       e.cfg.Logger.With("component", "retention"),
 	})
+}
+
+// collectAfterRetention ends each pass of the retention policy with orbit
+// gc's collection, applied: the blobs the removed runs named (archived
+// with them), and the worktrees and branches of finished work.
+func (e *Engine) collectAfterRetention(ctx context.Context) error {
+	_, err := e.Collect(ctx, CollectOptions{Apply: true, By: "retention"})
+	return err
 }
 
 func (e *Engine) retentionEndpoints() map[string]events.Handler {
