@@ -125,7 +125,7 @@ func (a *app) printCollection(rep *engine.CollectReport) error {
 	}
 	switch {
 	case rep.DryRun:
-		a.printf("(a dry run: orbit gc --apply removes what says would_remove)\n")
+		a.printf("(a dry run: orbit gc --apply removes those marked would_remove)\n")
 	case rep.Seq > 0:
 		a.printf("recorded as gc.collected (sequence %d)\n", rep.Seq)
 	default:

@@ -77,7 +77,7 @@ spec:
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "blobs: 2 stored, 1 kept (named by the log or a queued command, or younger than 1s), would remove 1")
 	assert.Contains(t, r.Stdout, "would_remove  "+digest)
-	assert.Contains(t, r.Stdout, "(a dry run: orbit gc --apply removes what says would_remove)")
+	assert.Contains(t, r.Stdout, "(a dry run: orbit gc --apply removes those marked would_remove)")
 	_, err = store.GetInfo(ctx, digest)
 	require.NoError(t, err, "a dry run removes nothing")
 
