@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // Environment variables of the OpenTelemetry specification that turn
@@ -31,10 +32,6 @@ const (
 	EnvProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 )
-
-// PositionFile is where, under the engine's state directory, the tracer
-// keeps the sequence of the last event whose spans were exported.
-const PositionFile = "tracing.pos"
 
 // Enabled says whether tracing is on: the config's tracing.endpoint or one
 // of the OTLP endpoint variables is set.
@@ -68,11 +65,16 @@ func NewExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, e
 // Tracer follows the log and exports the spans its events describe.
 type Tracer struct {
 	log    *events.Log
+	exp    sdktrace.SpanExporter
 	tp     *sdktrace.TracerProvider
 	tr     trace.Tracer
-	pos    string
+	ended  *ended
+	claim  *claim
 	logger *slog.Logger
 	runs   map[string]*runState
+	// reexport is the claim's InFlight when this engine took it: the spans
+	// of events up to it may have been exported already.
+	reexport uint64
 }
 
 type runState struct {
@@ -117,66 +119,184 @@ func (derivedIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
 }
 
 // New makes a Tracer that exports with exp, naming engine as the service
-// instance, keeping its position in stateDir.
-func New(l *events.Log, exp sdktrace.SpanExporter, stateDir, engine string, logger *slog.Logger) *Tracer {
+// instance. The spans are exported by one engine of those that share the
+// log at a time, the holder of the claim (ClaimKey); takeOver says that
+// any other engine's claim is a dead one's (an embedded store, which one
+// engine runs).
+func New(l *events.Log, exp sdktrace.SpanExporter, engine string, takeOver bool, logger *slog.Logger) *Tracer {
 	res := resource.NewSchemaless(
 		attribute.String("service.name", "orbit"),
 		attribute.String("service.instance.id", engine),
 	)
+	e := &ended{}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithSpanProcessor(e),
 		sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(derivedIDs{}),
 	)
-	return &Tracer{log: l, tp: tp, tr: tp.Tracer("github.com/orbitrun/orbit/tracing"),
-		pos: filepath.Join(stateDir, PositionFile), logger: logger, runs: map[string]*runState{}}
+	return &Tracer{log: l, exp: exp, tp: tp, tr: tp.Tracer("github.com/orbitrun/orbit/tracing"), ended: e,
+		claim: &claim{kv: l.Leases(), engine: engine, takeOver: takeOver}, logger: logger, runs: map[string]*runState{}}
 }
 
-// Run follows the log from the position after the last exported event
-// until ctx ends, exporting the spans of what it reads, and then flushes
-// and shuts the exporter down. The position is written only once the
-// spans before it are exported, so nothing is lost to a crash; a span is
-// exported twice only by a crash between an export and the write of the
-// position after it.
+// ended keeps the spans that ended until the tracer exports them: the
+// tracer, not a batching processor, decides when spans are exported, so
+// that it knows which events' spans an export holds.
+type ended struct {
+	mu    sync.Mutex
+	spans []sdktrace.ReadOnlySpan
+}
+
+func (e *ended) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (e *ended) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !s.SpanContext().IsSampled() {
+		return
+	}
+	e.mu.Lock()
+	e.spans = append(e.spans, s)
+	e.mu.Unlock()
+}
+
+func (e *ended) take() []sdktrace.ReadOnlySpan {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.spans
+	e.spans = nil
+	return out
+}
+
+func (e *ended) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.spans)
+}
+
+func (e *ended) Shutdown(context.Context) error   { return nil }
+func (e *ended) ForceFlush(context.Context) error { return nil }
+
+// maxBatch is the most spans one export holds: a long backlog is exported
+// in pieces, each recorded.
+const maxBatch = 512
+
+// Run exports the spans of the log's runs until ctx ends: it waits for
+// the claim, follows the log from the claim's position and exports what
+// it reads, and when another engine took the claim over (this one looked
+// dead) waits for it again. It then shuts the exporter down.
 func (t *Tracer) Run(ctx context.Context) error {
-	from := t.position() + 1
-	feed, err := t.log.Follow(ctx, events.FollowOptions{FromSeq: from, Filters: []string{events.EventsRoot + "." + events.AggregateRun + ".>"}, Placeholders: true})
+	defer func() {
+		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = t.tp.Shutdown(stop)
+		_ = t.exp.Shutdown(stop)
+	}()
+	for {
+		if err := t.claim.acquire(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		t.logger.Info("this engine exports the traces", "from", t.claim.Position+1)
+		err := t.follow(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, errClaimLost) {
+			return err
+		}
+		t.logger.Warn("tracing: another engine took the export of the traces over")
+		t.runs = map[string]*runState{}
+		t.ended.take()
+	}
+}
+
+// follow exports the spans of the log's events from the claim's position
+// until ctx ends or the claim is lost. An export goes in three steps: the
+// claim records the events whose spans are in flight, the exporter sends
+// them, the claim records the new position. A crash between the first
+// and the last leaves it unknown whether the collector has them: the
+// next holder exports them again, marked (orbit.reexported). Nothing is
+// exported unrecorded, and nothing is lost.
+func (t *Tracer) follow(ctx context.Context) (err error) {
+	c := t.claim
+	t.reexport = c.InFlight
+	feed, err := t.log.Follow(ctx, events.FollowOptions{FromSeq: c.Position + 1, Filters: []string{events.EventsRoot + "." + events.AggregateRun + ".>"}, Placeholders: true})
 	if err != nil {
 		return err
 	}
 	defer feed.Stop()
-	var last, saved uint64
-	save := func(ctx context.Context) {
-		if last == saved {
-			return
+	last := c.Position
+	var batch []sdktrace.ReadOnlySpan
+	// save exports what was read and records it; an error other than
+	// errClaimLost (the collector or the bucket unavailable) leaves
+	// it to be done again.
+	save := func(ctx context.Context) error {
+		batch = append(batch, t.ended.take()...)
+		if last == c.Position {
+			if c.due() {
+				return c.write(ctx, false)
+			}
+			return nil
 		}
-		if err := t.tp.ForceFlush(ctx); err != nil {
-			t.logger.Warn("tracing: export failed; the spans are exported again", "err", err)
-			return
+		if len(batch) > 0 {
+			if c.InFlight < last {
+				prev := c.InFlight
+				c.InFlight = last
+				if err := c.write(ctx, false); err != nil {
+					c.InFlight = prev
+					return err
+				}
+			}
+			if err := t.exp.ExportSpans(ctx, batch); err != nil {
+				return err
+			}
+			batch = nil
+			failpoint.Hit("tracing-after-export")
 		}
-		if err := os.WriteFile(t.pos, []byte(strconv.FormatUint(last, 10)), 0o600); err != nil {
-			t.logger.Warn("tracing: position", "err", err)
-			return
+		pos, inFlight := c.Position, c.InFlight
+		c.Position = last
+		if c.InFlight <= last {
+			c.InFlight = 0
 		}
-		saved = last
+		if err := c.write(ctx, false); err != nil {
+			c.Position, c.InFlight = pos, inFlight
+			return err
+		}
+		return nil
 	}
 	defer func() {
-		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err != nil {
+			return
+		}
+		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		save(flush)
-		_ = t.tp.Shutdown(flush)
+		if err := save(stop); err != nil {
+			t.logger.Warn("tracing: exporting the last spans", "err", err)
+			return
+		}
+		if err := c.release(stop); err != nil {
+			t.logger.Warn("tracing: releasing the claim", "err", err)
+		}
 	}()
-	// An export that failed is tried again with the next event, or after
-	// a second without one.
-	retry := time.NewTicker(time.Second)
-	defer retry.Stop()
+	// A failed save is tried again every second, and the log is not read
+	// further meanwhile, so that what waits for export stays bounded.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	failing := false
 	for {
+		in := feed.Events()
+		if failing {
+			in = nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-retry.C:
-			save(ctx)
-		case ev, ok := <-feed.Events():
+		case <-tick.C:
+			failing = t.saved(save(ctx), &err)
+			if err != nil {
+				return err
+			}
+		case ev, ok := <-in:
 			if !ok {
 				if err := feed.Err(); err != nil && !errors.Is(err, context.Canceled) {
 					return err
@@ -187,24 +307,30 @@ func (t *Tracer) Run(ctx context.Context) error {
 				t.handle(ctx, ev, true)
 			}
 			last = ev.Seq
-			// The spans of what the log had are exported, and the
-			// position after them written, as soon as the feed has
-			// nothing more waiting: a kill between the two is the only
-			// way a span is exported twice (with the same ids).
-			if len(feed.Events()) == 0 {
-				save(ctx)
+			// What the log had is exported as soon as the feed has
+			// nothing more waiting, or a batch is full.
+			if len(feed.Events()) == 0 || len(batch)+t.ended.count() >= maxBatch {
+				failing = t.saved(save(ctx), &err)
+				if err != nil {
+					return err
+				}
 			}
 		}
 	}
 }
 
-func (t *Tracer) position() uint64 {
-	data, err := os.ReadFile(t.pos)
-	if err != nil {
-		return 0
+// saved sorts the outcome of a save: a lost claim ends following (set
+// into *stop), anything else is logged and tried again (failing).
+func (t *Tracer) saved(err error, stop *error) (failing bool) {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, errClaimLost):
+		*stop = err
+		return false
 	}
-	n, _ := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-	return n
+	t.logger.Warn("tracing: export failed; it is tried again", "err", err)
+	return true
 }
 
 // run returns the state of run id, read back from the log up to (not
@@ -334,7 +460,11 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 }
 
 func (t *Tracer) base(ev events.Event, r *runState) []attribute.KeyValue {
-	return []attribute.KeyValue{attribute.String("orbit.run_id", ev.RunID), attribute.String("orbit.job", r.job)}
+	attrs := []attribute.KeyValue{attribute.String("orbit.run_id", ev.RunID), attribute.String("orbit.job", r.job)}
+	if ev.Seq <= t.reexport {
+		attrs = append(attrs, attribute.Bool("orbit.reexported", true))
+	}
+	return attrs
 }
 
 // parent is the context a span of run r is started under: the trace, and

@@ -77,7 +77,7 @@ func TestOneTracePerRunWithItsSpanTreeAcrossAKill(t *testing.T) {
 	t.Parallel()
 	rcv := testkit.StartOTLPReceiver(t)
 	p := testkit.NewProject(t)
-	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL(), "OTEL_BSP_SCHEDULE_DELAY=100")
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
 	p.WriteFile(".orbit/jobs/traced.yaml", tracedJob)
 	p.WriteFile(".orbit/jobs/traced_child.yaml", tracedChild)
 
@@ -180,4 +180,120 @@ func names(spans []testkit.Span) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// twoSteps is a job of two shell steps, one after the other.
+const twoSteps = `
+schemaVersion: 2
+kind: Job
+metadata: {name: two_steps}
+spec:
+  steps:
+    - id: first
+      spec: {type: shell, program: echo, args: [one], allowed_programs: [echo]}
+    - id: second
+      spec: {type: shell, program: echo, args: [two], allowed_programs: [echo]}
+`
+
+// TestASpanExportedBeforeACrashIsExportedAgainMarked: an engine killed
+// between an export and the write of the position after it. The restarted
+// engine cannot know whether the collector has those spans, so it exports
+// them again, each marked orbit.reexported; every other span is exported
+// once, unmarked.
+func TestASpanExportedBeforeACrashIsExportedAgainMarked(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL(), "ORBIT_FAILPOINT=tracing-after-export")
+	engine := serve(t, p)
+	r := p.Orbit("job", "run", "two_steps", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the engine to die at the failpoint", func() bool { return !testkit.Runs(engine.Process.Pid) })
+	require.NotEmpty(t, rcv.Spans(), "the engine died before its first export")
+
+	p.Env = p.Env[:len(p.Env)-1]
+	serve(t, p)
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	spans := spansOf(t, rcv, tracing.TraceID(runID, "").String(), tracing.RunSpanID(runID).String())
+
+	copies := map[string][]testkit.Span{}
+	for _, s := range spans {
+		copies[s.SpanID] = append(copies[s.SpanID], s)
+	}
+	twice := 0
+	for id, cs := range copies {
+		switch len(cs) {
+		case 1:
+			assert.Empty(t, cs[0].Attrs["orbit.reexported"], "span %s (%s) exported once is not marked", id, cs[0].Name)
+		case 2:
+			twice++
+			assert.Empty(t, cs[0].Attrs["orbit.reexported"], "span %s (%s): the first export", id, cs[0].Name)
+			assert.Equal(t, "true", cs[1].Attrs["orbit.reexported"], "span %s (%s): the export after the crash", id, cs[1].Name)
+			assert.NotEqual(t, cs[0].Engine, cs[1].Engine, "span %s: each engine exported it once", id)
+		default:
+			t.Errorf("span %s (%s) exported %d times: %+v", id, cs[0].Name, len(cs), cs)
+		}
+	}
+	assert.Positive(t, twice, "the spans exported before the crash are exported again")
+	for _, key := range []string{"first", "second"} {
+		assert.Contains(t, copies, tracing.StepSpanID(runID, key, 1).String(), key)
+	}
+}
+
+// TestEveryEngineOfAClusterExportsEachSpanOnce: three engines on a
+// three-node cluster share the log, and one of them at a time exports its
+// spans. Killed, another takes the export over from where it was.
+func TestEveryEngineOfAClusterExportsEachSpanOnce(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	var ps []*testkit.Project
+	for range 3 {
+		p := testkit.ClusterProject(t, c, key)
+		p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
+		p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+		ps = append(ps, p)
+	}
+	es := testkit.StartEngines(t, ps)
+
+	run := func(p *testkit.Project) string {
+		r := p.Orbit("job", "run", "two_steps")
+		require.Equal(t, 0, r.Code, r.String())
+		id := strings.TrimSpace(r.Stdout)
+		spansOf(t, rcv, tracing.TraceID(id, "").String(), tracing.RunSpanID(id).String())
+		return id
+	}
+	first := run(ps[0])
+	holder := -1
+	for i, e := range es {
+		if strings.Contains(e.Stderr(), "this engine exports the traces") {
+			require.Equal(t, -1, holder, "engines %d and %d both export", holder, i)
+			holder = i
+		}
+	}
+	require.NotEqual(t, -1, holder, "no engine exports")
+	es[holder].Kill()
+	second := run(ps[(holder+1)%3])
+
+	count := map[string]int{}
+	engines := map[string]map[string]bool{first: {}, second: {}}
+	for _, s := range rcv.Spans() {
+		count[s.SpanID]++
+		if e := engines[s.Attrs["orbit.run_id"]]; e != nil {
+			e[s.Engine] = true
+		}
+	}
+	for _, id := range []string{first, second} {
+		for _, span := range []string{tracing.RunSpanID(id).String(), tracing.StepSpanID(id, "first", 1).String(), tracing.StepSpanID(id, "second", 1).String()} {
+			assert.Equal(t, 1, count[span], "span %s of run %s", span, id)
+		}
+		assert.Len(t, engines[id], 1, "one engine exported run %s", id)
+	}
+	for id, n := range count {
+		assert.Equal(t, 1, n, "span %s", id)
+	}
+	assert.NotEqual(t, engines[first], engines[second], "the export was taken over")
 }

@@ -30,6 +30,8 @@ type Span struct {
 	Name                      string
 	Start, End                uint64 // Unix nanoseconds
 	Attrs                     map[string]string
+	// Engine is the exporter's service.instance.id: the engine that sent it.
+	Engine string
 }
 
 // StartOTLPReceiver starts a receiver for the test.
@@ -61,11 +63,17 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	for _, rs := range in.ResourceSpans {
+		var engine string
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.Key == "service.instance.id" {
+				engine = anyValue(kv.Value)
+			}
+		}
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
 				x := Span{TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
 					ParentID: hex.EncodeToString(s.ParentSpanId), Name: s.Name,
-					Start: s.StartTimeUnixNano, End: s.EndTimeUnixNano, Attrs: map[string]string{}}
+					Start: s.StartTimeUnixNano, End: s.EndTimeUnixNano, Attrs: map[string]string{}, Engine: engine}
 				for _, kv := range s.Attributes {
 					x.Attrs[kv.Key] = anyValue(kv.Value)
 				}
