@@ -72,6 +72,8 @@ type Tracer struct {
 	claim  *claim
 	logger *slog.Logger
 	runs   map[string]*runState
+	// attempts are the open Groundhog attempts, by attemptKey.
+	attempts map[string]*attemptState
 	// reexport is the claim's InFlight when this engine took it: the spans
 	// of events up to it may have been exported already.
 	reexport uint64
@@ -92,6 +94,7 @@ type stepState struct {
 	start, lastTurn      time.Time
 	resumed, redelivered bool
 	childRun             string
+	turns                map[int]trace.SpanID // the spans of its agent turns, by number
 }
 
 func stepKey(key string, attempt int) string { return key + "#" + strconv.Itoa(attempt) }
@@ -135,7 +138,8 @@ func New(l *events.Log, exp sdktrace.SpanExporter, engine string, takeOver bool,
 		sdktrace.WithIDGenerator(derivedIDs{}),
 	)
 	return &Tracer{log: l, exp: exp, tp: tp, tr: tp.Tracer("github.com/orbitrun/orbit/tracing"), ended: e,
-		claim: &claim{kv: l.Leases(), engine: engine, takeOver: takeOver}, logger: logger, runs: map[string]*runState{}}
+		claim: &claim{kv: l.Leases(), engine: engine, takeOver: takeOver}, logger: logger, runs: map[string]*runState{},
+		attempts: map[string]*attemptState{}}
 }
 
 // ended keeps the spans that ended until the tracer exports them: the
@@ -206,6 +210,7 @@ func (t *Tracer) Run(ctx context.Context) error {
 		}
 		t.logger.Warn("tracing: another engine took the export of the traces over")
 		t.runs = map[string]*runState{}
+		t.attempts = map[string]*attemptState{}
 		t.ended.take()
 	}
 }
@@ -220,7 +225,8 @@ func (t *Tracer) Run(ctx context.Context) error {
 func (t *Tracer) follow(ctx context.Context) (err error) {
 	c := t.claim
 	t.reexport = c.InFlight
-	feed, err := t.log.Follow(ctx, events.FollowOptions{FromSeq: c.Position + 1, Filters: []string{events.EventsRoot + "." + events.AggregateRun + ".>"}, Placeholders: true})
+	feed, err := t.log.Follow(ctx, events.FollowOptions{FromSeq: c.Position + 1, Filters: []string{
+		events.EventsRoot + "." + events.AggregateRun + ".>", events.EventsRoot + "." + events.AggregateTask + ".>"}, Placeholders: true})
 	if err != nil {
 		return err
 	}
@@ -362,6 +368,10 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 	if ev.RunID == "" {
 		return
 	}
+	if strings.HasPrefix(ev.Type, "groundhog.") {
+		t.groundhog(ctx, ev, emit)
+		return
+	}
 	if ev.Type == events.RunRequested {
 		var d events.RunRequestedData
 		if ev.Decode(&d) != nil {
@@ -409,7 +419,8 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 			return
 		}
 		r.steps[stepKey(ev.StepKey, d.Attempt)] = &stepState{key: ev.StepKey, attempt: d.Attempt, typ: d.ActivityType,
-			target: d.Target, start: ev.Time, lastTurn: ev.Time, childRun: d.ChildRunID}
+			target: d.Target, start: ev.Time, lastTurn: ev.Time, childRun: d.ChildRunID,
+			turns: map[int]trace.SpanID{}}
 	case events.ActivityStarted:
 		var d events.ActivityStartedData
 		if ev.Decode(&d) != nil {
@@ -430,9 +441,30 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 		}
 		start := s.lastTurn
 		s.lastTurn = ev.Time
+		s.turns[d.Turn] = spanID("orbit.turn", ev.RunID, ev.StepKey, strconv.Itoa(d.Attempt), d.Session, strconv.Itoa(d.Turn))
 		if emit {
-			t.turnSpan(ctx, r, ev, s, d, start)
+			t.turnSpan(ctx, r, ev, d, start, s.turns[d.Turn])
 		}
+	case events.ToolCalled:
+		var d events.ToolCalledData
+		if ev.Decode(&d) != nil || !emit {
+			return
+		}
+		// Under its turn; under the step when the turn is unknown.
+		parent := StepSpanID(ev.RunID, ev.StepKey, d.Attempt)
+		if s := r.steps[stepKey(ev.StepKey, d.Attempt)]; s != nil {
+			if turn, ok := s.turns[d.Turn]; ok {
+				parent = turn
+			}
+		}
+		id := spanID("orbit.tool", ev.RunID, ev.StepKey, strconv.Itoa(d.Attempt), d.ToolUseID)
+		t.toolSpan(ctx, r, ev, parent, id, append(t.base(ev, r), attribute.String("orbit.step", ev.StepKey), attribute.Int("orbit.attempt", d.Attempt)), d)
+	case events.CLIInvocationFinished:
+		var d events.CLIInvocationFinishedData
+		if ev.Decode(&d) != nil || !emit {
+			return
+		}
+		t.cliSpan(ctx, r, ev, d)
 	case events.StepFinished:
 		var d events.StepFinishedData
 		if ev.Decode(&d) != nil {
@@ -532,27 +564,63 @@ func (t *Tracer) stepSpan(ctx context.Context, ev events.Event, r *runState, s *
 	span.End(trace.WithTimestamp(ev.Time))
 }
 
-func (t *Tracer) turnSpan(ctx context.Context, r *runState, ev events.Event, s *stepState, d events.AgentTurnData, start time.Time) {
-	attrs := append(t.base(ev, r),
-		attribute.String("orbit.step", ev.StepKey),
-		attribute.Int("orbit.attempt", d.Attempt),
+func (t *Tracer) turnSpan(ctx context.Context, r *runState, ev events.Event, d events.AgentTurnData, start time.Time, id trace.SpanID) {
+	attrs := append(t.base(ev, r), attribute.String("orbit.step", ev.StepKey), attribute.Int("orbit.attempt", d.Attempt))
+	_, span := t.tr.Start(t.under(ctx, r, StepSpanID(ev.RunID, ev.StepKey, d.Attempt), id), "agent turn "+strconv.Itoa(d.Turn),
+		trace.WithTimestamp(start), trace.WithAttributes(append(attrs, turnAttrs(d)...)...))
+	span.End(trace.WithTimestamp(ev.Time))
+}
+
+// turnAttrs are the attributes of a model turn: the model, why it stopped,
+// the tokens (OpenTelemetry's gen_ai names).
+func turnAttrs(d events.AgentTurnData) []attribute.KeyValue {
+	return []attribute.KeyValue{
 		attribute.Int("orbit.agent.turn", d.Turn),
 		attribute.String("gen_ai.system", d.Provider),
 		attribute.String("gen_ai.request.model", d.Model),
 		attribute.Int64("gen_ai.usage.input_tokens", d.Usage.InputTokens),
 		attribute.Int64("gen_ai.usage.output_tokens", d.Usage.OutputTokens),
+		attribute.Int64("gen_ai.usage.cache_read_tokens", d.Usage.CacheReadTokens),
+		attribute.Int64("gen_ai.usage.cache_write_tokens", d.Usage.CacheWriteTokens),
 		attribute.String("orbit.agent.stop_reason", d.StopReason),
-	)
-	parent := StepSpanID(ev.RunID, ev.StepKey, d.Attempt)
-	turn := spanID("orbit.turn", ev.RunID, ev.StepKey, strconv.Itoa(d.Attempt), d.Session, strconv.Itoa(d.Turn))
-	_, span := t.tr.Start(t.under(ctx, r, parent, turn), "agent turn "+strconv.Itoa(d.Turn),
-		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	span.End(trace.WithTimestamp(ev.Time))
-	for i, tool := range d.ToolUses {
-		_, call := t.tr.Start(t.under(ctx, r, turn, spanID("orbit.tool", turn.String(), strconv.Itoa(i))), "tool "+tool,
-			trace.WithTimestamp(ev.Time), trace.WithAttributes(append(t.base(ev, r), attribute.String("orbit.step", ev.StepKey), attribute.String("orbit.tool", tool))...))
-		call.End(trace.WithTimestamp(ev.Time))
 	}
+}
+
+// toolSpan is a tool call, ending when it was recorded and lasting what
+// it took.
+func (t *Tracer) toolSpan(ctx context.Context, r *runState, ev events.Event, parent, id trace.SpanID, attrs []attribute.KeyValue, d events.ToolCalledData) {
+	attrs = append(attrs, attribute.String("orbit.tool", d.Name), attribute.Int("orbit.agent.turn", d.Turn), attribute.Int("orbit.tool.result_size", d.ResultSize))
+	if d.AgentTool != "" {
+		attrs = append(attrs, attribute.String("orbit.tool.agent_tool", d.AgentTool))
+	}
+	_, span := t.tr.Start(t.under(ctx, r, parent, id), "tool "+d.Name,
+		trace.WithTimestamp(ev.Time.Add(-time.Duration(d.DurationMS)*time.Millisecond)), trace.WithAttributes(attrs...))
+	if d.Error != "" {
+		span.SetStatus(codes.Error, d.Error)
+	}
+	span.End(trace.WithTimestamp(ev.Time))
+}
+
+// cliSpan is a CLI agent's process (Claude Code, Codex) under its step,
+// with the usage and cost it reported.
+func (t *Tracer) cliSpan(ctx context.Context, r *runState, ev events.Event, d events.CLIInvocationFinishedData) {
+	attrs := append(t.base(ev, r),
+		attribute.String("orbit.step", ev.StepKey),
+		attribute.Int("orbit.attempt", d.Attempt),
+		attribute.String("orbit.agent.executor", d.Executor),
+		attribute.String("gen_ai.request.model", d.Model),
+		attribute.Int("process.exit.code", d.ExitCode),
+		attribute.Int64("gen_ai.usage.input_tokens", d.Usage.InputTokens),
+		attribute.Int64("gen_ai.usage.output_tokens", d.Usage.OutputTokens),
+		attribute.Float64("orbit.agent.cost_usd", d.CostUSD),
+		attribute.Bool("orbit.agent.usage_in_turns", d.UsageInTurns),
+	)
+	_, span := t.tr.Start(t.under(ctx, r, StepSpanID(ev.RunID, ev.StepKey, d.Attempt), spanID("orbit.cli", ev.ID)), "cli "+d.Executor,
+		trace.WithTimestamp(ev.Time.Add(-time.Duration(d.DurationMS)*time.Millisecond)), trace.WithAttributes(attrs...))
+	if d.ExitCode != 0 || d.TimedOut || d.Signal != "" {
+		span.SetStatus(codes.Error, "exit "+strconv.Itoa(d.ExitCode)+" "+d.Signal)
+	}
+	span.End(trace.WithTimestamp(ev.Time))
 }
 
 func status(span trace.Span, state string, e *events.ErrorInfo) {

@@ -3,6 +3,7 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -296,4 +297,103 @@ func TestEveryEngineOfAClusterExportsEachSpanOnce(t *testing.T) {
 		assert.Equal(t, 1, n, "span %s", id)
 	}
 	assert.NotEqual(t, engines[first], engines[second], "the export was taken over")
+}
+
+// TestGroundhogAttemptsAreSpansUnderTheirStep: the demo plan (greet
+// committed at its first attempt; test failing its verifier once, then
+// committed) gives a span per attempt under the step that ran it, each
+// with its verifier run (a span per criterion, a command's exit code), its
+// commit and its agent turns.
+func TestGroundhogAttemptsAreSpansUnderTheirStep(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	p, repo, task := groundhogProject(t, readExample(t, "fixture.json"), readExample(t, "plan.yaml"))
+	p.WriteFile(".orbit/config.yaml", "tracing:\n  endpoint: "+rcv.URL()+"\n")
+	r := p.Orbit("engine", "restart") // the task's creation started it
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", task)
+	require.Equal(t, 0, r.Code, r.String())
+
+	var run testkit.Span
+	defer func() {
+		if run.SpanID == "" {
+			t.Logf("spans: %v", names(rcv.Spans()))
+		}
+	}()
+	waitFor(t, "the Groundhog run's span", func() bool {
+		for _, s := range rcv.Spans() {
+			if s.Name == "run groundhog-"+task {
+				run = s
+				return true
+			}
+		}
+		return false
+	})
+	spans := spansOf(t, rcv, run.TraceID, run.SpanID)
+	byID := map[string]testkit.Span{}
+	under := map[string][]testkit.Span{}
+	for _, s := range spans {
+		_, twice := byID[s.SpanID]
+		assert.False(t, twice, "span %s (%s) exported twice", s.SpanID, s.Name)
+		byID[s.SpanID] = s
+		under[s.ParentID] = append(under[s.ParentID], s)
+	}
+	named := func(parent, prefix string) []testkit.Span {
+		var out []testkit.Span
+		for _, s := range under[parent] {
+			if strings.HasPrefix(s.Name, prefix) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	steps := named(run.SpanID, "")
+	require.Len(t, steps, 1, "%v", names(spans))
+	step := steps[0]
+	attempts := named(step.SpanID, "groundhog attempt ")
+	require.Len(t, attempts, 3, "%v", names(spans))
+
+	shas := testkit.Git(t, repo, "log", "--format=%H", "main")
+	outcomes := map[string]string{}
+	for _, a := range attempts {
+		key := a.Attrs["orbit.groundhog.checkpoint"] + "#" + a.Attrs["orbit.groundhog.attempt"]
+		outcomes[key] = a.Attrs["orbit.groundhog.outcome"]
+		assert.Equal(t, task, a.Attrs["orbit.task_id"])
+		assert.Equal(t, step.Attrs["orbit.step"], a.Attrs["orbit.step"])
+		assert.NotEmpty(t, a.Attrs["orbit.groundhog.snapshot_ref"], key)
+
+		turns := named(a.SpanID, "agent turn ")
+		assert.NotEmpty(t, turns, key)
+		tokens := 0
+		for _, turn := range turns {
+			n, err := strconv.Atoi(turn.Attrs["gen_ai.usage.input_tokens"])
+			require.NoError(t, err, key)
+			tokens += n
+		}
+		assert.Equal(t, strconv.Itoa(tokens), a.Attrs["gen_ai.usage.input_tokens"], "%s: the attempt's tokens are its turns'", key)
+		assert.Equal(t, strconv.Itoa(len(turns)), a.Attrs["orbit.agent.turns"], key)
+		assert.NotEmpty(t, named(a.SpanID, "tool "), key)
+		verify := named(a.SpanID, "groundhog verify")
+		require.Len(t, verify, 1, key)
+		criteria := named(verify[0].SpanID, "criterion ")
+		assert.Equal(t, verify[0].Attrs["orbit.groundhog.criteria"], strconv.Itoa(len(criteria)), key)
+		commits := named(a.SpanID, "groundhog commit")
+		if a.Attrs["orbit.groundhog.outcome"] == "committed" {
+			assert.Equal(t, "true", verify[0].Attrs["orbit.groundhog.passed"], key)
+			require.Len(t, commits, 1, key)
+			assert.Contains(t, shas, commits[0].Attrs["orbit.groundhog.commit_sha"], key)
+			assert.Equal(t, commits[0].Attrs["orbit.groundhog.commit_sha"], a.Attrs["orbit.groundhog.commit_sha"], key)
+			continue
+		}
+		assert.Equal(t, "false", verify[0].Attrs["orbit.groundhog.passed"], key)
+		assert.Empty(t, commits, key)
+		failedCommand := false
+		for _, c := range criteria {
+			if c.Attrs["orbit.groundhog.criterion.kind"] == "command" && c.Attrs["orbit.groundhog.criterion.outcome"] == "fail" {
+				failedCommand = c.Attrs["process.exit.code"] != "" && c.Attrs["process.exit.code"] != "0"
+			}
+		}
+		assert.True(t, failedCommand, "%s: a failed command criterion with its exit code", key)
+	}
+	assert.Equal(t, map[string]string{"greet#1": "committed", "test#1": "failed", "test#2": "committed"}, outcomes)
 }
