@@ -397,3 +397,73 @@ func TestGroundhogAttemptsAreSpansUnderTheirStep(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"greet#1": "committed", "test#1": "failed", "test#2": "committed"}, outcomes)
 }
+
+// TestAnAgentStepsTurnsToolCallsAndCostAreSpans: a step on the real Claude
+// Code against a scripted model gives its turns (their tokens) under the
+// step, its tool call under the turn that asked for it, and the CLI
+// process with the cost it reported.
+func TestAnAgentStepsTurnsToolCallsAndCostAreSpans(t *testing.T) {
+	t.Parallel()
+	bin := testkit.ClaudeCLI(t)
+	srv := testkit.NewAnthropicServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_w", Name: "Write", Input: map[string]any{"file_path": "out.txt", "content": "x\n"}}},
+			InputTokens: 700, OutputTokens: 30},
+		testkit.Turn{Text: "written", InputTokens: 800, OutputTokens: 20})
+	rcv := testkit.StartOTLPReceiver(t)
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+	p.WriteFile(".orbit/executors/claude_code.yaml", `schemaVersion: 2
+kind: Executor
+metadata: {name: claude_code}
+spec: {command: `+bin+`, output: claude_code}
+`)
+	p.WriteFile(".orbit/jobs/write.yaml", `schemaVersion: 2
+kind: Job
+metadata: {name: write}
+spec:
+  steps:
+    - id: agent
+      default_input: {prompt: "Write out.txt."}
+      spec:
+        type: agent_loop
+        backend: cli
+        executor: claude_code
+        model: claude-sonnet-4-5
+        tools: [fs.write]
+        wall_clock_timeout_seconds: 120
+`)
+	serve(t, p)
+	r := p.Orbit("job", "run", "write")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	spans := spansOf(t, rcv, tracing.TraceID(runID, "").String(), tracing.RunSpanID(runID).String())
+
+	step := tracing.StepSpanID(runID, "agent", 1).String()
+	turns := map[string]testkit.Span{}
+	var tools, clis []testkit.Span
+	for _, s := range spans {
+		switch {
+		case strings.HasPrefix(s.Name, "agent turn "):
+			assert.Equal(t, step, s.ParentID, s.Name)
+			turns[s.Attrs["orbit.agent.turn"]] = s
+		case strings.HasPrefix(s.Name, "tool "):
+			tools = append(tools, s)
+		case strings.HasPrefix(s.Name, "cli "):
+			clis = append(clis, s)
+		}
+	}
+	require.Len(t, turns, 2, "%v", names(spans))
+	assert.Equal(t, "700", turns["1"].Attrs["gen_ai.usage.input_tokens"])
+	assert.Equal(t, "20", turns["2"].Attrs["gen_ai.usage.output_tokens"])
+	assert.Equal(t, "claude-sonnet-4-5", turns["1"].Attrs["gen_ai.request.model"])
+	require.Len(t, tools, 1, "%v", names(spans))
+	assert.Equal(t, turns["1"].SpanID, tools[0].ParentID, "the tool call hangs under the turn that asked for it")
+	assert.Equal(t, "fs.write", tools[0].Attrs["orbit.tool"])
+	require.Len(t, clis, 1, "%v", names(spans))
+	assert.Equal(t, step, clis[0].ParentID)
+	assert.Equal(t, "0", clis[0].Attrs["process.exit.code"])
+	cost, err := strconv.ParseFloat(clis[0].Attrs["orbit.agent.cost_usd"], 64)
+	require.NoError(t, err)
+	assert.Positive(t, cost, "the cost Claude Code reported")
+}
