@@ -254,6 +254,13 @@ func (t *Tracer) follow(ctx context.Context) (err error) {
 				}
 			}
 			if err := t.exp.ExportSpans(ctx, batch); err != nil {
+				// The claim is kept while the collector is away, or
+				// every engine in turn would take it and fail.
+				if c.due() {
+					if werr := c.write(ctx, false); errors.Is(werr, errClaimLost) {
+						return werr
+					}
+				}
 				return err
 			}
 			batch = nil
