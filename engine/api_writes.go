@@ -179,7 +179,7 @@ func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error
 		return nil, err
 	}
 	if last == 0 {
-		return nil, fmt.Errorf("%w: run %s", events.ErrNotFound, quote(req.RunID))
+		return nil, events.NotFoundf("no run %s", quote(req.RunID))
 	}
 	if err := e.proj.WaitFor(ctx, last); err != nil {
 		return nil, err
