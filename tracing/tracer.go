@@ -253,14 +253,7 @@ func (t *Tracer) follow(ctx context.Context) (err error) {
 					return err
 				}
 			}
-			if err := t.exp.ExportSpans(ctx, batch); err != nil {
-				// The claim is kept while the collector is away, or
-				// every engine in turn would take it and fail.
-				if c.due() {
-					if werr := c.write(ctx, false); errors.Is(werr, errClaimLost) {
-						return werr
-					}
-				}
+			if err := t.export(ctx, batch); err != nil {
 				return err
 			}
 			batch = nil
@@ -330,6 +323,40 @@ func (t *Tracer) follow(ctx context.Context) (err error) {
 			}
 		}
 	}
+}
+
+// export sends batch, renewing the claim meanwhile: the exporter retries
+// while the collector is away (for a minute), and the claim must not lapse
+// meanwhile, or another engine would take it and send the same spans.
+// Once the claim is lost the export is given up.
+func (t *Tracer) export(ctx context.Context, batch []sdktrace.ReadOnlySpan) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(ClaimTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if err := t.claim.write(ctx, false); errors.Is(err, errClaimLost) {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	err := t.exp.ExportSpans(ctx, batch)
+	close(done)
+	<-renewed
+	if cause := context.Cause(ctx); errors.Is(cause, errClaimLost) {
+		return cause
+	}
+	return err
 }
 
 // saved sorts the outcome of a save: a lost claim ends following (set

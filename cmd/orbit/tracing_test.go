@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -279,15 +280,32 @@ func TestEveryEngineOfAClusterExportsEachSpanOnce(t *testing.T) {
 	es[holder].Kill()
 	second := run(ps[(holder+1)%3])
 
+	// The collector goes away for longer than the claim lasts unrenewed:
+	// its holder keeps it while its exporter retries, and no other engine
+	// sends the same spans.
+	rcv.SetDown(true)
+	r := ps[(holder+2)%3].Orbit("job", "run", "two_steps")
+	require.Equal(t, 0, r.Code, r.String())
+	third := strings.TrimSpace(r.Stdout)
+	waitFor(t, "an export to be refused", func() bool { return rcv.Refused() > 0 })
+	time.Sleep(2 * tracing.ClaimTTL)
+	rcv.SetDown(false)
+	spansOf(t, rcv, tracing.TraceID(third, "").String(), tracing.RunSpanID(third).String())
+	for i, e := range es {
+		if i != holder {
+			assert.NotContains(t, e.Stderr(), "took the export of the traces over", "engine %d", i)
+		}
+	}
+
 	count := map[string]int{}
-	engines := map[string]map[string]bool{first: {}, second: {}}
+	engines := map[string]map[string]bool{first: {}, second: {}, third: {}}
 	for _, s := range rcv.Spans() {
 		count[s.SpanID]++
 		if e := engines[s.Attrs["orbit.run_id"]]; e != nil {
 			e[s.Engine] = true
 		}
 	}
-	for _, id := range []string{first, second} {
+	for _, id := range []string{first, second, third} {
 		for _, span := range []string{tracing.RunSpanID(id).String(), tracing.StepSpanID(id, "first", 1).String(), tracing.StepSpanID(id, "second", 1).String()} {
 			assert.Equal(t, 1, count[span], "span %s of run %s", span, id)
 		}
@@ -297,6 +315,7 @@ func TestEveryEngineOfAClusterExportsEachSpanOnce(t *testing.T) {
 		assert.Equal(t, 1, n, "span %s", id)
 	}
 	assert.NotEqual(t, engines[first], engines[second], "the export was taken over")
+	assert.Equal(t, engines[second], engines[third], "the export stayed with its holder while the collector was away")
 }
 
 // TestGroundhogAttemptsAreSpansUnderTheirStep: the demo plan (greet

@@ -18,9 +18,11 @@ import (
 // posts to /v1/traces as the protocol's protobuf (ExportTraceServiceRequest)
 // and keeps every span, as a collector would.
 type OTLPReceiver struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	spans []Span
+	srv     *httptest.Server
+	mu      sync.Mutex
+	spans   []Span
+	down    bool
+	refused int
 }
 
 // Span is what the receiver keeps of a span: ids in hex, as a trace
@@ -54,6 +56,16 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	down := r.down
+	if down {
+		r.refused++
+	}
+	r.mu.Unlock()
+	if down {
+		http.Error(w, "down", http.StatusServiceUnavailable)
 		return
 	}
 	var in collectortrace.ExportTraceServiceRequest
@@ -107,4 +119,20 @@ func (r *OTLPReceiver) Spans() []Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Span(nil), r.spans...)
+}
+
+// SetDown makes the receiver answer every export 503 Service Unavailable
+// (which an exporter retries), as a collector that is away, or takes it
+// back.
+func (r *OTLPReceiver) SetDown(down bool) {
+	r.mu.Lock()
+	r.down = down
+	r.mu.Unlock()
+}
+
+// Refused is how many exports the receiver refused while down.
+func (r *OTLPReceiver) Refused() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused
 }
