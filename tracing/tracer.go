@@ -393,6 +393,10 @@ func (t *Tracer) run(ctx context.Context, id string, seq uint64) *runState {
 		}
 		t.handle(ctx, ev, false)
 	}
+	// The run's run.requested replaced r by the state it describes.
+	if cur := t.runs[id]; cur != nil {
+		return cur
+	}
 	return r
 }
 
