@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -23,8 +24,8 @@ func TestFanOutItemIsStoredBeforeItsDispatch(t *testing.T) {
 		t.Run(durability, func(t *testing.T) {
 			t.Parallel()
 			log := testkit.StartLog(t, events.Config{Durability: durability})
-			startEngine(t, log, t.TempDir(), nil)
-			runID, fin := runJob(t, log, parseJob(t, `
+			runrig.StartEngine(t, log, t.TempDir(), nil)
+			runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: order}
@@ -42,7 +43,7 @@ spec:
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
 			seqs := map[string]map[string]uint64{} // step key → type → seq
-			for _, ev := range history(t, log, runID) {
+			for _, ev := range runrig.History(t, log, runID) {
 				if seqs[ev.StepKey] == nil {
 					seqs[ev.StepKey] = map[string]uint64{}
 				}

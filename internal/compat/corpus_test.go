@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -191,8 +192,8 @@ func runCorpusJob(t *testing.T, job *assets.Job, project assets.Config) *result 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: root, Env: lookup})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Env: lookup,
-		Settings: func() executor.Settings { return executor.Settings{FSProfiles: profiles} }})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log, Env: lookup,
+		Settings: func() activity.Settings { return activity.Settings{FSProfiles: profiles} }})
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		wg.Add(1)
 		go func() {
