@@ -90,7 +90,7 @@ func startJaeger(t *testing.T) (otlp, query string) {
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, queryAddr, testkit.FreeAddr(t), otlpAddr)), 0o600))
 	cmd := exec.Command(bin, "--config=file:"+cfg)
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
