@@ -57,7 +57,7 @@ var layers = map[string][]string{
 	"engine":    {"activity", "agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
 	"doctor":    {"assets", "engine", "events", "gitops"},
 	"console":   {"engine", "events", "gitops", "projector"},
-	"cmd/orbit": {"activity", "assets", "console", "doctor", "engine", "events", "executor", "gitops", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
+	"cmd/orbit": {"activity", "agent", "assets", "console", "doctor", "engine", "events", "executor", "gitops", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
 
 	// The test kit, and packages of tests alone.
 	"internal/testkit":           {"events"},
