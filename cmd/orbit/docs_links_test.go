@@ -28,11 +28,12 @@ var (
 	repoPathRE = regexp.MustCompile("`(?:\\./)?((?:[\\w-][\\w.-]*/)+(?:[\\w.-]+\\.(?:go|md|yaml|json|sh))?)`")
 )
 
-// TestTheDocsLinksResolve: every relative link of README.md and docs/*.md
-// names a file that exists and, with a #fragment, a heading of it; every
-// path of the repository they name in a code span exists (a package
-// moved, its docs follow); the README links every page of docs/ and stays
-// within readmeMaxLines.
+// TestTheDocsLinksResolve: every relative link of README.md, docs/*.md,
+// ARCHITECTURE.md and the records of docs/architecture/ names a file that
+// exists and, with a #fragment, a heading of it; every path of the
+// repository they name in a code span exists (a package moved, its docs
+// follow); the README links every page of docs/ and stays within
+// readmeMaxLines.
 func TestTheDocsLinksResolve(t *testing.T) {
 	t.Parallel()
 	root := testkit.ModuleRoot(t)
@@ -53,7 +54,13 @@ func TestTheDocsLinksResolve(t *testing.T) {
 		topLevel[e.Name()] = e.IsDir() && !strings.HasPrefix(e.Name(), ".")
 	}
 	linked := map[string]bool{}
-	for _, file := range docFiles(t, root) {
+	records, err := filepath.Glob(filepath.Join(root, "docs", "architecture", "*.md"))
+	require.NoError(t, err)
+	files := append(docFiles(t, root), "ARCHITECTURE.md")
+	for _, r := range records {
+		files = append(files, filepath.Join("docs", "architecture", filepath.Base(r)))
+	}
+	for _, file := range files {
 		data, err := os.ReadFile(filepath.Join(root, file))
 		require.NoError(t, err)
 		for _, line := range proseLines(string(data)) {
