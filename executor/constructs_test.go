@@ -3,7 +3,6 @@ package executor_test
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -238,12 +237,8 @@ spec:
 	for i, item := range []string{"a", "b", "c", "d", "e", "f"} {
 		assert.Equal(t, "item-"+item, all[i].(map[string]any)["stdout"], "collected in item order")
 	}
-	keys := []string{}
-	for _, ev := range runrig.OfType(runrig.History(t, log, runID), events.FanoutItem) {
-		keys = append(keys, ev.StepKey)
-	}
-	sort.Strings(keys)
-	assert.Equal(t, []string{"per_item/1", "per_item/2", "per_item/3", "per_item/4", "per_item/5", "per_item/6"}, keys)
+	assert.Equal(t, []string{"per_item/1", "per_item/2", "per_item/3", "per_item/4", "per_item/5", "per_item/6"},
+		itemsStarted(runrig.History(t, log, runID), "per_item"), "the items start in item order")
 }
 
 func TestFanOutWorkerFailingUnderAll(t *testing.T) {

@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,7 +41,7 @@ spec:
 			got = append(got, out.(map[string]any)["got"])
 		}
 		assert.Equal(t, []any{float64(1), float64(2), float64(3), map[string]any{"k": "v"}, false, "hello world"}, got)
-		assert.Len(t, runrig.OfType(runrig.History(t, log, runID), events.FanoutItem), 6)
+		assert.Len(t, itemsStarted(runrig.History(t, log, runID), "each"), 6)
 	})
 
 	t.Run("loop", func(t *testing.T) {
@@ -82,6 +83,19 @@ spec:
 		require.Equal(t, events.StateFailed, fin.State)
 		assert.Equal(t, events.KindValidation, fin.Error.Kind)
 		assert.Equal(t, "fan_out.items: {{ input.m }} rendered a mapping: not a list", fin.Error.Message)
-		assert.Empty(t, runrig.OfType(runrig.History(t, log, runID), events.FanoutItem))
+		assert.Empty(t, itemsStarted(runrig.History(t, log, runID), "each"))
 	})
+}
+
+// itemsStarted returns the step keys of the fan-out step's items that
+// started (their worker's step.started), in log order.
+func itemsStarted(hist []events.Event, step string) []string {
+	item := regexp.MustCompile("^" + regexp.QuoteMeta(step) + `/\d+$`)
+	var keys []string
+	for _, ev := range runrig.OfType(hist, events.StepStarted) {
+		if item.MatchString(ev.StepKey) {
+			keys = append(keys, ev.StepKey)
+		}
+	}
+	return keys
 }

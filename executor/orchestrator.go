@@ -127,12 +127,13 @@ type requestFacts struct {
 	// traceparent is the root's caller's (see
 	// events.RunRequestedData.Traceparent).
 	traceparent string
+	protocol    int // see events.RunRequestedData.Protocol
 }
 
 // factsOf is the requestFacts of run id, whose run.requested at seq
 // records d and job (d.Job decoded).
 func factsOf(id string, seq uint64, job *assets.Job, d *events.RunRequestedData) requestFacts {
-	f := requestFacts{id: id, job: job, root: d.Root, depth: d.Depth, backend: d.Backend, seq: seq, traceparent: d.Traceparent}
+	f := requestFacts{id: id, job: job, root: d.Root, depth: d.Depth, backend: d.Backend, seq: seq, traceparent: d.Traceparent, protocol: d.Protocol}
 	if d.Parent != nil {
 		f.parent = d.Parent.RunID
 	}

@@ -33,6 +33,7 @@ func (o *Orchestrator) interpreterConfig(rc *runCtl) interpreter.Config {
 		Root:        rc.root,
 		Backend:     rc.backend,
 		Traceparent: rc.traceparent,
+		Protocol:    rc.protocol,
 		Host:        &runHost{o: o, runID: rc.id},
 		Engine:      o.cfg.Engine,
 		Workspace:   o.cfg.Root,

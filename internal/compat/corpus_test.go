@@ -69,7 +69,9 @@ var outcomes = map[string]outcome{
 	"fanout_fanin": {events.StateSuccess, func(t *testing.T, r *result) {
 		assert.Equal(t, float64(5), r.output["first"], "orbit")
 		assert.Equal(t, float64(9), r.output["last"], "groundhog")
-		assert.Len(t, r.keys(events.FanoutItem), 4)
+		assert.Equal(t, []string{"per_word/1", "per_word/2", "per_word/3", "per_word/4"}, r.keys(events.StepStarted)[1:5],
+			"after the fan-out's step.started, its items' in item order")
+		assert.Empty(t, r.keys(events.FanoutItem), "no fanout.item under step protocol 2")
 	}},
 	"parallel_branches": {events.StateSuccess, func(t *testing.T, r *result) {
 		assert.Equal(t, "lint ok\n", r.output["lint"])
