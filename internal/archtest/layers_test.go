@@ -34,7 +34,7 @@ var layers = map[string][]string{
 
 	// Over the log and the assets.
 	"projector":   {"events", "internal/failpoint"},
-	"tracing":     {"events"},
+	"tracing":     {"events", "internal/failpoint"},
 	"interpreter": {"assets", "events"},
 	"agent":       {"assets", "events", "internal/proc", "internal/sandbox"},
 
