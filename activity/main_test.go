@@ -6,13 +6,16 @@ import (
 	"testing"
 
 	"github.com/orbitrun/orbit/agent"
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
-// TestMain lets the test binary be a codex agent's PreToolUse hook: with
-// no CLIConfig.Orbit, the hook is this process's own executable, run as
-// `<executable> hook codex-pre-tool <endpoint>`, which is what orbit's
-// hidden command does.
+// TestMain lets the test binary be the sandbox's re-executed step, which
+// a shell step with sandbox: agent runs in, and a codex agent's
+// PreToolUse hook: with no CLIConfig.Orbit, the hook is this process's
+// own executable, run as `<executable> hook codex-pre-tool <endpoint>`,
+// which is what orbit's hidden command does.
 func TestMain(m *testing.M) {
+	sandbox.Init()
 	if len(os.Args) == 4 && os.Args[1] == "hook" && os.Args[2] == "codex-pre-tool" {
 		if err := agent.CodexPreToolHook(context.Background(), os.Args[3], os.Getenv(agent.EnvHookToken), os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)

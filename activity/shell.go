@@ -10,8 +10,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/orbitrun/orbit/agent"
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/proc"
+	"github.com/orbitrun/orbit/internal/sandbox"
 	"github.com/orbitrun/orbit/interpreter"
 )
 
@@ -45,6 +48,9 @@ type shellRun struct {
 	cmd  *interpreter.StepCommand
 	log  *events.Log
 	emit func(ctx context.Context, typ string, payload any) error
+	// sandbox is the CLI agents' sandbox, which a step of an activity
+	// with sandbox: agent runs in (nil: none, recorded so).
+	sandbox *sandbox.Policy
 }
 
 // run executes the program in its own process group (package proc): a
@@ -70,7 +76,21 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	c := exec.Command(spec.Program, spec.Args...)
 	c.Dir = s.cmd.Workspace
 	c.Stdout, c.Stderr = stdout, stderr
-	c.Env = append(os.Environ(),
+	env := os.Environ()
+	mode, unenforced := "", ""
+	if spec.Sandbox == assets.SandboxAgent {
+		// The code it runs is an agent's: it gets what an agent gets, the
+		// environment's allowlist and the agents' sandbox.
+		env, mode = agent.AgentEnviron(env, nil), sandbox.ModeNone
+		if s.sandbox != nil {
+			var err error
+			if mode, err = sandbox.Wrap(c, s.sandbox.ForWorkspace(s.cmd.Workspace)); err != nil {
+				return nil, interpreter.Fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
+			}
+		}
+		unenforced = sandbox.Unenforced(mode)
+	}
+	c.Env = append(env,
 		"ORBIT_RUN_ID="+s.cmd.RunID,
 		"ORBIT_STEP_KEY="+s.cmd.StepKey,
 		"ORBIT_STEP_ATTEMPT="+strconv.Itoa(s.cmd.Attempt),
@@ -93,13 +113,15 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	exitCode, signal, timedOut := res.ExitCode, res.Signal, res.TimedOut
 
 	exited := events.ShellExitedData{
-		Attempt:  s.cmd.Attempt,
-		Program:  spec.Program,
-		Args:     spec.Args,
-		PID:      g.PID(),
-		ExitCode: exitCode,
-		Signal:   signal,
-		TimedOut: timedOut,
+		Attempt:    s.cmd.Attempt,
+		Program:    spec.Program,
+		Args:       spec.Args,
+		PID:        g.PID(),
+		ExitCode:   exitCode,
+		Signal:     signal,
+		TimedOut:   timedOut,
+		Sandbox:    mode,
+		Unenforced: unenforced,
 	}
 	expected := spec.ExpectedExitCodes
 	if len(expected) == 0 {

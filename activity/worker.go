@@ -150,7 +150,7 @@ func (w *Worker) settings() Settings { return CurrentSettings(w.cfg.Settings) }
 // runners maps activity types to what executes them.
 var runners = map[string]func(ctx context.Context, w *Worker, ex *execution) (any, error){
 	assets.TypeShell: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
-		return (&shellRun{cmd: ex.cmd, log: w.cfg.Log, emit: ex.emit}).run(ctx)
+		return (&shellRun{cmd: ex.cmd, log: w.cfg.Log, emit: ex.emit, sandbox: w.cfg.AgentSandbox}).run(ctx)
 	},
 	assets.TypeDeterministic: runAction,
 	assets.TypeAgentLoop: func(ctx context.Context, w *Worker, ex *execution) (any, error) {

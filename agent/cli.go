@@ -233,20 +233,26 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return nil, &ProviderError{Provider: cfg.Executor, Message: fmt.Sprintf("executor %q: %v (PATH=%s)",
 			cfg.Executor, cmd.Err, os.Getenv("PATH"))}
 	}
-	mode := sandbox.ModeNone
-	if cfg.Sandbox != nil {
-		// The workspace's git configuration and hooks are run by the
-		// engine's git later, outside the sandbox: the agent may not
-		// change them.
-		if mode, err = sandbox.Wrap(cmd, cfg.Sandbox.ForWorkspace(cfg.Workspace)); err != nil {
-			return nil, err
-		}
-	}
 	cmd.Dir = cfg.Workspace
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Env = agentEnv(&cfg)
 	if agentHook != nil {
 		cmd.Env = append(cmd.Env, EnvHookToken+"="+agentHook.token)
+	}
+	mode, unenforced := sandbox.ModeNone, ""
+	if cfg.Sandbox != nil {
+		// The workspace's git directory is run by the engine's git later,
+		// outside the sandbox: the agent may not change it.
+		p := cfg.Sandbox.ForWorkspace(cfg.Workspace)
+		if p.Confine {
+			if p, cmd.Env, err = withCLIHome(p, cmd.Env, cfg.Spec.Output); err != nil {
+				return nil, err
+			}
+		}
+		if mode, err = sandbox.Wrap(cmd, p); err != nil {
+			return nil, err
+		}
+		unenforced = sandbox.Unenforced(mode)
 	}
 	// Our own pipes rather than cmd's: the program's exit is then seen when
 	// it exits, even if something it started still holds its output open
@@ -295,6 +301,7 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	defer g.Kill()
 	if err := cfg.Emitter.Emit(ctx, events.CLIInvocationStarted, events.CLIInvocationStartedData{
 		Attempt: cfg.Attempt, Executor: cfg.Executor, Command: cfg.Spec.Command, Args: args, PID: g.PID(), Sandbox: mode,
+		Unenforced: unenforced,
 	}); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,13 @@
 package agent
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 // cliEnvBaseline are the variables of the engine's environment every CLI
@@ -53,4 +58,61 @@ func agentMayHave(name string, pass []string) bool {
 		}
 	}
 	return false
+}
+
+// cliHomes are the directories Claude Code and Codex keep their own state
+// in (the login, the settings, the sessions a later invocation continues):
+// the variable that names one, and where it is under HOME otherwise.
+var cliHomes = map[string]struct{ env, dir string }{
+	OutputClaudeCode: {"CLAUDE_CONFIG_DIR", ".claude"}, OutputClaudeJSON: {"CLAUDE_CONFIG_DIR", ".claude"},
+	OutputCodex: {"CODEX_HOME", ".codex"}, OutputCodexJSONL: {"CODEX_HOME", ".codex"},
+}
+
+// withCLIHome gives a confined agent its CLI's own directory: a confined
+// program's HOME is a fresh one of its own (sandbox.Policy.Confine), where
+// Claude Code or Codex would find neither its login nor the sessions it
+// continues. So the directory the engine's environment names (or the one
+// under the engine's HOME) is named in the agent's environment and is
+// writable to it, made when missing. An output of neither CLI's gets
+// none.
+//
+// IMPORTANT: what the agent writes there (a hook in Claude Code's
+// settings.json, an MCP server in Codex's config.toml) runs wherever that
+// CLI runs with that directory next: a user who runs it by hand with the
+// same directory runs it unsandboxed. docs/security.md says to give the
+// engine directories of its own.
+func withCLIHome(p sandbox.Policy, env []string, output string) (sandbox.Policy, []string, error) {
+	home, ok := cliHomes[output]
+	if !ok {
+		return p, env, nil
+	}
+	dir := lookupEnv(env, home.env)
+	if dir == "" {
+		if h := lookupEnv(env, "HOME"); h != "" {
+			dir = filepath.Join(h, home.dir)
+		}
+	}
+	if dir == "" {
+		return p, env, nil
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return p, env, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return p, env, fmt.Errorf("the agent's %s: %w", home.env, err)
+	}
+	p.Work = append(slices.Clone(p.Work), dir)
+	return p, append(slices.Clip(env), home.env+"="+dir), nil
+}
+
+// lookupEnv is the value of name in env (KEY=VALUE, the last one wins as
+// for exec), "" when it has none.
+func lookupEnv(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

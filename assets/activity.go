@@ -24,7 +24,7 @@ var (
 
 	// typeFields are the fields each activity type has besides sharedFields.
 	typeFields = map[string][]string{
-		TypeShell:         {"program", "args", "allowed_programs", "timeout_seconds", "expected_exit_codes"},
+		TypeShell:         {"program", "args", "allowed_programs", "timeout_seconds", "expected_exit_codes", "sandbox"},
 		TypeDeterministic: {"action", "config"},
 		TypeAgentLoop:     append(append([]string(nil), agentFields...), "backend", "executor", "require_response_envelope", "require_completion_envelope"),
 		TypeGroundhog:     append(append([]string(nil), agentFields...), "attempt_budget_default", "materialize", "budget", "require_completion_envelope", "backend", "executor"),
@@ -136,6 +136,9 @@ func (d *decoder) shellSpec(m *mapping, spec *ActivitySpec, sites *[]site) {
 		d.addAt(m.get("program"), child(m.path, "program"), fmt.Sprintf("%q is not in allowed_programs (%s)", program, strings.Join(spec.AllowedPrograms, ", ")))
 	}
 	spec.TimeoutSeconds = d.seconds(m, "timeout_seconds", 1, defaultShellTimeoutSeconds)
+	if d.oneOf(m, "sandbox", SandboxNone, SandboxAgent) == SandboxAgent {
+		spec.Sandbox = SandboxAgent
+	}
 	spec.ExpectedExitCodes = []int{0}
 	if n := m.get("expected_exit_codes"); n != nil {
 		codes, ok := d.intList(n, child(m.path, "expected_exit_codes"))

@@ -34,10 +34,17 @@ func TestParseActivity(t *testing.T) {
   args: [-n, 3, "{{ input.x }}"]
   allowed_programs: [echo, printf]
   timeout_seconds: 9
-  expected_exit_codes: [0, 1, 255]`,
+  expected_exit_codes: [0, 1, 255]
+  sandbox: agent`,
 			assets.ActivitySpec{Type: "shell", Description: "d", FSProfile: "workspace", Program: "{{ input.tool }}",
 				Args: []string{"-n", "3", "{{ input.x }}"}, AllowedPrograms: []string{"echo", "printf"}, TimeoutSeconds: 9,
-				ExpectedExitCodes: []int{0, 1, 255}}},
+				ExpectedExitCodes: []int{0, 1, 255}, Sandbox: "agent"}},
+		{"shell, sandbox none is the default", `
+  type: shell
+  program: echo
+  allowed_programs: [echo]
+  sandbox: none`,
+			assets.ActivitySpec{Type: "shell", Program: "echo", AllowedPrograms: []string{"echo"}, TimeoutSeconds: 300, ExpectedExitCodes: []int{0}}},
 		{"deterministic", `
   type: deterministic
   action: sleep
@@ -123,6 +130,10 @@ func TestParseActivityProblems(t *testing.T) {
 			"act.yaml:8: spec.expected_exit_codes[1]: must be between 0 and 255\nact.yaml:8: spec.expected_exit_codes[2]: must be between 0 and 255"},
 		{"no exit codes", "  type: shell\n  program: echo\n  allowed_programs: [echo]\n  expected_exit_codes: []",
 			`act.yaml:8: spec.expected_exit_codes: must list at least one exit code`},
+		{"sandbox", "  type: shell\n  program: echo\n  allowed_programs: [echo]\n  sandbox: agents",
+			`act.yaml:8: spec.sandbox: "agents" is not one of none, agent`},
+		{"sandbox on an agent", "  type: agent_loop\n  provider: claude\n  sandbox: agent",
+			`act.yaml:7: spec.sandbox: sandbox is not a field of an agent_loop activity`},
 		{"timeout", "  type: shell\n  program: echo\n  allowed_programs: [echo]\n  timeout_seconds: 0",
 			`act.yaml:8: spec.timeout_seconds: must be ≥ 1`},
 		{"empty action", "  type: deterministic\n  action: ''", `act.yaml:6: spec.action: must not be empty`},

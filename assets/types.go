@@ -18,6 +18,12 @@ const (
 	TypeGroundhog     = "groundhog"
 )
 
+// Values of a shell activity's sandbox field.
+const (
+	SandboxNone  = "none"  // the default: as the engine's user, with its environment
+	SandboxAgent = "agent" // in the CLI agents' sandbox, with an agent's environment
+)
+
 // Values of a groundhog activity's materialize field.
 const (
 	MaterializeDirect     = "direct"      // checkpoint commits land on the task branch
@@ -95,6 +101,10 @@ type ActivitySpec struct {
 	AllowedPrograms   []string `json:"allowed_programs,omitempty"`
 	TimeoutSeconds    int      `json:"timeout_seconds,omitempty"`     // default 300
 	ExpectedExitCodes []int    `json:"expected_exit_codes,omitempty"` // default [0]
+	// Sandbox is SandboxAgent when the program runs in the CLI agents'
+	// sandbox (the code it runs is an agent's); "" (sandbox: none) runs it
+	// as the engine's user, with the engine's environment.
+	Sandbox string `json:"sandbox,omitempty"`
 
 	// deterministic
 	Action string         `json:"action,omitempty"`

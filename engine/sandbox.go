@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/orbitrun/orbit/events"
@@ -34,16 +35,22 @@ func (e *Engine) checkAgentAdmitted(ctx context.Context, creds *events.Creds) {
 // path: `orbit mcp` signs in with it, and it is worth no more than the
 // verbs (events.IdentityAgent). The rest of
 // .orbit is read-only: the jobs, activities and configuration there are
-// what the engine runs next, outside any sandbox.
+// what the engine runs next, outside any sandbox. And the agent is
+// confined (sandbox.Policy.Confine): the whole file system is read-only
+// to it but for its workspace (bound by ForWorkspace, its git directory
+// read-only), its CLI's own directory (agent.withCLIHome) and a private
+// /tmp that holds its home.
 //
 // It logs a warning when the machine cannot sandbox a program: the agents
-// then run as before, which their records say (sandbox: none).
+// then run as before, which their records say (sandbox: none); and says
+// so when the engine is root, whose agents are root on the file system.
 func agentSandbox(cfg Config, creds *events.Creds, logger *slog.Logger) *sandbox.Policy {
 	state := StateDir(cfg.Root)
 	p := &sandbox.Policy{
 		Hide:     []string{state},
 		Keep:     []string{creds.File(events.IdentityAgent)},
 		ReadOnly: []string{filepath.Dir(state)},
+		Confine:  true,
 	}
 	files := []string{cfg.LogKeyFile, cfg.NKeySeedFile}
 	if cfg.ListenTLS != nil {
@@ -57,8 +64,11 @@ func agentSandbox(cfg Config, creds *events.Creds, logger *slog.Logger) *sandbox
 			p.Hide = append(p.Hide, abs)
 		}
 	}
-	if ok, why := sandbox.Available(); !ok {
-		logger.Warn("CLI agents run without a sandbox: an agent with a shell can read the engine's keys in "+state, "reason", why)
+	switch ok, why := sandbox.Available(); {
+	case !ok:
+		logger.Warn("CLI agents run without a sandbox: an agent with a shell can read the engine's keys in "+state+" and write what the engine's user can", "reason", why)
+	case os.Getuid() == 0:
+		logger.Info("CLI agents run confined, as root: the read-only mounts, not file permissions, stop their writes outside the workspace")
 	}
 	return p
 }

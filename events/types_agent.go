@@ -106,6 +106,10 @@ type CLIInvocationStartedData struct {
 	// read whatever the engine's user can). Empty in records made before
 	// agents were sandboxed.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Unenforced says what the sandbox did not keep the agent from, and
+	// why (sandbox.Unenforced): everything under "none", file permissions
+	// for an engine that runs as root.
+	Unenforced string `json:"unenforced,omitempty"`
 }
 
 // CLIInvocationFinishedData records how a CLI agent process ended and what

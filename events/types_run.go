@@ -352,6 +352,13 @@ type ShellExitedData struct {
 	TimedOut bool         `json:"timed_out,omitempty"`
 	Stdout   OutputStream `json:"stdout"`
 	Stderr   OutputStream `json:"stderr"`
+	// Sandbox is how a step of an activity with sandbox: agent ran, as a
+	// CLI invocation records it ("mount-namespace", or "none" where the
+	// machine has no sandbox); empty for any other step.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Unenforced is what the sandbox did not keep the step from
+	// (sandbox.Unenforced), as on cli.invocation.started.
+	Unenforced string `json:"unenforced,omitempty"`
 }
 
 // RunBudgetExhaustedData records the decision that a run's budget is spent:

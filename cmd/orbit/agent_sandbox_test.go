@@ -19,7 +19,8 @@ import (
 // credsProbe is a shell command an agent runs: it tries every file of the
 // engine's creds directory (by its absolute path under the engine's root)
 // and the engine's views, writing what it read and each exit status to
-// out, then does the checkpoint's work.
+// out (in the workspace: the agent's /tmp is its own), then does the
+// checkpoint's work.
 func credsProbe(root, out string) string {
 	creds := engine.CredsDir(root)
 	var b strings.Builder
@@ -96,8 +97,8 @@ func TestAClaudeCodeAgentCannotReadTheEnginesCreds(t *testing.T) {
 		{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
 		{Text: "Done: the checkpoint is closed."},
 	}...)
-	p, _, task := cliGroundhogProject(t, srv)
-	seen := runProbe(t, p, task, "example_cli_agent", call, "command", filepath.Join(t.TempDir(), "probe.txt"))
+	p, repo, task := cliGroundhogProject(t, srv)
+	seen := runProbe(t, p, task, "example_cli_agent", call, "command", filepath.Join(repo, "probe.txt"))
 	for _, f := range []string{"engine.nk", "client.nk", "reader.nk", events.LogKeyFile} {
 		assert.NotContains(t, seen, " "+f+":0", "%s was read", f)
 	}
@@ -121,6 +122,92 @@ func TestACodexAgentCannotReadTheEnginesCreds(t *testing.T) {
 		{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
 		{Text: "Done: the checkpoint is closed."},
 	}...)
-	p, _, task := codexGroundhogProject(t, srv)
-	runProbe(t, p, task, "example_codex_agent", call, "cmd", filepath.Join(t.TempDir(), "probe.txt"))
+	p, repo, task := codexGroundhogProject(t, srv)
+	runProbe(t, p, task, "example_codex_agent", call, "cmd", filepath.Join(repo, "probe.txt"))
+}
+
+// confinementProbe is a shell command an agent runs in its workspace: its
+// work and scratch, then what least privilege refuses it (the engine's
+// ~/.gitconfig, a .git/commondir, a file outside its workspace, a signal
+// to the engine), and a look at its environment, each line's status
+// written to probe.txt in the workspace.
+func confinementProbe(engineHome, outside string, enginePID int) string {
+	return fmt.Sprintf(`sh -c '(
+echo one > one.txt; echo " workspace:$?"
+echo s > /tmp/orbit-scratch-probe && cat /tmp/orbit-scratch-probe; echo " scratch:$?"
+echo h > "$HOME/note"; echo " home:$?"
+printf "[filter \"x\"]\n\tclean = touch %[2]s/pwned\n" > %[1]s/.gitconfig; echo " gitconfig:$?"
+echo /tmp > .git/commondir; echo " commondir:$?"
+echo x > %[2]s/outside.txt; echo " outside:$?"
+kill -0 %[3]d; echo " signal:$?"
+echo "engine-only:$(env | grep -c TEST_ENGINE_ONLY_SECRET)"
+) > probe.txt 2>&1'`, engineHome, outside, enginePID)
+}
+
+// TestAClaudeCodeAgentIsConfinedToItsWorkspace: a Groundhog attempt's
+// real Claude Code session, whose Bash tries the confinement probe,
+// writes its workspace, its /tmp and its home; cannot write the engine's
+// ~/.gitconfig, create .git/commondir, write outside its workspace or
+// signal the engine (whose pid it is told); and has none of the engine's
+// own variables. None of those files is there afterwards, and the
+// checkpoint still commits.
+func TestAClaudeCodeAgentIsConfinedToItsWorkspace(t *testing.T) {
+	t.Parallel()
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox on this machine: %s", why)
+	}
+	// Outside /tmp: a confined agent's /tmp is a layer of its own, where
+	// a write succeeds and is gone afterwards.
+	engineHome, outside := outsideTmp(t), outsideTmp(t)
+	call := map[string]any{"description": "look around"}
+	srv := testkit.NewAnthropicServer(t, []testkit.Turn{
+		{Tools: []testkit.ToolUse{{ID: "toolu_probe", Name: "Bash", Input: call}}},
+		{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		{Text: "Done: the checkpoint is closed."},
+	}...)
+	env := append(testkit.ClaudeEnv(t, srv), "HOME="+engineHome, "TEST_ENGINE_ONLY_SECRET=engine-only")
+	p, repo, task := groundhogOverCLI(t, exampleAgent{executor: "claude_code", activity: "example_cli_agent", command: "claude",
+		bin: testkit.ClaudeCLI(t), env: env, title: "CLI"})
+	pid := p.EnginePID()
+	require.NotZero(t, pid, "the engine runs")
+	call["command"] = confinementProbe(engineHome, outside, pid)
+	planTask(t, p, task, probePlan)
+	r := p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("run", "events", strings.TrimSpace(r.Stdout), "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, `"sandbox": "mount-namespace"`)
+	if os.Getuid() == 0 {
+		assert.Contains(t, r.Stdout, `"unenforced": "file permissions: it runs as root`, "the record says what a root engine's agent is not kept from")
+	}
+
+	data, err := os.ReadFile(filepath.Join(repo, "probe.txt"))
+	require.NoError(t, err, "the agent's shell ran the probe")
+	seen := string(data)
+	for _, ok := range []string{"workspace", "home"} {
+		assert.Contains(t, seen, " "+ok+":0", "%s: %s", ok, seen)
+	}
+	assert.Contains(t, seen, "s\n scratch:0", "the agent's /tmp is writable")
+	for _, refused := range []string{"gitconfig", "commondir", "outside", "signal"} {
+		assert.NotContains(t, seen, " "+refused+":0", "%s: %s", refused, seen)
+	}
+	assert.Contains(t, seen, "engine-only:0", "the engine's own variable is not the agent's")
+	for _, gone := range []string{filepath.Join(engineHome, ".gitconfig"), filepath.Join(repo, ".git", "commondir"),
+		filepath.Join(outside, "outside.txt"), "/tmp/orbit-scratch-probe"} {
+		_, err := os.Lstat(gone)
+		assert.True(t, os.IsNotExist(err), "%s is there", gone)
+	}
+	assert.Equal(t, "one", testkit.Git(t, repo, "show", "main:one.txt"), "the checkpoint committed the agent's work")
+}
+
+// outsideTmp is a directory of the test's outside /tmp (/var/tmp), which
+// a confined agent sees read-only.
+func outsideTmp(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "orbit-confined-")
+	if err != nil {
+		t.Skipf("no directory outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }

@@ -8,8 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Linux constants syscall does not name (linux/prctl.h, capability.h).
@@ -18,8 +22,6 @@ const (
 	prSetNoNewPrivs      = 38
 	prCapAmbient         = 47
 	prCapAmbientClearAll = 4
-	capSetPCap           = 8
-	capSysAdmin          = 21
 	capSetFCap           = 31
 	capabilityVersion3   = 0x20080522
 	// oPath is O_PATH, which syscall does not name: an open file that
@@ -55,6 +57,11 @@ func Init() {
 
 // step is the re-executed process, first of its mount and PID namespaces.
 func step(args []string) error {
+	// Wrap clones the step into a new PID namespace, of which it is the
+	// first process: anywhere else its mounts would be the caller's.
+	if os.Getpid() != 1 {
+		return errors.New("not the first process of a namespace of its own: nothing is mounted")
+	}
 	// Nothing mounted here may reach the engine's namespace.
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
@@ -66,6 +73,12 @@ func step(args []string) error {
 		return fmt.Errorf("mounting /proc: %w", err)
 	}
 	if args[0] == argProbe {
+		// The probe confines itself as a confined program's step does:
+		// a kernel without mount_setattr or overlayfs in a user namespace
+		// cannot give the policy Wrap promises.
+		if _, err := confine(); err != nil {
+			return err
+		}
 		return dropCapabilities()
 	}
 	if len(args) < 3 {
@@ -79,7 +92,8 @@ func step(args []string) error {
 	if err != nil {
 		return fmt.Errorf("the working directory: %w", err)
 	}
-	if err := apply(p); err != nil {
+	home, err := apply(p)
+	if err != nil {
 		return err
 	}
 	// The working directory is entered again through the mounts just
@@ -92,30 +106,143 @@ func step(args []string) error {
 		return err
 	}
 	path, argv := args[1], args[2:]
-	if err := syscall.Exec(path, argv, os.Environ()); err != nil {
+	if err := syscall.Exec(path, argv, environ(os.Environ(), home)); err != nil {
 		return fmt.Errorf("exec %s: %w", path, err)
 	}
 	return nil
 }
 
-// apply makes p.ReadOnly read-only, covers p.Hide and binds p.Keep back,
-// read-only.
-func apply(p Policy) error {
-	// The work trees are opened before anything is mounted over them:
-	// their bind source is the open directory on its own file system.
-	work := map[string]*os.File{}
+// apply makes p.ReadOnly read-only, covers p.Hide, binds p.Keep back,
+// read-only, and p.Work back, writable. Confined, it first makes the whole
+// file system read-only and /tmp private, and returns the program's home.
+func apply(p Policy) (home string, err error) {
+	// The work trees and the kept files are opened before anything is
+	// mounted over them: their bind source is the open directory or file
+	// on its own file system (/proc/self/fd/N).
+	work, err := openAll(p.Work, "keeping the work tree", syscall.O_DIRECTORY)
+	if err != nil {
+		return "", err
+	}
+	defer closeAll(work)
+	kept, err := openAll(p.Keep, "keeping", 0)
+	if err != nil {
+		return "", err
+	}
+	defer closeAll(kept)
+	if p.Confine {
+		if home, err = confine(); err != nil {
+			return "", err
+		}
+	} else if err := readOnly(p.ReadOnly); err != nil {
+		return "", err
+	}
+	// Unconfined, the work trees come last, over the covers (a shipping
+	// worktree in the hidden state directory), carrying along the covers
+	// and read-only paths under them: their binds come from the same
+	// file system. Confined, a work tree under /tmp comes from the host's
+	// /tmp and a cover there is on the private one, so covers and work
+	// trees are mounted by path, the shallower first: each lands on what
+	// holds it, a work tree under a hidden directory on the cover, a
+	// hidden directory in a work tree (a repository's .orbit/state) on
+	// the work tree.
+	type mount struct {
+		path string
+		work bool
+	}
+	var mounts []mount
+	for _, h := range p.Hide {
+		mounts = append(mounts, mount{path: h})
+	}
 	for _, w := range p.Work {
-		f, err := os.OpenFile(w, oPath|syscall.O_CLOEXEC|syscall.O_DIRECTORY, 0)
+		mounts = append(mounts, mount{path: w, work: true})
+	}
+	if p.Confine {
+		slices.SortStableFunc(mounts, func(a, b mount) int { return depth(a.path) - depth(b.path) })
+	}
+	var dirs []string
+	for _, m := range mounts {
+		if m.work {
+			f, ok := work[m.path]
+			if !ok {
+				continue
+			}
+			if err := bindWritable(f, m.path, p.Confine); err != nil {
+				return "", fmt.Errorf("keeping the work tree %s: %w", m.path, err)
+			}
+			continue
+		}
+		fi, err := os.Stat(m.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("keeping the work tree %s: %w", w, err)
+			return "", fmt.Errorf("hiding %s: %w", m.path, err)
 		}
-		defer f.Close()
-		work[w] = f
+		if fi.IsDir() {
+			if err := syscall.Mount("tmpfs", m.path, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
+				return "", fmt.Errorf("hiding %s: %w", m.path, err)
+			}
+			dirs = append(dirs, m.path)
+			continue
+		}
+		if err := syscall.Mount("/dev/null", m.path, "", syscall.MS_BIND, ""); err != nil {
+			return "", fmt.Errorf("hiding %s: %w", m.path, err)
+		}
 	}
-	for _, r := range p.ReadOnly {
+	for _, k := range p.Keep {
+		if f, ok := kept[k]; ok {
+			if err := bindReadOnly(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), k); err != nil {
+				return "", fmt.Errorf("keeping %s: %w", k, err)
+			}
+		}
+	}
+	// Confined, the read-only paths go over the work trees: a work
+	// tree's git directory.
+	if p.Confine {
+		if err := readOnly(p.ReadOnly); err != nil {
+			return "", err
+		}
+	}
+	for _, d := range dirs {
+		if err := syscall.Mount("tmpfs", d, "tmpfs", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+			return "", fmt.Errorf("making the cover of %s read-only: %w", d, err)
+		}
+	}
+	return home, nil
+}
+
+// depth is how many directories deep path is.
+func depth(path string) int {
+	return strings.Count(filepath.Clean(path), "/")
+}
+
+// openAll opens each of paths as a place (O_PATH), skipping those that do
+// not exist.
+func openAll(paths []string, what string, flags int) (map[string]*os.File, error) {
+	open := map[string]*os.File{}
+	for _, path := range paths {
+		f, err := os.OpenFile(path, oPath|syscall.O_CLOEXEC|flags, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			closeAll(open)
+			return nil, fmt.Errorf("%s %s: %w", what, path, err)
+		}
+		open[path] = f
+	}
+	return open, nil
+}
+
+func closeAll(files map[string]*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// readOnly binds each of paths that exists on itself, read-only.
+func readOnly(paths []string) error {
+	for _, r := range paths {
 		if _, err := os.Stat(r); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -126,67 +253,97 @@ func apply(p Policy) error {
 			return fmt.Errorf("making %s read-only: %w", r, err)
 		}
 	}
-	// The kept files are opened before they are covered: their bind
-	// source is the open file (/proc/self/fd/N).
-	kept := map[string]*os.File{}
-	for _, k := range p.Keep {
-		f, err := os.OpenFile(k, oPath|syscall.O_CLOEXEC, 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("keeping %s: %w", k, err)
-		}
-		defer f.Close()
-		kept[k] = f
-	}
-	var dirs []string
-	for _, h := range p.Hide {
-		fi, err := os.Stat(h)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("hiding %s: %w", h, err)
-		}
-		if fi.IsDir() {
-			if err := syscall.Mount("tmpfs", h, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
-				return fmt.Errorf("hiding %s: %w", h, err)
-			}
-			dirs = append(dirs, h)
-			continue
-		}
-		if err := syscall.Mount("/dev/null", h, "", syscall.MS_BIND, ""); err != nil {
-			return fmt.Errorf("hiding %s: %w", h, err)
-		}
-	}
-	for _, k := range p.Keep {
-		f, ok := kept[k]
-		if !ok {
-			continue
-		}
-		if err := bindReadOnly(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), k); err != nil {
-			return fmt.Errorf("keeping %s: %w", k, err)
-		}
-	}
-	for _, w := range p.Work {
-		f, ok := work[w]
-		if !ok {
-			continue
-		}
-		if err := os.MkdirAll(w, 0o755); err != nil {
-			return fmt.Errorf("keeping the work tree %s: %w", w, err)
-		}
-		if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-			return fmt.Errorf("keeping the work tree %s: %w", w, err)
-		}
-	}
-	for _, d := range dirs {
-		if err := syscall.Mount("tmpfs", d, "tmpfs", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("making the cover of %s read-only: %w", d, err)
-		}
-	}
 	return nil
+}
+
+// bindWritable binds the directory f at dst, making dst first when a
+// cover hides it; confined, the bind is made writable again (it copies
+// the read-only flag of the mount it comes from).
+func bindWritable(f *os.File, dst string, confined bool) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return err
+	}
+	if !confined {
+		return nil
+	}
+	return unix.MountSetattr(unix.AT_FDCWD, dst, 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY})
+}
+
+// confine makes every mount read-only, gives the program a /dev/shm of its
+// own and a private /tmp: an overlay whose lower layer is the host's /tmp
+// (read as the rest of the file system is) and whose upper layer is a
+// tmpfs, so what the program writes there is its own and gone when its
+// namespace ends. It returns the program's home, a fresh directory there.
+func confine() (string, error) {
+	tmp, err := os.OpenFile("/tmp", oPath|syscall.O_CLOEXEC|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return "", fmt.Errorf("the host's /tmp: %w", err)
+	}
+	defer tmp.Close()
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return "", fmt.Errorf("making the file system read-only (mount_setattr, Linux 5.12): %w", err)
+	}
+	// The PID namespace's own /proc stays writable: a program that makes
+	// namespaces of its own (Codex's bubblewrap) writes its uid_map.
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/proc", 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return "", fmt.Errorf("/proc: %w", err)
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if err := syscall.Mount("tmpfs", "/dev/shm", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
+			return "", fmt.Errorf("a private /dev/shm: %w", err)
+		}
+	}
+	if err := syscall.Mount("tmpfs", "/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0700"); err != nil {
+		return "", fmt.Errorf("a private /tmp: %w", err)
+	}
+	for _, d := range []string{"/tmp/upper", "/tmp/work"} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return "", fmt.Errorf("a private /tmp: %w", err)
+		}
+	}
+	// The merged /tmp has its upper layer's mode: anyone's, sticky.
+	if err := os.Chmod("/tmp/upper", 0o1777); err != nil {
+		return "", fmt.Errorf("a private /tmp: %w", err)
+	}
+	layers, err := openAll([]string{"/tmp/upper", "/tmp/work"}, "a private /tmp:", syscall.O_DIRECTORY)
+	if err != nil {
+		return "", err
+	}
+	defer closeAll(layers)
+	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d",
+		tmp.Fd(), layers["/tmp/upper"].Fd(), layers["/tmp/work"].Fd())
+	if err := syscall.Mount("overlay", "/tmp", "overlay", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		return "", fmt.Errorf("a private /tmp (overlayfs): %w", err)
+	}
+	home, err := os.MkdirTemp("/tmp", "home-")
+	if err != nil {
+		return "", fmt.Errorf("the program's home: %w", err)
+	}
+	return home, nil
+}
+
+// xdgDirs are the XDG base directories a confined program's environment
+// drops: the engine's would be read-only, the defaults fall under HOME.
+var xdgDirs = []string{"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"}
+
+// environ is the program's environment: env, with HOME and TMPDIR in the
+// private /tmp when home is set (confined) and no XDG base directory.
+func environ(env []string, home string) []string {
+	if home == "" {
+		return env
+	}
+	out := make([]string, 0, len(env)+2)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "HOME" || name == "TMPDIR" || slices.Contains(xdgDirs, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "HOME="+home, "TMPDIR=/tmp")
 }
 
 // bindReadOnly binds the file src at dst, read-only, making dst (and its

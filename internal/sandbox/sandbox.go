@@ -68,6 +68,14 @@ type Policy struct {
 	// shipping run's worktree lives in the engine's state directory). Each
 	// is bound back at its own path, writable, after Hide.
 	Work []string `json:"work,omitempty"`
+	// Confine makes the whole file system read-only to the program but
+	// for Work: /tmp is private (the host's /tmp under a layer of the
+	// program's own, which is gone when it ends), as is /dev/shm, and
+	// HOME is a fresh directory in that /tmp; the XDG base directories
+	// are unset, so they fall under it. The rest of the policy applies
+	// as without it, ReadOnly last (over Work: a work tree's git
+	// directory).
+	Confine bool `json:"confine,omitempty"`
 }
 
 // Wrap makes cmd (built by exec.Command, not started) start in the
@@ -92,6 +100,25 @@ func Wrap(cmd *exec.Cmd, p Policy) (string, error) {
 	cmd.Path, cmd.Args = self, args
 	cmd.SysProcAttr = sysProcAttr()
 	return ModeMountNamespace, nil
+}
+
+// Unenforced says what a program started in mode (Wrap's) is not kept
+// from, and why, for its record: everything where the machine has no
+// sandbox; file permissions for an engine that runs as root, whose
+// programs are root on the file system, where the read-only mounts alone
+// stop their writes; "" otherwise.
+func Unenforced(mode string) string {
+	switch {
+	case mode == ModeNone:
+		_, why := Available()
+		if why == "" {
+			why = "no policy"
+		}
+		return "no sandbox (" + why + "): it reads and writes what the engine's user can, the engine's keys included, and may signal the engine"
+	case os.Getuid() == 0:
+		return "file permissions: it runs as root, as the engine does; the read-only mounts alone stop its writes"
+	}
+	return ""
 }
 
 var probe struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -12,9 +13,11 @@ import (
 
 // sysProcAttr clones the program's first process into new mount and PID
 // namespaces; a user other than root also into a user namespace in which it
-// keeps its own ids and, through its exec of the step (ambient),
-// CAP_SYS_ADMIN to mount and CAP_SETPCAP to empty the bounding set, which
-// it then drops.
+// keeps its own ids and, through its exec of the step (ambient), every
+// capability of that namespace (CAP_SYS_ADMIN to mount, CAP_SETPCAP to
+// empty the bounding set, and those overlayfs asks of whoever mounts it
+// over files it does not own), which the step drops before the program
+// runs.
 func sysProcAttr() *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID}
 	if uid := os.Getuid(); uid != 0 {
@@ -23,9 +26,24 @@ func sysProcAttr() *syscall.SysProcAttr {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
-		attr.AmbientCaps = []uintptr{capSysAdmin, capSetPCap}
+		attr.AmbientCaps = allCaps()
 	}
 	return attr
+}
+
+// allCaps lists every capability the kernel knows.
+func allCaps() []uintptr {
+	last := uintptr(capSetFCap)
+	if data, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n > 0 {
+			last = uintptr(n)
+		}
+	}
+	caps := make([]uintptr, 0, last+1)
+	for c := uintptr(0); c <= last; c++ {
+		caps = append(caps, c)
+	}
+	return caps
 }
 
 // available starts the step in probe mode: it makes the namespaces, mounts

@@ -116,9 +116,7 @@ func checkProbe(t *testing.T, out string) {
 // own processes and holds no capability; the engine's view is unchanged.
 func TestASandboxedProgramSeesNoneOfTheHiddenPaths(t *testing.T) {
 	t.Parallel()
-	if ok, why := sandbox.Available(); !ok {
-		t.Skipf("no sandbox on this machine: %s", why)
-	}
+	needSandbox(t)
 	dir := t.TempDir()
 	out, mode := runProbe(t, dir)
 	assert.Equal(t, sandbox.ModeMountNamespace, mode)
@@ -130,27 +128,35 @@ func TestASandboxedProgramSeesNoneOfTheHiddenPaths(t *testing.T) {
 	assert.True(t, os.IsNotExist(err))
 }
 
-// TestTheSandboxWorksForAUserOtherThanRoot runs the test above as nobody
-// (setpriv), where the sandbox needs a user namespace: the test binary,
-// copied where nobody may run it, is the sandbox's step there too.
-func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
-	if dir := os.Getenv("ORBIT_SANDBOX_TEST_DIR"); dir != "" {
-		// The copy, as nobody.
-		ok, why := sandbox.Available()
-		require.True(t, ok, "no sandbox as uid %d: %s", os.Getuid(), why)
-		out, mode := runProbe(t, dir)
-		assert.Equal(t, sandbox.ModeMountNamespace, mode)
-		checkProbe(t, out)
-		return
+// needSandbox skips a test where the machine has no sandbox, but in the
+// copy TestTheSandboxWorksForAUserOtherThanRoot runs, where it must.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	ok, why := sandbox.Available()
+	switch {
+	case !ok && os.Getenv(asOtherUser) != "":
+		t.Fatalf("no sandbox as uid %d: %s", os.Getuid(), why)
+	case !ok:
+		t.Skipf("no sandbox on this machine: %s", why)
 	}
+}
+
+// asOtherUser is set in the environment of the test binary's copy that
+// TestTheSandboxWorksForAUserOtherThanRoot runs as nobody.
+const asOtherUser = "ORBIT_SANDBOX_TEST_AS_NOBODY"
+
+// TestTheSandboxWorksForAUserOtherThanRoot runs the tests of what a
+// sandboxed program sees and may write as nobody (setpriv), where the
+// sandbox needs a user namespace: an engine run by an ordinary user. The
+// test binary, copied where nobody may run it, is the sandbox's step
+// there too.
+func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
 	t.Parallel()
 	setpriv, err := exec.LookPath("setpriv")
 	if os.Getuid() != 0 || err != nil {
 		t.Skip("needs root and setpriv to become nobody")
 	}
-	if ok, why := sandbox.Available(); !ok {
-		t.Skipf("no sandbox on this machine: %s", why)
-	}
+	needSandbox(t)
 	base := t.TempDir()
 	self, err := os.Executable()
 	require.NoError(t, err)
@@ -165,18 +171,24 @@ func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Dir(base), 0o711))
 	require.NoError(t, os.Chmod(base, 0o755))
 	require.NoError(t, os.Chmod(work, 0o777))
+	tests := []string{"TestASandboxedProgramSeesNoneOfTheHiddenPaths", "TestAConfinedProgramWritesOnlyItsWorkTreeAndScratch",
+		"TestALinkedWorkTreesGitDirectoryIsReadOnly", "TestAWorkTreeUnderAHiddenDirectoryStaysWorkable"}
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run=^TestTheSandboxWorksForAUserOtherThanRoot$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), "ORBIT_SANDBOX_TEST_DIR="+work, "HOME="+work)
+		"-test.run=^("+strings.Join(tests, "|")+")$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), asOtherUser+"=1", "TMPDIR="+work, "HOME="+work)
 	cmd.Dir = work
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "--- PASS: TestTheSandboxWorksForAUserOtherThanRoot")
+	for _, name := range tests {
+		assert.Contains(t, string(out), "--- PASS: "+name, "%s", out)
+	}
 	assert.NotContains(t, string(out), "SKIP")
 }
 
 // BenchmarkStart measures what the sandbox adds to starting a program:
-// the re-executed step, its namespaces and mounts, against a plain start.
+// the re-executed step, its namespaces and mounts, against a plain start;
+// confined, also the read-only file system, the private /tmp and a work
+// tree bound back.
 func BenchmarkStart(b *testing.B) {
 	if ok, why := sandbox.Available(); !ok {
 		b.Skipf("no sandbox on this machine: %s", why)
@@ -186,12 +198,15 @@ func BenchmarkStart(b *testing.B) {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	for name, wrap := range map[string]bool{"plain": false, "sandboxed": true} {
+	hide := []string{filepath.Dir(state)}
+	policies := map[string]*sandbox.Policy{"plain": nil, "sandboxed": {Hide: hide},
+		"confined": {Hide: hide, Confine: true, Work: []string{dir}}}
+	for name, p := range policies {
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
 				cmd := exec.Command("true")
-				if wrap {
-					if _, err := sandbox.Wrap(cmd, sandbox.Policy{Hide: []string{filepath.Dir(state)}}); err != nil {
+				if p != nil {
+					if _, err := sandbox.Wrap(cmd, *p); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -208,9 +223,7 @@ func BenchmarkStart(b *testing.B) {
 // and its parent's) names no process it can signal.
 func TestASandboxedProgramCannotSignalTheEngine(t *testing.T) {
 	t.Parallel()
-	if ok, why := sandbox.Available(); !ok {
-		t.Skipf("no sandbox on this machine: %s", why)
-	}
+	needSandbox(t)
 	script := `kill -0 "$1"; echo " engine:$?"; kill -0 "$2"; echo " parent:$?"`
 	cmd := exec.Command("sh", "-c", script, "probe", strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid()))
 	out, mode := runWrapped(t, cmd, sandbox.Policy{}, "", nil)
@@ -222,4 +235,18 @@ func TestASandboxedProgramCannotSignalTheEngine(t *testing.T) {
 	plain, err := exec.Command("sh", "-c", script, "probe", strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())).CombinedOutput()
 	require.NoError(t, err)
 	assert.Contains(t, string(plain), " engine:0")
+}
+
+// TestUnenforcedSaysWhatTheSandboxLeaves: a program's record says what
+// its mode did not keep it from: everything without a sandbox, file
+// permissions when the engine is root, nothing more for another user.
+func TestUnenforcedSaysWhatTheSandboxLeaves(t *testing.T) {
+	t.Parallel()
+	assert.Contains(t, sandbox.Unenforced(sandbox.ModeNone), "no sandbox")
+	assert.Contains(t, sandbox.Unenforced(sandbox.ModeNone), "the engine's keys")
+	if os.Getuid() == 0 {
+		assert.Contains(t, sandbox.Unenforced(sandbox.ModeMountNamespace), "runs as root")
+	} else {
+		assert.Empty(t, sandbox.Unenforced(sandbox.ModeMountNamespace))
+	}
 }

@@ -8,34 +8,32 @@ import (
 )
 
 // ForWorkspace returns p with dir (the program's work tree) in Work when
-// a hidden or read-only path holds it, and the git configuration and hooks
-// of the repository that holds dir added to ReadOnly:
-// git runs commands named in its configuration (core.fsmonitor, filter
-// drivers, core.hooksPath) and the hooks, and the engine's own git runs
-// in that repository later, outside the sandbox, as the engine's user.
-// The work tree and the rest of .git stay writable: a program may still
-// add and commit. The hooks directory is made when it is missing, so that
-// there is one to make read-only. p itself is not changed; dir outside a
-// repository gives a copy of p.
+// p confines the program or a hidden or read-only path holds it, and the
+// git directory of the repository that holds dir added to ReadOnly,
+// whole: the work tree's .git (a directory, or in a linked work tree the
+// file that names its git directory), its git directory and the common
+// one. Git runs commands named in its configuration (core.fsmonitor,
+// filter drivers, core.hooksPath) and the hooks, and reads the config and
+// hooks of whatever directory a commondir file names, and the engine's
+// own git runs in that repository later, outside the sandbox, as the
+// engine's user: a program that could write any of it, or make a
+// commondir where there is none, could run code there. So the program
+// reads the repository (log, diff, status) but commits nothing: the
+// engine commits its work (Groundhog's checkpoints, a pipeline's commit
+// step). A .git that is a mount point cannot be renamed or removed
+// either. p itself is not changed; dir outside a repository gives a copy
+// of p with dir in Work as above.
 func (p Policy) ForWorkspace(dir string) Policy {
 	p.ReadOnly = slices.Clone(p.ReadOnly)
 	p.Work = slices.Clone(p.Work)
-	if abs, err := filepath.Abs(dir); err == nil && p.covers(abs) && !slices.Contains(p.Work, abs) {
+	if abs, err := filepath.Abs(dir); err == nil && (p.Confine || p.covers(abs)) && !slices.Contains(p.Work, abs) {
 		p.Work = append(p.Work, abs)
 	}
-	gitDir, common := gitDirs(dir)
+	dotGit, gitDir, common := gitDirs(dir)
 	if gitDir == "" {
 		return p
 	}
-	// Git reads the hooks and config of the common directory, which a
-	// linked work tree's commondir names, and config.worktree of both.
-	hooks := filepath.Join(common, "hooks")
-	_ = os.MkdirAll(hooks, 0o755)
-	paths := []string{
-		filepath.Join(gitDir, "commondir"), filepath.Join(gitDir, "config.worktree"),
-		filepath.Join(common, "config"), filepath.Join(common, "config.worktree"), hooks,
-	}
-	for _, path := range paths {
+	for _, path := range []string{dotGit, gitDir, common} {
 		if !slices.Contains(p.ReadOnly, path) {
 			p.ReadOnly = append(p.ReadOnly, path)
 		}
@@ -54,15 +52,16 @@ func (p Policy) covers(path string) bool {
 }
 
 // gitDirs finds the repository of the work tree at dir as git does, from
-// dir up: its git directory and its common one (the main repository's,
-// for a linked work tree; else the same), absolute; "" when there is none.
-func gitDirs(dir string) (gitDir, common string) {
+// dir up: the .git it found, its git directory and its common one (the
+// main repository's, for a linked work tree; else the same), absolute;
+// "" when there is none.
+func gitDirs(dir string) (dotGit, gitDir, common string) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
-		return "", ""
+		return "", "", ""
 	}
 	for {
-		dotGit := filepath.Join(dir, ".git")
+		dotGit = filepath.Join(dir, ".git")
 		fi, err := os.Stat(dotGit)
 		switch {
 		case err == nil && fi.IsDir():
@@ -71,7 +70,7 @@ func gitDirs(dir string) (gitDir, common string) {
 			data, err := os.ReadFile(dotGit)
 			target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
 			if err != nil || !ok {
-				return "", ""
+				return "", "", ""
 			}
 			gitDir = resolve(dir, strings.TrimSpace(target))
 		}
@@ -80,7 +79,7 @@ func gitDirs(dir string) (gitDir, common string) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", ""
+			return "", "", ""
 		}
 		dir = parent
 	}
@@ -88,7 +87,7 @@ func gitDirs(dir string) (gitDir, common string) {
 	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
 		common = resolve(gitDir, strings.TrimSpace(string(data)))
 	}
-	return gitDir, common
+	return dotGit, gitDir, common
 }
 
 // resolve is path, relative to base when it is not absolute.
