@@ -46,9 +46,12 @@ type State struct {
 	Running string `json:"running,omitempty"`
 	// Acted is set once the decision for Last is in the log.
 	Acted bool `json:"acted"`
-	// LastRun is the last run fired, LastFire its tick.
+	// LastRun is the last run fired, LastFire its tick, Sent when its
+	// request went into the log (the decision carried out: later than the
+	// tick when the engine that decided it died first).
 	LastRun  string    `json:"last_run,omitempty"`
 	LastFire time.Time `json:"last_fire,omitzero"`
+	Sent     time.Time `json:"sent,omitzero"`
 	// Fired and Skipped count the ticks decided each way.
 	Fired   int `json:"fired,omitempty"`
 	Skipped int `json:"skipped,omitempty"`
@@ -224,6 +227,9 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 				return time.Time{}, err
 			}
 			st.Acted = true
+			if st.Action == ActionFired || st.Action == ActionRetried {
+				st.Sent = s.cfg.Now().UTC()
+			}
 			if _, err := writeState(ctx, s.cfg.Log, r.Name, st, rev); err != nil && !errors.Is(err, events.ErrConflict) {
 				return time.Time{}, err
 			}
@@ -243,8 +249,14 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 			if err != nil || !wake.IsZero() {
 				return wake, err
 			}
-		} else if next, err = s.decide(ctx, r, st, due, n, now); err != nil {
-			return time.Time{}, err
+		} else {
+			var wait bool
+			if next, wait, err = s.decide(ctx, r, st, due, n, now); err != nil {
+				return time.Time{}, err
+			}
+			if wait {
+				return now.Add(s.cfg.Poll), nil
+			}
 		}
 		if _, err := writeState(ctx, s.cfg.Log, r.Name, next, rev); err != nil {
 			if errors.Is(err, events.ErrConflict) {
@@ -289,8 +301,12 @@ func dueTicks(sched *Schedule, last, now time.Time) (time.Time, int) {
 }
 
 // decide is the decision for tick due, the last of n due ticks: fire it,
-// skip it as missed, or skip it as an overlap.
-func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.Time, n int, now time.Time) (State, error) {
+// skip it as missed, or skip it as an overlap; or wait, when the run that
+// overlaps was sent after the first of the due ticks. That run's decision
+// was carried out late (its engine died in between), so it did not run at
+// those ticks: they are missed ticks, not overlaps, decided by the
+// missed_run policy once it has finished.
+func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.Time, n int, now time.Time) (State, bool, error) {
 	next := st
 	next.Last, next.Acted, next.Run = due, false, TickRunID(r.Name, due)
 	next.Reason, next.Running, next.Missed = "", "", 0
@@ -301,24 +317,27 @@ func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.T
 	if late && r.MissedRun == Skip {
 		next.Action, next.Reason, next.Missed = ActionSkipped, events.SkipMissed, n
 		next.Skipped++
-		return next, nil
+		return next, false, nil
 	}
 	if r.Overlap == Forbid && st.LastRun != "" {
 		live, err := Live(ctx, s.cfg.Log, st.LastRun)
 		if err != nil {
-			return State{}, err
+			return State{}, false, err
+		}
+		if first, _ := r.schedule.Next(st.Last); live && st.Sent.After(first) {
+			return State{}, true, nil
 		}
 		if live {
 			next.Action, next.Reason, next.Running = ActionSkipped, events.SkipOverlap, st.LastRun
 			next.Skipped++
-			return next, nil
+			return next, false, nil
 		}
 	}
 	next.Action = ActionFired
 	next.LastRun, next.LastFire = next.Run, due
 	next.Retries, next.RetryAt = 0, time.Time{}
 	next.Fired++
-	return next, nil
+	return next, false, nil
 }
 
 // retry is the decision on the last tick's run when no tick is due: once

@@ -239,6 +239,41 @@ func TestADecisionIsCarriedOutByTheNextEngine(t *testing.T) {
 	assert.Equal(t, routine.TickRunID("r", tick), runs[0].RunID)
 }
 
+// TestARunSentLateIsNoOverlapOfTheTicksItMissed: an engine decided a tick
+// and died before sending its run; the next engine, started after the
+// following tick, sends it. That tick passed while no engine could fire it:
+// under overlap: forbid it is a missed tick, not an overlap of the late
+// run, and the catch-up run stands for it once the late run has finished.
+func TestARunSentLateIsNoOverlapOfTheTicksItMissed(t *testing.T) {
+	r := every10s(t, routine.CatchUpOnce, routine.Forbid)
+	g := newRig(t, r, 1)
+	g.tick(r)
+	ctx := testkit.Context(t)
+	_, rev, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	tick := at("2026-11-28T16:00:10Z")
+	late := routine.TickRunID("r", tick)
+	decided := routine.State{Last: tick, Action: routine.ActionFired, Run: late, LastRun: late, LastFire: tick, Fired: 1}
+	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.clock.set(at("2026-11-28T16:00:25Z")) // 20 passed with no engine
+	g.tick(r)
+	require.Equal(t, late, g.requested(1)[0].RunID)
+	g.tick(r)
+	assert.Empty(t, g.skipped(), "the late run did not run at 20")
+	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: late, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
+	require.NoError(t, err)
+	g.clock.set(at("2026-11-28T16:00:31Z"))
+	g.tick(r)
+	runs := g.requested(2)
+	require.Len(t, runs, 2)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: at("2026-11-28T16:00:30Z"), Missed: 1}, *runs[1].Routine)
+	assert.Empty(t, g.skipped())
+	g.clock.set(at("2026-11-28T16:00:40.5Z"))
+	g.tick(r)
+	assert.Equal(t, []events.RoutineSkippedData{{Routine: "r", Tick: at("2026-11-28T16:00:40Z"), Reason: events.SkipOverlap, Running: runs[1].RunID, Ticks: 1}}, g.skipped(),
+		"a run sent on time still overlaps the next tick")
+}
+
 // TestTimeoutCancelsALiveRun: once timeout_minutes have passed since its
 // tick, the routine's run, still live, is asked to cancel, once.
 func TestTimeoutCancelsALiveRun(t *testing.T) {
