@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -58,6 +59,25 @@ func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
 
 	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/unpause"))
 	assert.False(t, showRun(t, p, id).Paused)
+	_, body = c.get(t, "/runs/"+id)
+	assert.Contains(t, body, `id="pause-now"`)
+	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/pause?now=1"))
+	assert.True(t, showRun(t, p, id).Paused)
+	r = p.Orbit("run", "events", "--json", id)
+	require.Equal(t, 0, r.Code, r.String())
+	var evs []events.Event
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
+	var pauses []events.RunPausedData
+	for _, ev := range evs {
+		if ev.Type == events.RunPaused {
+			var d events.RunPausedData
+			require.NoError(t, ev.Decode(&d))
+			pauses = append(pauses, d)
+		}
+	}
+	require.Len(t, pauses, 2)
+	assert.False(t, pauses[0].Now)
+	assert.True(t, pauses[1].Now, "the console's Pause now")
 
 	code, page := c.get(t, "/routines")
 	require.Equal(t, http.StatusOK, code)

@@ -94,6 +94,7 @@ const (
 	KindLimit         = "limit"          // a configured limit of the engine was reached
 	KindIncomplete    = "incomplete"     // an agent ended without its completion record
 	KindBudget        = "budget"         // the run's or task's budget is spent
+	KindPaused        = "paused"         // stopped by orbit run pause --now: run again on unpause, no retry spent
 )
 
 // BlobRef names a blob in the orbit_blobs object store by its digest.
