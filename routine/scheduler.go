@@ -272,12 +272,17 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 }
 
 // timeOut asks the routine's last run to cancel once timeout_minutes have
-// passed since its tick and it is still live. The cancel's id derives
-// from the run, so engines that ask together record one.
+// passed since its tick, not counting the time the run was paused (orbit
+// run pause), and it is still live. The cancel's id derives from the
+// run, so engines that ask together record one.
 func (s *Scheduler) timeOut(ctx context.Context, r *Routine, st State, now time.Time) error {
 	limit := time.Duration(r.TimeoutMinutes) * time.Minute
 	if limit == 0 || st.LastRun == "" || now.Sub(st.LastFire) < limit {
 		return nil
+	}
+	deadline, ok, err := executor.PausedDeadline(ctx, s.cfg.Log, st.LastRun, st.LastFire.Add(limit), st.LastFire)
+	if err != nil || !ok || now.Before(deadline) {
+		return err
 	}
 	live, err := Live(ctx, s.cfg.Log, st.LastRun)
 	if err != nil || !live {

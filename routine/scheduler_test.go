@@ -302,6 +302,49 @@ func TestTimeoutCancelsALiveRun(t *testing.T) {
 	assert.Contains(t, d.Reason, "timeout_minutes (2)")
 }
 
+// TestTimeoutDoesNotCountThePausedTime: a run paused for a minute within
+// its two minutes is cancelled a minute later than it would have been,
+// and one paused until now is not cancelled while the pause lasts.
+func TestTimeoutDoesNotCountThePausedTime(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 * * * * *'}\n  target: job:tick\n  policy: {timeout_minutes: 2}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 1)
+	ctx := testkit.Context(t)
+	g.tick(r)
+	g.clock.set(at("2026-11-28T16:01:00.5Z"))
+	g.tick(r)
+	run := g.requested(1)[0].RunID
+	pause := func(typ, when string) {
+		var data any = events.RunPausedData{}
+		if typ == events.RunUnpaused {
+			data = events.RunUnpausedData{}
+		}
+		_, err := g.log.Append(ctx, events.Event{ID: events.NewID(), Type: typ, Time: at(when), RunID: run, Job: "tick"}, data)
+		require.NoError(t, err)
+	}
+	cancels := func() int {
+		evs, err := g.log.Read(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, run, events.RunCancelRequested)}})
+		require.NoError(t, err)
+		return len(evs)
+	}
+	pause(events.RunPaused, "2026-11-28T16:01:30Z")
+	pause(events.RunUnpaused, "2026-11-28T16:02:30Z")
+	g.clock.set(at("2026-11-28T16:03:30Z"))
+	g.tick(r)
+	assert.Zero(t, cancels(), "a minute of its timeout was paused")
+	pause(events.RunPaused, "2026-11-28T16:03:40Z")
+	g.clock.set(at("2026-11-28T16:09:00Z"))
+	g.tick(r)
+	assert.Zero(t, cancels(), "paused since before its deadline")
+	pause(events.RunUnpaused, "2026-11-28T16:09:00Z")
+	g.clock.set(at("2026-11-28T16:09:19Z"))
+	g.tick(r)
+	assert.Zero(t, cancels(), "20 s of its timeout were left when it was paused")
+	g.clock.set(at("2026-11-28T16:09:21Z"))
+	g.tick(r)
+	assert.Equal(t, 1, cancels())
+}
+
 // TestRetriesRunAFailedTickAgainAfterTheBackoff: a tick's run that fails is
 // run again, once across the engines, when the backoff has passed since the
 // failure was seen, up to policy.retries.max times, each retry named by
