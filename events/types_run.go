@@ -194,6 +194,8 @@ const (
 type RunQueuedData struct {
 	MaxActiveRuns int      `json:"max_active_runs"`
 	Active        []string `json:"active"`
+	// JobPaused: the run waits for its job's unpause (orbit job unpause).
+	JobPaused bool `json:"job_paused,omitempty"`
 }
 
 // RunStartedData records that an engine took the run's lease and began it.
