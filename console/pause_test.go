@@ -86,3 +86,43 @@ func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
 	assert.Contains(t, page, "@hourly")
 	require.Equal(t, 0, p.Orbit("run", "cancel", id).Code)
 }
+
+// TestJobPageShowsPausedWithItsButtonAndMetrics: the job page's same-origin
+// POST pauses a job, whose page then says paused (by whom, why) with an
+// unpause button, and /metrics counts it; unpaused, it is active again.
+func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	c := serveConsole(t, p)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(path string) int {
+		req := c.request(t, http.MethodPost, path)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Origin", c.URL)
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	code, body := c.get(t, "/jobs/example_slow")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `id="job-active"`)
+	assert.Contains(t, body, `id="pause-job"`)
+	_, metrics := c.get(t, "/metrics")
+	assert.Contains(t, metrics, "orbit_jobs_paused 0")
+
+	require.Equal(t, http.StatusSeeOther, post("/jobs/example_slow/pause"))
+	_, body = c.get(t, "/jobs/example_slow")
+	assert.Contains(t, body, `id="job-paused"`)
+	assert.Contains(t, body, `id="unpause-job"`)
+	assert.Contains(t, body, "from the console")
+	_, metrics = c.get(t, "/metrics")
+	assert.Contains(t, metrics, "orbit_jobs_paused 1")
+	list := p.Orbit("job", "list")
+	assert.Contains(t, list.Stdout, "[paused]")
+	assert.Equal(t, http.StatusBadRequest, post("/jobs/nosuch/pause"))
+
+	require.Equal(t, http.StatusSeeOther, post("/jobs/example_slow/unpause"))
+	_, body = c.get(t, "/jobs/example_slow")
+	assert.Contains(t, body, `id="job-active"`)
+}

@@ -17,10 +17,12 @@ const (
 	// EndpointJobPause pauses (or with Unpause unpauses) a job; it answers
 	// a JobPaused.
 	EndpointJobPause = "jobs.pause"
-	// EndpointJobsPaused lists the paused jobs; it answers a
-	// []executor.JobPause.
+	// EndpointJobsPaused lists the paused jobs; it answers a []PausedJob.
 	EndpointJobsPaused = "jobs.paused"
 )
+
+// PausedJob is a paused job: who paused it, when and why.
+type PausedJob = executor.JobPause
 
 // JobPauseRequest names the job to pause or unpause.
 type JobPauseRequest struct {
