@@ -84,6 +84,7 @@ func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
 	assert.Contains(t, page, `data-routine="hourly"`)
 	assert.Contains(t, page, "job:example_slow")
 	assert.Contains(t, page, "@hourly")
+	assert.Contains(t, page, `<td class="retries">-</td>`, "no retries in its policy")
 	require.Equal(t, 0, p.Orbit("run", "cancel", id).Code)
 }
 

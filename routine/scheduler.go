@@ -223,7 +223,7 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 			continue
 		}
 		if !st.Acted {
-			if err := s.act(ctx, r, st); err != nil {
+			if st, err = s.act(ctx, r, st); err != nil {
 				return time.Time{}, err
 			}
 			st.Acted = true
@@ -407,26 +407,37 @@ func Live(ctx context.Context, log *events.Log, id string) (bool, error) {
 // the skipped tick. Both are idempotent (the run's id and the record's id
 // derive from the routine and the tick), so a decision carried out twice,
 // by an engine that died before it said so and by the next, counts once.
-func (s *Scheduler) act(ctx context.Context, r *Routine, st State) error {
+// It returns the state to record: a run or retry whose request is refused
+// (its job gone, disabled or invalid) is recorded skipped, reason refused,
+// and counted so; no run of it exists, so it is no longer the last run
+// (which overlap, the timeout and retries would wait on for ever).
+func (s *Scheduler) act(ctx context.Context, r *Routine, st State) (State, error) {
+	var err error
 	switch st.Action {
 	case ActionFired:
-		err := s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.Last, Missed: st.Missed})
+		err = s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.Last, Missed: st.Missed})
 		if err == nil || ctx.Err() != nil {
-			return err
+			return st, err
 		}
 		s.cfg.Logger.Warn("routine run refused", "routine", r.Name, "tick", st.Last, "err", err)
-		return s.skip(ctx, r, st, events.SkipRefused, err.Error())
+		st.Fired--
 	case ActionRetried:
-		err := s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.LastFire, Retry: st.Retries})
+		err = s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.LastFire, Retry: st.Retries})
 		if err == nil || ctx.Err() != nil {
-			return err
+			return st, err
 		}
 		s.cfg.Logger.Warn("routine retry refused", "routine", r.Name, "tick", st.LastFire, "retry", st.Retries, "err", err)
-		return nil
 	case ActionSkipped:
-		return s.skip(ctx, r, st, st.Reason, "")
+		return st, s.skip(ctx, r, st, st.Reason, "")
+	default:
+		return st, nil
 	}
-	return nil
+	if serr := s.skip(ctx, r, st, events.SkipRefused, err.Error()); serr != nil {
+		return st, serr
+	}
+	st.Action, st.Reason, st.LastRun = ActionSkipped, events.SkipRefused, ""
+	st.Skipped++
+	return st, nil
 }
 
 func (s *Scheduler) fire(ctx context.Context, r *Routine, runID string, tick events.RoutineTick) error {
@@ -444,12 +455,16 @@ func (s *Scheduler) fire(ctx context.Context, r *Routine, runID string, tick eve
 }
 
 func (s *Scheduler) skip(ctx context.Context, r *Routine, st State, reason, detail string) error {
+	d := events.RoutineSkippedData{Routine: r.Name, Tick: st.Last, Reason: reason, Running: st.Running, Ticks: max(st.Missed, 1), Error: detail}
+	if st.Action == ActionRetried {
+		d.Tick, d.Retry = st.LastFire, st.Retries
+	}
 	_, err := s.cfg.Log.Append(ctx, events.Event{
 		ID:    events.DecisionID(events.RoutineSkipped, st.Run),
 		Type:  events.RoutineSkipped,
 		RunID: st.Run,
 		Job:   r.Job,
-	}, events.RoutineSkippedData{Routine: r.Name, Tick: st.Last, Reason: reason, Running: st.Running, Ticks: max(st.Missed, 1), Error: detail})
+	}, d)
 	return err
 }
 

@@ -1,7 +1,9 @@
 package routine_test
 
 import (
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +44,8 @@ type rig struct {
 	scheds []*routine.Scheduler
 	mu     sync.Mutex
 	runs   []executor.RunRequest
+	// refuse makes the run requests fail, as a job removed or disabled does.
+	refuse atomic.Bool
 }
 
 func newRig(t *testing.T, r *routine.Routine, n int) *rig {
@@ -50,6 +54,9 @@ func newRig(t *testing.T, r *routine.Routine, n int) *rig {
 	require.NoError(t, err)
 	g := &rig{t: t, log: testkit.StartLog(t, events.Config{}), clock: &clock{now: at("2026-11-28T16:00:01Z")}}
 	cfg := routine.Config{Log: g.log, Now: g.clock.Now, Request: func(name string, input any) (*executor.RunRequest, error) {
+		if g.refuse.Load() {
+			return nil, errors.New("job tick is disabled")
+		}
 		return executor.NewRunRequest(job, input, "")
 	}}
 	for range n {
@@ -106,7 +113,11 @@ func (g *rig) skipped() []events.RoutineSkippedData {
 	out := make([]events.RoutineSkippedData, len(evs))
 	for i, ev := range evs {
 		require.NoError(g.t, ev.Decode(&out[i]))
-		assert.Equal(g.t, routine.TickRunID(out[i].Routine, out[i].Tick), ev.RunID)
+		want := routine.TickRunID(out[i].Routine, out[i].Tick)
+		if out[i].Retry > 0 {
+			want = routine.RetryRunID(out[i].Routine, out[i].Tick, out[i].Retry)
+		}
+		assert.Equal(g.t, want, ev.RunID)
 	}
 	return out
 }
@@ -300,6 +311,68 @@ func TestTimeoutCancelsALiveRun(t *testing.T) {
 	require.NoError(t, evs[0].Decode(&d))
 	assert.Equal(t, "routine:r", d.Requester)
 	assert.Contains(t, d.Reason, "timeout_minutes (2)")
+}
+
+// TestARefusedRetryIsRecordedSkipped: a retry whose run is refused is
+// recorded as a skipped tick is (routine.skipped, reason refused, with the
+// retry), counted skipped, and no further retry waits on a run that does
+// not exist.
+func TestARefusedRetryIsRecordedSkipped(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 2, backoff_minutes: 1}}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 2)
+	ctx := testkit.Context(t)
+	tick := at("2026-11-28T17:00:00Z")
+	g.tick(r)
+	g.clock.set(at("2026-11-28T17:00:00.5Z"))
+	g.tick(r)
+	first := g.requested(1)[0].RunID
+	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: first, Job: "tick"}, events.RunFinishedData{State: events.StateFailed})
+	require.NoError(t, err)
+	g.clock.set(at("2026-11-28T17:00:10Z"))
+	g.tick(r)
+	st, _, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, at("2026-11-28T17:01:10Z"), st.RetryAt.UTC())
+	g.refuse.Store(true)
+	g.clock.set(at("2026-11-28T17:01:10Z"))
+	g.tick(r)
+	assert.Equal(t, []events.RoutineSkippedData{{Routine: "r", Tick: tick, Reason: events.SkipRefused, Ticks: 1, Error: "job tick is disabled", Retry: 1}}, g.skipped())
+	st, _, err = routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, routine.ActionSkipped, st.Action)
+	assert.Equal(t, events.SkipRefused, st.Reason)
+	assert.Equal(t, 1, st.Skipped)
+	assert.Equal(t, 1, st.Retries)
+	assert.Empty(t, st.LastRun, "the refused retry has no run")
+	g.refuse.Store(false)
+	g.clock.set(at("2026-11-28T17:05:00Z"))
+	g.tick(r)
+	assert.Len(t, g.requested(1), 1, "no retry after a refused one")
+}
+
+// TestARefusedRunIsNoOverlap: a tick whose run is refused fires nothing,
+// so under overlap: forbid the next tick is no overlap of it.
+func TestARefusedRunIsNoOverlap(t *testing.T) {
+	r := every10s(t, routine.Skip, routine.Forbid)
+	g := newRig(t, r, 1)
+	g.tick(r)
+	g.refuse.Store(true)
+	g.clock.set(at("2026-11-28T16:00:10.5Z"))
+	g.tick(r)
+	g.refuse.Store(false)
+	g.clock.set(at("2026-11-28T16:00:20.5Z"))
+	g.tick(r)
+	runs := g.requested(1)
+	require.Len(t, runs, 1)
+	assert.Equal(t, at("2026-11-28T16:00:20Z"), runs[0].Routine.Tick)
+	skipped := g.skipped()
+	require.Len(t, skipped, 1)
+	assert.Equal(t, events.SkipRefused, skipped[0].Reason)
+	st, _, err := routine.ReadState(testkit.Context(t), g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Fired)
+	assert.Equal(t, 1, st.Skipped)
 }
 
 // TestTimeoutDoesNotCountThePausedTime: a run paused for a minute within
