@@ -105,6 +105,10 @@ type CLIConfig struct {
 	// agent's own home, so that a later invocation may continue it: the
 	// outcome's CLISession names it.
 	Persist bool
+	// Orbit is the orbit executable a codex agent's PreToolUse hook runs
+	// (`orbit hook codex-pre-tool`); "" is this process's own, which in the
+	// engine is orbit (never one found on PATH).
+	Orbit string
 	// Resume, when set, is the session a claude_code or codex agent
 	// continues (a CLISession of an invocation before). It is forked, not
 	// appended to: the session named stays as it was, so an invocation cut
@@ -153,6 +157,11 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return nil, err
 	}
 	args := cfg.Spec.Args
+	// streamMu orders the stream's reading of stdout (and grace's) with
+	// what a hook records from its own goroutine.
+	var streamMu sync.Mutex
+	var grace *stopGrace
+	var agentHook *preToolHook
 	// waitCtx ends when the agent must be stopped before it is done.
 	waitCtx, stopAgent := context.WithCancelCause(ctx)
 	defer stopAgent(nil)
@@ -168,9 +177,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		}
 		// A denial ends the session under on_denial terminate, and any
 		// call once a terminal verb has closed it.
-		hook, err := startPreToolHook(claudeCodeDecision(&cfg, grant), func() bool {
+		hook, err := startPreToolHook(hookConfig{decide: claudeCodeDecision(&cfg, grant), stop: func() bool {
 			return cfg.onDenial() == OnDenialTerminate || closed(cfg.Stop)
-		})
+		}})
 		if err != nil {
 			return nil, err
 		}
@@ -196,8 +205,27 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 				return nil, err
 			}
 		}
-		args, stdin = codexArgs(&cfg, grant, schema), []byte(cfg.Envelope.Prompt)
-		stream = newCodexStream(&cfg, grant, stopAgent)
+		orbit := cfg.Orbit
+		if orbit == "" {
+			if orbit, err = os.Executable(); err != nil {
+				return nil, fmt.Errorf("the orbit executable for the agent's hook: %w", err)
+			}
+		}
+		cs := newCodexStream(&cfg, grant, stopAgent)
+		hook, err := startPreToolHook(hookConfig{decide: codexDecision(&cfg, grant), denied: func(req hookRequest, reason string) bool {
+			streamMu.Lock()
+			defer streamMu.Unlock()
+			return cs.hookDenied(ctx, req, reason, grace)
+		}})
+		if err != nil {
+			return nil, err
+		}
+		defer hook.close()
+		agentHook = hook
+		extra := append(codexHookArgs(orbit, hook.endpoint),
+			codexMCPOff(codexMCPServers(ctx, cfg.Spec.Command, cfg.Workspace, agentEnv(&cfg)), cfg.MCP)...)
+		args, stdin = codexArgs(&cfg, grant, schema, extra), []byte(cfg.Envelope.Prompt)
+		stream = cs
 	}
 	cmd := exec.Command(cfg.Spec.Command, args...)
 	if cmd.Err != nil {
@@ -216,19 +244,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	cmd.Dir = cfg.Workspace
 	cmd.Stdin = bytes.NewReader(stdin)
-	// The agent's environment is built from an allowlist, whatever the
-	// engine's holds (AgentEnviron); the executor's env and the MCP
-	// server's are given as written.
-	base := cfg.Env
-	if base == nil {
-		base = os.Environ()
-	}
-	cmd.Env = AgentEnviron(base, cfg.Spec.Pass)
-	for _, k := range slices.Sorted(maps.Keys(cfg.Spec.Env)) {
-		cmd.Env = append(cmd.Env, k+"="+cfg.Spec.Env[k])
-	}
-	if cfg.MCP != nil {
-		cmd.Env = append(slices.Clip(cmd.Env), cfg.MCP.Env...)
+	cmd.Env = agentEnv(&cfg)
+	if agentHook != nil {
+		cmd.Env = append(cmd.Env, EnvHookToken+"="+agentHook.token)
 	}
 	// Our own pipes rather than cmd's: the program's exit is then seen when
 	// it exits, even if something it started still holds its output open
@@ -254,13 +272,17 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	}
 	var wg sync.WaitGroup
 	stdout := &lineRecorder{stream: "stdout", cfg: &cfg}
-	var grace *stopGrace
 	if stream != nil {
-		stdout.onLine = stream.line
+		streamMu.Lock()
 		if cfg.Stop != nil && cfg.StopGrace > 0 {
 			grace = newStopGrace(&cfg, stream, stopAgent)
-			stdout.onLine = func(ctx context.Context, line []byte) {
-				stream.line(ctx, line)
+		}
+		streamMu.Unlock()
+		stdout.onLine = func(ctx context.Context, line []byte) {
+			streamMu.Lock()
+			defer streamMu.Unlock()
+			stream.line(ctx, line)
+			if grace != nil {
 				grace.line(ctx, line)
 			}
 		}
@@ -299,6 +321,9 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		}()
 	}
 	res := g.Wait(waitCtx, cfg.Timeout, cliKillGrace)
+	if agentHook != nil {
+		agentHook.agentExited()
+	}
 	wg.Wait()
 
 	fin := events.CLIInvocationFinishedData{Attempt: cfg.Attempt, Executor: cfg.Executor, TimedOut: res.TimedOut,
@@ -351,6 +376,24 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		return out, &ProviderError{Provider: cfg.Executor, Message: perr.Error()}
 	}
 	return out, nil
+}
+
+// agentEnv is the environment the agent starts with: built from an
+// allowlist, whatever the engine's holds (AgentEnviron); the executor's env
+// and the MCP server's are given as written.
+func agentEnv(cfg *CLIConfig) []string {
+	base := cfg.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	env := AgentEnviron(base, cfg.Spec.Pass)
+	for _, k := range slices.Sorted(maps.Keys(cfg.Spec.Env)) {
+		env = append(env, k+"="+cfg.Spec.Env[k])
+	}
+	if cfg.MCP != nil {
+		env = append(env, cfg.MCP.Env...)
+	}
+	return env
 }
 
 // closed reports whether ch is closed (a nil ch never is).

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,44 +28,94 @@ type hookRequest struct {
 // loopback HTTP endpoint, private to one invocation, that decides each call
 // before the agent runs it. A denial is answered to the agent (which then
 // does not run the call and tells the model the reason) and kept, by the
-// call's id, for the adapter's stream to record as tool.denied.
+// call's id, for the adapter's stream to record as tool.denied; where the
+// agent's stream never shows a denied call (Codex), the hook records it
+// itself (hookConfig.denied).
 //
-// IMPORTANT: the URL holds a random token: another local process that finds
-// the port still cannot ask, nor learn what was decided.
+// IMPORTANT: a call is answered only with the invocation's random token:
+// in the URL's path (Claude Code's http hook, which takes a URL and no
+// secret besides it), or as a bearer token (`orbit hook codex-pre-tool`,
+// which reads it from its environment, so that it is on no command line
+// and in no record). Another local process that finds the port still
+// cannot ask, nor learn what was decided; a web page cannot send the
+// header without a preflight the endpoint never answers.
 type preToolHook struct {
-	decide func(req hookRequest) string // the reason a call is denied, "" when it may run
-	stop   func() bool                  // whether a denial also ends the session
+	hookConfig
 
-	ln  net.Listener
-	srv *http.Server
-	url string
+	ln       net.Listener
+	srv      *http.Server
+	url      string // with the token in its path
+	endpoint string // without it: the token goes in the Authorization header
+	token    string
+	exited   chan struct{} // closed once the agent has exited
+	exit     sync.Once
 
 	mu     sync.Mutex
 	denied map[string]string // tool_use_id → reason
+}
+
+// hookConfig is what an invocation's hook does with a call.
+type hookConfig struct {
+	// decide is the reason a call is denied, "" when it may run.
+	decide func(req hookRequest) string
+	// stop, if set, reports whether a denial also ends the session through
+	// the answer (continue: false, which Claude Code honours and Codex
+	// refuses).
+	stop func() bool
+	// denied, if set, records a denial as it is answered and reports
+	// whether the agent is being stopped for it: the answer then waits for
+	// the agent to be gone (exited), so that it can start nothing more.
+	denied func(req hookRequest, reason string) bool
 }
 
 // hookBodyCap is the largest call a hook reads: a tool's input is the
 // model's, and a write's content can be large.
 const hookBodyCap = 64 << 20
 
-func startPreToolHook(decide func(hookRequest) string, stop func() bool) (*preToolHook, error) {
+func startPreToolHook(cfg hookConfig) (*preToolHook, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("the agent's hook endpoint: %w", err)
 	}
 	token := make([]byte, 16)
 	_, _ = rand.Read(token)
-	h := &preToolHook{decide: decide, stop: stop, ln: ln, denied: map[string]string{}}
-	path := "/pre-tool/" + hex.EncodeToString(token)
-	h.url = "http://" + ln.Addr().String() + path
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+path, h.serve)
-	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	h := &preToolHook{hookConfig: cfg, ln: ln, token: hex.EncodeToString(token), exited: make(chan struct{}),
+		denied: map[string]string{}}
+	h.endpoint = "http://" + ln.Addr().String() + hookPath
+	h.url = h.endpoint + "/" + h.token
+	h.srv = &http.Server{Handler: http.HandlerFunc(h.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
 }
 
+// hookPath is the path of the hook's endpoint.
+const hookPath = "/pre-tool"
+
+// authorized reports whether r carries the invocation's token.
+func (h *preToolHook) authorized(r *http.Request) bool {
+	given := ""
+	switch {
+	case r.URL.Path == hookPath:
+		bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return false
+		}
+		given = bearer
+	default:
+		rest, ok := strings.CutPrefix(r.URL.Path, hookPath+"/")
+		if !ok {
+			return false
+		}
+		given = rest
+	}
+	return subtle.ConstantTimeCompare([]byte(given), []byte(h.token)) == 1
+}
+
 func (h *preToolHook) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !h.authorized(r) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
 	var req hookRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, hookBodyCap)).Decode(&req); err != nil {
 		// Fail closed: a call the hook cannot read does not run.
@@ -81,13 +133,31 @@ func (h *preToolHook) serve(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.denied[req.ToolUseID] = reason
 	h.mu.Unlock()
+	if h.hookConfig.denied != nil && h.hookConfig.denied(req, reason) {
+		select {
+		case <-h.exited:
+		case <-r.Context().Done():
+		}
+	}
+	_ = json.NewEncoder(w).Encode(denyAnswer(req.ToolName, reason, h.stop != nil && h.stop()))
+}
+
+// denyAnswer is a PreToolUse hook's refusal of a call of tool, in the
+// layout Claude Code and Codex share; end adds continue: false.
+func denyAnswer(tool, reason string, end bool) map[string]any {
 	out := map[string]any{"hookSpecificOutput": map[string]any{
 		"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason,
 	}}
-	if h.stop() {
-		out["continue"], out["stopReason"] = false, "Orbit denied "+req.ToolName+": "+reason
+	if end {
+		out["continue"], out["stopReason"] = false, "Orbit denied "+tool+": "+reason
 	}
-	_ = json.NewEncoder(w).Encode(out)
+	return out
+}
+
+// agentExited tells the hook that the agent is gone: answers held for its
+// end are given.
+func (h *preToolHook) agentExited() {
+	h.exit.Do(func() { close(h.exited) })
 }
 
 // reason is why the hook denied the call id, if it did.
@@ -113,6 +183,7 @@ func (h *preToolHook) ids() []string {
 }
 
 func (h *preToolHook) close() {
+	h.agentExited()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := h.srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -27,15 +27,16 @@ const codexProvider = "codex"
 // workspace, approvals never asked for, none of the tools no Orbit tool
 // stands for (web search, sub-agents, goals, image generation), the model
 // and the instruction as developer instructions, and the output schema's
-// file when an answer is asked for (schema: "" when none is). The prompt is
-// read from stdin ("-").
+// file when an answer is asked for (schema: "" when none is), the hook
+// and the MCP servers turned off (extra), and Orbit's MCP server. The
+// prompt is read from stdin ("-").
 //
 // IMPORTANT: --skip-git-repo-check because Orbit, not Codex's trust check,
 // decides where the agent works: a step's workspace need not be a git
 // repository, and without the flag Codex refuses to start outside one
 // (an error no retry mends). approval_policy never means no command waits
 // on a question: what the sandbox refuses fails, and the model hears so.
-func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData, schema string) []string {
+func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData, schema string, extra []string) []string {
 	args := append([]string{"exec"}, cfg.Spec.Args...)
 	args = append(args, "--json")
 	if !cfg.persist() {
@@ -53,6 +54,7 @@ func codexArgs(cfg *CLIConfig, grant assets.CodexGrantData, schema string) []str
 	if schema != "" {
 		args = append(args, "--output-schema", schema)
 	}
+	args = append(args, extra...)
 	if cfg.MCP != nil {
 		args = append(args, cfg.MCP.CodexOverrides...)
 	}
@@ -505,6 +507,41 @@ func (s *codexStream) denial(ctx context.Context, it *codexItem, reason string) 
 		}
 	}
 	return nil
+}
+
+// hookDenied records a call the PreToolUse hook refused, before it ran:
+// Codex prints no item for it, so the hook's record is the only one. The
+// call is a turn (the model response that asked for it) and a tool.denied
+// with the hook's reason. It reports whether the agent is being stopped for
+// it: under on_denial terminate (Codex takes no continue: false from a
+// hook, so it is stopped), or for a call once a terminal verb has closed
+// the session (grace, when watched, records it as acting after the stop).
+func (s *codexStream) hookDenied(ctx context.Context, req hookRequest, reason string, grace *stopGrace) bool {
+	if s.err != nil {
+		return true
+	}
+	it := codexHookItem(req)
+	if s.items[it.ID] == nil {
+		if s.err = s.recordTurn(ctx, it); s.err != nil {
+			return true
+		}
+		s.items[it.ID] = &codexCall{item: it, turn: s.turn, at: time.Now()}
+		s.order = append(s.order, it.ID)
+	}
+	if reason == closedByVerb && grace != nil {
+		s.items[it.ID].denied = true
+		if grace.denied == nil {
+			name := it.orbitName(s.cfg.MCP)
+			if name == "" {
+				name = it.agentTool()
+			}
+			grace.halt(ErrActedAfterStop)
+			grace.record(ctx, it.ID, name, it.agentTool(), closedByVerb)
+		}
+		return true
+	}
+	s.err = s.denial(ctx, it, reason)
+	return s.err != nil || closed(s.cfg.Stop) || s.cfg.onDenial() == OnDenialTerminate
 }
 
 // unfinished records the calls that started and never completed: the

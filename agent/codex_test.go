@@ -190,13 +190,14 @@ func TestCodexArgs(t *testing.T) {
 	assert.Equal(t, []string{"exec", "-c", `model_provider="x"`, "--json", "--ephemeral", "--skip-git-repo-check",
 		"--sandbox", "workspace-write", "-C", "/w", "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
 		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "--model", "gpt-x",
-		"-c", `developer_instructions="say \"hi\"\n-- then stop"`, "-"}, codexArgs(cfg, grant, ""))
+		"-c", `developer_instructions="say \"hi\"\n-- then stop"`, "--dangerously-bypass-hook-trust", "-"},
+		codexArgs(cfg, grant, "", []string{"--dangerously-bypass-hook-trust"}))
 
 	none, err := assets.CodexGrant(nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"exec", "--json", "--ephemeral", "--skip-git-repo-check", "--sandbox", "read-only",
 		"-C", "", "-c", `approval_policy="never"`, "-c", `web_search="disabled"`,
-		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "-"}, codexArgs(&CLIConfig{}, none, ""))
+		"--disable", "multi_agent", "--disable", "goals", "--disable", "image_generation", "-"}, codexArgs(&CLIConfig{}, none, "", nil))
 }
 
 // FuzzCodexStream: whatever Codex prints, the reader neither panics nor

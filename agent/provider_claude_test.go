@@ -231,12 +231,7 @@ func TestClaudeStopReasons(t *testing.T) {
 
 func TestClaudeErrorStatus(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name      string
-		reply     testkit.WireReply
-		message   string
-		retryable bool
-	}{
+	checkErrorStatuses(t, "claude", claudeTextReply, wireKey{fakeAnthropicKey, "X-Api-Key", fakeAnthropicKey}, newClaude, []statusCase{
 		{
 			name:      "rate limit",
 			reply:     testkit.WireReply{Status: 429, Body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`},
@@ -265,21 +260,7 @@ func TestClaudeErrorStatus(t *testing.T) {
 			message:   "<html><body>502 Bad Gateway</body></html>",
 			retryable: true,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ws := testkit.NewWireServer(t, tc.reply, testkit.WireReply{Body: claudeTextReply})
-			perr := failedHi(t, newClaude(t, ws), fakeAnthropicKey)
-			assert.Equal(t, "claude", perr.Provider)
-			assert.Equal(t, tc.reply.Status, perr.Status)
-			assert.Equal(t, tc.message, perr.Message)
-			assert.Equal(t, tc.retryable, perr.Retryable)
-			assert.NotContains(t, perr.Error(), "ant-test-FAKE")
-
-			req := ws.Only() // and the SDK did not retry
-			assert.Equal(t, fakeAnthropicKey, req.Header.Get("X-Api-Key"))
-		})
-	}
+	})
 }
 
 func TestClaudeMalformedBody(t *testing.T) {
@@ -334,24 +315,13 @@ func TestClaudeCancelled(t *testing.T) {
 func TestClaudeBadRequest(t *testing.T) {
 	t.Parallel()
 	ws := testkit.NewWireServer(t)
-	p := newClaude(t, ws)
-	for _, tc := range []struct {
-		name string
-		req  agent.Request
-		want string
-	}{
+	checkBadRequests(t, newClaude(t, ws), ws, []badRequest{
 		{"no model", agent.Request{Messages: []agent.Message{wireUser("hi")}}, "claude: the request names no model"},
 		{"unknown role", agent.Request{Model: "m", Messages: []agent.Message{{Role: "system"}}}, `claude: messages[0]: unknown role "system"`},
 		{"bad schema", agent.Request{Model: "m", Tools: []agent.ToolSpec{{Name: "x", InputSchema: json.RawMessage(`{"type":"string"}`)}}}, `claude: tool "x": input_schema type must be "object"`},
 		{"same wire name", agent.Request{Model: "m", Tools: []agent.ToolSpec{{Name: "fs.read"}, {Name: "fs_read"}}}, `claude: tools "fs.read" and "fs_read" have the same name on the wire ("fs_read")`},
 		{"bad input", agent.Request{Model: "m", Messages: []agent.Message{{Role: agent.RoleAssistant, Content: []agent.Block{{Kind: agent.BlockToolUse, ID: "t", Name: "x", Input: json.RawMessage(`{`)}}}}}, `claude: messages[0]: content[0]: tool_use "t": input is not valid JSON`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := p.Complete(context.Background(), &tc.req)
-			require.EqualError(t, err, tc.want)
-		})
-	}
-	assert.Empty(t, ws.Received(), "nothing is sent for a request that cannot be expressed")
+	})
 }
 
 func TestClaudeEnvFallbacks(t *testing.T) {

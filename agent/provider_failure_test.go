@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/agent"
+	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // failedHi asks p to answer "hi" and returns the *ProviderError the call
@@ -21,4 +22,62 @@ func failedHi(t *testing.T, p agent.Provider, key string) *agent.ProviderError {
 	require.Equal(t, err.Error(), perr.Error(), "the provider's error, unwrapped")
 	assert.NotContains(t, err.Error(), key)
 	return perr
+}
+
+// statusCase is an HTTP error a provider's API answers, and the
+// *ProviderError it becomes.
+type statusCase struct {
+	name      string
+	reply     testkit.WireReply
+	message   string
+	retryable bool
+}
+
+// wireKey is how a provider sends its key: the header and its value.
+type wireKey struct {
+	key, header, value string
+}
+
+// checkErrorStatuses asks a provider made by newProvider for each case on
+// a server that answers the case's reply, then ok: the call fails at once
+// (the SDK does not retry) with the case's error, the key sent as it
+// should be and never shown.
+func checkErrorStatuses(t *testing.T, provider string, ok string, key wireKey, newProvider func(*testing.T, *testkit.WireServer) agent.Provider, cases []statusCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ws := testkit.NewWireServer(t, tc.reply, testkit.WireReply{Body: ok})
+			perr := failedHi(t, newProvider(t, ws), key.key)
+			assert.Equal(t, provider, perr.Provider)
+			assert.Equal(t, tc.reply.Status, perr.Status)
+			assert.Equal(t, tc.message, perr.Message)
+			assert.Equal(t, tc.retryable, perr.Retryable)
+			assert.NotContains(t, perr.Error(), "test-FAKE")
+
+			req := ws.Only() // and the SDK did not retry
+			assert.Equal(t, key.value, req.Header.Get(key.header))
+		})
+	}
+}
+
+// badRequest is a request a provider cannot express on its wire, and the
+// error it is refused with.
+type badRequest struct {
+	name string
+	req  agent.Request
+	want string
+}
+
+// checkBadRequests asks p each request: each is refused as the case
+// wants, and nothing reaches ws.
+func checkBadRequests(t *testing.T, p agent.Provider, ws *testkit.WireServer, cases []badRequest) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := p.Complete(context.Background(), &tc.req)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+	assert.Empty(t, ws.Received(), "nothing is sent for a request that cannot be expressed")
 }

@@ -214,12 +214,8 @@ func TestOpenAIResponses(t *testing.T) {
 
 func TestOpenAIErrorStatus(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name      string
-		reply     testkit.WireReply
-		message   string
-		retryable bool
-	}{
+	newProvider := func(t *testing.T, ws *testkit.WireServer) agent.Provider { return newOpenAI(t, ws, fakeOpenAIKey) }
+	checkErrorStatuses(t, "openai_compat", openAITextReply, wireKey{fakeOpenAIKey, "Authorization", "Bearer " + fakeOpenAIKey}, newProvider, []statusCase{
 		{
 			name:      "rate limit",
 			reply:     testkit.WireReply{Status: 429, Body: `{"error":{"message":"Rate limit reached for gpt-4.1 on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
@@ -253,21 +249,7 @@ func TestOpenAIErrorStatus(t *testing.T) {
 			message:   "Request Timeout",
 			retryable: true,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ws := testkit.NewWireServer(t, tc.reply, testkit.WireReply{Body: openAITextReply})
-			perr := failedHi(t, newOpenAI(t, ws, fakeOpenAIKey), fakeOpenAIKey)
-			assert.Equal(t, "openai_compat", perr.Provider)
-			assert.Equal(t, tc.reply.Status, perr.Status)
-			assert.Equal(t, tc.message, perr.Message)
-			assert.Equal(t, tc.retryable, perr.Retryable)
-			assert.NotContains(t, perr.Error(), "test-FAKE")
-
-			req := ws.Only() // and the SDK did not retry
-			assert.Equal(t, "Bearer "+fakeOpenAIKey, req.Header.Get("Authorization"))
-		})
-	}
+	})
 }
 
 func TestOpenAIMalformedBody(t *testing.T) {
@@ -355,23 +337,12 @@ func TestOpenAIIgnoresProcessEnv(t *testing.T) {
 func TestOpenAIBadRequest(t *testing.T) {
 	t.Parallel()
 	ws := testkit.NewWireServer(t)
-	p := newOpenAI(t, ws, "")
-	for _, tc := range []struct {
-		name string
-		req  agent.Request
-		want string
-	}{
+	checkBadRequests(t, newOpenAI(t, ws, ""), ws, []badRequest{
 		{"tool_use from the user", agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: []agent.Block{{Kind: agent.BlockToolUse, ID: "x", Name: "y"}}}}}, "openai_compat: messages[0]: content[0]: tool_use in a user message"},
 		{"tool_result from the model", agent.Request{Messages: []agent.Message{{Role: agent.RoleAssistant, Content: []agent.Block{{Kind: agent.BlockToolResult, ToolUseID: "x"}}}}}, "openai_compat: messages[0]: content[0]: tool_result in a assistant message"},
 		{"unknown kind", agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: []agent.Block{{Kind: "image"}}}}}, `openai_compat: messages[0]: content[0]: unknown block kind "image"`},
 		{"schema not an object", agent.Request{Tools: []agent.ToolSpec{{Name: "x", InputSchema: json.RawMessage(`[1]`)}}}, `openai_compat: tool "x": input_schema is not a JSON object`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := p.Complete(context.Background(), &tc.req)
-			require.EqualError(t, err, tc.want)
-		})
-	}
-	assert.Empty(t, ws.Received())
+	})
 }
 
 func TestOpenAIEmptySchema(t *testing.T) {

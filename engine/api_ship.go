@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
 )
@@ -17,7 +17,7 @@ import (
 // The engine's workers run shipping's actions, and every process that
 // links the engine (the CLI validates a job before it submits) knows
 // their names.
-func init() { executor.Declare(shipping.ActionNames()...) }
+func init() { activity.Declare(shipping.ActionNames()...) }
 
 // Task-record and shipping endpoints.
 const (
@@ -29,7 +29,6 @@ const (
 	// call it: events.AgentEndpoints).
 	EndpointTaskSummary = "tasks.summary"
 	EndpointShipReport  = "ship.report"
-	EndpointShipGC      = "ship.gc"
 )
 
 // TaskUpdate asks for a change of a task's fields and status.
@@ -70,12 +69,6 @@ type ShipReportQuery struct {
 	MinSeq uint64 `json:"min_seq,omitempty"`
 }
 
-// GCRequest asks to reap the worktrees of finished shipping runs; without
-// Apply nothing is removed.
-type GCRequest struct {
-	Apply bool `json:"apply"`
-}
-
 func (e *Engine) shipEndpoints() map[string]events.Handler {
 	return map[string]events.Handler{
 		EndpointTaskUpdate:  e.handle(e.apiTaskUpdate),
@@ -83,7 +76,7 @@ func (e *Engine) shipEndpoints() map[string]events.Handler {
 		EndpointTaskArchive: e.handle(e.taskStatus(e.ship.Archive)),
 		EndpointTaskSummary: e.handle(e.apiTaskSummary),
 		EndpointShipReport:  e.handle(e.apiShipReport),
-		EndpointShipGC:      e.handle(e.apiShipGC),
+		EndpointGC:          e.handle(e.apiGC),
 	}
 }
 
@@ -193,12 +186,4 @@ func (e *Engine) apiShipReport(ctx context.Context, raw json.RawMessage) (any, e
 		return nil, err
 	}
 	return e.ship.Report(ctx, q.RunID, q.MinSeq)
-}
-
-func (e *Engine) apiShipGC(ctx context.Context, raw json.RawMessage) (any, error) {
-	var q GCRequest
-	if err := decode(raw, &q); err != nil {
-		return nil, err
-	}
-	return e.ship.GC(ctx, q.Apply)
 }

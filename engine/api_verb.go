@@ -65,7 +65,7 @@ func (e *Engine) apiGroundhogVerb(ctx context.Context, raw json.RawMessage) (any
 		return nil, err
 	}
 	if last == 0 {
-		return nil, fmt.Errorf("%w: task %s", events.ErrNotFound, quote(q.TaskID))
+		return nil, events.NotFoundf("no task %s", quote(q.TaskID))
 	}
 	ctx, cancel := context.WithTimeout(ctx, verbTimeout)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -126,7 +127,7 @@ func decodeSubmission(raw json.RawMessage) (*executor.RunRequest, error) {
 	if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 || req.Root != "" {
 		return nil, fmt.Errorf("%w: a client cannot submit a child run (parent, parent_event, depth, root)", events.ErrInvalidRequest)
 	}
-	if err := executor.ValidateJob(&req.Job); err != nil {
+	if err := activity.ValidateJob(&req.Job); err != nil {
 		return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
 	}
 	if err := checkInput(req.Input); err != nil {
@@ -179,7 +180,7 @@ func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error
 		return nil, err
 	}
 	if last == 0 {
-		return nil, fmt.Errorf("%w: run %s", events.ErrNotFound, quote(req.RunID))
+		return nil, events.NotFoundf("no run %s", quote(req.RunID))
 	}
 	if err := e.proj.WaitFor(ctx, last); err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -104,7 +105,7 @@ type Engine struct {
 	log    *events.Log
 	proj   *projector.Projector
 	orch   *executor.Orchestrator
-	worker *executor.Worker
+	worker *activity.Worker
 	logger *slog.Logger
 
 	lastActivity atomic.Int64 // unix nanos of the last request or busy moment
@@ -119,7 +120,7 @@ type Engine struct {
 	// changes; what of it the engine applies while it runs is kept here as
 	// applyConfig last made it.
 	config       *projectConfig
-	settings     atomic.Pointer[executor.Settings]
+	settings     atomic.Pointer[activity.Settings]
 	provSettings atomic.Pointer[[]Setting] // Info.Settings, for the providers configured now
 	idleTimeout  atomic.Int64              // a time.Duration; see Config.IdleTimeout
 
@@ -257,7 +258,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	agents := agentSandbox(cfg, creds, e.logger)
 	cli := e.groundhogCLI(agentSeed(creds))
 	cli.Sandbox = agents
-	e.worker = executor.NewWorker(executor.WorkerConfig{
+	e.worker = activity.NewWorker(activity.WorkerConfig{
 		Log:             e.log,
 		Engine:          e.id,
 		AckWait:         time.Duration(project.Engine.AckWaitSeconds) * time.Second,
@@ -289,7 +290,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 // and, for an engine started on demand, its idle timeout. It is called
 // with the configuration loaded at start and with each one reloaded.
 func (e *Engine) applyConfig(cfg *assets.Config) {
-	e.settings.Store(&executor.Settings{
+	e.settings.Store(&activity.Settings{
 		FSProfiles:     fsProfiles(cfg),
 		Providers:      providers(cfg),
 		MaxDeliver:     cfg.Engine.MaxDeliveries,
@@ -305,7 +306,7 @@ func (e *Engine) applyConfig(cfg *assets.Config) {
 
 // currentSettings returns the executor's Settings as the project's
 // configuration has them now, after loading the file again if it changed.
-func (e *Engine) currentSettings() executor.Settings {
+func (e *Engine) currentSettings() activity.Settings {
 	e.config.get()
 	return *e.settings.Load()
 }
@@ -534,10 +535,10 @@ func fsProfiles(cfg *assets.Config) map[string]agent.FSProfile {
 }
 
 // providers converts the project's provider settings.
-func providers(cfg *assets.Config) map[string]executor.ProviderSettings {
-	out := map[string]executor.ProviderSettings{}
+func providers(cfg *assets.Config) map[string]activity.ProviderSettings {
+	out := map[string]activity.ProviderSettings{}
 	for name, p := range cfg.Providers {
-		out[name] = executor.ProviderSettings{BaseURL: p.BaseURL, APIKeyEnv: p.APIKeyEnv}
+		out[name] = activity.ProviderSettings{BaseURL: p.BaseURL, APIKeyEnv: p.APIKeyEnv}
 	}
 	return out
 }

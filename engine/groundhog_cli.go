@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/mcp"
 )
@@ -82,7 +82,7 @@ func (e *Engine) taskMCP(agentSeed string) func(output, taskID, token string) (*
 			if err != nil {
 				return nil, nil, err
 			}
-			return &agent.CLIMCP{CodexOverrides: args, Env: s.Environ(), Tools: map[string]string{codexTaskSummary: executor.ToolTaskSummary}},
+			return &agent.CLIMCP{CodexOverrides: args, Env: s.Environ(), Tools: map[string]string{codexTaskSummary: activity.ToolTaskSummary}},
 				func() {}, nil
 		}
 		dir, err := os.MkdirTemp("", "orbit-task-")
@@ -94,7 +94,7 @@ func (e *Engine) taskMCP(agentSeed string) func(output, taskID, token string) (*
 			_ = os.RemoveAll(dir)
 			return nil, nil, err
 		}
-		return &agent.CLIMCP{ConfigPath: path, Tools: map[string]string{claudeTaskSummary: executor.ToolTaskSummary}},
+		return &agent.CLIMCP{ConfigPath: path, Tools: map[string]string{claudeTaskSummary: activity.ToolTaskSummary}},
 			func() { _ = os.RemoveAll(dir) }, nil
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 )
 
 // holdTTL bounds the workspace reservation a person's act on a task takes
@@ -32,7 +32,7 @@ func (e *Engine) workspaceHold(verb, taskID string) (reserve func(context.Contex
 	var stop context.CancelFunc
 	var done chan struct{}
 	reserve = func(ctx context.Context, path string) (string, error) {
-		heldBy, err := executor.ReserveWorkspace(ctx, e.log, owner, what, path, holdTTL)
+		heldBy, err := activity.ReserveWorkspace(ctx, e.log, owner, what, path, holdTTL)
 		if err != nil || heldBy != "" {
 			return heldBy, err
 		}
@@ -54,7 +54,7 @@ func (e *Engine) workspaceHold(verb, taskID string) (reserve func(context.Contex
 			stop = nil
 		}
 		mu.Unlock()
-		return executor.ReleaseWorkspace(ctx, e.log, owner, path)
+		return activity.ReleaseWorkspace(ctx, e.log, owner, path)
 	}
 	return reserve, release
 }
@@ -73,7 +73,7 @@ func (e *Engine) renewHold(ctx context.Context, done chan<- struct{}, owner, wha
 			return
 		case <-t.C:
 		}
-		heldBy, err := executor.ReserveWorkspace(ctx, e.log, owner, what, path, holdTTL)
+		heldBy, err := activity.ReserveWorkspace(ctx, e.log, owner, what, path, holdTTL)
 		switch {
 		case ctx.Err() != nil:
 			return

@@ -132,6 +132,13 @@ func (c *blobCache) get(digest string, read func() ([]byte, error)) ([]byte, err
 	return b.data, nil
 }
 
+// forget drops the blob named digest from the cache: it was deleted.
+func (c *blobCache) forget(digest string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remove(digest)
+}
+
 // remove forgets the blob named digest.
 func (c *blobCache) remove(digest string) {
 	el, ok := c.byName[digest]

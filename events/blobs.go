@@ -8,13 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // PutBlob stores data in the orbit_blobs object store under its SHA-256
 // digest, after redacting secrets from it, and returns a reference for an
-// event to carry. Storing the same bytes twice stores them once.
+// event to carry. Storing the same bytes twice stores them once; a blob
+// stored more than blobTouchAge ago is touched (its modification time
+// becomes now), so that a collection (blobgc.go) does not take it before
+// its new event is appended.
 func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
 	if err := l.room(ctx); err != nil {
 		return BlobRef{}, err
@@ -24,7 +28,15 @@ func (l *Log) PutBlob(ctx context.Context, data []byte) (BlobRef, error) {
 	ref := BlobRef{Digest: blobDigestPrefix + hex.EncodeToString(sum[:]), Size: int64(len(data))}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	if _, err := l.blobs.GetInfo(ctx, ref.Digest); err == nil {
+	l.blobGC.RLock()
+	defer l.blobGC.RUnlock()
+	if info, err := l.blobs.GetInfo(ctx, ref.Digest); err == nil {
+		if time.Since(info.ModTime) < l.touchAge() {
+			return ref, nil
+		}
+		if err := l.blobs.UpdateMeta(ctx, ref.Digest, jetstream.ObjectMeta{Name: ref.Digest}); err != nil {
+			return BlobRef{}, publishError("blob "+ref.Digest, err)
+		}
 		return ref, nil
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return BlobRef{}, fmt.Errorf("%w: blob %s: %v", ErrUnavailable, ref.Digest, err)

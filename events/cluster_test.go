@@ -1,7 +1,6 @@
 package events_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -145,7 +144,7 @@ func TestEnginesOpenTogetherOnAFreshCluster(t *testing.T) {
 // waited for.
 func TestOpenWaitsForServersThatDoNotAnswerYet(t *testing.T) {
 	t.Parallel()
-	var logged syncBuffer
+	var logged testkit.SyncBuffer
 	ctx, cancel := context.WithCancel(testkit.Context(t))
 	done := make(chan error, 1)
 	go func() {
@@ -180,23 +179,4 @@ func TestOpenWaitsForServersThatDoNotAnswerYet(t *testing.T) {
 		Redactor:     &events.Redactor{},
 	})
 	require.ErrorIs(t, err, events.ErrUnauthorized)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's writes and a test's
-// reads at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

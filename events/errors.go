@@ -1,6 +1,9 @@
 package events
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors returned by this package. Wrapped errors carry detail; test
 // for these with errors.Is.
@@ -97,3 +100,17 @@ var (
 	// exceed the servers of the cluster.
 	ErrTooFewServers = errors.New("fewer NATS servers than replicas")
 )
+
+// notFoundError is an answer for what does not exist whose message is for
+// the user as it is ("no task T-9"), without the sentinel's words.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
+
+// NotFoundf returns an error matching ErrNotFound whose message is the
+// format's, as every "no run …", "no task …" the CLI prints reads.
+func NotFoundf(format string, args ...any) error {
+	return &notFoundError{msg: fmt.Sprintf(format, args...)}
+}

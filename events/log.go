@@ -42,7 +42,10 @@ type Log struct {
 	blobs  jetstream.ObjectStore
 	// blobsStream is the object store's stream (blobread.go), blobCache
 	// the blobs read last.
-	blobsMu     sync.Mutex
+	blobsMu sync.Mutex
+	// blobGC orders PutBlob (read-locked) and DeleteBlob (locked): see
+	// blobgc.go.
+	blobGC      sync.RWMutex
 	blobsStream jetstream.Stream
 	blobCache   blobCache
 	// replies holds API answers too large for one message, for the
@@ -70,8 +73,10 @@ type Log struct {
 	places sync.Map
 	// eventsOrigin and cmdsOrigin cache originalStream.
 	eventsOrigin, cmdsOrigin originCheck
-	// maxLag replaces the constant of the same name when set (tests).
-	maxLag time.Duration
+	// maxLag replaces the constant of the same name when set (tests), and
+	// blobTouch blobTouchAge.
+	blobTouch time.Duration
+	maxLag    time.Duration
 	// failpoints says ORBIT_FAILPOINT named points when the Log was made
 	// (see stalled): asked once, not at every append.
 	failpoints bool

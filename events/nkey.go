@@ -23,6 +23,10 @@ func readSeed(path string) (nkeys.KeyPair, error) {
 	return kp, nil
 }
 
+// SeedPublic returns the public key of the user nkey whose seed is in
+// path: which identity a seed file signs in as.
+func SeedPublic(path string) (string, error) { return nkeyPublic(path) }
+
 // nkeyPublic returns the public key of the user nkey whose seed is in path.
 func nkeyPublic(path string) (string, error) {
 	kp, err := readSeed(path)

@@ -156,7 +156,24 @@ type RunRequestedData struct {
 	// Bulk is the bulk operation (a selector of orbit run retry) that
 	// requested this retry.
 	Bulk string `json:"bulk,omitempty"`
+	// Protocol is the step protocol the run records its steps by (see
+	// StepProtocol); absent (0) in runs recorded before it was, which
+	// record by protocol 1. A run keeps its protocol for good: an engine
+	// that resumes it, or replays it, decides by the protocol it was
+	// requested under.
+	Protocol int `json:"protocol,omitempty"`
 }
+
+// StepProtocol is the version of the step protocol new runs record their
+// steps by: which events a step of each construct writes, so which
+// events a replay finds its decisions in (docs/architecture/runs.md, "The
+// step protocol").
+//
+//   - 1: the protocol of every run recorded before run.requested named
+//     one.
+//   - 2: a fan-out item has no fanout.item event: the item's worker's
+//     step.started is its first event.
+const StepProtocol = 2
 
 // RoutineTick is the routine a run was started for and the tick of its
 // schedule it fires for. Manual is set for orbit routine run-now, which

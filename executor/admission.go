@@ -377,7 +377,7 @@ func (o *Orchestrator) startCancelled(ctx context.Context, id string) {
 	if err != nil || rc.started {
 		return
 	}
-	if err := o.runLease(rc).try(ctx); err != nil {
+	if err := o.runLease(rc).Try(ctx); err != nil {
 		return
 	}
 	o.mu.Lock()

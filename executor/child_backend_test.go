@@ -1,17 +1,17 @@
 package executor_test
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -21,36 +21,28 @@ import (
 func TestChildRunsTakeTheParentsBackend(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	parent := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: parent}\nspec:\n  steps:\n"+
+	parent := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: parent}\nspec:\n  steps:\n"+
 		"    - {id: call, spec: {type: deterministic, action: job.invoke, config: {job: child}}}\n")
-	child := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: child}\nspec:\n  steps:\n"+
+	child := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: child}\nspec:\n  steps:\n"+
 		"    - {id: call, spec: {type: deterministic, action: job.invoke, config: {job: leaf}}}\n")
-	leaf := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: leaf}\nspec:\n  steps:\n"+
+	leaf := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: leaf}\nspec:\n  steps:\n"+
 		"    - {id: say, spec: {type: deterministic, action: echo}}\n")
-	byName := map[string]*assets.Job{"child": child, "leaf": leaf}
+	lookup := jobsOf(child, leaf)
 	var mu sync.Mutex
 	asked := map[string]string{}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(),
+	runrig.Start(t, executor.Config{Log: log, Root: t.TempDir(),
 		Jobs: func(name, backend string) (*assets.Job, error) {
 			mu.Lock()
 			asked[name] = backend
 			mu.Unlock()
-			if j, ok := byName[name]; ok {
-				return j, nil
-			}
-			return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
-		}})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+			return lookup(name, backend)
+		}}, activity.WorkerConfig{Log: log})
 
 	req, err := executor.NewRunRequest(parent, nil, "test")
 	require.NoError(t, err)
 	req.Backend = assets.BackendCLI
 	require.NoError(t, executor.Submit(testkit.Context(t), log, req))
-	fin := waitFinished(t, log, req.RunID)
+	fin := runrig.WaitFinished(t, log, req.RunID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
 	mu.Lock()

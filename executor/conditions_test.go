@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 )
 
 // TestBreakWhenComparesTextWithEqualsAndColon runs a review loop whose
@@ -15,8 +16,8 @@ import (
 // message matches.
 func TestBreakWhenComparesTextWithEqualsAndColon(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
-	runID, fin := runYAML(t, log, `
+	log := runrig.EngineLog(t)
+	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: review}
@@ -32,7 +33,7 @@ spec:
             default_input: {final_message: "reviewed: blocking={{ iteration }}"}
 `)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	its := decodeAll[events.LoopIterationData](t, ofType(history(t, log, runID), events.LoopIteration))
+	its := runrig.DecodeAll[events.LoopIterationData](t, runrig.OfType(runrig.History(t, log, runID), events.LoopIteration))
 	require.Len(t, its, 2, "break_when held after iteration 2")
 	assert.True(t, its[1].Break)
 }

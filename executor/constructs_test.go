@@ -3,7 +3,6 @@ package executor_test
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,22 +13,14 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-func decodeAll[T any](t *testing.T, evs []events.Event) []T {
-	t.Helper()
-	out := make([]T, len(evs))
-	for i, ev := range evs {
-		require.NoError(t, ev.Decode(&out[i]))
-	}
-	return out
-}
-
 func TestWhenSkipsAndCountsAsSuccess(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
-	runID, fin := runYAML(t, log, `
+	log := runrig.EngineLog(t)
+	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: w}
@@ -47,19 +38,19 @@ spec:
 `)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, true, fin.Output.(map[string]any)["ran"])
-	evs := history(t, log, runID)
-	skipped := ofType(evs, events.StepSkipped)
+	evs := runrig.History(t, log, runID)
+	skipped := runrig.OfType(evs, events.StepSkipped)
 	require.Len(t, skipped, 1)
 	assert.Equal(t, "skipped", skipped[0].StepKey)
-	for _, ev := range ofType(evs, events.StepStarted) {
+	for _, ev := range runrig.OfType(evs, events.StepStarted) {
 		assert.NotEqual(t, "skipped", ev.StepKey)
 	}
 }
 
 func TestRetryBacksOffAndSucceedsOnAttemptThree(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
-	runID, fin := runYAML(t, log, `
+	log := runrig.EngineLog(t)
+	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: r}
@@ -74,31 +65,31 @@ spec:
         allowed_programs: [sh]
 `)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	evs := history(t, log, runID)
-	retries := decodeAll[events.StepRetryScheduledData](t, ofType(evs, events.StepRetryScheduled))
+	evs := runrig.History(t, log, runID)
+	retries := runrig.DecodeAll[events.StepRetryScheduledData](t, runrig.OfType(evs, events.StepRetryScheduled))
 	require.Len(t, retries, 2)
 	assert.Equal(t, 2, retries[0].Attempt)
 	assert.Equal(t, int64(100), retries[0].DelayMS)
 	assert.Equal(t, 3, retries[1].Attempt)
 	assert.Equal(t, int64(150), retries[1].DelayMS, "doubled to 200, capped at 150")
 	assert.Contains(t, retries[0].Cause.Message, "attempt 1 failed")
-	finished := decodeAll[events.StepFinishedData](t, ofType(evs, events.StepFinished))
+	finished := runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(evs, events.StepFinished))
 	require.Len(t, finished, 3)
 	assert.Equal(t, []string{"failed", "failed", "success"}, []string{finished[0].State, finished[1].State, finished[2].State})
 	// The waits really happened: attempt 3 started no earlier than 250ms after attempt 1 ended.
-	starts := ofType(evs, events.StepStarted)
-	assert.GreaterOrEqual(t, starts[2].Time.Sub(ofType(evs, events.StepFinished)[0].Time), 250*time.Millisecond)
+	starts := runrig.OfType(evs, events.StepStarted)
+	assert.GreaterOrEqual(t, starts[2].Time.Sub(runrig.OfType(evs, events.StepFinished)[0].Time), 250*time.Millisecond)
 }
 
 func TestRetryStopsWhenExhaustedOrNotRetryable(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 	for name, tc := range map[string]struct {
 		retryable bool
 		attempts  int
 	}{"exhausted": {true, 3}, "not retryable": {false, 1}} {
 		t.Run(name, func(t *testing.T) {
-			runID, fin := runJob(t, log, parseJob(t, `
+			runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: x}
@@ -110,9 +101,9 @@ spec:
 `), nil)
 			assert.Equal(t, events.StateFailed, fin.State)
 			assert.Equal(t, "nope", fin.Error.Message)
-			evs := history(t, log, runID)
-			assert.Len(t, ofType(evs, events.StepFinished), tc.attempts)
-			assert.Len(t, ofType(evs, events.StepRetryScheduled), tc.attempts-1)
+			evs := runrig.History(t, log, runID)
+			assert.Len(t, runrig.OfType(evs, events.StepFinished), tc.attempts)
+			assert.Len(t, runrig.OfType(evs, events.StepRetryScheduled), tc.attempts-1)
 		})
 	}
 }
@@ -139,7 +130,7 @@ spec:
 
 func TestParallelJoins(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 	okC := `spec: {type: deterministic, action: echo, config: {c: 3}}`
 	failC := `spec: {type: deterministic, action: fail, config: {message: c broke}}`
 	structuralC := "loop:\n              items: '[1, 2, 3]'\n              max_iterations: 2\n              steps:\n                - id: inner\n                  spec: {type: deterministic, action: echo}"
@@ -158,14 +149,14 @@ func TestParallelJoins(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			job := strings.ReplaceAll(strings.ReplaceAll(parallelJob, "JOIN", tc.join), "BRANCH_C", tc.c)
-			runID, fin := runJob(t, log, parseJob(t, job), nil)
+			runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, job), nil)
 			require.Equal(t, tc.state, fin.State, "%+v", fin.Error)
 			if tc.msg != "" {
 				assert.Contains(t, fin.Error.Message, tc.msg)
 			} else {
 				assert.Equal(t, map[string]any{"saw": "1/failed"}, fin.Output)
 			}
-			joins := decodeAll[events.StepJoinData](t, ofType(history(t, log, runID), events.StepJoin))
+			joins := runrig.DecodeAll[events.StepJoinData](t, runrig.OfType(runrig.History(t, log, runID), events.StepJoin))
 			require.Len(t, joins, 1)
 			assert.Equal(t, tc.succeeded, joins[0].Succeeded)
 			require.Len(t, joins[0].Members, 3)
@@ -176,7 +167,7 @@ func TestParallelJoins(t *testing.T) {
 	}
 	t.Run("structural kind", func(t *testing.T) {
 		job := strings.ReplaceAll(strings.ReplaceAll(parallelJob, "JOIN", "{mode: all}"), "BRANCH_C", structuralC)
-		_, fin := runJob(t, log, parseJob(t, job), nil)
+		_, fin := runrig.RunJob(t, log, runrig.ParseJob(t, job), nil)
 		assert.Equal(t, events.KindStructural, fin.Error.Kind)
 		assert.Equal(t, "fanned/branch_c", fin.Error.StepKey)
 	})
@@ -189,8 +180,8 @@ func TestFanOutBoundsConcurrency(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
-	runID, fin := runYAML(t, log, `
+	runrig.StartEngine(t, log, dir, nil)
+	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: f}
@@ -246,18 +237,14 @@ spec:
 	for i, item := range []string{"a", "b", "c", "d", "e", "f"} {
 		assert.Equal(t, "item-"+item, all[i].(map[string]any)["stdout"], "collected in item order")
 	}
-	keys := []string{}
-	for _, ev := range ofType(history(t, log, runID), events.FanoutItem) {
-		keys = append(keys, ev.StepKey)
-	}
-	sort.Strings(keys)
-	assert.Equal(t, []string{"per_item/1", "per_item/2", "per_item/3", "per_item/4", "per_item/5", "per_item/6"}, keys)
+	assert.Equal(t, []string{"per_item/1", "per_item/2", "per_item/3", "per_item/4", "per_item/5", "per_item/6"},
+		itemsStarted(runrig.History(t, log, runID), "per_item"), "the items start in item order")
 }
 
 func TestFanOutWorkerFailingUnderAll(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
-	_, fin := runYAML(t, log, `
+	log := runrig.EngineLog(t)
+	_, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: f}
@@ -286,10 +273,10 @@ spec:
 
 func TestLoops(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 
 	t.Run("breaks after the body of iteration 2", func(t *testing.T) {
-		runID, fin := runYAML(t, log, `
+		runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: l}
@@ -309,18 +296,18 @@ spec:
 `)
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 		assert.Equal(t, map[string]any{"last": float64(2)}, fin.Output)
-		its := decodeAll[events.LoopIterationData](t, ofType(history(t, log, runID), events.LoopIteration))
+		its := runrig.DecodeAll[events.LoopIterationData](t, runrig.OfType(runrig.History(t, log, runID), events.LoopIteration))
 		require.Len(t, its, 2)
 		assert.False(t, its[0].Break)
 		assert.True(t, its[1].Break)
 		var keys []string
-		for _, ev := range ofType(history(t, log, runID), events.StepFinished) {
+		for _, ev := range runrig.OfType(runrig.History(t, log, runID), events.StepFinished) {
 			keys = append(keys, ev.StepKey)
 		}
 		assert.Equal(t, []string{"review_fix/1/review", "review_fix/1/fix", "review_fix/2/review", "review_fix/2/fix", "review_fix", "after"}, keys)
 	})
 	t.Run("over items, never breaking", func(t *testing.T) {
-		_, fin := runYAML(t, log, `
+		_, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: l}
@@ -339,7 +326,7 @@ spec:
 		assert.Equal(t, map[string]any{"visit": map[string]any{"item": "z", "i": float64(3), "iteration": float64(3)}}, fin.Output)
 	})
 	t.Run("more items than max_iterations is structural", func(t *testing.T) {
-		runID, fin := runYAML(t, log, `
+		runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: l}
@@ -356,28 +343,16 @@ spec:
 		require.Equal(t, events.StateFailed, fin.State)
 		assert.Equal(t, events.KindStructural, fin.Error.Kind)
 		assert.False(t, fin.Error.Retryable)
-		assert.Empty(t, ofType(history(t, log, runID), events.LoopIteration), "nothing ran: not a truncation")
+		assert.Empty(t, runrig.OfType(runrig.History(t, log, runID), events.LoopIteration), "nothing ran: not a truncation")
 	})
 }
-
-const fixerActivity = `
-schemaVersion: 2
-kind: Activity
-metadata: {name: fixer}
-spec:
-  type: shell
-  program: sh
-  args: ["-c", "printf '%s|%s|%s|%s' \"$1\" \"$2\" \"$3\" \"$4\" >> recovery.log; touch ready.txt", "sh",
-         "{{ input.step_id }}", "{{ input.step_key }}", "{{ input.error.kind }}", "{{ input.input.want }}"]
-  allowed_programs: [sh]
-`
 
 func TestRecoveryActivityThenOneMoreAttempt(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
-	startEngine(t, log, dir, nil)
-	fixer, err := assets.ParseActivity("fixer.yaml", []byte(fixerActivity))
+	runrig.StartEngine(t, log, dir, nil)
+	fixer, err := assets.ParseActivity("fixer.yaml", []byte(runrig.FixerActivity))
 	require.NoError(t, err)
 	resolve := func(name string) (*assets.Activity, error) { return fixer, nil }
 
@@ -397,12 +372,12 @@ spec:
       spec: {type: shell, program: cat, args: ["{{ input.want }}"], allowed_programs: [cat]}
 `), resolve)
 	require.NoError(t, err)
-	runID, fin := runJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, "still_broken", fin.Error.StepKey, "the last attempt's failure stands after recovery")
 
 	var keys []string
-	for _, ev := range ofType(history(t, log, runID), events.StepFinished) {
+	for _, ev := range runrig.OfType(runrig.History(t, log, runID), events.StepFinished) {
 		var d events.StepFinishedData
 		require.NoError(t, ev.Decode(&d))
 		keys = append(keys, ev.StepKey+"#"+strconv.Itoa(d.Attempt)+"="+d.State)

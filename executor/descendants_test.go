@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -88,10 +90,10 @@ func waitTreeEnded(t *testing.T, log *events.Log, root string) []events.Event {
 func TestDescendantsOfOneRootAreBounded(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	job := parseJob(t, bomb)
-	startWithConfig(t, executor.Config{Log: log, Settings: func() executor.Settings { return executor.Settings{MaxChildDepth: 5, MaxDescendants: 6} }}, job)
+	job := runrig.ParseJob(t, bomb)
+	startWithConfig(t, executor.Config{Log: log, Settings: func() activity.Settings { return activity.Settings{MaxChildDepth: 5, MaxDescendants: 6} }}, job)
 
-	root, fin := runJob(t, log, job, nil)
+	root, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	evs := waitTreeEnded(t, log, root)
 
@@ -132,17 +134,8 @@ func TestCancelTreeReachesTheLiveRunsBelowAFinishedRun(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{})
-	nap := parseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap}
-spec:
-  max_active_runs: 10
-  steps:
-    - id: sleep
-      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
-`)
-	middle := parseJob(t, `
+	nap := napJob(t, 10)
+	middle := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: middle}
@@ -153,7 +146,7 @@ spec:
     - id: two
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
 `)
-	outer := parseJob(t, `
+	outer := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: outer}
@@ -162,7 +155,7 @@ spec:
     - id: middle
       spec: {type: deterministic, action: job.invoke, config: {job: middle}}
 `)
-	top := parseJob(t, `
+	top := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: top}
@@ -174,13 +167,13 @@ spec:
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
 `)
 	startWithConfig(t, executor.Config{Log: log}, nap, middle, outer, top)
-	root, fin := runJob(t, log, top, nil)
+	root, fin := runrig.RunJob(t, log, top, nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	inner := runsOf(t, log, "middle")[0].RunID
 	mid := runsOf(t, log, "outer")[0].RunID
-	waitFor(t, "three naps running", func() bool {
+	runrig.WaitFor(t, "three naps running", func() bool {
 		naps := runsOf(t, log, "nap")
-		return len(naps) == 3 && !slices.ContainsFunc(naps, func(ev events.Event) bool { return !has(t, log, ev.RunID, events.StepStarted, "sleep") })
+		return len(naps) == 3 && !slices.ContainsFunc(naps, func(ev events.Event) bool { return !runrig.Has(t, log, ev.RunID, events.StepStarted, "sleep") })
 	})
 	var underMid, underRoot []string
 	for _, ev := range runsOf(t, log, "nap") {
@@ -199,18 +192,18 @@ spec:
 	require.NoError(t, err)
 	assert.ElementsMatch(t, underMid, asked, "the outer run has finished: the runs below it")
 	for _, id := range underMid {
-		fin := waitFinished(t, log, id)
+		fin := runrig.WaitFinished(t, log, id)
 		assert.Equal(t, events.StateCancelled, fin.State)
 		assert.Equal(t, "cancelled by test, as part of the tree cancel of "+mid, fin.Error.Message)
 		d := assertTreeCancel(t, log, id, mid)
 		assert.Equal(t, "test", d.Requester)
 	}
-	assert.False(t, has(t, log, underRoot[0], events.RunFinished, ""), "a run beside the outer one goes on")
+	assert.False(t, runrig.Has(t, log, underRoot[0], events.RunFinished, ""), "a run beside the outer one goes on")
 
 	asked, err = executor.CancelTree(ctx, log, root, "test", "enough")
 	require.NoError(t, err)
 	assert.Equal(t, underRoot, asked, "the runs that ended are not asked again")
-	assert.Equal(t, events.StateCancelled, waitFinished(t, log, underRoot[0]).State)
+	assert.Equal(t, events.StateCancelled, runrig.WaitFinished(t, log, underRoot[0]).State)
 	assertTreeCancel(t, log, underRoot[0], root)
 
 	asked, err = executor.CancelTree(ctx, log, root, "test", "")
@@ -222,7 +215,7 @@ spec:
 // cancel of tree, and returns it.
 func assertTreeCancel(t *testing.T, log *events.Log, run, tree string) events.RunCancelRequestedData {
 	t.Helper()
-	evs := ofType(history(t, log, run), events.RunCancelRequested)
+	evs := runrig.OfType(runrig.History(t, log, run), events.RunCancelRequested)
 	require.Len(t, evs, 1)
 	var d events.RunCancelRequestedData
 	require.NoError(t, evs[0].Decode(&d))
@@ -237,17 +230,8 @@ func TestCancelTreeOfALiveRoot(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{})
-	nap := parseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap}
-spec:
-  max_active_runs: 10
-  steps:
-    - id: sleep
-      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
-`)
-	top := parseJob(t, `
+	nap := napJob(t, 10)
+	top := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: top}
@@ -259,10 +243,10 @@ spec:
       spec: {type: deterministic, action: job.invoke, config: {job: nap}}
 `)
 	startWithConfig(t, executor.Config{Log: log}, nap, top)
-	root := submit(t, log, top, nil)
-	waitFor(t, "two naps running", func() bool {
+	root := runrig.Submit(t, log, top, nil)
+	runrig.WaitFor(t, "two naps running", func() bool {
 		naps := runsOf(t, log, "nap")
-		return len(naps) == 2 && !slices.ContainsFunc(naps, func(ev events.Event) bool { return !has(t, log, ev.RunID, events.StepStarted, "sleep") })
+		return len(naps) == 2 && !slices.ContainsFunc(naps, func(ev events.Event) bool { return !runrig.Has(t, log, ev.RunID, events.StepStarted, "sleep") })
 	})
 	asked, err := executor.CancelTree(ctx, log, root, "test", "")
 	require.NoError(t, err)
@@ -270,7 +254,7 @@ spec:
 	assert.Equal(t, root, asked[0])
 	for _, id := range asked {
 		done := make(chan events.RunFinishedData, 1)
-		go func() { done <- waitFinished(t, log, id) }()
+		go func() { done <- runrig.WaitFinished(t, log, id) }()
 		select {
 		case fin := <-done:
 			assert.Equal(t, events.StateCancelled, fin.State, "run %s", id)

@@ -15,10 +15,6 @@ var (
 	ErrJobDisabled = interpreter.ErrJobDisabled
 	ErrNotAList    = interpreter.ErrNotAList
 
-	// ErrLeaseHeld is returned when another live engine owns a run (or
-	// another live worker a step attempt).
-	ErrLeaseHeld = errors.New("run is owned by another engine")
-
 	// ErrNotRetryable is returned by NewRetryRequest for a run that cannot
 	// be retried as asked: not finished yet, or --from a step it has not
 	// or whose earlier steps did not succeed. It also matches
@@ -33,11 +29,6 @@ var (
 	// ErrNotWaiting is returned by Signal for a run that is not waiting for
 	// the signal. It also matches events.ErrInvalidRequest.
 	ErrNotWaiting = errors.New("run is not waiting for that signal")
-
-	// ErrNoDecision is what a worker leaves a step command for redelivery
-	// with when its step.started is not in the log yet but its run is live
-	// (see Worker): the command is not run until it is.
-	ErrNoDecision = errors.New("no step.started for this command")
 )
 
 // refusal is a request refused for a reason a user reads: its message is

@@ -1,109 +1,19 @@
 package executor_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
-
-// engine is an orchestrator and a worker on a real embedded log.
-type engine struct {
-	t      *testing.T
-	log    *events.Log
-	root   string
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-func startEngine(t *testing.T, log *events.Log, root string, active func(context.Context) ([]string, error)) *engine {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	e := &engine{t: t, log: log, root: root, cancel: cancel}
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: root, ActiveRuns: active,
-		Env: func(name string) (string, bool) {
-			if name == "ORBIT_TEST_GREETING" {
-				return "hi", true
-			}
-			return "", false
-		}})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
-	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			assert.NoError(t, run(ctx))
-		}()
-	}
-	t.Cleanup(e.stop)
-	return e
-}
-
-func (e *engine) stop() {
-	e.cancel()
-	e.wg.Wait()
-}
-
-func parseJob(t *testing.T, yaml string) *assets.Job {
-	t.Helper()
-	job, err := assets.ParseJob("test.yaml", []byte(yaml), nil)
-	require.NoError(t, err)
-	return job
-}
-
-// runJob submits a job and waits for its run.finished event.
-func runJob(t *testing.T, log *events.Log, job *assets.Job, input any) (string, events.RunFinishedData) {
-	t.Helper()
-	req, err := executor.NewRunRequest(job, input, "test")
-	require.NoError(t, err)
-	ctx := testkit.Context(t)
-	require.NoError(t, executor.Submit(ctx, log, req))
-	return req.RunID, waitFinished(t, log, req.RunID)
-}
-
-func waitFinished(t *testing.T, log *events.Log, runID string) events.RunFinishedData {
-	t.Helper()
-	ctx := testkit.Context(t)
-	feed, err := log.Follow(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
-	require.NoError(t, err)
-	defer feed.Stop()
-	select {
-	case ev := <-feed.Events():
-		var d events.RunFinishedData
-		require.NoError(t, ev.Decode(&d))
-		return d
-	case <-ctx.Done():
-		t.Fatalf("run %s did not finish", runID)
-	}
-	return events.RunFinishedData{}
-}
-
-func history(t *testing.T, log *events.Log, runID string) []events.Event {
-	t.Helper()
-	evs, err := log.Read(testkit.Context(t), events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
-	require.NoError(t, err)
-	return evs
-}
-
-func ofType(evs []events.Event, typ string) []events.Event {
-	var out []events.Event
-	for _, ev := range evs {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
 
 const pipeline = `
 schemaVersion: 2
@@ -127,28 +37,28 @@ spec:
 
 func TestSequentialJobPassesDataBetweenSteps(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 
-	runID, fin := runJob(t, log, parseJob(t, pipeline), map[string]any{"name": "Ada"})
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, pipeline), map[string]any{"name": "Ada"})
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	out := fin.Output.(map[string]any)
 	assert.Equal(t, "hi Ada|success|{{.State}}", out["stdout"])
 
-	evs := history(t, log, runID)
-	started := ofType(evs, events.StepStarted)
+	evs := runrig.History(t, log, runID)
+	started := runrig.OfType(evs, events.StepStarted)
 	require.Len(t, started, 3)
 	var first events.StepStartedData
 	require.NoError(t, started[0].Decode(&first))
 	assert.Equal(t, map[string]any{"name": "Ada", "count": float64(2), "who": "Ada", "twice": float64(2)}, first.Input,
 		"the step input is the job input (caller merged over default_input) with the rendered default_input merged over it")
-	for _, ev := range ofType(evs, events.StepFinished) {
+	for _, ev := range runrig.OfType(evs, events.StepFinished) {
 		assert.Equal(t, events.DecisionID(events.StepFinished, runID, ev.StepKey, "1"), ev.ID)
 	}
 }
 
 func TestFailuresCarryTheFirstConcreteError(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 
 	cases := []struct {
 		name, job string
@@ -191,14 +101,14 @@ spec:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			runID, fin := runJob(t, log, parseJob(t, tc.job), nil)
+			runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, tc.job), nil)
 			assert.Equal(t, events.StateFailed, fin.State)
 			require.NotNil(t, fin.Error)
 			assert.Equal(t, tc.kind, fin.Error.Kind)
 			assert.Contains(t, fin.Error.Message, tc.msg)
 			assert.Equal(t, tc.retryable, fin.Error.Retryable)
 			assert.NotEmpty(t, fin.Error.StepKey)
-			for _, ev := range ofType(history(t, log, runID), events.StepStarted) {
+			for _, ev := range runrig.OfType(runrig.History(t, log, runID), events.StepStarted) {
 				assert.NotEqual(t, "after", ev.StepKey, "nothing runs after a failed step")
 			}
 		})
@@ -207,17 +117,17 @@ spec:
 
 func TestSubmittingTheSameRequestTwiceRunsOnce(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
-	req, err := executor.NewRunRequest(parseJob(t, pipeline), nil, "test")
+	log := runrig.EngineLog(t)
+	req, err := executor.NewRunRequest(runrig.ParseJob(t, pipeline), nil, "test")
 	require.NoError(t, err)
 	ctx := testkit.Context(t)
 	require.NoError(t, executor.Submit(ctx, log, req))
 	require.NoError(t, executor.Submit(ctx, log, req))
-	waitFinished(t, log, req.RunID)
-	evs := history(t, log, req.RunID)
-	assert.Len(t, ofType(evs, events.RunRequested), 1)
-	assert.Len(t, ofType(evs, events.RunStarted), 1)
-	assert.Len(t, ofType(evs, events.StepStarted), 3)
+	runrig.WaitFinished(t, log, req.RunID)
+	evs := runrig.History(t, log, req.RunID)
+	assert.Len(t, runrig.OfType(evs, events.RunRequested), 1)
+	assert.Len(t, runrig.OfType(evs, events.RunStarted), 1)
+	assert.Len(t, runrig.OfType(evs, events.StepStarted), 3)
 }
 
 // TestRedeliveredCommandOfAFinishedStepIsNotRunAgain leaves a step command
@@ -229,7 +139,7 @@ func TestRedeliveredCommandOfAFinishedStepIsNotRunAgain(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "ran")
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: once}
@@ -238,24 +148,24 @@ spec:
     - id: touch
       spec: {type: shell, program: touch, args: [ran], allowed_programs: [touch]}
 `)
-	e := startEngine(t, log, dir, nil)
-	runID, fin := runJob(t, log, job, nil)
+	e := runrig.StartEngine(t, log, dir, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateSuccess, fin.State)
-	e.stop()
+	e.Stop()
 	require.NoError(t, os.Remove(marker))
 
 	// The command as the orchestrator sent it, back in the queue, as a crash
 	// between step.finished and the ack leaves it.
 	ctx := testkit.Context(t)
-	name, err := executor.ResendStepCommand(ctx, log, runID, "touch", 1, job, dir)
+	name, err := runrig.ResendStepCommand(ctx, log, runID, "touch", 1, job, dir)
 	require.NoError(t, err)
 
-	startEngine(t, log, dir, nil)
+	runrig.StartEngine(t, log, dir, nil)
 	require.Eventually(t, func() bool {
 		pending, err := log.Pending(ctx, name)
 		return err == nil && !pending
 	}, 10*time.Second, 20*time.Millisecond, "the command is acknowledged")
 	_, err = os.Stat(marker)
 	assert.True(t, os.IsNotExist(err), "the finished step must not run again")
-	assert.Len(t, ofType(history(t, log, runID), events.ActivityStarted), 1)
+	assert.Len(t, runrig.OfType(runrig.History(t, log, runID), events.ActivityStarted), 1)
 }

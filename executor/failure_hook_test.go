@@ -14,6 +14,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -79,8 +80,8 @@ func TestFailureActivityRunsOnceWhenARunFails(t *testing.T) {
 	for _, tc := range []struct{ name, code string }{{"hook succeeds", "0"}, {"hook fails", "7"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			startEngine(t, log, dir, nil)
-			runID, fin := runJob(t, log, hookJob(t, hookActivity(t, "0", tc.code), failingBuild), nil)
+			runrig.StartEngine(t, log, dir, nil)
+			runID, fin := runrig.RunJob(t, log, hookJob(t, hookActivity(t, "0", tc.code), failingBuild), nil)
 			require.Equal(t, events.StateFailed, fin.State)
 			assert.Equal(t, "build", fin.Error.StepKey, "the run ends with the failure that triggered the hook")
 			assert.Equal(t, events.KindActivity, fin.Error.Kind)
@@ -88,7 +89,7 @@ func TestFailureActivityRunsOnceWhenARunFails(t *testing.T) {
 			lines := hookLines(t, dir)
 			require.Len(t, lines, 1)
 			assert.Equal(t, runID+"|hooked|build|activity|"+fin.Error.Message, lines[0])
-			evs := history(t, log, runID)
+			evs := runrig.History(t, log, runID)
 			var hookEvents []string
 			for _, ev := range evs {
 				if ev.StepKey == executor.FailureActivityKey {
@@ -97,7 +98,7 @@ func TestFailureActivityRunsOnceWhenARunFails(t *testing.T) {
 			}
 			assert.Contains(t, hookEvents, events.StepStarted)
 			assert.Contains(t, hookEvents, events.StepFinished)
-			for _, ev := range ofType(evs, events.StepStarted) {
+			for _, ev := range runrig.OfType(evs, events.StepStarted) {
 				if ev.StepKey == executor.FailureActivityKey {
 					var d events.StepStartedData
 					require.NoError(t, ev.Decode(&d))
@@ -106,24 +107,24 @@ func TestFailureActivityRunsOnceWhenARunFails(t *testing.T) {
 					assert.Equal(t, runID, in["run_id"])
 				}
 			}
-			finished := decodeAll[events.StepFinishedData](t, ofType(evs, events.StepFinished))
+			finished := runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(evs, events.StepFinished))
 			assert.Equal(t, map[bool]string{true: "success", false: "failed"}[tc.code == "0"], finished[len(finished)-1].State)
 			assert.Equal(t, events.RunFinished, evs[len(evs)-1].Type, "the hook runs before the run ends")
 		})
 	}
 	t.Run("not on success or cancel", func(t *testing.T) {
 		dir := t.TempDir()
-		startEngine(t, log, dir, nil)
+		runrig.StartEngine(t, log, dir, nil)
 		hook := hookActivity(t, "0", "0")
-		_, fin := runJob(t, log, hookJob(t, hook, `{type: shell, program: "true", allowed_programs: ["true"]}`), nil)
+		_, fin := runrig.RunJob(t, log, hookJob(t, hook, `{type: shell, program: "true", allowed_programs: ["true"]}`), nil)
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
-		runID := submit(t, log, hookJob(t, hook, `{type: shell, program: sleep, args: ["30"], allowed_programs: [sleep]}`), nil)
-		waitFor(t, "the build to start", func() bool { return has(t, log, runID, events.StepStarted, "build") })
+		runID := runrig.Submit(t, log, hookJob(t, hook, `{type: shell, program: sleep, args: ["30"], allowed_programs: [sleep]}`), nil)
+		runrig.WaitFor(t, "the build to start", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "build") })
 		require.NoError(t, executor.RequestCancel(testkit.Context(t), log, runID, "test", "enough"))
-		assert.Equal(t, events.StateCancelled, waitFinished(t, log, runID).State)
+		assert.Equal(t, events.StateCancelled, runrig.WaitFinished(t, log, runID).State)
 		assert.Empty(t, hookLines(t, dir))
-		assert.False(t, has(t, log, runID, events.StepStarted, executor.FailureActivityKey))
+		assert.False(t, runrig.Has(t, log, runID, events.StepStarted, executor.FailureActivityKey))
 	})
 }
 
@@ -135,24 +136,24 @@ func TestFailureActivityIsNotRunTwiceAcrossARestart(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
 	job := hookJob(t, hookActivity(t, "1", "0"), failingBuild)
-	first := startEngine(t, log, dir, nil)
-	runID := submit(t, log, job, nil)
-	waitFor(t, "the hook to start", func() bool { return has(t, log, runID, events.StepStarted, executor.FailureActivityKey) })
-	first.stop()
+	first := runrig.StartEngine(t, log, dir, nil)
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the hook to start", func() bool { return runrig.Has(t, log, runID, events.StepStarted, executor.FailureActivityKey) })
+	first.Stop()
 
 	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
-	second := startEngine(t, log, dir, active)
-	fin := waitFinished(t, log, runID)
+	second := runrig.StartEngine(t, log, dir, active)
+	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, "build", fin.Error.StepKey)
-	second.stop()
+	second.Stop()
 	assert.Len(t, hookLines(t, dir), 1, "the hook completed once")
 
 	// A third engine resuming the finished run runs nothing.
-	before := len(history(t, log, runID))
-	third := startEngine(t, log, dir, active)
+	before := len(runrig.History(t, log, runID))
+	third := runrig.StartEngine(t, log, dir, active)
 	time.Sleep(500 * time.Millisecond)
-	third.stop()
-	assert.Len(t, history(t, log, runID), before)
+	third.Stop()
+	assert.Len(t, runrig.History(t, log, runID), before)
 	assert.Len(t, hookLines(t, dir), 1)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -21,12 +22,12 @@ import (
 func TestFanInRecordsTheItemsOutputsAsTheyWereRecorded(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{Durability: events.DurabilityRelaxed})
-	startEngine(t, log, t.TempDir(), nil)
+	runrig.StartEngine(t, log, t.TempDir(), nil)
 	items := []any{
 		0.1, 1e21, 12345678901234567, -0.0, 3, "a<b>&c", "é\u2028\"q\"",
 		map[string]any{"z": 1, "a": []any{true, nil, 2.5e-9}}, []any{}, "skip",
 	}
-	runID, fin := runJob(t, log, parseJob(t, `
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: fanin_record}
@@ -49,7 +50,7 @@ spec:
 		fanOutput   json.RawMessage
 		runOutput   json.RawMessage
 	)
-	for _, ev := range history(t, log, runID) {
+	for _, ev := range runrig.History(t, log, runID) {
 		var d struct {
 			Output json.RawMessage `json:"output"`
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -22,14 +23,14 @@ import (
 func TestFanOutItemInputsAreRecordedAsEncoded(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{Durability: events.DurabilityRelaxed})
-	startEngine(t, log, t.TempDir(), nil)
+	runrig.StartEngine(t, log, t.TempDir(), nil)
 	items := []any{0.1, 1e21, "a<b>&c", map[string]any{"z": 1, "a": []any{true, nil}}}
 	input := map[string]any{
 		"items": items,
 		"extra": map[string]any{"k": []any{1.5, "é\u2028"}},
 		"item":  "the job's own, replaced in each item",
 	}
-	runID, fin := runJob(t, log, parseJob(t, `
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: fanout_input}
@@ -68,7 +69,7 @@ spec:
 	}
 	base := decoded(input)
 	checked := 0
-	for _, ev := range history(t, log, runID) {
+	for _, ev := range runrig.History(t, log, runID) {
 		if ev.Type != events.StepStarted {
 			continue
 		}
@@ -109,7 +110,7 @@ spec:
 	var out struct {
 		Output []any `json:"output"`
 	}
-	for _, ev := range history(t, log, runID) {
+	for _, ev := range runrig.History(t, log, runID) {
 		if ev.Type == events.StepFinished && ev.StepKey == "fan" {
 			require.NoError(t, ev.Decode(&out))
 		}

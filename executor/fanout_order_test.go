@@ -8,23 +8,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// TestFanOutItemIsStoredBeforeItsDispatch checks the order a fan-out
-// records each item in, now that fanout.item is not awaited on its own
-// before the item's step is dispatched: fanout.item, then the worker
-// instance's step.started, then its step.finished — in both durability
-// modes, with many items in flight.
-func TestFanOutItemIsStoredBeforeItsDispatch(t *testing.T) {
+// TestFanOutItemsStartInItemOrder checks the order a fan-out records its
+// items in under step protocol 2, where an item has no fanout.item and
+// its worker's step.started is its first event: the items' step.started
+// in item order (their turns), each before its step.finished — in both
+// durability modes, with many items in flight.
+func TestFanOutItemsStartInItemOrder(t *testing.T) {
 	t.Parallel()
 	const items = 40
 	for _, durability := range []string{events.DurabilityStrict, events.DurabilityRelaxed} {
 		t.Run(durability, func(t *testing.T) {
 			t.Parallel()
 			log := testkit.StartLog(t, events.Config{Durability: durability})
-			startEngine(t, log, t.TempDir(), nil)
-			runID, fin := runJob(t, log, parseJob(t, `
+			runrig.StartEngine(t, log, t.TempDir(), nil)
+			runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: order}
@@ -42,19 +43,21 @@ spec:
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
 			seqs := map[string]map[string]uint64{} // step key → type → seq
-			for _, ev := range history(t, log, runID) {
+			for _, ev := range runrig.History(t, log, runID) {
 				if seqs[ev.StepKey] == nil {
 					seqs[ev.StepKey] = map[string]uint64{}
 				}
 				seqs[ev.StepKey][ev.Type] = ev.Seq
 			}
+			var before uint64
 			for i := 1; i <= items; i++ {
 				itemKey := "fan/" + strconv.Itoa(i)
-				item, started, finished := seqs[itemKey][events.FanoutItem], seqs[itemKey][events.StepStarted], seqs[itemKey][events.StepFinished]
-				require.NotZero(t, item, "%s: fanout.item", itemKey)
+				require.Zero(t, seqs[itemKey][events.FanoutItem], "%s: no fanout.item under step protocol 2", itemKey)
+				started, finished := seqs[itemKey][events.StepStarted], seqs[itemKey][events.StepFinished]
 				require.NotZero(t, started, "%s: step.started", itemKey)
-				assert.Less(t, item, started, "%s: fanout.item is stored before the item's dispatch", itemKey)
+				assert.Less(t, before, started, "%s: started after the item before it", itemKey)
 				assert.Less(t, started, finished, "%s: and its step.started before its end", itemKey)
+				before = started
 			}
 		})
 	}

@@ -29,7 +29,7 @@ type runHistory struct {
 	onEvent func(events.Event)
 	done    chan struct{}
 	// spend sums the run's agent usage as it arrives, in log order.
-	spend spend
+	spend interpreter.Spend
 }
 
 var _ interpreter.History = (*runHistory)(nil)
@@ -93,7 +93,7 @@ func (h *runHistory) follow() {
 		h.mu.Lock()
 		h.byID[ev.ID] = ev
 		h.lastSeq = ev.Seq
-		h.spend.add(ev)
+		h.spend.Add(ev)
 		close(h.changed)
 		h.changed = make(chan struct{})
 		h.mu.Unlock()
@@ -174,7 +174,7 @@ func (h *runHistory) waitSeq(ctx context.Context, seq uint64) error {
 func (h *runHistory) Spent() (tokens int64, costUSD float64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.spend.tokens, h.spend.costUSD
+	return h.spend.Tokens, h.spend.CostUSD
 }
 
 func (h *runHistory) close() {

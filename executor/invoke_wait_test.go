@@ -12,6 +12,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -19,25 +20,10 @@ import (
 // name and answer invoke_and_wait's admission check with admit.
 func startWithAdmission(t *testing.T, log *events.Log, admit func([]string, string) *executor.Admission, jobs ...*assets.Job) {
 	t.Helper()
-	byName := map[string]*assets.Job{}
-	for _, j := range jobs {
-		byName[j.Name] = j
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(),
-		Jobs: func(name, _ string) (*assets.Job, error) {
-			if j, ok := byName[name]; ok {
-				return j, nil
-			}
-			return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
-		},
+	startWithConfig(t, executor.Config{Log: log,
 		Admission: func(_ context.Context, ids []string, workflow string) (*executor.Admission, error) {
 			return admit(ids, workflow), nil
-		}})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+		}}, jobs...)
 }
 
 const gate = `
@@ -75,7 +61,7 @@ spec:
 func TestInvokeAndWaitReturnsTheChildsEndAsData(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	bad := parseJob(t, `
+	bad := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: bad}
@@ -84,7 +70,7 @@ spec:
     - id: boom
       spec: {type: deterministic, action: fail, config: {message: "it broke"}}
 `)
-	slow := parseJob(t, `
+	slow := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: slow}
@@ -95,32 +81,32 @@ spec:
 `)
 	var checks atomic.Int32
 	startWithAdmission(t, log, func([]string, string) *executor.Admission { checks.Add(1); return &executor.Admission{} },
-		parseJob(t, childJobs), bad, slow)
-	g := parseJob(t, gate)
+		runrig.ParseJob(t, childJobs), bad, slow)
+	g := runrig.ParseJob(t, gate)
 
-	runID, fin := runJob(t, log, g, map[string]any{"child": "good"})
+	runID, fin := runrig.RunJob(t, log, g, map[string]any{"child": "good"})
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	out := stepOutput(t, log, runID, "dispatch")
+	out := runrig.StepOutput(t, log, runID, "dispatch")
 	assert.Equal(t, "succeeded", out["status"])
 	assert.Equal(t, map[string]any{"said": "hello", "word": "hello"}, out["pipeline"])
 	assert.NotEmpty(t, out["run_id"])
 	assert.Equal(t, int32(1), checks.Load())
 
-	runID, fin = runJob(t, log, g, map[string]any{"child": "bad"})
+	runID, fin = runrig.RunJob(t, log, g, map[string]any{"child": "bad"})
 	require.Equal(t, events.StateFailed, fin.State)
-	out = stepOutput(t, log, runID, "dispatch")
+	out = runrig.StepOutput(t, log, runID, "dispatch")
 	assert.Equal(t, "failed", out["status"], "the child's failure is data")
 	assert.Contains(t, out["error"], "it broke")
-	assert.Equal(t, "failed", stepOutput(t, log, runID, "cleanup")["status"], "the step after it ran")
+	assert.Equal(t, "failed", runrig.StepOutput(t, log, runID, "cleanup")["status"], "the step after it ran")
 	assert.Equal(t, "guard", fin.Error.StepKey, "the guard fails the run")
 	assert.Contains(t, fin.Error.Message, "gate child: 1 of 1 did not succeed: run "+out["run_id"].(string)+" failed")
 
-	runID, fin = runJob(t, log, g, map[string]any{"child": "slow", "timeout": 1})
+	runID, fin = runrig.RunJob(t, log, g, map[string]any{"child": "slow", "timeout": 1})
 	require.Equal(t, events.StateFailed, fin.State)
-	out = stepOutput(t, log, runID, "dispatch")
+	out = runrig.StepOutput(t, log, runID, "dispatch")
 	assert.Equal(t, "timeout", out["status"])
 	child := out["run_id"].(string)
-	assert.Equal(t, events.StateSuccess, waitFinished(t, log, child).State, "the child goes on after the wait gave up")
+	assert.Equal(t, events.StateSuccess, runrig.WaitFinished(t, log, child).State, "the child goes on after the wait gave up")
 }
 
 func TestInvokeAndWaitSkipsTasksTheAdmissionCheckTurnsAway(t *testing.T) {
@@ -130,11 +116,11 @@ func TestInvokeAndWaitSkipsTasksTheAdmissionCheckTurnsAway(t *testing.T) {
 	startWithAdmission(t, log, func(ids []string, workflow string) *executor.Admission {
 		asked = append(asked, fmt.Sprint(ids, " ", workflow))
 		return &executor.Admission{Skip: "T-1 is in review already", Statuses: []executor.TaskStatus{{TaskID: "T-1", Status: "review"}}}
-	}, parseJob(t, childJobs))
+	}, runrig.ParseJob(t, childJobs))
 
-	runID, fin := runJob(t, log, parseJob(t, gate), nil)
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, gate), nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	out := stepOutput(t, log, runID, "dispatch")
+	out := runrig.StepOutput(t, log, runID, "dispatch")
 	assert.Equal(t, map[string]any{"status": "succeeded", "run_id": "", "skipped": true, "reason": "T-1 is in review already",
 		"task_statuses": []any{map[string]any{"task_id": "T-1", "status": "review"}}}, out)
 	assert.Equal(t, []string{"[T-1] worktree_setup"}, asked)
@@ -143,8 +129,8 @@ func TestInvokeAndWaitSkipsTasksTheAdmissionCheckTurnsAway(t *testing.T) {
 
 func TestSuccessGuardNamesEveryChildThatDidNotSucceed(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
-	_, fin := runYAML(t, log, `
+	log := runrig.EngineLog(t)
+	_, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: guard}
@@ -163,7 +149,7 @@ spec:
 	assert.Equal(t, "auto gates: 2 of 3 did not succeed: run B failed: child run B failed: merge: base moved; run C timeout", fin.Error.Message)
 	assert.False(t, fin.Error.Retryable)
 
-	_, fin = runYAML(t, log, `
+	_, fin = runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: guard_none}
@@ -179,8 +165,8 @@ spec:
 
 func TestSleepTakesTheUpstreamSeconds(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
-	runID, fin := runYAML(t, log, `
+	log := runrig.EngineLog(t)
+	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: nap}
@@ -191,10 +177,10 @@ spec:
       spec: {type: deterministic, action: sleep}
 `)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	out := stepOutput(t, log, runID, "nap")
+	out := runrig.StepOutput(t, log, runID, "nap")
 	assert.Equal(t, 0.05, out["slept_seconds"])
 
-	_, fin = runYAML(t, log, `
+	_, fin = runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: nap_long}
@@ -206,20 +192,4 @@ spec:
 `)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Contains(t, fin.Error.Message, "input.seconds")
-}
-
-// stepOutput returns the output a step's last step.finished recorded.
-func stepOutput(t *testing.T, log *events.Log, runID, key string) map[string]any {
-	t.Helper()
-	var out map[string]any
-	for _, ev := range ofType(history(t, log, runID), events.StepFinished) {
-		if ev.StepKey != key {
-			continue
-		}
-		var d events.StepFinishedData
-		require.NoError(t, ev.Decode(&d))
-		out, _ = d.Output.(map[string]any)
-	}
-	require.NotNil(t, out, "no output of %s", key)
-	return out
 }

@@ -1,12 +1,14 @@
 package executor_test
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 )
 
 // TestItemsWrittenAsAList runs one fan_out worker and one loop iteration
@@ -14,10 +16,10 @@ import (
 // reach the steps as themselves, and string elements are rendered.
 func TestItemsWrittenAsAList(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 
 	t.Run("fan_out", func(t *testing.T) {
-		runID, fin := runYAML(t, log, `
+		runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: fan}
@@ -39,11 +41,11 @@ spec:
 			got = append(got, out.(map[string]any)["got"])
 		}
 		assert.Equal(t, []any{float64(1), float64(2), float64(3), map[string]any{"k": "v"}, false, "hello world"}, got)
-		assert.Len(t, ofType(history(t, log, runID), events.FanoutItem), 6)
+		assert.Len(t, itemsStarted(runrig.History(t, log, runID), "each"), 6)
 	})
 
 	t.Run("loop", func(t *testing.T) {
-		runID, fin := runYAML(t, log, `
+		runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: loop}
@@ -57,7 +59,7 @@ spec:
           - {id: visit, spec: {type: deterministic, action: echo, config: {item: "{{ item }}"}}}
 `)
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-		its := decodeAll[events.LoopIterationData](t, ofType(history(t, log, runID), events.LoopIteration))
+		its := runrig.DecodeAll[events.LoopIterationData](t, runrig.OfType(runrig.History(t, log, runID), events.LoopIteration))
 		require.Len(t, its, 3, "one iteration per element, not max_iterations")
 		for i, want := range []float64{10, 20, 30} {
 			assert.Equal(t, want, its[i].Item)
@@ -65,7 +67,7 @@ spec:
 	})
 
 	t.Run("a template rendering a mapping is not one item", func(t *testing.T) {
-		runID, fin := runYAML(t, log, `
+		runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: notlist}
@@ -81,6 +83,19 @@ spec:
 		require.Equal(t, events.StateFailed, fin.State)
 		assert.Equal(t, events.KindValidation, fin.Error.Kind)
 		assert.Equal(t, "fan_out.items: {{ input.m }} rendered a mapping: not a list", fin.Error.Message)
-		assert.Empty(t, ofType(history(t, log, runID), events.FanoutItem))
+		assert.Empty(t, itemsStarted(runrig.History(t, log, runID), "each"))
 	})
+}
+
+// itemsStarted returns the step keys of the fan-out step's items that
+// started (their worker's step.started), in log order.
+func itemsStarted(hist []events.Event, step string) []string {
+	item := regexp.MustCompile("^" + regexp.QuoteMeta(step) + `/\d+$`)
+	var keys []string
+	for _, ev := range runrig.OfType(hist, events.StepStarted) {
+		if item.MatchString(ev.StepKey) {
+			keys = append(keys, ev.StepKey)
+		}
+	}
+	return keys
 }

@@ -13,8 +13,10 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/lease"
 	"github.com/orbitrun/orbit/interpreter"
 )
 
@@ -51,7 +53,7 @@ type Config struct {
 	// Settings returns the settings of the project's configuration as
 	// they are now (MaxChildDepth is read at each job.invoke); nil: every
 	// default.
-	Settings func() Settings
+	Settings func() activity.Settings
 	// LeaseTTL is how long a run lease lasts without renewal (default 15s).
 	LeaseTTL time.Duration
 	// Logger receives operational messages (nil discards them).
@@ -129,12 +131,13 @@ type requestFacts struct {
 	// traceparent is the root's caller's (see
 	// events.RunRequestedData.Traceparent).
 	traceparent string
+	protocol    int // see events.RunRequestedData.Protocol
 }
 
 // factsOf is the requestFacts of run id, whose run.requested at seq
 // records d and job (d.Job decoded).
 func factsOf(id string, seq uint64, job *assets.Job, d *events.RunRequestedData) requestFacts {
-	f := requestFacts{id: id, job: job, root: d.Root, depth: d.Depth, backend: d.Backend, seq: seq, traceparent: d.Traceparent}
+	f := requestFacts{id: id, job: job, root: d.Root, depth: d.Depth, backend: d.Backend, seq: seq, traceparent: d.Traceparent, protocol: d.Protocol}
 	if d.Parent != nil {
 		f.parent = d.Parent.RunID
 	}
@@ -693,19 +696,19 @@ func (o *Orchestrator) release(ctx context.Context, rc *runCtl) {
 // execute runs one run to its end under its lease.
 func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 	ls := o.runLease(rc)
-	if err := ls.acquire(ctx); err != nil {
+	if err := ls.Acquire(ctx); err != nil {
 		return fmt.Errorf("taking the lease: %w", err)
 	}
 	leaseCtx, lost := context.WithCancelCause(ctx)
 	held := make(chan struct{})
 	go func() {
 		defer close(held)
-		ls.hold(leaseCtx, func(err error) { lost(fmt.Errorf("%w: lease lost: %v", ErrLeaseHeld, err)) })
+		ls.Hold(leaseCtx, func(err error) { lost(fmt.Errorf("%w: lease lost: %v", lease.ErrHeld, err)) })
 	}()
 	defer func() {
 		lost(nil)
 		<-held // the renewals have stopped: the lease is this goroutine's again
-		if err := ls.release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, events.ErrConflict) {
+		if err := ls.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, events.ErrConflict) {
 			o.log.Warn("releasing lease", "run", rc.id, "err", err)
 		}
 	}()
@@ -720,12 +723,12 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 }
 
 // runLease is the lease under which this engine interprets rc.
-func (o *Orchestrator) runLease(rc *runCtl) *lease {
-	return &lease{
-		kv:       o.cfg.Log.Leases(),
-		key:      leaseKey(rc.id),
-		engine:   o.cfg.Engine,
-		ttl:      o.cfg.LeaseTTL,
-		takeOver: o.cfg.Log.Embedded(),
+func (o *Orchestrator) runLease(rc *runCtl) *lease.Lease {
+	return &lease.Lease{
+		KV:       o.cfg.Log.Leases(),
+		Key:      leaseKey(rc.id),
+		Engine:   o.cfg.Engine,
+		TTL:      o.cfg.LeaseTTL,
+		TakeOver: o.cfg.Log.Embedded(),
 	}
 }

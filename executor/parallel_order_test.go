@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -18,8 +19,8 @@ import (
 func TestParallelBranchesStartInTheOrderTheJobListsThem(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
-	job := parseJob(t, `
+	runrig.StartEngine(t, log, t.TempDir(), nil)
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: branches}
@@ -39,11 +40,11 @@ spec:
           - {id: e, spec: {type: deterministic, action: echo, config: {v: e}}}
 `)
 	for range 5 {
-		runID, fin := runJob(t, log, job, nil)
+		runID, fin := runrig.RunJob(t, log, job, nil)
 		require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 		var first []string
 		seen := map[string]bool{}
-		for _, ev := range history(t, log, runID) {
+		for _, ev := range runrig.History(t, log, runID) {
 			if (ev.Type == events.StepStarted || ev.Type == events.StepSkipped) && !seen[ev.StepKey] {
 				seen[ev.StepKey] = true
 				first = append(first, ev.StepKey)

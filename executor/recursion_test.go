@@ -1,18 +1,20 @@
 package executor_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -20,30 +22,45 @@ import (
 // the given jobs by name.
 func startWithJobs(t *testing.T, log *events.Log, maxDepth int, jobs ...*assets.Job) {
 	t.Helper()
-	startWithConfig(t, executor.Config{Log: log, Settings: func() executor.Settings { return executor.Settings{MaxChildDepth: maxDepth} }}, jobs...)
+	startWithConfig(t, executor.Config{Log: log, Settings: func() activity.Settings { return activity.Settings{MaxChildDepth: maxDepth} }}, jobs...)
 }
 
 // startWithConfig is startWithJobs with the orchestrator's config given.
 func startWithConfig(t *testing.T, cfg executor.Config, jobs ...*assets.Job) {
 	t.Helper()
+	cfg.Root = t.TempDir()
+	cfg.Jobs = jobsOf(jobs...)
+	runrig.Start(t, cfg, activity.WorkerConfig{Log: cfg.Log})
+}
+
+// jobsOf looks jobs up by name for job.invoke, as Config.Jobs does.
+func jobsOf(jobs ...*assets.Job) func(name, backend string) (*assets.Job, error) {
 	byName := map[string]*assets.Job{}
 	for _, j := range jobs {
 		byName[j.Name] = j
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	log := cfg.Log
-	cfg.Root = t.TempDir()
-	cfg.Jobs = func(name, _ string) (*assets.Job, error) {
+	return func(name, _ string) (*assets.Job, error) {
 		if j, ok := byName[name]; ok {
 			return j, nil
 		}
 		return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
 	}
-	orch := executor.NewOrchestrator(cfg)
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+}
+
+// napJob is a job named nap whose one step (sleep) sleeps a minute, of
+// which maxActive runs at a time.
+func napJob(t *testing.T, maxActive int) *assets.Job {
+	t.Helper()
+	return runrig.ParseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: nap}
+spec:
+  max_active_runs: `+strconv.Itoa(maxActive)+`
+  steps:
+    - id: sleep
+      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
+`)
 }
 
 // runsOf returns the run.requested events of job, in log order.
@@ -77,10 +94,10 @@ spec:
 func TestChildDepthIsBounded(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	job := parseJob(t, endless)
+	job := runrig.ParseJob(t, endless)
 	startWithJobs(t, log, 3, job)
 
-	_, fin := runJob(t, log, job, nil)
+	_, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindLimit, fin.Error.Kind)
 	assert.False(t, fin.Error.Retryable)
@@ -92,7 +109,7 @@ func TestChildDepthIsBounded(t *testing.T) {
 		var d events.RunRequestedData
 		require.NoError(t, ev.Decode(&d))
 		assert.Equal(t, i, d.Depth)
-		fin := waitFinished(t, log, ev.RunID)
+		fin := runrig.WaitFinished(t, log, ev.RunID)
 		assert.Equal(t, events.StateFailed, fin.State, "run at depth %d", i)
 	}
 }
@@ -103,7 +120,7 @@ func TestChildDepthIsBounded(t *testing.T) {
 func TestARecursiveFanOutRunsOneChainAtATime(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: spread}
@@ -124,7 +141,7 @@ spec:
       spec: {type: deterministic, action: sleep, config: {ms: 100}}
 `)
 	startWithJobs(t, log, 0, job)
-	root, fin := runJob(t, log, job, nil)
+	root, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
 	type span struct{ start, end uint64 }
@@ -133,8 +150,8 @@ spec:
 		if ev.RunID == root {
 			continue
 		}
-		h := history(t, log, ev.RunID)
-		started, finished := ofType(h, events.RunStarted), ofType(h, events.RunFinished)
+		h := runrig.History(t, log, ev.RunID)
+		started, finished := runrig.OfType(h, events.RunStarted), runrig.OfType(h, events.RunFinished)
 		require.Len(t, started, 1)
 		require.Len(t, finished, 1)
 		spans = append(spans, span{started[0].Seq, finished[0].Seq})
@@ -152,17 +169,8 @@ spec:
 func TestCancelReachesEveryDescendant(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	nap := parseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap}
-spec:
-  max_active_runs: 2
-  steps:
-    - id: sleep
-      spec: {type: deterministic, action: sleep, config: {ms: 60000}}
-`)
-	middle := parseJob(t, `
+	nap := napJob(t, 2)
+	middle := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: middle}
@@ -173,7 +181,7 @@ spec:
     - id: waited
       spec: {type: deterministic, action: job.invoke, config: {job: nap}}
 `)
-	root := parseJob(t, `
+	root := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: root}
@@ -187,18 +195,18 @@ spec:
       spec: {type: deterministic, action: job.invoke, config: {job: middle}}
 `)
 	startWithJobs(t, log, 0, nap, middle, root)
-	rootID := submit(t, log, root, nil)
-	waitFor(t, "four nap runs, one queued", func() bool { return len(runsOf(t, log, "nap")) == 4 })
-	waitFor(t, "the middle run to wait", func() bool {
-		return len(runsOf(t, log, "middle")) == 1 && has(t, log, runsOf(t, log, "middle")[0].RunID, events.StepStarted, "waited")
+	rootID := runrig.Submit(t, log, root, nil)
+	runrig.WaitFor(t, "four nap runs, one queued", func() bool { return len(runsOf(t, log, "nap")) == 4 })
+	runrig.WaitFor(t, "the middle run to wait", func() bool {
+		return len(runsOf(t, log, "middle")) == 1 && runrig.Has(t, log, runsOf(t, log, "middle")[0].RunID, events.StepStarted, "waited")
 	})
 
 	require.NoError(t, executor.RequestCancel(testkit.Context(t), log, rootID, "test", "enough"))
-	assert.Equal(t, events.StateCancelled, waitFinished(t, log, rootID).State)
+	assert.Equal(t, events.StateCancelled, runrig.WaitFinished(t, log, rootID).State)
 	for _, job := range []string{"middle", "nap"} {
 		for _, ev := range runsOf(t, log, job) {
 			done := make(chan events.RunFinishedData, 1)
-			go func() { done <- waitFinished(t, log, ev.RunID) }()
+			go func() { done <- runrig.WaitFinished(t, log, ev.RunID) }()
 			select {
 			case fin := <-done:
 				assert.Equal(t, events.StateCancelled, fin.State, "%s run %s", job, ev.RunID)
@@ -211,7 +219,7 @@ spec:
 
 func TestPinEnvLeavesSecretsOut(t *testing.T) {
 	t.Parallel()
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: envs}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/interpreter"
@@ -33,7 +34,7 @@ const FailureActivityKey = interpreter.FailureActivityKey
 // NewRunRequest checks that the executor can run job and builds a request
 // for it with a new run id and the job input merge rule applied to input.
 func NewRunRequest(job *assets.Job, input any, requester string) (*RunRequest, error) {
-	if err := ValidateJob(job); err != nil {
+	if err := activity.ValidateJob(job); err != nil {
 		return nil, err
 	}
 	return &RunRequest{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -48,11 +49,11 @@ func TestRetryFromAStepRunsOnlyThatStepAndTheOnesAfter(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	root := t.TempDir()
-	startEngine(t, log, root, nil)
+	runrig.StartEngine(t, log, root, nil)
 	ctx := testkit.Context(t)
-	job := parseJob(t, sideEffects)
+	job := runrig.ParseJob(t, sideEffects)
 
-	first, fin := runJob(t, log, job, nil)
+	first, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateFailed, fin.State)
 	require.Equal(t, "two", fin.Error.StepKey)
 	sideLog := func() string {
@@ -72,21 +73,21 @@ func TestRetryFromAStepRunsOnlyThatStepAndTheOnesAfter(t *testing.T) {
 	req, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "two", Requester: "test"})
 	require.NoError(t, err)
 	require.NoError(t, executor.Submit(ctx, log, req))
-	fin = waitFinished(t, log, req.RunID)
+	fin = runrig.WaitFinished(t, log, req.RunID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "one\ntwo\nthree\n", sideLog(), "step one must not run again")
 	assert.Equal(t, "one-first", fin.Output.(map[string]any)["stdout"], "step three sees step one's recorded output")
 
-	evs := history(t, log, req.RunID)
+	evs := runrig.History(t, log, req.RunID)
 	var requested events.RunRequestedData
-	require.NoError(t, ofType(evs, events.RunRequested)[0].Decode(&requested))
+	require.NoError(t, runrig.OfType(evs, events.RunRequested)[0].Decode(&requested))
 	assert.Equal(t, first, requested.RetryOf)
 	assert.Equal(t, "two", requested.From)
-	for _, ev := range ofType(evs, events.StepStarted) {
+	for _, ev := range runrig.OfType(evs, events.StepStarted) {
 		assert.NotEqual(t, "one", ev.StepKey, "a reused step is not started")
 	}
 	var reused events.StepFinishedData
-	for _, ev := range ofType(evs, events.StepFinished) {
+	for _, ev := range runrig.OfType(evs, events.StepFinished) {
 		if ev.StepKey == "one" {
 			require.NoError(t, ev.Decode(&reused))
 		}
@@ -98,7 +99,7 @@ func TestRetryFromAStepRunsOnlyThatStepAndTheOnesAfter(t *testing.T) {
 	req, err = executor.NewRetryRequest(ctx, log, req.RunID, executor.RetryOptions{Input: map[string]any{"tag": "second"}, HasInput: true})
 	require.NoError(t, err)
 	require.NoError(t, executor.Submit(ctx, log, req))
-	fin = waitFinished(t, log, req.RunID)
+	fin = runrig.WaitFinished(t, log, req.RunID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "one\ntwo\nthree\none\ntwo\nthree\n", sideLog())
 	assert.Equal(t, "one-second", fin.Output.(map[string]any)["stdout"])
@@ -108,24 +109,24 @@ func TestRetryRefusals(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	root := t.TempDir()
-	startEngine(t, log, root, nil)
+	runrig.StartEngine(t, log, root, nil)
 	ctx := testkit.Context(t)
 
 	_, err := executor.NewRetryRequest(ctx, log, "no-such-run", executor.RetryOptions{})
 	assert.ErrorIs(t, err, events.ErrNotFound)
 
-	done, _ := runJob(t, log, parseJob(t, sideEffects), nil)
+	done, _ := runrig.RunJob(t, log, runrig.ParseJob(t, sideEffects), nil)
 	_, err = executor.NewRetryRequest(ctx, log, done, executor.RetryOptions{From: "four"})
 	require.ErrorIs(t, err, executor.ErrNotRetryable)
 	assert.Contains(t, err.Error(), "its top-level steps are: one, two, three")
 
-	running := submit(t, log, parseJob(t, sleeper), map[string]any{"name": "a"})
-	waitFor(t, "the sleeper runs", func() bool { return has(t, log, running, events.StepStarted, "nap") })
+	running := runrig.Submit(t, log, runrig.ParseJob(t, sleeper), map[string]any{"name": "a"})
+	runrig.WaitFor(t, "the sleeper runs", func() bool { return runrig.Has(t, log, running, events.StepStarted, "nap") })
 	_, err = executor.NewRetryRequest(ctx, log, running, executor.RetryOptions{})
 	require.ErrorIs(t, err, executor.ErrNotRetryable)
 	assert.Contains(t, err.Error(), "is running")
 	require.NoError(t, executor.RequestCancel(ctx, log, running, "test", ""))
-	waitFinished(t, log, running)
+	runrig.WaitFinished(t, log, running)
 	_, err = executor.NewRetryRequest(ctx, log, running, executor.RetryOptions{})
 	assert.NoError(t, err, "a cancelled run can be retried")
 }
@@ -137,9 +138,9 @@ func TestRetryFromAfterStructuralStepsKeepsWhatTheyExposed(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	root := t.TempDir()
-	startEngine(t, log, root, nil)
+	runrig.StartEngine(t, log, root, nil)
 	ctx := testkit.Context(t)
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: shapes}
@@ -162,17 +163,17 @@ spec:
         args: ["-c", "test -f ok && printf '%s-%s' \"$1\" \"$2\"", "sh", "{{ steps.right.output.v }}", "{{ steps.body.output.i }}"]
         allowed_programs: [sh]
 `)
-	first, fin := runJob(t, log, job, nil)
+	first, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateFailed, fin.State)
 
 	require.NoError(t, os.WriteFile(filepath.Join(root, "ok"), nil, 0o644))
 	req, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "use"})
 	require.NoError(t, err)
 	require.NoError(t, executor.Submit(ctx, log, req))
-	fin = waitFinished(t, log, req.RunID)
+	fin = runrig.WaitFinished(t, log, req.RunID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "R-2", fin.Output.(map[string]any)["stdout"])
-	for _, ev := range ofType(history(t, log, req.RunID), events.StepStarted) {
+	for _, ev := range runrig.OfType(runrig.History(t, log, req.RunID), events.StepStarted) {
 		assert.Equal(t, "use", ev.StepKey, "only the step retried from starts")
 	}
 }
@@ -184,9 +185,9 @@ spec:
 func TestRetryWithANewInputReusesOnlyWhatDidNotRestOnIt(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	startEngine(t, log, t.TempDir(), nil)
+	runrig.StartEngine(t, log, t.TempDir(), nil)
 	ctx := testkit.Context(t)
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: plan}
@@ -212,7 +213,7 @@ spec:
     - id: last
       spec: {type: deterministic, action: echo, config: {env: "{{ input.env }}"}}
 `)
-	first, fin := runJob(t, log, job, nil)
+	first, fin := runrig.RunJob(t, log, job, nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
 	req, err := executor.NewRetryRequest(ctx, log, first, executor.RetryOptions{From: "last", Input: map[string]any{"env": "prod"}, HasInput: true})
@@ -226,12 +227,12 @@ spec:
 	}
 	assert.Equal(t, want, req.RetrySteps)
 	require.NoError(t, executor.Submit(ctx, log, req))
-	fin = waitFinished(t, log, req.RunID)
+	fin = runrig.WaitFinished(t, log, req.RunID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "prod", fin.Output.(map[string]any)["env"])
 
 	reusedFrom := map[string]string{}
-	for _, ev := range ofType(history(t, log, req.RunID), events.StepFinished) {
+	for _, ev := range runrig.OfType(runrig.History(t, log, req.RunID), events.StepFinished) {
 		var d events.StepFinishedData
 		require.NoError(t, ev.Decode(&d))
 		reusedFrom[ev.StepKey] = d.ReusedFrom
@@ -239,7 +240,7 @@ spec:
 	assert.Equal(t, map[string]string{"pinned": first, "prod_only": "", "both/left": "", "both": "", "uses_left": "", "uses_pinned": first, "last": ""}, reusedFrom,
 		"prod_only runs now that its when holds")
 	var requested events.RunRequestedData
-	require.NoError(t, ofType(history(t, log, req.RunID), events.RunRequested)[0].Decode(&requested))
+	require.NoError(t, runrig.OfType(runrig.History(t, log, req.RunID), events.RunRequested)[0].Decode(&requested))
 	assert.Equal(t, want, requested.RetrySteps)
 
 	// Asked again, the plan is the same.
@@ -252,9 +253,9 @@ spec:
 	old := *again
 	old.RunID, old.RetrySteps = events.NewID(), nil
 	require.NoError(t, executor.Submit(ctx, log, &old))
-	fin = waitFinished(t, log, old.RunID)
+	fin = runrig.WaitFinished(t, log, old.RunID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	for _, ev := range ofType(history(t, log, old.RunID), events.StepStarted) {
+	for _, ev := range runrig.OfType(runrig.History(t, log, old.RunID), events.StepStarted) {
 		assert.Equal(t, "last", ev.StepKey, "only the step retried from starts")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -23,7 +24,7 @@ func TestRestartDuringARetryWaitWaitsTheRemainder(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: patient}
@@ -37,25 +38,25 @@ spec:
         args: ["-c", "test $ORBIT_STEP_ATTEMPT -ge 2"]
         allowed_programs: [sh]
 `)
-	first := startEngine(t, log, dir, nil)
-	runID := submit(t, log, job, nil)
-	waitFor(t, "the retry to be scheduled", func() bool { return has(t, log, runID, events.StepRetryScheduled, "flaky") })
+	first := runrig.StartEngine(t, log, dir, nil)
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the retry to be scheduled", func() bool { return runrig.Has(t, log, runID, events.StepRetryScheduled, "flaky") })
 	time.Sleep(time.Second)
-	first.stop()
+	first.Stop()
 
 	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
-	startEngine(t, log, dir, active)
-	fin := waitFinished(t, log, runID)
+	runrig.StartEngine(t, log, dir, active)
+	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
-	evs := history(t, log, runID)
+	evs := runrig.History(t, log, runID)
 	var sched events.StepRetryScheduledData
-	require.NoError(t, ofType(evs, events.StepRetryScheduled)[0].Decode(&sched))
-	second := ofType(evs, events.StepStarted)[1]
+	require.NoError(t, runrig.OfType(evs, events.StepRetryScheduled)[0].Decode(&sched))
+	second := runrig.OfType(evs, events.StepStarted)[1]
 	assert.False(t, second.Time.Before(sched.NotBefore), "attempt 2 waited for not_before")
 	assert.Less(t, second.Time.Sub(sched.NotBefore), 700*time.Millisecond, "and no longer: only the remainder after the restart")
-	assert.Len(t, ofType(evs, events.RunResumed), 1)
-	assert.Len(t, ofType(evs, events.StepRetryScheduled), 1, "the retry was decided once")
+	assert.Len(t, runrig.OfType(evs, events.RunResumed), 1)
+	assert.Len(t, runrig.OfType(evs, events.StepRetryScheduled), 1, "the retry was decided once")
 }
 
 // TestARunPausesWhileTheDiskIsFullAndGoesOnAfter fills the disk while a
@@ -68,7 +69,7 @@ func TestARunPausesWhileTheDiskIsFullAndGoesOnAfter(t *testing.T) {
 	free.Store(1 << 30)
 	log := testkit.StartLog(t, events.Config{FreeSpace: func(string) (uint64, error) { return free.Load(), nil }})
 	dir := t.TempDir()
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: patient}
@@ -79,17 +80,17 @@ spec:
     - id: next
       spec: {type: shell, program: "true", allowed_programs: ["true"]}
 `)
-	startEngine(t, log, dir, nil)
-	runID := submit(t, log, job, nil)
-	waitFor(t, "the step to start", func() bool { return has(t, log, runID, events.StepStarted, "slow") })
+	runrig.StartEngine(t, log, dir, nil)
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the step to start", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "slow") })
 	free.Store(1 << 20)
 
 	time.Sleep(3 * time.Second)
-	assert.False(t, has(t, log, runID, events.StepFinished, "slow"), "nothing is written while the disk is full")
-	assert.Empty(t, ofType(history(t, log, runID), events.RunFinished), "and the run is not given up")
+	assert.False(t, runrig.Has(t, log, runID, events.StepFinished, "slow"), "nothing is written while the disk is full")
+	assert.Empty(t, runrig.OfType(runrig.History(t, log, runID), events.RunFinished), "and the run is not given up")
 
 	free.Store(1 << 30)
-	fin := waitFinished(t, log, runID)
+	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	out, err := os.ReadFile(filepath.Join(dir, "runs"))
 	require.NoError(t, err)

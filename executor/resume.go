@@ -79,7 +79,7 @@ func ResumeRun(ctx context.Context, log *events.Log, runID string, r Raise, requ
 		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
 			"run %s is %s, not %s: only a run its budget stopped can be resumed", runID, f.state, events.StateBudgetExhausted)
 	}
-	d := events.RunBudgetRaisedData{Raise: f.raises + 1, Tokens: f.spent.tokens, CostUSD: f.spent.costUSD, Requester: requester,
+	d := events.RunBudgetRaisedData{Raise: f.raises + 1, Tokens: f.spent.Tokens, CostUSD: f.spent.CostUSD, Requester: requester,
 		Signer: events.RequestSigner(ctx)}
 	if f.budget != nil {
 		d.MaxTokens, d.MaxCostUSD = f.budget.MaxTokens, f.budget.MaxCostUSD
@@ -97,22 +97,22 @@ func ResumeRun(ctx context.Context, log *events.Log, runID string, r Raise, requ
 		d.ChildRunID, d.ChildRaise = stop.child, child.raises
 	}
 	if r.MaxTokens > 0 {
-		if r.MaxTokens <= f.spent.tokens {
+		if r.MaxTokens <= f.spent.Tokens {
 			return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
-				"run %s has spent %d tokens: a max_tokens of %d is not above that", runID, f.spent.tokens, r.MaxTokens)
+				"run %s has spent %d tokens: a max_tokens of %d is not above that", runID, f.spent.Tokens, r.MaxTokens)
 		}
 		d.MaxTokens = r.MaxTokens
 	}
 	if r.MaxCostUSD > 0 {
-		if r.MaxCostUSD <= f.spent.costUSD {
+		if r.MaxCostUSD <= f.spent.CostUSD {
 			return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
-				"run %s has spent $%.4f: a max_cost_usd of %.4f is not above that", runID, f.spent.costUSD, r.MaxCostUSD)
+				"run %s has spent $%.4f: a max_cost_usd of %.4f is not above that", runID, f.spent.CostUSD, r.MaxCostUSD)
 		}
 		d.MaxCostUSD = r.MaxCostUSD
 	}
-	if (&assets.Budget{MaxTokens: d.MaxTokens, MaxCostUSD: d.MaxCostUSD}).Exhausted(f.spent.tokens, f.spent.costUSD) {
+	if (&assets.Budget{MaxTokens: d.MaxTokens, MaxCostUSD: d.MaxCostUSD}).Exhausted(f.spent.Tokens, f.spent.CostUSD) {
 		return nil, refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
-			"run %s would stop again at once: %s; raise that bound too", runID, interpreter.SpentText(f.spent.tokens, f.spent.costUSD, d.MaxTokens, d.MaxCostUSD))
+			"run %s would stop again at once: %s; raise that bound too", runID, interpreter.SpentText(f.spent.Tokens, f.spent.CostUSD, d.MaxTokens, d.MaxCostUSD))
 	}
 	parents, err := waitingParents(ctx, log, f)
 	if err != nil {
@@ -132,7 +132,7 @@ func ResumeRun(ctx context.Context, log *events.Log, runID string, r Raise, requ
 	// its child (see above).
 	child, childRaise := runID, d.Raise
 	for _, p := range parents {
-		pd := events.RunBudgetRaisedData{Raise: p.raises + 1, Tokens: p.spent.tokens, CostUSD: p.spent.costUSD,
+		pd := events.RunBudgetRaisedData{Raise: p.raises + 1, Tokens: p.spent.Tokens, CostUSD: p.spent.CostUSD,
 			Requester: "run:" + child, ChildRunID: child, ChildRaise: childRaise}
 		if p.budget != nil {
 			pd.MaxTokens, pd.MaxCostUSD = p.budget.MaxTokens, p.budget.MaxCostUSD

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -28,7 +29,7 @@ spec:
 // childOf returns the child run id a step attempt of run named.
 func childOf(t *testing.T, log *events.Log, run, key string, attempt int) string {
 	t.Helper()
-	for _, ev := range ofType(history(t, log, run), events.StepStarted) {
+	for _, ev := range runrig.OfType(runrig.History(t, log, run), events.StepStarted) {
 		var d events.StepStartedData
 		require.NoError(t, ev.Decode(&d))
 		if ev.StepKey == key && d.Attempt == attempt {
@@ -49,39 +50,39 @@ func TestAResumedChildRunTellsItsParent(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{})
 	ctx := testkit.Context(t)
 	child := resumeSlotJob(t, filepath.Join(t.TempDir(), "no-hold"))
-	parent := parseJob(t, resumeParentJob)
+	parent := runrig.ParseJob(t, resumeParentJob)
 	startWithJobs(t, log, 3, parent, child)
 
-	parentID, fin := runJob(t, log, parent, nil)
+	parentID, fin := runrig.RunJob(t, log, parent, nil)
 	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	childID := childOf(t, log, parentID, "call", 1)
 	require.NotEmpty(t, childID)
-	require.Equal(t, events.StateBudgetExhausted, waitFinished(t, log, childID).State)
+	require.Equal(t, events.StateBudgetExhausted, runrig.WaitFinished(t, log, childID).State)
 
 	_, err := executor.ResumeRun(ctx, log, parentID, executor.Raise{MaxTokens: 5000}, "test")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, executor.ErrNotResumable), "%v", err)
 	assert.Contains(t, err.Error(), "child run "+childID)
 	assert.Contains(t, err.Error(), "orbit run resume "+childID)
-	assert.Empty(t, ofType(history(t, log, parentID), events.RunBudgetRaised), "a refused raise wrote to the log")
+	assert.Empty(t, runrig.OfType(runrig.History(t, log, parentID), events.RunBudgetRaised), "a refused raise wrote to the log")
 
 	raised, err := executor.ResumeRun(ctx, log, childID, executor.Raise{MaxTokens: 5000}, "test")
 	require.NoError(t, err)
 	assert.Equal(t, []string{parentID}, raised.Parents)
 
-	waitFor(t, "the parent to finish again", func() bool { return len(ofType(history(t, log, parentID), events.RunFinished)) == 2 })
+	runrig.WaitFor(t, "the parent to finish again", func() bool { return len(runrig.OfType(runrig.History(t, log, parentID), events.RunFinished)) == 2 })
 	var end events.RunFinishedData
-	require.NoError(t, ofType(history(t, log, parentID), events.RunFinished)[1].Decode(&end))
+	require.NoError(t, runrig.OfType(runrig.History(t, log, parentID), events.RunFinished)[1].Decode(&end))
 	assert.Equal(t, events.StateSuccess, end.State, "%+v", end.Error)
 	assert.Equal(t, map[string]any{"text": "after success"}, end.Output)
 	assert.Len(t, runsOf(t, log, child.Name), 1, "the parent started a new child")
 	assert.Equal(t, childID, childOf(t, log, parentID, "call", 2))
-	childEnds := ofType(history(t, log, childID), events.RunFinished)
+	childEnds := runrig.OfType(runrig.History(t, log, childID), events.RunFinished)
 	require.Len(t, childEnds, 2)
 	require.NoError(t, childEnds[1].Decode(&end))
 	assert.Equal(t, events.StateSuccess, end.State)
 	// The child went on: its first step ran once.
-	assert.Len(t, ofType(history(t, log, childID), events.ActivityStarted), 2)
+	assert.Len(t, runrig.OfType(runrig.History(t, log, childID), events.ActivityStarted), 2)
 }
 
 const resumeAnyParentJob = `
@@ -109,18 +110,18 @@ func TestAChildWhoseEndItsParentWentOnFromIsNotResumed(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{})
 	ctx := testkit.Context(t)
 	child := resumeSlotJob(t, filepath.Join(t.TempDir(), "no-hold"))
-	parent := parseJob(t, resumeAnyParentJob)
+	parent := runrig.ParseJob(t, resumeAnyParentJob)
 	startWithJobs(t, log, 3, parent, child)
 
-	parentID, fin := runJob(t, log, parent, nil)
+	parentID, fin := runrig.RunJob(t, log, parent, nil)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	childID := childOf(t, log, parentID, "either/call", 1)
 	require.NotEmpty(t, childID)
-	require.Equal(t, events.StateBudgetExhausted, waitFinished(t, log, childID).State)
+	require.Equal(t, events.StateBudgetExhausted, runrig.WaitFinished(t, log, childID).State)
 
 	_, err := executor.ResumeRun(ctx, log, childID, executor.Raise{MaxTokens: 5000}, "test")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, executor.ErrNotResumable), "%v", err)
 	assert.Contains(t, err.Error(), "parent run "+parentID+" took that end in step either/call and went on (it is success)")
-	assert.Empty(t, ofType(history(t, log, childID), events.RunBudgetRaised), "a refused raise wrote to the log")
+	assert.Empty(t, runrig.OfType(runrig.History(t, log, childID), events.RunBudgetRaised), "a refused raise wrote to the log")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -55,23 +56,23 @@ func TestARaisedRunIsResumedOnceOnACluster(t *testing.T) {
 	log := e1.log
 	ctx := testkit.Context(t)
 	job := resumeSlotJob(t, filepath.Join(t.TempDir(), "no-hold"))
-	job.Spec.Steps[0].Activity.ExecutorSpec.Command = writeScript(t, `sleep 2
+	job.Spec.Steps[0].Activity.ExecutorSpec.Command = runrig.WriteScript(t, `sleep 2
 printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}\n'
 `)
 	job.Spec.Steps[1].Activity.ExecutorSpec.Command = job.Spec.Steps[0].Activity.ExecutorSpec.Command
 
-	run := submit(t, log, job, nil)
-	require.Equal(t, events.StateBudgetExhausted, waitFinished(t, log, run).State)
+	run := runrig.Submit(t, log, job, nil)
+	require.Equal(t, events.StateBudgetExhausted, runrig.WaitFinished(t, log, run).State)
 	// A read of the log may lag the feed that delivered the end.
-	waitFor(t, "the run's end in the log", func() bool { return has(t, log, run, events.RunFinished, "") })
+	runrig.WaitFor(t, "the run's end in the log", func() bool { return runrig.Has(t, log, run, events.RunFinished, "") })
 	raised, err := executor.ResumeRun(ctx, log, run, executor.Raise{MaxTokens: 5000}, "test")
 	require.NoError(t, err)
-	waitFor(t, "the run to finish again", func() bool { return len(ofType(history(t, log, run), events.RunFinished)) == 2 })
+	runrig.WaitFor(t, "the run to finish again", func() bool { return len(runrig.OfType(runrig.History(t, log, run), events.RunFinished)) == 2 })
 	// Long enough for either engine to take over a run it thought orphaned.
 	time.Sleep(4 * time.Second)
 
 	var resumed, started, finished int
-	for _, ev := range history(t, log, run) {
+	for _, ev := range runrig.History(t, log, run) {
 		if ev.Seq <= raised.Seq {
 			continue
 		}

@@ -2,11 +2,11 @@ package executor
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // runFacts is what ResumeRun reads of a run from the log.
@@ -18,7 +18,7 @@ type runFacts struct {
 	raises   int
 	raisedAt uint64       // sequence of its last raise
 	last     events.Event // its last run.finished: the end a raise reopens
-	spent    spend
+	spent    interpreter.Spend
 	parent   *events.RunLink
 	// stops are the attempts of its steps that waited for a child run
 	// and ended budget_exhausted, in log order.
@@ -44,7 +44,7 @@ func readFacts(ctx context.Context, log *events.Log, runID string) (*runFacts, e
 	f := &runFacts{id: runID}
 	children := map[string]string{} // step key # attempt → child run
 	for _, ev := range evs {
-		f.spent.add(ev)
+		f.spent.Add(ev)
 		switch ev.Type {
 		case events.RunRequested:
 			var d events.RunRequestedData
@@ -72,24 +72,19 @@ func readFacts(ctx context.Context, log *events.Log, runID string) (*runFacts, e
 		case events.StepStarted:
 			var d events.StepStartedData
 			if ev.Decode(&d) == nil && d.ChildRunID != "" {
-				children[attemptKey(ev.StepKey, d.Attempt)] = d.ChildRunID
+				children[interpreter.AttemptKey(ev.StepKey, d.Attempt)] = d.ChildRunID
 			}
 		case events.StepFinished:
 			var d events.StepFinishedData
 			if ev.Decode(&d) != nil || d.State != events.StateBudgetExhausted {
 				break
 			}
-			if child := children[attemptKey(ev.StepKey, d.Attempt)]; child != "" {
+			if child := children[interpreter.AttemptKey(ev.StepKey, d.Attempt)]; child != "" {
 				f.stops = append(f.stops, childStop{key: ev.StepKey, child: child, seq: ev.Seq})
 			}
 		}
 	}
 	return f, nil
-}
-
-// attemptKey names a step attempt: step key # attempt.
-func attemptKey(key string, attempt int) string {
-	return key + "#" + strconv.Itoa(attempt)
 }
 
 // stoppedBy returns the child stop that ended the run's last segment, when

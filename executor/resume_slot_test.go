@@ -13,6 +13,7 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -23,10 +24,10 @@ import (
 // run that step.
 func resumeSlotJob(t *testing.T, hold string) *assets.Job {
 	t.Helper()
-	script := writeScript(t, `while [ -f '`+hold+`' ]; do sleep 0.05; done
+	script := runrig.WriteScript(t, `while [ -f '`+hold+`' ]; do sleep 0.05; done
 printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}\n'
 `)
-	job := cliJob(t, script, agent.OutputClaudeJSON, 60)
+	job := runrig.CLIJob(t, script, agent.OutputClaudeJSON, 60)
 	job.Name = "resume_slot"
 	job.Spec.MaxActiveRuns = 1
 	job.Spec.Budget = &assets.Budget{MaxTokens: 600}
@@ -81,26 +82,26 @@ func resumeWaitsForASlot(t *testing.T, log *events.Log) {
 	hold := filepath.Join(t.TempDir(), "hold")
 	job := resumeSlotJob(t, hold)
 
-	a := submit(t, log, job, nil)
-	require.Equal(t, events.StateBudgetExhausted, waitFinished(t, log, a).State)
+	a := runrig.Submit(t, log, job, nil)
+	require.Equal(t, events.StateBudgetExhausted, runrig.WaitFinished(t, log, a).State)
 
 	require.NoError(t, os.WriteFile(hold, nil, 0o644))
-	b := submit(t, log, job, nil)
-	waitFor(t, "run B's first step to start", func() bool { return has(t, log, b, events.StepStarted, "agent") })
+	b := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "run B's first step to start", func() bool { return runrig.Has(t, log, b, events.StepStarted, "agent") })
 
 	_, err := executor.ResumeRun(ctx, log, a, executor.Raise{MaxTokens: 5000}, "test")
 	require.NoError(t, err)
 	time.Sleep(time.Second)
-	assert.False(t, has(t, log, a, events.RunResumed, ""), "run A went on while run B held the only slot")
-	assert.False(t, has(t, log, a, events.StepStarted, "again"), "run A went on while run B held the only slot")
+	assert.False(t, runrig.Has(t, log, a, events.RunResumed, ""), "run A went on while run B held the only slot")
+	assert.False(t, runrig.Has(t, log, a, events.StepStarted, "again"), "run A went on while run B held the only slot")
 
 	require.NoError(t, os.Remove(hold))
-	waitFor(t, "run A to finish again", func() bool { return len(ofType(history(t, log, a), events.RunFinished)) == 2 })
-	evs := history(t, log, a)
+	runrig.WaitFor(t, "run A to finish again", func() bool { return len(runrig.OfType(runrig.History(t, log, a), events.RunFinished)) == 2 })
+	evs := runrig.History(t, log, a)
 	var fin events.RunFinishedData
-	require.NoError(t, ofType(evs, events.RunFinished)[1].Decode(&fin))
+	require.NoError(t, runrig.OfType(evs, events.RunFinished)[1].Decode(&fin))
 	assert.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	require.Equal(t, events.StateBudgetExhausted, waitFinished(t, log, b).State)
+	require.Equal(t, events.StateBudgetExhausted, runrig.WaitFinished(t, log, b).State)
 
 	most, seqs := runningAtOnce(t, log, a, b)
 	assert.Equal(t, 1, most, "runs of the job running at once")
@@ -113,7 +114,7 @@ func resumeWaitsForASlot(t *testing.T, log *events.Log) {
 // TestAResumedRunWaitsForASlot: one engine on an embedded log.
 func TestAResumedRunWaitsForASlot(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 	resumeWaitsForASlot(t, log)
 }
 

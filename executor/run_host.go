@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/failpoint"
 	"github.com/orbitrun/orbit/interpreter"
@@ -32,15 +33,16 @@ func (o *Orchestrator) interpreterConfig(rc *runCtl) interpreter.Config {
 		Root:        rc.root,
 		Backend:     rc.backend,
 		Traceparent: rc.traceparent,
+		Protocol:    rc.protocol,
 		Host:        &runHost{o: o, runID: rc.id},
 		Engine:      o.cfg.Engine,
 		Workspace:   o.cfg.Root,
 		Env:         o.cfg.Env,
-		Validate:    ValidateJob,
+		Validate:    activity.ValidateJob,
 		Jobs:        o.cfg.Jobs,
 		Admission:   o.cfg.Admission,
 		Limits: func() interpreter.Limits {
-			s := currentSettings(o.cfg.Settings)
+			s := activity.CurrentSettings(o.cfg.Settings)
 			return interpreter.Limits{MaxChildDepth: s.MaxChildDepth, MaxDescendants: s.MaxDescendants}
 		},
 		Logger: o.log,
@@ -124,7 +126,7 @@ func (h *runHost) After(d time.Duration) <-chan time.Time { return time.After(d)
 // finished run holds none. (Should this fail, the next reserver finds the
 // run finished and takes them back.)
 func (h *runHost) Finished(ctx context.Context) {
-	if released, err := newLocks(h.o.cfg.Log).release(ctx, h.runID, nil); err != nil {
+	if released, err := activity.NewLocks(h.o.cfg.Log).Release(ctx, h.runID, nil); err != nil {
 		h.o.log.Warn("releasing a finished run's reservations", "run", h.runID, "err", err)
 	} else if len(released) > 0 {
 		h.o.log.Info("released a finished run's reservations", "run", h.runID, "resources", released)

@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -62,7 +64,7 @@ func startSharedConfig(t *testing.T, c *testkit.Cluster, name string, adjust fun
 		ActiveRuns: func(ctx context.Context) ([]string, error) { return unfinished(ctx, log) }}
 	adjust(&cfg, log)
 	orch := executor.NewOrchestrator(cfg)
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Engine: name, AckWait: 2 * time.Second})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log, Engine: name, AckWait: 2 * time.Second})
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		e.wg.Add(1)
 		go func() {
@@ -156,20 +158,20 @@ func TestSharedQueueAdmitsInRequestOrder(t *testing.T) {
 	t.Parallel()
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
 	es := []*sharedEngine{startShared(t, c, "e1"), startShared(t, c, "e2")}
-	job := parseJob(t, sharedQueueJob)
+	job := runrig.ParseJob(t, sharedQueueJob)
 	var ids []string
 	for i := range 6 {
-		ids = append(ids, submit(t, es[i%2].log, job, nil))
+		ids = append(ids, runrig.Submit(t, es[i%2].log, job, nil))
 	}
 	for _, id := range ids {
-		assert.Equal(t, events.StateSuccess, waitFinished(t, es[0].log, id).State)
+		assert.Equal(t, events.StateSuccess, runrig.WaitFinished(t, es[0].log, id).State)
 	}
 	startOrder(t, es[0].log, ids)
 	// The engine that recorded a request records run.queued when it finds
 	// the run waiting; one another engine admitted first has none.
 	queued := 0
 	for _, id := range ids[1:] {
-		if has(t, es[0].log, id, events.RunQueued, "") {
+		if runrig.Has(t, es[0].log, id, events.RunQueued, "") {
 			queued++
 		}
 	}
@@ -183,22 +185,22 @@ func TestSharedQueueOutlivesItsEngine(t *testing.T) {
 	t.Parallel()
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
 	es := []*sharedEngine{startShared(t, c, "e1"), startShared(t, c, "e2")}
-	job := parseJob(t, sharedQueueJob)
+	job := runrig.ParseJob(t, sharedQueueJob)
 	var ids []string
 	for i := range 5 {
-		ids = append(ids, submit(t, es[i%2].log, job, nil))
+		ids = append(ids, runrig.Submit(t, es[i%2].log, job, nil))
 	}
-	waitFor(t, "the first run to start", func() bool { return has(t, es[0].log, ids[0], events.RunStarted, "") })
+	runrig.WaitFor(t, "the first run to start", func() bool { return runrig.Has(t, es[0].log, ids[0], events.RunStarted, "") })
 	var started events.RunStartedData
-	require.NoError(t, ofType(history(t, es[0].log, ids[0]), events.RunStarted)[0].Decode(&started))
+	require.NoError(t, runrig.OfType(runrig.History(t, es[0].log, ids[0]), events.RunStarted)[0].Decode(&started))
 	holder := map[string]int{"e1": 0, "e2": 1}[started.Engine]
 	es[holder].stop()
 	survivor := es[1-holder]
 	for _, id := range ids {
-		assert.Equal(t, events.StateSuccess, waitFinished(t, survivor.log, id).State)
+		assert.Equal(t, events.StateSuccess, runrig.WaitFinished(t, survivor.log, id).State)
 	}
 	startOrder(t, survivor.log, ids)
-	assert.NotEmpty(t, ofType(history(t, survivor.log, ids[0]), events.RunResumed), "the stopped engine's run was taken over")
+	assert.NotEmpty(t, runrig.OfType(runrig.History(t, survivor.log, ids[0]), events.RunResumed), "the stopped engine's run was taken over")
 }
 
 // TestAQueuedRunKeepsItsBackendOnASharedServer: a run requested with a
@@ -208,7 +210,7 @@ func TestSharedQueueOutlivesItsEngine(t *testing.T) {
 func TestAQueuedRunKeepsItsBackendOnASharedServer(t *testing.T) {
 	t.Parallel()
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	leaf := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: leaf}\nspec:\n  steps:\n"+
+	leaf := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: leaf}\nspec:\n  steps:\n"+
 		"    - {id: say, spec: {type: deterministic, action: echo}}\n")
 	var mu sync.Mutex
 	asked := []string{}
@@ -220,7 +222,7 @@ func TestAQueuedRunKeepsItsBackendOnASharedServer(t *testing.T) {
 			return leaf, nil
 		}
 	})
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: gated}
@@ -241,9 +243,9 @@ spec:
 		ids = append(ids, req.RunID)
 	}
 	for _, id := range ids {
-		assert.Equal(t, events.StateSuccess, waitFinished(t, e.log, id).State)
+		assert.Equal(t, events.StateSuccess, runrig.WaitFinished(t, e.log, id).State)
 	}
-	require.True(t, has(t, e.log, ids[1], events.RunQueued, ""), "the second run waited in the queue")
+	require.True(t, runrig.Has(t, e.log, ids[1], events.RunQueued, ""), "the second run waited in the queue")
 
 	mu.Lock()
 	assert.Equal(t, []string{assets.BackendCLI, assets.BackendCLI}, asked, "the backend each run's child job was looked up with")

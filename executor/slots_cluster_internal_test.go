@@ -2,7 +2,6 @@ package executor
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/assets"
-	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -20,22 +18,10 @@ import (
 // bucket and one to another node.
 func twoEngines(t *testing.T) [2]*Orchestrator {
 	t.Helper()
-	ctx := testkit.Context(t)
-	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	open := func(url, name string) *events.Log {
-		l, err := events.Open(ctx, events.Config{URL: url, NKeySeedFile: c.Creds.File(events.IdentityEngine),
-			Redactor: &events.Redactor{}, Name: name})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = l.Close() })
-		return l
-	}
-	open(c.URLs(), "provision")
-	leader, err := c.StreamLeader(ctx, "KV_"+events.LeasesBucket)
-	require.NoError(t, err)
 	var out [2]*Orchestrator
-	for i, n := range []int{leader, (leader + 1) % len(c.Nodes)} {
+	for i, log := range testkit.LeasesLeaderAndFollower(t) {
 		name := fmt.Sprintf("e%d", i+1)
-		out[i] = NewOrchestrator(Config{Log: open(c.Nodes[n].URL(), name), Root: t.TempDir(), Engine: name, LeaseTTL: 30 * time.Second})
+		out[i] = NewOrchestrator(Config{Log: log, Root: t.TempDir(), Engine: name, LeaseTTL: 30 * time.Second})
 	}
 	return out
 }
@@ -73,39 +59,5 @@ func TestTwoEnginesClaimOneQueuedRunOnACluster(t *testing.T) {
 			}
 		}
 		require.Equal(t, 1, taken, "round %d: engines that took the slot (%v)", round, claims)
-	}
-}
-
-// TestReservationsRaceOnACluster: two engines on different nodes reserve
-// different resources at once, round after round; each reservation holds
-// (the loser of a compare-and-set reads the record again at the leader and
-// applies its change there) and none fails as unavailable.
-func TestReservationsRaceOnACluster(t *testing.T) {
-	t.Parallel()
-	ctx := testkit.Context(t)
-	engines := twoEngines(t)
-	var ls [2]*locks
-	for i, o := range engines {
-		ls[i] = newLocks(o.cfg.Log)
-	}
-	for round := range 20 {
-		var wg sync.WaitGroup
-		for i, l := range ls {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				holder, err := l.tryReserve(ctx, fmt.Sprintf("r%d-%d", round, i), "s", []string{fmt.Sprintf("task:t%d-%d", round, i)}, 0)
-				assert.NoError(t, err, "round %d, engine %d", round, i)
-				assert.Empty(t, holder, "round %d, engine %d", round, i)
-			}()
-		}
-		wg.Wait()
-	}
-	cur, err := engines[0].cfg.Log.Locks().Latest(ctx, reservationsKey)
-	require.NoError(t, err)
-	for round := range 20 {
-		for i := range ls {
-			assert.Contains(t, string(cur.Value), fmt.Sprintf(`"task:t%d-%d"`, round, i))
-		}
 	}
 }

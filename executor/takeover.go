@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/lease"
 )
 
 // adoptOrphans takes over, every third of the lease TTL, the started runs
@@ -71,6 +72,9 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 	return nil
 }
 
+// leaseKey names run runID's lease in the leases bucket.
+func leaseKey(runID string) string { return "run." + events.Token(runID) }
+
 // orphaned reports whether run id's lease has lapsed or is gone. A lease
 // that cannot be read is not taken for lapsed.
 func (o *Orchestrator) orphaned(ctx context.Context, id string) bool {
@@ -81,7 +85,7 @@ func (o *Orchestrator) orphaned(ctx context.Context, id string) bool {
 	if err != nil {
 		return false
 	}
-	var held leaseRecord
+	var held lease.Record
 	if err := json.Unmarshal(entry.Value, &held); err != nil {
 		return true
 	}

@@ -49,6 +49,7 @@ func requestedEvent(req *RunRequest) (events.Event, events.RunRequestedData, err
 			Routine:     req.Routine,
 			Bulk:        req.Bulk,
 			Traceparent: req.Traceparent,
+			Protocol:    events.StepProtocol,
 		}, nil
 }
 

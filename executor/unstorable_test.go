@@ -9,6 +9,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -23,13 +24,13 @@ func TestARunRequestTheLogCannotStoreFails(t *testing.T) {
 			t.Parallel()
 			log := testkit.StartLog(t, events.Config{MaxPayload: 1 << 20, Durability: durability})
 			startWithJobs(t, log, 0)
-			job := parseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n  steps:\n    - {id: a, spec: {type: deterministic, action: echo}}\n")
+			job := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n  steps:\n    - {id: a, spec: {type: deterministic, action: echo}}\n")
 			job.Name = strings.Repeat("j", 3<<19)
 			req, err := executor.NewRunRequest(job, nil, "test")
 			require.NoError(t, err)
 			require.NoError(t, executor.Submit(testkit.Context(t), log, req))
 
-			fin := waitFinished(t, log, req.RunID)
+			fin := runrig.WaitFinished(t, log, req.RunID)
 			assert.Equal(t, events.StateFailed, fin.State)
 			require.NotNil(t, fin.Error)
 			assert.Equal(t, events.KindLimit, fin.Error.Kind)

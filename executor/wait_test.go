@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -27,22 +28,22 @@ spec:
 
 func TestSignalOpensAGateAndPassesItsData(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 	ctx := testkit.Context(t)
 
-	runID := submit(t, log, parseJob(t, gateJob), nil)
-	waitFor(t, "the gate to wait", func() bool { return has(t, log, runID, events.StepStarted, "approve") })
+	runID := runrig.Submit(t, log, runrig.ParseJob(t, gateJob), nil)
+	runrig.WaitFor(t, "the gate to wait", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "approve") })
 
 	_, err := executor.Signal(ctx, log, runID, "rejected", nil, "test")
 	require.ErrorIs(t, err, executor.ErrNotWaiting)
 	assert.ErrorIs(t, err, events.ErrInvalidRequest)
 	assert.Contains(t, err.Error(), "run "+runID+" is not waiting for signal rejected; it is waiting for signal approved (step approve, no deadline)")
-	assert.False(t, has(t, log, runID, events.RunSignalled, ""), "a refused signal is not recorded")
+	assert.False(t, runrig.Has(t, log, runID, events.RunSignalled, ""), "a refused signal is not recorded")
 
 	res, err := executor.Signal(ctx, log, runID, "approved", map[string]any{"by": "ada"}, "test")
 	require.NoError(t, err)
 	assert.Equal(t, []executor.Gate{{StepKey: "approve", Attempt: 1, Signal: "approved"}}, res.Gates)
-	fin := waitFinished(t, log, runID)
+	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, map[string]any{"by": "ada"}, fin.Output)
 
@@ -55,10 +56,10 @@ func TestSignalOpensAGateAndPassesItsData(t *testing.T) {
 
 func TestAGateTimesOutAndCanBeCancelled(t *testing.T) {
 	t.Parallel()
-	log := engineLog(t)
+	log := runrig.EngineLog(t)
 	ctx := testkit.Context(t)
 
-	runID, fin := runYAML(t, log, `
+	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
 metadata: {name: brief}
@@ -73,17 +74,17 @@ spec:
 	assert.Equal(t, "approve", fin.Error.StepKey)
 	assert.Equal(t, "no signal approved within 1s", fin.Error.Message)
 	var started events.StepStartedData
-	require.NoError(t, ofType(history(t, log, runID), events.StepStarted)[0].Decode(&started))
+	require.NoError(t, runrig.OfType(runrig.History(t, log, runID), events.StepStarted)[0].Decode(&started))
 	require.NotNil(t, started.Wait.Deadline, "the deadline is recorded when the wait begins")
-	finished := ofType(history(t, log, runID), events.StepFinished)[0]
+	finished := runrig.OfType(runrig.History(t, log, runID), events.StepFinished)[0]
 	assert.False(t, finished.Time.Before(*started.Wait.Deadline), "the step times out at its deadline, not before")
 
-	waiting := submit(t, log, parseJob(t, gateJob), nil)
-	waitFor(t, "the gate to wait", func() bool { return has(t, log, waiting, events.StepStarted, "approve") })
+	waiting := runrig.Submit(t, log, runrig.ParseJob(t, gateJob), nil)
+	runrig.WaitFor(t, "the gate to wait", func() bool { return runrig.Has(t, log, waiting, events.StepStarted, "approve") })
 	require.NoError(t, executor.RequestCancel(ctx, log, waiting, "test", ""))
-	fin = waitFinished(t, log, waiting)
+	fin = runrig.WaitFinished(t, log, waiting)
 	assert.Equal(t, events.StateCancelled, fin.State)
-	assert.True(t, has(t, log, waiting, events.StepFinished, "approve"), "the cancelled gate is finished on record")
+	assert.True(t, runrig.Has(t, log, waiting, events.StepFinished, "approve"), "the cancelled gate is finished on record")
 }
 
 // TestRestartDuringAGateCountsTheTimeoutFromTheRecordedStart stops the
@@ -93,7 +94,7 @@ func TestRestartDuringAGateCountsTheTimeoutFromTheRecordedStart(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
-	job := parseJob(t, `
+	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
 metadata: {name: gated}
@@ -102,23 +103,23 @@ spec:
     - id: approve
       wait: {signal: approved, timeout_seconds: 3}
 `)
-	first := startEngine(t, log, dir, nil)
-	runID := submit(t, log, job, nil)
-	waitFor(t, "the gate to wait", func() bool { return has(t, log, runID, events.StepStarted, "approve") })
+	first := runrig.StartEngine(t, log, dir, nil)
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the gate to wait", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "approve") })
 	time.Sleep(time.Second)
-	first.stop()
+	first.Stop()
 
-	startEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
-	fin := waitFinished(t, log, runID)
+	runrig.StartEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
+	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
 
-	evs := history(t, log, runID)
+	evs := runrig.History(t, log, runID)
 	var started events.StepStartedData
-	require.Len(t, ofType(evs, events.StepStarted), 1, "the wait began once")
-	require.NoError(t, ofType(evs, events.StepStarted)[0].Decode(&started))
-	finished := ofType(evs, events.StepFinished)[0]
+	require.Len(t, runrig.OfType(evs, events.StepStarted), 1, "the wait began once")
+	require.NoError(t, runrig.OfType(evs, events.StepStarted)[0].Decode(&started))
+	finished := runrig.OfType(evs, events.StepFinished)[0]
 	assert.False(t, finished.Time.Before(*started.Wait.Deadline))
 	assert.Less(t, finished.Time.Sub(*started.Wait.Deadline), 700*time.Millisecond, "only the remainder was waited after the restart")
-	assert.Len(t, ofType(evs, events.RunResumed), 1)
+	assert.Len(t, runrig.OfType(evs, events.RunResumed), 1)
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
@@ -23,10 +23,10 @@ func (h *harness) abandon(reason string) *groundhog.Abandonment {
 	res, err := groundhog.Abandon(h.ctx, groundhog.ControlConfig{
 		Log: h.log, TaskID: h.task, By: "cli:ann@box", Reason: reason, GitEnv: testkit.GitEnv(),
 		ReserveWorkspace: func(ctx context.Context, path string) (string, error) {
-			return executor.ReserveWorkspace(ctx, h.log, owner, "abandon "+h.task, path, time.Minute)
+			return activity.ReserveWorkspace(ctx, h.log, owner, "abandon "+h.task, path, time.Minute)
 		},
 		ReleaseWorkspace: func(ctx context.Context, path string) error {
-			return executor.ReleaseWorkspace(ctx, h.log, owner, path)
+			return activity.ReleaseWorkspace(ctx, h.log, owner, path)
 		},
 	})
 	require.NoError(h.t, err)
@@ -145,7 +145,7 @@ func TestAbandonIsRefusedWhileARunHoldsTheWorkspace(t *testing.T) {
 	snap := crashedAttempt(t, h, "editing")
 	dir, err := filepath.EvalSymlinks(h.repo)
 	require.NoError(t, err)
-	holder, err := executor.ReserveWorkspace(h.ctx, h.log, "R7", "groundhog", dir, 0)
+	holder, err := activity.ReserveWorkspace(h.ctx, h.log, "R7", "groundhog", dir, 0)
 	require.NoError(t, err)
 	require.Empty(t, holder)
 
@@ -158,7 +158,7 @@ func TestAbandonIsRefusedWhileARunHoldsTheWorkspace(t *testing.T) {
 	assert.Equal(t, snap.ScratchBranch, h.git("branch", "--show-current"), "the workspace was not touched")
 	assert.False(t, h.verify().OK, "the attempt is still open")
 
-	require.NoError(t, executor.ReleaseWorkspace(h.ctx, h.log, "R7", dir))
+	require.NoError(t, activity.ReleaseWorkspace(h.ctx, h.log, "R7", dir))
 	res = h.abandon("stuck")
 	assert.Equal(t, groundhog.AbandonRewound, res.Outcome, res.Message)
 	assert.True(t, h.verify().OK)

@@ -77,7 +77,7 @@ func loadState(ctx context.Context, log *events.Log, taskID string) (*state, err
 		}
 	}
 	if st.task == nil {
-		return nil, fmt.Errorf("%w: task %s", events.ErrNotFound, taskID)
+		return nil, events.NotFoundf("no task %s", taskID)
 	}
 	return st, nil
 }

@@ -59,12 +59,19 @@ func (x *Interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 				results[i], failures[i] = failedResult(itemKey, x.cancelFailure(itemKey))
 				return
 			}
-			recorded, err := x.recordAsync(ctx, events.Event{ID: events.DecisionID(events.FanoutItem, x.runID, key, strconv.Itoa(attempt), strconv.Itoa(index)),
-				Type: events.FanoutItem, StepKey: itemKey, ParentID: startedID},
-				events.FanoutItemData{Attempt: attempt, Index: index, Item: item})
-			if err != nil {
-				results[i], failures[i] = failedResult(itemKey, internal(ctx, err))
-				return
+			// Under protocol 1 the item has an event of its own; from 2 on
+			// its worker's step.started, which holds the item in its
+			// input, is its first.
+			var recorded recording
+			if x.cfg.Protocol < 2 {
+				var err error
+				recorded, err = x.recordAsync(ctx, events.Event{ID: events.DecisionID(events.FanoutItem, x.runID, key, strconv.Itoa(attempt), strconv.Itoa(index)),
+					Type: events.FanoutItem, StepKey: itemKey, ParentID: startedID},
+					events.FanoutItemData{Attempt: attempt, Index: index, Item: item})
+				if err != nil {
+					results[i], failures[i] = failedResult(itemKey, internal(ctx, err))
+					return
+				}
 			}
 			wsc := sc.fork(itemKey+"/", startedID)
 			wsc.setInput(with(sc.input, map[string]any{"item": item}))

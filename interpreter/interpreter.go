@@ -87,6 +87,10 @@ type Config struct {
 	// Traceparent is the W3C traceparent the run's root was requested
 	// with (see events.RunRequestedData.Traceparent).
 	Traceparent string
+	// Protocol is the step protocol the run was requested under
+	// (events.RunRequestedData.Protocol, 0 meaning 1): which events its
+	// steps record.
+	Protocol int
 	// Host carries out the run's decisions.
 	Host Host
 	// Engine identifies this engine in run.started and run.resumed.

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/mcp"
 	"github.com/orbitrun/orbit/projector"
@@ -77,7 +77,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd) testkit.Result {
 func TestAnAgentStepRecordsItsSummaryWithItsToken(t *testing.T) {
 	t.Parallel()
 	l := startLive(t)
-	b, err := l.e.Shipping().Bind(testkit.Context(t), executor.StepRef{RunID: "RUN", StepKey: "implement", Attempt: 1}, l.task)
+	b, err := l.e.Shipping().Bind(testkit.Context(t), activity.StepRef{RunID: "RUN", StepKey: "implement", Attempt: 1}, l.task)
 	require.NoError(t, err)
 
 	cs := l.taskClient(b.Token)

@@ -27,6 +27,7 @@ type Source interface {
 const (
 	DefaultBatchSize   = 256
 	DefaultLockTimeout = time.Second
+	DefaultLinger      = 10 * time.Millisecond
 )
 
 // Config says where the views live and where their events come from. The
@@ -43,6 +44,14 @@ type Config struct {
 	// (default 256). It changes how often the file is synced, never what
 	// the views hold.
 	BatchSize int
+	// Linger is how long a batch that is not full waits for more events
+	// before it commits, unless a caller waits for the views (WaitFor):
+	// events that come one at a time, as a sequential run's do, then share
+	// a commit and its two fsyncs instead of taking one each (default
+	// DefaultLinger; negative: a batch commits what the feed has
+	// buffered). Like BatchSize, it changes how often the file is synced,
+	// never what the views hold.
+	Linger time.Duration
 	// SnapshotEvery is how many events the views apply between two
 	// snapshots of the views file (see SnapshotPath): 0 means
 	// DefaultSnapshotEvery, a negative number never.
@@ -56,6 +65,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
 	}
 	if c.SnapshotEvery == 0 {
 		c.SnapshotEvery = DefaultSnapshotEvery

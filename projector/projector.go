@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -63,6 +64,8 @@ type Projector struct {
 	src      Source
 	applied  uint64
 	advanced chan struct{} // closed and replaced whenever applied grows
+	// hurry ends a batch's linger: WaitFor signals it when it has to wait.
+	hurry chan struct{}
 
 	running   atomic.Bool
 	closeOnce sync.Once
@@ -107,6 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Projector, error) {
 		snapAt:   snapshotSeq(cfg.Path),
 		src:      cfg.Source,
 		advanced: make(chan struct{}),
+		hurry:    make(chan struct{}, 1),
 		closed:   make(chan struct{}),
 	}, nil
 }
@@ -205,8 +209,9 @@ func (p *Projector) follow(ctx context.Context, src Source) (from, through uint6
 }
 
 // nextBatch blocks for one event, then takes whatever else the feed has
-// buffered, up to BatchSize. It returns no batch when Run must stop, with
-// the error Run returns.
+// buffered, up to BatchSize; a batch that is not full waits up to Linger
+// for more, unless a caller waits for the views meanwhile. It returns no
+// batch when Run must stop, with the error Run returns.
 func (p *Projector) nextBatch(ctx context.Context, feed *events.Feed) ([]events.Event, error) {
 	var first events.Event
 	select {
@@ -221,6 +226,17 @@ func (p *Projector) nextBatch(ctx context.Context, feed *events.Feed) ([]events.
 		first = ev
 	}
 	batch := []events.Event{first}
+	var linger <-chan time.Time
+	if p.cfg.Linger > 0 {
+		t := time.NewTimer(p.cfg.Linger)
+		defer t.Stop()
+		linger = t.C
+	}
+	// A hurry signalled before this batch was for an earlier one.
+	select {
+	case <-p.hurry:
+	default:
+	}
 	for len(batch) < p.cfg.BatchSize {
 		select {
 		case ev, ok := <-feed.Events():
@@ -228,7 +244,25 @@ func (p *Projector) nextBatch(ctx context.Context, feed *events.Feed) ([]events.
 				return batch, nil // the next call reports why the feed ended
 			}
 			batch = append(batch, ev)
+			continue
 		default:
+		}
+		if linger == nil {
+			return batch, nil
+		}
+		select {
+		case ev, ok := <-feed.Events():
+			if !ok {
+				return batch, nil
+			}
+			batch = append(batch, ev)
+		case <-linger:
+			return batch, nil
+		case <-p.hurry:
+			return batch, nil
+		case <-p.closed:
+			return batch, nil
+		case <-ctx.Done():
 			return batch, nil
 		}
 	}
@@ -293,6 +327,8 @@ func (p *Projector) Applied() uint64 {
 // WaitFor returns once the views hold every event up to seq (the sequence
 // an Append returned), so that a query that follows reads its own writes.
 // It returns ctx's error when ctx ends first and ErrClosed on Close.
+// A caller that has to wait ends the linger of the batch in progress (see
+// Config.Linger).
 func (p *Projector) WaitFor(ctx context.Context, seq uint64) error {
 	for {
 		p.stateMu.Lock()
@@ -300,6 +336,10 @@ func (p *Projector) WaitFor(ctx context.Context, seq uint64) error {
 		p.stateMu.Unlock()
 		if applied >= seq {
 			return nil
+		}
+		select {
+		case p.hurry <- struct{}{}:
+		default:
 		}
 		select {
 		case <-advanced:

@@ -536,15 +536,13 @@ func Statuses(ctx context.Context, log *events.Log, routines []*Routine, now tim
 	return out, nil
 }
 
-// Find returns the routine named name among routines, or an error wrapping
-// assets.ErrNotFound that lists the names there are.
+// Find returns the routine named name among routines, or an error matching
+// events.ErrNotFound.
 func Find(routines []*Routine, name string) (*Routine, error) {
-	names := make([]string, 0, len(routines))
 	for _, r := range routines {
 		if r.Name == name {
 			return r, nil
 		}
-		names = append(names, r.Name)
 	}
-	return nil, fmt.Errorf("%w: routine %s (routines: %v)", assets.ErrNotFound, assets.Quote(name), names)
+	return nil, events.NotFoundf("no routine %s (orbit routine list lists the routines)", assets.Quote(name))
 }

@@ -3,14 +3,14 @@ package shipping
 import (
 	"slices"
 
-	"github.com/orbitrun/orbit/executor"
+	"github.com/orbitrun/orbit/activity"
 )
 
 // Actions returns the shipping actions by name, for the engine's workers.
 // Those that change a repository are External: their start is recorded
 // before they run.
-func (s *Service) Actions() map[string]executor.Action {
-	return map[string]executor.Action{
+func (s *Service) Actions() map[string]activity.Action {
+	return map[string]activity.Action{
 		"worktree_setup":       {Run: s.worktreeSetup, External: true},
 		"git_commit":           {Run: s.gitCommit, External: true},
 		"sync_base":            {Run: s.syncBase, External: true},
@@ -32,7 +32,7 @@ func (s *Service) Actions() map[string]executor.Action {
 }
 
 // ActionNames returns the names of the shipping actions, sorted: what the
-// engine declares to job validation (executor.Declare).
+// engine declares to job validation (activity.Declare).
 func ActionNames() []string {
 	var s Service
 	names := make([]string, 0, 16)

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -32,7 +32,7 @@ type worktreeSetupInput struct {
 //
 // A second call for the run finds the first one's work: the base it
 // recorded (or, before its record, the branch it made), the worktree.
-func (s *Service) worktreeSetup(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) worktreeSetup(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "worktree_setup"
 	var in worktreeSetupInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
@@ -161,14 +161,14 @@ type commitInput struct {
 // bundle that changed nothing says so (skipped_no_diff_expected). A task
 // Groundhog implemented gets its checkpoints' summaries as its execution
 // summary when it has none.
-func (s *Service) gitCommit(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) gitCommit(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "git_commit"
 	var in commitInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
 		return nil, err
 	}
 	if in.WorkspacePath == "" {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
+		return nil, activity.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
 	}
 	run := in.JobRunID
 	if run == "" {
@@ -236,7 +236,7 @@ func (s *Service) runTasks(ctx context.Context, action string, in taskIDsInput, 
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input names no task, and run %s took none", action, runID)
+		return nil, activity.Failure(events.KindValidation, false, "%s: input names no task, and run %s took none", action, runID)
 	}
 	return out, nil
 }
@@ -336,7 +336,7 @@ type syncInput struct {
 // freshly fetched, or the local one). A conflict stops it: the rebase is
 // aborted, the worktree left clean on its branch, and the failure names
 // the files. A branch on its base already is left as it is.
-func (s *Service) syncBase(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) syncBase(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "sync_base"
 	var in syncInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
@@ -425,14 +425,14 @@ const mergeTries = 3
 // base_sync remote the local base must hold nothing origin lacks (the
 // refusal names both). A merge that happened is found: a second call
 // reports it and changes nothing.
-func (s *Service) gitMerge(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) gitMerge(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "git_merge"
 	var in mergeInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
 		return nil, err
 	}
 	if in.Strategy != "" && in.Strategy != "fast_forward" {
-		return nil, executor.Failure(events.KindValidation, false, "%s: strategy %q: only fast_forward merges locally", action, in.Strategy)
+		return nil, activity.Failure(events.KindValidation, false, "%s: strategy %q: only fast_forward merges locally", action, in.Strategy)
 	}
 	base, sync, err := in.parse(action)
 	if err != nil {
@@ -566,18 +566,18 @@ const pushTries = 3
 // has at the local commit is not pushed again. The exact lease is how a
 // rebased branch is pushed over the version of it origin had before the
 // rebase, and nothing else.
-func (s *Service) gitPush(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) gitPush(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "git_push"
 	var in pushInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
 		return nil, err
 	}
 	if in.WorkspacePath == "" || in.Branch == "" {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path and input.branch are required", action)
+		return nil, activity.Failure(events.KindValidation, false, "%s: input.workspace_path and input.branch are required", action)
 	}
 	lease, exact, err := in.lease()
 	if err != nil {
-		return nil, executor.Failure(events.KindValidation, false, "%s: %v", action, err)
+		return nil, activity.Failure(events.KindValidation, false, "%s: %v", action, err)
 	}
 	main, err := s.mainOf(ctx, in.WorkspacePath)
 	if err != nil {
@@ -645,7 +645,7 @@ type implementerInput struct {
 // taskImplementer says who implements a task: Groundhog when it has a
 // checkpoint plan, an agent loop otherwise. Its output routes the
 // pipeline's implement steps.
-func (s *Service) taskImplementer(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) taskImplementer(ctx context.Context, call *activity.ActionCall) (any, error) {
 	var in implementerInput
 	if err := decodeInput("task_implementer", call.Input, &in); err != nil {
 		return nil, err
@@ -682,7 +682,7 @@ func toAny(list []string) []any {
 // worktree's branch: the start of every action that moves the branch.
 func (s *Service) onBranch(ctx context.Context, action, path string) (wt, main *gitops.Repo, branch string, unlock func(), err error) {
 	if path == "" {
-		return nil, nil, "", nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
+		return nil, nil, "", nil, activity.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
 	}
 	if wt, err = s.open(path); err != nil {
 		return nil, nil, "", nil, failf("%s: %v", action, err)

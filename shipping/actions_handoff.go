@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -36,7 +36,7 @@ type handoffInput struct {
 // Each part finds what an earlier call did: nothing left to commit, a
 // branch already pushed, an open pull request, a task already blocked by
 // this run with this pull request on record (then it is not marked again).
-func (s *Service) prFailureHandoff(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) prFailureHandoff(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "pr_failure_handoff"
 	var in handoffInput
 	if err := decodeInput(action, call.Input, &in); err != nil {

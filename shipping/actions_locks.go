@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/projector"
@@ -31,7 +32,7 @@ const maxTTL = 7200
 // live run holds give reserved false and the conflicts. The reservation is
 // the run's: its id is the run's, and the engine releases it when the run
 // ends, whatever its end.
-func (s *Service) reserveLocks(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) reserveLocks(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "reserve_locks"
 	var in reserveInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
@@ -42,7 +43,7 @@ func (s *Service) reserveLocks(ctx context.Context, call *executor.ActionCall) (
 		return nil, err
 	}
 	if in.TTLSeconds < 0 || in.TTLSeconds > maxTTL {
-		return nil, executor.Failure(events.KindValidation, false, "%s: ttl_seconds is 1 to %d, not %g", action, maxTTL, in.TTLSeconds)
+		return nil, activity.Failure(events.KindValidation, false, "%s: ttl_seconds is 1 to %d, not %g", action, maxTTL, in.TTLSeconds)
 	}
 	tasks, err := s.tasksOf(ctx, ids)
 	if err != nil {
@@ -58,13 +59,13 @@ func (s *Service) reserveLocks(ctx context.Context, call *executor.ActionCall) (
 	}
 	var resources, files []string
 	for _, t := range tasks {
-		resources = append(resources, executor.TaskResource(t.ID))
+		resources = append(resources, activity.TaskResource(t.ID))
 	}
 	for _, t := range tasks {
 		for _, f := range t.ContextFiles {
 			if !slices.Contains(files, f) {
 				files = append(files, f)
-				resources = append(resources, executor.FilesResource(f))
+				resources = append(resources, activity.FilesResource(f))
 			}
 		}
 	}
@@ -91,7 +92,7 @@ func (s *Service) reserveLocks(ctx context.Context, call *executor.ActionCall) (
 // resourceName is a reserved resource as a person reads it: a file as
 // its path, a task as task:<id>.
 func resourceName(res string) string {
-	if f, ok := strings.CutPrefix(res, executor.FilesResource("")); ok {
+	if f, ok := strings.CutPrefix(res, activity.FilesResource("")); ok {
 		return f
 	}
 	return res
@@ -136,14 +137,14 @@ type releaseInput struct {
 // releaseLocks releases a reservation of the run that asks: its id is the
 // run's own (a run releases nothing of another). Releasing what is
 // released already releases nothing.
-func (s *Service) releaseLocks(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) releaseLocks(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "release_locks"
 	var in releaseInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
 		return nil, err
 	}
 	if in.ReservationID != call.RunID {
-		return nil, executor.Failure(events.KindValidation, false, "%s: reservation %q is not this run's (%s); a run releases its own", action, in.ReservationID, call.RunID)
+		return nil, activity.Failure(events.KindValidation, false, "%s: reservation %q is not this run's (%s); a run releases its own", action, in.ReservationID, call.RunID)
 	}
 	released, err := s.locks.Release(ctx, call.RunID, nil)
 	if err != nil {
@@ -162,7 +163,7 @@ type starvationInput struct {
 
 // gateStarvationFail records gate.starvation (what the gate waited for in
 // vain) and fails the run: its bundle never got its files.
-func (s *Service) gateStarvationFail(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) gateStarvationFail(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "gate_starvation_fail"
 	var in starvationInput
 	if err := decodeInput(action, call.Input, &in); err != nil {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -31,7 +31,7 @@ type prInput struct {
 }
 
 // run is the run the step works for: job_run_id, else the step's own.
-func (in *prInput) run(call *executor.ActionCall) string {
+func (in *prInput) run(call *activity.ActionCall) string {
 	if in.JobRunID != "" {
 		return in.JobRunID
 	}
@@ -77,14 +77,14 @@ func textOf(v any) string {
 // meaningful execution summary (naming them) and a branch origin does not
 // have as it is (push first). A given body is sent verbatim; without one
 // the body is built from the tasks.
-func (s *Service) prOpen(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) prOpen(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "pr_open"
 	var in prInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
 		return nil, err
 	}
 	if in.WorkspacePath == "" {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
+		return nil, activity.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
 	}
 	base, err := baseBranch(action, in.Base, in.BaseBranch)
 	if err != nil {
@@ -238,7 +238,7 @@ func prBody(tasks []*projector.TaskView, runID string, files []string) string {
 // pull request on them; a bundle that changed nothing (no_diff_expected)
 // goes to review without one. A task without a meaningful execution
 // summary is refused, naming it.
-func (s *Service) prPromote(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) prPromote(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "pr_promote"
 	var in prInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
@@ -257,7 +257,7 @@ func (s *Service) prPromote(ctx context.Context, call *executor.ActionCall) (any
 	if !in.NoDiffExpected {
 		n := 0
 		if _, err := fmt.Sscanf(number, "%d", &n); err != nil || n <= 0 {
-			return nil, executor.Failure(events.KindValidation, false, "%s: input.pr_number %q is not a pull request's number", action, number)
+			return nil, activity.Failure(events.KindValidation, false, "%s: input.pr_number %q is not a pull request's number", action, number)
 		}
 		base, err := baseBranch(action, in.Base, in.BaseBranch)
 		if err != nil {

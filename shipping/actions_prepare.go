@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/gitops"
 )
 
@@ -20,14 +20,14 @@ import (
 // work from: the branch and its head, the base freshly fetched, where
 // origin has the branch (the push's exact lease), and how far apart the
 // branch and the base are. It changes nothing.
-func (s *Service) prPrepare(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) prPrepare(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "pr_prepare"
 	var in prInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
 		return nil, err
 	}
 	if in.WorkspacePath == "" {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
+		return nil, activity.Failure(events.KindValidation, false, "%s: input.workspace_path is required", action)
 	}
 	base, sync, err := in.parse(action)
 	if err != nil {
@@ -86,14 +86,14 @@ type rebaseInput struct {
 // when its head is no longer the prepared one (a rebase that happened
 // before a crash), up to date otherwise. A conflict stops it, naming the
 // files, with the branch as it was.
-func (s *Service) gitRebase(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) gitRebase(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "git_rebase"
 	var in rebaseInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
 		return nil, err
 	}
 	if in.WorkspacePath == "" || in.BaseSHA == "" || in.HeadSHA == "" {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input.workspace_path, head_sha and base_sha are required", action)
+		return nil, activity.Failure(events.KindValidation, false, "%s: input.workspace_path, head_sha and base_sha are required", action)
 	}
 	wt, main, head, err := s.headOf(ctx, action, in.WorkspacePath, in.Head)
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -23,7 +23,7 @@ type updateTaskInput struct {
 // as it is, and the move's event id derives from the task, the run, the
 // step and the status. A pipeline may move a task anywhere its lifecycle
 // allows (never out of done, never into archived).
-func (s *Service) updateTask(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) updateTask(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "update_task"
 	var in updateTaskInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
@@ -72,7 +72,7 @@ const reasonLockConflict = "context_lock_conflict"
 // done; one whose context files overlap files a live run holds is left
 // out and reported in excluded, with each conflict. Explicit task_ids are
 // taken as they are: no filter, no excluded.
-func (s *Service) listBacklog(ctx context.Context, call *executor.ActionCall) (any, error) {
+func (s *Service) listBacklog(ctx context.Context, call *activity.ActionCall) (any, error) {
 	const action = "list_backlog_tasks"
 	var in listBacklogInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
@@ -183,13 +183,13 @@ func (s *Service) heldFiles(ctx context.Context) ([]heldFile, error) {
 	}
 	tasksOf := map[string][]string{}
 	for _, h := range live {
-		if id, ok := strings.CutPrefix(h.Resource, executor.TaskResource("")); ok {
+		if id, ok := strings.CutPrefix(h.Resource, activity.TaskResource("")); ok {
 			tasksOf[h.Owner] = append(tasksOf[h.Owner], id)
 		}
 	}
 	var out []heldFile
 	for _, h := range live {
-		if f, ok := strings.CutPrefix(h.Resource, executor.FilesResource("")); ok {
+		if f, ok := strings.CutPrefix(h.Resource, activity.FilesResource("")); ok {
 			holders := tasksOf[h.Owner]
 			if len(holders) == 0 {
 				holders = []string{"run " + h.Owner}
@@ -206,7 +206,7 @@ func overlapping(t *projector.TaskView, held []heldFile) []any {
 	var out []any
 	for _, f := range t.ContextFiles {
 		for _, h := range held {
-			if !executor.Overlaps(executor.FilesResource(f), h.resource) {
+			if !activity.Overlaps(activity.FilesResource(f), h.resource) {
 				continue
 			}
 			for _, by := range h.tasks {
@@ -227,7 +227,7 @@ type validateBundlesInput struct {
 // validateBundles passes bundles on unchanged when none is empty or larger
 // than max_bundle_size, no task is in two, and every task is known; else
 // it fails naming what is wrong, so that a misgrouped backlog never ships.
-func validateBundles(_ context.Context, call *executor.ActionCall) (any, error) {
+func validateBundles(_ context.Context, call *activity.ActionCall) (any, error) {
 	const action = "validate_bundles"
 	var in validateBundlesInput
 	if err := decodeInput(action, call.Input, &in); err != nil {
@@ -253,7 +253,7 @@ func validateBundles(_ context.Context, call *executor.ActionCall) (any, error) 
 		}
 	}
 	if len(problems) > 0 {
-		return nil, executor.Failure(events.KindValidation, false, "%s: %s", action, strings.Join(problems, "; "))
+		return nil, activity.Failure(events.KindValidation, false, "%s: %s", action, strings.Join(problems, "; "))
 	}
 	bundles := make([]any, len(in.Bundles))
 	for i, b := range in.Bundles {

@@ -8,7 +8,7 @@
 // the actions of Service.Actions and declares their names (ActionNames)
 // to job validation, gives the orchestrator Service.Admission for
 // invoke_and_wait, and binds agent steps to their task with Service (an
-// executor.TaskBinder). Git is run by gitops.
+// activity.TaskBinder). Git is run by gitops.
 //
 // IMPORTANT: every action may run more than once for one step attempt (a
 // command redelivered after a crash), so each finds what an earlier call

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 )
 
 // decodeInput decodes an action's input into v. Fields the action does
@@ -18,7 +18,7 @@ func decodeInput(action string, input any, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return executor.Failure(events.KindValidation, false, "%s: input: %v", action, err)
+		return activity.Failure(events.KindValidation, false, "%s: input: %v", action, err)
 	}
 	return nil
 }
@@ -41,7 +41,7 @@ func (in taskIDsInput) ids(action string) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, executor.Failure(events.KindValidation, false, "%s: input names no task (task_ids or task_id)", action)
+		return nil, activity.Failure(events.KindValidation, false, "%s: input names no task (task_ids or task_id)", action)
 	}
 	return out, nil
 }
@@ -65,7 +65,7 @@ func parseSync(action, s string) (baseSync, error) {
 	case syncLocal:
 		return syncLocal, nil
 	}
-	return "", executor.Failure(events.KindValidation, false, "%s: base_sync is remote or local, not %q", action, s)
+	return "", activity.Failure(events.KindValidation, false, "%s: base_sync is remote or local, not %q", action, s)
 }
 
 // baseInput is the base an action works against, in the upstream
@@ -99,17 +99,17 @@ func baseBranch(action string, base, baseBranch string) (string, error) {
 	}
 	b = strings.TrimPrefix(b, "origin/")
 	if b == "" || strings.HasPrefix(b, "-") {
-		return "", executor.Failure(events.KindValidation, false, "%s: %q is not a base branch", action, base)
+		return "", activity.Failure(events.KindValidation, false, "%s: %q is not a base branch", action, base)
 	}
 	return b, nil
 }
 
 // failf is a failure of an action that another attempt would not mend.
 func failf(format string, args ...any) error {
-	return executor.Failure(events.KindActivity, false, format, args...)
+	return activity.Failure(events.KindActivity, false, format, args...)
 }
 
 // retryf is a failure of an action that another attempt may mend.
 func retryf(format string, args ...any) error {
-	return executor.Failure(events.KindActivity, true, format, args...)
+	return activity.Failure(events.KindActivity, true, format, args...)
 }

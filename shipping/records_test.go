@@ -2,15 +2,13 @@ package shipping_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/shipping"
 )
 
@@ -110,7 +108,7 @@ func TestAnAgentsSummaryNeedsItsStepsToken(t *testing.T) {
 	cfg := r.cfg
 	cfg.Redact = func(s string) { redacted = append(redacted, s) }
 	svc := shipping.New(cfg)
-	b, err := svc.Bind(r.ctx, executor.StepRef{RunID: "RUN", StepKey: "implement_bundle/1/implement_one", Attempt: 1}, id)
+	b, err := svc.Bind(r.ctx, activity.StepRef{RunID: "RUN", StepKey: "implement_bundle/1/implement_one", Attempt: 1}, id)
 	require.NoError(t, err)
 	assert.Equal(t, []string{b.Token}, redacted, "the token is never published")
 	snap, _ := json.Marshal(b.Snapshot)
@@ -126,53 +124,6 @@ func TestAnAgentsSummaryNeedsItsStepsToken(t *testing.T) {
 	b.Release()
 	assert.ErrorIs(t, svc.SummaryWithToken(r.ctx, id, b.Token, "too late"), shipping.ErrToken, "an ended step's token")
 
-	_, err = svc.Bind(r.ctx, executor.StepRef{RunID: "RUN"}, "T-404")
+	_, err = svc.Bind(r.ctx, activity.StepRef{RunID: "RUN"}, "T-404")
 	assert.ErrorIs(t, err, events.ErrNotFound)
-}
-
-func TestGCReapsOnlyTheCleanWorktreesOfFinishedRuns(t *testing.T) {
-	t.Parallel()
-	r := newRig(t)
-	ids := []string{r.add(shipping.NewTask{Title: "done"}), r.add(shipping.NewTask{Title: "dirty"}), r.add(shipping.NewTask{Title: "running"})}
-	var paths []string
-	for i, id := range ids {
-		paths = append(paths, r.setup([]string{"RUNDONE", "RUNDIRTY", "RUNLIVE"}[i], id)["workspace_path"].(string))
-	}
-	for _, run := range []string{"RUNDONE", "RUNDIRTY", "RUNLIVE"} {
-		_, err := r.log.Append(r.ctx, events.Event{ID: events.DecisionID(events.RunRequested, run), Type: events.RunRequested, RunID: run, Job: "task_local_pipeline"},
-			events.RunRequestedData{JobName: "task_local_pipeline", Job: json.RawMessage(`{}`)})
-		require.NoError(t, err)
-	}
-	for _, run := range []string{"RUNDONE", "RUNDIRTY"} {
-		_, err := r.log.Append(r.ctx, events.Event{Type: events.RunFinished, RunID: run, Job: "task_local_pipeline"}, events.RunFinishedData{State: events.StateSuccess})
-		require.NoError(t, err)
-	}
-	write(t, paths[1], "forgotten.txt", "nobody committed me\n")
-	require.NoError(t, os.MkdirAll(filepath.Join(shipping.WorktreesDir(r.root), "stray"), 0o755))
-
-	dry, err := r.svc.GC(r.ctx, false)
-	require.NoError(t, err)
-	assert.True(t, dry.DryRun)
-	outcome := map[string]string{}
-	for _, w := range dry.Worktrees {
-		outcome[w.RunID] = w.Outcome + ": " + w.Reason
-	}
-	assert.Equal(t, map[string]string{
-		"RUNDONE":  "would_remove: ",
-		"RUNDIRTY": "kept: it has changes nobody committed: forgotten.txt",
-		"RUNLIVE":  "kept: its run is pending",
-		"stray":    "kept: no run stray in the log: not a worktree Orbit made",
-	}, outcome)
-	assert.DirExists(t, paths[0], "a dry run removes nothing")
-
-	applied, err := r.svc.GC(r.ctx, true)
-	require.NoError(t, err)
-	for _, w := range applied.Worktrees {
-		outcome[w.RunID] = w.Outcome
-	}
-	assert.Equal(t, map[string]string{"RUNDONE": shipping.GCRemoved, "RUNDIRTY": shipping.GCKept, "RUNLIVE": shipping.GCKept, "stray": shipping.GCKept}, outcome)
-	assert.NoDirExists(t, paths[0])
-	assert.DirExists(t, paths[1])
-	assert.DirExists(t, paths[2])
-	assert.NotEmpty(t, r.git(r.repo, "rev-parse", "--verify", "orbit/"+ids[0]+"-RUNDONE"), "the branch is kept")
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
@@ -96,7 +96,7 @@ func (r *rig) call(action, run, key string, input map[string]any) (map[string]an
 	r.t.Helper()
 	act, ok := r.svc.Actions()[action]
 	require.True(r.t, ok, action)
-	out, err := act.Run(r.ctx, &executor.ActionCall{RunID: run, Job: "test", StepKey: key, Attempt: 1, Input: input,
+	out, err := act.Run(r.ctx, &activity.ActionCall{RunID: run, Job: "test", StepKey: key, Attempt: 1, Input: input,
 		Emit: func(ctx context.Context, typ string, payload any) error {
 			_, err := r.log.Append(ctx, events.Event{Type: typ, RunID: run, StepKey: key}, payload)
 			return err

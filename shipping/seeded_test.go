@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/shipping"
 )
 
@@ -19,11 +19,11 @@ func TestSeededShippingJobsRunOnTheShippingActions(t *testing.T) {
 	cat, err := assets.OpenCatalog(t.TempDir(), assets.CatalogOptions{})
 	require.NoError(t, err)
 	require.Empty(t, cat.Problems())
-	executor.Declare(shipping.ActionNames()...)
+	activity.Declare(shipping.ActionNames()...)
 	for _, name := range []string{"task_local_pipeline", "task_pr_pipeline", "task_gate_pipeline", "task_auto_pipeline"} {
 		job, err := cat.Job(name)
 		require.NoError(t, err, name)
-		assert.NoError(t, executor.ValidateJob(job), name)
+		assert.NoError(t, activity.ValidateJob(job), name)
 	}
 	assert.Equal(t, []string{"gate_starvation_fail", "git_commit", "git_merge", "git_push", "git_rebase", "list_backlog_tasks",
 		"pr_failure_handoff", "pr_open", "pr_prepare", "pr_promote", "release_locks",

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -51,7 +51,7 @@ type Config struct {
 type Service struct {
 	cfg    Config
 	log    *slog.Logger
-	locks  *executor.Locks
+	locks  *activity.Locks
 	tokens *tokens
 
 	mu    sync.Mutex
@@ -69,7 +69,7 @@ func New(cfg Config) *Service {
 	if cfg.Redact == nil {
 		cfg.Redact = func(string) {}
 	}
-	return &Service{cfg: cfg, log: cfg.Logger.With("component", "shipping"), locks: executor.NewLocks(cfg.Log),
+	return &Service{cfg: cfg, log: cfg.Logger.With("component", "shipping"), locks: activity.NewLocks(cfg.Log),
 		tokens: newTokens(cfg.Redact), repos: map[string]*sync.Mutex{}}
 }
 
@@ -149,7 +149,7 @@ func (s *Service) tasksOf(ctx context.Context, ids []string) ([]*projector.TaskV
 	for _, id := range ids {
 		t, err := s.task(ctx, id)
 		if errors.Is(err, events.ErrNotFound) {
-			return nil, executor.Failure(events.KindValidation, false, "no task %s", id)
+			return nil, activity.Failure(events.KindValidation, false, "no task %s", id)
 		}
 		if err != nil {
 			return nil, err

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -31,7 +31,7 @@ type tokens struct {
 // task.
 type binding struct {
 	taskID string
-	step   executor.StepRef
+	step   activity.StepRef
 }
 
 func newTokens(redact func(string)) *tokens {
@@ -68,12 +68,12 @@ func (t *tokens) scope(taskID, tok string) (binding, bool) {
 	return b, true
 }
 
-var _ executor.TaskBinder = (*Service)(nil)
+var _ activity.TaskBinder = (*Service)(nil)
 
 // Bind binds an agent step to its task: the agent is given the task's
 // record as input.task, records its execution summary with the
 // orbit.task.summary tool, or, from its own process, with the token.
-func (s *Service) Bind(ctx context.Context, step executor.StepRef, taskID string) (*executor.TaskBinding, error) {
+func (s *Service) Bind(ctx context.Context, step activity.StepRef, taskID string) (*activity.TaskBinding, error) {
 	t, err := s.task(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func (s *Service) Bind(ctx context.Context, step executor.StepRef, taskID string
 		return nil, err
 	}
 	by := agentActor(step)
-	return &executor.TaskBinding{
+	return &activity.TaskBinding{
 		Snapshot: snapshot(t),
 		Token:    tok,
 		RecordSummary: func(ctx context.Context, summary string) error {
@@ -94,7 +94,7 @@ func (s *Service) Bind(ctx context.Context, step executor.StepRef, taskID string
 }
 
 // agentActor names an agent step as the author of what it records.
-func agentActor(step executor.StepRef) string {
+func agentActor(step activity.StepRef) string {
 	return fmt.Sprintf("agent:run:%s/%s#%d", step.RunID, step.StepKey, step.Attempt)
 }
 

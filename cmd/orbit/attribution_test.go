@@ -32,7 +32,7 @@ func TestWritesRecordWhoSignedThem(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	extraKey := strings.TrimSpace(r.Stdout)
 	cmd := p.Command("serve", "--listen", "127.0.0.1:0", "--nkey", extra)
-	stderr := &syncBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

@@ -208,3 +208,34 @@ func TestAnEngineWhoseStateIsRemovedStops(t *testing.T) {
 	r = p.Orbit("job", "run", "hello")
 	assert.Equal(t, 0, r.Code, r.String())
 }
+
+// TestFiltersThatMatchNothingSaySo: a filter that selects nothing says so
+// on stderr instead of printing an empty table; a --type pattern no event
+// type of a run can match (`step`, meant as step.*) is a usage error.
+func TestFiltersThatMatchNothingSaySo(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	defer p.StopEngine()
+	require.Equal(t, 0, p.Orbit("job", "run", "hello").Code)
+
+	r := p.Orbit("run", "events", "--type", "step")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--type step: no event type of a run matches it")
+	assert.Contains(t, r.Stderr, "step.*")
+
+	r = p.Orbit("run", "events", "--type", "step.>")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "step.finished")
+
+	r = p.Orbit("run", "events", "--step", "nostep")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "matches --step nostep")
+
+	r = p.Orbit("run", "history", "-j", "nosuch")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "no run of job nosuch")
+
+	r = p.Orbit("run", "history", "-j", "hello")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Empty(t, r.Stderr)
+}

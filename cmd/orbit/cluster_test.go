@@ -26,7 +26,7 @@ func TestServeOnNATSURLsThatAnswerNothing(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	cmd := p.Command("serve", "--nats-url", "nats://127.0.0.1:1,nats://127.0.0.1:2")
-	stderr := &syncBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
@@ -267,7 +267,7 @@ func TestClusterJobRunFollowsThroughTheLossOfItsNode(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "steps.txt")
 	input, _ := json.Marshal(map[string]string{"out": out})
 	cmd := ps[0].Command("job", "run", "cluster_steps", "--input", string(input))
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })

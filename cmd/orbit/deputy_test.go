@@ -281,7 +281,7 @@ func TestAReaderCannotWriteTheLogThroughTheBlobs(t *testing.T) {
 	injected := events.EventSubject(events.AggregateRun, runID, "injected")
 	sub := exec.Command(natsBin, "--context", "orbit-blobs-reader", "sub", injected)
 	sub.Env = append(os.Environ(), env...)
-	var tail syncBuffer
+	var tail testkit.SyncBuffer
 	sub.Stdout, sub.Stderr = &tail, &tail
 	require.NoError(t, sub.Start())
 	t.Cleanup(func() { _ = sub.Process.Kill(); _ = sub.Wait() })

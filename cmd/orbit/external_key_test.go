@@ -94,7 +94,7 @@ func TestWhatAClientLeavesOutItSays(t *testing.T) {
 	p.WriteFile(".orbit/jobs/slow.yaml", sleepJob)
 	serve(t, p)
 	cmd := p.Command("job", "run", "slow")
-	var stdout, stderr syncBuffer
+	var stdout, stderr testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)

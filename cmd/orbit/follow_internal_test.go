@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,7 +34,7 @@ func TestAFollowerEndsARunWhoseEndItLeftOut(t *testing.T) {
 	other := filepath.Join(t.TempDir(), "other.key")
 	require.NoError(t, os.WriteFile(other, []byte(`{"key":"`+hex.EncodeToString(key)+`","events_from":1,"commands_from":1}`), 0o600))
 
-	var stdout, stderr syncWriter
+	var stdout, stderr testkit.SyncBuffer
 	a := &app{stdout: &stdout, stderr: &stderr, rootFlag: p.Root, logKey: other}
 	l, err := a.connectLog(ctx) // as it was: no followKey
 	require.NoError(t, err)
@@ -53,22 +51,4 @@ func TestAFollowerEndsARunWhoseEndItLeftOut(t *testing.T) {
 	assert.Contains(t, stderr.String(), "orbit.events.run."+req.RunID+".run.finished): bad MAC")
 	assert.Contains(t, stderr.String(), "run "+req.RunID+" ended "+events.StateSuccess+", as the engine's view of it says")
 	assert.True(t, strings.HasPrefix(stdout.String(), req.RunID+"\n"), stdout.String())
-}
-
-// syncWriter is a bytes.Buffer for writers on several goroutines.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }

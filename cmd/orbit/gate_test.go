@@ -136,7 +136,7 @@ spec:
       spec: {type: deterministic, action: job.invoke, config: {job: gated}}
 `)
 	cmd := p.Command("job", "run", "release")
-	var stdout, stderr syncBuffer
+	var stdout, stderr testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })

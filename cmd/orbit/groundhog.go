@@ -280,7 +280,7 @@ uncommitted change to tracked files. Exit status 1 on any failed check.`,
 				return &exitError{code: exitUnavailable, err: err}
 			}
 			if len(evs) == 0 {
-				return usageErr("task %s not found", args[0])
+				return usageErr("no task %s (orbit task list lists the tasks)", clip(args[0]))
 			}
 			workspace, err := groundhog.Workspace(evs)
 			if err != nil {

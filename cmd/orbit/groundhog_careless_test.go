@@ -60,7 +60,7 @@ func TestTwoGroundhogRunsOnOneRepositoryTakeTurns(t *testing.T) {
 		tasks = append(tasks, strings.TrimSpace(r.Stdout))
 	}
 	first := p.Command("groundhog", "run", tasks[0], "--activity", "gh_one")
-	var firstErr syncBuffer
+	var firstErr testkit.SyncBuffer
 	first.Stderr = &firstErr
 	require.NoError(t, first.Start())
 	waitFor(t, "the first run to start an attempt", func() bool {

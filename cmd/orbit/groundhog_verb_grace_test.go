@@ -63,11 +63,13 @@ func TestAGroundhogAttemptOverCodexClosedByFailureCountsItsTokens(t *testing.T) 
 }
 
 // afterVerb checks a task whose first attempt went on after its verb
-// with a command that writes late.txt: the command was refused as it
-// started (a tool.denied of agentTool in the attempt's audit), the
-// attempt rewound rather than verified, since what the agent started may
-// have begun to run, and the second attempt, which hears why, committed
-// one.txt alone. Nothing of late.txt is in the workspace or on main.
+// with a command that writes late.txt: the agent's PreToolUse hook
+// refused the command before it ran (a tool.denied of agentTool in the
+// attempt's audit, with the hook's reason; no late.txt on the attempt's
+// scratch branch), the attempt was rewound rather than verified, as one
+// whose agent acted after its verb, and the second attempt, which hears
+// why, committed one.txt alone. Nothing of late.txt is in the workspace
+// or on main.
 func afterVerb(t *testing.T, p *testkit.Project, repo, task string, reqs []testkit.ModelRequest, agentTool string) {
 	t.Helper()
 	assert.Equal(t, "Add one.txt\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
@@ -88,6 +90,8 @@ func afterVerb(t *testing.T, p *testkit.Project, repo, task string, reqs []testk
 	assert.Equal(t, agentTool, first.Denials[0].AgentTool)
 	assert.Equal(t, "shell.exec", first.Denials[0].Name)
 	assert.Contains(t, first.Denials[0].Reason, "after the session was closed")
+	assert.Contains(t, first.Denials[0].Reason, "refused by the PreToolUse hook before it ran")
+	assert.Empty(t, testkit.Git(t, repo, "ls-tree", "-r", "--name-only", "groundhog/T-1/day-1", "late.txt"), "the command never ran")
 	assert.Equal(t, "committed", second.Outcome)
 	assert.Empty(t, second.Denials)
 	r = p.Orbit("groundhog", "verify", task)
@@ -95,8 +99,10 @@ func afterVerb(t *testing.T, p *testkit.Project, repo, task string, reqs []testk
 }
 
 // TestACodexSessionThatRunsACommandAfterItsVerbIsStopped: after
-// checkpoint_success, Codex is asked to run a command; it is stopped and
-// its attempt rewound (afterVerb).
+// checkpoint_success, Codex is asked to run a command; its hook refuses
+// it, and Codex is stopped before the hook answers, so that it never
+// reaches the model again (the test's script would give it the second
+// attempt's turn), on any Node; its attempt is rewound (afterVerb).
 func TestACodexSessionThatRunsACommandAfterItsVerbIsStopped(t *testing.T) {
 	t.Parallel()
 	write := testkit.Turn{Tools: []testkit.ToolUse{{Name: "exec_command", Input: map[string]any{"cmd": "echo one > one.txt"}}}}
@@ -129,7 +135,4 @@ func TestAClaudeCodeSessionThatRunsACommandAfterItsVerbIsStopped(t *testing.T) {
 	r := p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
 	require.Equal(t, 0, r.Code, r.String())
 	afterVerb(t, p, repo, task, srv.Scripted(), "Bash")
-	// Claude Code prints the call before it runs it: it was stopped in
-	// time, and the first attempt's scratch branch holds no late.txt.
-	assert.Empty(t, testkit.Git(t, repo, "ls-tree", "-r", "--name-only", "groundhog/T-1/day-1", "late.txt"), "the command never ran")
 }

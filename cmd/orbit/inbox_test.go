@@ -48,7 +48,7 @@ func TestAReaderCannotReadTheClientsInbox(t *testing.T) {
 	for _, subject := range []string{clientInbox + ".>", "_INBOX.>"} {
 		sub := exec.Command(natsBin, "--context", "orbit-inbox-reader", "sub", subject)
 		sub.Env = append(os.Environ(), env...)
-		var out syncBuffer
+		var out testkit.SyncBuffer
 		sub.Stdout, sub.Stderr = &out, &out
 		require.NoError(t, sub.Start())
 		waitFor(t, "the server to refuse the reader's subscription to "+subject, func() bool {

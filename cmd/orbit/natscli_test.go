@@ -77,7 +77,7 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 
 	sub := exec.Command(natsBin, "--context", "orbit-test-reader", "sub", "orbit.events.>")
 	sub.Env = append(os.Environ(), env...)
-	var tail syncBuffer
+	var tail testkit.SyncBuffer
 	sub.Stdout, sub.Stderr = &tail, &tail
 	require.NoError(t, sub.Start())
 	t.Cleanup(func() { _ = sub.Process.Kill(); _ = sub.Wait() })
@@ -148,7 +148,7 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	require.Len(t, opts.Nkeys, len(events.Identities))
 
 	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
-	stderr := &syncBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd := p.Command("serve")
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
@@ -225,7 +225,7 @@ func TestNATSContextWithoutAnEngine(t *testing.T) {
 // serveOnExternalServer starts a nats-server configured with the
 // authorization block auth and the project's engine on it, and returns
 // the engine's stderr once it serves.
-func serveOnExternalServer(t *testing.T, p *testkit.Project, auth string) *syncBuffer {
+func serveOnExternalServer(t *testing.T, p *testkit.Project, auth string) *testkit.SyncBuffer {
 	t.Helper()
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\n"+auth), 0o600))
@@ -239,7 +239,7 @@ func serveOnExternalServer(t *testing.T, p *testkit.Project, auth string) *syncB
 	t.Cleanup(srv.Shutdown)
 
 	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
-	stderr := &syncBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd := p.Command("serve")
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())

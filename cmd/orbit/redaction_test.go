@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,20 +67,7 @@ spec:
 		}
 		return b
 	}
-	state := engine.StateDir(p.Root)
-	files := 0
-	require.NoError(t, filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() && d.Name() == "creds" {
-			return filepath.SkipDir // where the seeds are kept
-		}
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
+	eachStoredFile(t, p.Root, func(path string, data []byte) {
 		data = unbroken(data)
 		for what, text := range printed {
 			for i := 0; i+16 <= len(text); i++ {
@@ -92,9 +77,7 @@ spec:
 				}
 			}
 		}
-		return nil
-	}))
-	assert.Greater(t, files, 5, "the whole store was searched")
+	})
 	r = p.Orbit("run", "show", "--json", "-s", "key")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 4, strings.Count(r.Stdout, events.Redacted), "each printing is one redaction: %s", r.Stdout)

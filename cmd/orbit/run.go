@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -354,6 +355,9 @@ there are more, stderr says how many the list leaves out.`,
 			if err := request(ctx, l, engine.EndpointRuns, q, &runs); err != nil {
 				return err
 			}
+			if len(runs) == 0 && job != "" {
+				defer a.errorf("no run of job %s (orbit job list lists the jobs)\n", clip(job))
+			}
 			if a.json {
 				return a.printJSON(runs)
 			}
@@ -400,12 +404,53 @@ func (f eventFilter) match(ev events.Event) bool {
 	return f.step == "" || ev.StepKey == f.step || strings.HasPrefix(ev.StepKey, f.step+"/")
 }
 
+// check refuses a type pattern that no run event type matches: `--type
+// step` (meant: step.*) would otherwise print an empty table for ever.
+func (f eventFilter) check() error {
+	if f.typ == "" {
+		return nil
+	}
+	var families []string
+	for _, name := range events.Types() {
+		info, _ := events.Lookup(name)
+		if info.Aggregate != events.AggregateRun {
+			continue
+		}
+		if typeMatches(f.typ, name) {
+			return nil
+		}
+		family, _, _ := strings.Cut(name, ".")
+		if !slices.Contains(families, family+".*") {
+			families = append(families, family+".*")
+		}
+	}
+	return usageErr("--type %s: no event type of a run matches it (want a type such as step.finished or a pattern: %s)", clip(f.typ), strings.Join(families, ", "))
+}
+
+// typeMatches reports whether a NATS-style pattern (tokens split on '.',
+// '*' one token, '>' the rest) matches an event type.
+func typeMatches(pattern, typ string) bool {
+	ps, ts := strings.Split(pattern, "."), strings.Split(typ, ".")
+	for i, p := range ps {
+		if p == ">" {
+			return i < len(ts)
+		}
+		if i >= len(ts) || (p != "*" && p != ts[i]) {
+			return false
+		}
+	}
+	return len(ps) == len(ts)
+}
+
 func (a *app) runEventsCommand() *cobra.Command {
 	var f eventFilter
 	cmd := &cobra.Command{
 		Use:   "events [run_id]",
 		Short: "Print a run's events (default: the latest run)",
 		Args:  cobra.MaximumNArgs(1),
+		PreRunE: func(*cobra.Command, []string) error {
+			return f.check()
+		},
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
 			runID, err := resolveRunID(ctx, l, optional(args))
 			if err != nil {
@@ -420,6 +465,12 @@ func (a *app) runEventsCommand() *cobra.Command {
 				if f.match(ev) {
 					out = append(out, ev)
 				}
+			}
+			if len(out) == 0 && len(evs) > 0 {
+				defer a.errorf("no event of run %s matches --step %s (orbit run show %s lists its steps)\n", runID, clip(f.step), runID)
+			}
+			if len(out) == 0 && len(evs) == 0 && f.typ != "" {
+				defer a.errorf("no event of run %s matches --type %s\n", runID, clip(f.typ))
 			}
 			if a.json {
 				if out == nil {

@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
@@ -40,7 +40,7 @@ func TestListeningBeyondLoopbackWithAnNKey(t *testing.T) {
 	require.Equal(t, 0, p.Orbit("nkey", "new", other).Code)
 
 	cmd := p.Command("serve", "--listen", "0.0.0.0:0", "--nkey", seed)
-	stderr := &syncBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -113,11 +113,25 @@ spec:
 		require.NoError(t, err)
 		secrets = append(secrets, seed)
 	}
-	state := filepath.Join(p.Root, ".orbit", "state")
+	eachStoredFile(t, p.Root, func(path string, data []byte) {
+		for _, secret := range secrets {
+			assert.False(t, bytes.Contains(data, []byte(secret)), "%s holds a secret", path)
+		}
+	})
+	for _, seed := range secrets[2:] {
+		assert.NotContains(t, r.Stdout+r.Stderr, seed, "the CLI printed a seed")
+	}
+}
+
+// eachStoredFile calls check with the path and the content of every file
+// of the engine's state directory under root but its credentials (where
+// the seeds are kept), and checks that the whole store was searched.
+func eachStoredFile(t *testing.T, root string, check func(path string, data []byte)) {
+	t.Helper()
 	files := 0
-	require.NoError(t, filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+	require.NoError(t, filepath.WalkDir(engine.StateDir(root), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() && d.Name() == "creds" {
-			return filepath.SkipDir // where the seeds are kept
+			return filepath.SkipDir
 		}
 		if err != nil || d.IsDir() {
 			return err
@@ -127,15 +141,10 @@ spec:
 			return err
 		}
 		files++
-		for _, secret := range secrets {
-			assert.False(t, bytes.Contains(data, []byte(secret)), "%s holds a secret", path)
-		}
+		check(path, data)
 		return nil
 	}))
 	assert.Greater(t, files, 5, "the whole store was searched")
-	for _, seed := range secrets[2:] {
-		assert.NotContains(t, r.Stdout+r.Stderr, seed, "the CLI printed a seed")
-	}
 }
 
 // TestArgumentsAreNeverReSplit: a rendered value is one argv element, so a
@@ -190,22 +199,4 @@ spec:
 	assert.True(t, os.IsNotExist(err))
 	denied := runEvents(t, p, strings.TrimSpace(r.Stdout), "--type", events.ToolDenied)
 	assert.Len(t, denied, 1)
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

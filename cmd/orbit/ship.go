@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/engine"
-	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/shipping"
 )
@@ -187,40 +186,4 @@ func (a *app) printReport(rep *shipping.AutoReport) {
 	if rep.Error != nil && len(rep.Gates) == 0 {
 		a.printf("  %s\n", describeError(rep.Error))
 	}
-}
-
-func (a *app) gcCommand() *cobra.Command {
-	var apply bool
-	cmd := &cobra.Command{
-		Use:   "gc [--apply]",
-		Short: "Reap the worktrees of finished shipping runs (a dry run without --apply)",
-		Long: `List the worktrees shipping runs made (.orbit/state/worktrees/<run>) and what
-becomes of each: a worktree whose run has ended and that holds no change is
-removed with --apply (its branch is kept); one whose run goes on, or that
-holds changes nobody committed, is kept, with the reason. Without --apply
-nothing is removed.`,
-		Args: cobra.NoArgs,
-		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
-			var rep shipping.GCReport
-			if err := request(ctx, l, engine.EndpointShipGC, engine.GCRequest{Apply: apply}, &rep); err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(rep)
-			}
-			t := newTable(a.stdout, "RUN", "RUN STATE", "OUTCOME", "BRANCH", "REASON")
-			for _, w := range rep.Worktrees {
-				t.row(w.RunID, or(w.RunState, "-"), w.Outcome, or(w.Branch, "-"), or(w.Reason, "-"))
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			if rep.DryRun {
-				a.printf("(a dry run: orbit gc --apply removes what says would_remove)\n")
-			}
-			return nil
-		}),
-	}
-	cmd.Flags().BoolVar(&apply, "apply", false, "remove the worktrees (default: only say what would be removed)")
-	return cmd
 }

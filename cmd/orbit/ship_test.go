@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
@@ -123,9 +124,20 @@ func TestShipABacklogThroughTheBinary(t *testing.T) {
 	r = p.Orbit("replay", "--verify")
 	assert.Equal(t, 0, r.Code, r.String())
 
-	r = p.Orbit("--json", "gc")
+	// Finished and landed, the runs' worktrees and branches are garbage
+	// once the grace is past: a dry run says so, --apply removes them, and
+	// a second pass finds nothing.
+	r = p.Orbit("--json", "gc", "--worktrees", "--branches")
 	require.Equal(t, 0, r.Code, r.String())
-	var gc shipping.GCReport
+	var gc engine.CollectReport
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &gc))
+	require.Len(t, gc.Worktrees, 3)
+	for _, w := range gc.Worktrees {
+		assert.Equal(t, shipping.GCKept, w.Outcome, "within the grace: %+v", w)
+	}
+	r = p.Orbit("--json", "gc", "--worktrees", "--branches", "--grace", "0s")
+	require.Equal(t, 0, r.Code, r.String())
+	gc = engine.CollectReport{}
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &gc))
 	assert.True(t, gc.DryRun)
 	require.Len(t, gc.Worktrees, 3)
@@ -133,11 +145,29 @@ func TestShipABacklogThroughTheBinary(t *testing.T) {
 		assert.Equal(t, shipping.GCWouldRemove, w.Outcome, "%+v", w)
 		assert.DirExists(t, w.Path)
 	}
-	r = p.Orbit("gc", "--apply")
+	require.Len(t, gc.Branches, 3)
+	var branches []string
+	for _, b := range gc.Branches {
+		assert.Equal(t, shipping.GCWouldRemove, b.Outcome, "landed on main: %+v", b)
+		assert.Equal(t, shipping.GCRunBranch, b.Kind)
+		branches = append(branches, b.Branch)
+	}
+	r = p.Orbit("gc", "--apply", "--grace", "0s")
 	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "recorded as gc.collected")
 	for w := range worktrees {
 		assert.NoDirExists(t, w)
 	}
+	left := testkit.Git(t, p.Root, "branch", "--format=%(refname:short)")
+	for _, b := range branches {
+		assert.NotContains(t, strings.Fields(left), b)
+	}
+	r = p.Orbit("--json", "gc", "--worktrees", "--branches", "--grace", "0s")
+	require.Equal(t, 0, r.Code, r.String())
+	gc = engine.CollectReport{}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &gc))
+	assert.Empty(t, gc.Worktrees, "a second pass finds nothing")
+	assert.Empty(t, gc.Branches)
 
 	// Shipped tasks are not shipped again: nothing is left in the backlog.
 	r = p.Orbit("run", "auto", "--mode", "local")

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -434,7 +434,7 @@ identity may: nothing else can be changed from there.`,
 				}
 				c.PlanText = set("plan-file", string(data))
 			}
-			if token := os.Getenv(executor.EnvTaskToken); token != "" {
+			if token := os.Getenv(activity.EnvTaskToken); token != "" {
 				return a.agentSummary(cmd.Context(), c, token)
 			}
 			c.By = requester()
@@ -470,9 +470,9 @@ identity may: nothing else can be changed from there.`,
 func (a *app) agentSummary(ctx context.Context, c engine.TaskUpdate, token string) error {
 	if c.ExecutionSummary == nil || c.Status != "" || c.Title != nil || c.Description != nil || c.PlanText != nil ||
 		c.Priority != nil || c.Type != nil || c.AcceptanceCriteria != nil || c.ContextFiles != nil || c.Dependencies != nil {
-		return usageErr("inside an agent step (%s is set) orbit task update records --summary and nothing else", executor.EnvTaskToken)
+		return usageErr("inside an agent step (%s is set) orbit task update records --summary and nothing else", activity.EnvTaskToken)
 	}
-	if id := os.Getenv(executor.EnvTaskID); id != "" && id != c.TaskID {
+	if id := os.Getenv(activity.EnvTaskID); id != "" && id != c.TaskID {
 		return usageErr("this agent step is bound to task %s, not %s", id, c.TaskID)
 	}
 	l, err := a.connectRunning(ctx)

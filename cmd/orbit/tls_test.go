@@ -92,7 +92,7 @@ func TestTLSOnTheEnginesListener(t *testing.T) {
 	}
 	r = verb("ORBIT_TLS_CA=" + pki.CA)
 	assert.Equal(t, 2, r.Code, r.String())
-	assert.Contains(t, r.Stderr, `not found: task "T-1"`)
+	assert.Contains(t, r.Stderr, `no task "T-1"`)
 	r = verb("ORBIT_TLS_CERT=", "ORBIT_TLS_KEY=")
 	assert.Equal(t, 3, r.Code, "without the engine's CA: %s", r)
 	assert.Contains(t, r.Stderr, "refused: TLS with the engine at "+url)

@@ -28,6 +28,7 @@ var layers = map[string][]string{
 	"events":             {"internal/failpoint"},
 	"gitops":             nil,
 	"internal/failpoint": nil,
+	"internal/lease":     {"events", "internal/proc"},
 	"internal/proc":      nil,
 	"internal/sandbox":   nil,
 
@@ -42,22 +43,25 @@ var layers = map[string][]string{
 	"groundhog": {"agent", "assets", "events", "gitops", "internal/failpoint", "internal/proc", "internal/sandbox", "projector"},
 	"mcp":       {"groundhog"},
 
-	// The orchestration and the workers, over the interpreter, the agents
-	// and Groundhog.
-	"executor": {"agent", "assets", "events", "groundhog", "internal/failpoint", "internal/proc", "internal/sandbox", "interpreter"},
+	// The workers with their activities, over the interpreter, the agents
+	// and Groundhog; the orchestration over the workers (it validates jobs
+	// against their actions and releases a finished run's reservations).
+	"activity": {"agent", "assets", "events", "groundhog", "internal/failpoint", "internal/lease", "internal/proc", "internal/sandbox", "interpreter"},
+	"executor": {"activity", "assets", "events", "internal/failpoint", "internal/lease", "interpreter"},
 
 	// Capabilities built on runs.
-	"shipping": {"assets", "events", "executor", "gitops", "projector"},
+	"shipping": {"activity", "assets", "events", "executor", "gitops", "projector"},
 	"routine":  {"assets", "events", "executor", "internal/failpoint"},
 
 	// The engine's wiring, and what stands on it.
-	"engine":    {"agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
+	"engine":    {"activity", "agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
 	"doctor":    {"assets", "engine", "events", "gitops"},
 	"console":   {"engine", "events", "gitops", "projector"},
-	"cmd/orbit": {"assets", "console", "doctor", "engine", "events", "executor", "gitops", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
+	"cmd/orbit": {"activity", "agent", "assets", "console", "doctor", "engine", "events", "executor", "gitops", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
 
 	// The test kit, and packages of tests alone.
 	"internal/testkit":           {"events"},
+	"internal/runrig":            {"activity", "assets", "events", "executor", "internal/testkit", "interpreter"},
 	"internal/cmd/scriptedmodel": {"internal/testkit"},
 	"internal/cmd/benchpeers":    {"assets", "engine", "events", "executor"},
 	"internal/compat":            nil,

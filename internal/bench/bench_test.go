@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
@@ -148,7 +149,7 @@ func BenchmarkEchoJob(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			orch := executor.NewOrchestrator(executor.Config{Log: engineLog, Root: b.TempDir()})
-			worker := executor.NewWorker(executor.WorkerConfig{Log: engineLog})
+			worker := activity.NewWorker(activity.WorkerConfig{Log: engineLog})
 			go func() { _ = worker.Run(ctx) }()
 			go func() { _ = orch.Run(ctx) }()
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
@@ -43,7 +43,7 @@ func BenchmarkShipOverhead(b *testing.B) {
 			rawDir := benchRepo(b, size.files)
 			rawTrees := b.TempDir()
 			action := func(name, run, key string, input map[string]any) map[string]any {
-				out, err := svc.Actions()[name].Run(ctx, &executor.ActionCall{RunID: run, Job: "bench", StepKey: key, Attempt: 1, Input: input,
+				out, err := svc.Actions()[name].Run(ctx, &activity.ActionCall{RunID: run, Job: "bench", StepKey: key, Attempt: 1, Input: input,
 					Emit: func(context.Context, string, any) error { return nil }})
 				if err != nil {
 					b.Fatalf("%s: %v", name, err)

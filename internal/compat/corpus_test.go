@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
@@ -68,7 +69,9 @@ var outcomes = map[string]outcome{
 	"fanout_fanin": {events.StateSuccess, func(t *testing.T, r *result) {
 		assert.Equal(t, float64(5), r.output["first"], "orbit")
 		assert.Equal(t, float64(9), r.output["last"], "groundhog")
-		assert.Len(t, r.keys(events.FanoutItem), 4)
+		assert.Equal(t, []string{"per_word/1", "per_word/2", "per_word/3", "per_word/4"}, r.keys(events.StepStarted)[1:5],
+			"after the fan-out's step.started, its items' in item order")
+		assert.Empty(t, r.keys(events.FanoutItem), "no fanout.item under step protocol 2")
 	}},
 	"parallel_branches": {events.StateSuccess, func(t *testing.T, r *result) {
 		assert.Equal(t, "lint ok\n", r.output["lint"])
@@ -191,8 +194,8 @@ func runCorpusJob(t *testing.T, job *assets.Job, project assets.Config) *result 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: root, Env: lookup})
-	worker := executor.NewWorker(executor.WorkerConfig{Log: log, Env: lookup,
-		Settings: func() executor.Settings { return executor.Settings{FSProfiles: profiles} }})
+	worker := activity.NewWorker(activity.WorkerConfig{Log: log, Env: lookup,
+		Settings: func() activity.Settings { return activity.Settings{FSProfiles: profiles} }})
 	for _, run := range []func(context.Context) error{worker.Run, orch.Run} {
 		wg.Add(1)
 		go func() {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
-	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/shipping"
 )
 
@@ -30,7 +30,7 @@ func TestUpstreamShippingJobsLoadAgainstTheSeededActivities(t *testing.T) {
 	cat, err := assets.OpenCatalog(t.TempDir(), assets.CatalogOptions{JobDir: dir})
 	require.NoError(t, err)
 	require.Empty(t, cat.Problems(), "every upstream shipping job loads")
-	executor.Declare(shipping.ActionNames()...)
+	activity.Declare(shipping.ActionNames()...)
 
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	require.NoError(t, err)
@@ -46,7 +46,7 @@ func TestUpstreamShippingJobsLoadAgainstTheSeededActivities(t *testing.T) {
 		job, err := cat.Job(name)
 		require.NoError(t, err, name)
 		assert.Equal(t, filepath.Join(dir, name+".yaml"), job.Source, "%s is the upstream file, not Orbit's seeded job of the name", name)
-		assert.NoError(t, executor.ValidateJob(job), name)
+		assert.NoError(t, activity.ValidateJob(job), name)
 		for _, target := range targets(job.Spec.Steps) {
 			_, err := seeded.Activity(strings.TrimPrefix(target, "activity:"))
 			assert.NoError(t, err, "%s: %s is a seeded activity", name, target)

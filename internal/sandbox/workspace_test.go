@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,13 +9,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/internal/sandbox"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // gitScript is what an agent does in its workspace: its work, committed,
 // then an attempt at what the engine's git would run later.
+// gitEnv is the environment of the tests' git: an author and a committer
+// of their own, and no configuration but what home holds.
+func gitEnv(home string) []string {
+	return append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.invalid",
+		"GIT_COMMITTER_NAME=C", "GIT_COMMITTER_EMAIL=c@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
+}
+
+// git runs git with args in dir and env, outside any sandbox, and returns
+// its output; it must succeed.
+func git(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return string(out)
+}
+
 const gitScript = `
 echo work > work.txt; echo " write-tree:$?"
 git add work.txt && git commit --quiet -m work; echo " commit:$?"
@@ -36,12 +51,8 @@ func TestAWorkspacesGitConfigAndHooksAreReadOnly(t *testing.T) {
 		t.Skipf("no sandbox on this machine: %s", why)
 	}
 	repo := t.TempDir()
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.invalid",
-		"GIT_COMMITTER_NAME=C", "GIT_COMMITTER_EMAIL=c@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+repo)
-	git := exec.Command("git", "init", "--quiet", repo)
-	git.Env = env
-	out, err := git.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	env := gitEnv(repo)
+	git(t, "", env, "init", "--quiet", repo)
 	require.NoError(t, os.RemoveAll(filepath.Join(repo, ".git", "hooks")), "a missing hooks directory is made")
 	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
 	require.NoError(t, err)
@@ -51,17 +62,8 @@ func TestAWorkspacesGitConfigAndHooksAreReadOnly(t *testing.T) {
 	base := sandbox.Policy{Hide: []string{filepath.Join(repo, "nothing")}}
 	p := base.ForWorkspace(sub)
 	assert.Empty(t, base.ReadOnly, "the policy given is not changed")
-	cmd := exec.Command("sh", "-c", "cd .. && "+gitScript)
-	mode, err := sandbox.Wrap(cmd, p)
-	require.NoError(t, err)
+	got, mode := runWrapped(t, exec.Command("sh", "-c", "cd .. && "+gitScript), p, sub, env)
 	require.Equal(t, sandbox.ModeMountNamespace, mode)
-	var buf bytes.Buffer
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = sub, env, &buf, &buf
-	g, err := proc.Start(testkit.Context(t), cmd)
-	require.NoError(t, err)
-	res := g.Wait(testkit.Context(t), 0, 0)
-	require.Equal(t, 0, res.ExitCode, "%v: %s", res.Err, buf.String())
-	got := buf.String()
 	assert.Contains(t, got, " write-tree:0", "the work tree is writable")
 	assert.Contains(t, got, " commit:0", "the agent may commit")
 	assert.NotContains(t, got, " write-config:0")
@@ -74,11 +76,7 @@ func TestAWorkspacesGitConfigAndHooksAreReadOnly(t *testing.T) {
 	hooks, err := os.ReadDir(filepath.Join(repo, ".git", "hooks"))
 	require.NoError(t, err)
 	assert.Empty(t, hooks, "no hook was planted")
-	log := exec.Command("git", "log", "--format=%s")
-	log.Dir, log.Env = repo, env
-	out, err = log.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Equal(t, "work\n", string(out))
+	assert.Equal(t, "work\n", git(t, repo, env, "log", "--format=%s"))
 }
 
 // TestALinkedWorkTreesGitConfigIsReadOnly: in a linked work tree, the
@@ -92,13 +90,9 @@ func TestALinkedWorkTreesGitConfigIsReadOnly(t *testing.T) {
 	}
 	base := t.TempDir()
 	repo, wt := filepath.Join(base, "repo"), filepath.Join(base, "wt")
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.invalid",
-		"GIT_COMMITTER_NAME=C", "GIT_COMMITTER_EMAIL=c@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+base)
+	env := gitEnv(base)
 	for _, args := range [][]string{{"init", "--quiet", repo}, {"-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first"}, {"-C", repo, "worktree", "add", "--quiet", wt}} {
-		git := exec.Command("git", args...)
-		git.Env = env
-		out, err := git.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
+		git(t, "", env, args...)
 	}
 	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
 	require.NoError(t, err)
@@ -108,16 +102,8 @@ echo work > work.txt && git add work.txt && git commit --quiet -m work; echo " c
 echo /tmp > "$(git rev-parse --git-dir)/commondir"; echo " write-commondir:$?"
 git config core.fsmonitor /tmp/evil; echo " git-config:$?"
 `)
-	mode, err := sandbox.Wrap(cmd, sandbox.Policy{}.ForWorkspace(wt))
-	require.NoError(t, err)
+	got, mode := runWrapped(t, cmd, sandbox.Policy{}.ForWorkspace(wt), wt, env)
 	require.Equal(t, sandbox.ModeMountNamespace, mode)
-	var buf bytes.Buffer
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = wt, env, &buf, &buf
-	g, err := proc.Start(testkit.Context(t), cmd)
-	require.NoError(t, err)
-	res := g.Wait(testkit.Context(t), 0, 0)
-	require.Equal(t, 0, res.ExitCode, "%v: %s", res.Err, buf.String())
-	got := buf.String()
 	assert.Contains(t, got, " commit:0", "the agent may commit")
 	assert.NotContains(t, got, " write-commondir:0")
 	assert.NotContains(t, got, " git-config:0")
@@ -142,14 +128,10 @@ func TestAWorkTreeUnderAHiddenDirectoryStaysWorkable(t *testing.T) {
 	wt := filepath.Join(state, "worktrees", "RUN1")
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "creds"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(state, "creds", "client.nk"), []byte("SEED"), 0o600))
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.invalid",
-		"GIT_COMMITTER_NAME=C", "GIT_COMMITTER_EMAIL=c@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+root)
+	env := gitEnv(root)
 	for _, args := range [][]string{{"init", "--quiet", repo}, {"-C", repo, "commit", "--quiet", "--allow-empty", "-m", "first"},
 		{"-C", repo, "worktree", "add", "--quiet", "-b", "orbit/T-1", wt}} {
-		git := exec.Command("git", args...)
-		git.Env = env
-		out, err := git.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
+		git(t, "", env, args...)
 	}
 	p := sandbox.Policy{Hide: []string{state}, ReadOnly: []string{filepath.Dir(state)}}.ForWorkspace(wt)
 	cmd := exec.Command("sh", "-c", `
@@ -157,22 +139,10 @@ echo work > work.txt && git add work.txt && git commit --quiet -m work; echo " c
 cat ../../creds/client.nk; echo " read-seed:$?"
 ls ../..; echo " listed"
 `)
-	mode, err := sandbox.Wrap(cmd, p)
-	require.NoError(t, err)
+	got, mode := runWrapped(t, cmd, p, wt, env)
 	require.Equal(t, sandbox.ModeMountNamespace, mode)
-	var buf bytes.Buffer
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = wt, env, &buf, &buf
-	g, err := proc.Start(testkit.Context(t), cmd)
-	require.NoError(t, err)
-	res := g.Wait(testkit.Context(t), 0, 0)
-	require.Equal(t, 0, res.ExitCode, "%v: %s", res.Err, buf.String())
-	got := buf.String()
 	assert.Contains(t, got, " commit:0", "the work tree is workable")
 	assert.NotContains(t, got, "SEED", "the rest of the state directory stays hidden")
 	assert.Contains(t, got, "\nworktrees\n listed", "the state directory's cover holds the work tree's mount point alone")
-	log := exec.Command("git", "log", "--format=%s", "orbit/T-1")
-	log.Dir, log.Env = repo, env
-	out, err := log.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Equal(t, "work\nfirst\n", string(out))
+	assert.Equal(t, "work\nfirst\n", git(t, repo, env, "log", "--format=%s", "orbit/T-1"))
 }

@@ -115,14 +115,12 @@ func ClaudeEnv(t testing.TB, srv *AnthropicServer) []string {
 
 // CodexEnv is an environment in which Codex reads its configuration from a
 // fresh CODEX_HOME and finds the key of the provider CodexProviderArgs
-// names. Codex runs on the machine's node (its package asks for Node >=
-// 16), not the pin: on Node 22 a Codex stopped after its verb reaches the
-// model once more before it dies, which the after-verb tests catch.
+// names, on the PATH the agents are tested with (AgentPath).
 func CodexEnv(t testing.TB) []string {
 	t.Helper()
 	home := t.TempDir()
 	return []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + AgentPath(t),
 		"HOME=" + home,
 		"CODEX_HOME=" + home,
 		"ORBIT_TEST_OPENAI_KEY=sk-orbit-test",

@@ -11,8 +11,7 @@ import (
 
 // TestAgentsRunOnTheSupportedNode: on the agents' PATH (AgentPath), node
 // is one Claude Code's package supports (the pin of make agents, when the
-// machine's is older), and Codex starts on the node its own environment
-// finds.
+// machine's is older), and Codex starts on the same node.
 func TestAgentsRunOnTheSupportedNode(t *testing.T) {
 	codex := CodexCLI(t)
 	env := []string{"PATH=" + AgentPath(t)}
@@ -24,9 +23,11 @@ func TestAgentsRunOnTheSupportedNode(t *testing.T) {
 		assert.Equal(t, "v"+NodeVersion, version, "the pin of tools/agents/package.json")
 	}
 
-	out, err = shellIn(CodexEnv(t), codex+" --version")
+	codexEnv := CodexEnv(t)
+	out, err = shellIn(codexEnv, codex+" --version")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, CodexVersion)
+	assert.Equal(t, pathOf(env), pathOf(codexEnv), "Codex is tested on the agents' PATH")
 }
 
 func shellIn(env []string, script string) (string, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
 )
@@ -374,4 +375,25 @@ func (c *Cluster) WaitCurrent(ctx context.Context, stream string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// LeasesLeaderAndFollower starts a three-node cluster and opens two engine
+// logs on it: the first connected to the node leading the leases bucket,
+// the second to another node, whose reads its own replica may answer
+// first. Both close when the test ends.
+func LeasesLeaderAndFollower(t testing.TB) [2]*events.Log {
+	t.Helper()
+	ctx := Context(t)
+	c := StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	open := func(url, name string) *events.Log {
+		l, err := events.Open(ctx, events.Config{URL: url, NKeySeedFile: c.Creds.File(events.IdentityEngine),
+			Redactor: &events.Redactor{}, Name: name})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	open(c.URLs(), "provision")
+	leader, err := c.StreamLeader(ctx, "KV_"+events.LeasesBucket)
+	require.NoError(t, err)
+	return [2]*events.Log{open(c.Nodes[leader].URL(), "e1"), open(c.Nodes[(leader+1)%len(c.Nodes)].URL(), "e2")}
 }

@@ -1,0 +1,134 @@
+package activity_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// docsWriterDenial is the reason Orbit's hook gives for a write outside
+// the seeded docs_writer profile's write globs.
+const docsWriterDenial = `not in fsProfile "docs_writer" write globs [docs/**, **/*.md, **/*.rst, **/*.txt]`
+
+// TestClaudeCodeHookDeniesAWriteBeforeItRuns: Claude Code's permission
+// rules allow a Write anywhere in the workspace; the step's profile,
+// docs_writer, does not allow src/. Orbit's PreToolUse hook refuses the
+// call before it runs: the file is never written, the denial is on record
+// with the hook's reason, and under on_denial terminate the hook's answer
+// ends the session, so the agent exits on its own (no kill, and the turn
+// after the denial, which would hang, is never asked).
+func TestClaudeCodeHookDeniesAWriteBeforeItRuns(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	seededProfileEngine(t, log, dir, nil)
+	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")[0], testkit.Turn{Hang: true})
+	job := claudeCodeJob(t, srv, writeForAMinute)
+	job.Spec.Steps[0].FSProfile = "docs_writer"
+	began := time.Now()
+	runID, fin := runrig.RunJob(t, log, job, nil)
+
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Less(t, time.Since(began), 30*time.Second)
+	assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
+	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"), "the write never ran")
+	evs := runrig.History(t, log, runID)
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(evs, events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, "fs.write", denied[0].Name)
+	assert.Equal(t, "Write", denied[0].AgentTool)
+	assert.Equal(t, "toolu_write", denied[0].ToolUseID)
+	assert.Equal(t, docsWriterDenial, denied[0].Reason, "the hook's reason")
+	assert.Empty(t, runrig.OfType(evs, events.ToolCalled))
+	finished := runrig.DecodeAll[events.CLIInvocationFinishedData](t, runrig.OfType(evs, events.CLIInvocationFinished))
+	require.Len(t, finished, 1)
+	assert.Empty(t, finished[0].Signal, "Claude Code ended on its own: the hook's answer stopped it, not a kill")
+	assert.Len(t, srv.Scripted(), 1, "no turn was asked after the denial")
+}
+
+// TestClaudeCodeHookDenialUnderContinueTellsTheModel: under on_denial
+// continue the model hears the hook's reason and answers; the step
+// succeeds without the write.
+func TestClaudeCodeHookDenialUnderContinueTellsTheModel(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	seededProfileEngine(t, log, dir, nil)
+	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")...)
+	job := claudeCodeJob(t, srv, writeForAMinute+"        on_denial: continue\n")
+	job.Spec.Steps[0].FSProfile = "docs_writer"
+	runID, fin := runrig.RunJob(t, log, job, nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	_, err := os.Stat(filepath.Join(dir, "src", "main.go"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, docsWriterDenial, denied[0].Reason)
+	assert.Equal(t, "continue", denied[0].OnDenial)
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, string(reqs[1].Raw), "docs_writer", "the model was told the hook's reason")
+}
+
+// TestClaudeCodeStartsNoMCPServerOfTheUsers: an MCP server in the user's
+// Claude Code configuration is not started (--strict-mcp-config): only
+// Orbit's, when it gives one, is.
+func TestClaudeCodeStartsNoMCPServerOfTheUsers(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewAnthropicServer(t, testkit.Turn{Text: "nothing to do"})
+	env := testkit.ClaudeEnv(t, srv)
+	var configDir string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+			configDir = v
+		}
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	require.NoError(t, os.MkdirAll(configDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(configDir, ".claude.json"), []byte(`{"mcpServers": {"users": {"type": "stdio", "command": "sh", "args": ["-c", "touch `+started+`; sleep 30"]}}}`), 0o644))
+	job := cliAgentJob(t, cliAgent{job: "claude_code_agent", executor: "claude", model: claudeTestModel,
+		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: env}, writeForAMinute)
+	_, fin := runrig.RunJob(t, log, job, nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.NoFileExists(t, started, "the user's MCP server was not started")
+	for _, r := range srv.Requests() {
+		for _, tool := range r.Tools {
+			assert.NotContains(t, tool, "mcp__users", "its tools are not offered")
+		}
+	}
+}
+
+// TestClaudeCodeResponseEnvelopeIsItsStructuredOutput: a step that
+// requires a response envelope asks Claude Code for an answer in a JSON
+// Schema (--json-schema): the model gives it through Claude Code's
+// StructuredOutput tool, and output.response is that answer, whatever the
+// final text says.
+func TestClaudeCodeResponseEnvelopeIsItsStructuredOutput(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewAnthropicServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_answer", Name: "StructuredOutput", Input: map[string]any{"verdict": "ok", "count": 2}}}},
+		testkit.Turn{Text: "I have answered."})
+	runID, fin := runrig.RunJob(t, log, claudeCodeJob(t, srv, writeForAMinute+"        require_response_envelope: true\n"), nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	out := fin.Output.(map[string]any)
+	assert.Equal(t, map[string]any{"verdict": "ok", "count": float64(2)}, out["response"])
+	assert.Contains(t, srv.Scripted()[0].Tools, "StructuredOutput")
+	evs := runrig.History(t, log, runID)
+	assert.Empty(t, runrig.OfType(evs, events.ToolDenied), "the answer is no call outside the allowlist")
+	assert.Empty(t, runrig.OfType(evs, events.ToolCalled), "nor a tool call")
+}

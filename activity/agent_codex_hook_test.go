@@ -1,0 +1,136 @@
+package activity_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// codexPatchTurns have Codex's shell apply a patch that adds path, then
+// answer. Codex applies such a command as a patch, after its PreToolUse
+// hook has been asked about it as a shell command.
+func codexPatchTurns(path string) []testkit.Turn {
+	patch := "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: " + path + "\n+package main\n*** End Patch\nEOF\n"
+	return []testkit.Turn{
+		{Tools: []testkit.ToolUse{{ID: "call_patch", Name: "exec_command", Input: map[string]any{"cmd": patch}}}},
+		{Text: "the file is written"},
+	}
+}
+
+// TestCodexHookDeniesAPatchBeforeItRuns: Codex's sandbox lets a command
+// write anywhere in the workspace; the step's profile, docs_writer, does
+// not allow src/. Orbit's PreToolUse hook refuses the command before it
+// runs: the file is never written, and the denial, which Codex prints no
+// item for, is on record from the hook's side with its reason. Under
+// on_denial terminate Codex is stopped before the hook answers, so the
+// model is never asked again.
+func TestCodexHookDeniesAPatchBeforeItRuns(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	seededProfileEngine(t, log, dir, nil)
+	srv := testkit.NewOpenAIServer(t, codexPatchTurns("src/main.go")...)
+	job := codexJob(t, srv, writeForAMinute)
+	job.Spec.Steps[0].FSProfile = "docs_writer"
+	runID, fin := runrig.RunJob(t, log, job, nil)
+
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
+	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"), "the patch never ran")
+	evs := runrig.History(t, log, runID)
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(evs, events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, "fs.write", denied[0].Name)
+	assert.Equal(t, "file_change", denied[0].AgentTool)
+	assert.Equal(t, "call_patch", denied[0].ToolUseID)
+	assert.Equal(t, "src/main.go: "+docsWriterDenial, denied[0].Reason, "the hook's reason")
+	assert.Equal(t, 1, denied[0].Turn)
+	turns := runrig.DecodeAll[events.AgentTurnData](t, runrig.OfType(evs, events.AgentTurn))
+	require.NotEmpty(t, turns)
+	assert.Equal(t, []string{"file_change"}, turns[0].ToolUses, "the response that asked for the call is its turn")
+	assert.Empty(t, runrig.OfType(evs, events.ToolCalled))
+	assert.Len(t, srv.Scripted(), 1, "no turn was asked after the denial")
+}
+
+// TestCodexHookDenialUnderContinueTellsTheModel: under on_denial continue
+// the model hears the hook's reason and answers; the step succeeds
+// without the write.
+func TestCodexHookDenialUnderContinueTellsTheModel(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	seededProfileEngine(t, log, dir, nil)
+	srv := testkit.NewOpenAIServer(t, codexPatchTurns("src/main.go")...)
+	job := codexJob(t, srv, writeForAMinute+"        on_denial: continue\n")
+	job.Spec.Steps[0].FSProfile = "docs_writer"
+	runID, fin := runrig.RunJob(t, log, job, nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"))
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, "src/main.go: "+docsWriterDenial, denied[0].Reason)
+	assert.Equal(t, "continue", denied[0].OnDenial)
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, string(reqs[1].Raw), "docs_writer", "the model was told the hook's reason")
+}
+
+// TestCodexHookLetsAPatchTheProfileAllows: the same patch of a file the
+// profile lets the agent write runs, and is on record as Codex shows it.
+func TestCodexHookLetsAPatchTheProfileAllows(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	seededProfileEngine(t, log, dir, nil)
+	srv := testkit.NewOpenAIServer(t, codexPatchTurns("docs/notes.md")...)
+	job := codexJob(t, srv, writeForAMinute)
+	job.Spec.Steps[0].FSProfile = "docs_writer"
+	runID, fin := runrig.RunJob(t, log, job, nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.FileExists(t, filepath.Join(dir, "docs", "notes.md"))
+	assert.Empty(t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
+}
+
+// TestCodexStartsNoMCPServerOfTheUsers: an MCP server in the user's Codex
+// configuration is turned off for the invocation (-c
+// mcp_servers.<name>.enabled=false): it is not started and its tools are
+// not offered.
+func TestCodexStartsNoMCPServerOfTheUsers(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewOpenAIServer(t, testkit.Turn{Text: "nothing to do"})
+	env := testkit.CodexEnv(t)
+	var home string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+			home = v
+		}
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"),
+		[]byte("[mcp_servers.users]\ncommand = \"sh\"\nargs = [\"-c\", \"touch "+started+"; sleep 30\"]\n"), 0o644))
+	job := codexJob(t, srv, writeForAMinute)
+	job.Spec.Steps[0].Activity.ExecutorSpec.Env = envMap(env)
+	runID, fin := runrig.RunJob(t, log, job, nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.NoFileExists(t, started, "the user's MCP server was not started")
+	for _, r := range srv.Requests() {
+		for _, tool := range r.Tools {
+			assert.NotContains(t, tool, "users", "its tools are not offered")
+		}
+	}
+	inv := runrig.DecodeAll[events.CLIInvocationStartedData](t, runrig.OfType(runrig.History(t, log, runID), events.CLIInvocationStarted))
+	require.Len(t, inv, 1)
+	assert.Contains(t, inv[0].Args, "mcp_servers.users.enabled=false")
+}

@@ -1,0 +1,506 @@
+package compat_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
+	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/interpreter"
+	"github.com/orbitrun/orbit/projector"
+)
+
+var update = flag.Bool("update", false, "rewrite the views files of the stored logs in testdata/protocol")
+
+// storedLogs are the logs scripts/record-protocol.sh recorded, one run of
+// each kind of job (and its child runs) a file, under the step protocol
+// of the directory's name.
+func storedLogs(t *testing.T) []string {
+	t.Helper()
+	logs, err := filepath.Glob("testdata/protocol/*/*.jsonl")
+	require.NoError(t, err)
+	require.NotEmpty(t, logs)
+	return logs
+}
+
+func logName(path string) string {
+	return filepath.Base(filepath.Dir(path)) + "/" + strings.TrimSuffix(filepath.Base(path), ".jsonl")
+}
+
+// readStoredLog reads a stored log's events in log order, numbered from 1.
+func readStoredLog(t *testing.T, path string) []events.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var evs []events.Event
+	lines := bufio.NewScanner(f)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		var ev events.Event
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev))
+		ev.Seq = uint64(len(evs) + 1)
+		evs = append(evs, ev)
+	}
+	require.NoError(t, lines.Err())
+	return evs
+}
+
+// A log written by an earlier step protocol folds to the same views as
+// when it was written: each file's views are kept beside it (.views, made
+// with -update when the log was recorded), and the live projector and a
+// rebuild both fold the log to them, byte for byte.
+func TestStoredLogsFoldToTheirViews(t *testing.T) {
+	t.Parallel()
+	for _, path := range storedLogs(t) {
+		t.Run(logName(path), func(t *testing.T) {
+			t.Parallel()
+			ctx := testkit.Context(t)
+			log := testkit.StartLog(t, events.Config{})
+			var last uint64
+			for _, ev := range readStoredLog(t, path) {
+				payload, err := ev.Payload()
+				require.NoError(t, err)
+				// Numbers as written: a float64 would round large integers.
+				dec := json.NewDecoder(bytes.NewReader(ev.Data))
+				dec.UseNumber()
+				require.NoError(t, dec.Decode(payload), ev.ID)
+				ev.Seq = 0
+				res, err := log.Append(ctx, ev, payload)
+				require.NoError(t, err, ev.ID)
+				require.False(t, res.Duplicate, ev.ID)
+				last = res.Seq
+			}
+
+			live := filepath.Join(t.TempDir(), "views.db")
+			p, err := projector.Open(ctx, projector.Config{Path: live, Source: log, BatchSize: 7})
+			require.NoError(t, err)
+			runCtx, stop := context.WithCancel(ctx)
+			ran := make(chan error, 1)
+			go func() { ran <- p.Run(runCtx) }()
+			require.NoError(t, p.WaitFor(ctx, last))
+			stop()
+			require.NoError(t, <-ran)
+			require.NoError(t, p.Close())
+			testkit.CheckBolt(t, live)
+
+			rebuilt := filepath.Join(t.TempDir(), "rebuilt.db")
+			require.NoError(t, projector.Rebuild(ctx, log, rebuilt, last))
+			got := testkit.DumpBolt(t, live)
+			assert.Equal(t, testkit.DumpBolt(t, rebuilt), got, "live and rebuilt views differ")
+			// The log bucket names the log the views were folded from (its
+			// creation time differs from test to test), not what it folds to.
+			delete(got, "log")
+			rendered := renderViews(got)
+			views := strings.TrimSuffix(path, ".jsonl") + ".views"
+			if *update {
+				require.NoError(t, os.WriteFile(views, rendered, 0o644))
+			}
+			want, err := os.ReadFile(views)
+			require.NoError(t, err, "run with -update to record the views of a new log")
+			assert.Equal(t, string(want), string(rendered))
+		})
+	}
+}
+
+// renderViews prints a views file as "bucket key value" lines in bucket
+// and key order, keys quoted (index keys hold NULs), values as stored.
+func renderViews(dump map[string]map[string]string) []byte {
+	var b bytes.Buffer
+	buckets := make([]string, 0, len(dump))
+	for name := range dump {
+		buckets = append(buckets, name)
+	}
+	slices.Sort(buckets)
+	for _, name := range buckets {
+		keys := make([]string, 0, len(dump[name]))
+		for k := range dump[name] {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s %q %s\n", name, k, dump[name][k])
+		}
+	}
+	return b.Bytes()
+}
+
+// The interpreter, run again over a stored run's history without its
+// run.finished (as an engine that resumes the run after a crash runs it),
+// finds every decision the run made where it was recorded: it sends no
+// step command, starts no run, records nothing but run.resumed and a
+// run.finished with the stored one's id, parent and data. A decision whose
+// id or place changed with the protocol would be made again, and fail
+// this.
+func TestStoredLogsReplayToTheirDecisions(t *testing.T) {
+	t.Parallel()
+	for _, path := range storedLogs(t) {
+		evs := readStoredLog(t, path)
+		for _, ev := range evs {
+			if ev.Type != events.RunRequested {
+				continue
+			}
+			t.Run(logName(path)+"/"+ev.Job+"/"+ev.RunID, func(t *testing.T) {
+				t.Parallel()
+				replayRun(t, evs, ev.RunID)
+			})
+		}
+	}
+}
+
+// unreadTypes are the events of a run an interpreter's history does not
+// hold: the workers' records of each execution (executor's unread).
+var unreadTypes = []string{events.ActivityStarted, events.ActivityFinished}
+
+func replayRun(t *testing.T, log []events.Event, runID string) {
+	ctx, cancel := context.WithCancelCause(testkit.Context(t))
+	defer cancel(nil)
+	var (
+		req      events.RunRequestedData
+		finished events.Event
+		hist     = &storedHistory{byID: map[string]events.Event{}, changed: make(chan struct{})}
+	)
+	for _, ev := range log {
+		if ev.RunID != runID || slices.Contains(unreadTypes, ev.Type) {
+			continue
+		}
+		switch ev.Type {
+		case events.RunRequested:
+			require.NoError(t, ev.Decode(&req))
+		case events.RunFinished:
+			finished = ev
+			continue
+		}
+		hist.events = append(hist.events, ev)
+	}
+	require.NotEmpty(t, finished.ID, "the stored run has no run.finished")
+	var job assets.Job
+	require.NoError(t, json.Unmarshal(req.Job, &job))
+
+	// run.finished's duration is a reading of the clock from the event
+	// it names as its parent: the replay's clock reads what it read.
+	var took struct {
+		DurationMS int64 `json:"duration_ms"`
+	}
+	require.NoError(t, finished.Decode(&took))
+	i := slices.IndexFunc(hist.events, func(ev events.Event) bool { return ev.ID == finished.ParentID })
+	require.NotEqual(t, -1, i, "run.finished's parent %s is not in the run's history", finished.ParentID)
+	now := hist.events[i].Time.Add(time.Duration(took.DurationMS) * time.Millisecond)
+	host := &storedHost{log: log, now: now, hist: hist, stop: cancel}
+	x := interpreter.New(interpreter.Config{
+		RunID: runID, Job: &job, Depth: req.Depth, Root: req.Root, Backend: req.Backend,
+		Traceparent: req.Traceparent, Protocol: req.Protocol, Host: host, Engine: "replay",
+		Workspace: workspaceOf(log, runID),
+		Env:       func(string) (string, bool) { return "", false },
+		Limits:    func() interpreter.Limits { return interpreter.Limits{MaxChildDepth: 10, MaxDescendants: 100} },
+	})
+	for _, ev := range hist.events {
+		x.Observe(ev)
+		hist.byID[ev.ID] = ev
+	}
+	err := x.Run(ctx, hist)
+	require.NoError(t, err, "the interpreter did not finish the run on its stored history (it waited for: %s)", hist.waitedFor())
+	assert.Empty(t, host.unexpected, "the replay did what the stored run had done already")
+
+	host.mu.Lock()
+	defer host.mu.Unlock()
+	types := make([]string, len(host.appended))
+	for i, ev := range host.appended {
+		types[i] = ev.Type
+	}
+	require.Equal(t, []string{events.RunResumed, events.RunFinished}, types, "decisions made again: %v", host.appended)
+	got := host.appended[1]
+	assert.Equal(t, finished.ID, got.ID)
+	assert.Equal(t, finished.ParentID, got.ParentID)
+	assert.JSONEq(t, string(finished.Data), string(got.Data))
+}
+
+// workspaceOf is the workspace the run's steps ran in, as its first step
+// command recorded it in step.started's input; the project directory of
+// the recording otherwise.
+func workspaceOf(log []events.Event, runID string) string {
+	for _, ev := range log {
+		if ev.RunID != runID || ev.Type != events.StepStarted {
+			continue
+		}
+		var d struct {
+			Input struct {
+				Workspace string `json:"workspace"`
+			} `json:"input"`
+		}
+		if ev.Decode(&d) == nil && d.Input.Workspace != "" {
+			return d.Input.Workspace
+		}
+	}
+	return ""
+}
+
+// storedHistory is a run's stored history, and what the replay appends to
+// it.
+type storedHistory struct {
+	mu      sync.Mutex
+	events  []events.Event
+	byID    map[string]events.Event
+	changed chan struct{}
+	waiting []string
+}
+
+func (h *storedHistory) Get(id string) (events.Event, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ev, ok := h.byID[id]
+	return ev, ok
+}
+
+func (h *storedHistory) Last(types ...string) (events.Event, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var found events.Event
+	for _, ev := range h.byID {
+		if ev.Seq > found.Seq && slices.Contains(types, ev.Type) {
+			found = ev
+		}
+	}
+	return found, found.Seq > 0
+}
+
+func (h *storedHistory) Wait(ctx context.Context, id string) (events.Event, error) {
+	for {
+		h.mu.Lock()
+		ev, ok := h.byID[id]
+		changed := h.changed
+		if !ok {
+			h.waiting = append(h.waiting, id)
+		}
+		h.mu.Unlock()
+		if ok {
+			return ev, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return events.Event{}, fmt.Errorf("waiting for %s: %w", id, context.Cause(ctx))
+		}
+	}
+}
+
+func (h *storedHistory) CatchUp(context.Context) error { return nil }
+
+// Spent is nothing: no stored job has a budget.
+func (h *storedHistory) Spent() (int64, float64) { return 0, 0 }
+
+func (h *storedHistory) add(ev events.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ev.Seq = uint64(len(h.events)) + 1_000_000
+	h.events = append(h.events, ev)
+	h.byID[ev.ID] = ev
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+func (h *storedHistory) waitedFor() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(slices.Compact(h.waiting), ", ")
+}
+
+// storedHost carries out a replay's decisions: it keeps what is appended,
+// answers about other runs from the stored log, and counts as unexpected
+// whatever starts work (a step command, a child run), which stops the
+// replay.
+type storedHost struct {
+	log  []events.Event
+	now  time.Time
+	hist *storedHistory
+	stop context.CancelCauseFunc
+
+	mu         sync.Mutex
+	appended   []events.Event
+	unexpected []string
+}
+
+func (s *storedHost) Append(_ context.Context, ev events.Event, payload any) error {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	ev.Data = data
+	if ev.Time.IsZero() {
+		ev.Time = s.now
+	}
+	if ev.ID == "" {
+		ev.ID = ev.Type + "|replay"
+	}
+	s.mu.Lock()
+	s.appended = append(s.appended, ev)
+	s.mu.Unlock()
+	s.hist.add(ev)
+	return nil
+}
+
+type stored struct{}
+
+func (stored) Wait(context.Context) (events.Appended, error) { return events.Appended{}, nil }
+
+func (s *storedHost) AppendAsync(ctx context.Context, ev events.Event, payload any) (interpreter.Stored, error) {
+	return stored{}, s.Append(ctx, ev, payload)
+}
+
+func (s *storedHost) note(format string, args ...any) {
+	what := fmt.Sprintf(format, args...)
+	s.mu.Lock()
+	s.unexpected = append(s.unexpected, what)
+	s.mu.Unlock()
+	s.stop(errors.New("the replay made a decision again: " + what))
+}
+
+func (s *storedHost) Send(_ context.Context, cmd *interpreter.StepCommand) error {
+	s.note("step command %s attempt %d", cmd.StepKey, cmd.Attempt)
+	return nil
+}
+
+func (s *storedHost) Queued(context.Context, string) (bool, error) { return false, nil }
+
+func (s *storedHost) NewID() string {
+	s.note("a new run id")
+	return events.NewID()
+}
+
+func (s *storedHost) Requested(_ context.Context, runID string) (bool, error) {
+	return s.find(runID, events.RunRequested) != nil, nil
+}
+
+func (s *storedHost) find(runID string, types ...string) []events.Event {
+	var found []events.Event
+	for _, ev := range s.log {
+		if ev.RunID == runID && (len(types) == 0 || slices.Contains(types, ev.Type)) {
+			found = append(found, ev)
+		}
+	}
+	return found
+}
+
+func (s *storedHost) Read(_ context.Context, runID string, types ...string) ([]events.Event, error) {
+	return s.find(runID, types...), nil
+}
+
+func (s *storedHost) Hold(context.Context, string, string, string, int) error { return nil }
+
+func (s *storedHost) Submit(_ context.Context, req *interpreter.RunRequest) error {
+	s.note("child run %s of job %s", req.RunID, req.Job.Name)
+	return nil
+}
+
+// endFeed delivers a stored child run's run.finished.
+type endFeed struct{ ch chan events.Event }
+
+func (f endFeed) Events() <-chan events.Event { return f.ch }
+func (f endFeed) Err() error                  { return errors.New("the stored log has no more") }
+func (f endFeed) Stop()                       {}
+
+func (s *storedHost) FollowEnd(_ context.Context, runID string) (interpreter.RunFeed, error) {
+	ends := s.find(runID, events.RunFinished)
+	ch := make(chan events.Event, len(ends))
+	for _, ev := range ends {
+		ch <- ev
+	}
+	return endFeed{ch: ch}, nil
+}
+
+func (s *storedHost) CancelChild(_ context.Context, runID, _ string) error {
+	s.note("cancel of child run %s", runID)
+	return nil
+}
+
+func (s *storedHost) Now() time.Time { return s.now }
+
+func (s *storedHost) After(time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	ch <- s.now
+	return ch
+}
+
+func (s *storedHost) Finished(context.Context) {}
+func (s *storedHost) Failpoint(string)         {}
+
+// A run requested under one step protocol goes on under it when an engine
+// of a later one resumes it: the stored fan-out runs, cut after their
+// first fan-out item began, finish on today's engine with a fanout.item
+// for every item under protocol 1 and none under 2.
+func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		protocol string
+		items    int // fanout.item events once the run ends
+	}{{"v1", 5}, {"v2", 0}} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			t.Parallel()
+			stored := readStoredLog(t, filepath.Join("testdata/protocol", tc.protocol, "example_fan_out.jsonl"))
+			// Through the first item's first event: the fan-out's
+			// step.started, then fanout.item 1 (protocol 1) or the first
+			// item's step.started (2).
+			cut := slices.IndexFunc(stored, func(ev events.Event) bool { return strings.HasSuffix(ev.StepKey, "/1") })
+			require.NotEqual(t, -1, cut)
+			runID := stored[0].RunID
+
+			ctx := testkit.Context(t)
+			log := testkit.StartLog(t, events.Config{})
+			for _, ev := range stored[:cut+1] {
+				payload, err := ev.Payload()
+				require.NoError(t, err)
+				require.NoError(t, json.Unmarshal(ev.Data, payload))
+				ev.Seq = 0
+				_, err = log.Append(ctx, ev, payload)
+				require.NoError(t, err, ev.ID)
+			}
+			feed, err := log.Follow(ctx, events.FollowOptions{Filters: []string{
+				events.EventSubject(events.AggregateRun, runID, events.RunFinished)}})
+			require.NoError(t, err)
+			defer feed.Stop()
+
+			// The engine resumes the runs its views list as not finished:
+			// this one.
+			runrig.StartEngine(t, log, t.TempDir(), func(context.Context) ([]string, error) { return []string{runID}, nil })
+
+			var fin events.RunFinishedData
+			select {
+			case ev := <-feed.Events():
+				require.NoError(t, ev.Decode(&fin))
+			case <-ctx.Done():
+				t.Fatal("the resumed run did not finish")
+			}
+			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+			hist, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
+			require.NoError(t, err)
+			var items, resumed int
+			for _, ev := range hist {
+				switch ev.Type {
+				case events.FanoutItem:
+					items++
+				case events.RunResumed:
+					resumed++
+				}
+			}
+			assert.Equal(t, 1, resumed, "the run was resumed, not started again")
+			assert.Equal(t, tc.items, items, "fanout.item events")
+		})
+	}
+}

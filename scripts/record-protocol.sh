@@ -1,0 +1,89 @@
+#!/bin/sh
+# record-protocol.sh: records the log of one run of each kind of job, as
+# the engine built from this tree writes it, into DIR (one JSON-lines file
+# a kind: the run's events and its child runs', in log order). The logs in
+# internal/compat/testdata/protocol/ were recorded with it; a test replays
+# them (internal/compat, TestStoredLogs*), so a change of the step protocol
+# keeps the logs of the earlier one readable. Usage: record-protocol.sh DIR
+set -eu
+GO=${GO:-go}
+out=$(cd "${1:?usage: record-protocol.sh DIR}" && pwd)
+tmp=$(mktemp -d)
+root=$tmp/root
+bin=$tmp/orbit
+trap 'if [ -n "${pid:-}" ]; then kill "$pid" 2>/dev/null || true; fi; rm -rf "$tmp"' EXIT
+$GO build -o "$bin" ./cmd/orbit
+mkdir "$root"
+cd "$root"
+"$bin" init >/dev/null
+cat >.orbit/jobs/sequence.yaml <<'YAML'
+schemaVersion: 2
+kind: Job
+metadata: {name: sequence}
+spec:
+  steps:
+    - id: s0
+      spec: {type: deterministic, action: echo, config: {step: 0}}
+    - id: s1
+      spec: {type: deterministic, action: echo, config: {step: 1}}
+    - id: s2
+      spec: {type: shell, program: echo, args: ["{{ steps.s1.output.step }}"], allowed_programs: [echo]}
+YAML
+cat >.orbit/jobs/gate.yaml <<'YAML'
+schemaVersion: 2
+kind: Job
+metadata: {name: gate}
+spec:
+  steps:
+    - id: build
+      spec: {type: shell, program: echo, args: [built], allowed_programs: [echo]}
+    - id: approve
+      wait: {signal: approved}
+    - id: deploy
+      spec: {type: shell, program: echo, args: ["approved by {{ steps.approve.output.by }}"], allowed_programs: [echo]}
+YAML
+"$bin" serve >"$tmp/serve.log" 2>&1 &
+pid=$!
+until "$bin" engine >/dev/null 2>&1; do sleep 0.2; done
+
+# record KIND RUN: the run's events and its children's, by sequence.
+record() {
+	ids=$("$bin" run history --json | python3 -c '
+import json, sys
+runs, want = json.load(sys.stdin), {sys.argv[1]}
+for r in sorted(runs, key=lambda r: r["requested_seq"]):
+    if r["id"] in want or (r.get("parent") or {}).get("run_id") in want:
+        want.add(r["id"])
+print("\n".join(want))' "$2")
+	for id in $ids; do "$bin" run events "$id" --json; done | python3 -c '
+import json, sys
+dec, text, evs = json.JSONDecoder(), sys.stdin.read(), []
+i = 0
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    part, i = dec.raw_decode(text, i)
+    evs += part
+for ev in sorted(evs, key=lambda e: e["seq"]):
+    del ev["seq"]
+    print(json.dumps(ev, separators=(",", ":"), ensure_ascii=False))' >"$out/$1.jsonl"
+}
+
+for job in sequence example example_fan_out example_loop example_parallel example_recovery example_retry example_when example_child_job example_agent; do
+	run=$("$bin" run "$job" --detach)
+	"$bin" run tail "$run" >/dev/null 2>&1 || true
+	record "$job" "$run"
+done
+
+run=$("$bin" run gate --detach)
+until "$bin" run show "$run" | grep -q '^Waiting:'; do sleep 0.2; done
+"$bin" run signal "$run" approved --data '{"by":"ada"}' >/dev/null
+"$bin" run tail "$run" >/dev/null 2>&1 || true
+record gate "$run"
+
+run=$("$bin" run example_slow --detach)
+until "$bin" run events "$run" -t activity.started | grep -q activity.started; do sleep 0.2; done
+"$bin" run cancel "$run" >/dev/null
+"$bin" run tail "$run" >/dev/null 2>&1 || true
+record cancelled "$run"
