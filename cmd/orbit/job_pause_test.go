@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,38 @@ spec:
 	waitFor(t, "the held run to finish", func() bool { return runView(t, p, held).State == events.StateSuccess })
 	list = p.Orbit("job", "list")
 	assert.NotContains(t, list.Stdout, "[paused]")
+}
+
+// TestAPausedJobHoldsItsRunsOnEveryEngineOfTheCluster: two engines of the
+// three-node cluster; a job paused through one holds the runs requested
+// through the other, whichever engine's admission tries them, until it is
+// unpaused.
+func TestAPausedJobHoldsItsRunsOnEveryEngineOfTheCluster(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	var ps []*testkit.Project
+	for range 2 {
+		p := testkit.ClusterProject(t, c, key)
+		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+		ps = append(ps, p)
+	}
+	testkit.StartEngines(t, ps)
+	r := ps[0].Orbit("job", "pause", "tock")
+	require.Equal(t, 0, r.Code, r.String())
+	var held []string
+	for range 4 {
+		r := ps[1].Orbit("job", "run", "tock", "--detach")
+		require.Equal(t, 0, r.Code, r.String())
+		held = append(held, strings.TrimSpace(r.Stdout))
+	}
+	time.Sleep(4 * time.Second)
+	for _, id := range held {
+		assert.Equal(t, events.StatePending, runView(t, ps[1], id).State, "run %s is held", id)
+	}
+	r = ps[1].Orbit("job", "unpause", "tock")
+	require.Equal(t, 0, r.Code, r.String())
+	for _, id := range held {
+		waitFor(t, "run "+id+" to finish", func() bool { return runView(t, ps[0], id).State == events.StateSuccess })
+	}
 }
