@@ -16,7 +16,7 @@ FUZZTIME ?= 30s
 # Makefile builds with the tag.
 export GOFLAGS += -tags=grpcnotrace
 
-.PHONY: all build binsize agents test fuzz bench bench-peers fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-ship demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots
+.PHONY: all build binsize agents test fuzz bench bench-peers fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-ship demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots jaeger trace-test
 
 all: build
 
@@ -41,6 +41,26 @@ NATS_CLI := bin/nats
 nats-cli: $(NATS_CLI)
 $(NATS_CLI):
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/nats-io/natscli/nats@v0.5.0
+
+# Jaeger, the trace backend make trace-test checks Orbit's traces in,
+# built from its module's source in the Go module cache: go install
+# refuses a module with replace directives, so the source is copied out
+# (the cache is read-only) and built in place, as its own module and with
+# its own build flags. Long (a few hundred modules); not part of make test.
+JAEGER_VERSION := v1.76.0
+JAEGER := bin/jaeger
+jaeger: $(JAEGER)
+$(JAEGER):
+	@set -e; \
+	src=$$($(GO) mod download -json github.com/jaegertracing/jaeger@$(JAEGER_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	work=$$(mktemp -d); trap 'chmod -R u+w "$$work"; rm -rf "$$work"' EXIT; \
+	cp -R "$$src/." "$$work"; chmod -R u+w "$$work"; \
+	cd "$$work" && GOFLAGS= GOWORK=off $(GO) build -o $(CURDIR)/$(JAEGER) ./cmd/jaeger
+
+# A job with a parallel, a fan-out and a child run, its engine killed with
+# -9 mid-run, traced into a real Jaeger and read back from its query API.
+trace-test: $(JAEGER)
+	ORBIT_JAEGER=$(CURDIR)/$(JAEGER) $(GO) test -count=1 -run 'TestATraceInJaeger' ./cmd/orbit/
 
 # The CLI agents the tests drive (Claude Code, Codex), and the Node.js
 # they are tested on where the machine's is older than 22 (npm's node

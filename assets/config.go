@@ -66,6 +66,9 @@ type Config struct {
 	Providers map[string]ProviderConfig `json:"providers,omitempty"`
 	// Forge is where task_pr_pipeline opens pull requests.
 	Forge ForgeConfig `json:"forge,omitzero"`
+	// Retention archives and removes finished work from the log (DESIGN
+	// §15); absent, nothing is ever removed.
+	Retention RetentionConfig `json:"retention,omitzero"`
 }
 
 // Forge kinds.
@@ -219,16 +222,19 @@ type RuntimeConfig struct {
 
 // configKeys are the keys of config.yaml, by the path of their mapping.
 var configKeys = map[string][]string{
-	"":            {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats", "forge", "tracing"},
-	"forge":       {"kind", "base_url", "repository", "token_env"},
-	"nats":        {"url", "replicas"},
-	"tracing":     {"endpoint"},
-	"serve":       {"listen", "http", "http_hosts", "tls"},
-	"serve.tls":   {"cert", "key", "ca"},
-	"engine":      {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth", "max_descendants"},
-	"runtime":     {"backend"},
-	"fs_profiles": {"read", "write"},           // of each profile
-	"providers":   {"base_url", "api_key_env"}, // of each provider
+	"":                {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats", "forge", "tracing", "retention"},
+	"retention":       {"runs", "tasks", "archive_dir", "every"},
+	"retention.runs":  {"older_than", "keep_per_job"},
+	"retention.tasks": {"older_than"},
+	"forge":           {"kind", "base_url", "repository", "token_env"},
+	"nats":            {"url", "replicas"},
+	"tracing":         {"endpoint"},
+	"serve":           {"listen", "http", "http_hosts", "tls"},
+	"serve.tls":       {"cert", "key", "ca"},
+	"engine":          {"idle_timeout_seconds", "ack_wait_seconds", "max_deliveries", "max_child_depth", "max_descendants"},
+	"runtime":         {"backend"},
+	"fs_profiles":     {"read", "write"},           // of each profile
+	"providers":       {"base_url", "api_key_env"}, // of each provider
 }
 
 func (c *Config) setDefaults() {
@@ -588,6 +594,8 @@ func (d *decoder) config(n *yaml.Node, c *Config, lines map[string]int) {
 		case "tracing":
 			d.checkKeys(m, configKeys[section], nil)
 			c.Tracing.Endpoint = d.setting(m, "endpoint", lines)
+		case "retention":
+			d.retention(m, &c.Retention, lines)
 		case "runtime":
 			d.checkKeys(m, configKeys[section], nil)
 			c.Runtime.Backend = d.setting(m, "backend", lines)

@@ -52,6 +52,10 @@ var configSettings = []struct {
 	{ConfigSetting{"forge.base_url", true}, func(c *Config) any { return c.Forge.BaseURL }},
 	{ConfigSetting{"forge.repository", true}, func(c *Config) any { return c.Forge.Repository }},
 	{ConfigSetting{"forge.token_env", true}, func(c *Config) any { return c.Forge.TokenEnv }},
+	{ConfigSetting{"retention.runs", true}, func(c *Config) any { return c.Retention.Runs }},
+	{ConfigSetting{"retention.tasks", true}, func(c *Config) any { return c.Retention.Tasks }},
+	{ConfigSetting{"retention.archive_dir", true}, func(c *Config) any { return c.Retention.ArchiveDir }},
+	{ConfigSetting{"retention.every", true}, func(c *Config) any { return c.Retention.Every }},
 }
 
 // ConfigSettings returns every setting of config.yaml, in the file's

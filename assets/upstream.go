@@ -8,7 +8,7 @@ import (
 )
 
 // The upstream system's agent envelopes and filesystem profiles, in the
-// meanings Orbit gives them (ARCHITECTURE.md, "Coming from upstream").
+// meanings Orbit gives them (docs/upstream.md, "Reference").
 
 // CompletionRequired reports whether an agent step fails when its agent
 // ends without its completion record: a final answer with stop_reason

@@ -99,6 +99,9 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 	for name, h := range e.auditEndpoints() {
 		endpoints[name] = h
 	}
+	for name, h := range e.retentionEndpoints() {
+		endpoints[name] = h
+	}
 	for name, h := range e.writeEndpoints() {
 		endpoints[name] = h
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/proc"
 	"github.com/orbitrun/orbit/projector"
+	"github.com/orbitrun/orbit/retention"
 	"github.com/orbitrun/orbit/routine"
 	"github.com/orbitrun/orbit/shipping"
 )
@@ -115,6 +116,7 @@ type Engine struct {
 	attempts     *groundhog.Attempts
 	ship         *shipping.Service
 	refusals     *refusals
+	collector    *retention.Collector
 
 	// config is the project's configuration, reloaded when the file
 	// changes; what of it the engine applies while it runs is kept here as
@@ -238,6 +240,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.proj.SetSource(e.log)
 	e.refusals = newRefusals(e.log, cfg.RefusalWindow, e.logger)
+	e.collector = e.newCollector()
 	if err := e.checkLog(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -399,6 +402,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	// Every engine schedules the project's routines; the routines' keys
 	// make them decide each tick once.
 	defer start("routines", routine.NewScheduler(e.routineConfig()).Run)()
+	// The retention policy, every retention.every (nothing when the
+	// project has none).
+	defer start("retention", func(ctx context.Context) error { e.collector.Run(ctx); return nil })()
 	if e.cfg.Beside != nil {
 		defer start("beside", func(ctx context.Context) error { return e.cfg.Beside(ctx, e.log) })()
 	}

@@ -19,7 +19,7 @@ func (e *Engine) tracer(ctx context.Context) (func(context.Context) error, error
 	if err != nil {
 		return nil, err
 	}
-	t := tracing.New(e.log, exp, StateDir(e.cfg.Root), e.id, e.logger)
+	t := tracing.New(e.log, exp, e.id, e.log.Embedded(), e.logger)
 	e.logger.Info("exporting traces", "endpoint", endpoint)
 	return t.Run, nil
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,8 +31,10 @@ const (
 	ProblemEarly = "stored before it was made"
 	// ProblemUndecodable: the message is not an event this Orbit knows.
 	ProblemUndecodable = "undecodable"
-	// ProblemMissing: sequences the stream no longer holds. The stream
-	// denies deletes and purges, so they were removed behind its back.
+	// ProblemMissing: sequences the stream no longer holds that no
+	// log.removed record names: the stream denies deletes and allows
+	// only the engine's purges, each after its record, so they were
+	// removed behind its back.
 	ProblemMissing = "missing"
 	// ProblemRepeatedID: an event stored a second time, byte for byte, id
 	// and time included: the server stores an id once within the
@@ -85,9 +88,12 @@ type AuditReport struct {
 	// SignedFrom is the first sequence that must be signed; 0 when the log
 	// is not signed (no key), and MACs were not checked. BoundFrom is the
 	// first that must carry a format-2 MAC (0: none yet).
-	SignedFrom uint64         `json:"signed_from"`
-	BoundFrom  uint64         `json:"bound_from,omitempty"`
-	Problems   []AuditProblem `json:"problems"`
+	SignedFrom uint64 `json:"signed_from"`
+	// Removed is how many events log.removed records say retention
+	// removed (archived, then purged); their sequences are no problem.
+	Removed   uint64         `json:"removed,omitempty"`
+	BoundFrom uint64         `json:"bound_from,omitempty"`
+	Problems  []AuditProblem `json:"problems"`
 	// Notes are what is unusual and no problem: events stored out of
 	// their time that are the first under their id (ProblemLate,
 	// ProblemEarly), read as any other.
@@ -122,9 +128,13 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 	}
 	runs := newAuditRuns(l)
 	next := uint64(1)
+	// Missing sequences are reported at the end, less those a log.removed
+	// record names (it may come after them: it is read as the scan goes).
+	removed := newRemovedSet()
+	var gaps []SeqRange
 	missing := func(upTo uint64) {
 		if upTo >= next {
-			rep.Problems = append(rep.Problems, AuditProblem{Kind: ProblemMissing, Seq: next, Through: upTo})
+			gaps = append(gaps, SeqRange{next, upTo})
 		}
 	}
 	err = l.scan(ctx, "", 1, info.State.LastSeq, func(seq uint64, msg *nats.Msg) error {
@@ -157,6 +167,10 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 				if before != 0 {
 					rep.Problems = append(rep.Problems, AuditProblem{Kind: ProblemRepeated, Seq: seq, Subject: subject,
 						Detail: fmt.Sprintf("%s; its id is stored at seq %d", when, before)})
+				} else if removed.copyOf(subject, ev.Time) {
+					rep.Problems = append(rep.Problems, AuditProblem{Kind: ReasonRemoved, Seq: seq, Subject: subject,
+						Detail: fmt.Sprintf("%s; its run or task was removed after it was made", when)})
+					return nil
 				} else {
 					late = true
 					rep.Notes = append(rep.Notes, AuditProblem{Kind: off, Seq: seq, Subject: subject,
@@ -164,6 +178,15 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 							stored.Sub(ev.Time).Abs().Round(time.Millisecond), when)})
 				}
 			}
+		}
+		if ev.Type == LogRemoved {
+			var d LogRemovedData
+			if err := ev.Decode(&d); err != nil {
+				rep.Problems = append(rep.Problems, AuditProblem{Kind: ProblemUndecodable, Seq: seq, Subject: subject, Detail: err.Error()})
+				return nil
+			}
+			removed.add(ev.Time, d)
+			rep.Removed += d.Count
 		}
 		problems, err := runs.check(ctx, ev, msg.Data, subject, late)
 		rep.Problems = append(rep.Problems, problems...)
@@ -173,5 +196,11 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 		return rep, err
 	}
 	missing(info.State.LastSeq)
+	for _, g := range gaps {
+		for _, r := range removed.explain(g.From, g.Through) {
+			rep.Problems = append(rep.Problems, AuditProblem{Kind: ProblemMissing, Seq: r.From, Through: r.Through})
+		}
+	}
+	slices.SortStableFunc(rep.Problems, func(a, b AuditProblem) int { return compareSeq(a.Seq, b.Seq) })
 	return rep, nil
 }

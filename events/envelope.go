@@ -64,8 +64,11 @@ func (e Event) Subject() (string, error) {
 		return "", fmt.Errorf("%w: %q", ErrUnknownType, e.Type)
 	}
 	id := e.RunID
-	if info.Aggregate == AggregateTask {
+	switch info.Aggregate {
+	case AggregateTask:
 		id = e.TaskID
+	case AggregateLog:
+		id = e.ID
 	}
 	if id == "" {
 		return "", fmt.Errorf("%w: %s event has no %s id", ErrInvalidEvent, e.Type, info.Aggregate)

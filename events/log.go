@@ -368,13 +368,17 @@ func (l *Log) Consumers(ctx context.Context) (int, error) {
 	return info.State.Consumers, nil
 }
 
-// EventAt returns the event stored at seq, or ErrNotFound; ErrTampered when
-// it fails verification by the log key.
+// EventAt returns the event stored at seq, or ErrNotFound (ErrRemoved when
+// a log.removed record names seq); ErrTampered when it fails verification
+// by the log key.
 func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	raw, err := l.events.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		if removed, rerr := l.removed(ctx); rerr == nil && removed.has(seq) {
+			return Event{}, fmt.Errorf("%w: event at sequence %d", ErrRemoved, seq)
+		}
 		return Event{}, fmt.Errorf("%w: event at sequence %d", ErrNotFound, seq)
 	}
 	if err != nil {

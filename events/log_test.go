@@ -72,7 +72,7 @@ func TestUnregisteredTypesAndWrongPayloadsAreRefused(t *testing.T) {
 func TestEveryRegisteredTypeHasASubject(t *testing.T) {
 	t.Parallel()
 	for _, typ := range events.Types() {
-		ev := events.Event{Type: typ, RunID: "R", TaskID: "T"}
+		ev := events.Event{Type: typ, ID: "I", RunID: "R", TaskID: "T"}
 		subject, err := ev.Subject()
 		require.NoError(t, err, typ)
 		assert.Contains(t, subject, "."+typ)

@@ -87,6 +87,13 @@ func (l *Log) readMessage(ctx context.Context, seq uint64, subject string, hdr n
 		if before != 0 {
 			return Event{}, l.rejectFailed(EventsStream, seq, subject, ReasonRepeated)
 		}
+		removed, err := l.removedCopy(ctx, subject, ev.Time)
+		if err != nil {
+			return Event{}, err
+		}
+		if removed {
+			return Event{}, l.rejectFailed(EventsStream, seq, subject, ReasonRemoved)
+		}
 	}
 	return ev, nil
 }
@@ -96,8 +103,10 @@ func (l *Log) readMessage(ctx context.Context, seq uint64, subject string, hdr n
 // is none; made and stored are its times, for the log. Only a message that verifies counts (one with a bad MAC does
 // not take an id from the engine's events), and only on the same subject:
 // the MAC covers the subject, and the engine signs each decision on one.
-// The answer is kept per sequence: the stream denies deletes and purges,
-// so what lies before seq never changes.
+// The answer is kept per sequence: the stream denies deletes, and a
+// retention purge only takes away what lies before seq, so a copy stays a
+// copy and a first stays the first (a first whose run was removed is
+// refused by removedCopy instead).
 //
 // It reads every message of the subject through seq itself: on a cluster
 // a direct get may be answered by a replica behind the leader, which

@@ -34,8 +34,10 @@ func (l *Log) provision(ctx context.Context) error {
 		Duplicates:  l.cfg.DuplicateWindow,
 		Replicas:    replicas,
 		AllowDirect: true,
-		DenyDelete:  true,
-		DenyPurge:   true,
+		// Messages are never deleted one by one; a purge by subject is
+		// how retention removes archived runs (removal.go), and only the
+		// engine's identity may ask for one (Permissions).
+		DenyDelete: true,
 		// The group commit's atomic batches (DESIGN §10); added to a
 		// stream provisioned before them by the drift correction below.
 		AllowAtomicPublish: true,
@@ -156,6 +158,12 @@ func (l *Log) ensureStream(ctx context.Context, want jetstream.StreamConfig) (je
 	if have.Retention != want.Retention || have.Storage != want.Storage {
 		return nil, fmt.Errorf("events: stream %s has retention %s and storage %s, want %s and %s; it cannot be changed in place",
 			want.Name, have.Retention, have.Storage, want.Retention, want.Storage)
+	}
+	if have.DenyPurge && !want.DenyPurge {
+		// A stream made before retention: JetStream cannot lift
+		// deny_purge, so it keeps it, and retention archives without
+		// removing (ErrPurgeDenied).
+		want.DenyPurge = true
 	}
 	if drifted(have, want) {
 		l.log.Warn("correcting stream configuration", "stream", want.Name, "replicas", have.Replicas, "want_replicas", want.Replicas)

@@ -131,16 +131,11 @@ func checkFrom(ctx context.Context, log *events.Log, runID string, job *assets.J
 	if err != nil {
 		return err
 	}
-	outcomes, err := interpreter.TopLevelOutcomes(evs, before)
-	if err != nil {
+	failed, err := interpreter.FirstUnreusable(evs, before)
+	if err != nil || failed == "" {
 		return err
 	}
-	for _, st := range before {
-		if _, ok := outcomes[st.ID]; !ok {
-			return notRetryable("--from %s: step %s did not succeed in run %s, so it has no output to reuse; retry from %s or an earlier step", from, st.ID, runID, st.ID)
-		}
-	}
-	return nil
+	return notRetryable("--from %s: step %s did not succeed in run %s, so it has no output to reuse; retry from %s or an earlier step", from, failed, runID, failed)
 }
 
 // readRun reads the events of the given types of one run, in log order.

@@ -46,7 +46,7 @@ func PlanRetry(ctx context.Context, read ReadRunFunc, old *events.RunRequestedDa
 	if err != nil {
 		return nil, err
 	}
-	outcomes, err := TopLevelOutcomes(evs, before)
+	outcomes, err := topLevelOutcomes(evs, before)
 	if err != nil {
 		return nil, err
 	}

@@ -30,18 +30,34 @@ type outcome struct {
 	condition string
 }
 
-// OutcomeTypes are the event types of a run that TopLevelOutcomes reads.
+// OutcomeTypes are the event types of a run that a retry reads of it.
 var OutcomeTypes = []string{events.StepFinished, events.StepSkipped}
 
 // ReadRunFunc reads the events of the given types of one run, in log
 // order.
 type ReadRunFunc func(ctx context.Context, runID string, types ...string) ([]events.Event, error)
 
-// TopLevelOutcomes returns, for each of steps, the outcome that a run's
+// FirstUnreusable returns the first of steps for which a run's events of
+// OutcomeTypes (evs, in log order) record no outcome a retry can reuse (a
+// success or a skip), or "" when each has one.
+func FirstUnreusable(evs []events.Event, steps []assets.Step) (string, error) {
+	outcomes, err := topLevelOutcomes(evs, steps)
+	if err != nil {
+		return "", err
+	}
+	for _, st := range steps {
+		if _, ok := outcomes[st.ID]; !ok {
+			return st.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// topLevelOutcomes returns, for each of steps, the outcome that a run's
 // events of OutcomeTypes (evs, in log order) record for it when that
 // outcome is a success or a skip. The old run is finished, so its history
 // no longer changes and the answer is the same every time it is asked.
-func TopLevelOutcomes(evs []events.Event, steps []assets.Step) (map[string]reused, error) {
+func topLevelOutcomes(evs []events.Event, steps []assets.Step) (map[string]reused, error) {
 	byKey := make(map[string]outcome)
 	for _, ev := range evs { // in log order: a later attempt overrides
 		switch ev.Type {
@@ -131,7 +147,7 @@ func (x *Interpreter) loadReuse(ctx context.Context, req *events.RunRequestedDat
 	if err != nil {
 		return err
 	}
-	outcomes, err := TopLevelOutcomes(evs, before)
+	outcomes, err := topLevelOutcomes(evs, before)
 	if err != nil {
 		return err
 	}

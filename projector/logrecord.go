@@ -187,6 +187,9 @@ func logMismatch(ctx context.Context, src Source, r LogRecord) error {
 	for _, at := range anchors {
 		ev, err := src.EventAt(ctx, at.Seq)
 		switch {
+		case errors.Is(err, events.ErrRemoved):
+			// Archived and removed by retention, as a log.removed
+			// record says: the log's, not lost.
 		case errors.Is(err, events.ErrNotFound):
 			return mismatch("no event at sequence %d", at.Seq)
 		case errors.Is(err, events.ErrInvalidEvent), errors.Is(err, events.ErrUnknownType):

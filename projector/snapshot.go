@@ -179,3 +179,14 @@ func snapshotSeq(path string) uint64 {
 	}
 	return c.Seq
 }
+
+// Snapshot writes a snapshot of the views now, as their last committed
+// batch left them, whatever SnapshotEvery says: retention takes one after
+// a removal, so that a rebuild from the snapshot reads only what the log
+// retains.
+func (p *Projector) Snapshot() error {
+	p.applyMu.Lock()
+	p.snapAt = p.Applied()
+	p.applyMu.Unlock()
+	return p.writeSnapshot()
+}

@@ -19,10 +19,11 @@ import (
 )
 
 // A routine's ticks are decided in key routine.<name> of orbit_leases by
-// compare-and-set (see ARCHITECTURE.md, "Routines"): the key holds the last
-// tick decided and what was decided, so exactly one engine decides each
-// tick, and whatever it decided is carried out by it or, if it died first,
-// by the next engine that reads the key (Acted is false until then).
+// compare-and-set (see docs/architecture/routines.md, "One decision per
+// tick"): the key holds the last tick decided and what was decided, so
+// exactly one engine decides each tick, and whatever it decided is
+// carried out by it or, if it died first, by the next engine that reads
+// the key (Acted is false until then).
 
 // stateKey is the key of a routine's state in orbit_leases.
 func stateKey(name string) string { return "routine." + name }

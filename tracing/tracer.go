@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
 // Environment variables of the OpenTelemetry specification that turn
@@ -31,10 +32,6 @@ const (
 	EnvProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 )
-
-// PositionFile is where, under the engine's state directory, the tracer
-// keeps the sequence of the last event whose spans were exported.
-const PositionFile = "tracing.pos"
 
 // Enabled says whether tracing is on: the config's tracing.endpoint or one
 // of the OTLP endpoint variables is set.
@@ -68,11 +65,18 @@ func NewExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, e
 // Tracer follows the log and exports the spans its events describe.
 type Tracer struct {
 	log    *events.Log
+	exp    sdktrace.SpanExporter
 	tp     *sdktrace.TracerProvider
 	tr     trace.Tracer
-	pos    string
+	ended  *ended
+	claim  *claim
 	logger *slog.Logger
 	runs   map[string]*runState
+	// attempts are the open Groundhog attempts, by attemptKey.
+	attempts map[string]*attemptState
+	// reexport is the claim's InFlight when this engine took it: the spans
+	// of events up to it may have been exported already.
+	reexport uint64
 }
 
 type runState struct {
@@ -90,6 +94,7 @@ type stepState struct {
 	start, lastTurn      time.Time
 	resumed, redelivered bool
 	childRun             string
+	turns                map[int]trace.SpanID // the spans of its agent turns, by number
 }
 
 func stepKey(key string, attempt int) string { return key + "#" + strconv.Itoa(attempt) }
@@ -117,66 +122,187 @@ func (derivedIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
 }
 
 // New makes a Tracer that exports with exp, naming engine as the service
-// instance, keeping its position in stateDir.
-func New(l *events.Log, exp sdktrace.SpanExporter, stateDir, engine string, logger *slog.Logger) *Tracer {
+// instance. The spans are exported by one engine of those that share the
+// log at a time, the holder of the claim (ClaimKey); takeOver says that
+// any other engine's claim is a dead one's (an embedded store, which one
+// engine runs).
+func New(l *events.Log, exp sdktrace.SpanExporter, engine string, takeOver bool, logger *slog.Logger) *Tracer {
 	res := resource.NewSchemaless(
 		attribute.String("service.name", "orbit"),
 		attribute.String("service.instance.id", engine),
 	)
+	e := &ended{}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithSpanProcessor(e),
 		sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(derivedIDs{}),
 	)
-	return &Tracer{log: l, tp: tp, tr: tp.Tracer("github.com/orbitrun/orbit/tracing"),
-		pos: filepath.Join(stateDir, PositionFile), logger: logger, runs: map[string]*runState{}}
+	return &Tracer{log: l, exp: exp, tp: tp, tr: tp.Tracer("github.com/orbitrun/orbit/tracing"), ended: e,
+		claim: &claim{kv: l.Leases(), engine: engine, takeOver: takeOver}, logger: logger, runs: map[string]*runState{},
+		attempts: map[string]*attemptState{}}
 }
 
-// Run follows the log from the position after the last exported event
-// until ctx ends, exporting the spans of what it reads, and then flushes
-// and shuts the exporter down. The position is written only once the
-// spans before it are exported, so nothing is lost to a crash; a span is
-// exported twice only by a crash between an export and the write of the
-// position after it.
+// ended keeps the spans that ended until the tracer exports them: the
+// tracer, not a batching processor, decides when spans are exported, so
+// that it knows which events' spans an export holds.
+type ended struct {
+	mu    sync.Mutex
+	spans []sdktrace.ReadOnlySpan
+}
+
+func (e *ended) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (e *ended) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !s.SpanContext().IsSampled() {
+		return
+	}
+	e.mu.Lock()
+	e.spans = append(e.spans, s)
+	e.mu.Unlock()
+}
+
+func (e *ended) take() []sdktrace.ReadOnlySpan {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.spans
+	e.spans = nil
+	return out
+}
+
+func (e *ended) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.spans)
+}
+
+func (e *ended) Shutdown(context.Context) error   { return nil }
+func (e *ended) ForceFlush(context.Context) error { return nil }
+
+// maxBatch is the most spans one export holds: a long backlog is exported
+// in pieces, each recorded.
+const maxBatch = 512
+
+// Run exports the spans of the log's runs until ctx ends: it waits for
+// the claim, follows the log from the claim's position and exports what
+// it reads, and when another engine took the claim over (this one looked
+// dead) waits for it again. It then shuts the exporter down.
 func (t *Tracer) Run(ctx context.Context) error {
-	from := t.position() + 1
-	feed, err := t.log.Follow(ctx, events.FollowOptions{FromSeq: from, Filters: []string{events.EventsRoot + "." + events.AggregateRun + ".>"}, Placeholders: true})
+	defer func() {
+		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = t.tp.Shutdown(stop)
+		_ = t.exp.Shutdown(stop)
+	}()
+	for {
+		if err := t.claim.acquire(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		t.logger.Info("this engine exports the traces", "from", t.claim.Position+1)
+		err := t.follow(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, errClaimLost) {
+			return err
+		}
+		t.logger.Warn("tracing: another engine took the export of the traces over")
+		t.runs = map[string]*runState{}
+		t.attempts = map[string]*attemptState{}
+		t.ended.take()
+	}
+}
+
+// follow exports the spans of the log's events from the claim's position
+// until ctx ends or the claim is lost. An export goes in three steps: the
+// claim records the events whose spans are in flight, the exporter sends
+// them, the claim records the new position. A crash between the first
+// and the last leaves it unknown whether the collector has them: the
+// next holder exports them again, marked (orbit.reexported). Nothing is
+// exported unrecorded, and nothing is lost.
+func (t *Tracer) follow(ctx context.Context) (err error) {
+	c := t.claim
+	t.reexport = c.InFlight
+	feed, err := t.log.Follow(ctx, events.FollowOptions{FromSeq: c.Position + 1, Filters: []string{
+		events.EventsRoot + "." + events.AggregateRun + ".>", events.EventsRoot + "." + events.AggregateTask + ".>"}, Placeholders: true})
 	if err != nil {
 		return err
 	}
 	defer feed.Stop()
-	var last, saved uint64
-	save := func(ctx context.Context) {
-		if last == saved {
-			return
+	last := c.Position
+	var batch []sdktrace.ReadOnlySpan
+	// save exports what was read and records it; an error other than
+	// errClaimLost (the collector or the bucket unavailable) leaves
+	// it to be done again.
+	save := func(ctx context.Context) error {
+		batch = append(batch, t.ended.take()...)
+		if last == c.Position {
+			if c.due() {
+				return c.write(ctx, false)
+			}
+			return nil
 		}
-		if err := t.tp.ForceFlush(ctx); err != nil {
-			t.logger.Warn("tracing: export failed; the spans are exported again", "err", err)
-			return
+		if len(batch) > 0 {
+			if c.InFlight < last {
+				prev := c.InFlight
+				c.InFlight = last
+				if err := c.write(ctx, false); err != nil {
+					c.InFlight = prev
+					return err
+				}
+			}
+			if err := t.export(ctx, batch); err != nil {
+				return err
+			}
+			batch = nil
+			failpoint.Hit("tracing-after-export")
 		}
-		if err := os.WriteFile(t.pos, []byte(strconv.FormatUint(last, 10)), 0o600); err != nil {
-			t.logger.Warn("tracing: position", "err", err)
-			return
+		pos, inFlight := c.Position, c.InFlight
+		c.Position = last
+		if c.InFlight <= last {
+			c.InFlight = 0
 		}
-		saved = last
+		if err := c.write(ctx, false); err != nil {
+			c.Position, c.InFlight = pos, inFlight
+			return err
+		}
+		return nil
 	}
 	defer func() {
-		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err != nil {
+			return
+		}
+		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		save(flush)
-		_ = t.tp.Shutdown(flush)
+		if err := save(stop); err != nil {
+			t.logger.Warn("tracing: exporting the last spans", "err", err)
+			return
+		}
+		if err := c.release(stop); err != nil {
+			t.logger.Warn("tracing: releasing the claim", "err", err)
+		}
 	}()
-	// An export that failed is tried again with the next event, or after
-	// a second without one.
-	retry := time.NewTicker(time.Second)
-	defer retry.Stop()
+	// A failed save is tried again every second, and the log is not read
+	// further meanwhile, so that what waits for export stays bounded.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	failing := false
 	for {
+		in := feed.Events()
+		if failing {
+			in = nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-retry.C:
-			save(ctx)
-		case ev, ok := <-feed.Events():
+		case <-tick.C:
+			failing = t.saved(save(ctx), &err)
+			if err != nil {
+				return err
+			}
+		case ev, ok := <-in:
 			if !ok {
 				if err := feed.Err(); err != nil && !errors.Is(err, context.Canceled) {
 					return err
@@ -187,24 +313,64 @@ func (t *Tracer) Run(ctx context.Context) error {
 				t.handle(ctx, ev, true)
 			}
 			last = ev.Seq
-			// The spans of what the log had are exported, and the
-			// position after them written, as soon as the feed has
-			// nothing more waiting: a kill between the two is the only
-			// way a span is exported twice (with the same ids).
-			if len(feed.Events()) == 0 {
-				save(ctx)
+			// What the log had is exported as soon as the feed has
+			// nothing more waiting, or a batch is full.
+			if len(feed.Events()) == 0 || len(batch)+t.ended.count() >= maxBatch {
+				failing = t.saved(save(ctx), &err)
+				if err != nil {
+					return err
+				}
 			}
 		}
 	}
 }
 
-func (t *Tracer) position() uint64 {
-	data, err := os.ReadFile(t.pos)
-	if err != nil {
-		return 0
+// export sends batch, renewing the claim meanwhile: the exporter retries
+// while the collector is away (for a minute), and the claim must not lapse
+// meanwhile, or another engine would take it and send the same spans.
+// Once the claim is lost the export is given up.
+func (t *Tracer) export(ctx context.Context, batch []sdktrace.ReadOnlySpan) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(ClaimTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if err := t.claim.write(ctx, false); errors.Is(err, errClaimLost) {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	err := t.exp.ExportSpans(ctx, batch)
+	close(done)
+	<-renewed
+	if cause := context.Cause(ctx); errors.Is(cause, errClaimLost) {
+		return cause
 	}
-	n, _ := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-	return n
+	return err
+}
+
+// saved sorts the outcome of a save: a lost claim ends following (set
+// into *stop), anything else is logged and tried again (failing).
+func (t *Tracer) saved(err error, stop *error) (failing bool) {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, errClaimLost):
+		*stop = err
+		return false
+	}
+	t.logger.Warn("tracing: export failed; it is tried again", "err", err)
+	return true
 }
 
 // run returns the state of run id, read back from the log up to (not
@@ -227,6 +393,10 @@ func (t *Tracer) run(ctx context.Context, id string, seq uint64) *runState {
 		}
 		t.handle(ctx, ev, false)
 	}
+	// The run's run.requested replaced r by the state it describes.
+	if cur := t.runs[id]; cur != nil {
+		return cur
+	}
 	return r
 }
 
@@ -234,6 +404,10 @@ func (t *Tracer) run(ctx context.Context, id string, seq uint64) *runState {
 // the spans it ends.
 func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 	if ev.RunID == "" {
+		return
+	}
+	if strings.HasPrefix(ev.Type, "groundhog.") {
+		t.groundhog(ctx, ev, emit)
 		return
 	}
 	if ev.Type == events.RunRequested {
@@ -283,7 +457,8 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 			return
 		}
 		r.steps[stepKey(ev.StepKey, d.Attempt)] = &stepState{key: ev.StepKey, attempt: d.Attempt, typ: d.ActivityType,
-			target: d.Target, start: ev.Time, lastTurn: ev.Time, childRun: d.ChildRunID}
+			target: d.Target, start: ev.Time, lastTurn: ev.Time, childRun: d.ChildRunID,
+			turns: map[int]trace.SpanID{}}
 	case events.ActivityStarted:
 		var d events.ActivityStartedData
 		if ev.Decode(&d) != nil {
@@ -304,9 +479,30 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 		}
 		start := s.lastTurn
 		s.lastTurn = ev.Time
+		s.turns[d.Turn] = spanID("orbit.turn", ev.RunID, ev.StepKey, strconv.Itoa(d.Attempt), d.Session, strconv.Itoa(d.Turn))
 		if emit {
-			t.turnSpan(ctx, r, ev, s, d, start)
+			t.turnSpan(ctx, r, ev, d, start, s.turns[d.Turn])
 		}
+	case events.ToolCalled:
+		var d events.ToolCalledData
+		if ev.Decode(&d) != nil || !emit {
+			return
+		}
+		// Under its turn; under the step when the turn is unknown.
+		parent := StepSpanID(ev.RunID, ev.StepKey, d.Attempt)
+		if s := r.steps[stepKey(ev.StepKey, d.Attempt)]; s != nil {
+			if turn, ok := s.turns[d.Turn]; ok {
+				parent = turn
+			}
+		}
+		id := spanID("orbit.tool", ev.RunID, ev.StepKey, strconv.Itoa(d.Attempt), d.ToolUseID)
+		t.toolSpan(ctx, r, ev, parent, id, append(t.base(ev, r), attribute.String("orbit.step", ev.StepKey), attribute.Int("orbit.attempt", d.Attempt)), d)
+	case events.CLIInvocationFinished:
+		var d events.CLIInvocationFinishedData
+		if ev.Decode(&d) != nil || !emit {
+			return
+		}
+		t.cliSpan(ctx, r, ev, d)
 	case events.StepFinished:
 		var d events.StepFinishedData
 		if ev.Decode(&d) != nil {
@@ -334,7 +530,11 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 }
 
 func (t *Tracer) base(ev events.Event, r *runState) []attribute.KeyValue {
-	return []attribute.KeyValue{attribute.String("orbit.run_id", ev.RunID), attribute.String("orbit.job", r.job)}
+	attrs := []attribute.KeyValue{attribute.String("orbit.run_id", ev.RunID), attribute.String("orbit.job", r.job)}
+	if ev.Seq <= t.reexport {
+		attrs = append(attrs, attribute.Bool("orbit.reexported", true))
+	}
+	return attrs
 }
 
 // parent is the context a span of run r is started under: the trace, and
@@ -402,27 +602,63 @@ func (t *Tracer) stepSpan(ctx context.Context, ev events.Event, r *runState, s *
 	span.End(trace.WithTimestamp(ev.Time))
 }
 
-func (t *Tracer) turnSpan(ctx context.Context, r *runState, ev events.Event, s *stepState, d events.AgentTurnData, start time.Time) {
-	attrs := append(t.base(ev, r),
-		attribute.String("orbit.step", ev.StepKey),
-		attribute.Int("orbit.attempt", d.Attempt),
+func (t *Tracer) turnSpan(ctx context.Context, r *runState, ev events.Event, d events.AgentTurnData, start time.Time, id trace.SpanID) {
+	attrs := append(t.base(ev, r), attribute.String("orbit.step", ev.StepKey), attribute.Int("orbit.attempt", d.Attempt))
+	_, span := t.tr.Start(t.under(ctx, r, StepSpanID(ev.RunID, ev.StepKey, d.Attempt), id), "agent turn "+strconv.Itoa(d.Turn),
+		trace.WithTimestamp(start), trace.WithAttributes(append(attrs, turnAttrs(d)...)...))
+	span.End(trace.WithTimestamp(ev.Time))
+}
+
+// turnAttrs are the attributes of a model turn: the model, why it stopped,
+// the tokens (OpenTelemetry's gen_ai names).
+func turnAttrs(d events.AgentTurnData) []attribute.KeyValue {
+	return []attribute.KeyValue{
 		attribute.Int("orbit.agent.turn", d.Turn),
 		attribute.String("gen_ai.system", d.Provider),
 		attribute.String("gen_ai.request.model", d.Model),
 		attribute.Int64("gen_ai.usage.input_tokens", d.Usage.InputTokens),
 		attribute.Int64("gen_ai.usage.output_tokens", d.Usage.OutputTokens),
+		attribute.Int64("gen_ai.usage.cache_read_tokens", d.Usage.CacheReadTokens),
+		attribute.Int64("gen_ai.usage.cache_write_tokens", d.Usage.CacheWriteTokens),
 		attribute.String("orbit.agent.stop_reason", d.StopReason),
-	)
-	parent := StepSpanID(ev.RunID, ev.StepKey, d.Attempt)
-	turn := spanID("orbit.turn", ev.RunID, ev.StepKey, strconv.Itoa(d.Attempt), d.Session, strconv.Itoa(d.Turn))
-	_, span := t.tr.Start(t.under(ctx, r, parent, turn), "agent turn "+strconv.Itoa(d.Turn),
-		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	span.End(trace.WithTimestamp(ev.Time))
-	for i, tool := range d.ToolUses {
-		_, call := t.tr.Start(t.under(ctx, r, turn, spanID("orbit.tool", turn.String(), strconv.Itoa(i))), "tool "+tool,
-			trace.WithTimestamp(ev.Time), trace.WithAttributes(append(t.base(ev, r), attribute.String("orbit.step", ev.StepKey), attribute.String("orbit.tool", tool))...))
-		call.End(trace.WithTimestamp(ev.Time))
 	}
+}
+
+// toolSpan is a tool call, ending when it was recorded and lasting what
+// it took.
+func (t *Tracer) toolSpan(ctx context.Context, r *runState, ev events.Event, parent, id trace.SpanID, attrs []attribute.KeyValue, d events.ToolCalledData) {
+	attrs = append(attrs, attribute.String("orbit.tool", d.Name), attribute.Int("orbit.agent.turn", d.Turn), attribute.Int("orbit.tool.result_size", d.ResultSize))
+	if d.AgentTool != "" {
+		attrs = append(attrs, attribute.String("orbit.tool.agent_tool", d.AgentTool))
+	}
+	_, span := t.tr.Start(t.under(ctx, r, parent, id), "tool "+d.Name,
+		trace.WithTimestamp(ev.Time.Add(-time.Duration(d.DurationMS)*time.Millisecond)), trace.WithAttributes(attrs...))
+	if d.Error != "" {
+		span.SetStatus(codes.Error, d.Error)
+	}
+	span.End(trace.WithTimestamp(ev.Time))
+}
+
+// cliSpan is a CLI agent's process (Claude Code, Codex) under its step,
+// with the usage and cost it reported.
+func (t *Tracer) cliSpan(ctx context.Context, r *runState, ev events.Event, d events.CLIInvocationFinishedData) {
+	attrs := append(t.base(ev, r),
+		attribute.String("orbit.step", ev.StepKey),
+		attribute.Int("orbit.attempt", d.Attempt),
+		attribute.String("orbit.agent.executor", d.Executor),
+		attribute.String("gen_ai.request.model", d.Model),
+		attribute.Int("process.exit.code", d.ExitCode),
+		attribute.Int64("gen_ai.usage.input_tokens", d.Usage.InputTokens),
+		attribute.Int64("gen_ai.usage.output_tokens", d.Usage.OutputTokens),
+		attribute.Float64("orbit.agent.cost_usd", d.CostUSD),
+		attribute.Bool("orbit.agent.usage_in_turns", d.UsageInTurns),
+	)
+	_, span := t.tr.Start(t.under(ctx, r, StepSpanID(ev.RunID, ev.StepKey, d.Attempt), spanID("orbit.cli", ev.ID)), "cli "+d.Executor,
+		trace.WithTimestamp(ev.Time.Add(-time.Duration(d.DurationMS)*time.Millisecond)), trace.WithAttributes(attrs...))
+	if d.ExitCode != 0 || d.TimedOut || d.Signal != "" {
+		span.SetStatus(codes.Error, "exit "+strconv.Itoa(d.ExitCode)+" "+d.Signal)
+	}
+	span.End(trace.WithTimestamp(ev.Time))
 }
 
 func status(span trace.Span, state string, e *events.ErrorInfo) {

@@ -28,11 +28,12 @@ var (
 	repoPathRE = regexp.MustCompile("`(?:\\./)?((?:[\\w-][\\w.-]*/)+(?:[\\w.-]+\\.(?:go|md|yaml|json|sh))?)`")
 )
 
-// TestTheDocsLinksResolve: every relative link of README.md and docs/*.md
-// names a file that exists and, with a #fragment, a heading of it; every
-// path of the repository they name in a code span exists (a package
-// moved, its docs follow); the README links every page of docs/ and stays
-// within readmeMaxLines.
+// TestTheDocsLinksResolve: every relative link of README.md, docs/*.md,
+// ARCHITECTURE.md and the records of docs/architecture/ names a file that
+// exists and, with a #fragment, a heading of it; every path of the
+// repository they name in a code span exists (a package moved, its docs
+// follow); the README links every page of docs/ and stays within
+// readmeMaxLines.
 func TestTheDocsLinksResolve(t *testing.T) {
 	t.Parallel()
 	root := testkit.ModuleRoot(t)
@@ -53,7 +54,13 @@ func TestTheDocsLinksResolve(t *testing.T) {
 		topLevel[e.Name()] = e.IsDir() && !strings.HasPrefix(e.Name(), ".")
 	}
 	linked := map[string]bool{}
-	for _, file := range docFiles(t, root) {
+	records, err := filepath.Glob(filepath.Join(root, "docs", "architecture", "*.md"))
+	require.NoError(t, err)
+	files := append(docFiles(t, root), "ARCHITECTURE.md")
+	for _, r := range records {
+		files = append(files, filepath.Join("docs", "architecture", filepath.Base(r)))
+	}
+	for _, file := range files {
 		data, err := os.ReadFile(filepath.Join(root, file))
 		require.NoError(t, err)
 		for _, line := range proseLines(string(data)) {
@@ -149,4 +156,125 @@ func headingAnchors(data string) map[string]bool {
 		seen[slug]++
 	}
 	return anchors
+}
+
+var (
+	// citeAfterRE is a citation of a section of a page by its title after
+	// the page: docs/architecture/runs.md, "Live descendants".
+	citeAfterRE = regexp.MustCompile(`((?:docs/[\w/-]+|ARCHITECTURE)\.md),?\s+"([^"]+)"`)
+	// citeBeforeRE is one with the title first: "The binary" in
+	// ARCHITECTURE.md.
+	citeBeforeRE = regexp.MustCompile(`"([^"]+)"\s+in\s+((?:docs/[\w/-]+|ARCHITECTURE)\.md)`)
+	// linkCiteRE is a Markdown link to a page followed by the title of
+	// one of its sections: [runs.md](architecture/runs.md), "A title".
+	linkCiteRE = regexp.MustCompile(`\]\(([^)#\s]+\.md)\),?\s+"([^"]+)"`)
+)
+
+// TestTheCitedSectionsExist: a section that the code's comments or the
+// docs cite by its page and title (docs/architecture/runs.md, "Live
+// descendants"; "The binary" in ARCHITECTURE.md), or that the docs cite
+// after a link to its page, is a heading or a paragraph's bold title of
+// that page: a record that moves takes its citations with it.
+func TestTheCitedSectionsExist(t *testing.T) {
+	t.Parallel()
+	root := testkit.ModuleRoot(t)
+	check := func(where, page, title string) {
+		data, err := os.ReadFile(page)
+		page, _ = filepath.Rel(root, page)
+		if err != nil {
+			t.Errorf("%s cites %q of %s, which does not exist", where, title, page)
+			return
+		}
+		if !hasSection(string(data), title) {
+			t.Errorf("%s cites %q of %s, which has no such heading nor bold title", where, title, page)
+		}
+	}
+	require.NoError(t, filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		switch {
+		case strings.HasSuffix(path, ".go"):
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, block := range commentBlocks(string(data)) {
+				for _, m := range citeAfterRE.FindAllStringSubmatch(block.text, -1) {
+					check(rel+":"+strconv.Itoa(block.n), filepath.Join(root, m[1]), m[2])
+				}
+				for _, m := range citeBeforeRE.FindAllStringSubmatch(block.text, -1) {
+					check(rel+":"+strconv.Itoa(block.n), filepath.Join(root, m[2]), m[1])
+				}
+			}
+		case strings.HasSuffix(path, ".md"):
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			text := strings.Join(strings.Fields(string(data)), " ")
+			for _, m := range linkCiteRE.FindAllStringSubmatch(text, -1) {
+				if !strings.Contains(m[1], "://") {
+					check(rel, filepath.Join(filepath.Dir(path), m[1]), m[2])
+				}
+			}
+			for _, m := range citeAfterRE.FindAllStringSubmatch(text, -1) {
+				check(rel, filepath.Join(root, m[1]), m[2])
+			}
+			for _, m := range citeBeforeRE.FindAllStringSubmatch(text, -1) {
+				check(rel, filepath.Join(root, m[2]), m[1])
+			}
+		}
+		return nil
+	}))
+}
+
+// commentBlocks returns the runs of // comment lines of a Go file, each
+// as one line of text (the first line's number and the words joined by
+// spaces), so that a citation broken across lines reads whole.
+func commentBlocks(data string) []proseLine {
+	var blocks []proseLine
+	var words []string
+	first := 0
+	flush := func() {
+		if len(words) > 0 {
+			blocks = append(blocks, proseLine{first, strings.Join(words, " ")})
+		}
+		words = nil
+	}
+	for i, line := range strings.Split(data, "\n") {
+		_, comment, ok := strings.Cut(line, "// ")
+		if !ok {
+			flush()
+			continue
+		}
+		if len(words) == 0 {
+			first = i + 1
+		}
+		words = append(words, strings.Fields(comment)...)
+	}
+	flush()
+	return blocks
+}
+
+// hasSection reports whether a Markdown page has a heading titled title,
+// or a paragraph (or list item) that opens with it in bold.
+func hasSection(data, title string) bool {
+	bold := regexp.MustCompile(`^(?:[-*] )?\*\*` + regexp.QuoteMeta(title) + `(?:\*\*|[ .(:,])`)
+	for _, line := range proseLines(data) {
+		if m := headingRE.FindStringSubmatch(line.text); m != nil && strings.TrimSpace(m[1]) == title {
+			return true
+		}
+		if bold.MatchString(strings.TrimSpace(line.text)) {
+			return true
+		}
+	}
+	return false
 }

@@ -24,9 +24,11 @@ type replayed struct {
 
 func (a *app) replayCommand() *cobra.Command {
 	var (
-		verify     bool
-		engineID   string
-		allEngines bool
+		verify      bool
+		engineID    string
+		allEngines  bool
+		fromArchive string
+		viewsDir    string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -38,48 +40,69 @@ the log as orbit audit does, and exit 1 on any difference or failure.
 Each engine keeps views of its own. Without --engine or --all-engines, the
 first engine to answer does the work; on a cluster, --engine ID asks that engine
 and --all-engines every engine that answers the roll call, one after another
-(with --json, a list of reports).`,
+(with --json, a list of reports).
+
+With --from-archive FILE, fold an archive (orbit log export, retention) into
+views of its own instead, in --views DIR (default: a new temporary directory),
+and list the runs and tasks they hold (with --json, each run as orbit run show
+--json gives it). No engine is needed.`,
 		Args: cobra.NoArgs,
-		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
-			if engineID != "" && allEngines {
-				return usageErr("--engine and --all-engines: pick one")
-			}
-			ctx, cancel := context.WithTimeout(ctx, replayTimeout)
-			defer cancel()
-			ask := func(ctx context.Context, endpoint string, req, resp any) error {
-				return request(ctx, l, endpoint, req, resp)
-			}
-			var ids []string
-			switch {
-			case engineID != "":
-				ids = []string{engineID}
-			case allEngines:
-				var err error
-				if ids, err = l.Engines(ctx); err != nil {
-					return &exitError{code: exitUnavailable, err: err}
-				}
-			}
-			if ids == nil {
-				r, err := a.replayOne(ctx, ask, verify)
-				if err != nil {
-					return err
-				}
-				return a.printReplays([]replayed{r}, verify, false)
-			}
-			var reports []replayed
-			for _, id := range ids {
-				r, err := a.replayOne(ctx, func(ctx context.Context, endpoint string, req, resp any) error {
-					return requestEngine(ctx, l, id, endpoint, req, resp)
-				}, verify)
-				if err != nil {
-					return err
-				}
-				r.Engine = id
-				reports = append(reports, r)
-			}
-			return a.printReplays(reports, verify, allEngines)
-		}),
 	}
+	live := a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
+		if engineID != "" && allEngines {
+			return usageErr("--engine and --all-engines: pick one")
+		}
+		ctx, cancel := context.WithTimeout(ctx, replayTimeout)
+		defer cancel()
+		ask := func(ctx context.Context, endpoint string, req, resp any) error {
+			return request(ctx, l, endpoint, req, resp)
+		}
+		var ids []string
+		switch {
+		case engineID != "":
+			ids = []string{engineID}
+		case allEngines:
+			var err error
+			if ids, err = l.Engines(ctx); err != nil {
+				return &exitError{code: exitUnavailable, err: err}
+			}
+		}
+		if ids == nil {
+			r, err := a.replayOne(ctx, ask, verify)
+			if err != nil {
+				return err
+			}
+			return a.printReplays([]replayed{r}, verify, false)
+		}
+		var reports []replayed
+		for _, id := range ids {
+			r, err := a.replayOne(ctx, func(ctx context.Context, endpoint string, req, resp any) error {
+				return requestEngine(ctx, l, id, endpoint, req, resp)
+			}, verify)
+			if err != nil {
+				return err
+			}
+			r.Engine = id
+			reports = append(reports, r)
+		}
+		return a.printReplays(reports, verify, allEngines)
+	})
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if fromArchive == "" {
+			if viewsDir != "" {
+				return usageErr("--views goes with --from-archive")
+			}
+			return live(c, args)
+		}
+		if verify || engineID != "" || allEngines {
+			return usageErr("--from-archive folds an archive into views of its own: no --verify, --engine or --all-engines")
+		}
+		ctx, cancel := context.WithTimeout(c.Context(), replayTimeout)
+		defer cancel()
+		return a.replayArchive(ctx, fromArchive, viewsDir)
+	}
+	cmd.Flags().StringVar(&fromArchive, "from-archive", "", "fold this archive file into views of its own")
+	cmd.Flags().StringVar(&viewsDir, "views", "", "with --from-archive: the directory of the views (default: a new temporary one)")
 	cmd.Flags().BoolVar(&verify, "verify", false, "compare a rebuild with the live views and audit the log; exit 1 on any difference or failure")
 	cmd.Flags().StringVar(&engineID, "engine", "", "ask the engine with this id only (on a cluster: each engine has views of its own)")
 	cmd.Flags().BoolVar(&allEngines, "all-engines", false, "ask every engine that answers, one after another")

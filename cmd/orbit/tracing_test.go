@@ -3,8 +3,10 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,7 +79,7 @@ func TestOneTracePerRunWithItsSpanTreeAcrossAKill(t *testing.T) {
 	t.Parallel()
 	rcv := testkit.StartOTLPReceiver(t)
 	p := testkit.NewProject(t)
-	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL(), "OTEL_BSP_SCHEDULE_DELAY=100")
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
 	p.WriteFile(".orbit/jobs/traced.yaml", tracedJob)
 	p.WriteFile(".orbit/jobs/traced_child.yaml", tracedChild)
 
@@ -100,17 +102,11 @@ func TestOneTracePerRunWithItsSpanTreeAcrossAKill(t *testing.T) {
 	root := tracing.RunSpanID(runID).String()
 	spans := spansOf(t, rcv, trace, root)
 
-	byID := map[string]testkit.Span{}
-	count := map[string]int{}
+	byID := exportedOnce(t, spans)
 	for _, s := range spans {
-		byID[s.SpanID] = s
-		count[s.SpanID]++
 		assert.Equal(t, trace, s.TraceID)
 		assert.NotEmpty(t, s.Attrs["orbit.run_id"], s.Name)
 		assert.NotEmpty(t, s.Attrs["orbit.job"], s.Name)
-	}
-	for id, n := range count {
-		assert.Equal(t, 1, n, "span %s (%s) exported %d times", id, byID[id].Name, n)
 	}
 	run := byID[root]
 	assert.Equal(t, "b7ad6b7169203331", run.ParentID, "the caller's traceparent is the root's parent")
@@ -174,10 +170,348 @@ func TestATraceIDDerivesFromTheRunID(t *testing.T) {
 	assert.Contains(t, r.Stderr, "--traceparent")
 }
 
+// exportedOnce checks that each span was exported once, or, when a kill
+// fell between an export and its record, once more by the next engine
+// marked orbit.reexported (the first copy may not have reached the
+// collector: the marked one is then the only one), and returns a copy of
+// each by id.
+func exportedOnce(t *testing.T, spans []testkit.Span) map[string]testkit.Span {
+	t.Helper()
+	copies := map[string][]testkit.Span{}
+	for _, s := range spans {
+		copies[s.SpanID] = append(copies[s.SpanID], s)
+	}
+	out := map[string]testkit.Span{}
+	for id, cs := range copies {
+		out[id] = cs[0]
+		if len(cs) == 1 {
+			continue
+		}
+		marked := 0
+		for _, c := range cs {
+			if c.Attrs["orbit.reexported"] == "true" {
+				marked++
+			}
+		}
+		if len(cs) != 2 || marked != 1 || cs[0].Engine == cs[1].Engine {
+			t.Errorf("span %s (%s) exported %d times, %d marked as re-exported after a crash", id, cs[0].Name, len(cs), marked)
+		}
+	}
+	return out
+}
+
 func names(spans []testkit.Span) []string {
 	var out []string
 	for _, s := range spans {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// twoSteps is a job of two shell steps, one after the other.
+const twoSteps = `
+schemaVersion: 2
+kind: Job
+metadata: {name: two_steps}
+spec:
+  steps:
+    - id: first
+      spec: {type: shell, program: echo, args: [one], allowed_programs: [echo]}
+    - id: second
+      spec: {type: shell, program: echo, args: [two], allowed_programs: [echo]}
+`
+
+// TestASpanExportedBeforeACrashIsExportedAgainMarked: an engine killed
+// between an export and the write of the position after it. The restarted
+// engine cannot know whether the collector has those spans, so it exports
+// them again, each marked orbit.reexported; every other span is exported
+// once, unmarked. The restarted engine reads the run back from the log:
+// its spans are still in the caller's trace, with all they record.
+func TestASpanExportedBeforeACrashIsExportedAgainMarked(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL(), "ORBIT_FAILPOINT=tracing-after-export")
+	engine := serve(t, p)
+	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	r := p.Orbit("job", "run", "two_steps", "--detach", "--traceparent", caller)
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the engine to die at the failpoint", func() bool { return !testkit.Runs(engine.Process.Pid) })
+	require.NotEmpty(t, rcv.Spans(), "the engine died before its first export")
+
+	p.Env = p.Env[:len(p.Env)-1]
+	serve(t, p)
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	spans := spansOf(t, rcv, "0af7651916cd43dd8448eb211c80319c", tracing.RunSpanID(runID).String())
+	assert.Len(t, rcv.Spans(), len(spans), "every span is in the caller's trace: %v", names(rcv.Spans()))
+	for _, s := range spans {
+		assert.Equal(t, "two_steps", s.Attrs["orbit.job"], s.Name)
+		if s.Attrs["orbit.step"] != "" {
+			assert.Equal(t, "shell", s.Attrs["orbit.step.type"], s.Name)
+		}
+	}
+
+	copies := map[string][]testkit.Span{}
+	for _, s := range spans {
+		copies[s.SpanID] = append(copies[s.SpanID], s)
+	}
+	twice := 0
+	for id, cs := range copies {
+		switch len(cs) {
+		case 1:
+			assert.Empty(t, cs[0].Attrs["orbit.reexported"], "span %s (%s) exported once is not marked", id, cs[0].Name)
+		case 2:
+			twice++
+			assert.Empty(t, cs[0].Attrs["orbit.reexported"], "span %s (%s): the first export", id, cs[0].Name)
+			assert.Equal(t, "true", cs[1].Attrs["orbit.reexported"], "span %s (%s): the export after the crash", id, cs[1].Name)
+			assert.NotEqual(t, cs[0].Engine, cs[1].Engine, "span %s: each engine exported it once", id)
+		default:
+			t.Errorf("span %s (%s) exported %d times: %+v", id, cs[0].Name, len(cs), cs)
+		}
+	}
+	assert.Positive(t, twice, "the spans exported before the crash are exported again")
+	for _, key := range []string{"first", "second"} {
+		assert.Contains(t, copies, tracing.StepSpanID(runID, key, 1).String(), key)
+	}
+}
+
+// TestEveryEngineOfAClusterExportsEachSpanOnce: three engines on a
+// three-node cluster share the log, and one of them at a time exports its
+// spans. Killed, another takes the export over from where it was.
+func TestEveryEngineOfAClusterExportsEachSpanOnce(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	var ps []*testkit.Project
+	for range 3 {
+		p := testkit.ClusterProject(t, c, key)
+		p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
+		p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+		ps = append(ps, p)
+	}
+	es := testkit.StartEngines(t, ps)
+
+	run := func(p *testkit.Project) string {
+		r := p.Orbit("job", "run", "two_steps")
+		require.Equal(t, 0, r.Code, r.String())
+		id := strings.TrimSpace(r.Stdout)
+		spansOf(t, rcv, tracing.TraceID(id, "").String(), tracing.RunSpanID(id).String())
+		return id
+	}
+	first := run(ps[0])
+	holder := -1
+	for i, e := range es {
+		if strings.Contains(e.Stderr(), "this engine exports the traces") {
+			require.Equal(t, -1, holder, "engines %d and %d both export", holder, i)
+			holder = i
+		}
+	}
+	require.NotEqual(t, -1, holder, "no engine exports")
+	es[holder].Kill()
+	second := run(ps[(holder+1)%3])
+
+	// The collector goes away for longer than the claim lasts unrenewed:
+	// its holder keeps it while its exporter retries, and no other engine
+	// sends the same spans.
+	rcv.SetDown(true)
+	r := ps[(holder+2)%3].Orbit("job", "run", "two_steps")
+	require.Equal(t, 0, r.Code, r.String())
+	third := strings.TrimSpace(r.Stdout)
+	waitFor(t, "an export to be refused", func() bool { return rcv.Refused() > 0 })
+	time.Sleep(2 * tracing.ClaimTTL)
+	rcv.SetDown(false)
+	spansOf(t, rcv, tracing.TraceID(third, "").String(), tracing.RunSpanID(third).String())
+	for i, e := range es {
+		if i != holder {
+			assert.NotContains(t, e.Stderr(), "took the export of the traces over", "engine %d", i)
+		}
+	}
+
+	once := exportedOnce(t, rcv.Spans())
+	engines := map[string]map[string]bool{first: {}, second: {}, third: {}}
+	for _, s := range once {
+		if e := engines[s.Attrs["orbit.run_id"]]; e != nil {
+			e[s.Engine] = true
+		}
+	}
+	for _, id := range []string{first, second, third} {
+		for _, span := range []string{tracing.RunSpanID(id).String(), tracing.StepSpanID(id, "first", 1).String(), tracing.StepSpanID(id, "second", 1).String()} {
+			assert.Contains(t, once, span, "span %s of run %s", span, id)
+		}
+		assert.Len(t, engines[id], 1, "one engine exported run %s", id)
+	}
+	assert.NotEqual(t, engines[first], engines[second], "the export was taken over")
+	assert.Equal(t, engines[second], engines[third], "the export stayed with its holder while the collector was away")
+}
+
+// TestGroundhogAttemptsAreSpansUnderTheirStep: the demo plan (greet
+// committed at its first attempt; test failing its verifier once, then
+// committed) gives a span per attempt under the step that ran it, each
+// with its verifier run (a span per criterion, a command's exit code), its
+// commit and its agent turns.
+func TestGroundhogAttemptsAreSpansUnderTheirStep(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	p, repo, task := groundhogProject(t, readExample(t, "fixture.json"), readExample(t, "plan.yaml"))
+	p.WriteFile(".orbit/config.yaml", "tracing:\n  endpoint: "+rcv.URL()+"\n")
+	r := p.Orbit("engine", "restart") // the task's creation started it
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("groundhog", "run", task)
+	require.Equal(t, 0, r.Code, r.String())
+
+	var run testkit.Span
+	defer func() {
+		if run.SpanID == "" {
+			t.Logf("spans: %v", names(rcv.Spans()))
+		}
+	}()
+	waitFor(t, "the Groundhog run's span", func() bool {
+		for _, s := range rcv.Spans() {
+			if s.Name == "run groundhog-"+task {
+				run = s
+				return true
+			}
+		}
+		return false
+	})
+	spans := spansOf(t, rcv, run.TraceID, run.SpanID)
+	byID := map[string]testkit.Span{}
+	under := map[string][]testkit.Span{}
+	for _, s := range spans {
+		_, twice := byID[s.SpanID]
+		assert.False(t, twice, "span %s (%s) exported twice", s.SpanID, s.Name)
+		byID[s.SpanID] = s
+		under[s.ParentID] = append(under[s.ParentID], s)
+	}
+	named := func(parent, prefix string) []testkit.Span {
+		var out []testkit.Span
+		for _, s := range under[parent] {
+			if strings.HasPrefix(s.Name, prefix) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	steps := named(run.SpanID, "")
+	require.Len(t, steps, 1, "%v", names(spans))
+	step := steps[0]
+	attempts := named(step.SpanID, "groundhog attempt ")
+	require.Len(t, attempts, 3, "%v", names(spans))
+
+	shas := testkit.Git(t, repo, "log", "--format=%H", "main")
+	outcomes := map[string]string{}
+	for _, a := range attempts {
+		key := a.Attrs["orbit.groundhog.checkpoint"] + "#" + a.Attrs["orbit.groundhog.attempt"]
+		outcomes[key] = a.Attrs["orbit.groundhog.outcome"]
+		assert.Equal(t, task, a.Attrs["orbit.task_id"])
+		assert.Equal(t, step.Attrs["orbit.step"], a.Attrs["orbit.step"])
+		assert.NotEmpty(t, a.Attrs["orbit.groundhog.snapshot_ref"], key)
+
+		turns := named(a.SpanID, "agent turn ")
+		assert.NotEmpty(t, turns, key)
+		tokens := 0
+		for _, turn := range turns {
+			n, err := strconv.Atoi(turn.Attrs["gen_ai.usage.input_tokens"])
+			require.NoError(t, err, key)
+			tokens += n
+		}
+		assert.Equal(t, strconv.Itoa(tokens), a.Attrs["gen_ai.usage.input_tokens"], "%s: the attempt's tokens are its turns'", key)
+		assert.Equal(t, strconv.Itoa(len(turns)), a.Attrs["orbit.agent.turns"], key)
+		assert.NotEmpty(t, named(a.SpanID, "tool "), key)
+		verify := named(a.SpanID, "groundhog verify")
+		require.Len(t, verify, 1, key)
+		criteria := named(verify[0].SpanID, "criterion ")
+		assert.Equal(t, verify[0].Attrs["orbit.groundhog.criteria"], strconv.Itoa(len(criteria)), key)
+		commits := named(a.SpanID, "groundhog commit")
+		if a.Attrs["orbit.groundhog.outcome"] == "committed" {
+			assert.Equal(t, "true", verify[0].Attrs["orbit.groundhog.passed"], key)
+			require.Len(t, commits, 1, key)
+			assert.Contains(t, shas, commits[0].Attrs["orbit.groundhog.commit_sha"], key)
+			assert.Equal(t, commits[0].Attrs["orbit.groundhog.commit_sha"], a.Attrs["orbit.groundhog.commit_sha"], key)
+			continue
+		}
+		assert.Equal(t, "false", verify[0].Attrs["orbit.groundhog.passed"], key)
+		assert.Empty(t, commits, key)
+		failedCommand := false
+		for _, c := range criteria {
+			if c.Attrs["orbit.groundhog.criterion.kind"] == "command" && c.Attrs["orbit.groundhog.criterion.outcome"] == "fail" {
+				failedCommand = c.Attrs["process.exit.code"] != "" && c.Attrs["process.exit.code"] != "0"
+			}
+		}
+		assert.True(t, failedCommand, "%s: a failed command criterion with its exit code", key)
+	}
+	assert.Equal(t, map[string]string{"greet#1": "committed", "test#1": "failed", "test#2": "committed"}, outcomes)
+}
+
+// TestAnAgentStepsTurnsToolCallsAndCostAreSpans: a step on the real Claude
+// Code against a scripted model gives its turns (their tokens) under the
+// step, its tool call under the turn that asked for it, and the CLI
+// process with the cost it reported.
+func TestAnAgentStepsTurnsToolCallsAndCostAreSpans(t *testing.T) {
+	t.Parallel()
+	bin := testkit.ClaudeCLI(t)
+	srv := testkit.NewAnthropicServer(t,
+		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_w", Name: "Write", Input: map[string]any{"file_path": "out.txt", "content": "x\n"}}},
+			InputTokens: 700, OutputTokens: 30},
+		testkit.Turn{Text: "written", InputTokens: 800, OutputTokens: 20})
+	rcv := testkit.StartOTLPReceiver(t)
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+	p.WriteFile(".orbit/executors/claude_code.yaml", `schemaVersion: 2
+kind: Executor
+metadata: {name: claude_code}
+spec: {command: `+bin+`, output: claude_code}
+`)
+	p.WriteFile(".orbit/jobs/write.yaml", `schemaVersion: 2
+kind: Job
+metadata: {name: write}
+spec:
+  steps:
+    - id: agent
+      default_input: {prompt: "Write out.txt."}
+      spec:
+        type: agent_loop
+        backend: cli
+        executor: claude_code
+        model: claude-sonnet-4-5
+        tools: [fs.write]
+        wall_clock_timeout_seconds: 120
+`)
+	serve(t, p)
+	r := p.Orbit("job", "run", "write")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	spans := spansOf(t, rcv, tracing.TraceID(runID, "").String(), tracing.RunSpanID(runID).String())
+
+	step := tracing.StepSpanID(runID, "agent", 1).String()
+	turns := map[string]testkit.Span{}
+	var tools, clis []testkit.Span
+	for _, s := range spans {
+		switch {
+		case strings.HasPrefix(s.Name, "agent turn "):
+			assert.Equal(t, step, s.ParentID, s.Name)
+			turns[s.Attrs["orbit.agent.turn"]] = s
+		case strings.HasPrefix(s.Name, "tool "):
+			tools = append(tools, s)
+		case strings.HasPrefix(s.Name, "cli "):
+			clis = append(clis, s)
+		}
+	}
+	require.Len(t, turns, 2, "%v", names(spans))
+	assert.Equal(t, "700", turns["1"].Attrs["gen_ai.usage.input_tokens"])
+	assert.Equal(t, "20", turns["2"].Attrs["gen_ai.usage.output_tokens"])
+	assert.Equal(t, "claude-sonnet-4-5", turns["1"].Attrs["gen_ai.request.model"])
+	require.Len(t, tools, 1, "%v", names(spans))
+	assert.Equal(t, turns["1"].SpanID, tools[0].ParentID, "the tool call hangs under the turn that asked for it")
+	assert.Equal(t, "fs.write", tools[0].Attrs["orbit.tool"])
+	require.Len(t, clis, 1, "%v", names(spans))
+	assert.Equal(t, step, clis[0].ParentID)
+	assert.Equal(t, "0", clis[0].Attrs["process.exit.code"])
+	cost, err := strconv.ParseFloat(clis[0].Attrs["orbit.agent.cost_usd"], 64)
+	require.NoError(t, err)
+	assert.Positive(t, cost, "the cost Claude Code reported")
 }

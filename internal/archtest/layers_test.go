@@ -34,7 +34,7 @@ var layers = map[string][]string{
 
 	// Over the log and the assets.
 	"projector":   {"events", "internal/failpoint"},
-	"tracing":     {"events"},
+	"tracing":     {"events", "internal/failpoint"},
 	"interpreter": {"assets", "events"},
 	"agent":       {"assets", "events", "internal/proc", "internal/sandbox"},
 
@@ -53,11 +53,14 @@ var layers = map[string][]string{
 	"shipping": {"activity", "assets", "events", "executor", "gitops", "projector"},
 	"routine":  {"assets", "events", "executor", "internal/failpoint"},
 
+	// Retention: archives and removes finished work from the log.
+	"retention": {"assets", "events", "internal/failpoint", "projector"},
+
 	// The engine's wiring, and what stands on it.
-	"engine":    {"activity", "agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
+	"engine":    {"activity", "agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "retention", "routine", "shipping", "tracing"},
 	"doctor":    {"assets", "engine", "events", "gitops"},
 	"console":   {"engine", "events", "gitops", "projector"},
-	"cmd/orbit": {"activity", "agent", "assets", "console", "doctor", "engine", "events", "executor", "gitops", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "routine", "shipping", "tracing"},
+	"cmd/orbit": {"activity", "agent", "assets", "console", "doctor", "engine", "events", "executor", "gitops", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "retention", "routine", "shipping", "tracing"},
 
 	// The test kit, and packages of tests alone.
 	"internal/testkit":           {"events"},

@@ -34,13 +34,13 @@ import (
 //
 // The fields are set before the first call and not changed after it.
 type Lease struct {
-	KV       *events.KV
-	Key      string
-	Engine   string
-	TTL      time.Duration
-	TakeOver bool   // steal leases of other engines without waiting for expiry
-	Scope    string // step leases: the mark of the processes the execution starts
-	Fence    bool   // before taking over an expired lease, kill its holder's processes on this host
+	KV       *events.KV    // the leases bucket; nil: a lease held by definition
+	Key      string        // run.<id> or step.<hash of run, step, attempt>
+	Engine   string        // the holder
+	TTL      time.Duration // how long the lease holds without a renewal
+	TakeOver bool          // steal leases of other engines without waiting for expiry
+	Scope    string        // step leases: the mark of the processes the execution starts
+	Fence    bool          // before taking over an expired lease, kill its holder's processes on this host
 
 	mu      sync.Mutex // renewals run beside the holder's other calls
 	rev     uint64

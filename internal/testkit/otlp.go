@@ -18,9 +18,11 @@ import (
 // posts to /v1/traces as the protocol's protobuf (ExportTraceServiceRequest)
 // and keeps every span, as a collector would.
 type OTLPReceiver struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	spans []Span
+	srv     *httptest.Server
+	mu      sync.Mutex
+	spans   []Span
+	down    bool
+	refused int
 }
 
 // Span is what the receiver keeps of a span: ids in hex, as a trace
@@ -30,6 +32,8 @@ type Span struct {
 	Name                      string
 	Start, End                uint64 // Unix nanoseconds
 	Attrs                     map[string]string
+	// Engine is the exporter's service.instance.id: the engine that sent it.
+	Engine string
 }
 
 // StartOTLPReceiver starts a receiver for the test.
@@ -54,6 +58,16 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	r.mu.Lock()
+	down := r.down
+	if down {
+		r.refused++
+	}
+	r.mu.Unlock()
+	if down {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
 	var in collectortrace.ExportTraceServiceRequest
 	if err := proto.Unmarshal(body, &in); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -61,11 +75,17 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	for _, rs := range in.ResourceSpans {
+		var engine string
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.Key == "service.instance.id" {
+				engine = anyValue(kv.Value)
+			}
+		}
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
 				x := Span{TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
 					ParentID: hex.EncodeToString(s.ParentSpanId), Name: s.Name,
-					Start: s.StartTimeUnixNano, End: s.EndTimeUnixNano, Attrs: map[string]string{}}
+					Start: s.StartTimeUnixNano, End: s.EndTimeUnixNano, Attrs: map[string]string{}, Engine: engine}
 				for _, kv := range s.Attributes {
 					x.Attrs[kv.Key] = anyValue(kv.Value)
 				}
@@ -99,4 +119,20 @@ func (r *OTLPReceiver) Spans() []Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Span(nil), r.spans...)
+}
+
+// SetDown makes the receiver answer every export 503 Service Unavailable
+// (which an exporter retries), as a collector that is away, or takes it
+// back.
+func (r *OTLPReceiver) SetDown(down bool) {
+	r.mu.Lock()
+	r.down = down
+	r.mu.Unlock()
+}
+
+// Refused is how many exports the receiver refused while down.
+func (r *OTLPReceiver) Refused() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused
 }

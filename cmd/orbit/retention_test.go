@@ -1,0 +1,132 @@
+package main_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/engine"
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/projector"
+	"github.com/orbitrun/orbit/retention"
+)
+
+// TestRetentionArchivesRemovesAndStillAudits: with retention.runs
+// keep_per_job: 1 in the project's configuration, orbit log collect lists
+// the two older of three runs and removes nothing; with --apply it
+// archives and removes them. orbit audit and orbit replay --verify pass
+// on the log that is left, the archive verifies (audit --archive) and
+// replays into views that show the removed runs (replay --from-archive),
+// and orbit log export archives the run that was kept.
+func TestRetentionArchivesRemovesAndStillAudits(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	var ids []string
+	for range 3 {
+		r := p.Orbit("job", "run", "hello", "--input", `{"name":"Ada"}`)
+		require.Equal(t, 0, r.Code, r.String())
+		ids = append(ids, strings.TrimSpace(r.Stdout))
+	}
+	p.WriteFile(".orbit/config.yaml", "retention:\n  runs:\n    keep_per_job: 1\n")
+
+	collect := func(args ...string) retention.Report {
+		t.Helper()
+		r := p.Orbit(append([]string{"log", "collect", "--json"}, args...)...)
+		require.Equal(t, 0, r.Code, r.String())
+		var rep retention.Report
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
+		return rep
+	}
+	dry := collect()
+	assert.True(t, dry.DryRun)
+	assert.ElementsMatch(t, ids[:2], dry.Runs)
+	assert.Equal(t, 0, p.Orbit("run", "show", ids[0]).Code, "a dry run removes nothing")
+
+	rep := collect("--apply")
+	assert.False(t, rep.DryRun)
+	assert.ElementsMatch(t, ids[:2], rep.Runs)
+	require.NotEmpty(t, rep.Archive)
+	assert.Equal(t, filepath.Join(p.Root, ".orbit", "archive"), filepath.Dir(rep.Archive))
+	assert.NotEqual(t, 0, p.Orbit("run", "show", ids[0]).Code, "a removed run is gone from the views")
+	assert.Equal(t, 0, p.Orbit("run", "show", ids[2]).Code)
+
+	r := p.Orbit("audit")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, ": 0 problems")
+	r = p.Orbit("replay", "--verify")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, " 0 differences")
+
+	r = p.Orbit("audit", "--archive", rep.Archive)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "signed from sequence")
+	assert.Contains(t, r.Stdout, ": 0 problems")
+
+	views := t.TempDir()
+	r = p.Orbit("replay", "--from-archive", rep.Archive, "--views", views, "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var folded struct {
+		Runs []projector.RunView `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &folded), r.Stdout)
+	require.Len(t, folded.Runs, 2)
+	for _, v := range folded.Runs {
+		assert.Contains(t, ids[:2], v.ID)
+		assert.Equal(t, events.StateSuccess, v.State)
+		assert.Equal(t, "hello", v.Job)
+		assert.NotEmpty(t, v.Steps)
+	}
+
+	out := filepath.Join(t.TempDir(), "kept.orbit-archive.gz")
+	r = p.Orbit("log", "export", "--before", "2099-01-01", "-o", out, "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var exp engine.ExportReply
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &exp), r.Stdout)
+	assert.Equal(t, []string{ids[2]}, exp.Runs)
+	assert.Positive(t, exp.Events)
+	r = p.Orbit("log", "export", "--before", "2099-01-01", "-o", out)
+	assert.Equal(t, 2, r.Code, "an archive is never written over: %s", r.String())
+	r = p.Orbit("log", "export", "--before", "soon")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--before")
+	r = p.Orbit("audit", "--archive", out)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, 0, p.Orbit("run", "show", ids[2]).Code, "an export removes nothing")
+}
+
+// TestOnlyTheEngineMayPurgeTheLog: the event stream allows a purge by
+// subject, which retention uses, but the official nats CLI with the
+// reader's or the client's credentials is refused both a purge of a
+// run's subject and the removal of one message; the log still audits.
+func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
+	t.Parallel()
+	natsBin := natsCLI(t)
+	p := testkit.NewProject(t)
+	xdg := t.TempDir()
+	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
+	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	serve(t, p)
+	r := p.Orbit("job", "run", "hello")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	require.Equal(t, 0, p.Orbit("nats-context", "--reader", "--name", "retain-reader").Code)
+	require.Equal(t, 0, p.Orbit("nats-context", "--name", "retain-client").Code)
+
+	for _, ctx := range []string{"retain-reader", "retain-client"} {
+		out, code := runNATS(t, natsBin, env, "--context", ctx, "--timeout", "2s", "stream", "purge", events.EventsStream, "-f", "--subject", events.RunFilter(runID))
+		assert.NotEqual(t, 0, code, out)
+		assert.Contains(t, out, `Permissions Violation for Publish to "$JS.API.STREAM.PURGE.ORBIT_EVENTS"`, ctx)
+		out, code = runNATS(t, natsBin, env, "--context", ctx, "--timeout", "2s", "stream", "rmm", events.EventsStream, "1", "-f")
+		assert.NotEqual(t, 0, code, out)
+		assert.Contains(t, out, `Permissions Violation for Publish to "$JS.API.STREAM.MSG.DELETE.ORBIT_EVENTS"`, ctx)
+	}
+	r = p.Orbit("audit")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, ": 0 problems")
+	assert.Equal(t, 0, p.Orbit("run", "show", runID).Code)
+}
