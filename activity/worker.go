@@ -129,6 +129,7 @@ type Worker struct {
 	inFlight      map[string]bool                               // command ids being executed by this worker
 	running       map[string]map[string]context.CancelCauseFunc // run → command → stop
 	cancelledRuns map[string]bool                               // runs with a cancel request
+	pausedNow     map[string]bool                               // runs paused with --now, until unpaused
 }
 
 // NewWorker returns a worker; Run starts it.
@@ -141,6 +142,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		locks:         newLocks(cfg.Log),
 		running:       make(map[string]map[string]context.CancelCauseFunc),
 		cancelledRuns: make(map[string]bool),
+		pausedNow:     make(map[string]bool),
 	}
 }
 
@@ -429,6 +431,7 @@ func (w *Worker) deadLetter(ctx context.Context, c *events.Command, cmd *interpr
 // Causes with which an activity's context ends early.
 var (
 	errRunCancelled = errors.New("the run was cancelled")
+	errRunPaused    = errors.New("the run was paused with --now")
 	errStepTimeout  = errors.New("the step timed out")
 )
 
@@ -439,8 +442,8 @@ func (w *Worker) execute(ctx context.Context, c *events.Command, ex *execution) 
 	cmd := ex.cmd
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if !w.track(cmd.RunID, c.ID, cancel) {
-		return nil, interpreter.Fail(events.KindCancelled, false, "cancelled before it started")
+	if stopped := w.track(cmd.RunID, c.ID, cancel); stopped != nil {
+		return nil, stopped
 	}
 	defer w.untrack(cmd.RunID, c.ID)
 	if cmd.Activity.Type != assets.TypeShell && cmd.Timeout > 0 {
@@ -456,25 +459,31 @@ func (w *Worker) execute(ctx context.Context, c *events.Command, ex *execution) 
 	switch context.Cause(actx) {
 	case errRunCancelled:
 		return nil, interpreter.Fail(events.KindCancelled, false, "cancelled while running; stopped")
+	case errRunPaused:
+		return nil, interpreter.Fail(events.KindPaused, false, "stopped by a pause (--now); it runs again once the run is unpaused")
 	case errStepTimeout:
 		return nil, interpreter.Fail(events.KindTimeout, true, "timed out after %ds", cmd.Timeout)
 	}
 	return out, err
 }
 
-// track registers a running activity so that a cancellation of its run
-// can stop it; it reports false when the run is already cancelled.
-func (w *Worker) track(runID, cmdID string, cancel context.CancelCauseFunc) bool {
+// track registers a running activity so that a cancellation or a pause
+// --now of its run can stop it; while the run is cancelled or paused with
+// --now it returns that instead, and the activity does not start.
+func (w *Worker) track(runID, cmdID string, cancel context.CancelCauseFunc) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.cancelledRuns[runID] {
-		return false
+		return interpreter.Fail(events.KindCancelled, false, "cancelled before it started")
+	}
+	if w.pausedNow[runID] {
+		return interpreter.Fail(events.KindPaused, false, "paused (--now) before it started; it runs once the run is unpaused")
 	}
 	if w.running[runID] == nil {
 		w.running[runID] = map[string]context.CancelCauseFunc{}
 	}
 	w.running[runID][cmdID] = cancel
-	return true
+	return nil
 }
 
 func (w *Worker) untrack(runID, cmdID string) {
@@ -486,11 +495,16 @@ func (w *Worker) untrack(runID, cmdID string) {
 	}
 }
 
-// watchCancels follows every run.cancel_requested in the log, remembers the
-// cancelled runs and stops their running activities.
+// watchCancels follows every run.cancel_requested, run.paused and
+// run.unpaused in the log, remembers the cancelled runs and those paused
+// with --now, and stops their running activities.
 func (w *Worker) watchCancels(ctx context.Context) (*events.Feed, error) {
 	feed, err := w.cfg.Log.Follow(ctx, events.FollowOptions{
-		Filters: []string{events.TypeFilter(events.AggregateRun, events.RunCancelRequested)},
+		Filters: []string{
+			events.TypeFilter(events.AggregateRun, events.RunCancelRequested),
+			events.TypeFilter(events.AggregateRun, events.RunPaused),
+			events.TypeFilter(events.AggregateRun, events.RunUnpaused),
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -498,9 +512,18 @@ func (w *Worker) watchCancels(ctx context.Context) (*events.Feed, error) {
 	go func() {
 		for ev := range feed.Events() {
 			w.mu.Lock()
-			w.cancelledRuns[ev.RunID] = true
-			for _, cancel := range w.running[ev.RunID] {
-				cancel(errRunCancelled)
+			switch ev.Type {
+			case events.RunCancelRequested:
+				w.cancelledRuns[ev.RunID] = true
+				w.stopRun(ev.RunID, errRunCancelled)
+			case events.RunPaused:
+				var d events.RunPausedData
+				if err := ev.Decode(&d); err == nil && d.Now {
+					w.pausedNow[ev.RunID] = true
+					w.stopRun(ev.RunID, errRunPaused)
+				}
+			case events.RunUnpaused:
+				delete(w.pausedNow, ev.RunID)
 			}
 			w.mu.Unlock()
 		}
@@ -511,6 +534,13 @@ func (w *Worker) watchCancels(ctx context.Context) (*events.Feed, error) {
 	case <-ctx.Done():
 		feed.Stop()
 		return nil, ctx.Err()
+	}
+}
+
+// stopRun stops the running activities of a run; w.mu is held.
+func (w *Worker) stopRun(runID string, cause error) {
+	for _, cancel := range w.running[runID] {
+		cancel(cause)
 	}
 }
 

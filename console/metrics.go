@@ -28,6 +28,8 @@ type snapshot struct {
 	batches, batched uint64
 	// routines are the project's routines and their state.
 	routines engine.Routines
+	// jobsPaused are the paused jobs (orbit job pause).
+	jobsPaused []engine.PausedJob
 }
 
 // metrics serves the Prometheus text format.
@@ -68,6 +70,9 @@ func (s *Server) snapshot(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	snap.batches, snap.batched = s.log.GroupCommits()
+	if err := s.request(ctx, engine.EndpointJobsPaused, nil, &snap.jobsPaused); err != nil {
+		return nil, err
+	}
 	if err := s.request(ctx, engine.EndpointRoutines, nil, &snap.routines); err != nil {
 		return nil, err
 	}
@@ -80,6 +85,8 @@ var (
 		[]string{"job", "state"}, nil)
 	descPaused = prometheus.NewDesc("orbit_runs_paused", "Live runs that are paused (orbit run pause), by job.",
 		[]string{"job"}, nil)
+	descJobsPaused = prometheus.NewDesc("orbit_jobs_paused", "Jobs that are paused (orbit job pause): their new runs queue.",
+		nil, nil)
 	descRoutineLast = prometheus.NewDesc("orbit_routine_last_fire_timestamp_seconds", "Tick of the last run a routine fired (0: none yet).",
 		[]string{"routine"}, nil)
 	descRoutineNext = prometheus.NewDesc("orbit_routine_next_fire_timestamp_seconds", "Next tick of a routine (0: paused, or never again).",
@@ -174,6 +181,7 @@ func (snap *snapshot) Collect(ch chan<- prometheus.Metric) {
 	for job, n := range paused {
 		gauge(descPaused, float64(n), job)
 	}
+	gauge(descJobsPaused, float64(len(snap.jobsPaused)))
 	for _, rs := range snap.routines.Routines {
 		name := rs.Routine.Name
 		gauge(descRoutineLast, unixSeconds(rs.State.LastFire), name)

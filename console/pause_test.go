@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -58,11 +59,71 @@ func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
 
 	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/unpause"))
 	assert.False(t, showRun(t, p, id).Paused)
+	_, body = c.get(t, "/runs/"+id)
+	assert.Contains(t, body, `id="pause-now"`)
+	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/pause?now=1"))
+	assert.True(t, showRun(t, p, id).Paused)
+	r = p.Orbit("run", "events", "--json", id)
+	require.Equal(t, 0, r.Code, r.String())
+	var evs []events.Event
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
+	var pauses []events.RunPausedData
+	for _, ev := range evs {
+		if ev.Type == events.RunPaused {
+			var d events.RunPausedData
+			require.NoError(t, ev.Decode(&d))
+			pauses = append(pauses, d)
+		}
+	}
+	require.Len(t, pauses, 2)
+	assert.False(t, pauses[0].Now)
+	assert.True(t, pauses[1].Now, "the console's Pause now")
 
 	code, page := c.get(t, "/routines")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, page, `data-routine="hourly"`)
 	assert.Contains(t, page, "job:example_slow")
 	assert.Contains(t, page, "@hourly")
+	assert.Contains(t, page, `<td class="retries">-</td>`, "no retries in its policy")
 	require.Equal(t, 0, p.Orbit("run", "cancel", id).Code)
+}
+
+// TestJobPageShowsPausedWithItsButtonAndMetrics: the job page's same-origin
+// POST pauses a job, whose page then says paused (by whom, why) with an
+// unpause button, and /metrics counts it; unpaused, it is active again.
+func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	c := serveConsole(t, p)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(path string) int {
+		req := c.request(t, http.MethodPost, path)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Origin", c.URL)
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	code, body := c.get(t, "/jobs/example_slow")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `id="job-active"`)
+	assert.Contains(t, body, `id="pause-job"`)
+	_, metrics := c.get(t, "/metrics")
+	assert.Contains(t, metrics, "orbit_jobs_paused 0")
+
+	require.Equal(t, http.StatusSeeOther, post("/jobs/example_slow/pause"))
+	_, body = c.get(t, "/jobs/example_slow")
+	assert.Contains(t, body, `id="job-paused"`)
+	assert.Contains(t, body, `id="unpause-job"`)
+	assert.Contains(t, body, "from the console")
+	_, metrics = c.get(t, "/metrics")
+	assert.Contains(t, metrics, "orbit_jobs_paused 1")
+	list := p.Orbit("job", "list")
+	assert.Contains(t, list.Stdout, "[paused]")
+	assert.Equal(t, http.StatusBadRequest, post("/jobs/nosuch/pause"))
+
+	require.Equal(t, http.StatusSeeOther, post("/jobs/example_slow/unpause"))
+	_, body = c.get(t, "/jobs/example_slow")
+	assert.Contains(t, body, `id="job-active"`)
 }

@@ -17,7 +17,8 @@ func (s *Server) routinesPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "routines", map[string]any{"Title": "Routines", "Routines": rs.Routines, "Problems": rs.Problems})
 }
 
-// pauseRun pauses the run of the path, or with unpause lets it go on.
+// pauseRun pauses the run of the path (with ?now=1 its running steps are
+// stopped too, to run again on unpause), or with unpause lets it go on.
 func (s *Server) pauseRun(unpause bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		page, _ := s.pathRun(w, r)
@@ -25,7 +26,8 @@ func (s *Server) pauseRun(unpause bool) http.HandlerFunc {
 			return
 		}
 		id := page.Run.ID
-		req := engine.RunPause{RunID: id, Unpause: unpause, Requester: s.requester, Reason: "from the console"}
+		now := !unpause && r.URL.Query().Get("now") == "1"
+		req := engine.RunPause{RunID: id, Unpause: unpause, Now: now, Requester: s.requester, Reason: "from the console"}
 		if err := s.request(r.Context(), engine.EndpointRunPause, req, nil); err != nil {
 			s.fail(w, "run "+id, err)
 			return

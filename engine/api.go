@@ -115,6 +115,9 @@ func (e *Engine) serveAPI() (events.Stopper, error) {
 	for name, h := range e.routineEndpoints() {
 		endpoints[name] = h
 	}
+	for name, h := range e.jobPauseEndpoints() {
+		endpoints[name] = h
+	}
 	return e.log.Serve(e.id, "orbit", Version, 5*time.Minute, endpoints)
 }
 

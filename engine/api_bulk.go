@@ -50,12 +50,14 @@ type Bulk struct {
 
 // RunPause asks to pause or unpause a run or the runs Selector picks.
 type RunPause struct {
-	RunID     string    `json:"run_id,omitempty"`
-	Selector  *Selector `json:"selector,omitempty"`
-	Unpause   bool      `json:"unpause,omitempty"`
-	DryRun    bool      `json:"dry_run,omitempty"`
-	Requester string    `json:"requester,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
+	RunID    string    `json:"run_id,omitempty"`
+	Selector *Selector `json:"selector,omitempty"`
+	Unpause  bool      `json:"unpause,omitempty"`
+	// Now stops the runs' running steps too; they run again on unpause.
+	Now       bool   `json:"now,omitempty"`
+	DryRun    bool   `json:"dry_run,omitempty"`
+	Requester string `json:"requester,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // selectRuns returns the runs s picks, newest first; live only keeps
@@ -123,7 +125,7 @@ func (e *Engine) apiRunPause(ctx context.Context, raw json.RawMessage) (any, err
 	if err := decode(raw, &q); err != nil {
 		return nil, err
 	}
-	d := events.RunPausedData{Requester: q.Requester, Reason: q.Reason}
+	d := events.RunPausedData{Requester: q.Requester, Reason: q.Reason, Now: q.Now && !q.Unpause}
 	if q.Selector.Empty() {
 		if strings.TrimSpace(q.RunID) == "" {
 			return nil, fmt.Errorf("%w: pause needs a run id or a selector", events.ErrInvalidRequest)

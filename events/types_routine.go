@@ -35,4 +35,6 @@ type RoutineSkippedData struct {
 	Running string    `json:"running,omitempty"`
 	Ticks   int       `json:"ticks,omitempty"`
 	Error   string    `json:"error,omitempty"`
+	// Retry is the retry (1, 2…) of Tick that was refused, 0 for a tick.
+	Retry int `json:"retry,omitempty"`
 }

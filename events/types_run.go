@@ -94,6 +94,7 @@ const (
 	KindLimit         = "limit"          // a configured limit of the engine was reached
 	KindIncomplete    = "incomplete"     // an agent ended without its completion record
 	KindBudget        = "budget"         // the run's or task's budget is spent
+	KindPaused        = "paused"         // stopped by orbit run pause --now: run again on unpause, no retry spent
 )
 
 // BlobRef names a blob in the orbit_blobs object store by its digest.
@@ -210,6 +211,8 @@ const (
 type RunQueuedData struct {
 	MaxActiveRuns int      `json:"max_active_runs"`
 	Active        []string `json:"active"`
+	// JobPaused: the run waits for its job's unpause (orbit job unpause).
+	JobPaused bool `json:"job_paused,omitempty"`
 }
 
 // RunStartedData records that an engine took the run's lease and began it.

@@ -16,10 +16,13 @@ func init() {
 // RunPausedData is a pause: who asked, why, and the bulk operation it was
 // part of (a selector of orbit run pause), if any.
 type RunPausedData struct {
-	Requester string  `json:"requester,omitempty"`
-	Reason    string  `json:"reason,omitempty"`
-	Bulk      string  `json:"bulk,omitempty"`
-	Signer    *Signer `json:"signer,omitempty"`
+	Requester string `json:"requester,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Now: the run's running steps are stopped too (orbit run pause
+	// --now), and run again once it is unpaused.
+	Now    bool    `json:"now,omitempty"`
+	Bulk   string  `json:"bulk,omitempty"`
+	Signer *Signer `json:"signer,omitempty"`
 }
 
 // RunUnpausedData is the end of a pause.

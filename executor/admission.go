@@ -232,7 +232,13 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 	o.mu.Lock()
 	queue := slices.Clone(o.waiting[job])
 	o.mu.Unlock()
-	blocked := false
+	if len(queue) == 0 {
+		return
+	}
+	// A paused job's queue is blocked from its head: only a run that
+	// borrows its running ancestor's slot starts.
+	paused := o.jobPaused(ctx, job)
+	blocked := paused
 	for _, w := range queue {
 		o.mu.Lock()
 		_, mine := o.runs[w.id]
@@ -240,7 +246,7 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 		if mine {
 			continue // started here; its run.started is on its way
 		}
-		if blocked && w.parent == "" && !w.raised {
+		if blocked && w.parent == "" && !w.raised && (!paused || w.queued) {
 			continue
 		}
 		if w.rc == nil {
@@ -252,6 +258,10 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 			w.rc, w.parent, w.raised = rc, rc.parent, false
 		}
 		if blocked && w.parent == "" {
+			if paused && !w.queued && o.requestedHere(w.id) {
+				w.queued = true
+				o.recordQueued(ctx, &runCtl{requestFacts: w.rc.requestFacts}, true)
+			}
 			continue
 		}
 		rc := &runCtl{requestFacts: w.rc.requestFacts}
@@ -261,7 +271,7 @@ func (o *Orchestrator) admitQueue(ctx context.Context, job string) {
 		case claimFull:
 			if !blocked && !w.queued && o.requestedHere(w.id) {
 				w.queued = true
-				o.recordQueued(ctx, rc)
+				o.recordQueued(ctx, rc, false)
 			}
 			blocked = true
 			continue
@@ -401,8 +411,8 @@ func (o *Orchestrator) requestedHere(id string) bool {
 	return o.requested[id]
 }
 
-// recordQueued records that rc waits for a slot.
-func (o *Orchestrator) recordQueued(ctx context.Context, rc *runCtl) {
+// recordQueued records that rc waits for a slot, or for its job's unpause.
+func (o *Orchestrator) recordQueued(ctx context.Context, rc *runCtl, paused bool) {
 	var active []string
 	for _, key := range slotKeys(rc.job) {
 		cur, err := o.cfg.Log.Leases().Get(ctx, key)
@@ -423,7 +433,7 @@ func (o *Orchestrator) recordQueued(ctx context.Context, rc *runCtl) {
 			Type:  events.RunQueued,
 			RunID: rc.id,
 			Job:   rc.job.Name,
-		}, events.RunQueuedData{MaxActiveRuns: maxActive(rc.job), Active: active})
+		}, events.RunQueuedData{MaxActiveRuns: maxActive(rc.job), Active: active, JobPaused: paused})
 		if err != nil && ctx.Err() == nil {
 			o.log.Warn("recording queued run", "run", rc.id, "err", err)
 		}

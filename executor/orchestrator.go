@@ -96,6 +96,10 @@ type Orchestrator struct {
 	requested  map[string]bool // runs of the queue whose request this engine recorded
 
 	pruned map[string]time.Time // root → when this engine last looked for stale runs of its tree
+
+	// runCtx is Run's context: the runs a caller of JobUnpaused starts
+	// live as long as the orchestrator, not the caller's request.
+	runCtx context.Context
 }
 
 // runCtl is the orchestrator's handle on one run: what its request says of
@@ -169,6 +173,9 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 }
 
 func (o *Orchestrator) run(ctx context.Context) error {
+	o.mu.Lock()
+	o.runCtx = ctx
+	o.mu.Unlock()
 	raises, err := o.watchRaises(ctx)
 	if err != nil {
 		return err
@@ -535,6 +542,7 @@ func (o *Orchestrator) admitLocked(ctx context.Context, rc *runCtl) {
 	}
 	o.queued[job] = append(o.queued[job], rc)
 	active := o.activeRunsLocked(job)
+	paused := o.jobPaused(ctx, job)
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
@@ -543,7 +551,7 @@ func (o *Orchestrator) admitLocked(ctx context.Context, rc *runCtl) {
 			Type:  events.RunQueued,
 			RunID: rc.id,
 			Job:   job,
-		}, events.RunQueuedData{MaxActiveRuns: maxActive(rc.job), Active: active})
+		}, events.RunQueuedData{MaxActiveRuns: maxActive(rc.job), Active: active, JobPaused: paused})
 		if err != nil && ctx.Err() == nil {
 			o.log.Warn("recording queued run", "run", rc.id, "err", err)
 		}
@@ -551,11 +559,14 @@ func (o *Orchestrator) admitLocked(ctx context.Context, rc *runCtl) {
 }
 
 // admissibleLocked reports whether a run may start now: it started before
-// and has not finished since (it holds its slot), its job has a free slot,
-// or it may borrow the slot of an ancestor.
+// and has not finished since (it holds its slot), or its job is not paused
+// and has a free slot, or it may borrow the slot of an ancestor.
 func (o *Orchestrator) admissibleLocked(ctx context.Context, rc *runCtl) bool {
 	if rc.started || o.borrowsLocked(rc) {
 		return true
+	}
+	if o.jobPaused(ctx, rc.job.Name) {
+		return false
 	}
 	if o.shared() {
 		return o.takeSlot(ctx, rc)

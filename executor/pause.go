@@ -3,8 +3,10 @@ package executor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // PauseRun records a pause of a live run, or its end (unpause false). It
@@ -53,4 +55,21 @@ func PauseRun(ctx context.Context, log *events.Log, runID string, pause bool, d 
 	}
 	_, err = log.Append(ctx, ev, d)
 	return err
+}
+
+// PausedDeadline moves base, a wall-clock deadline of run runID that
+// counts from start, by the time the run has been paused since start (as
+// a wait step's deadline moves); ok is false while a pause that began
+// before it lasts: there is no deadline until it ends.
+func PausedDeadline(ctx context.Context, log *events.Log, runID string, base, start time.Time) (time.Time, bool, error) {
+	evs, err := readRun(ctx, log, runID, events.RunPaused, events.RunUnpaused)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	pauses := interpreter.NewPauses()
+	for _, ev := range evs {
+		pauses.Observe(ev)
+	}
+	d, ok := pauses.Deadline(base, start)
+	return d, ok, nil
 }

@@ -428,7 +428,10 @@ func (x *Interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 	}
 	policy := retryPolicy(st.Retry)
 	recovered := false
-	passed := 0 // attempts the budget stopped before a raise: no retry spent
+	// passed counts the attempts that spent no retry: those the budget
+	// stopped before a raise, and those a pause --now stopped (the next
+	// attempt waits for the unpause).
+	passed := 0
 	for attempt := 1; ; attempt++ {
 		if x.stoppedBeforeRaise(key, attempt) {
 			passed++
@@ -437,6 +440,10 @@ func (x *Interpreter) step(ctx context.Context, sc *scope, st *assets.Step, key 
 		res, failed := x.body(ctx, sc, st, key, attempt)
 		if failed == nil {
 			return res, nil
+		}
+		if failed.Kind == events.KindPaused && ctx.Err() == nil {
+			passed++
+			continue
 		}
 		if failed.Kind == events.KindCancelled || failed.Kind == events.KindBudget || x.isCancelled() || ctx.Err() != nil {
 			return failedResult(key, failed)
@@ -533,7 +540,7 @@ func failedResult(key string, failed *events.ErrorInfo) (assets.StepResult, *eve
 // FailedState is the state a step or run ends in with the given failure.
 func FailedState(failed *events.ErrorInfo) string {
 	switch failed.Kind {
-	case events.KindCancelled:
+	case events.KindCancelled, events.KindPaused:
 		return events.StateCancelled
 	case events.KindTimeout:
 		return events.StateTimeout

@@ -47,9 +47,12 @@ type State struct {
 	Running string `json:"running,omitempty"`
 	// Acted is set once the decision for Last is in the log.
 	Acted bool `json:"acted"`
-	// LastRun is the last run fired, LastFire its tick.
+	// LastRun is the last run fired, LastFire its tick, Sent when its
+	// request went into the log (the decision carried out: later than the
+	// tick when the engine that decided it died first).
 	LastRun  string    `json:"last_run,omitempty"`
 	LastFire time.Time `json:"last_fire,omitzero"`
+	Sent     time.Time `json:"sent,omitzero"`
 	// Fired and Skipped count the ticks decided each way.
 	Fired   int `json:"fired,omitempty"`
 	Skipped int `json:"skipped,omitempty"`
@@ -221,10 +224,13 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 			continue
 		}
 		if !st.Acted {
-			if err := s.act(ctx, r, st); err != nil {
+			if st, err = s.act(ctx, r, st); err != nil {
 				return time.Time{}, err
 			}
 			st.Acted = true
+			if st.Action == ActionFired || st.Action == ActionRetried {
+				st.Sent = s.cfg.Now().UTC()
+			}
 			if _, err := writeState(ctx, s.cfg.Log, r.Name, st, rev); err != nil && !errors.Is(err, events.ErrConflict) {
 				return time.Time{}, err
 			}
@@ -244,8 +250,14 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 			if err != nil || !wake.IsZero() {
 				return wake, err
 			}
-		} else if next, err = s.decide(ctx, r, st, due, n, now); err != nil {
-			return time.Time{}, err
+		} else {
+			var wait bool
+			if next, wait, err = s.decide(ctx, r, st, due, n, now); err != nil {
+				return time.Time{}, err
+			}
+			if wait {
+				return now.Add(s.cfg.Poll), nil
+			}
 		}
 		if _, err := writeState(ctx, s.cfg.Log, r.Name, next, rev); err != nil {
 			if errors.Is(err, events.ErrConflict) {
@@ -261,12 +273,17 @@ func (s *Scheduler) Tick(ctx context.Context, r *Routine) (time.Time, error) {
 }
 
 // timeOut asks the routine's last run to cancel once timeout_minutes have
-// passed since its tick and it is still live. The cancel's id derives
-// from the run, so engines that ask together record one.
+// passed since its tick, not counting the time the run was paused (orbit
+// run pause), and it is still live. The cancel's id derives from the
+// run, so engines that ask together record one.
 func (s *Scheduler) timeOut(ctx context.Context, r *Routine, st State, now time.Time) error {
 	limit := time.Duration(r.TimeoutMinutes) * time.Minute
 	if limit == 0 || st.LastRun == "" || now.Sub(st.LastFire) < limit {
 		return nil
+	}
+	deadline, ok, err := executor.PausedDeadline(ctx, s.cfg.Log, st.LastRun, st.LastFire.Add(limit), st.LastFire)
+	if err != nil || !ok || now.Before(deadline) {
+		return err
 	}
 	live, err := Live(ctx, s.cfg.Log, st.LastRun)
 	if err != nil || !live {
@@ -290,8 +307,12 @@ func dueTicks(sched *Schedule, last, now time.Time) (time.Time, int) {
 }
 
 // decide is the decision for tick due, the last of n due ticks: fire it,
-// skip it as missed, or skip it as an overlap.
-func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.Time, n int, now time.Time) (State, error) {
+// skip it as missed, or skip it as an overlap; or wait, when the run that
+// overlaps was sent after the first of the due ticks. That run's decision
+// was carried out late (its engine died in between), so it did not run at
+// those ticks: they are missed ticks, not overlaps, decided by the
+// missed_run policy once it has finished.
+func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.Time, n int, now time.Time) (State, bool, error) {
 	next := st
 	next.Last, next.Acted, next.Run = due, false, TickRunID(r.Name, due)
 	next.Reason, next.Running, next.Missed = "", "", 0
@@ -302,24 +323,27 @@ func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.T
 	if late && r.MissedRun == Skip {
 		next.Action, next.Reason, next.Missed = ActionSkipped, events.SkipMissed, n
 		next.Skipped++
-		return next, nil
+		return next, false, nil
 	}
 	if r.Overlap == Forbid && st.LastRun != "" {
 		live, err := Live(ctx, s.cfg.Log, st.LastRun)
 		if err != nil {
-			return State{}, err
+			return State{}, false, err
+		}
+		if first, _ := r.schedule.Next(st.Last); live && st.Sent.After(first) {
+			return State{}, true, nil
 		}
 		if live {
 			next.Action, next.Reason, next.Running = ActionSkipped, events.SkipOverlap, st.LastRun
 			next.Skipped++
-			return next, nil
+			return next, false, nil
 		}
 	}
 	next.Action = ActionFired
 	next.LastRun, next.LastFire = next.Run, due
 	next.Retries, next.RetryAt = 0, time.Time{}
 	next.Fired++
-	return next, nil
+	return next, false, nil
 }
 
 // retry is the decision on the last tick's run when no tick is due: once
@@ -384,26 +408,37 @@ func Live(ctx context.Context, log *events.Log, id string) (bool, error) {
 // the skipped tick. Both are idempotent (the run's id and the record's id
 // derive from the routine and the tick), so a decision carried out twice,
 // by an engine that died before it said so and by the next, counts once.
-func (s *Scheduler) act(ctx context.Context, r *Routine, st State) error {
+// It returns the state to record: a run or retry whose request is refused
+// (its job gone, disabled or invalid) is recorded skipped, reason refused,
+// and counted so; no run of it exists, so it is no longer the last run
+// (which overlap, the timeout and retries would wait on for ever).
+func (s *Scheduler) act(ctx context.Context, r *Routine, st State) (State, error) {
+	var err error
 	switch st.Action {
 	case ActionFired:
-		err := s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.Last, Missed: st.Missed})
+		err = s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.Last, Missed: st.Missed})
 		if err == nil || ctx.Err() != nil {
-			return err
+			return st, err
 		}
 		s.cfg.Logger.Warn("routine run refused", "routine", r.Name, "tick", st.Last, "err", err)
-		return s.skip(ctx, r, st, events.SkipRefused, err.Error())
+		st.Fired--
 	case ActionRetried:
-		err := s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.LastFire, Retry: st.Retries})
+		err = s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.LastFire, Retry: st.Retries})
 		if err == nil || ctx.Err() != nil {
-			return err
+			return st, err
 		}
 		s.cfg.Logger.Warn("routine retry refused", "routine", r.Name, "tick", st.LastFire, "retry", st.Retries, "err", err)
-		return nil
 	case ActionSkipped:
-		return s.skip(ctx, r, st, st.Reason, "")
+		return st, s.skip(ctx, r, st, st.Reason, "")
+	default:
+		return st, nil
 	}
-	return nil
+	if serr := s.skip(ctx, r, st, events.SkipRefused, err.Error()); serr != nil {
+		return st, serr
+	}
+	st.Action, st.Reason, st.LastRun = ActionSkipped, events.SkipRefused, ""
+	st.Skipped++
+	return st, nil
 }
 
 func (s *Scheduler) fire(ctx context.Context, r *Routine, runID string, tick events.RoutineTick) error {
@@ -421,12 +456,16 @@ func (s *Scheduler) fire(ctx context.Context, r *Routine, runID string, tick eve
 }
 
 func (s *Scheduler) skip(ctx context.Context, r *Routine, st State, reason, detail string) error {
+	d := events.RoutineSkippedData{Routine: r.Name, Tick: st.Last, Reason: reason, Running: st.Running, Ticks: max(st.Missed, 1), Error: detail}
+	if st.Action == ActionRetried {
+		d.Tick, d.Retry = st.LastFire, st.Retries
+	}
 	_, err := s.cfg.Log.Append(ctx, events.Event{
 		ID:    events.DecisionID(events.RoutineSkipped, st.Run),
 		Type:  events.RoutineSkipped,
 		RunID: st.Run,
 		Job:   r.Job,
-	}, events.RoutineSkippedData{Routine: r.Name, Tick: st.Last, Reason: reason, Running: st.Running, Ticks: max(st.Missed, 1), Error: detail})
+	}, d)
 	return err
 }
 

@@ -1,7 +1,9 @@
 package routine_test
 
 import (
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +44,8 @@ type rig struct {
 	scheds []*routine.Scheduler
 	mu     sync.Mutex
 	runs   []executor.RunRequest
+	// refuse makes the run requests fail, as a job removed or disabled does.
+	refuse atomic.Bool
 }
 
 func newRig(t *testing.T, r *routine.Routine, n int) *rig {
@@ -50,6 +54,9 @@ func newRig(t *testing.T, r *routine.Routine, n int) *rig {
 	require.NoError(t, err)
 	g := &rig{t: t, log: testkit.StartLog(t, events.Config{}), clock: &clock{now: at("2026-11-28T16:00:01Z")}}
 	cfg := routine.Config{Log: g.log, Now: g.clock.Now, Request: func(name string, input any) (*executor.RunRequest, error) {
+		if g.refuse.Load() {
+			return nil, errors.New("job tick is disabled")
+		}
 		return executor.NewRunRequest(job, input, "")
 	}}
 	for range n {
@@ -106,7 +113,11 @@ func (g *rig) skipped() []events.RoutineSkippedData {
 	out := make([]events.RoutineSkippedData, len(evs))
 	for i, ev := range evs {
 		require.NoError(g.t, ev.Decode(&out[i]))
-		assert.Equal(g.t, routine.TickRunID(out[i].Routine, out[i].Tick), ev.RunID)
+		want := routine.TickRunID(out[i].Routine, out[i].Tick)
+		if out[i].Retry > 0 {
+			want = routine.RetryRunID(out[i].Routine, out[i].Tick, out[i].Retry)
+		}
+		assert.Equal(g.t, want, ev.RunID)
 	}
 	return out
 }
@@ -239,6 +250,41 @@ func TestADecisionIsCarriedOutByTheNextEngine(t *testing.T) {
 	assert.Equal(t, routine.TickRunID("r", tick), runs[0].RunID)
 }
 
+// TestARunSentLateIsNoOverlapOfTheTicksItMissed: an engine decided a tick
+// and died before sending its run; the next engine, started after the
+// following tick, sends it. That tick passed while no engine could fire it:
+// under overlap: forbid it is a missed tick, not an overlap of the late
+// run, and the catch-up run stands for it once the late run has finished.
+func TestARunSentLateIsNoOverlapOfTheTicksItMissed(t *testing.T) {
+	r := every10s(t, routine.CatchUpOnce, routine.Forbid)
+	g := newRig(t, r, 1)
+	g.tick(r)
+	ctx := testkit.Context(t)
+	_, rev, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	tick := at("2026-11-28T16:00:10Z")
+	late := routine.TickRunID("r", tick)
+	decided := routine.State{Last: tick, Action: routine.ActionFired, Run: late, LastRun: late, LastFire: tick, Fired: 1}
+	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.clock.set(at("2026-11-28T16:00:25Z")) // 20 passed with no engine
+	g.tick(r)
+	require.Equal(t, late, g.requested(1)[0].RunID)
+	g.tick(r)
+	assert.Empty(t, g.skipped(), "the late run did not run at 20")
+	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: late, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
+	require.NoError(t, err)
+	g.clock.set(at("2026-11-28T16:00:31Z"))
+	g.tick(r)
+	runs := g.requested(2)
+	require.Len(t, runs, 2)
+	assert.Equal(t, events.RoutineTick{Name: "r", Tick: at("2026-11-28T16:00:30Z"), Missed: 1}, *runs[1].Routine)
+	assert.Empty(t, g.skipped())
+	g.clock.set(at("2026-11-28T16:00:40.5Z"))
+	g.tick(r)
+	assert.Equal(t, []events.RoutineSkippedData{{Routine: "r", Tick: at("2026-11-28T16:00:40Z"), Reason: events.SkipOverlap, Running: runs[1].RunID, Ticks: 1}}, g.skipped(),
+		"a run sent on time still overlaps the next tick")
+}
+
 // TestTimeoutCancelsALiveRun: once timeout_minutes have passed since its
 // tick, the routine's run, still live, is asked to cancel, once.
 func TestTimeoutCancelsALiveRun(t *testing.T) {
@@ -265,6 +311,111 @@ func TestTimeoutCancelsALiveRun(t *testing.T) {
 	require.NoError(t, evs[0].Decode(&d))
 	assert.Equal(t, "routine:r", d.Requester)
 	assert.Contains(t, d.Reason, "timeout_minutes (2)")
+}
+
+// TestARefusedRetryIsRecordedSkipped: a retry whose run is refused is
+// recorded as a skipped tick is (routine.skipped, reason refused, with the
+// retry), counted skipped, and no further retry waits on a run that does
+// not exist.
+func TestARefusedRetryIsRecordedSkipped(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 2, backoff_minutes: 1}}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 2)
+	ctx := testkit.Context(t)
+	tick := at("2026-11-28T17:00:00Z")
+	g.tick(r)
+	g.clock.set(at("2026-11-28T17:00:00.5Z"))
+	g.tick(r)
+	first := g.requested(1)[0].RunID
+	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: first, Job: "tick"}, events.RunFinishedData{State: events.StateFailed})
+	require.NoError(t, err)
+	g.clock.set(at("2026-11-28T17:00:10Z"))
+	g.tick(r)
+	st, _, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, at("2026-11-28T17:01:10Z"), st.RetryAt.UTC())
+	g.refuse.Store(true)
+	g.clock.set(at("2026-11-28T17:01:10Z"))
+	g.tick(r)
+	assert.Equal(t, []events.RoutineSkippedData{{Routine: "r", Tick: tick, Reason: events.SkipRefused, Ticks: 1, Error: "job tick is disabled", Retry: 1}}, g.skipped())
+	st, _, err = routine.ReadState(ctx, g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, routine.ActionSkipped, st.Action)
+	assert.Equal(t, events.SkipRefused, st.Reason)
+	assert.Equal(t, 1, st.Skipped)
+	assert.Equal(t, 1, st.Retries)
+	assert.Empty(t, st.LastRun, "the refused retry has no run")
+	g.refuse.Store(false)
+	g.clock.set(at("2026-11-28T17:05:00Z"))
+	g.tick(r)
+	assert.Len(t, g.requested(1), 1, "no retry after a refused one")
+}
+
+// TestARefusedRunIsNoOverlap: a tick whose run is refused fires nothing,
+// so under overlap: forbid the next tick is no overlap of it.
+func TestARefusedRunIsNoOverlap(t *testing.T) {
+	r := every10s(t, routine.Skip, routine.Forbid)
+	g := newRig(t, r, 1)
+	g.tick(r)
+	g.refuse.Store(true)
+	g.clock.set(at("2026-11-28T16:00:10.5Z"))
+	g.tick(r)
+	g.refuse.Store(false)
+	g.clock.set(at("2026-11-28T16:00:20.5Z"))
+	g.tick(r)
+	runs := g.requested(1)
+	require.Len(t, runs, 1)
+	assert.Equal(t, at("2026-11-28T16:00:20Z"), runs[0].Routine.Tick)
+	skipped := g.skipped()
+	require.Len(t, skipped, 1)
+	assert.Equal(t, events.SkipRefused, skipped[0].Reason)
+	st, _, err := routine.ReadState(testkit.Context(t), g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Fired)
+	assert.Equal(t, 1, st.Skipped)
+}
+
+// TestTimeoutDoesNotCountThePausedTime: a run paused for a minute within
+// its two minutes is cancelled a minute later than it would have been,
+// and one paused until now is not cancelled while the pause lasts.
+func TestTimeoutDoesNotCountThePausedTime(t *testing.T) {
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 * * * * *'}\n  target: job:tick\n  policy: {timeout_minutes: 2}\n"))
+	require.NoError(t, err)
+	g := newRig(t, r, 1)
+	ctx := testkit.Context(t)
+	g.tick(r)
+	g.clock.set(at("2026-11-28T16:01:00.5Z"))
+	g.tick(r)
+	run := g.requested(1)[0].RunID
+	pause := func(typ, when string) {
+		var data any = events.RunPausedData{}
+		if typ == events.RunUnpaused {
+			data = events.RunUnpausedData{}
+		}
+		_, err := g.log.Append(ctx, events.Event{ID: events.NewID(), Type: typ, Time: at(when), RunID: run, Job: "tick"}, data)
+		require.NoError(t, err)
+	}
+	cancels := func() int {
+		evs, err := g.log.Read(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, run, events.RunCancelRequested)}})
+		require.NoError(t, err)
+		return len(evs)
+	}
+	pause(events.RunPaused, "2026-11-28T16:01:30Z")
+	pause(events.RunUnpaused, "2026-11-28T16:02:30Z")
+	g.clock.set(at("2026-11-28T16:03:30Z"))
+	g.tick(r)
+	assert.Zero(t, cancels(), "a minute of its timeout was paused")
+	pause(events.RunPaused, "2026-11-28T16:03:40Z")
+	g.clock.set(at("2026-11-28T16:09:00Z"))
+	g.tick(r)
+	assert.Zero(t, cancels(), "paused since before its deadline")
+	pause(events.RunUnpaused, "2026-11-28T16:09:00Z")
+	g.clock.set(at("2026-11-28T16:09:19Z"))
+	g.tick(r)
+	assert.Zero(t, cancels(), "20 s of its timeout were left when it was paused")
+	g.clock.set(at("2026-11-28T16:09:21Z"))
+	g.tick(r)
+	assert.Equal(t, 1, cancels())
 }
 
 // TestRetriesRunAFailedTickAgainAfterTheBackoff: a tick's run that fails is

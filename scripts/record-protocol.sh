@@ -42,6 +42,17 @@ spec:
     - id: deploy
       spec: {type: shell, program: echo, args: ["approved by {{ steps.approve.output.by }}"], allowed_programs: [echo]}
 YAML
+cat >.orbit/jobs/paused_now.yaml <<'YAML'
+schemaVersion: 2
+kind: Job
+metadata: {name: paused_now}
+spec:
+  steps:
+    - id: nap
+      spec: {type: shell, program: sh, args: ["-c", "sleep 3; echo napped"], allowed_programs: [sh]}
+    - id: after
+      spec: {type: deterministic, action: echo, config: {after: nap}}
+YAML
 "$bin" serve >"$tmp/serve.log" 2>&1 &
 pid=$!
 until "$bin" engine >/dev/null 2>&1; do sleep 0.2; done
@@ -87,3 +98,13 @@ until "$bin" run events "$run" -t activity.started | grep -q activity.started; d
 "$bin" run cancel "$run" >/dev/null
 "$bin" run tail "$run" >/dev/null 2>&1 || true
 record cancelled "$run"
+
+# A step stopped by pause --now and run again on unpause (attempt 2, no
+# retry spent).
+run=$("$bin" run paused_now --detach)
+until "$bin" run events "$run" -t activity.started | grep -q activity.started; do sleep 0.2; done
+"$bin" run pause "$run" --now >/dev/null
+until "$bin" run events "$run" -t step.finished | grep -q step.finished; do sleep 0.2; done
+"$bin" run unpause "$run" >/dev/null
+"$bin" run tail "$run" >/dev/null 2>&1 || true
+record paused_now "$run"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/executor"
 )
 
 // assetKind is one kind of asset the catalogs hold (jobs, activities,
@@ -40,7 +42,7 @@ func (a *app) catalogCommands(k assetKind) []*cobra.Command {
 		Short: fmt.Sprintf("List the %s of the catalogs, with the layer each comes from", k.plural),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.listAssets(k.entries)
+			return a.listAssets(cmd.Context(), k)
 		},
 	}
 	show := &cobra.Command{
@@ -60,7 +62,7 @@ Exit status: 0, or 2 when no %[1]s has that name (the message lists those
 that exist) or its file could not be loaded (the message says why).`, k.noun, k.plural),
 		Args: exactArgs(1, "a name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.showAsset(k, args[0])
+			return a.showAsset(cmd.Context(), k, args[0])
 		},
 	}
 	return []*cobra.Command{list, show}
@@ -72,7 +74,7 @@ func (a *app) executorCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) listAssets(entries func(*assets.Catalog) []assets.Entry) error {
+func (a *app) listAssets(ctx context.Context, k assetKind) error {
 	root, err := a.root()
 	if err != nil {
 		return err
@@ -81,7 +83,11 @@ func (a *app) listAssets(entries func(*assets.Catalog) []assets.Entry) error {
 	if err != nil {
 		return err
 	}
-	list := entries(cat)
+	list := k.entries(cat)
+	var paused map[string]executor.JobPause
+	if k.noun == "job" {
+		paused = a.pausedJobs(ctx)
+	}
 	for _, p := range cat.Problems() {
 		a.errorf("orbit: warning: left out of the catalog: %s\n", p)
 	}
@@ -94,14 +100,18 @@ func (a *app) listAssets(entries func(*assets.Catalog) []assets.Entry) error {
 		if len(e.Shadows) > 0 {
 			source += " (shadows " + strings.Join(e.Shadows, ", ") + ")"
 		}
-		t.row(e.Name, e.Kind, string(e.Layer), source, firstLine(e.Description))
+		desc := firstLine(e.Description)
+		if _, ok := paused[e.Name]; ok {
+			desc = "[paused] " + desc
+		}
+		t.row(e.Name, e.Kind, string(e.Layer), source, desc)
 	}
 	return t.flush()
 }
 
 // showAsset prints the file the asset name of kind k was loaded from, or
 // with --json the loaded asset.
-func (a *app) showAsset(k assetKind, name string) error {
+func (a *app) showAsset(ctx context.Context, k assetKind, name string) error {
 	root, err := a.root()
 	if err != nil {
 		return err
@@ -137,6 +147,11 @@ func (a *app) showAsset(k assetKind, name string) error {
 	from := fmt.Sprintf("orbit: %s %s: %s (layer %s)", k.noun, name, entry.Source, entry.Layer)
 	if len(entry.Shadows) > 0 {
 		from += ", shadowing " + strings.Join(entry.Shadows, ", ")
+	}
+	if k.noun == "job" {
+		if p, ok := a.pausedJobs(ctx)[name]; ok {
+			from += fmt.Sprintf("; paused since %s (orbit job unpause %s)", timestamp(&p.At), name)
+		}
 	}
 	a.errorf("%s\n", from)
 	_, err = a.stdout.Write(data)

@@ -56,6 +56,7 @@ Exit status: 0 the run succeeded, 1 it did not, 2 the job or input is invalid,
 	opts.register(a, run)
 	cmd.AddCommand(run)
 	cmd.AddCommand(a.catalogCommands(jobAssets)...)
+	cmd.AddCommand(a.jobPauseCommand(false), a.jobPauseCommand(true))
 	return cmd
 }
 

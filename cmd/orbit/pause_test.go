@@ -1,6 +1,9 @@
 package main_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,4 +158,77 @@ spec:
 	require.NotNil(t, v.Error)
 	assert.Equal(t, events.KindTimeout, v.Error.Kind)
 	assert.GreaterOrEqual(t, v.FinishedAt.Sub(began), 8*time.Second, "6 s of wait and about 3 s paused")
+}
+
+// TestPauseNowStopsTheRunningStepAndRunsItAgainOnUnpause: pause --now
+// stops a shell step that sleeps and then writes a file (its process is
+// killed: no file), the engine is killed with SIGKILL and started again
+// while the run is paused, and the run is still paused; unpaused, the step
+// runs again, once, to its end, without spending a retry (it has none).
+func TestPauseNowStopsTheRunningStepAndRunsItAgainOnUnpause(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	out := filepath.Join(t.TempDir(), "wrote")
+	p.WriteFile(".orbit/jobs/slowwrite.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: slowwrite}
+spec:
+  steps:
+    - id: write
+      spec: {type: shell, program: sh, args: ["-c", "sleep 3; echo wrote >> \"$1\"", "sh", "`+out+`"], allowed_programs: [sh]}
+    - {id: after, spec: {type: deterministic, action: echo, config: {n: 2}}}
+`)
+	engine := serve(t, p)
+	r := p.Orbit("job", "run", "slowwrite", "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the step to run", func() bool { return stepState(runView(t, p, runID), "write") == events.StateRunning })
+
+	r = p.Orbit("run", "pause", runID, "--now")
+	require.Equal(t, 0, r.Code, r.String())
+	waitFor(t, "the step to be stopped", func() bool { return stepState(runView(t, p, runID), "write") == events.StateCancelled })
+	time.Sleep(4 * time.Second)
+	assert.NoFileExists(t, out, "the step's process was killed")
+	v := runView(t, p, runID)
+	assert.True(t, v.Paused)
+	assert.Equal(t, events.StateRunning, v.State)
+
+	killEngine(t, engine)
+	serve(t, p)
+	waitFor(t, "the run to be resumed", func() bool { return runView(t, p, runID).Resumes == 1 })
+	time.Sleep(time.Second)
+	v = runView(t, p, runID)
+	assert.True(t, v.Paused, "still paused after the restart")
+	assert.Equal(t, events.StateCancelled, stepState(v, "write"), "not run again while paused")
+	assert.NoFileExists(t, out)
+
+	r = p.Orbit("run", "unpause", runID)
+	require.Equal(t, 0, r.Code, r.String())
+	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
+	v = runView(t, p, runID)
+	assert.Equal(t, events.StateSuccess, v.State)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "wrote\n", string(data), "run again once")
+
+	r = p.Orbit("run", "events", "--json", runID)
+	require.Equal(t, 0, r.Code, r.String())
+	var evs []events.Event
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
+	var finished []events.StepFinishedData
+	for _, ev := range evs {
+		if ev.Type == events.StepFinished && ev.StepKey == "write" {
+			var d events.StepFinishedData
+			require.NoError(t, ev.Decode(&d))
+			finished = append(finished, d)
+		}
+	}
+	require.Len(t, finished, 2)
+	assert.Equal(t, 1, finished[0].Attempt)
+	assert.Equal(t, events.StateCancelled, finished[0].State)
+	require.NotNil(t, finished[0].Error)
+	assert.Equal(t, events.KindPaused, finished[0].Error.Kind)
+	assert.Equal(t, 2, finished[1].Attempt)
+	assert.Equal(t, events.StateSuccess, finished[1].State)
 }

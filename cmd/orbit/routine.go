@@ -113,6 +113,12 @@ func (a *app) routineShowCommand() *cobra.Command {
 			if st.Action == routine.ActionSkipped {
 				a.printf("Last tick: %s skipped (%s) %s\n", when(st.Last), st.Reason, st.Running)
 			}
+			if r.Retries > 0 {
+				a.printf("Retries:   %d of %d for the tick of %s\n", st.Retries, r.Retries, when(st.LastFire))
+				if !st.RetryAt.IsZero() {
+					a.printf("Next retry: %s\n", when(st.RetryAt))
+				}
+			}
 			return nil
 		}),
 	}

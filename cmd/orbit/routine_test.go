@@ -323,3 +323,41 @@ func TestABackgroundEngineStaysUpWhileARoutineIsActive(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	assert.True(t, testkit.WaitDead(pid, 20*time.Second), "the engine stays up with its only routine paused")
 }
+
+// TestRoutineShowSaysTheRetriesAndTheNextRetry: a routine whose run fails
+// shows, once the failure is seen, its retry count and when the next
+// retry is due (retry_at).
+func TestRoutineShowSaysTheRetriesAndTheNextRetry(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/flop.yaml", `
+schemaVersion: 2
+kind: Job
+metadata: {name: flop}
+spec:
+  steps:
+    - {id: f, spec: {type: deterministic, action: fail, config: {message: flopped}}}
+`)
+	second := (time.Now().Second() + 4) % 60
+	p.WriteFile(".orbit/routines/flop.yaml", fmt.Sprintf(`schemaVersion: 2
+kind: Routine
+metadata: {name: flop}
+spec:
+  trigger: {cron: "%d * * * * *"}
+  target: job:flop
+  policy: {retries: {max: 2, backoff_minutes: 1}}
+`, second))
+	serve(t, p)
+	var st routine.Status
+	waitFor(t, "the failure to be seen", func() bool {
+		r := p.Orbit("routine", "show", "flop", "--json")
+		require.Equal(t, 0, r.Code, r.String())
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st))
+		return !st.State.RetryAt.IsZero()
+	})
+	assert.Equal(t, 0, st.State.Retries)
+	r := p.Orbit("routine", "show", "flop")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "Retries:   0 of 2 for the tick of "+st.State.LastFire.UTC().Format(time.RFC3339))
+	assert.Contains(t, r.Stdout, "Next retry: "+st.State.RetryAt.UTC().Format(time.RFC3339))
+}

@@ -76,11 +76,14 @@ func (a *app) runPauseCommand(unpause bool) *cobra.Command {
 	var (
 		sel    selectorFlags
 		reason string
+		now    bool
 	)
 	use, short, verb := "pause [<run_id>]", "Pause a running run: it starts no new step until unpaused", "paused"
 	long := `Pause a run: it starts no new step until 'orbit run unpause'. Steps that are
-running finish. The time the run spends paused does not count against the
-deadlines of its wait steps. A pause is recorded in the run's log
+running finish; with --now they are stopped as a cancel stops them and run
+again, from the start, once the run is unpaused (the run again does not
+spend one of the step's retries). The time the run spends paused does not
+count against the deadlines of its wait steps. A pause is recorded in the run's log
 (run.paused), so it holds across engine restarts; a paused run can still be
 cancelled. 'orbit run show' and 'orbit run history' show it paused.
 
@@ -98,7 +101,7 @@ With selectors, every paused run they pick; --dry-run lists them.`
 		Long:  long,
 		Args:  func(cmd *cobra.Command, args []string) error { return sel.args(cmd, args) },
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
-			q := engine.RunPause{Selector: sel.selector(), Unpause: unpause, DryRun: sel.dryRun, Requester: requester(), Reason: reason}
+			q := engine.RunPause{Selector: sel.selector(), Unpause: unpause, Now: now, DryRun: sel.dryRun, Requester: requester(), Reason: reason}
 			if len(args) == 1 {
 				view, err := getRun(ctx, l, args[0])
 				if err != nil {
@@ -116,6 +119,7 @@ With selectors, every paused run they pick; --dry-run lists them.`
 	sel.register(cmd)
 	if !unpause {
 		cmd.Flags().StringVar(&reason, "reason", "", "why, for the record")
+		cmd.Flags().BoolVar(&now, "now", false, "stop the running steps too; they run again on unpause")
 	}
 	return cmd
 }

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
+)
+
+// Job pause endpoints (DESIGN §12): a paused job's new runs queue until it
+// is unpaused; its running runs are not affected.
+const (
+	// EndpointJobPause pauses (or with Unpause unpauses) a job; it answers
+	// a JobPaused.
+	EndpointJobPause = "jobs.pause"
+	// EndpointJobsPaused lists the paused jobs; it answers a []PausedJob.
+	EndpointJobsPaused = "jobs.paused"
+)
+
+// PausedJob is a paused job: who paused it, when and why.
+type PausedJob = executor.JobPause
+
+// JobPauseRequest names the job to pause or unpause.
+type JobPauseRequest struct {
+	Job       string `json:"job"`
+	Unpause   bool   `json:"unpause,omitempty"`
+	Requester string `json:"requester,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// JobPaused answers EndpointJobPause: Changed is false when the job
+// already was so.
+type JobPaused struct {
+	Job     string `json:"job"`
+	Paused  bool   `json:"paused"`
+	Changed bool   `json:"changed"`
+}
+
+func (e *Engine) jobPauseEndpoints() map[string]events.Handler {
+	return map[string]events.Handler{
+		EndpointJobPause:   e.handle(e.apiJobPause),
+		EndpointJobsPaused: e.handle(func(ctx context.Context, _ json.RawMessage) (any, error) { return executor.PausedJobs(ctx, e.log) }),
+	}
+}
+
+func (e *Engine) apiJobPause(ctx context.Context, raw json.RawMessage) (any, error) {
+	var q JobPauseRequest
+	if err := decode(raw, &q); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(q.Job) == "" {
+		return nil, fmt.Errorf("%w: job pause needs a job name", events.ErrInvalidRequest)
+	}
+	if !q.Unpause {
+		// Only a job of the catalog; unpause takes any name, so a job
+		// removed while paused can be let go.
+		if _, err := e.job(q.Job, ""); err != nil {
+			return nil, fmt.Errorf("%w: %v", events.ErrInvalidRequest, err)
+		}
+	}
+	changed, err := executor.PauseJob(ctx, e.log, !q.Unpause, executor.JobPause{Job: q.Job, At: time.Now().UTC(), Requester: q.Requester, Reason: q.Reason})
+	if err != nil {
+		return nil, err
+	}
+	if changed && q.Unpause {
+		e.orch.JobUnpaused(q.Job)
+	}
+	return JobPaused{Job: q.Job, Paused: !q.Unpause, Changed: changed}, nil
+}

@@ -1,0 +1,133 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/orbitrun/orbit/events"
+)
+
+// A paused job (orbit job pause) is key jobpause.<job> of orbit_leases,
+// absent while the job is not paused: the bucket every engine's admission
+// already reads by compare-and-set when it takes a slot, so every engine
+// of a cluster honours the pause from its next admission, and it holds
+// across restarts. Its runs are requested and queued, not started, until
+// the key is deleted; runs already started are not affected.
+
+const jobPausePrefix = "jobpause."
+
+func jobPauseKey(job string) string { return jobPausePrefix + events.Token(job) }
+
+// JobPause is who paused a job, when and why.
+type JobPause struct {
+	Job       string    `json:"job"`
+	At        time.Time `json:"at"`
+	Requester string    `json:"requester,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+}
+
+// PauseJob pauses p.Job, or with pause false unpauses it; it reports
+// whether that changed anything.
+func PauseJob(ctx context.Context, log *events.Log, pause bool, p JobPause) (bool, error) {
+	kv := log.Leases()
+	key := jobPauseKey(p.Job)
+	for range 8 {
+		cur, err := kv.Get(ctx, key)
+		if err != nil && !errors.Is(err, events.ErrNotFound) {
+			return false, err
+		}
+		held := err == nil
+		if held == pause {
+			return false, nil
+		}
+		if pause {
+			data, merr := json.Marshal(p)
+			if merr != nil {
+				return false, merr
+			}
+			_, err = kv.Create(ctx, key, data)
+		} else {
+			err = kv.Delete(ctx, key, cur.Revision)
+		}
+		if errors.Is(err, events.ErrConflict) {
+			continue
+		}
+		return err == nil, err
+	}
+	return false, fmt.Errorf("job %s: %w: its pause kept changing", p.Job, events.ErrConflict)
+}
+
+// JobPaused returns job's pause, nil when it is not paused.
+func JobPaused(ctx context.Context, log *events.Log, job string) (*JobPause, error) {
+	e, err := log.Leases().Get(ctx, jobPauseKey(job))
+	if errors.Is(err, events.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p JobPause
+	if err := json.Unmarshal(e.Value, &p); err != nil {
+		return nil, fmt.Errorf("job %s: its pause: %w", job, err)
+	}
+	return &p, nil
+}
+
+// PausedJobs returns every paused job, by name.
+func PausedJobs(ctx context.Context, log *events.Log) ([]JobPause, error) {
+	keys, err := log.Leases().Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []JobPause{}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, jobPausePrefix) {
+			continue
+		}
+		e, err := log.Leases().Get(ctx, k)
+		if errors.Is(err, events.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var p JobPause
+		if err := json.Unmarshal(e.Value, &p); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Job < out[j].Job })
+	return out, nil
+}
+
+// jobPaused reports whether job is paused; a bucket that does not answer
+// counts as not paused (logged): a run it holds would otherwise wait for
+// a kick that may not come.
+func (o *Orchestrator) jobPaused(ctx context.Context, job string) bool {
+	p, err := JobPaused(ctx, o.cfg.Log, job)
+	if err != nil {
+		o.log.Warn("reading whether a job is paused", "job", job, "err", err)
+		return false
+	}
+	return p != nil
+}
+
+// JobUnpaused tries the queue of a job that was unpaused at once (other
+// engines of a cluster try theirs again within their lease period).
+func (o *Orchestrator) JobUnpaused(job string) {
+	if o.shared() {
+		o.kick(job)
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.runCtx != nil && o.runCtx.Err() == nil {
+		o.startAdmissibleLocked(o.runCtx, job)
+	}
+}
