@@ -53,6 +53,14 @@ var (
 	// ErrBranchNotFound is returned when a branch that must exist does not.
 	ErrBranchNotFound = errors.New("branch not found")
 
+	// ErrHooksChanged is returned by a commit that would run hooks the
+	// change it commits wrote: the repository keeps its hooks in the work
+	// tree (core.hooksPath = .husky, say) and they differ there from HEAD.
+	// Orbit commits as the engine's user, outside the sandbox an agent's
+	// change was made in, so it runs no hook an agent could have written.
+	// Nothing is committed.
+	ErrHooksChanged = errors.New("the change edits the hooks its commit would run")
+
 	// ErrBlankSummary is returned by CommitSuccess when the summary is empty
 	// or only white space. Nothing has been changed.
 	ErrBlankSummary = errors.New("blank commit summary")

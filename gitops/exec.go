@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -72,9 +74,51 @@ type call struct {
 }
 
 // run runs git in the top level of the work tree and returns its stdout.
-// A non-zero exit is a *GitError.
+// A non-zero exit is a *GitError. A call that runs the repository's hooks
+// is refused (ErrHooksChanged) when they live in the work tree and differ
+// there from HEAD.
 func (r *Repo) run(ctx context.Context, c call) ([]byte, error) {
+	if c.hooks {
+		if err := r.checkHooks(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return runGit(ctx, r.Dir, r.env, c)
+}
+
+// checkHooks returns ErrHooksChanged when the hooks git would run (after
+// core.hooksPath) are in the work tree and a file there is added, changed
+// or removed against HEAD, staged or not. Hooks in the git directory (the
+// default) or outside the work tree are the user's: an agent cannot write
+// them (its sandbox mounts the git directory read-only).
+func (r *Repo) checkHooks(ctx context.Context) error {
+	out, err := runGit(ctx, r.Dir, r.env, call{args: []string{"rev-parse", "--path-format=absolute", "--git-path", "hooks"}, hooks: true, readOnly: true})
+	if err != nil {
+		return fmt.Errorf("finding the repository's hooks: %w", err)
+	}
+	top, err := filepath.EvalSymlinks(r.Dir)
+	if err != nil {
+		return err
+	}
+	hooks := strings.TrimSpace(string(out))
+	if resolved, err := filepath.EvalSymlinks(hooks); err == nil {
+		hooks = resolved
+	}
+	rel, err := filepath.Rel(top, hooks)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	if rel == "." || rel == ".git" || strings.HasPrefix(rel, ".git"+string(filepath.Separator)) {
+		return nil
+	}
+	out, err = runGit(ctx, r.Dir, r.env, call{args: []string{"status", "--porcelain", "--untracked-files=all", "--", rel}, readOnly: true})
+	if err != nil {
+		return fmt.Errorf("looking for changes to the hooks in %s: %w", rel, err)
+	}
+	if changed := lines(out); len(changed) > 0 {
+		return fmt.Errorf("%w: core.hooksPath is %s, in the work tree, and the change touches it (%s); Orbit does not run hooks the change it commits wrote: commit it yourself after reviewing them", ErrHooksChanged, rel, strings.TrimSpace(changed[0]))
+	}
+	return nil
 }
 
 func runGit(ctx context.Context, dir string, extraEnv []string, c call) ([]byte, error) {
