@@ -75,6 +75,9 @@ func TestReadsOnALaggingReplicaDoNotGoBackInTime(t *testing.T) {
 		if first < a.Seq || len(evs) < i+1 {
 			stale++
 		}
+		if _, err := r.EventAt(ctx, a.Seq); err != nil {
+			stale++
+		}
 		if len(evs) > 0 && evs[len(evs)-1].Seq < first {
 			back++
 		}
