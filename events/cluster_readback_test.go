@@ -82,6 +82,15 @@ func TestReadsOnALaggingReplicaDoNotGoBackInTime(t *testing.T) {
 			back++
 		}
 	}
+	missing := 0
+	for i := range 300 {
+		a, err := w.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R3", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
+		require.NoError(t, err)
+		if _, err := r.EventAt(ctx, a.Seq); err != nil {
+			missing++
+		}
+	}
+	assert.Zero(t, missing, "events asked for by sequence right after their append and not found, of 300")
 	assert.Zero(t, stale, "reads right after an append that missed it, of 300")
 	assert.Zero(t, back, "reads that ended before the last event an earlier read saw, of 300")
 	for round := range 5 {
