@@ -104,3 +104,39 @@ func TestReadsOnALaggingReplicaDoNotGoBackInTime(t *testing.T) {
 		assert.NoError(t, err, "round %d: the run's last event", round)
 	}
 }
+
+// BenchmarkReadARunOnAFollower: a reader connected to a follower of the
+// event stream reads a run of 100 events (Read), and asks for its last
+// event (LastMatching), which the stream's leader answers.
+func BenchmarkReadARunOnAFollower(b *testing.B) {
+	ctx := testkit.Context(b)
+	c := testkit.StartCluster(b, filepath.Join(b.TempDir(), "creds"))
+	l, err := events.Open(ctx, events.Config{URL: c.URLs(), NKeySeedFile: c.Creds.File(events.IdentityEngine), Redactor: &events.Redactor{}})
+	require.NoError(b, err)
+	b.Cleanup(func() { l.Close() })
+	for i := range 100 {
+		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
+		require.NoError(b, err)
+	}
+	require.NoError(b, c.WaitCurrent(ctx, events.EventsStream))
+	leader, err := c.StreamLeader(ctx, events.EventsStream)
+	require.NoError(b, err)
+	r, err := events.Open(ctx, events.Config{URL: c.Nodes[(leader+1)%len(c.Nodes)].URL(), NKeySeedFile: c.Creds.File(events.IdentityEngine),
+		Redactor: &events.Redactor{}})
+	require.NoError(b, err)
+	b.Cleanup(func() { r.Close() })
+	filters := []string{events.RunFilter("R1")}
+	b.Run("Read", func(b *testing.B) {
+		for b.Loop() {
+			evs, err := r.Read(ctx, events.FollowOptions{Filters: filters})
+			require.NoError(b, err)
+			require.Len(b, evs, 100)
+		}
+	})
+	b.Run("LastMatching", func(b *testing.B) {
+		for b.Loop() {
+			_, err := r.LastMatching(ctx, filters)
+			require.NoError(b, err)
+		}
+	})
+}
