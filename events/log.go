@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -376,6 +377,12 @@ func (l *Log) EventAt(ctx context.Context, seq uint64) (Event, error) {
 	defer cancel()
 	raw, err := l.events.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		// A direct get's replica may be behind the leader: a sequence
+		// it does not hold is asked of the leader before it counts as
+		// missing.
+		raw, err = l.leaderMsg(ctx, seq)
+	}
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		if removed, rerr := l.removed(ctx); rerr == nil && removed.has(seq) {
 			return Event{}, fmt.Errorf("%w: event at sequence %d", ErrRemoved, seq)
 		}
@@ -400,4 +407,48 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, defaultTimeout)
+}
+
+// leaderMsg returns the event stored at seq as the event stream's leader
+// holds it ($JS.API.STREAM.MSG.GET, which only the leader answers), or
+// jetstream.ErrMsgNotFound.
+func (l *Log) leaderMsg(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+	req, err := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	if err != nil {
+		return nil, err
+	}
+	msg, err := l.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+EventsStream, req)
+	if err != nil {
+		return nil, err
+	}
+	var reply struct {
+		Message *struct {
+			Subject string    `json:"subject"`
+			Seq     uint64    `json:"seq"`
+			Header  []byte    `json:"hdrs"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return nil, err
+	}
+	switch {
+	case reply.Error != nil && reply.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, jetstream.ErrMsgNotFound
+	case reply.Error != nil:
+		return nil, reply.Error
+	case reply.Message == nil:
+		return nil, errors.New("an empty answer")
+	}
+	raw := &jetstream.RawStreamMsg{Subject: reply.Message.Subject, Sequence: reply.Message.Seq, Data: reply.Message.Data, Time: reply.Message.Time}
+	if len(reply.Message.Header) > 0 {
+		if raw.Header, err = nats.DecodeHeadersMsg(reply.Message.Header); err != nil {
+			return nil, err
+		}
+	}
+	return raw, nil
 }

@@ -21,21 +21,21 @@ import (
 // direct get) instead of creating a consumer, so a read costs the server
 // nothing once it returns, however many clients read at once.
 func (l *Log) Read(ctx context.Context, opts FollowOptions) ([]Event, error) {
-	last, err := l.LastMatching(ctx, opts.Filters)
+	lasts, err := l.lastsFor(ctx, opts.Filters)
 	if err != nil {
 		return nil, err
 	}
 	from := max(opts.FromSeq, 1)
-	if last < from {
-		return nil, nil
-	}
 	filters := opts.Filters
 	if len(filters) == 0 {
 		filters = []string{""}
 	}
 	var out []Event
-	for _, filter := range filters {
-		evs, err := l.readRange(ctx, filter, from, last, opts)
+	for i, filter := range filters {
+		if lasts[i] < from {
+			continue
+		}
+		evs, err := l.readRange(ctx, filter, from, lasts[i], opts)
 		if err != nil {
 			return nil, err
 		}
@@ -74,32 +74,43 @@ type directGetRequest struct {
 }
 
 // readRange returns the events on subject filter (every subject when empty)
-// with sequences from..upTo.
+// with sequences from..upTo, upTo being the last such event the stream's
+// leader holds. The batches are direct gets, answered by any replica: one
+// behind the leader ends its answer before upTo, and readRange asks again
+// from where it got to, after a pause, as Scan does, until upTo is read or
+// scanCatchUp passes without one more event.
 func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, opts FollowOptions) ([]Event, error) {
 	var out []Event
-	err := l.scan(ctx, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
-		subject := serverHeader(msg.Header, jetstream.SubjectHeader)
-		var stored time.Time // only a signed event's time is checked
-		if l.key != nil {
-			stored = storedTime(msg.Header)
-		}
-		ev, err := l.readMessage(ctx, seq, subject, msg.Header, msg.Data, stored)
-		if errors.Is(err, ErrUnavailable) {
-			return err
-		}
+	got := from - 1
+	pause, stalled := scanRetryFirst, time.Now()
+	for {
+		before := got
+		err := l.scan(ctx, filter, got+1, upTo, func(seq uint64, msg *nats.Msg) error {
+			got = seq
+			return l.readOne(ctx, seq, msg, opts, &out)
+		})
 		if err != nil {
-			if !opts.Placeholders {
-				return nil
-			}
-			ev = Event{}
+			return nil, err
 		}
-		ev.Seq = seq
-		out = append(out, ev)
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		if got >= upTo {
+			break
+		}
+		if got > before {
+			pause, stalled = scanRetryFirst, time.Now()
+		}
+		if l.srv != nil || time.Since(stalled) > scanCatchUp {
+			return nil, fmt.Errorf("%w: reading events: the log's leader holds events on %q through sequence %d, but they could be read only through %d",
+				ErrUnavailable, filter, upTo, got)
+		}
+		l.log.Debug("a read's replica is behind its leader; reading again", "through", got, "want", upTo, "in", pause)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, scanRetryMax)
 	}
+	var err error
 	if !opts.BlobRefs {
 		for i := range out {
 			if out[i].Data, err = l.expand(ctx, out[i].Data); err != nil {
@@ -108,6 +119,30 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 		}
 	}
 	return out, nil
+}
+
+// readOne decodes the stored message at seq onto out: left out when it
+// does not decode or fails verification, unless opts asks for
+// placeholders.
+func (l *Log) readOne(ctx context.Context, seq uint64, msg *nats.Msg, opts FollowOptions, out *[]Event) error {
+	subject := serverHeader(msg.Header, jetstream.SubjectHeader)
+	var stored time.Time // only a signed event's time is checked
+	if l.key != nil {
+		stored = storedTime(msg.Header)
+	}
+	ev, err := l.readMessage(ctx, seq, subject, msg.Header, msg.Data, stored)
+	if errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	if err != nil {
+		if !opts.Placeholders {
+			return nil
+		}
+		ev = Event{}
+	}
+	ev.Seq = seq
+	*out = append(*out, ev)
+	return nil
 }
 
 // scan hands each stored event on subject filter (every subject when

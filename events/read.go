@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -151,17 +152,25 @@ func checkFilters(filters []string) error {
 // A filter past MaxFilterBytes is an error matching ErrInvalidRequest
 // (Follow and Read ask this first, so they refuse it too).
 func (l *Log) LastMatching(ctx context.Context, filters []string) (uint64, error) {
+	lasts, err := l.lastsFor(ctx, filters)
+	if err != nil {
+		return 0, err
+	}
+	return slices.Max(lasts), nil
+}
+
+// lastsFor returns, per subject filter, the sequence of the last event
+// matching it (0 when none does); with no filters, one: the log's last.
+func (l *Log) lastsFor(ctx context.Context, filters []string) ([]uint64, error) {
 	if len(filters) == 0 {
-		return l.LastSeq(ctx)
+		last, err := l.LastSeq(ctx)
+		return []uint64{last}, err
 	}
 	if err := checkFilters(filters); err != nil {
-		return 0, err
+		return nil, err
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	if len(filters) == 1 {
-		return l.lastFor(ctx, filters[0])
-	}
 	// One request per filter, all in flight at once: a reader of a run
 	// without its activity events follows nine filters.
 	seqs := make([]uint64, len(filters))
@@ -175,25 +184,42 @@ func (l *Log) LastMatching(ctx context.Context, filters []string) (uint64, error
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return 0, err
-		}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
-	return slices.Max(seqs), nil
+	return seqs, nil
 }
 
 // lastFor returns the sequence of the last event matching filter, 0 when
-// none does.
+// none does, as the event stream's leader knows it. A direct get would be
+// answered by whichever replica the server picks (its queue group spans
+// every replica, and a request from a client goes to any of them), and one
+// behind the leader names an older last event: a read bounded by it ends
+// before events an earlier read returned, a feed counts itself caught up
+// too soon. The cost is the leader answering every such request, one
+// route hop away from a reader connected to another server.
 func (l *Log) lastFor(ctx context.Context, filter string) (uint64, error) {
-	raw, err := l.events.GetLastMsgForSubject(ctx, filter)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+	req, err := json.Marshal(storedMsgGet{LastFor: filter})
+	if err != nil {
+		return 0, err
 	}
+	msg, err := l.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+EventsStream, req)
 	if err != nil {
 		return 0, fmt.Errorf("%w: last event for %s: %v", ErrUnavailable, filter, err)
 	}
-	return raw.Sequence, nil
+	var reply storedMsgReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return 0, fmt.Errorf("%w: last event for %s: %v", ErrUnavailable, filter, err)
+	}
+	switch {
+	case reply.Error != nil && reply.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return 0, nil
+	case reply.Error != nil:
+		return 0, fmt.Errorf("%w: last event for %s: %v", ErrUnavailable, filter, reply.Error)
+	case reply.Message == nil:
+		return 0, fmt.Errorf("%w: last event for %s: an empty answer", ErrUnavailable, filter)
+	}
+	return reply.Message.Seq, nil
 }
 
 func (f *Feed) run() {
