@@ -156,9 +156,12 @@ fsyncs:
 # The soak tests: 200 concurrent short runs and a fan_out of 1,000 items on
 # an `orbit serve` process (wall time, rates, the engine's peak RSS); and
 # careless use at scale (thousands of reads and child runs, an endless
-# recursion) after which a job must still run at once.
+# recursion) after which a job must still run at once; and routines every
+# minute for ten minutes on two engines of a three-node cluster, then both
+# engines down across three ticks (about a quarter of an hour).
 soak:
 	ORBIT_SOAK=1 $(GO) test -count=1 -run Soak -v -timeout 20m ./internal/soak/
+	ORBIT_SOAK=1 $(GO) test -count=1 -run 'TestSoakRoutinesEveryMinuteOnTwoEngines' -v -timeout 25m ./cmd/orbit/
 
 # The chaos suite in full: every job killed (SIGKILL) at every failpoint that
 # applies and at random moments, then the cluster trials (TestChaosCluster:

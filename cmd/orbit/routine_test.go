@@ -42,15 +42,20 @@ spec:
 
 // routineYAML is a routine every two seconds (the cron's seconds field).
 func routineYAML(name, job, missed, overlap string) string {
+	return routineEvery("*/2 * * * * *", name, job, missed, overlap)
+}
+
+// routineEvery is a routine on the given cron.
+func routineEvery(cron, name, job, missed, overlap string) string {
 	return fmt.Sprintf(`schemaVersion: 2
 kind: Routine
 metadata: {name: %s}
 spec:
-  trigger: {cron: "*/2 * * * * *", missed_run: %s}
+  trigger: {cron: "%s", missed_run: %s}
   target: job:%s
   input: {from: %s}
   policy: {overlap: %s}
-`, name, missed, job, name, overlap)
+`, name, cron, missed, job, name, overlap)
 }
 
 // logEvents reads from the cluster's log, in its order, every event of the
@@ -149,28 +154,52 @@ func skips(t *testing.T, evs []events.Event) map[string][]events.RoutineSkippedD
 // skipped and never has two runs live.
 func TestRoutinesOnTwoEnginesOfTheCluster(t *testing.T) {
 	t.Parallel()
+	routinesOnTwoEngines(t, routineSchedule{cron: "*/2 * * * * *", period: 2 * time.Second, run: 14 * time.Second})
+}
+
+// TestSoakRoutinesEveryMinuteOnTwoEngines is the same over real time:
+// routines every minute for ten minutes on two engines of the harness,
+// then both engines down across three ticks and one back (make soak).
+func TestSoakRoutinesEveryMinuteOnTwoEngines(t *testing.T) {
+	if os.Getenv("ORBIT_SOAK") == "" {
+		t.Skip("a quarter of an hour of routines every minute: make soak runs it (ORBIT_SOAK=1)")
+	}
+	t.Parallel()
+	routinesOnTwoEngines(t, routineSchedule{cron: "0 * * * * *", period: time.Minute, run: 10 * time.Minute})
+}
+
+// routineSchedule is how often the routines of routinesOnTwoEngines fire
+// (cron, and its period) and how long both engines run before they are
+// killed; they stay down for three periods and a half.
+type routineSchedule struct {
+	cron   string
+	period time.Duration
+	run    time.Duration
+}
+
+func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
 	key := filepath.Join(t.TempDir(), "log.key")
 	var ps []*testkit.Project
 	for range 2 {
 		p := testkit.ClusterProject(t, c, key)
 		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
-		p.WriteFile(".orbit/jobs/slowtock.yaml", slowTockJob)
-		p.WriteFile(".orbit/routines/catch.yaml", routineYAML("catch", "tock", routine.CatchUpOnce, routine.Allow))
-		p.WriteFile(".orbit/routines/skip.yaml", routineYAML("skip", "tock", routine.Skip, routine.Allow))
-		p.WriteFile(".orbit/routines/forbid.yaml", routineYAML("forbid", "slowtock", routine.Skip, routine.Forbid))
+		p.WriteFile(".orbit/jobs/slowtock.yaml", strings.Replace(slowTockJob, "ms: 5000", fmt.Sprintf("ms: %d", (sched.period*5/2).Milliseconds()), 1))
+		p.WriteFile(".orbit/routines/catch.yaml", routineEvery(sched.cron, "catch", "tock", routine.CatchUpOnce, routine.Allow))
+		p.WriteFile(".orbit/routines/skip.yaml", routineEvery(sched.cron, "skip", "tock", routine.Skip, routine.Allow))
+		p.WriteFile(".orbit/routines/forbid.yaml", routineEvery(sched.cron, "forbid", "slowtock", routine.Skip, routine.Forbid))
 		ps = append(ps, p)
 	}
 	es := testkit.StartEngines(t, ps)
-	time.Sleep(14 * time.Second)
+	time.Sleep(sched.run)
 	for _, e := range es {
 		e.Kill()
 	}
 	killed := time.Now()
-	time.Sleep(7 * time.Second) // three ticks or more with no engine
+	time.Sleep(sched.period * 7 / 2) // three ticks or more with no engine
 	restarted := time.Now()
 	es = []*testkit.Engine{testkit.StartEngine(t, ps[0])}
-	time.Sleep(6 * time.Second)
+	time.Sleep(3 * sched.period)
 	es[0].Stop()
 
 	evs := logEvents(t, c, events.RunRequested, events.RunFinished, events.RoutineSkipped)
@@ -184,9 +213,9 @@ func TestRoutinesOnTwoEnginesOfTheCluster(t *testing.T) {
 				before = append(before, f.tick.Tick)
 			}
 		}
-		require.GreaterOrEqual(t, len(before), 4, "%s fired while the engines ran: %v", name, runs[name])
+		require.GreaterOrEqual(t, len(before), int(sched.run/sched.period)-3, "%s fired while the engines ran: %v", name, runs[name])
 		for i := 1; i < len(before); i++ {
-			assert.Equal(t, 2*time.Second, before[i].Sub(before[i-1]), "%s: one run per tick, none left out: %v", name, before)
+			assert.Equal(t, sched.period, before[i].Sub(before[i-1]), "%s: one run per tick, none left out: %v", name, before)
 		}
 	}
 
@@ -198,10 +227,10 @@ func TestRoutinesOnTwoEnginesOfTheCluster(t *testing.T) {
 	}
 	require.Len(t, catchUps, 1, "one catch-up run: %v", runs["catch"])
 	assert.GreaterOrEqual(t, catchUps[0].tick.Missed, 2, "three ticks or more passed with no engine")
-	assert.True(t, catchUps[0].tick.Tick.After(killed) && catchUps[0].tick.Tick.Before(restarted.Add(2*time.Second)))
+	assert.True(t, catchUps[0].tick.Tick.After(killed) && catchUps[0].tick.Tick.Before(restarted.Add(sched.period)))
 
 	for _, f := range runs["skip"] {
-		assert.False(t, f.tick.Tick.After(killed.Add(time.Second)) && f.tick.Tick.Before(restarted), "skip fired no missed tick: %v", f)
+		assert.False(t, f.tick.Tick.After(killed.Add(sched.period/2)) && f.tick.Tick.Before(restarted), "skip fired no missed tick: %v", f)
 		assert.Zero(t, f.tick.Missed)
 	}
 	var missed []events.RoutineSkippedData
@@ -213,7 +242,7 @@ func TestRoutinesOnTwoEnginesOfTheCluster(t *testing.T) {
 	require.Len(t, missed, 1, "the missed ticks are recorded once: %v", skipped["skip"])
 	assert.GreaterOrEqual(t, missed[0].Ticks, 3)
 
-	require.NotEmpty(t, skipped["forbid"], "a run of 5 s every 2 s skips ticks")
+	require.NotEmpty(t, skipped["forbid"], "a run of two periods and a half skips ticks")
 	forbidRuns := map[string]bool{}
 	for _, f := range runs["forbid"] {
 		forbidRuns[f.run] = true
