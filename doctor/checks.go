@@ -20,6 +20,7 @@ import (
 	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/gitops"
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 // restartFix is how an engine is given this shell's environment and the
@@ -320,6 +321,35 @@ func agentFindings(ctx context.Context, f *Facts) []Finding {
 		}
 	}
 	return out
+}
+
+// sandboxFinding says how the engine's CLI agents are sandboxed on its
+// machine and what that leaves unenforced. No sandbox fails when agent
+// steps run on the cli backend by default and warns otherwise, as a
+// missing CLI agent does; a sandbox that leaves file permissions to root
+// warns.
+func sandboxFinding(f *Facts) Finding {
+	const check = "sandbox"
+	if f.Status == nil {
+		return skip(check, "the engine's sandbox is not known (see the engine finding)")
+	}
+	sb := f.Status.Sandbox
+	if sb == nil {
+		return skip(check, fmt.Sprintf("engine %s (version %s) does not say how its CLI agents are sandboxed", f.Status.Engine, f.Status.Version))
+	}
+	switch {
+	case sb.Mode == sandbox.ModeNone:
+		detail := "CLI agents run without a sandbox on engine " + f.Status.Engine + "'s machine: " + sb.Unenforced
+		fix := "on Linux 5.12 or later, let the engine's user make user namespaces (sysctl user.max_user_namespaces above 0; kernel.unprivileged_userns_clone=1 where the kernel has it; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile allowing userns for orbit; in a container, a seccomp profile allowing unshare and mount), then " + restartFix + "; until then treat an agent with a shell as trusted with the engine and keep its workspace off the project root"
+		if f.Config != nil && f.Config.Runtime.Backend == "cli" {
+			return fail(check, detail+", and runtime.backend is cli", fix)
+		}
+		return warn(check, detail, fix)
+	case sb.Unenforced != "":
+		return warn(check, "CLI agents run confined ("+sb.Mode+") but not everything is enforced: "+sb.Unenforced,
+			"run the engine as a user of its own, not root (owning the project and its .orbit), so file permissions hold too; then "+restartFix)
+	}
+	return ok(check, "CLI agents run confined ("+sb.Mode+"): the file system read-only but their workspace, the engine's state and keys hidden")
 }
 
 // older compares dotted versions numerically.

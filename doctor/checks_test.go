@@ -7,7 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 func TestReplicasAgainstTheClustersSize(t *testing.T) {
@@ -63,4 +66,36 @@ func TestOlderComparesVersionsNumerically(t *testing.T) {
 	assert.False(t, older("2.1.331", "2.1.331"))
 	assert.False(t, older("2.10.0", "2.9.9"))
 	assert.True(t, older("0.99.0", "0.169.0"))
+}
+
+func TestSandboxWarnsWhatItDoesNotEnforce(t *testing.T) {
+	status := func(sb *engine.SandboxStatus) *Facts {
+		return &Facts{Status: &engine.Status{Info: engine.Info{Engine: "e1"}, Sandbox: sb}}
+	}
+	f := sandboxFinding(status(&engine.SandboxStatus{Mode: sandbox.ModeMountNamespace}))
+	assert.Equal(t, OK, f.Level)
+	assert.Empty(t, f.Fix)
+
+	root := sandboxFinding(status(&engine.SandboxStatus{Mode: sandbox.ModeMountNamespace, Root: true,
+		Unenforced: "file permissions: it runs as root, as the engine does; the read-only mounts alone stop its writes"}))
+	assert.Equal(t, Warn, root.Level)
+	assert.Contains(t, root.Detail, "file permissions: it runs as root")
+	assert.Contains(t, root.Fix, "not root")
+
+	none := &engine.SandboxStatus{Mode: sandbox.ModeNone, Reason: "the kernel refused the namespaces: operation not permitted",
+		Unenforced: "no sandbox (the kernel refused the namespaces: operation not permitted): it reads and writes what the engine's user can"}
+	f = sandboxFinding(status(none))
+	assert.Equal(t, Warn, f.Level)
+	assert.Contains(t, f.Detail, "without a sandbox on engine e1's machine")
+	assert.Contains(t, f.Detail, "the kernel refused the namespaces")
+	assert.Contains(t, f.Fix, "user.max_user_namespaces")
+
+	cli := status(none)
+	cli.Config = &assets.Config{Runtime: assets.RuntimeConfig{Backend: "cli"}}
+	f = sandboxFinding(cli)
+	assert.Equal(t, Fail, f.Level)
+	assert.Contains(t, f.Detail, "runtime.backend is cli")
+
+	assert.Equal(t, Skip, sandboxFinding(status(nil)).Level)
+	assert.Equal(t, Skip, sandboxFinding(&Facts{}).Level)
 }

@@ -1,6 +1,6 @@
 // Package doctor checks an Orbit installation's set-up: the engine and the
 // environment it was started from, the configuration it runs with, the
-// credentials, the NATS server, git, the CLI agents, the provider keys and
+// credentials, the NATS server, git, the CLI agents and their sandbox, the provider keys and
 // the engines' clocks. Each finding says what is wrong and how to fix it.
 //
 // The checks read what they are given (Facts), gathered by `orbit doctor`
@@ -35,7 +35,7 @@ const (
 type Finding struct {
 	// Check names the check: engine, environment, config, credentials,
 	// nats, jetstream, fsync, replicas, disk, git, agent:<name>,
-	// provider_keys, clock.
+	// sandbox, provider_keys, clock.
 	Check  string `json:"check"`
 	Level  Level  `json:"level"`
 	Detail string `json:"detail"`
@@ -101,6 +101,7 @@ func Run(ctx context.Context, f *Facts) Report {
 	out = append(out, natsFindings(ctx, f)...)
 	out = append(out, gitFinding(ctx))
 	out = append(out, agentFindings(ctx, f)...)
+	out = append(out, sandboxFinding(f))
 	out = append(out, keyFinding(f))
 	out = append(out, clockFinding(f))
 	rep := Report{Findings: out, Healthy: true}

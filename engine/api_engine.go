@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
 // The endpoints about the engine itself (orbit engine status, stop). They
@@ -28,6 +30,33 @@ type Status struct {
 	// Now is the engine's clock when it answered (orbit doctor compares
 	// the engines' clocks with it).
 	Now time.Time `json:"now"`
+	// Sandbox is how the engine's CLI agents are sandboxed on its machine.
+	Sandbox *SandboxStatus `json:"sandbox,omitempty"`
+}
+
+// SandboxStatus says whether the engine's machine can sandbox a CLI agent
+// (internal/sandbox) and what the sandbox does not enforce there, as each
+// cli.invocation.started records it.
+type SandboxStatus struct {
+	// Mode is the mode its agents run in: mount-namespace or none.
+	Mode string `json:"mode"`
+	// Reason says why there is no sandbox; empty when there is one.
+	Reason string `json:"reason,omitempty"`
+	// Root: the engine runs as root, and so do its agents.
+	Root bool `json:"root,omitempty"`
+	// Unenforced is what an agent is not kept from, and why; empty when
+	// the sandbox enforces it all.
+	Unenforced string `json:"unenforced,omitempty"`
+}
+
+// sandboxStatus reads the machine's sandbox as the engine's agents get it.
+func sandboxStatus() *SandboxStatus {
+	available, why := sandbox.Available()
+	mode := sandbox.ModeMountNamespace
+	if !available {
+		mode = sandbox.ModeNone
+	}
+	return &SandboxStatus{Mode: mode, Reason: why, Root: os.Getuid() == 0, Unenforced: sandbox.Unenforced(mode)}
 }
 
 // StopRequest asks engine Engine to stop as SIGTERM would: it stops taking
@@ -56,7 +85,7 @@ func (e *Engine) engineEndpoints() map[string]events.Handler {
 
 func (e *Engine) apiStatus(context.Context, json.RawMessage) (any, error) {
 	info := e.Info()
-	return Status{Info: info, Version: Version, UptimeSeconds: time.Since(info.Started).Seconds(), Config: e.config.Status(), Now: time.Now()}, nil
+	return Status{Info: info, Version: Version, UptimeSeconds: time.Since(info.Started).Seconds(), Config: e.config.Status(), Now: time.Now(), Sandbox: sandboxStatus()}, nil
 }
 
 // apiStop ends Run, with the answer on its way first: Run stops the API

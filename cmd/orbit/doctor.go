@@ -21,13 +21,15 @@ func (a *app) doctorCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the set-up: engine, environment, config, credentials, NATS, git, CLI agents, keys, clocks",
+		Short: "Check the set-up: engine, environment, config, credentials, NATS, git, CLI agents and their sandbox, keys, clocks",
 		Long: `Check the project's set-up and say, for each finding, how to fix it: the
 engine (running, started from this shell's environment, its configuration
 loaded and current), the credentials and their modes, the NATS server
 (reachable, JetStream, the fsync policy, replicas against the cluster's
 size, free disk against the reserve), git's version, the CLI agents on PATH
-against the versions Orbit supports, the provider keys in the engine's
+against the versions Orbit supports, their sandbox on the engine's machine
+(what it does not enforce: everything without user namespaces, file
+permissions for a root engine), the provider keys in the engine's
 environment (by name, never value), and the engines' clocks.
 
 Like every command, it starts a background engine when none serves the

@@ -68,6 +68,12 @@ func TestDoctorOnAFreshRootIsHealthy(t *testing.T) {
 	}
 	assert.Equal(t, doctor.OK, finding(t, rep, "fsync").Level)
 	assert.Equal(t, doctor.OK, finding(t, rep, "clock").Level)
+	sb := finding(t, rep, "sandbox")
+	if os.Getuid() == 0 {
+		assert.Equal(t, doctor.Warn, sb.Level, "%+v", sb)
+		assert.Contains(t, sb.Detail, "as root")
+	}
+	assert.NotEqual(t, doctor.Skip, sb.Level, "%+v", sb)
 }
 
 func TestDoctorFindsAnEngineStartedFromAnotherEnvironment(t *testing.T) {
