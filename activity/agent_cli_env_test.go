@@ -14,7 +14,10 @@ import (
 // TestCLIAgentEnvironmentIsAnAllowlist: a Claude Code agent's shell prints
 // its environment, which the model server reads back. A variable the engine has and no allowlist names is not
 // there; one its executor passes (pass:) is, and so are the baseline, the
-// provider's and Orbit's.
+// provider's and Orbit's. So is the invocation's hook token: Claude Code
+// has no setting that keeps a variable its http hook reads from the
+// environment of its tools (docs/architecture/groundhog.md says what the
+// agent can do with it).
 //
 // Not parallel: it sets variables of the engine's (this process's)
 // environment.
@@ -40,4 +43,5 @@ func TestCLIAgentEnvironmentIsAnAllowlist(t *testing.T) {
 	assert.Contains(t, env, "ORBIT_TEST_VISIBLE=orbit-visible")
 	assert.Contains(t, env, "ANTHROPIC_BASE_URL="+srv.URL())
 	assert.Contains(t, env, "PATH=")
+	assert.Regexp(t, `ORBIT_HOOK_TOKEN=[0-9a-f]{32}\b`, env, "Claude Code's Bash sees the hook's token")
 }

@@ -3,6 +3,7 @@ package activity_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,9 @@ const docsWriterDenial = `not in fsProfile "docs_writer" write globs [docs/**, *
 // call before it runs: the file is never written, the denial is on record
 // with the hook's reason, and under on_denial terminate the hook's answer
 // ends the session, so the agent exits on its own (no kill, and the turn
-// after the denial, which would hang, is never asked).
+// after the denial, which would hang, is never asked). The hook answered,
+// so Claude Code sent the token in its header; the command line on record
+// holds no token, only the variable's name.
 func TestClaudeCodeHookDeniesAWriteBeforeItRuns(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
@@ -54,6 +57,29 @@ func TestClaudeCodeHookDeniesAWriteBeforeItRuns(t *testing.T) {
 	require.Len(t, finished, 1)
 	assert.Empty(t, finished[0].Signal, "Claude Code ended on its own: the hook's answer stopped it, not a kill")
 	assert.Len(t, srv.Scripted(), 1, "no turn was asked after the denial")
+	assertNoHookToken(t, evs)
+}
+
+// hookToken is the shape of an invocation's hook token: 32 hex digits.
+var hookToken = regexp.MustCompile(`[0-9a-f]{32}`)
+
+// assertNoHookToken checks that the cli.invocation.started in evs holds
+// no hook token: its --settings send the bare endpoint a header that
+// names $ORBIT_HOOK_TOKEN.
+func assertNoHookToken(t *testing.T, evs []events.Event) {
+	t.Helper()
+	started := runrig.OfType(evs, events.CLIInvocationStarted)
+	require.Len(t, started, 1)
+	assert.NotRegexp(t, hookToken, string(started[0].Data), "no token in the record")
+	var settings string
+	for _, a := range runrig.DecodeAll[events.CLIInvocationStartedData](t, started)[0].Args {
+		if v, ok := strings.CutPrefix(a, "--settings="); ok {
+			settings = v
+		}
+	}
+	assert.Regexp(t, `"url":"http://127\.0\.0\.1:[0-9]+/pre-tool"`, settings)
+	assert.Contains(t, settings, `"Authorization":"Bearer $ORBIT_HOOK_TOKEN"`)
+	assert.Contains(t, settings, `"allowedEnvVars":["ORBIT_HOOK_TOKEN"]`)
 }
 
 // TestClaudeCodeHookDenialUnderContinueTellsTheModel: under on_denial

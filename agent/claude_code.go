@@ -36,7 +36,7 @@ const claudeCodeProvider = "claude_code"
 // use that no --allowedTools rule allows, and --tools offers only the
 // built-in tools the allowlist maps to: no step can wait on a permission
 // prompt, and nothing outside the allowlist runs.
-func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookURL string) []string {
+func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookEndpoint string) []string {
 	args := append([]string(nil), cfg.Spec.Args...)
 	args = append(args, "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages")
 	switch {
@@ -45,7 +45,7 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookURL st
 	case !cfg.Persist:
 		args = append(args, "--no-session-persistence")
 	}
-	args = append(args, "--settings="+claudeCodeHookSettings(hookURL),
+	args = append(args, "--settings="+claudeCodeHookSettings(hookEndpoint),
 		"--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
 	if len(grant.Allowed) > 0 {
 		args = append(args, "--allowedTools="+strings.Join(grant.Allowed, ","))

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,6 +154,33 @@ func TestClaudeStreamStopsWhenAMessagesFinalUsageSpendsTheBudget(t *testing.T) {
 		}
 	}
 	require.ErrorIs(t, halted, ErrBudgetExhausted)
+}
+
+// TestClaudeCodeHookSettingsNameTheToken: Claude Code's hook settings
+// name the variable that holds the token, in the Authorization header
+// and in allowedEnvVars (without which Claude Code sends the header
+// empty), and hold no token: the URL is the bare endpoint.
+func TestClaudeCodeHookSettingsNameTheToken(t *testing.T) {
+	var s struct {
+		Hooks struct {
+			PreToolUse []struct {
+				Hooks []struct {
+					Type, URL, OnFailure string
+					Headers              map[string]string
+					AllowedEnvVars       []string
+				}
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(claudeCodeHookSettings("http://127.0.0.1:1/pre-tool")), &s))
+	require.Len(t, s.Hooks.PreToolUse, 1)
+	require.Len(t, s.Hooks.PreToolUse[0].Hooks, 1)
+	h := s.Hooks.PreToolUse[0].Hooks[0]
+	assert.Equal(t, "http", h.Type)
+	assert.Equal(t, "http://127.0.0.1:1/pre-tool", h.URL)
+	assert.Equal(t, "block", h.OnFailure)
+	assert.Equal(t, map[string]string{"Authorization": "Bearer $ORBIT_HOOK_TOKEN"}, h.Headers)
+	assert.Equal(t, []string{EnvHookToken}, h.AllowedEnvVars)
 }
 
 func TestClaudeCodeArgs(t *testing.T) {

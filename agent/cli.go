@@ -184,7 +184,8 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 			return nil, err
 		}
 		defer hook.close()
-		args, stdin = claudeCodeArgs(&cfg, grant, hook.url), []byte(cfg.Envelope.Prompt)
+		agentHook = hook
+		args, stdin = claudeCodeArgs(&cfg, grant, hook.endpoint), []byte(cfg.Envelope.Prompt)
 		cs := newClaudeStream(&cfg, grant, func(d *DeniedError) { stopAgent(d) })
 		cs.halt, cs.hook = stopAgent, hook
 		stream = cs

@@ -32,20 +32,20 @@ type hookRequest struct {
 // agent's stream never shows a denied call (Codex), the hook records it
 // itself (hookConfig.denied).
 //
-// IMPORTANT: a call is answered only with the invocation's random token:
-// in the URL's path (Claude Code's http hook, which takes a URL and no
-// secret besides it), or as a bearer token (`orbit hook codex-pre-tool`,
-// which reads it from its environment, so that it is on no command line
-// and in no record). Another local process that finds the port still
-// cannot ask, nor learn what was decided; a web page cannot send the
-// header without a preflight the endpoint never answers.
+// IMPORTANT: a call is answered only with the invocation's random token
+// as a bearer token, which both agents send from EnvHookToken in their
+// environment: Claude Code's http hook names the variable in a header
+// (claudeCodeHookSettings), `orbit hook codex-pre-tool` reads it. So the
+// token is on no command line, in no settings Orbit writes and in no
+// record. Another local process that finds the port still cannot ask,
+// nor learn what was decided; a web page cannot send the header without
+// a preflight the endpoint never answers.
 type preToolHook struct {
 	hookConfig
 
 	ln       net.Listener
 	srv      *http.Server
-	url      string // with the token in its path
-	endpoint string // without it: the token goes in the Authorization header
+	endpoint string // the token goes in the Authorization header
 	token    string
 	exited   chan struct{} // closed once the agent has exited
 	exit     sync.Once
@@ -82,7 +82,6 @@ func startPreToolHook(cfg hookConfig) (*preToolHook, error) {
 	h := &preToolHook{hookConfig: cfg, ln: ln, token: hex.EncodeToString(token), exited: make(chan struct{}),
 		denied: map[string]string{}}
 	h.endpoint = "http://" + ln.Addr().String() + hookPath
-	h.url = h.endpoint + "/" + h.token
 	h.srv = &http.Server{Handler: http.HandlerFunc(h.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
@@ -91,24 +90,11 @@ func startPreToolHook(cfg hookConfig) (*preToolHook, error) {
 // hookPath is the path of the hook's endpoint.
 const hookPath = "/pre-tool"
 
-// authorized reports whether r carries the invocation's token.
+// authorized reports whether r carries the invocation's token as its
+// bearer token, at the endpoint's own path.
 func (h *preToolHook) authorized(r *http.Request) bool {
-	given := ""
-	switch {
-	case r.URL.Path == hookPath:
-		bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			return false
-		}
-		given = bearer
-	default:
-		rest, ok := strings.CutPrefix(r.URL.Path, hookPath+"/")
-		if !ok {
-			return false
-		}
-		given = rest
-	}
-	return subtle.ConstantTimeCompare([]byte(given), []byte(h.token)) == 1
+	given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && r.URL.Path == hookPath && subtle.ConstantTimeCompare([]byte(given), []byte(h.token)) == 1
 }
 
 func (h *preToolHook) serve(w http.ResponseWriter, r *http.Request) {
@@ -193,11 +179,15 @@ func (h *preToolHook) close() {
 }
 
 // claudeCodeHookSettings is the --settings JSON that sends every tool call
-// of Claude Code to the hook first. onFailure block: a hook that cannot be
-// reached stops the call rather than letting it run.
-func claudeCodeHookSettings(url string) string {
+// of Claude Code to the hook at endpoint first, with the token as a bearer
+// token that Claude Code reads from EnvHookToken in its environment (a
+// header's $VAR is filled only from the variables allowedEnvVars lists).
+// onFailure block: a hook that cannot be reached stops the call rather
+// than letting it run.
+func claudeCodeHookSettings(endpoint string) string {
 	b, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-		"hooks": []any{map[string]any{"type": "http", "url": url, "timeout": 30, "onFailure": "block"}},
+		"hooks": []any{map[string]any{"type": "http", "url": endpoint, "timeout": 30, "onFailure": "block",
+			"headers": map[string]string{"Authorization": "Bearer $" + EnvHookToken}, "allowedEnvVars": []string{EnvHookToken}}},
 	}}}})
 	return string(b)
 }

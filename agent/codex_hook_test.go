@@ -43,9 +43,10 @@ func deniedAnswer(t *testing.T, out []byte) string {
 }
 
 // TestTheHookEndpointAnswersOnlyItsToken: the endpoint answers a call
-// that carries the invocation's token, in the path (Claude Code's http
-// hook) or as a bearer token (orbit hook codex-pre-tool), and nothing
-// else: no token, another token, a GET, a browser's form post.
+// that carries the invocation's token as a bearer token (Claude Code's
+// http hook and orbit hook codex-pre-tool alike), and nothing else: no
+// token, another token, the token in the path (which would put it on
+// Claude Code's command line), a GET, a browser's form post.
 func TestTheHookEndpointAnswersOnlyItsToken(t *testing.T) {
 	asked := 0
 	h, err := startPreToolHook(hookConfig{decide: func(hookRequest) string { asked++; return "" }})
@@ -64,18 +65,22 @@ func TestTheHookEndpointAnswersOnlyItsToken(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	assert.Equal(t, http.StatusOK, post(h.url, "", "application/json"))
 	assert.Equal(t, http.StatusOK, post(h.endpoint, "Bearer "+h.token, "application/json"))
-	assert.Equal(t, 2, asked)
+	assert.Equal(t, 1, asked)
+	assert.Equal(t, http.StatusForbidden, post(h.endpoint+"/"+h.token, "", "application/json"), "the token in the path")
+	assert.Equal(t, http.StatusForbidden, post(h.endpoint+"/"+h.token, "Bearer "+h.token, "application/json"), "another path")
 	assert.Equal(t, http.StatusForbidden, post(h.endpoint, "", "application/json"))
 	assert.Equal(t, http.StatusForbidden, post(h.endpoint, "Bearer "+strings.Repeat("0", len(h.token)), "application/json"))
 	assert.Equal(t, http.StatusForbidden, post(h.endpoint+"/"+strings.Repeat("0", len(h.token)), "", "application/json"))
 	assert.Equal(t, http.StatusForbidden, post(h.endpoint, "", "text/plain"), "a page's form post")
-	resp, err := http.Get(h.url)
+	get, err := http.NewRequest(http.MethodGet, h.endpoint, nil)
+	require.NoError(t, err)
+	get.Header.Set("Authorization", "Bearer "+h.token)
+	resp, err := http.DefaultClient.Do(get)
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
-	assert.Equal(t, 2, asked, "nothing without the token was decided")
+	assert.Equal(t, 1, asked, "nothing without the token as a bearer token was decided")
 }
 
 // TestCodexPreToolHookAnswersAsTheEngineDecides: the hook command prints
