@@ -345,7 +345,15 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 	var out *Outcome
 	var perr error
 	if stream != nil {
+		// A hook call still being answered (Codex's, held for the agent's
+		// end) records into the stream: it is done before the outcome is
+		// read.
+		if agentHook != nil {
+			agentHook.close()
+		}
+		streamMu.Lock()
 		out, perr = stream.outcome(ctx, lastLines(stdout.buf.Bytes(), stderr.buf.Bytes()))
+		streamMu.Unlock()
 	} else {
 		out, perr = parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
 	}
