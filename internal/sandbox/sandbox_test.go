@@ -160,10 +160,13 @@ func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
 	base := t.TempDir()
 	self, err := os.Executable()
 	require.NoError(t, err)
-	data, err := os.ReadFile(self)
-	require.NoError(t, err)
+	// cp writes the copy, not this process: a file this process had open
+	// for writing would be inherited by a parallel test's fork until its
+	// exec, and running the copy then fails with "text file busy".
 	bin := filepath.Join(base, "sandbox.test")
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	out, err := exec.Command("cp", self, bin).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.Chmod(bin, 0o755))
 	work := filepath.Join(base, "work")
 	require.NoError(t, os.Mkdir(work, 0o700))
 	// t.TempDir's two levels are its owner's alone; nothing above them
@@ -177,7 +180,7 @@ func TestTheSandboxWorksForAUserOtherThanRoot(t *testing.T) {
 		"-test.run=^("+strings.Join(tests, "|")+")$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), asOtherUser+"=1", "TMPDIR="+work, "HOME="+work)
 	cmd.Dir = work
-	out, err := cmd.CombinedOutput()
+	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	for _, name := range tests {
 		assert.Contains(t, string(out), "--- PASS: "+name, "%s", out)
