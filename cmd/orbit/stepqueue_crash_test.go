@@ -1,0 +1,92 @@
+package main_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
+)
+
+// tallyJob has four shell steps that each append their name and the run's
+// id to tally.txt.
+const tallyJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: tally}
+spec:
+  steps:
+    - {id: a, spec: {type: shell, program: sh, args: ["-c", "echo a-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
+    - {id: b, spec: {type: shell, program: sh, args: ["-c", "echo b-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
+    - {id: c, spec: {type: shell, program: sh, args: ["-c", "echo c-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
+    - {id: d, spec: {type: shell, program: sh, args: ["-c", "echo d-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
+`
+
+// TestStepCommandsLostWithTheEngineAreSentAgain kills the engine (SIGKILL,
+// a real `orbit serve`) while three runs are under way: right after the
+// server answered for a step command that ORBIT_STEPS, persisted
+// asynchronously, has not written yet, and right after it confirmed a
+// command's ack that it has not written yet. The engine started next
+// sends the lost command again from its step.started, and takes a
+// command whose ack was lost for done without running it: every run
+// finishes once, each of its steps ran once, and the log replays and
+// audits clean.
+func TestStepCommandsLostWithTheEngineAreSentAgain(t *testing.T) {
+	for _, point := range []string{events.FailpointStepCommandSent, events.FailpointStepCommandAcked} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			p := testkit.NewProject(t)
+			p.WriteFile(".orbit/jobs/tally.yaml", tallyJob)
+			env := p.Env
+			p.Env = append(append([]string(nil), env...), "ORBIT_FAILPOINT="+point+"@5")
+			first := serveUntilDead(t, p)
+			p.Env = env
+			var runs []string
+			for range 3 {
+				r := p.Orbit("job", "run", "tally", "--detach")
+				if r.Code != 0 {
+					break // the engine died before it answered
+				}
+				runs = append(runs, strings.TrimSpace(r.Stdout))
+			}
+			waitFor(t, "the engine to die at "+point, func() bool { return !testkit.Runs(first.Process.Pid) })
+			require.NotEmpty(t, runs, "no run was accepted before the kill")
+
+			serve(t, p)
+			for _, id := range runs {
+				waitForLong(t, "run "+id+" to finish", func() bool { return terminal(p, id) })
+			}
+			tally := readLines(t, filepath.Join(p.Root, "tally.txt"))
+			for _, id := range runs {
+				assert.Equal(t, events.StateSuccess, runView(t, p, id).State, id)
+				assert.Len(t, runEvents(t, p, id, "--type", events.RunFinished), 1, "%s finished once", id)
+				for _, step := range []string{"a", "b", "c", "d"} {
+					evs := runEvents(t, p, id, "--step", step)
+					assert.Equal(t, 1, countType(evs, events.StepFinished), "%s step %s finished once", id, step)
+					assert.Equal(t, 1, countType(evs, events.ActivityStarted), "%s step %s started once", id, step)
+					assert.Equal(t, 1, count(tally, fmt.Sprintf("%s-%s", step, id)), "%s step %s ran once", id, step)
+				}
+			}
+			r := p.Orbit("replay", "--verify")
+			require.Equal(t, 0, r.Code, r.String())
+			assert.Contains(t, r.Stdout, " 0 differences")
+			r = p.Orbit("audit")
+			assert.Equal(t, 0, r.Code, r.String())
+		})
+	}
+}
+
+func countType(evs []events.Event, typ string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
