@@ -87,8 +87,9 @@ const (
 	// which on an asynchronous StepsStream may not be written yet.
 	FailpointStepCommandSent = "step-command-sent"
 	// FailpointStepCommandAcked: a step command's ack the server
-	// confirmed, which on an asynchronous StepsStream may not be written
-	// yet: the command may come back.
+	// confirmed (by Ack, or AckNoWait while failpoints are armed), which
+	// on an asynchronous StepsStream may not be written yet: the command
+	// may come back.
 	FailpointStepCommandAcked = "step-command-acked"
 )
 
@@ -272,6 +273,13 @@ func (c *Command) Ack(ctx context.Context) error {
 // ack is lost the command is redelivered, so use it only where handling a
 // redelivery is harmless.
 func (c *Command) AckNoWait() error {
+	if c.failpoints && c.Stream == StepsStream {
+		// The failpoint is where the server has the ack and may not have
+		// written it: it needs the server's answer first.
+		ctx, cancel := withDefaultTimeout(context.Background())
+		defer cancel()
+		return c.Ack(ctx)
+	}
 	c.end()
 	return c.msg.Ack()
 }

@@ -119,7 +119,7 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 		assert.Contains(t, out, `Permissions Violation for Publish to "orbit.step.shell.`)
 		out, code = runNATS(t, natsBin, env, "--context", ctx, "--timeout", "2s", "stream", "get", events.StepsStream, "1")
 		assert.NotEqual(t, 0, code, out)
-		assert.Contains(t, out, "Permissions Violation for Publish to \"$JS.API.STREAM.MSG.GET."+events.StepsStream+"\"")
+		assert.Contains(t, out, "Permissions Violation for Publish to \"$JS.API.STREAM.INFO."+events.StepsStream+"\"")
 		out, code = runNATS(t, natsBin, env, "--context", ctx, "--timeout", "2s", "consumer", "next", events.StepsStream, "worker-shell")
 		assert.NotEqual(t, 0, code, out)
 		assert.Contains(t, out, "Permissions Violation for Publish to \"$JS.API.CONSUMER.")

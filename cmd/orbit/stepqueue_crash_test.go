@@ -14,14 +14,14 @@ import (
 )
 
 // tallyJob has four shell steps that each append their name and the run's
-// id to tally.txt.
+// id to tally.txt; the first waits for the file go.
 const tallyJob = `
 schemaVersion: 2
 kind: Job
 metadata: {name: tally}
 spec:
   steps:
-    - {id: a, spec: {type: shell, program: sh, args: ["-c", "echo a-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
+    - {id: a, spec: {type: shell, program: sh, args: ["-c", "while [ ! -f go ]; do sleep 0.05; done; echo a-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
     - {id: b, spec: {type: shell, program: sh, args: ["-c", "echo b-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
     - {id: c, spec: {type: shell, program: sh, args: ["-c", "echo c-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
     - {id: d, spec: {type: shell, program: sh, args: ["-c", "echo d-$ORBIT_RUN_ID >> tally.txt"], allowed_programs: [sh]}}
@@ -44,18 +44,18 @@ func TestStepCommandsLostWithTheEngineAreSentAgain(t *testing.T) {
 			p.WriteFile(".orbit/jobs/tally.yaml", tallyJob)
 			env := p.Env
 			p.Env = append(append([]string(nil), env...), "ORBIT_FAILPOINT="+point+"@5")
-			first := serveUntilDead(t, p)
+			first := serve(t, p)
 			p.Env = env
+			// The runs' first steps wait until all three are under way, so
+			// that the fifth command, or ack, belongs to a second step.
 			var runs []string
 			for range 3 {
 				r := p.Orbit("job", "run", "tally", "--detach")
-				if r.Code != 0 {
-					break // the engine died before it answered
-				}
+				require.Equal(t, 0, r.Code, r.String())
 				runs = append(runs, strings.TrimSpace(r.Stdout))
 			}
-			waitFor(t, "the engine to die at "+point, func() bool { return !testkit.Runs(first.Process.Pid) })
-			require.NotEmpty(t, runs, "no run was accepted before the kill")
+			p.WriteFile("go", "")
+			waitForLong(t, "the engine to die at "+point, func() bool { return !testkit.Runs(first.Process.Pid) })
 
 			serve(t, p)
 			for _, id := range runs {
