@@ -444,13 +444,15 @@ func (s *storedHost) Failpoint(string)         {}
 // A run requested under one step protocol goes on under it when an engine
 // of a later one resumes it: the stored fan-out runs, cut after their
 // first fan-out item began, finish on today's engine with a fanout.item
-// for every item under protocol 1 and none under 2.
+// for every item under protocol 1 and none from 2 on, and with the
+// workers' activity.finished the stored run has (one an execution under
+// protocols 1 and 2, none from 3 on).
 func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		protocol string
 		items    int // fanout.item events once the run ends
-	}{{"v1", 5}, {"v2", 0}} {
+	}{{"v1", 5}, {"v2", 0}, {"v3", 0}} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			t.Parallel()
 			stored := readStoredLog(t, filepath.Join("testdata/protocol", tc.protocol, "example_fan_out.jsonl"))
@@ -490,17 +492,21 @@ func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 			hist, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
 			require.NoError(t, err)
-			var items, resumed int
+			var items, resumed, finishes int
 			for _, ev := range hist {
 				switch ev.Type {
 				case events.FanoutItem:
 					items++
 				case events.RunResumed:
 					resumed++
+				case events.ActivityFinished:
+					finishes++
 				}
 			}
 			assert.Equal(t, 1, resumed, "the run was resumed, not started again")
 			assert.Equal(t, tc.items, items, "fanout.item events")
+			storedFinishes := len(slices.DeleteFunc(slices.Clone(stored), func(ev events.Event) bool { return ev.Type != events.ActivityFinished }))
+			assert.Equal(t, storedFinishes, finishes, "activity.finished events")
 		})
 	}
 }
