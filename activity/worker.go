@@ -295,11 +295,11 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	// before one with effects outside the log runs (a shell command, an
 	// agent, Groundhog, an External action), so that every such execution
 	// has its record, and before any redelivered one, whose starts bound a
-	// command that keeps failing and mark a possible repeat. A
-	// deterministic action's effects are idempotent and stay in the log:
-	// under step protocols 1 and 2 its start is stored together with its
-	// end, and from 3 on it has none (its step.finished names the worker
-	// and delivery).
+	// command that keeps failing and mark a possible repeat. Any other
+	// deterministic action's effects are idempotent and stay in Orbit's
+	// store (events, the locks): under step protocols 1 and 2 its start is
+	// stored together with its end, and from 3 on it has none (its
+	// step.finished names the worker and delivery).
 	outside := cmd.Activity.Type != assets.TypeDeterministic || w.cfg.Actions[cmd.Activity.Action].External
 	merged := cmd.Protocol >= 3
 	var started *events.PendingAppend
