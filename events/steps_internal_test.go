@@ -160,3 +160,49 @@ func TestStepCommandsPersistAsynchronouslyOnlyWhereTheyMay(t *testing.T) {
 		t.Errorf("replicated: persist mode %s, atomic publish %v; want synchronous with", cfg.PersistMode, cfg.AllowAtomicPublish)
 	}
 }
+
+// TestAStepsStreamOfTheOtherPersistModeIsMadeAgain: the server cannot
+// change a stream's persistence mode in place, so an ORBIT_STEPS made
+// with the other mode (a project moved from the embedded store to a
+// cluster) is made again, with the commands and the keeper it held.
+func TestAStepsStreamOfTheOtherPersistModeIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	root := t.TempDir()
+	l, err := Open(ctx, Config{StoreDir: filepath.Join(root, "nats"), Redactor: &Redactor{},
+		LogKeyFile: filepath.Join(root, "log.key"), MakeLogKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, name := range []string{"step.shell.R.a.1", "step.shell.R.b.1"} {
+		if err := l.Send(ctx, name, "cmd-"+name, map[string]string{"name": name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := l.stepsConfig()
+	want.PersistMode, want.AllowAtomicPublish = jetstream.DefaultPersistMode, true
+	if l.steps, err = l.ensureStepsStream(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	info, err := l.steps.Info(ctx, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.PersistMode != jetstream.DefaultPersistMode || !info.Config.AllowAtomicPublish {
+		t.Errorf("persist mode %s, atomic publish %v; want the default, with", info.Config.PersistMode, info.Config.AllowAtomicPublish)
+	}
+	if info.State.Subjects[StepsKeeperSubject] != 1 {
+		t.Errorf("%d keepers, want 1", info.State.Subjects[StepsKeeperSubject])
+	}
+	for _, name := range []string{"step.shell.R.a.1", "step.shell.R.b.1"} {
+		msg, err := l.steps.GetLastMsgForSubject(ctx, CommandSubject(name))
+		if err != nil {
+			t.Fatalf("%s not held after the stream was made again: %v", name, err)
+		}
+		if reason := l.verifyCommand(StepsStream, msg.Sequence, msg.Subject, msg.Header, msg.Data); reason != "" {
+			t.Errorf("%s does not verify after the stream was made again: %s", name, reason)
+		}
+	}
+}
