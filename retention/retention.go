@@ -15,11 +15,13 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/failpoint"
+	"github.com/orbitrun/orbit/internal/lease"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -47,13 +49,25 @@ type Config struct {
 	// Now is the clock (nil: time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Leases is the orbit_leases bucket, where the engines sharing a log
+	// take the lease of its passes (LeaseKey) as Engine; nil: this
+	// collector is the log's only one. TakeOver (an embedded store, one
+	// engine) takes another engine's lease at once: that is a dead
+	// one's. LeaseTTL is the lease's (0: DefaultLeaseTTL).
+	Leases   *events.KV
+	Engine   string
+	TakeOver bool
+	LeaseTTL time.Duration
 }
 
 // Collector applies the policy. Its passes run one at a time (the
-// engine's loop and orbit log collect may ask at once).
+// engine's loop and orbit log collect may ask at once), and of the
+// engines sharing a log only the holder of the pass's lease makes them.
 type Collector struct {
-	cfg Config
-	mu  sync.Mutex
+	cfg     Config
+	mu      sync.Mutex
+	lease   *lease.Lease
+	holding atomic.Bool // this engine took the lease and has not lost it
 }
 
 // New returns a Collector.
@@ -64,7 +78,7 @@ func New(cfg Config) *Collector {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{cfg: cfg}
+	return &Collector{cfg: cfg, lease: newLease(cfg)}
 }
 
 // Report is what a pass did, or with DryRun would do.
@@ -229,39 +243,52 @@ func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
 	defer c.mu.Unlock()
 	policy := c.cfg.Policy()
 	rep := Report{DryRun: dryRun, Runs: []string{}, Tasks: []string{}}
+	if dryRun {
+		err := c.pass(ctx, policy, true, &rep)
+		return rep, err
+	}
+	if err := c.take(ctx); err != nil {
+		return rep, err
+	}
+	err := c.held(ctx, func(ctx context.Context) error { return c.pass(ctx, policy, false, &rep) })
+	return rep, err
+}
+
+// pass is Collect's work, under the pass's lease unless dryRun.
+func (c *Collector) pass(ctx context.Context, policy assets.RetentionConfig, dryRun bool, rep *Report) error {
 	if !dryRun {
 		if err := c.finish(ctx); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	// The views first catch up with the log: a run they show finished
 	// may have been made live again since (a budget raised).
 	last, err := c.cfg.Log.LastSeq(ctx)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	if err := c.cfg.Views.WaitFor(ctx, last); err != nil {
-		return rep, err
+		return err
 	}
 	sel, err := Select(ctx, c.cfg.Views, policy, c.cfg.Now())
 	if err != nil {
-		return rep, err
+		return err
 	}
 	rep.Runs, rep.Tasks = append(rep.Runs, sel.Runs...), append(rep.Tasks, sel.Tasks...)
 	if dryRun {
-		return rep, nil
+		return nil
 	}
 	if len(sel.Runs)+len(sel.Tasks) > 0 {
-		if err := c.remove(ctx, policy, sel, &rep); err != nil {
-			return rep, err
+		if err := c.remove(ctx, policy, sel, rep); err != nil {
+			return err
 		}
 	}
 	if c.cfg.AfterCollect != nil {
 		if err := c.cfg.AfterCollect(ctx); err != nil {
-			return rep, fmt.Errorf("after the collection: %w", err)
+			return fmt.Errorf("after the collection: %w", err)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // remove archives sel, then records and purges it in records of at most
@@ -368,20 +395,45 @@ func (c *Collector) finish(ctx context.Context) error {
 
 // Run applies the policy every retention.every until ctx ends, from the
 // first interval on; a pass that fails is logged and tried again at the
-// next. A policy that removes nothing makes no pass.
+// next. A policy that removes nothing makes no pass. Of the engines
+// sharing a log, the one that holds the pass's lease makes the passes
+// and renews it between them; the others try at each of their intervals,
+// and take the passes over once it lapses (its engine died) or is given
+// up (its engine stopped).
 func (c *Collector) Run(ctx context.Context) {
+	defer c.release()
+	renew := time.NewTicker(c.renewEvery())
+	defer renew.Stop()
+	next := time.NewTimer(c.cfg.Policy().Interval())
+	defer next.Stop()
 	for {
-		wait := c.cfg.Policy().Interval()
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-renew.C:
+			c.renew(ctx)
+			continue
+		case <-next.C:
 		}
+		next.Reset(c.cfg.Policy().Interval())
 		if !c.cfg.Policy().Enabled() {
 			continue
 		}
-		if _, err := c.Collect(ctx, false); err != nil && ctx.Err() == nil {
+		_, err := c.Collect(ctx, false)
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, ErrElsewhere):
+			c.cfg.Logger.Debug("retention pass left to the engine that holds it", "err", err)
+		default:
 			c.cfg.Logger.Error("retention pass failed; tried again at the next", "err", err)
 		}
 	}
+}
+
+// renewEvery is how often Run renews the lease it holds.
+func (c *Collector) renewEvery() time.Duration {
+	if c.lease.KV == nil {
+		return time.Hour // no bucket: nothing to renew
+	}
+	return c.lease.TTL / 3
 }

@@ -32,6 +32,14 @@ func newRig(t *testing.T) *rig {
 	root := t.TempDir()
 	key := filepath.Join(root, "creds", events.LogKeyFile)
 	l := testkit.StartLog(t, events.Config{LogKeyFile: key, MakeLogKey: true})
+	r := rigOn(t, l, root)
+	r.keyFile = key
+	return r
+}
+
+// rigOn is a rig on the log l, its views and archives under root.
+func rigOn(t *testing.T, l *events.Log, root string) *rig {
+	t.Helper()
 	ctx := testkit.Context(t)
 	p, err := projector.Open(ctx, projector.Config{Path: filepath.Join(root, "views.db"), Source: l})
 	require.NoError(t, err)
@@ -39,7 +47,7 @@ func newRig(t *testing.T) *rig {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p.Run(run) }()
 	t.Cleanup(func() { cancel(); <-done; p.Close() })
-	return &rig{t: t, ctx: ctx, log: l, keyFile: key, views: p, root: root}
+	return &rig{t: t, ctx: ctx, log: l, views: p, root: root}
 }
 
 // run appends a finished run of job: requested, started, a step, finished;
