@@ -64,6 +64,22 @@ func (l *Log) Removals(ctx context.Context) ([]Removal, error) {
 	return out, nil
 }
 
+// RemovalOf returns the log.removed record that names run runID, or nil
+// when none does. A record names what it removes before its purge: a run
+// it names is being removed, or was.
+func (l *Log) RemovalOf(ctx context.Context, runID string) (*Removal, error) {
+	recs, err := l.Removals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		if slices.Contains(recs[i].Runs, runID) {
+			return &recs[i], nil
+		}
+	}
+	return nil, nil
+}
+
 // removedSet is what the records say was removed: the sequences, and the
 // subject prefix of each removed run and task with the time of its
 // record.

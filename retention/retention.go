@@ -68,6 +68,10 @@ type Collector struct {
 	mu      sync.Mutex
 	lease   *lease.Lease
 	holding atomic.Bool // this engine took the lease and has not lost it
+	// afterExport, when set, is called between a pass's export and its
+	// first record: the window in which a run made live again must not
+	// be removed (set by the tests alone).
+	afterExport func()
 }
 
 // New returns a Collector.
@@ -83,9 +87,10 @@ func New(cfg Config) *Collector {
 
 // Report is what a pass did, or with DryRun would do.
 type Report struct {
-	DryRun bool     `json:"dry_run"`
-	Runs   []string `json:"runs"`
-	Tasks  []string `json:"tasks"`
+	DryRun bool `json:"dry_run"`
+	// Runs and Tasks are those removed (with DryRun, those selected).
+	Runs  []string `json:"runs"`
+	Tasks []string `json:"tasks"`
 	// Events is how many events were archived and removed.
 	Events int `json:"events"`
 	// Archive is the archive written (empty: none).
@@ -100,6 +105,9 @@ type Report struct {
 type Selection struct {
 	Runs  []string
 	Tasks []string
+	// trees are Runs by tree (a root and what it started), which go
+	// together or not at all.
+	trees [][]string
 }
 
 // Select returns the runs and tasks policy lets go at now: every run of a
@@ -135,7 +143,11 @@ func selectBy(ctx context.Context, views *projector.Projector, policy assets.Ret
 		if err != nil {
 			return sel, err
 		}
-		sel.Runs = selectRuns(runs, policy.Runs, now, job)
+		sel.trees = selectRuns(runs, policy.Runs, now, job)
+		for _, t := range sel.trees {
+			sel.Runs = append(sel.Runs, t...)
+		}
+		slices.Sort(sel.Runs)
 	}
 	if policy.Tasks.OlderThan > 0 {
 		tasks, err := views.Tasks(ctx)
@@ -165,8 +177,9 @@ type tree struct {
 	ended    time.Time // the latest end of its runs
 }
 
-// selectRuns applies the runs rules to every run the views hold.
-func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Time, job string) []string {
+// selectRuns applies the runs rules to every run the views hold, and
+// returns the trees that go.
+func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Time, job string) [][]string {
 	byID := make(map[string]*projector.RunView, len(runs))
 	for i := range runs {
 		byID[runs[i].ID] = &runs[i]
@@ -203,7 +216,7 @@ func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Tim
 			byJob[t.root.Job] = append(byJob[t.root.Job], t)
 		}
 	}
-	var out []string
+	var out [][]string
 	for _, ts := range byJob {
 		// Newest first: by the root's end, then its id (a ULID).
 		slices.SortFunc(ts, func(a, b *tree) int {
@@ -216,11 +229,12 @@ func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Tim
 			old := rule.OlderThan > 0 && now.Sub(t.ended) > rule.OlderThan
 			beyond := rule.KeepPerJob > 0 && i >= rule.KeepPerJob
 			if old || beyond {
-				out = append(out, t.runs...)
+				slices.Sort(t.runs)
+				out = append(out, t.runs)
 			}
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b []string) int { return compareStrings(a[0], b[0]) })
 	return out
 }
 
@@ -274,8 +288,8 @@ func (c *Collector) pass(ctx context.Context, policy assets.RetentionConfig, dry
 	if err != nil {
 		return err
 	}
-	rep.Runs, rep.Tasks = append(rep.Runs, sel.Runs...), append(rep.Tasks, sel.Tasks...)
 	if dryRun {
+		rep.Runs, rep.Tasks = append(rep.Runs, sel.Runs...), append(rep.Tasks, sel.Tasks...)
 		return nil
 	}
 	if len(sel.Runs)+len(sel.Tasks) > 0 {
@@ -317,20 +331,21 @@ func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, s
 	}
 	rep.Archive = path
 	failpoint.Hit(FailpointExported)
-	type chunk struct{ runs, tasks []string }
-	var chunks []chunk
-	for runs := sel.Runs; len(runs) > 0; {
-		n := min(perRecord, len(runs))
-		chunks = append(chunks, chunk{runs: runs[:n]})
-		runs = runs[n:]
+	if c.afterExport != nil {
+		c.afterExport()
 	}
-	for tasks := sel.Tasks; len(tasks) > 0; {
-		n := min(perRecord, len(tasks))
-		chunks = append(chunks, chunk{tasks: tasks[:n]})
-		tasks = tasks[n:]
-	}
-	for _, ch := range chunks {
-		d := exp.Removal(ch.runs, ch.tasks)
+	// Each record is made only after what it names is checked again: a
+	// run or task with an event past through was made live again since
+	// the selection (a budget raised, a task reopened), and its tree stays
+	// whole in the log (it stays in the archive too, which the records
+	// do not name it in).
+	moved := &movedSince{through: through, runs: map[string]bool{}, tasks: map[string]bool{}}
+	for _, ch := range chunks(sel) {
+		if err := moved.read(ctx, c.cfg.Log); err != nil {
+			return err
+		}
+		runs, tasks := moved.keep(ch)
+		d := exp.Removal(runs, tasks)
 		if d.Count == 0 {
 			continue
 		}
@@ -340,8 +355,12 @@ func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, s
 		}
 		rep.Records = append(rep.Records, r.Seq)
 		rep.Events += int(d.Count)
+		rep.removed(d)
 	}
-	c.cfg.Logger.Info("retention archived and removed finished work from the log", "runs", len(sel.Runs), "tasks", len(sel.Tasks),
+	slices.Sort(rep.Runs)
+	slices.Sort(rep.Tasks)
+	rep.Kept = moved.kept()
+	c.cfg.Logger.Info("retention archived and removed finished work from the log", "runs", len(rep.Runs), "tasks", len(rep.Tasks),
 		"events", rep.Events, "archive", path)
 	return c.rebuild(ctx)
 }

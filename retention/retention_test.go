@@ -281,3 +281,41 @@ func TestDoneAndArchivedTasksGo(t *testing.T) {
 	require.Len(t, tasks, 2)
 	assert.Equal(t, events.TaskDone, tasks[0].Status)
 }
+
+// TestARunMadeLiveAgainDuringAPassKeepsItsHistory: a child run made live
+// again (a budget raised) after a pass selected its tree and exported it,
+// before the record, keeps its whole tree in the log: the record names
+// only the other runs, the revived child's first events are still read,
+// and audit passes. Without the check before the record its early
+// history was purged while it went on.
+func TestARunMadeLiveAgainDuringAPassKeepsItsHistory(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.run("A1", "a", "", events.StateSuccess)
+	r.run("P", "b", "", events.StateSuccess)
+	r.run("C", "child", "P", events.StateBudgetExhausted)
+	c := r.collector(assets.RetentionConfig{Runs: assets.RunRetention{OlderThan: 24 * time.Hour}}, nil)
+	c.SetAfterExport(func() {
+		_, err := r.log.Append(r.ctx, events.Event{Type: events.RunBudgetRaised, RunID: "C", Job: "child",
+			ID: events.RunBudgetRaisedID("C", 1)}, events.RunBudgetRaisedData{Raise: 1, MaxTokens: 1000})
+		require.NoError(t, err)
+	})
+	rep, err := c.Collect(r.ctx, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"A1"}, rep.Runs)
+	assert.Contains(t, rep.Kept, "made live again")
+	evs, err := r.log.Read(r.ctx, events.FollowOptions{Filters: []string{events.RunFilter("C")}})
+	require.NoError(t, err)
+	require.NotEmpty(t, evs)
+	assert.Equal(t, events.RunRequested, evs[0].Type, "the revived run's history is whole")
+	evs, err = r.log.Read(r.ctx, events.FollowOptions{Filters: []string{events.RunFilter("P")}})
+	require.NoError(t, err)
+	assert.Len(t, evs, 5, "its parent stays with it")
+	recs, err := r.log.Removals(r.ctx)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, []string{"A1"}, recs[0].Runs)
+	audit, err := r.log.Audit(r.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, audit.Problems)
+}
