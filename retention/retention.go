@@ -72,6 +72,9 @@ type Collector struct {
 	// first record: the window in which a run made live again must not
 	// be removed (set by the tests alone).
 	afterExport func()
+	// deniedSaid: the log's refusal of purges was logged (once; later
+	// passes say it in their reports alone). Under mu.
+	deniedSaid bool
 }
 
 // New returns a Collector.
@@ -315,8 +318,11 @@ func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, s
 		return err
 	}
 	if !allowed {
-		rep.Kept = fmt.Sprintf("the log's stream %s denies purges (it was made before retention, and JetStream cannot lift that); nothing is archived or removed", events.EventsStream)
-		c.cfg.Logger.Warn(rep.Kept)
+		rep.Kept = fmt.Sprintf("the log's stream %s denies purges (it was made before retention, and JetStream cannot lift that); nothing is archived or removed (orbit doctor says what to do)", events.EventsStream)
+		if !c.deniedSaid {
+			c.cfg.Logger.Warn(rep.Kept)
+			c.deniedSaid = true
+		}
 		return nil
 	}
 	through, err := c.cfg.Log.LastSeq(ctx)

@@ -2,10 +2,14 @@ package retention_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -318,4 +322,38 @@ func TestARunMadeLiveAgainDuringAPassKeepsItsHistory(t *testing.T) {
 	audit, err := r.log.Audit(r.ctx)
 	require.NoError(t, err)
 	assert.Empty(t, audit.Problems)
+}
+
+// TestALogThatDeniesPurgesIsSaidOnce: on a log whose event stream denies
+// purges (made before retention) a pass archives and removes nothing, and
+// says why in its report every time, but in the engine's log once.
+func TestALogThatDeniesPurgesIsSaidOnce(t *testing.T) {
+	t.Parallel()
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	r := rigOn(t, l, t.TempDir())
+	js, err := jetstream.New(testkit.DialEngine(t, l.ClientURL(), l.CredsDir()))
+	require.NoError(t, err)
+	stream, err := js.Stream(r.ctx, events.EventsStream)
+	require.NoError(t, err)
+	cfg := stream.CachedInfo().Config
+	require.NoError(t, js.DeleteStream(r.ctx, events.EventsStream))
+	cfg.DenyPurge = true
+	_, err = js.CreateStream(r.ctx, cfg)
+	require.NoError(t, err)
+	r.run("A1", "a", "", events.StateSuccess)
+	r.run("A2", "a", "", events.StateSuccess)
+
+	var said testkit.SyncBuffer
+	c := retention.New(retention.Config{Log: l, Views: r.views, Root: r.root,
+		Policy: func() assets.RetentionConfig { return assets.RetentionConfig{Runs: assets.RunRetention{KeepPerJob: 1}} },
+		Now:    func() time.Time { return time.Now().Add(48 * time.Hour) }, Logger: slog.New(slog.NewTextHandler(&said, nil))})
+	for range 3 {
+		rep, err := c.Collect(r.ctx, false)
+		require.NoError(t, err)
+		assert.Contains(t, rep.Kept, "denies purges")
+		assert.Empty(t, rep.Runs)
+		assert.Empty(t, rep.Archive)
+	}
+	assert.Equal(t, 1, strings.Count(said.String(), "denies purges"), said.String())
+	assert.True(t, r.has("A1"))
 }
