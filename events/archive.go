@@ -191,7 +191,18 @@ func (l *Log) Export(ctx context.Context, path string, sel ExportSelection) (Exp
 	defer w.abort()
 	blobs := map[string]bool{}
 	if len(prefixes) > 0 {
-		err = l.scan(ctx, "", 1, through, func(seq uint64, msg *nats.Msg) error {
+		// Through the stream's last message, as its leader has it: a
+		// replica behind it would end the scan short, and the removal
+		// would leave a run half in the log. What lies past through is
+		// read and left out.
+		last, err := l.lastStored(ctx)
+		if err != nil {
+			return Exported{}, err
+		}
+		err = l.scanThrough(ctx, EventsStream, "", 1, last, func(seq uint64, msg *nats.Msg) error {
+			if seq > through {
+				return nil
+			}
 			subject := serverHeader(msg.Header, jetstream.SubjectHeader)
 			parts := strings.SplitN(subject, ".", 5)
 			if len(parts) < 5 {
