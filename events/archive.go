@@ -122,14 +122,13 @@ func (e Exported) Has(filter string) bool { return len(e.seqs[filter]) > 0 }
 // Removal returns the log.removed record of what e archived of these runs
 // and tasks (those it holds no event of are left out).
 func (e Exported) Removal(runs, tasks []string) LogRemovedData {
-	d := LogRemovedData{Archive: filepath.Base(e.Path), ArchiveSHA256: e.SHA256}
+	d := LogRemovedData{Version: LogRemovedVersion, Archive: filepath.Base(e.Path), ArchiveSHA256: e.SHA256}
 	var all []uint64
 	take := func(filter string) bool {
 		seqs := e.seqs[filter]
 		if len(seqs) == 0 {
 			return false
 		}
-		d.Subjects = append(d.Subjects, filter)
 		all = append(all, seqs...)
 		return true
 	}
