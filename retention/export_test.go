@@ -1,5 +1,5 @@
 package retention
 
-// SetAfterExport has f called between each pass's export and its first
-// record.
-func (c *Collector) SetAfterExport(f func()) { c.afterExport = f }
+// SetAfterSelect has f called between each pass's selection and its
+// export.
+func (c *Collector) SetAfterSelect(f func()) { c.afterSelect = f }

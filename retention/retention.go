@@ -68,10 +68,10 @@ type Collector struct {
 	mu      sync.Mutex
 	lease   *lease.Lease
 	holding atomic.Bool // this engine took the lease and has not lost it
-	// afterExport, when set, is called between a pass's export and its
-	// first record: the window in which a run made live again must not
-	// be removed (set by the tests alone).
-	afterExport func()
+	// afterSelect, when set, is called between a pass's selection and
+	// its export: the window in which a run made live again must not be
+	// removed (set by the tests alone).
+	afterSelect func()
 	// deniedSaid: the log's refusal of purges was logged (once; later
 	// passes say it in their reports alone). Under mu.
 	deniedSaid bool
@@ -296,7 +296,7 @@ func (c *Collector) pass(ctx context.Context, policy assets.RetentionConfig, dry
 		return nil
 	}
 	if len(sel.Runs)+len(sel.Tasks) > 0 {
-		if err := c.remove(ctx, policy, sel, rep); err != nil {
+		if err := c.remove(ctx, policy, sel, last, rep); err != nil {
 			return err
 		}
 	}
@@ -312,7 +312,10 @@ func (c *Collector) pass(ctx context.Context, policy assets.RetentionConfig, dry
 // perRecord runs and tasks, one record purged before the next is
 // appended (so only the last record can be left half purged: finish),
 // then rebuilds the views and snapshots them.
-func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, sel Selection, rep *Report) error {
+func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, sel Selection, selected uint64, rep *Report) error {
+	if c.afterSelect != nil {
+		c.afterSelect()
+	}
 	allowed, err := c.cfg.Log.PurgeAllowed(ctx)
 	if err != nil {
 		return err
@@ -337,15 +340,13 @@ func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, s
 	}
 	rep.Archive = path
 	failpoint.Hit(FailpointExported)
-	if c.afterExport != nil {
-		c.afterExport()
-	}
 	// Each record is made only after what it names is checked again: a
-	// run or task with an event past through was made live again since
-	// the selection (a budget raised, a task reopened), and its tree stays
-	// whole in the log (it stays in the archive too, which the records
-	// do not name it in).
-	moved := &movedSince{through: through, runs: map[string]bool{}, tasks: map[string]bool{}}
+	// run or task with an event past selected, the log's last sequence
+	// when the views were read, was made live again since the selection
+	// (a budget raised, a task reopened), and its tree stays whole in the
+	// log (it stays in the archive too, which the records do not name it
+	// in).
+	moved := &movedSince{through: selected, runs: map[string]bool{}, tasks: map[string]bool{}}
 	for _, ch := range chunks(sel) {
 		if err := moved.read(ctx, c.cfg.Log); err != nil {
 			return err

@@ -287,10 +287,10 @@ func TestDoneAndArchivedTasksGo(t *testing.T) {
 }
 
 // TestARunMadeLiveAgainDuringAPassKeepsItsHistory: a child run made live
-// again (a budget raised) after a pass selected its tree and exported it,
-// before the record, keeps its whole tree in the log: the record names
-// only the other runs, the revived child's first events are still read,
-// and audit passes. Without the check before the record its early
+// again (a budget raised) after a pass selected its tree, before the
+// pass's export and record, keeps its whole tree in the log: the record
+// names only the other runs, the revived child's first events are still
+// read, and audit passes. Without the check before the record its early
 // history was purged while it went on.
 func TestARunMadeLiveAgainDuringAPassKeepsItsHistory(t *testing.T) {
 	t.Parallel()
@@ -299,7 +299,7 @@ func TestARunMadeLiveAgainDuringAPassKeepsItsHistory(t *testing.T) {
 	r.run("P", "b", "", events.StateSuccess)
 	r.run("C", "child", "P", events.StateBudgetExhausted)
 	c := r.collector(assets.RetentionConfig{Runs: assets.RunRetention{OlderThan: 24 * time.Hour}}, nil)
-	c.SetAfterExport(func() {
+	c.SetAfterSelect(func() {
 		_, err := r.log.Append(r.ctx, events.Event{Type: events.RunBudgetRaised, RunID: "C", Job: "child",
 			ID: events.RunBudgetRaisedID("C", 1)}, events.RunBudgetRaisedData{Raise: 1, MaxTokens: 1000})
 		require.NoError(t, err)
