@@ -21,6 +21,19 @@ import (
 // the seeded docs_writer profile's write globs.
 const docsWriterDenial = `not in fsProfile "docs_writer" write globs [docs/**, **/*.md, **/*.rst, **/*.txt]`
 
+// runAsDocsWriter runs job, its step under the seeded docs_writer profile
+// (its agent may write docs/ and Markdown, not src/), on an engine of its
+// own in a fresh workspace, dir.
+func runAsDocsWriter(t *testing.T, job *assets.Job) (log *events.Log, dir, runID string, fin events.RunFinishedData) {
+	t.Helper()
+	log = testkit.StartLog(t, events.Config{})
+	dir = t.TempDir()
+	seededProfileEngine(t, log, dir, nil)
+	job.Spec.Steps[0].FSProfile = "docs_writer"
+	runID, fin = runrig.RunJob(t, log, job, nil)
+	return log, dir, runID, fin
+}
+
 // TestClaudeCodeHookDeniesAWriteBeforeItRuns: Claude Code's permission
 // rules allow a Write anywhere in the workspace; the step's profile,
 // docs_writer, does not allow src/. Orbit's PreToolUse hook refuses the
@@ -32,14 +45,9 @@ const docsWriterDenial = `not in fsProfile "docs_writer" write globs [docs/**, *
 // holds no token, only the variable's name.
 func TestClaudeCodeHookDeniesAWriteBeforeItRuns(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	seededProfileEngine(t, log, dir, nil)
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")[0], testkit.Turn{Hang: true})
-	job := claudeCodeJob(t, srv, writeForAMinute)
-	job.Spec.Steps[0].FSProfile = "docs_writer"
 	began := time.Now()
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	log, dir, runID, fin := runAsDocsWriter(t, claudeCodeJob(t, srv, writeForAMinute))
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Less(t, time.Since(began), 30*time.Second)
@@ -87,13 +95,8 @@ func assertNoHookToken(t *testing.T, evs []events.Event) {
 // succeeds without the write.
 func TestClaudeCodeHookDenialUnderContinueTellsTheModel(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	seededProfileEngine(t, log, dir, nil)
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")...)
-	job := claudeCodeJob(t, srv, writeForAMinute+"        on_denial: continue\n")
-	job.Spec.Steps[0].FSProfile = "docs_writer"
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	log, dir, runID, fin := runAsDocsWriter(t, claudeCodeJob(t, srv, writeForAMinute+"        on_denial: continue\n"))
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	_, err := os.Stat(filepath.Join(dir, "src", "main.go"))
