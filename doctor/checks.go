@@ -51,6 +51,9 @@ func engineFindings(f *Facts) []Finding {
 	case f.ConnectErr != nil:
 		return append(out, fail("engine", "no engine serves "+f.Root+": "+f.ConnectErr.Error(),
 			"read .orbit/state/engine.log for why it did not start, or run orbit serve in the foreground to see it"))
+	case errors.Is(f.StatusErr, events.ErrNotPermitted):
+		return append(out, skip("engine", "this key may not ask the engine how it is (a reader's key reads the log alone): "+
+			"the engine's checks need the client's key (drop --nkey, or ORBIT_NKEY)"))
 	case st == nil:
 		return append(out, fail("engine", "the engine does not answer engine.status: "+errText(f.StatusErr),
 			"orbit engine stop, then any command starts a new one (or orbit engine restart)"))
