@@ -129,6 +129,9 @@ func TestCodexTurnLimitStopsTheAgent(t *testing.T) {
 	log, dir := cliEngine(t)
 	first := codexCommandTurns("echo one > one.txt")[0]
 	second := codexCommandTurns("sleep 5 && echo two > two.txt")[0]
+	// A model names each call anew; the hook refuses a second request for
+	// an id it has decided.
+	second.Tools[0].ID = "call_write_two"
 	srv := testkit.NewOpenAIServer(t, first, second, testkit.Turn{Text: "done"})
 	runID, fin := runrig.RunJob(t, log, codexJob(t, srv, "        tools: [fs.write]\n        max_iterations: 1\n        wall_clock_timeout_seconds: 60\n"), nil)
 
