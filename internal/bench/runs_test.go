@@ -105,7 +105,10 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				stop := profilePart(b, "runs-"+durability)
+				ai0, _ := js.AccountInfo(ctx)
 				ids, took := batch(runs)
+				ai1, _ := js.AccountInfo(ctx)
+				b.Logf("API calls per run: %.1f, errors %d", float64(ai1.API.Total-ai0.API.Total)/runs, ai1.API.Errors-ai0.API.Errors)
 				stop()
 				runTime += took
 				byRun := make([][]*nats.Msg, len(ids))
