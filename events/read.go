@@ -283,6 +283,10 @@ func (f *Feed) Events() <-chan Event { return f.events }
 // has been delivered.
 func (f *Feed) CaughtUp() <-chan struct{} { return f.caughtUp }
 
+// Last is the sequence of the last event that matched when the feed
+// started (0: none), the one CaughtUp waits for.
+func (f *Feed) Last() uint64 { return f.last }
+
 // Stop ends the feed and waits for its goroutine. It is safe to call more
 // than once.
 func (f *Feed) Stop() {

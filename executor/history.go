@@ -65,7 +65,10 @@ func openHistory(ctx context.Context, log *events.Log, runID string, onEvent fun
 		done:    make(chan struct{}),
 	}
 	go h.follow()
-	if err := h.CatchUp(ctx); err != nil {
+	// Where the feed starts to wait for new events is where the log ended
+	// as the feed started: looking it up again would cost the server one
+	// request per filter (twelve), on the path of every run's start.
+	if err := h.waitSeq(ctx, feed.Last()); err != nil {
 		h.close()
 		return nil, err
 	}
