@@ -306,7 +306,7 @@ spec:
       spec: {type: agent_loop, provider: claude, model: m, base_url: "`+ws.URL()+`"}
 `)
 	runID := runrig.Submit(t, log, job, nil)
-	runrig.WaitFor(t, "the pause to start", func() bool { return runrig.Has(t, log, runID, events.ActivityStarted, "pause") })
+	runrig.WaitFor(t, "the pause to be dispatched", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "pause") })
 	first.Stop()
 
 	// The new engine's pause would take a minute: record the pause as done,
@@ -358,7 +358,7 @@ spec:
       spec: {type: deterministic, action: echo, config: {said: "{{ steps.a.output.final_message }} {{ steps.b.output.final_message }} {{ steps.c.output.final_message }}"}}
 `)
 	runID := runrig.Submit(t, log, job, nil)
-	runrig.WaitFor(t, "the pause to start", func() bool { return runrig.Has(t, log, runID, events.ActivityStarted, "pause") })
+	runrig.WaitFor(t, "the pause to be dispatched", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "pause") })
 	first.Stop()
 	_, err := log.Append(testkit.Context(t), events.Event{ID: events.DecisionID(events.StepFinished, runID, "pause", "1"), Type: events.StepFinished,
 		RunID: runID, Job: "scripted", StepKey: "pause"}, events.StepFinishedData{Attempt: 1, State: events.StateSuccess})

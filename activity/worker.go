@@ -27,7 +27,8 @@ import (
 type WorkerConfig struct {
 	// Log is the event log commands come from and events go to.
 	Log *events.Log
-	// Engine identifies the worker in activity.started events.
+	// Engine identifies the worker in activity.started events and, under
+	// step protocol 3, in the step.finished of an execution.
 	Engine string
 	// Concurrency bounds the activities of each type running at once
 	// (defaults: shell 8, deterministic 64, agent_loop 4, groundhog 2).
@@ -101,9 +102,9 @@ func (c *WorkerConfig) setDefaults() {
 }
 
 // Worker executes step commands. For each command it records
-// activity.started, runs the activity, records the step's events and
-// step.finished, and only then acknowledges the command: a crash anywhere
-// before the ack redelivers it. A redelivered command whose step already
+// activity.started where the run's step protocol asks for it, runs the
+// activity, records the step's events and step.finished, and only then
+// acknowledges the command: a crash anywhere before the ack redelivers it. A redelivered command whose step already
 // finished is acknowledged without running anything.
 //
 // IMPORTANT: a command runs only if the log holds the step.started of its
@@ -290,18 +291,26 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		_, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, typ, ""), payload)
 		return err
 	}
-	// activity.started records that an execution began. It is stored
-	// before an activity with effects outside the log runs (a shell
-	// command, an agent, Groundhog), so that every such execution has its
-	// record, and before any redelivered one, whose starts bound a command
-	// that keeps failing. A deterministic action's effects are idempotent:
-	// its start is stored together with its end.
-	started, err := w.cfg.Log.AppendAsync(ctx, w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
-		Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
-		Delivery: c.Delivery, Redelivered: redelivered,
-	})
-	if err == nil && (redelivered || cmd.Activity.Type != assets.TypeDeterministic || w.cfg.Actions[cmd.Activity.Action].External) {
-		_, err = started.Wait(ctx)
+	// activity.started records that an execution began, and is stored
+	// before one with effects outside the log runs (a shell command, an
+	// agent, Groundhog, an External action), so that every such execution
+	// has its record, and before any redelivered one, whose starts bound a
+	// command that keeps failing and mark a possible repeat. Any other
+	// deterministic action's effects are idempotent and stay in Orbit's
+	// store (events, the locks): under step protocols 1 and 2 its start is
+	// stored together with its end, and from 3 on it has none (its
+	// step.finished names the worker and delivery).
+	outside := cmd.Activity.Type != assets.TypeDeterministic || w.cfg.Actions[cmd.Activity.Action].External
+	merged := cmd.Protocol >= 3
+	var started *events.PendingAppend
+	if !merged || outside || redelivered {
+		started, err = w.cfg.Log.AppendAsync(ctx, w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
+			Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
+			Delivery: c.Delivery, Redelivered: redelivered,
+		})
+		if err == nil && (redelivered || outside) {
+			_, err = started.Wait(ctx)
+		}
 	}
 	if err != nil {
 		_ = ls.Release(ctx)
@@ -334,12 +343,15 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		state = interpreter.FailedState(info)
 		output = nil
 	}
-	end := []endEvent{
-		{w.stepEvent(&cmd, events.ActivityFinished, ""), events.ActivityFinishedData{
-			Attempt: cmd.Attempt, State: state, DurationMS: elapsed, Error: info}},
-		{w.stepEvent(&cmd, events.StepFinished, finishedID), events.StepFinishedData{
-			Attempt: cmd.Attempt, State: state, Output: output, Error: info, DurationMS: elapsed}},
+	finished := events.StepFinishedData{Attempt: cmd.Attempt, State: state, Output: output, Error: info, DurationMS: elapsed}
+	var end []endEvent
+	if merged {
+		finished.Worker, finished.Delivery = w.cfg.Engine, c.Delivery
+	} else {
+		end = append(end, endEvent{w.stepEvent(&cmd, events.ActivityFinished, ""), events.ActivityFinishedData{
+			Attempt: cmd.Attempt, State: state, DurationMS: elapsed, Error: info}})
 	}
+	end = append(end, endEvent{w.stepEvent(&cmd, events.StepFinished, finishedID), finished})
 	if err := w.appendAll(ctx, started, end); err != nil {
 		if ctx.Err() != nil {
 			_ = ls.Release(context.WithoutCancel(ctx))
@@ -365,9 +377,12 @@ type endEvent struct {
 }
 
 // appendAll appends the events that end a step attempt without waiting for
-// each, then waits for them and for its activity.started.
+// each, then waits for them and for its activity.started, if it has one.
 func (w *Worker) appendAll(ctx context.Context, started *events.PendingAppend, end []endEvent) error {
-	pending := []*events.PendingAppend{started}
+	var pending []*events.PendingAppend
+	if started != nil {
+		pending = append(pending, started)
+	}
 	for _, e := range end {
 		p, err := w.cfg.Log.AppendAsync(ctx, e.ev, e.payload)
 		if err != nil {

@@ -1,10 +1,12 @@
 package events_test
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +24,10 @@ import (
 // event, Follow caught up only past it.
 func TestReadsOnALaggingReplicaDoNotGoBackInTime(t *testing.T) {
 	t.Parallel()
-	ctx := testkit.Context(t)
+	// Over 3,600 replicated appends and as many reads: more than
+	// testkit.Context's minute on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
 	w, err := openOnCluster(t, c, c.URLs(), 0)
 	require.NoError(t, err)

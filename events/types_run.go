@@ -173,7 +173,12 @@ type RunRequestedData struct {
 //     one.
 //   - 2: a fan-out item has no fanout.item event: the item's worker's
 //     step.started is its first event.
-const StepProtocol = 2
+//   - 3: a worker's step.finished carries the execution's outcome,
+//     duration, worker and delivery, and no activity.finished is written;
+//     activity.started is written only before an execution with effects
+//     outside the log (every activity but a deterministic action not
+//     marked External) and before any redelivered one.
+const StepProtocol = 3
 
 // RoutineTick is the routine a run was started for and the tick of its
 // schedule it fires for. Manual is set for orbit routine run-now, which
@@ -305,6 +310,13 @@ type StepFinishedData struct {
 	// ReusedFrom names the run whose recorded output a retry returned for
 	// this step instead of running it (orbit run retry --from).
 	ReusedFrom string `json:"reused_from,omitempty"`
+	// Worker and Delivery are set on the step.finished a worker writes
+	// for an execution under step protocol 3 on (where activity.finished
+	// is no longer written): the worker that ran it and the command's
+	// delivery it ran on. Empty on a step.finished no execution wrote (a
+	// structural step's, a skip, a dead letter, a reuse).
+	Worker   string `json:"worker,omitempty"`
+	Delivery int    `json:"delivery,omitempty"`
 }
 
 // StepDeadLetteredData records that a step attempt's command was started
@@ -316,7 +328,9 @@ type StepDeadLetteredData struct {
 }
 
 // ActivityStartedData records that a worker began executing an attempt.
-// Redelivered means the command may have been delivered before — to this
+// Under step protocols 1 and 2 every execution has one; from 3 on only
+// one with effects outside the log, or a redelivered one (see
+// StepProtocol). Redelivered means the command may have been delivered before — to this
 // engine before a restart or to another — so an earlier delivery may have
 // run part of the activity.
 type ActivityStartedData struct {
@@ -327,7 +341,9 @@ type ActivityStartedData struct {
 	Redelivered  bool   `json:"redelivered,omitempty"`
 }
 
-// ActivityFinishedData records that a worker finished executing an attempt.
+// ActivityFinishedData records that a worker finished executing an
+// attempt: written under step protocols 1 and 2 only, step.finished
+// carries the same from 3 on.
 type ActivityFinishedData struct {
 	Attempt    int        `json:"attempt"`
 	State      string     `json:"state"`

@@ -198,3 +198,17 @@ func (h *runHistory) close() {
 	h.feed.Stop()
 	<-h.done
 }
+
+// OpenHistory returns the history an orchestrator gives the interpreter
+// of run runID, caught up with the log, and what closes it; onEvent, if
+// not nil, sees every event first (the orchestrator's is the
+// interpreter's Observe). It is how a replay outside the orchestrator
+// (internal/compat's stored logs) runs the interpreter on the history the
+// engine uses.
+func OpenHistory(ctx context.Context, log *events.Log, runID string, onEvent func(events.Event)) (interpreter.History, func(), error) {
+	h, err := openHistory(ctx, log, runID, onEvent)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, h.close, nil
+}

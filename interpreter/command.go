@@ -76,6 +76,11 @@ type StepCommand struct {
 	// Traceparent is the attempt's span as a W3C traceparent: shell steps
 	// and CLI agents get it as TRACEPARENT.
 	Traceparent string `json:"traceparent,omitempty"`
+	// Protocol is the step protocol of the command's run (see
+	// events.StepProtocol; 0 in commands of runs under protocol 1 and in
+	// those an engine sent before commands named it, which wrote
+	// protocol 2's worker events): which events its worker writes.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // StepCommandName is the command name of one step attempt. It is unique per

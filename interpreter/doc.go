@@ -33,6 +33,11 @@
 //   - Concurrent branches (parallel, fan_out) record their first events in
 //     a fixed order (turn.go), so that the log reads the same however the
 //     branches were scheduled.
+//   - Which events a step writes is the run's step protocol
+//     (Config.Protocol, from its run.requested), never the engine's: a
+//     replay finds each decision where the run's own version put it, and
+//     the step commands name the version (StepCommand.Protocol) so that
+//     the workers write its events too.
 //   - What a decision needs of the outside world it asks the Host, whose
 //     answers are either recorded (NewID, Now) or about runs whose history
 //     no longer changes (Read of a finished run).

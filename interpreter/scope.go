@@ -179,6 +179,7 @@ func (x *Interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		ActivityName: strings.TrimPrefix(st.Target, "activity:"),
 		Budget:       x.budget,
 		Traceparent:  events.StepTraceparent(x.root, x.traceparent, x.runID, key, n),
+		Protocol:     x.cfg.Protocol,
 	}, nil
 }
 

@@ -313,6 +313,9 @@ func (b *runsBatch) stepFinished(ev events.Event, d *events.StepFinishedData) er
 	s.FinishedAt = eventTime(ev)
 	s.DurationMS = d.DurationMS
 	s.ReusedFrom = d.ReusedFrom
+	// Under step protocol 3 an execution's delivery is on its
+	// step.finished (and on an activity.started only where it has one).
+	s.Deliveries = max(s.Deliveries, d.Delivery)
 	touchRun(e, ev)
 	return nil
 }

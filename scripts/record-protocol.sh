@@ -53,19 +53,46 @@ spec:
     - id: after
       spec: {type: deterministic, action: echo, config: {after: nap}}
 YAML
+cat >.orbit/jobs/invoke_wait.yaml <<'YAML'
+schemaVersion: 2
+kind: Job
+metadata: {name: invoke_wait}
+spec:
+  steps:
+    - id: child
+      target: activity:invoke_and_wait
+      default_input: {job_name: hello, run_input: {name: Ada}}
+    - id: after
+      spec: {type: deterministic, action: echo, config: {child: "{{ steps.child.output.status }}"}}
+YAML
+cat >.orbit/jobs/release.yaml <<'YAML'
+schemaVersion: 2
+kind: Job
+metadata: {name: release}
+spec:
+  steps:
+    - id: build
+      spec: {type: shell, program: echo, args: [built], allowed_programs: [echo]}
+    - id: check
+      spec: {type: shell, program: test, args: [-f, ready], allowed_programs: [test]}
+    - id: publish
+      spec: {type: deterministic, action: echo, config: {published: true}}
+YAML
 "$bin" serve >"$tmp/serve.log" 2>&1 &
 pid=$!
 until "$bin" engine >/dev/null 2>&1; do sleep 0.2; done
 
-# record KIND RUN: the run's events and its children's, by sequence.
+# record KIND RUN...: the runs' events and their children's, by sequence.
 record() {
+	kind=$1
+	shift
 	ids=$("$bin" run history --json | python3 -c '
 import json, sys
-runs, want = json.load(sys.stdin), {sys.argv[1]}
+runs, want = json.load(sys.stdin), set(sys.argv[1:])
 for r in sorted(runs, key=lambda r: r["requested_seq"]):
     if r["id"] in want or (r.get("parent") or {}).get("run_id") in want:
         want.add(r["id"])
-print("\n".join(want))' "$2")
+print("\n".join(want))' "$@")
 	for id in $ids; do "$bin" run events "$id" --json; done | python3 -c '
 import json, sys
 dec, text, evs = json.JSONDecoder(), sys.stdin.read(), []
@@ -78,10 +105,10 @@ while i < len(text):
     evs += part
 for ev in sorted(evs, key=lambda e: e["seq"]):
     del ev["seq"]
-    print(json.dumps(ev, separators=(",", ":"), ensure_ascii=False))' >"$out/$1.jsonl"
+    print(json.dumps(ev, separators=(",", ":"), ensure_ascii=False))' >"$out/$kind.jsonl"
 }
 
-for job in sequence example example_fan_out example_loop example_parallel example_recovery example_retry example_when example_child_job example_agent; do
+for job in sequence invoke_wait example example_fan_out example_loop example_parallel example_recovery example_retry example_when example_child_job example_agent; do
 	run=$("$bin" run "$job" --detach)
 	"$bin" run tail "$run" >/dev/null 2>&1 || true
 	record "$job" "$run"
@@ -108,3 +135,11 @@ until "$bin" run events "$run" -t step.finished | grep -q step.finished; do slee
 "$bin" run unpause "$run" >/dev/null
 "$bin" run tail "$run" >/dev/null 2>&1 || true
 record paused_now "$run"
+
+# A retry from a step (reused_from): the failed run and its retry.
+run=$("$bin" run release --detach)
+"$bin" run tail "$run" >/dev/null 2>&1 || true
+touch ready
+retry=$("$bin" run retry "$run" --from check 2>/dev/null) || true
+"$bin" run tail "$retry" >/dev/null 2>&1 || true
+record retry_from "$run" "$retry"

@@ -513,6 +513,11 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 		if s == nil {
 			s = &stepState{key: ev.StepKey, attempt: d.Attempt, start: ev.Time}
 		}
+		if d.Worker != "" {
+			// Under step protocol 3 a deterministic action's execution has
+			// no activity.started: its step.finished names its worker.
+			s.worker = d.Worker
+		}
 		delete(r.steps, k)
 		if emit {
 			t.stepSpan(ctx, ev, r, s, d)

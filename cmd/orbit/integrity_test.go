@@ -190,12 +190,12 @@ func TestReplayVerifyFindsARunWhoseHistoryChanged(t *testing.T) {
 	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
 		require.NoError(t, err)
-		if swap < 0 && strings.HasSuffix(m.Subject, ".step.finished") && len(msgs) > 0 && strings.HasSuffix(msgs[len(msgs)-1].Subject, ".activity.finished") {
+		if swap < 0 && strings.HasSuffix(m.Subject, ".step.finished") && len(msgs) > 0 && strings.HasSuffix(msgs[len(msgs)-1].Subject, ".shell.exited") {
 			swap = len(msgs)
 		}
 		msgs = append(msgs, m)
 	}
-	require.Positive(t, swap, "the run has an activity.finished before a step.finished")
+	require.Positive(t, swap, "the run has a shell.exited before a step.finished")
 	msgs[swap-1], msgs[swap] = msgs[swap], msgs[swap-1]
 	cfg := info.Config
 	require.NoError(t, js.DeleteStream(ctx, events.EventsStream))

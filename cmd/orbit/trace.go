@@ -93,10 +93,12 @@ type traceLine struct {
 //	1  run.requested               01M800P06AJFECR51MEAX8293Z  hello
 //	2  └─ run.started
 //	3     ├─ step.started          greet     deterministic
-//	4     │  ├─ activity.started   greet     deterministic
-//	5     │  ├─ activity.finished  greet     success 0ms
-//	6     │  └─ step.finished      greet     success 0ms
-//	7     └─ run.finished                    success 16ms
+//	4     │  └─ step.finished      greet     success 0ms
+//	5     ├─ step.started          say       shell
+//	6     │  ├─ activity.started   say       shell
+//	7     │  ├─ shell.exited       say       exit 0
+//	8     │  └─ step.finished      say       success 4ms
+//	9     └─ run.finished                    success 16ms
 //
 // Then, if there are any, the orphans under a heading of their own, each
 // with the parent id it names.

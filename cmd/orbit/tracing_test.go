@@ -128,6 +128,9 @@ func TestOneTracePerRunWithItsSpanTreeAcrossAKill(t *testing.T) {
 		assert.Equal(t, root, s.ParentID, key)
 		assert.Equal(t, "success", s.Attrs["orbit.step.state"])
 		assert.NotEmpty(t, s.Attrs["orbit.step.type"])
+		// A deterministic step has no activity.started under step
+		// protocol 3: its step.finished names the worker.
+		assert.NotEmpty(t, s.Attrs["orbit.worker"], key)
 	}
 	hold := step("hold")
 	assert.Equal(t, "true", hold.Attrs["orbit.resumed"], "the step the restarted engine resumed is marked")

@@ -67,3 +67,41 @@ func TestCheckEffects(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckStepEvents feeds the step protocol check good and bad
+// histories.
+func TestCheckStepEvents(t *testing.T) {
+	t.Parallel()
+	requested := func(protocol int) history {
+		return history(nil).with(events.RunRequested, "", events.RunRequestedData{Protocol: protocol})
+	}
+	ran := func(h history, worker string) history {
+		return h.with(events.StepStarted, "a", events.StepStartedData{Attempt: 1, ActivityType: "shell"}).
+			with(events.ActivityStarted, "a", events.ActivityStartedData{Attempt: 1, ActivityType: "shell", Delivery: 1}).
+			with(events.StepFinished, "a", events.StepFinishedData{Attempt: 1, State: events.StateSuccess, Worker: worker, Delivery: 1})
+	}
+	deadLetter := requested(3).with(events.StepStarted, "a", events.StepStartedData{Attempt: 1, ActivityType: "shell"}).
+		with(events.ActivityStarted, "a", events.ActivityStartedData{Attempt: 1, ActivityType: "shell", Delivery: 5, Redelivered: true}).
+		with(events.StepFinished, "a", events.StepFinishedData{Attempt: 1, State: events.StateFailed, Error: &events.ErrorInfo{Kind: events.KindDeadLetter}})
+	cases := []struct {
+		name string
+		evs  history
+		ok   bool
+	}{
+		{"protocol 3, its worker named", ran(requested(3), "w1"), true},
+		{"protocol 3, no worker named", ran(requested(3), ""), false},
+		{"protocol 3 with an activity.finished", ran(requested(3), "w1").with(events.ActivityFinished, "a", events.ActivityFinishedData{Attempt: 1}), false},
+		{"protocol 3, a dead letter names no worker", deadLetter, true},
+		{"protocol 2 writes activity.finished", ran(requested(2), "").with(events.ActivityFinished, "a", events.ActivityFinishedData{Attempt: 1}), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkStepEvents(c.evs)
+			if c.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err)
+			}
+		})
+	}
+}

@@ -151,6 +151,47 @@ func checkEffects(evs []events.Event, lines []string) error {
 	return nil
 }
 
+// checkStepEvents: a run of step protocol 3 or later has the events that
+// protocol writes whatever crashes it went through: no activity.finished,
+// and the step.finished of every attempt a worker started names a worker
+// (it carries the execution's outcome).
+func checkStepEvents(evs []events.Event) error {
+	var problems []string
+	started := map[string]bool{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.RunRequested:
+			var d events.RunRequestedData
+			if err := ev.Decode(&d); err != nil {
+				return fmt.Errorf("decoding %s %s: %w", ev.Type, ev.ID, err)
+			}
+			if d.Protocol < 3 {
+				return nil
+			}
+		case events.ActivityFinished:
+			problems = append(problems, fmt.Sprintf("seq %d: an activity.finished of step %s", ev.Seq, ev.StepKey))
+		case events.ActivityStarted:
+			var d events.ActivityStartedData
+			if err := ev.Decode(&d); err != nil {
+				return fmt.Errorf("decoding %s %s: %w", ev.Type, ev.ID, err)
+			}
+			started[instance(ev.StepKey, d.Attempt)] = true
+		case events.StepFinished:
+			var d events.StepFinishedData
+			if err := ev.Decode(&d); err != nil {
+				return fmt.Errorf("decoding %s %s: %w", ev.Type, ev.ID, err)
+			}
+			if id := instance(ev.StepKey, d.Attempt); started[id] && d.Worker == "" && (d.Error == nil || d.Error.Kind != events.KindDeadLetter) {
+				problems = append(problems, fmt.Sprintf("seq %d: %s was started by a worker, its step.finished names none", ev.Seq, id))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
 // checkReplay: the views equal a replay of the log.
 func checkReplay(r *rig) error {
 	res, err := r.orbit("replay", "--verify")

@@ -281,6 +281,7 @@ func (tr *trial) check(r *rig, want string) {
 	}
 	checks = append(checks,
 		checkResult{"effects", checkEffects(evs, lines)},
+		checkResult{"protocol", checkStepEvents(evs)},
 		checkResult{"replay", checkReplay(r)},
 	)
 	if tr.job.groundhog {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/interpreter"
@@ -76,18 +77,10 @@ func TestStoredLogsFoldToTheirViews(t *testing.T) {
 			log := testkit.StartLog(t, events.Config{})
 			var last uint64
 			for _, ev := range readStoredLog(t, path) {
-				payload, err := ev.Payload()
-				require.NoError(t, err)
-				// Numbers as written: a float64 would round large integers.
-				dec := json.NewDecoder(bytes.NewReader(ev.Data))
-				dec.UseNumber()
-				require.NoError(t, dec.Decode(payload), ev.ID)
-				ev.Seq = 0
-				res, err := log.Append(ctx, ev, payload)
-				require.NoError(t, err, ev.ID)
-				require.False(t, res.Duplicate, ev.ID)
-				last = res.Seq
+				appendStored(ctx, t, log, ev)
 			}
+			last, err := log.LastSeq(ctx)
+			require.NoError(t, err)
 
 			live := filepath.Join(t.TempDir(), "views.db")
 			p, err := projector.Open(ctx, projector.Config{Path: live, Source: log, BatchSize: 7})
@@ -165,30 +158,30 @@ func TestStoredLogsReplayToTheirDecisions(t *testing.T) {
 	}
 }
 
-// unreadTypes are the events of a run an interpreter's history does not
-// hold: the workers' records of each execution (executor's unread).
-var unreadTypes = []string{events.ActivityStarted, events.ActivityFinished}
-
-func replayRun(t *testing.T, log []events.Event, runID string) {
+// replayRun runs the interpreter again over runID's stored history, less
+// its run.finished, through the history an orchestrator gives it
+// (executor.OpenHistory) on a log that holds the stored log.
+func replayRun(t *testing.T, stored []events.Event, runID string) {
 	ctx, cancel := context.WithCancelCause(testkit.Context(t))
 	defer cancel(nil)
 	var (
 		req      events.RunRequestedData
 		finished events.Event
-		hist     = &storedHistory{byID: map[string]events.Event{}, changed: make(chan struct{})}
+		own      []events.Event // the run's events but its run.finished
 	)
-	for _, ev := range log {
-		if ev.RunID != runID || slices.Contains(unreadTypes, ev.Type) {
-			continue
+	log := testkit.StartLog(t, events.Config{})
+	for _, ev := range stored {
+		if ev.RunID == runID {
+			switch ev.Type {
+			case events.RunRequested:
+				require.NoError(t, ev.Decode(&req))
+			case events.RunFinished:
+				finished = ev
+				continue
+			}
+			own = append(own, ev)
 		}
-		switch ev.Type {
-		case events.RunRequested:
-			require.NoError(t, ev.Decode(&req))
-		case events.RunFinished:
-			finished = ev
-			continue
-		}
-		hist.events = append(hist.events, ev)
+		appendStored(ctx, t, log, ev)
 	}
 	require.NotEmpty(t, finished.ID, "the stored run has no run.finished")
 	var job assets.Job
@@ -200,23 +193,21 @@ func replayRun(t *testing.T, log []events.Event, runID string) {
 		DurationMS int64 `json:"duration_ms"`
 	}
 	require.NoError(t, finished.Decode(&took))
-	i := slices.IndexFunc(hist.events, func(ev events.Event) bool { return ev.ID == finished.ParentID })
+	i := slices.IndexFunc(own, func(ev events.Event) bool { return ev.ID == finished.ParentID })
 	require.NotEqual(t, -1, i, "run.finished's parent %s is not in the run's history", finished.ParentID)
-	now := hist.events[i].Time.Add(time.Duration(took.DurationMS) * time.Millisecond)
-	host := &storedHost{log: log, now: now, hist: hist, stop: cancel}
+	now := own[i].Time.Add(time.Duration(took.DurationMS) * time.Millisecond)
+	host := &storedHost{log: stored, live: log, now: now, stop: cancel}
 	x := interpreter.New(interpreter.Config{
 		RunID: runID, Job: &job, Depth: req.Depth, Root: req.Root, Backend: req.Backend,
 		Traceparent: req.Traceparent, Protocol: req.Protocol, Host: host, Engine: "replay",
-		Workspace: workspaceOf(log, runID),
+		Workspace: workspaceOf(stored, runID),
 		Env:       func(string) (string, bool) { return "", false },
 		Limits:    func() interpreter.Limits { return interpreter.Limits{MaxChildDepth: 10, MaxDescendants: 100} },
 	})
-	for _, ev := range hist.events {
-		x.Observe(ev)
-		hist.byID[ev.ID] = ev
-	}
-	err := x.Run(ctx, hist)
-	require.NoError(t, err, "the interpreter did not finish the run on its stored history (it waited for: %s)", hist.waitedFor())
+	hist, closeHistory, err := executor.OpenHistory(ctx, log, runID, x.Observe)
+	require.NoError(t, err)
+	defer closeHistory()
+	require.NoError(t, x.Run(ctx, hist), "the interpreter did not finish the run on its stored history")
 	assert.Empty(t, host.unexpected, "the replay did what the stored run had done already")
 
 	host.mu.Lock()
@@ -230,6 +221,22 @@ func replayRun(t *testing.T, log []events.Event, runID string) {
 	assert.Equal(t, finished.ID, got.ID)
 	assert.Equal(t, finished.ParentID, got.ParentID)
 	assert.JSONEq(t, string(finished.Data), string(got.Data))
+}
+
+// appendStored appends a stored event to log as it was written: its
+// payload decoded with numbers as written (a float64 would round large
+// integers), its sequence the log's.
+func appendStored(ctx context.Context, t *testing.T, log *events.Log, ev events.Event) {
+	t.Helper()
+	payload, err := ev.Payload()
+	require.NoError(t, err)
+	dec := json.NewDecoder(bytes.NewReader(ev.Data))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(payload), ev.ID)
+	ev.Seq = 0
+	res, err := log.Append(ctx, ev, payload)
+	require.NoError(t, err, ev.ID)
+	require.False(t, res.Duplicate, ev.ID)
 }
 
 // workspaceOf is the workspace the run's steps ran in, as its first step
@@ -252,84 +259,14 @@ func workspaceOf(log []events.Event, runID string) string {
 	return ""
 }
 
-// storedHistory is a run's stored history, and what the replay appends to
-// it.
-type storedHistory struct {
-	mu      sync.Mutex
-	events  []events.Event
-	byID    map[string]events.Event
-	changed chan struct{}
-	waiting []string
-}
-
-func (h *storedHistory) Get(id string) (events.Event, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ev, ok := h.byID[id]
-	return ev, ok
-}
-
-func (h *storedHistory) Last(types ...string) (events.Event, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var found events.Event
-	for _, ev := range h.byID {
-		if ev.Seq > found.Seq && slices.Contains(types, ev.Type) {
-			found = ev
-		}
-	}
-	return found, found.Seq > 0
-}
-
-func (h *storedHistory) Wait(ctx context.Context, id string) (events.Event, error) {
-	for {
-		h.mu.Lock()
-		ev, ok := h.byID[id]
-		changed := h.changed
-		if !ok {
-			h.waiting = append(h.waiting, id)
-		}
-		h.mu.Unlock()
-		if ok {
-			return ev, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return events.Event{}, fmt.Errorf("waiting for %s: %w", id, context.Cause(ctx))
-		}
-	}
-}
-
-func (h *storedHistory) CatchUp(context.Context) error { return nil }
-
-// Spent is nothing: no stored job has a budget.
-func (h *storedHistory) Spent() (int64, float64) { return 0, 0 }
-
-func (h *storedHistory) add(ev events.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ev.Seq = uint64(len(h.events)) + 1_000_000
-	h.events = append(h.events, ev)
-	h.byID[ev.ID] = ev
-	close(h.changed)
-	h.changed = make(chan struct{})
-}
-
-func (h *storedHistory) waitedFor() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return strings.Join(slices.Compact(h.waiting), ", ")
-}
-
 // storedHost carries out a replay's decisions: it keeps what is appended,
 // answers about other runs from the stored log, and counts as unexpected
 // whatever starts work (a step command, a child run), which stops the
 // replay.
 type storedHost struct {
 	log  []events.Event
+	live *events.Log // the log the run's history follows
 	now  time.Time
-	hist *storedHistory
 	stop context.CancelCauseFunc
 
 	mu         sync.Mutex
@@ -337,22 +274,24 @@ type storedHost struct {
 	unexpected []string
 }
 
-func (s *storedHost) Append(_ context.Context, ev events.Event, payload any) error {
+func (s *storedHost) Append(ctx context.Context, ev events.Event, payload any) error {
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}
-	ev.Data = data
 	if ev.Time.IsZero() {
 		ev.Time = s.now
 	}
 	if ev.ID == "" {
 		ev.ID = ev.Type + "|replay"
 	}
+	if _, err := s.live.Append(ctx, ev, payload); err != nil {
+		return err
+	}
+	ev.Data = data
 	s.mu.Lock()
 	s.appended = append(s.appended, ev)
 	s.mu.Unlock()
-	s.hist.add(ev)
 	return nil
 }
 
@@ -444,13 +383,15 @@ func (s *storedHost) Failpoint(string)         {}
 // A run requested under one step protocol goes on under it when an engine
 // of a later one resumes it: the stored fan-out runs, cut after their
 // first fan-out item began, finish on today's engine with a fanout.item
-// for every item under protocol 1 and none under 2.
+// for every item under protocol 1 and none from 2 on, and with the
+// workers' activity.finished the stored run has (one an execution under
+// protocols 1 and 2, none from 3 on).
 func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		protocol string
 		items    int // fanout.item events once the run ends
-	}{{"v1", 5}, {"v2", 0}} {
+	}{{"v1", 5}, {"v2", 0}, {"v3", 0}} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			t.Parallel()
 			stored := readStoredLog(t, filepath.Join("testdata/protocol", tc.protocol, "example_fan_out.jsonl"))
@@ -490,17 +431,21 @@ func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 			hist, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
 			require.NoError(t, err)
-			var items, resumed int
+			var items, resumed, finishes int
 			for _, ev := range hist {
 				switch ev.Type {
 				case events.FanoutItem:
 					items++
 				case events.RunResumed:
 					resumed++
+				case events.ActivityFinished:
+					finishes++
 				}
 			}
 			assert.Equal(t, 1, resumed, "the run was resumed, not started again")
 			assert.Equal(t, tc.items, items, "fanout.item events")
+			storedFinishes := len(slices.DeleteFunc(slices.Clone(stored), func(ev events.Event) bool { return ev.Type != events.ActivityFinished }))
+			assert.Equal(t, storedFinishes, finishes, "activity.finished events")
 		})
 	}
 }
