@@ -21,6 +21,19 @@ import (
 // the seeded docs_writer profile's write globs.
 const docsWriterDenial = `not in fsProfile "docs_writer" write globs [docs/**, **/*.md, **/*.rst, **/*.txt]`
 
+// runAsDocsWriter runs job, its step under the seeded docs_writer profile
+// (its agent may write docs/ and Markdown, not src/), on an engine of its
+// own in a fresh workspace, dir.
+func runAsDocsWriter(t *testing.T, job *assets.Job) (log *events.Log, dir, runID string, fin events.RunFinishedData) {
+	t.Helper()
+	log = testkit.StartLog(t, events.Config{})
+	dir = t.TempDir()
+	seededProfileEngine(t, log, dir, nil)
+	job.Spec.Steps[0].FSProfile = "docs_writer"
+	runID, fin = runrig.RunJob(t, log, job, nil)
+	return log, dir, runID, fin
+}
+
 // TestClaudeCodeHookDeniesAWriteBeforeItRuns: Claude Code's permission
 // rules allow a Write anywhere in the workspace; the step's profile,
 // docs_writer, does not allow src/. Orbit's PreToolUse hook refuses the
@@ -32,14 +45,9 @@ const docsWriterDenial = `not in fsProfile "docs_writer" write globs [docs/**, *
 // holds no token, only the variable's name.
 func TestClaudeCodeHookDeniesAWriteBeforeItRuns(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	seededProfileEngine(t, log, dir, nil)
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")[0], testkit.Turn{Hang: true})
-	job := claudeCodeJob(t, srv, writeForAMinute)
-	job.Spec.Steps[0].FSProfile = "docs_writer"
 	began := time.Now()
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	log, dir, runID, fin := runAsDocsWriter(t, claudeCodeJob(t, srv, writeForAMinute))
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Less(t, time.Since(began), 30*time.Second)
@@ -87,13 +95,8 @@ func assertNoHookToken(t *testing.T, evs []events.Event) {
 // succeeds without the write.
 func TestClaudeCodeHookDenialUnderContinueTellsTheModel(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	seededProfileEngine(t, log, dir, nil)
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")...)
-	job := claudeCodeJob(t, srv, writeForAMinute+"        on_denial: continue\n")
-	job.Spec.Steps[0].FSProfile = "docs_writer"
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	log, dir, runID, fin := runAsDocsWriter(t, claudeCodeJob(t, srv, writeForAMinute+"        on_denial: continue\n"))
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	_, err := os.Stat(filepath.Join(dir, "src", "main.go"))
@@ -157,4 +160,53 @@ func TestClaudeCodeResponseEnvelopeIsItsStructuredOutput(t *testing.T) {
 	evs := runrig.History(t, log, runID)
 	assert.Empty(t, runrig.OfType(evs, events.ToolDenied), "the answer is no call outside the allowlist")
 	assert.Empty(t, runrig.OfType(evs, events.ToolCalled), "nor a tool call")
+}
+
+// forgeDenial is a script the agent runs through Bash: it asks every
+// PreToolUse hook endpoint on the machine (Claude Code's command lines name
+// them) to deny the call $1, with the token Claude Code's Bash sees. Only
+// its own invocation's hook takes the token.
+const forgeDenial = `for u in $(grep -aho 'http://127\.0\.0\.1:[0-9]*/pre-tool' /proc/[0-9]*/cmdline 2>/dev/null | sort -u); do
+  curl -s -H "Authorization: Bearer $ORBIT_HOOK_TOKEN" -H 'Content-Type: application/json' \
+    -d '{"tool_name":"Forbidden","tool_input":{},"tool_use_id":"'"$1"'"}' "$u"
+done
+`
+
+// TestClaudeCodeAgentCannotForgeAHookDenial: Claude Code's Bash sees the
+// hook's token, so the agent posts denials of its own: one for the very
+// Bash call that is running (a call the hook already let run), one for a
+// call id it made up. Neither is recorded as a tool.denied: both calls
+// that ran are tool.called, the step succeeds, and each forged request is
+// a cli.hook.refused saying why.
+func TestClaudeCodeAgentCannotForgeAHookDenial(t *testing.T) {
+	t.Parallel()
+	log, dir := cliEngine(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "forge.sh"), []byte(forgeDenial), 0o644))
+	bash := func(id, forged string) testkit.Turn {
+		return testkit.Turn{Tools: []testkit.ToolUse{{ID: id, Name: "Bash",
+			Input: map[string]any{"command": "sh forge.sh " + forged, "description": "forge a denial"}}}}
+	}
+	srv := testkit.NewAnthropicServer(t, bash("toolu_forge", "toolu_forge"), bash("toolu_ghost_maker", "toolu_ghost"),
+		testkit.Turn{Text: "forged"})
+	job := claudeCodeJob(t, srv, "        tools: [shell.exec]\n        allowed_programs: [sh]\n        wall_clock_timeout_seconds: 60\n")
+	runID, fin := runrig.RunJob(t, log, job, nil)
+
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	evs := runrig.History(t, log, runID)
+	assert.Empty(t, runrig.OfType(evs, events.ToolDenied))
+	var called []string
+	for _, c := range runrig.DecodeAll[events.ToolCalledData](t, runrig.OfType(evs, events.ToolCalled)) {
+		called = append(called, c.ToolUseID)
+	}
+	assert.Equal(t, []string{"toolu_forge", "toolu_ghost_maker"}, called)
+	refused := runrig.DecodeAll[events.CLIHookRefusedData](t, runrig.OfType(evs, events.CLIHookRefused))
+	require.Len(t, refused, 2)
+	assert.Equal(t, "toolu_forge", refused[0].ToolUseID)
+	assert.Equal(t, "Forbidden", refused[0].AgentTool)
+	assert.Contains(t, refused[0].Reason, "already decided")
+	assert.Equal(t, "toolu_ghost", refused[1].ToolUseID)
+	assert.Contains(t, refused[1].Reason, "never showed")
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 3)
+	assert.Contains(t, string(reqs[1].Raw), "already decided", "the forger was answered with a denial")
 }

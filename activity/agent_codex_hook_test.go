@@ -34,13 +34,8 @@ func codexPatchTurns(path string) []testkit.Turn {
 // model is never asked again.
 func TestCodexHookDeniesAPatchBeforeItRuns(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	seededProfileEngine(t, log, dir, nil)
 	srv := testkit.NewOpenAIServer(t, codexPatchTurns("src/main.go")...)
-	job := codexJob(t, srv, writeForAMinute)
-	job.Spec.Steps[0].FSProfile = "docs_writer"
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	log, dir, runID, fin := runAsDocsWriter(t, codexJob(t, srv, writeForAMinute))
 
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
@@ -65,13 +60,8 @@ func TestCodexHookDeniesAPatchBeforeItRuns(t *testing.T) {
 // without the write.
 func TestCodexHookDenialUnderContinueTellsTheModel(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	seededProfileEngine(t, log, dir, nil)
 	srv := testkit.NewOpenAIServer(t, codexPatchTurns("src/main.go")...)
-	job := codexJob(t, srv, writeForAMinute+"        on_denial: continue\n")
-	job.Spec.Steps[0].FSProfile = "docs_writer"
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	log, dir, runID, fin := runAsDocsWriter(t, codexJob(t, srv, writeForAMinute+"        on_denial: continue\n"))
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"))
@@ -88,13 +78,8 @@ func TestCodexHookDenialUnderContinueTellsTheModel(t *testing.T) {
 // profile lets the agent write runs, and is on record as Codex shows it.
 func TestCodexHookLetsAPatchTheProfileAllows(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	seededProfileEngine(t, log, dir, nil)
 	srv := testkit.NewOpenAIServer(t, codexPatchTurns("docs/notes.md")...)
-	job := codexJob(t, srv, writeForAMinute)
-	job.Spec.Steps[0].FSProfile = "docs_writer"
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	log, dir, runID, fin := runAsDocsWriter(t, codexJob(t, srv, writeForAMinute))
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.FileExists(t, filepath.Join(dir, "docs", "notes.md"))

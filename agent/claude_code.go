@@ -553,7 +553,10 @@ func (s *claudeStream) denial(ctx context.Context, id, tool, reason string) erro
 }
 
 // hookDenials records the calls the hook denied that nothing else has
-// recorded yet (the session ended before their results were printed).
+// recorded yet (the session ended before their results were printed). A
+// denial for a call Claude Code never printed was asked for by something
+// else holding the token (the agent's own Bash): the hook keeps it as
+// refused, and nothing is recorded against the id.
 func (s *claudeStream) hookDenials(ctx context.Context) error {
 	if s.hook == nil {
 		return nil
@@ -561,11 +564,12 @@ func (s *claudeStream) hookDenials(ctx context.Context) error {
 	ids := s.hook.ids()
 	slices.Sort(ids)
 	for _, id := range ids {
-		name := id
-		if c := s.calls[id]; c != nil {
-			name = c.name
+		c := s.calls[id]
+		if c == nil {
+			s.hook.refuse(id, refusedUnseen)
+			continue
 		}
-		if err := s.denial(ctx, id, name, ""); err != nil {
+		if err := s.denial(ctx, id, c.name, ""); err != nil {
 			return err
 		}
 	}

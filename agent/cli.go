@@ -354,6 +354,12 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		streamMu.Lock()
 		out, perr = stream.outcome(ctx, lastLines(stdout.buf.Bytes(), stderr.buf.Bytes()))
 		streamMu.Unlock()
+		for _, r := range agentHook.takeRefusals() {
+			if err := cfg.Emitter.Emit(ctx, events.CLIHookRefused, events.CLIHookRefusedData{Attempt: cfg.Attempt,
+				ToolUseID: capText(r.req.ToolUseID, 200), AgentTool: capText(r.req.ToolName, 200), Reason: r.reason}); err != nil {
+				return nil, err
+			}
+		}
 	} else {
 		out, perr = parseCLIOutput(cfg.Spec.Output, stdout.buf.Bytes())
 	}

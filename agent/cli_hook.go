@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -40,6 +41,15 @@ type hookRequest struct {
 // record. Another local process that finds the port still cannot ask,
 // nor learn what was decided; a web page cannot send the header without
 // a preflight the endpoint never answers.
+//
+// IMPORTANT: the token is no proof that the agent's CLI asks. Claude
+// Code's Bash tool has it in its environment, so the agent can post calls
+// of its own. The hook therefore decides each call id once: a request
+// with no call id, or for a call already decided (a replay, or a forgery
+// naming a call that ran), is denied and kept as refused (refusals),
+// never recorded against the call it names. A denial for an id the
+// agent's stream never showed is the stream's to refuse
+// (claudeStream.hookDenials).
 type preToolHook struct {
 	hookConfig
 
@@ -50,9 +60,26 @@ type preToolHook struct {
 	exited   chan struct{} // closed once the agent has exited
 	exit     sync.Once
 
-	mu     sync.Mutex
-	denied map[string]string // tool_use_id → reason
+	mu      sync.Mutex
+	decided map[string]string // every tool_use_id asked about → its tool_name
+	denied  map[string]string // tool_use_id → reason
+	refused []hookRefusal
 }
+
+// hookRefusal is a request to the hook that was not taken as a call of the
+// agent's, and why.
+type hookRefusal struct {
+	req    hookRequest
+	reason string
+}
+
+// Why a request is refused.
+const (
+	refusedUnread  = "the call could not be read by Orbit's hook"
+	refusedNoID    = "the call has no tool_use_id"
+	refusedDecided = "a second request for a call the hook already decided (replayed or forged): refused"
+	refusedUnseen  = "a denial asked for a call the agent's output never showed (forged): refused"
+)
 
 // hookConfig is what an invocation's hook does with a call.
 type hookConfig struct {
@@ -80,7 +107,7 @@ func startPreToolHook(cfg hookConfig) (*preToolHook, error) {
 	token := make([]byte, 16)
 	_, _ = rand.Read(token)
 	h := &preToolHook{hookConfig: cfg, ln: ln, token: hex.EncodeToString(token), exited: make(chan struct{}),
-		denied: map[string]string{}}
+		decided: map[string]string{}, denied: map[string]string{}}
 	h.endpoint = "http://" + ln.Addr().String() + hookPath
 	h.srv = &http.Server{Handler: http.HandlerFunc(h.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
@@ -103,15 +130,13 @@ func (h *preToolHook) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req hookRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, hookBodyCap)).Decode(&req); err != nil {
-		// Fail closed: a call the hook cannot read does not run.
-		req = hookRequest{}
-	}
-	reason := "the call could not be read by Orbit's hook"
-	if req.ToolName != "" {
-		reason = h.decide(req)
-	}
 	w.Header().Set("Content-Type", "application/json")
+	// Fail closed: a call the hook does not take does not run.
+	if why := h.admit(http.MaxBytesReader(w, r.Body, hookBodyCap), &req); why != "" {
+		_ = json.NewEncoder(w).Encode(denyAnswer(req.ToolName, why, false))
+		return
+	}
+	reason := h.decide(req)
 	if reason == "" {
 		_, _ = w.Write([]byte("{}"))
 		return
@@ -126,6 +151,50 @@ func (h *preToolHook) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_ = json.NewEncoder(w).Encode(denyAnswer(req.ToolName, reason, h.stop != nil && h.stop()))
+}
+
+// admit reads the call in body into req and takes it as the first
+// request for its call id, or says why not (and keeps the refusal).
+func (h *preToolHook) admit(body io.Reader, req *hookRequest) string {
+	why := ""
+	switch err := json.NewDecoder(body).Decode(req); {
+	case err != nil || req.ToolName == "":
+		why = refusedUnread
+	case req.ToolUseID == "":
+		why = refusedNoID
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.decided[req.ToolUseID]; ok && why == "" {
+		why = refusedDecided
+	}
+	if why != "" {
+		h.refused = append(h.refused, hookRefusal{req: *req, reason: why})
+		return why
+	}
+	h.decided[req.ToolUseID] = req.ToolName
+	return ""
+}
+
+// refuse takes back the hook's denial of the call id and keeps it as
+// refused for reason: the agent's stream never showed the call.
+func (h *preToolHook) refuse(id, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refused = append(h.refused, hookRefusal{req: hookRequest{ToolUseID: id, ToolName: h.decided[id]}, reason: reason})
+	delete(h.denied, id)
+}
+
+// takeRefusals are the requests refused since it was last asked.
+func (h *preToolHook) takeRefusals() []hookRefusal {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.refused
+	h.refused = nil
+	return out
 }
 
 // denyAnswer is a PreToolUse hook's refusal of a call of tool, in the

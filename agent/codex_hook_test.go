@@ -83,6 +83,49 @@ func TestTheHookEndpointAnswersOnlyItsToken(t *testing.T) {
 	assert.Equal(t, 1, asked, "nothing without the token as a bearer token was decided")
 }
 
+// TestTheHookDecidesEachCallOnce: the agent's own shell can hold the
+// token (Claude Code's Bash does), so a request with it is no proof that
+// the CLI asks. The hook decides a call id once: a second request for a
+// call it let run (a forged denial of a call that ran) or denied (a
+// replay), and a request with no call id, are each denied and kept as
+// refused, and none of them is a denial of the call it names.
+func TestTheHookDecidesEachCallOnce(t *testing.T) {
+	asked := 0
+	h, err := startPreToolHook(hookConfig{decide: func(req hookRequest) string {
+		asked++
+		if req.ToolName == "Bash" {
+			return ""
+		}
+		return "not in the allowlist: " + req.ToolName
+	}})
+	require.NoError(t, err)
+	defer h.close()
+	ask := func(call string) string {
+		var out bytes.Buffer
+		require.NoError(t, CodexPreToolHook(context.Background(), h.endpoint, h.token, strings.NewReader(call), &out))
+		return deniedAnswer(t, out.Bytes())
+	}
+	assert.Empty(t, ask(`{"tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"ran"}`))
+	assert.Equal(t, "not in the allowlist: Write", ask(`{"tool_name":"Write","tool_input":{},"tool_use_id":"denied"}`))
+
+	assert.Equal(t, refusedDecided, ask(`{"tool_name":"Write","tool_input":{},"tool_use_id":"ran"}`), "a forged denial of a call that ran")
+	assert.Equal(t, refusedDecided, ask(`{"tool_name":"Write","tool_input":{},"tool_use_id":"denied"}`), "a replay")
+	assert.Equal(t, refusedNoID, ask(`{"tool_name":"Write","tool_input":{}}`))
+	assert.Equal(t, refusedUnread, ask(`not json`))
+	assert.Equal(t, 2, asked, "only the first request for each call was decided")
+
+	_, ran := h.reason("ran")
+	assert.False(t, ran, "the call that ran is no denial")
+	assert.Equal(t, []string{"denied"}, h.ids())
+	var got []string
+	for _, r := range h.takeRefusals() {
+		got = append(got, r.req.ToolUseID+" "+r.req.ToolName+": "+r.reason)
+	}
+	assert.Equal(t, []string{"ran Write: " + refusedDecided, "denied Write: " + refusedDecided,
+		" Write: " + refusedNoID, " : " + refusedUnread}, got)
+	assert.Empty(t, h.takeRefusals(), "each refusal is taken once")
+}
+
 // TestCodexPreToolHookAnswersAsTheEngineDecides: the hook command prints
 // nothing for a call the engine lets run, the engine's denial for one it
 // refuses, and a denial of its own when it cannot ask: no token, the
@@ -107,7 +150,7 @@ func TestCodexPreToolHookAnswersAsTheEngineDecides(t *testing.T) {
 		ask(h.endpoint, h.token, `{"tool_name":"view_image","tool_input":{},"tool_use_id":"c2"}`))
 	assert.Contains(t, ask(h.endpoint, "", bash), "no ORBIT_HOOK_TOKEN")
 	assert.Contains(t, ask(h.endpoint, "wrong", bash), "403 Forbidden")
-	assert.Contains(t, ask(h.endpoint, h.token, "not json"), "could not be read by Orbit's hook")
+	assert.Equal(t, refusedUnread, ask(h.endpoint, h.token, "not json"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	gone := "http://" + ln.Addr().String() + hookPath

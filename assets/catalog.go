@@ -317,7 +317,7 @@ func (c *Catalog) Activity(name string) (*Activity, error) {
 	if list := c.activities[name]; len(list) > 0 {
 		return list[0], nil
 	}
-	return nil, c.missing("activity", name)
+	return nil, c.missing("activity", "activities", name)
 }
 
 // Job returns the job named name from the highest layer that defines it.
@@ -329,24 +329,35 @@ func (c *Catalog) Job(name string) (*Job, error) {
 	if list := c.jobs[name]; len(list) > 0 {
 		return list[0], nil
 	}
-	return nil, c.missing("job", name)
+	return nil, c.missing("job", "jobs", name)
 }
 
 // missing is the error for a name the catalog has no asset of: the
-// problems of a file that declares it and was left out, else not found.
-func (c *Catalog) missing(what, name string) error {
+// problems of a file that declares it and was left out, else not found,
+// worded as the CLI's other "no …" answers are: no job "x" (orbit job
+// list lists the jobs).
+func (c *Catalog) missing(what, plural, name string) error {
 	if probs := c.broken[name]; len(probs) > 0 {
 		return &Error{Problems: probs}
 	}
+	msg := fmt.Sprintf("no %s %q (orbit %s list lists the %s)", what, name, what, plural)
 	if len(c.problems) > 0 {
 		lines := make([]string, len(c.problems))
 		for i, p := range c.problems {
 			lines[i] = p.String()
 		}
-		return fmt.Errorf("%s %q %w; some catalog files could not be loaded, and one may define it:\n%s", what, name, ErrNotFound, strings.Join(lines, "\n"))
+		msg += "; some catalog files could not be loaded, and one may define it:\n" + strings.Join(lines, "\n")
 	}
-	return fmt.Errorf("%s %q %w", what, name, ErrNotFound)
+	return &notFoundError{msg: msg}
 }
+
+// notFoundError is a name no layer defines, in the words the user reads;
+// it matches ErrNotFound.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
 
 // JobFile reads and validates a job file named on the command line. Its
 // targets resolve in the catalog and its agent specs with the catalog's
@@ -368,7 +379,7 @@ func (c *Catalog) Executor(name string) (*Executor, error) {
 	if list := c.executors[name]; len(list) > 0 {
 		return list[0], nil
 	}
-	return nil, c.missing("executor", name)
+	return nil, c.missing("executor", "executors", name)
 }
 
 // Executors lists every visible executor, sorted by name. Kind is the

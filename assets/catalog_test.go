@@ -126,10 +126,10 @@ func TestCatalogNotFound(t *testing.T) {
 	c := seeded(t)
 	_, err := c.Job("nope")
 	require.ErrorIs(t, err, assets.ErrNotFound)
-	assert.EqualError(t, err, `job "nope" not found`)
+	assert.EqualError(t, err, `no job "nope" (orbit job list lists the jobs)`)
 	_, err = c.Activity("nope")
 	require.ErrorIs(t, err, assets.ErrNotFound)
-	assert.EqualError(t, err, `activity "nope" not found`)
+	assert.EqualError(t, err, `no activity "nope" (orbit activity list lists the activities)`)
 }
 
 func TestCatalogDuplicateInOneLayer(t *testing.T) {

@@ -1,7 +1,6 @@
 package assets_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,7 +20,7 @@ func TestLoadConfigNATS(t *testing.T) {
 
 func TestLoadConfigNATSProblems(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ name, content, want string }{
+	tests := []configProblem{
 		{"replicas", "nats:\n  replicas: 7\n",
 			"2: nats.replicas: 7 is not between 1 and 5 (0 or absent: 3 on a cluster of three or more servers, else 1)"},
 		{"not a number", "nats: {replicas: three}\n", `1: nats.replicas: must be an integer, not "three"`},
@@ -29,16 +28,7 @@ func TestLoadConfigNATSProblems(t *testing.T) {
 		{"scheme", "nats:\n  url: http://a:4222\n", `2: nats.url: "http://a:4222": scheme "http" is not one of nats, tls, ws, wss`},
 		{"unknown key", "nats: {urls: x}\n", `1: nats.urls: unknown key "urls" (did you mean "url"?)`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			root := t.TempDir()
-			file := writeFile(t, root, ".orbit/config.yaml", tt.content)
-			_, err := assets.LoadConfig(root)
-			require.ErrorIs(t, err, assets.ErrInvalid)
-			assert.EqualError(t, err, strings.ReplaceAll(file+":"+tt.want, "FILE", file))
-		})
-	}
+	checkConfigProblems(t, tests)
 }
 
 // FuzzParseConfigNATS: any nats section parses or is refused with problems,

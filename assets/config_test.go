@@ -78,7 +78,7 @@ func ptr(s string) *string { return &s }
 
 func TestLoadConfigProblems(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ name, content, want string }{
+	tests := []configProblem{
 		{"unknown key", "durabilty: strict\nserve: {listn: x}\n",
 			"1: durabilty: unknown key \"durabilty\" (did you mean \"durability\"?)\n" +
 				"FILE:2: serve.listn: unknown key \"listn\" (did you mean \"listen\"?)"},
@@ -120,6 +120,18 @@ func TestLoadConfigProblems(t *testing.T) {
 			"3: providers.claude.api_key: a key does not belong in a file: put it in an environment variable and name that variable with api_key_env"},
 		{"malformed", "serve: [\n", `1: invalid YAML: did not find expected node content`},
 	}
+	checkConfigProblems(t, tests)
+}
+
+// configProblem is a .orbit/config.yaml (content) that LoadConfig
+// refuses with the problems want, each "LINE: path: why" and, after the
+// first, "FILE:" for the file's path.
+type configProblem struct{ name, content, want string }
+
+// checkConfigProblems loads each problem's config in a root of its own and
+// checks that it is refused as invalid with exactly its problems.
+func checkConfigProblems(t *testing.T, tests []configProblem) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

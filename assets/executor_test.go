@@ -87,7 +87,7 @@ func TestCatalogExecutors(t *testing.T) {
 	assert.Equal(t, "/opt/codex", codex.Spec.Command)
 	_, err = c.Executor("gemini")
 	require.ErrorIs(t, err, assets.ErrNotFound)
-	assert.EqualError(t, err, `executor "gemini" not found`)
+	assert.EqualError(t, err, `no executor "gemini" (orbit executor list lists the executors)`)
 
 	assert.Equal(t, []assets.Entry{
 		{Name: "aider", Kind: "text", Description: "runs aider", Source: aider, Layer: assets.LayerWorkspace},

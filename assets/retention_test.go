@@ -1,7 +1,6 @@
 package assets_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +39,7 @@ func TestNoRetentionRemovesNothing(t *testing.T) {
 
 func TestRetentionConfigProblems(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ name, content, want string }{
+	tests := []configProblem{
 		{"bad duration", "retention:\n  runs:\n    older_than: a month\n",
 			`3: retention.runs.older_than: "a month" is not a duration such as 90m, 36h or 30d`},
 		{"zero", "retention:\n  tasks: {older_than: 0s}\n",
@@ -53,16 +52,7 @@ func TestRetentionConfigProblems(t *testing.T) {
 		{"unknown", "retention:\n  run: {older_than: 1d}\n", `2: retention.run: unknown key "run" (did you mean "runs"?)`},
 		{"negative days", "retention:\n  runs: {older_than: -3d}\n", `2: retention.runs.older_than: "-3d" is not a duration such as 90m, 36h or 30d`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			root := t.TempDir()
-			file := writeFile(t, root, ".orbit/config.yaml", tt.content)
-			_, err := assets.LoadConfig(root)
-			require.ErrorIs(t, err, assets.ErrInvalid)
-			assert.EqualError(t, err, strings.ReplaceAll(file+":"+tt.want, "FILE", file))
-		})
-	}
+	checkConfigProblems(t, tests)
 }
 
 // FuzzParseConfigRetention: any retention section parses or is refused

@@ -55,6 +55,9 @@ func TestRunPagesShowRunsStepsAndEvents(t *testing.T) {
 			assert.Contains(t, after[:strings.Index(after, "</tr>")], `<span class="state `+s.State+`">`+s.State+`</span>`, s.Key)
 		}
 		assert.NotContains(t, body, `id="cancel"`, "a finished run has no cancel button")
+		assert.Contains(t, body, `<a href="/jobs/`+job+`" id="run-job">`+job+`</a>`, "the run's job, linked to its page")
+		code, _ = c.get(t, "/jobs/"+job)
+		assert.Equal(t, http.StatusOK, code)
 
 		code, body = c.get(t, "/runs/"+id+"/events?type="+events.RunFinished)
 		require.Equal(t, http.StatusOK, code)

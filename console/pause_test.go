@@ -121,7 +121,7 @@ func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
 	assert.Contains(t, metrics, "orbit_jobs_paused 1")
 	list := p.Orbit("job", "list")
 	assert.Contains(t, list.Stdout, "[paused]")
-	assert.Equal(t, http.StatusBadRequest, post("/jobs/nosuch/pause"))
+	assert.Equal(t, http.StatusNotFound, post("/jobs/nosuch/pause"), "no such job")
 
 	require.Equal(t, http.StatusSeeOther, post("/jobs/example_slow/unpause"))
 	_, body = c.get(t, "/jobs/example_slow")

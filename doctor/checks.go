@@ -51,6 +51,9 @@ func engineFindings(f *Facts) []Finding {
 	case f.ConnectErr != nil:
 		return append(out, fail("engine", "no engine serves "+f.Root+": "+f.ConnectErr.Error(),
 			"read .orbit/state/engine.log for why it did not start, or run orbit serve in the foreground to see it"))
+	case errors.Is(f.StatusErr, events.ErrNotPermitted):
+		return append(out, skip("engine", "this key may not ask the engine how it is (a reader's key reads the log alone): "+
+			"the engine's checks need the client's key (drop --nkey, or ORBIT_NKEY)"))
 	case st == nil:
 		return append(out, fail("engine", "the engine does not answer engine.status: "+errText(f.StatusErr),
 			"orbit engine stop, then any command starts a new one (or orbit engine restart)"))
@@ -147,10 +150,37 @@ func natsFindings(ctx context.Context, f *Facts) []Finding {
 		}
 		out = append(out, ok("jetstream", strings.Join(says, "; ")))
 		out = append(out, replicaFinding(streams, f.Log.ClusterSize()))
+		out = append(out, retentionFinding(f, streams))
 	}
 	out = append(out, fsyncFinding(ctx, f))
 	out = append(out, diskFinding(f))
 	return out
+}
+
+// retentionFinding: a retention policy can remove from the log. The event
+// stream of a log made before retention denies purges, and no stream
+// update can lift that (nats-server refuses to cancel deny_purge), so the
+// policy there archives nothing and removes nothing.
+func retentionFinding(f *Facts, streams []events.StreamHealth) Finding {
+	denied := false
+	for _, s := range streams {
+		if s.Name == events.EventsStream && s.DenyPurge {
+			denied = true
+		}
+	}
+	policy := f.Config != nil && f.Config.Retention.Enabled()
+	switch {
+	case policy && denied:
+		return fail("retention", "the configuration has a retention policy, but the log's stream "+events.EventsStream+
+			" was made before retention and denies purges (JetStream cannot lift that from a stream): the policy archives and removes nothing",
+			"keep the log whole and drop the retention block, or archive what finished (orbit log export --before DATE -o FILE) and start a new log, "+
+				"which allows the engine's purges: engine stopped, .orbit/state/nats moved aside, orbit init --new-log (docs/architecture/retention.md)")
+	case policy:
+		return ok("retention", "the retention policy applies: the log allows the engine's purges")
+	case denied:
+		return ok("retention", "no retention policy: every event stays (the log was made before retention and denies purges)")
+	}
+	return ok("retention", "no retention policy: every event stays in the log")
 }
 
 // replicaFinding compares each stream's replicas with the cluster's size

@@ -99,3 +99,19 @@ func TestSandboxWarnsWhatItDoesNotEnforce(t *testing.T) {
 	assert.Equal(t, Skip, sandboxFinding(status(nil)).Level)
 	assert.Equal(t, Skip, sandboxFinding(&Facts{}).Level)
 }
+
+func TestARetentionPolicyOnALogThatDeniesPurgesFails(t *testing.T) {
+	streams := func(deny bool) []events.StreamHealth {
+		return []events.StreamHealth{{Name: events.EventsStream, Replicas: 1, Current: 1, DenyPurge: deny}}
+	}
+	policy := &Facts{Config: &assets.Config{Retention: assets.RetentionConfig{Runs: assets.RunRetention{KeepPerJob: 5}}}}
+	none := &Facts{Config: &assets.Config{}}
+	f := retentionFinding(policy, streams(true))
+	assert.Equal(t, Fail, f.Level)
+	assert.Contains(t, f.Detail, "denies purges")
+	assert.Contains(t, f.Fix, "orbit log export --before")
+	assert.Contains(t, f.Fix, "orbit init --new-log")
+	assert.Equal(t, OK, retentionFinding(policy, streams(false)).Level)
+	assert.Equal(t, OK, retentionFinding(none, streams(true)).Level)
+	assert.Equal(t, OK, retentionFinding(none, streams(false)).Level)
+}

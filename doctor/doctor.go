@@ -34,7 +34,7 @@ const (
 // Finding is one check's result.
 type Finding struct {
 	// Check names the check: engine, environment, config, credentials,
-	// nats, jetstream, fsync, replicas, disk, git, agent:<name>,
+	// nats, jetstream, replicas, retention, fsync, disk, git, agent:<name>,
 	// sandbox, provider_keys, clock.
 	Check  string `json:"check"`
 	Level  Level  `json:"level"`

@@ -54,7 +54,11 @@ type RunPause struct {
 	Selector *Selector `json:"selector,omitempty"`
 	Unpause  bool      `json:"unpause,omitempty"`
 	// Now stops the runs' running steps too; they run again on unpause.
-	Now       bool   `json:"now,omitempty"`
+	Now bool `json:"now,omitempty"`
+	// Tree pauses (or unpauses) RunID if it is live and every live run
+	// below it, as one bulk operation: how a tree of detached child runs
+	// is held still. It takes a run id, not a selector.
+	Tree      bool   `json:"tree,omitempty"`
 	DryRun    bool   `json:"dry_run,omitempty"`
 	Requester string `json:"requester,omitempty"`
 	Reason    string `json:"reason,omitempty"`
@@ -126,6 +130,9 @@ func (e *Engine) apiRunPause(ctx context.Context, raw json.RawMessage) (any, err
 		return nil, err
 	}
 	d := events.RunPausedData{Requester: q.Requester, Reason: q.Reason, Now: q.Now && !q.Unpause}
+	if q.Tree {
+		return e.treePause(ctx, q, d)
+	}
 	if q.Selector.Empty() {
 		if strings.TrimSpace(q.RunID) == "" {
 			return nil, fmt.Errorf("%w: pause needs a run id or a selector", events.ErrInvalidRequest)
@@ -142,6 +149,53 @@ func (e *Engine) apiRunPause(ctx context.Context, raw json.RawMessage) (any, err
 	ids, err := e.selectRuns(ctx, q.Selector, keep)
 	if err != nil {
 		return nil, err
+	}
+	return bulkEach(ids, q.DryRun, func(id, bulk string) error {
+		d.Bulk = bulk
+		return executor.PauseRun(ctx, e.log, id, !q.Unpause, d)
+	}), nil
+}
+
+// treePause is apiRunPause with Tree: the run named, if it is live, and
+// the live runs below it (executor.TreeTargets, as cancel --tree has
+// them) that are not yet as asked, under one bulk id.
+func (e *Engine) treePause(ctx context.Context, q RunPause, d events.RunPausedData) (any, error) {
+	if strings.TrimSpace(q.RunID) == "" || !q.Selector.Empty() {
+		return nil, fmt.Errorf("%w: a tree pause takes a run id, not selectors", events.ErrInvalidRequest)
+	}
+	last, err := e.log.LastMatching(ctx, []string{events.RunFilter(q.RunID)})
+	if err != nil {
+		return nil, err
+	}
+	if last == 0 {
+		return nil, events.NotFoundf("no run %s", quote(q.RunID))
+	}
+	if last, err = e.log.LastSeq(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.proj.WaitFor(ctx, last); err != nil {
+		return nil, err
+	}
+	targets, err := executor.TreeTargets(ctx, e.log, q.RunID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, id := range targets {
+		v, err := e.proj.RunView(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if v.Paused == q.Unpause {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		state := "not paused"
+		if q.Unpause {
+			state = "paused"
+		}
+		return nil, fmt.Errorf("%w: neither run %s nor any run below it is live and %s", events.ErrInvalidRequest, q.RunID, state)
 	}
 	return bulkEach(ids, q.DryRun, func(id, bulk string) error {
 		d.Bulk = bulk

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 )
@@ -58,7 +60,10 @@ func (e *Engine) apiJobPause(ctx context.Context, raw json.RawMessage) (any, err
 	if !q.Unpause {
 		// Only a job of the catalog; unpause takes any name, so a job
 		// removed while paused can be let go.
-		if _, err := e.job(q.Job, ""); err != nil {
+		switch _, err := e.job(q.Job, ""); {
+		case errors.Is(err, assets.ErrNotFound):
+			return nil, events.NotFoundf("%s", err)
+		case err != nil:
 			return nil, fmt.Errorf("%w: %v", events.ErrInvalidRequest, err)
 		}
 	}

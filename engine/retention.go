@@ -58,6 +58,9 @@ func (e *Engine) newCollector() *retention.Collector {
 		Policy:       func() assets.RetentionConfig { return e.config.get().Retention },
 		AfterCollect: e.collectAfterRetention,
 		Logger:       e.cfg.Logger.With("component", "retention"),
+		Leases:       e.log.Leases(),
+		Engine:       e.id,
+		TakeOver:     e.log.Embedded(),
 	})
 }
 

@@ -264,9 +264,11 @@ func (l *Log) RequestEngine(ctx context.Context, id, endpoint string, req, resp 
 var errEngineGone = errors.New("no such engine")
 
 func (l *Log) requestAt(ctx context.Context, id, endpoint string, data []byte, resp any) error {
-	msg, err := l.nc.RequestWithContext(ctx, EngineSubject(id, endpoint), data)
+	msg, err := l.refusals.request(ctx, l.nc, EngineSubject(id, endpoint), data)
 	if err != nil {
 		switch {
+		case errors.Is(err, ErrNotPermitted):
+			return notPermitted(endpoint, EngineSubject(id, endpoint))
 		case errors.Is(err, nats.ErrNoResponders):
 			return fmt.Errorf("%w: %w: engine %s does not answer %s", ErrUnavailable, errEngineGone, id, endpoint)
 		case errors.Is(err, context.DeadlineExceeded):

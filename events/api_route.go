@@ -103,10 +103,12 @@ func (l *Log) answerRollCall(id string) ([]*nats.Subscription, error) {
 func (l *Log) checkEngine(ctx context.Context, id, endpoint string) error {
 	tctx, cancel := context.WithTimeout(ctx, rollCallTry)
 	defer cancel()
-	_, err := l.nc.RequestWithContext(tctx, EngineSubject(id, "engines"), nil)
+	_, err := l.refusals.request(tctx, l.nc, EngineSubject(id, "engines"), nil)
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrNotPermitted):
+		return notPermitted(endpoint, EngineSubject(id, "engines"))
 	case errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("%w: %w: engine %s does not serve %s", ErrUnavailable, errEngineGone, id, endpoint)
 	case errors.Is(err, context.DeadlineExceeded):
@@ -125,8 +127,11 @@ func (l *Log) pickEngine(ctx context.Context, endpoint string) (string, error) {
 	}
 	for {
 		tctx, cancel := context.WithTimeout(ctx, rollCallTry)
-		msg, err := l.nc.RequestWithContext(tctx, rollCallSubject, nil)
+		msg, err := l.refusals.request(tctx, l.nc, rollCallSubject, nil)
 		cancel()
+		if errors.Is(err, ErrNotPermitted) {
+			return "", notPermitted(endpoint, rollCallSubject)
+		}
 		if err == nil {
 			var a rollAnswer
 			if err := json.Unmarshal(msg.Data, &a); err != nil || a.ID == "" {
@@ -152,6 +157,8 @@ func (l *Log) pickEngine(ctx context.Context, endpoint string) (string, error) {
 func (l *Log) Engines(ctx context.Context) ([]string, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	ctx, stop := l.refusals.watch(ctx, rollCallSubject)
+	defer stop()
 	inbox := l.nc.NewRespInbox()
 	sub, err := l.nc.SubscribeSync(inbox)
 	if err != nil {
@@ -175,6 +182,9 @@ func (l *Log) Engines(ctx context.Context) ([]string, error) {
 			ids = append(ids, a.ID)
 		}
 		wait = rollCallQuiet
+	}
+	if len(ids) == 0 && refusedBy(ctx) {
+		return nil, notPermitted("its roll call", rollCallSubject)
 	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("%w: no engine answered the roll call", ErrUnavailable)

@@ -122,14 +122,13 @@ func (e Exported) Has(filter string) bool { return len(e.seqs[filter]) > 0 }
 // Removal returns the log.removed record of what e archived of these runs
 // and tasks (those it holds no event of are left out).
 func (e Exported) Removal(runs, tasks []string) LogRemovedData {
-	d := LogRemovedData{Archive: filepath.Base(e.Path), ArchiveSHA256: e.SHA256}
+	d := LogRemovedData{Version: LogRemovedVersion, Archive: filepath.Base(e.Path), ArchiveSHA256: e.SHA256}
 	var all []uint64
 	take := func(filter string) bool {
 		seqs := e.seqs[filter]
 		if len(seqs) == 0 {
 			return false
 		}
-		d.Subjects = append(d.Subjects, filter)
 		all = append(all, seqs...)
 		return true
 	}
@@ -191,7 +190,18 @@ func (l *Log) Export(ctx context.Context, path string, sel ExportSelection) (Exp
 	defer w.abort()
 	blobs := map[string]bool{}
 	if len(prefixes) > 0 {
-		err = l.scan(ctx, "", 1, through, func(seq uint64, msg *nats.Msg) error {
+		// Through the stream's last message, as its leader has it: a
+		// replica behind it would end the scan short, and the removal
+		// would leave a run half in the log. What lies past through is
+		// read and left out.
+		last, err := l.lastStored(ctx)
+		if err != nil {
+			return Exported{}, err
+		}
+		err = l.scanThrough(ctx, EventsStream, "", 1, last, func(seq uint64, msg *nats.Msg) error {
+			if seq > through {
+				return nil
+			}
 			subject := serverHeader(msg.Header, jetstream.SubjectHeader)
 			parts := strings.SplitN(subject, ".", 5)
 			if len(parts) < 5 {

@@ -137,7 +137,14 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 			gaps = append(gaps, SeqRange{next, upTo})
 		}
 	}
-	err = l.scan(ctx, "", 1, info.State.LastSeq, func(seq uint64, msg *nats.Msg) error {
+	// Through the stream's last message, as its leader has it: a replica
+	// behind it would end the scan short, and audit would pass a log it
+	// read a prefix of.
+	last, err := l.lastStored(ctx)
+	if err != nil {
+		return rep, err
+	}
+	err = l.scanThrough(ctx, EventsStream, "", 1, last, func(seq uint64, msg *nats.Msg) error {
 		missing(seq - 1)
 		next = seq + 1
 		subject := serverHeader(msg.Header, jetstream.SubjectHeader)

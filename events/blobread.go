@@ -44,11 +44,14 @@ func readObject(ctx context.Context, l *Log, store jetstream.ObjectStore, stream
 		}
 		return msg.Data, nil
 	}
+	// Until every chunk is read: a replica behind the stream's leader
+	// ends its answer short, and the scan goes on from there.
 	data := make([]byte, 0, info.Size)
-	err = l.scanStream(ctx, stream.CachedInfo().Config.Name, subject, 1, math.MaxUint64, func(_ uint64, msg *nats.Msg) error {
-		data = append(data, msg.Data...)
+	var at uint64
+	err = l.scanUntil(ctx, stream.CachedInfo().Config.Name, subject, 1, math.MaxUint64, func(seq uint64, msg *nats.Msg) error {
+		data, at = append(data, msg.Data...), seq
 		return nil
-	})
+	}, func() (uint64, bool) { return at, uint64(len(data)) >= info.Size })
 	if err != nil {
 		return nil, err
 	}

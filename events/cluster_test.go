@@ -29,6 +29,42 @@ func openOnCluster(t *testing.T, c *testkit.Cluster, url string, replicas int) (
 	})
 }
 
+// laggingFollower opens a log on a three-server cluster, appends ten
+// events of run R1 that every server holds, then kills a follower of the
+// event stream and appends n more (of about 2 KB, from eight goroutines)
+// without it. Restarting the follower (c.Restart) gives a replica that is
+// far behind and catches up while it serves.
+func laggingFollower(ctx context.Context, t *testing.T, n int) (*testkit.Cluster, *events.Log, int) {
+	t.Helper()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	l, err := openOnCluster(t, c, c.URLs(), 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	appendN := func(n int) {
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < n; i += 8 {
+					_, err := l.Append(ctx, events.Event{Type: events.StepFinished, RunID: "R1", StepKey: "s"},
+						events.StepFinishedData{State: events.StateSuccess, Output: strings.Repeat("x", 2000)})
+					assert.NoError(t, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	appendN(10)
+	require.NoError(t, c.WaitCurrent(ctx, events.EventsStream))
+	leader, err := c.StreamLeader(ctx, events.EventsStream)
+	require.NoError(t, err)
+	follower := (leader + 1) % len(c.Nodes)
+	c.Kill(follower)
+	appendN(n)
+	return c, l, follower
+}
+
 // TestReplicatedLogSurvivesItsLeadersLoss: on a three-server cluster the
 // log defaults to three replicas of everything, and killing the server that
 // leads the event stream — the one the engine is connected to — loses no

@@ -29,6 +29,11 @@ var (
 	// refuses the client's credentials (or their absence).
 	ErrUnauthorized = errors.New("not authorized")
 
+	// ErrNotPermitted is returned when the server refuses the request of
+	// an identity that may not make it: the reader's key asking the
+	// engine's API, which only the client's may.
+	ErrNotPermitted = errors.New("this key may not")
+
 	// ErrTLS is returned, with ErrUnavailable when connecting, when TLS
 	// fails: a certificate, key or CA file that cannot be used, a server
 	// certificate the client does not trust, or a client certificate the

@@ -15,6 +15,9 @@ type StreamHealth struct {
 	Current  int    `json:"current"`
 	Messages uint64 `json:"messages"`
 	Bytes    uint64 `json:"bytes"`
+	// DenyPurge: the stream denies purges, as the event stream of a log
+	// made before retention does (JetStream cannot lift that).
+	DenyPurge bool `json:"deny_purge,omitempty"`
 }
 
 // Health asks the server for the log's stream, ORBIT_EVENTS (the one every
@@ -31,7 +34,7 @@ func (l *Log) Health(ctx context.Context) ([]StreamHealth, error) {
 		}
 		info := s.CachedInfo()
 		h := StreamHealth{Name: name, Replicas: max(info.Config.Replicas, 1), Current: 1,
-			Messages: info.State.Msgs, Bytes: info.State.Bytes}
+			Messages: info.State.Msgs, Bytes: info.State.Bytes, DenyPurge: info.Config.DenyPurge}
 		if c := info.Cluster; c != nil {
 			for _, r := range c.Replicas {
 				if r.Current && !r.Offline {

@@ -55,7 +55,8 @@ type Log struct {
 	replies       jetstream.ObjectStore
 	repliesStream jetstream.Stream
 	repliesMu     sync.Mutex
-	route         apiRoute    // the engine API requests go to (see Request)
+	route         apiRoute // the engine API requests go to (see Request)
+	refusals      publishRefusals
 	space         *spaceGuard // nil: no reserve (an external server manages its own disk)
 	log           *slog.Logger
 
@@ -203,6 +204,7 @@ func (l *Log) connect() error {
 				subject = sub.Subject
 			}
 			l.log.Debug("NATS error", "subject", subject, "err", err)
+			l.refusals.refused(err)
 		}),
 	}
 	if l.cfg.Token != "" {

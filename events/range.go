@@ -75,42 +75,15 @@ type directGetRequest struct {
 
 // readRange returns the events on subject filter (every subject when empty)
 // with sequences from..upTo, upTo being the last such event the stream's
-// leader holds. The batches are direct gets, answered by any replica: one
-// behind the leader ends its answer before upTo, and readRange asks again
-// from where it got to, after a pause, as Scan does, until upTo is read or
-// scanCatchUp passes without one more event.
+// leader holds (see scanThrough).
 func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, opts FollowOptions) ([]Event, error) {
 	var out []Event
-	got := from - 1
-	pause, stalled := scanRetryFirst, time.Now()
-	for {
-		before := got
-		err := l.scan(ctx, filter, got+1, upTo, func(seq uint64, msg *nats.Msg) error {
-			got = seq
-			return l.readOne(ctx, seq, msg, opts, &out)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if got >= upTo {
-			break
-		}
-		if got > before {
-			pause, stalled = scanRetryFirst, time.Now()
-		}
-		if l.srv != nil || time.Since(stalled) > scanCatchUp {
-			return nil, fmt.Errorf("%w: reading events: the log's leader holds events on %q through sequence %d, but they could be read only through %d",
-				ErrUnavailable, filter, upTo, got)
-		}
-		l.log.Debug("a read's replica is behind its leader; reading again", "through", got, "want", upTo, "in", pause)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, scanRetryMax)
+	err := l.scanThrough(ctx, EventsStream, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
+		return l.readOne(ctx, seq, msg, opts, &out)
+	})
+	if err != nil {
+		return nil, err
 	}
-	var err error
 	if !opts.BlobRefs {
 		for i := range out {
 			if out[i].Data, err = l.expand(ctx, out[i].Data); err != nil {
@@ -119,6 +92,60 @@ func (l *Log) readRange(ctx context.Context, filter string, from, upTo uint64, o
 		}
 	}
 	return out, nil
+}
+
+// scanThrough is scanStream through upTo, a sequence the stream's leader
+// holds on filter: the batches are direct gets, answered by any replica,
+// and one behind the leader ends its answer before upTo. scanThrough asks
+// again from where it got to, after a pause, as Scan does, until upTo is
+// read or scanCatchUp passes without one more message (ErrUnavailable).
+func (l *Log) scanThrough(ctx context.Context, stream, filter string, from, upTo uint64, fn func(seq uint64, msg *nats.Msg) error) error {
+	got := from - 1
+	return l.scanUntil(ctx, stream, filter, from, upTo, func(seq uint64, msg *nats.Msg) error {
+		got = seq
+		return fn(seq, msg)
+	}, func() (uint64, bool) { return got, got >= upTo })
+}
+
+// lastStored returns the sequence of the event stream's last message, as
+// its leader has it: a sequence scanThrough can reach (the stream's last
+// sequence may be one whose message was deleted).
+func (l *Log) lastStored(ctx context.Context) (uint64, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	return l.lastFor(ctx, EventsRoot+".>")
+}
+
+// scanUntil is scanStream asked again from where it got to (the sequence
+// at returns) until done says the scan is whole; see scanThrough.
+func (l *Log) scanUntil(ctx context.Context, stream, filter string, from, upTo uint64, fn func(seq uint64, msg *nats.Msg) error,
+	done func() (at uint64, whole bool)) error {
+	next := from
+	pause, stalled := scanRetryFirst, time.Now()
+	for {
+		if err := l.scanStream(ctx, stream, filter, next, upTo, fn); err != nil {
+			return err
+		}
+		at, whole := done()
+		if whole {
+			return nil
+		}
+		if at+1 > next {
+			pause, stalled = scanRetryFirst, time.Now()
+		}
+		next = max(next, at+1)
+		if l.srv != nil || time.Since(stalled) > scanCatchUp {
+			return fmt.Errorf("%w: reading %s: the stream's leader holds messages on %q through sequence %d, but they could be read only through %d",
+				ErrUnavailable, stream, filter, upTo, at)
+		}
+		l.log.Debug("a read's replica is behind its leader; reading again", "stream", stream, "through", at, "want", upTo, "in", pause)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, scanRetryMax)
+	}
 }
 
 // readOne decodes the stored message at seq onto out: left out when it

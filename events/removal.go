@@ -64,6 +64,22 @@ func (l *Log) Removals(ctx context.Context) ([]Removal, error) {
 	return out, nil
 }
 
+// RemovalOf returns the log.removed record that names run runID, or nil
+// when none does. A record names what it removes before its purge: a run
+// it names is being removed, or was.
+func (l *Log) RemovalOf(ctx context.Context, runID string) (*Removal, error) {
+	recs, err := l.Removals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		if slices.Contains(recs[i].Runs, runID) {
+			return &recs[i], nil
+		}
+	}
+	return nil, nil
+}
+
 // removedSet is what the records say was removed: the sequences, and the
 // subject prefix of each removed run and task with the time of its
 // record.
@@ -78,7 +94,7 @@ func newRemovedSet() *removedSet { return &removedSet{prefixes: map[string]time.
 func (s *removedSet) add(at time.Time, d LogRemovedData) {
 	s.ranges = append(s.ranges, d.Seqs...)
 	slices.SortFunc(s.ranges, func(a, b SeqRange) int { return compareSeq(a.From, b.From) })
-	for _, f := range d.Subjects {
+	for _, f := range d.Filters() {
 		s.prefixes[strings.TrimSuffix(f, ">")] = at
 	}
 }
@@ -161,7 +177,7 @@ const (
 // archive). A Remove interrupted after its record is finished by Purge
 // of the same record.
 func (l *Log) Remove(ctx context.Context, d LogRemovedData) (Removal, error) {
-	if len(d.Seqs) == 0 || len(d.Subjects) == 0 {
+	if len(d.Seqs) == 0 || len(d.Filters()) == 0 {
 		return Removal{}, fmt.Errorf("%w: a removal names no sequence or no subject", ErrInvalidEvent)
 	}
 	id := DecisionID(LogRemoved, d.ArchiveSHA256, fmt.Sprint(d.Seqs[0].From), fmt.Sprint(d.LastSeq))
@@ -182,7 +198,7 @@ func (l *Log) Remove(ctx context.Context, d LogRemovedData) (Removal, error) {
 // messages of each of its subjects through its last sequence. It is
 // idempotent: finishing an interrupted removal purges again.
 func (l *Log) Purge(ctx context.Context, d LogRemovedData) error {
-	for i, subject := range d.Subjects {
+	for i, subject := range d.Filters() {
 		pctx, cancel := withDefaultTimeout(ctx)
 		err := l.events.Purge(pctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(d.LastSeq+1))
 		cancel()

@@ -99,7 +99,7 @@ func TestARemovalIsArchivedRecordedAndExplained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Seq <= d.LastSeq || d.Count != 11 || len(d.Seqs) != 1 || len(d.Subjects) != 2 {
+	if rec.Seq <= d.LastSeq || d.Count != 11 || len(d.Seqs) != 1 || len(d.Filters()) != 2 || d.Subjects != nil || d.Version != LogRemovedVersion {
 		t.Fatalf("record at %d", rec.Seq)
 	}
 	left, err := l.Read(ctx, FollowOptions{Filters: []string{RunFilter("R1"), RunFilter("R2")}})
@@ -244,4 +244,45 @@ func FuzzReadArchive(f *testing.F) {
 			t.Fatalf("error not wrapping ErrBadArchive: %v", err)
 		}
 	})
+}
+
+// TestARecordOfTheFirstFormatStillHolds: a log.removed of the first
+// format, which names each run's subject filter, is purged by those
+// filters, explains its sequences to audit and keeps a late copy of its
+// runs out, as a record of the current format (which names none) does.
+func TestARecordOfTheFirstFormatStillHolds(t *testing.T) {
+	t.Parallel()
+	l := openSigned(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	finishedRun(ctx, t, l, "R1")
+	finishedRun(ctx, t, l, "R2")
+	exp, err := l.Export(ctx, filepath.Join(t.TempDir(), "a.orbit-archive.gz"), ExportSelection{Runs: []string{"R1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := exp.Removal([]string{"R1"}, nil)
+	d.Version, d.Subjects = 0, []string{RunFilter("R1")}
+	if _, err := l.Remove(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := l.Removals(ctx)
+	if err != nil || len(recs) != 1 || recs[0].Version != 0 || len(recs[0].Filters()) != 1 {
+		t.Fatalf("records %+v (%v)", recs, err)
+	}
+	left, err := l.Read(ctx, FollowOptions{Filters: []string{RunFilter("R1")}})
+	if err != nil || len(left) != 0 {
+		t.Fatalf("read %d events of the removed run (%v)", len(left), err)
+	}
+	audit, err := l.Audit(ctx)
+	if err != nil || len(audit.Problems) != 0 || audit.Removed != 5 {
+		t.Fatalf("audit: %v %v (removed %d)", err, audit.Problems, audit.Removed)
+	}
+	removed, err := l.removed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !removed.copyOf(RunFilter("R1")[:len(RunFilter("R1"))-1]+"run.finished", time.Now().Add(-time.Hour)) {
+		t.Error("a late copy of the removed run is not recognised")
+	}
 }

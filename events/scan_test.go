@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -240,32 +239,7 @@ func processCPU(b *testing.B) time.Duration {
 func TestScanOnAClusterReadsThroughTheLeadersLastEvent(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	l, err := openOnCluster(t, c, c.URLs(), 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	appendN := func(n int) {
-		var wg sync.WaitGroup
-		for w := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; i < n; i += 8 {
-					_, err := l.Append(ctx, events.Event{Type: events.StepFinished, RunID: "R1", StepKey: "s"},
-						events.StepFinishedData{State: events.StateSuccess, Output: strings.Repeat("x", 2000)})
-					assert.NoError(t, err)
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	appendN(10)
-	require.NoError(t, c.WaitCurrent(ctx, events.EventsStream))
-	leader, err := c.StreamLeader(ctx, events.EventsStream)
-	require.NoError(t, err)
-	follower := (leader + 1) % len(c.Nodes)
-	c.Kill(follower)
-	appendN(3000)
+	c, l, follower := laggingFollower(ctx, t, 3000)
 	last, err := l.LastSeq(ctx)
 	require.NoError(t, err)
 	c.Restart(follower)

@@ -10,6 +10,7 @@ const (
 	CLIInvocationStarted  = "cli.invocation.started"
 	CLIInvocationFinished = "cli.invocation.finished"
 	CLIOutput             = "cli.output"
+	CLIHookRefused        = "cli.hook.refused"
 )
 
 func init() {
@@ -20,6 +21,7 @@ func init() {
 	register(CLIInvocationStarted, AggregateRun, CLIInvocationStartedData{})
 	register(CLIInvocationFinished, AggregateRun, CLIInvocationFinishedData{})
 	register(CLIOutput, AggregateRun, CLIOutputData{})
+	register(CLIHookRefused, AggregateRun, CLIHookRefusedData{})
 }
 
 // TokenUsage counts a model's tokens.
@@ -143,4 +145,18 @@ type CLIOutputData struct {
 	Stream  string `json:"stream"` // stdout | stderr
 	Line    int    `json:"line"`   // 1-based within the stream
 	Text    string `json:"text"`
+}
+
+// CLIHookRefusedData records a request to a CLI agent's PreToolUse hook
+// that was not taken as a call of the agent's: unreadable, with no call
+// id, a second one for a call already decided, or a denial for a call the
+// agent's output never showed. Something other than the CLI posted it
+// (the agent's own shell can read the hook's token): the request was
+// answered with a denial, and nothing is recorded against the call it
+// names.
+type CLIHookRefusedData struct {
+	Attempt   int    `json:"attempt"`
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	AgentTool string `json:"agent_tool,omitempty"` // the tool_name it gave
+	Reason    string `json:"reason"`
 }

@@ -15,12 +15,15 @@ const LogRemoved = "log.removed"
 
 // LogRemovedData is the payload of log.removed.
 type LogRemovedData struct {
-	Runs  []string `json:"runs,omitempty"`
-	Tasks []string `json:"tasks,omitempty"`
-	// Subjects are the subject filters purged (RunFilter, TaskFilter of
-	// each), each through LastSeq only: an event of a removed run made
-	// after the record is not removed.
-	Subjects []string `json:"subjects"`
+	// Version is the record's format: LogRemovedVersion (2), which names
+	// no subject (each run's and task's is its prefix, see Filters); 0,
+	// the first, named them in Subjects.
+	Version int      `json:"version,omitempty"`
+	Runs    []string `json:"runs,omitempty"`
+	Tasks   []string `json:"tasks,omitempty"`
+	// Subjects, in a record of the first format only, are the subject
+	// filters purged (RunFilter, TaskFilter of each run and task).
+	Subjects []string `json:"subjects,omitempty"`
 	// Seqs are the sequences removed, as ranges, and Count how many.
 	Seqs  []SeqRange `json:"seqs"`
 	Count uint64     `json:"count"`
@@ -30,6 +33,27 @@ type LogRemovedData struct {
 	// of its bytes.
 	Archive       string `json:"archive"`
 	ArchiveSHA256 string `json:"archive_sha256"`
+}
+
+// LogRemovedVersion is the format of the log.removed records made now.
+const LogRemovedVersion = 2
+
+// Filters are the subject filters the record purges, each through
+// LastSeq only (an event of a removed run made after the record is not
+// removed): the prefix of each run and task it names (RunFilter,
+// TaskFilter), or, in a record of the first format, its Subjects.
+func (d LogRemovedData) Filters() []string {
+	if d.Version < LogRemovedVersion {
+		return d.Subjects
+	}
+	out := make([]string, 0, len(d.Runs)+len(d.Tasks))
+	for _, id := range d.Runs {
+		out = append(out, RunFilter(id))
+	}
+	for _, id := range d.Tasks {
+		out = append(out, TaskFilter(id))
+	}
+	return out
 }
 
 // SeqRange is the sequences From through Through.

@@ -118,6 +118,9 @@ func ResumeRun(ctx context.Context, log *events.Log, runID string, r Raise, requ
 	if err != nil {
 		return nil, err
 	}
+	if err := notRemoved(ctx, log, f, parents); err != nil {
+		return nil, err
+	}
 	app, err := appendRaise(ctx, log, f, d)
 	if err != nil {
 		return nil, err
@@ -144,6 +147,26 @@ func ResumeRun(ctx context.Context, log *events.Log, runID string, r Raise, requ
 		child, childRaise = p.id, pd.Raise
 	}
 	return res, nil
+}
+
+// notRemoved refuses a raise of a run, or of a parent reopened with it,
+// that a log.removed record names: retention archived it and removes it
+// from the log (its record is made before its purge, which a pass killed
+// between the two finishes at its next), so a raise would go on from a
+// history that is being taken away.
+func notRemoved(ctx context.Context, log *events.Log, f *runFacts, parents []*runFacts) error {
+	for _, r := range append([]*runFacts{f}, parents...) {
+		rec, err := log.RemovalOf(ctx, r.id)
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			return refuse([]error{events.ErrInvalidRequest, ErrNotResumable},
+				"run %s was archived and removed from the log by retention (record %d, archive %s): it cannot be resumed; orbit replay --from-archive reads it",
+				r.id, rec.Seq, rec.Archive)
+		}
+	}
+	return nil
 }
 
 // waitingParents returns the runs above f, nearest first, that stopped

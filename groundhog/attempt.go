@@ -506,7 +506,7 @@ func (e *emitter) Emit(ctx context.Context, typ string, payload any) error {
 			return err
 		}
 		return e.runEvent(ctx, typ, payload)
-	case events.CLIInvocationStartedData, events.CLIOutputData:
+	case events.CLIInvocationStartedData, events.CLIOutputData, events.CLIHookRefusedData:
 		return e.runEvent(ctx, typ, payload)
 	}
 	return fmt.Errorf("groundhog: no task event for %s", typ)

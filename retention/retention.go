@@ -15,11 +15,13 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/failpoint"
+	"github.com/orbitrun/orbit/internal/lease"
 	"github.com/orbitrun/orbit/projector"
 )
 
@@ -47,13 +49,32 @@ type Config struct {
 	// Now is the clock (nil: time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Leases is the orbit_leases bucket, where the engines sharing a log
+	// take the lease of its passes (LeaseKey) as Engine; nil: this
+	// collector is the log's only one. TakeOver (an embedded store, one
+	// engine) takes another engine's lease at once: that is a dead
+	// one's. LeaseTTL is the lease's (0: DefaultLeaseTTL).
+	Leases   *events.KV
+	Engine   string
+	TakeOver bool
+	LeaseTTL time.Duration
 }
 
 // Collector applies the policy. Its passes run one at a time (the
-// engine's loop and orbit log collect may ask at once).
+// engine's loop and orbit log collect may ask at once), and of the
+// engines sharing a log only the holder of the pass's lease makes them.
 type Collector struct {
-	cfg Config
-	mu  sync.Mutex
+	cfg     Config
+	mu      sync.Mutex
+	lease   *lease.Lease
+	holding atomic.Bool // this engine took the lease and has not lost it
+	// afterSelect, when set, is called between a pass's selection and
+	// its export: the window in which a run made live again must not be
+	// removed (set by the tests alone).
+	afterSelect func()
+	// deniedSaid: the log's refusal of purges was logged (once; later
+	// passes say it in their reports alone). Under mu.
+	deniedSaid bool
 }
 
 // New returns a Collector.
@@ -64,14 +85,15 @@ func New(cfg Config) *Collector {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{cfg: cfg}
+	return &Collector{cfg: cfg, lease: newLease(cfg)}
 }
 
 // Report is what a pass did, or with DryRun would do.
 type Report struct {
-	DryRun bool     `json:"dry_run"`
-	Runs   []string `json:"runs"`
-	Tasks  []string `json:"tasks"`
+	DryRun bool `json:"dry_run"`
+	// Runs and Tasks are those removed (with DryRun, those selected).
+	Runs  []string `json:"runs"`
+	Tasks []string `json:"tasks"`
 	// Events is how many events were archived and removed.
 	Events int `json:"events"`
 	// Archive is the archive written (empty: none).
@@ -86,6 +108,9 @@ type Report struct {
 type Selection struct {
 	Runs  []string
 	Tasks []string
+	// trees are Runs by tree (a root and what it started), which go
+	// together or not at all.
+	trees [][]string
 }
 
 // Select returns the runs and tasks policy lets go at now: every run of a
@@ -121,7 +146,11 @@ func selectBy(ctx context.Context, views *projector.Projector, policy assets.Ret
 		if err != nil {
 			return sel, err
 		}
-		sel.Runs = selectRuns(runs, policy.Runs, now, job)
+		sel.trees = selectRuns(runs, policy.Runs, now, job)
+		for _, t := range sel.trees {
+			sel.Runs = append(sel.Runs, t...)
+		}
+		slices.Sort(sel.Runs)
 	}
 	if policy.Tasks.OlderThan > 0 {
 		tasks, err := views.Tasks(ctx)
@@ -151,8 +180,9 @@ type tree struct {
 	ended    time.Time // the latest end of its runs
 }
 
-// selectRuns applies the runs rules to every run the views hold.
-func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Time, job string) []string {
+// selectRuns applies the runs rules to every run the views hold, and
+// returns the trees that go.
+func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Time, job string) [][]string {
 	byID := make(map[string]*projector.RunView, len(runs))
 	for i := range runs {
 		byID[runs[i].ID] = &runs[i]
@@ -189,7 +219,7 @@ func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Tim
 			byJob[t.root.Job] = append(byJob[t.root.Job], t)
 		}
 	}
-	var out []string
+	var out [][]string
 	for _, ts := range byJob {
 		// Newest first: by the root's end, then its id (a ULID).
 		slices.SortFunc(ts, func(a, b *tree) int {
@@ -202,11 +232,12 @@ func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Tim
 			old := rule.OlderThan > 0 && now.Sub(t.ended) > rule.OlderThan
 			beyond := rule.KeepPerJob > 0 && i >= rule.KeepPerJob
 			if old || beyond {
-				out = append(out, t.runs...)
+				slices.Sort(t.runs)
+				out = append(out, t.runs)
 			}
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b []string) int { return compareStrings(a[0], b[0]) })
 	return out
 }
 
@@ -229,53 +260,72 @@ func (c *Collector) Collect(ctx context.Context, dryRun bool) (Report, error) {
 	defer c.mu.Unlock()
 	policy := c.cfg.Policy()
 	rep := Report{DryRun: dryRun, Runs: []string{}, Tasks: []string{}}
+	if dryRun {
+		err := c.pass(ctx, policy, true, &rep)
+		return rep, err
+	}
+	if err := c.take(ctx); err != nil {
+		return rep, err
+	}
+	err := c.held(ctx, func(ctx context.Context) error { return c.pass(ctx, policy, false, &rep) })
+	return rep, err
+}
+
+// pass is Collect's work, under the pass's lease unless dryRun.
+func (c *Collector) pass(ctx context.Context, policy assets.RetentionConfig, dryRun bool, rep *Report) error {
 	if !dryRun {
 		if err := c.finish(ctx); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	// The views first catch up with the log: a run they show finished
 	// may have been made live again since (a budget raised).
 	last, err := c.cfg.Log.LastSeq(ctx)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	if err := c.cfg.Views.WaitFor(ctx, last); err != nil {
-		return rep, err
+		return err
 	}
 	sel, err := Select(ctx, c.cfg.Views, policy, c.cfg.Now())
 	if err != nil {
-		return rep, err
+		return err
 	}
-	rep.Runs, rep.Tasks = append(rep.Runs, sel.Runs...), append(rep.Tasks, sel.Tasks...)
 	if dryRun {
-		return rep, nil
+		rep.Runs, rep.Tasks = append(rep.Runs, sel.Runs...), append(rep.Tasks, sel.Tasks...)
+		return nil
 	}
 	if len(sel.Runs)+len(sel.Tasks) > 0 {
-		if err := c.remove(ctx, policy, sel, &rep); err != nil {
-			return rep, err
+		if err := c.remove(ctx, policy, sel, last, rep); err != nil {
+			return err
 		}
 	}
 	if c.cfg.AfterCollect != nil {
 		if err := c.cfg.AfterCollect(ctx); err != nil {
-			return rep, fmt.Errorf("after the collection: %w", err)
+			return fmt.Errorf("after the collection: %w", err)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // remove archives sel, then records and purges it in records of at most
 // perRecord runs and tasks, one record purged before the next is
 // appended (so only the last record can be left half purged: finish),
 // then rebuilds the views and snapshots them.
-func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, sel Selection, rep *Report) error {
+func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, sel Selection, selected uint64, rep *Report) error {
+	if c.afterSelect != nil {
+		c.afterSelect()
+	}
 	allowed, err := c.cfg.Log.PurgeAllowed(ctx)
 	if err != nil {
 		return err
 	}
 	if !allowed {
-		rep.Kept = fmt.Sprintf("the log's stream %s denies purges (it was made before retention, and JetStream cannot lift that); nothing is archived or removed", events.EventsStream)
-		c.cfg.Logger.Warn(rep.Kept)
+		rep.Kept = fmt.Sprintf("the log's stream %s denies purges (it was made before retention, and JetStream cannot lift that); nothing is archived or removed (orbit doctor says what to do)", events.EventsStream)
+		if !c.deniedSaid {
+			c.cfg.Logger.Warn(rep.Kept)
+			c.deniedSaid = true
+		}
 		return nil
 	}
 	through, err := c.cfg.Log.LastSeq(ctx)
@@ -290,20 +340,19 @@ func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, s
 	}
 	rep.Archive = path
 	failpoint.Hit(FailpointExported)
-	type chunk struct{ runs, tasks []string }
-	var chunks []chunk
-	for runs := sel.Runs; len(runs) > 0; {
-		n := min(perRecord, len(runs))
-		chunks = append(chunks, chunk{runs: runs[:n]})
-		runs = runs[n:]
-	}
-	for tasks := sel.Tasks; len(tasks) > 0; {
-		n := min(perRecord, len(tasks))
-		chunks = append(chunks, chunk{tasks: tasks[:n]})
-		tasks = tasks[n:]
-	}
-	for _, ch := range chunks {
-		d := exp.Removal(ch.runs, ch.tasks)
+	// Each record is made only after what it names is checked again: a
+	// run or task with an event past selected, the log's last sequence
+	// when the views were read, was made live again since the selection
+	// (a budget raised, a task reopened), and its tree stays whole in the
+	// log (it stays in the archive too, which the records do not name it
+	// in).
+	moved := &movedSince{through: selected, runs: map[string]bool{}, tasks: map[string]bool{}}
+	for _, ch := range chunks(sel) {
+		if err := moved.read(ctx, c.cfg.Log); err != nil {
+			return err
+		}
+		runs, tasks := moved.keep(ch)
+		d := exp.Removal(runs, tasks)
 		if d.Count == 0 {
 			continue
 		}
@@ -313,8 +362,12 @@ func (c *Collector) remove(ctx context.Context, policy assets.RetentionConfig, s
 		}
 		rep.Records = append(rep.Records, r.Seq)
 		rep.Events += int(d.Count)
+		rep.removed(d)
 	}
-	c.cfg.Logger.Info("retention archived and removed finished work from the log", "runs", len(sel.Runs), "tasks", len(sel.Tasks),
+	slices.Sort(rep.Runs)
+	slices.Sort(rep.Tasks)
+	rep.Kept = moved.kept()
+	c.cfg.Logger.Info("retention archived and removed finished work from the log", "runs", len(rep.Runs), "tasks", len(rep.Tasks),
 		"events", rep.Events, "archive", path)
 	return c.rebuild(ctx)
 }
@@ -368,20 +421,45 @@ func (c *Collector) finish(ctx context.Context) error {
 
 // Run applies the policy every retention.every until ctx ends, from the
 // first interval on; a pass that fails is logged and tried again at the
-// next. A policy that removes nothing makes no pass.
+// next. A policy that removes nothing makes no pass. Of the engines
+// sharing a log, the one that holds the pass's lease makes the passes
+// and renews it between them; the others try at each of their intervals,
+// and take the passes over once it lapses (its engine died) or is given
+// up (its engine stopped).
 func (c *Collector) Run(ctx context.Context) {
+	defer c.release()
+	renew := time.NewTicker(c.renewEvery())
+	defer renew.Stop()
+	next := time.NewTimer(c.cfg.Policy().Interval())
+	defer next.Stop()
 	for {
-		wait := c.cfg.Policy().Interval()
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-renew.C:
+			c.renew(ctx)
+			continue
+		case <-next.C:
 		}
+		next.Reset(c.cfg.Policy().Interval())
 		if !c.cfg.Policy().Enabled() {
 			continue
 		}
-		if _, err := c.Collect(ctx, false); err != nil && ctx.Err() == nil {
+		_, err := c.Collect(ctx, false)
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, ErrElsewhere):
+			c.cfg.Logger.Debug("retention pass left to the engine that holds it", "err", err)
+		default:
 			c.cfg.Logger.Error("retention pass failed; tried again at the next", "err", err)
 		}
 	}
+}
+
+// renewEvery is how often Run renews the lease it holds.
+func (c *Collector) renewEvery() time.Duration {
+	if c.lease.KV == nil {
+		return time.Hour // no bucket: nothing to renew
+	}
+	return c.lease.TTL / 3
 }

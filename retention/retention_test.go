@@ -2,10 +2,14 @@ package retention_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,6 +36,14 @@ func newRig(t *testing.T) *rig {
 	root := t.TempDir()
 	key := filepath.Join(root, "creds", events.LogKeyFile)
 	l := testkit.StartLog(t, events.Config{LogKeyFile: key, MakeLogKey: true})
+	r := rigOn(t, l, root)
+	r.keyFile = key
+	return r
+}
+
+// rigOn is a rig on the log l, its views and archives under root.
+func rigOn(t *testing.T, l *events.Log, root string) *rig {
+	t.Helper()
 	ctx := testkit.Context(t)
 	p, err := projector.Open(ctx, projector.Config{Path: filepath.Join(root, "views.db"), Source: l})
 	require.NoError(t, err)
@@ -39,7 +51,7 @@ func newRig(t *testing.T) *rig {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p.Run(run) }()
 	t.Cleanup(func() { cancel(); <-done; p.Close() })
-	return &rig{t: t, ctx: ctx, log: l, keyFile: key, views: p, root: root}
+	return &rig{t: t, ctx: ctx, log: l, views: p, root: root}
 }
 
 // run appends a finished run of job: requested, started, a step, finished;
@@ -272,4 +284,76 @@ func TestDoneAndArchivedTasksGo(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tasks, 2)
 	assert.Equal(t, events.TaskDone, tasks[0].Status)
+}
+
+// TestARunMadeLiveAgainDuringAPassKeepsItsHistory: a child run made live
+// again (a budget raised) after a pass selected its tree, before the
+// pass's export and record, keeps its whole tree in the log: the record
+// names only the other runs, the revived child's first events are still
+// read, and audit passes. Without the check before the record its early
+// history was purged while it went on.
+func TestARunMadeLiveAgainDuringAPassKeepsItsHistory(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.run("A1", "a", "", events.StateSuccess)
+	r.run("P", "b", "", events.StateSuccess)
+	r.run("C", "child", "P", events.StateBudgetExhausted)
+	c := r.collector(assets.RetentionConfig{Runs: assets.RunRetention{OlderThan: 24 * time.Hour}}, nil)
+	c.SetAfterSelect(func() {
+		_, err := r.log.Append(r.ctx, events.Event{Type: events.RunBudgetRaised, RunID: "C", Job: "child",
+			ID: events.RunBudgetRaisedID("C", 1)}, events.RunBudgetRaisedData{Raise: 1, MaxTokens: 1000})
+		require.NoError(t, err)
+	})
+	rep, err := c.Collect(r.ctx, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"A1"}, rep.Runs)
+	assert.Contains(t, rep.Kept, "made live again")
+	evs, err := r.log.Read(r.ctx, events.FollowOptions{Filters: []string{events.RunFilter("C")}})
+	require.NoError(t, err)
+	require.NotEmpty(t, evs)
+	assert.Equal(t, events.RunRequested, evs[0].Type, "the revived run's history is whole")
+	evs, err = r.log.Read(r.ctx, events.FollowOptions{Filters: []string{events.RunFilter("P")}})
+	require.NoError(t, err)
+	assert.Len(t, evs, 5, "its parent stays with it")
+	recs, err := r.log.Removals(r.ctx)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, []string{"A1"}, recs[0].Runs)
+	audit, err := r.log.Audit(r.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, audit.Problems)
+}
+
+// TestALogThatDeniesPurgesIsSaidOnce: on a log whose event stream denies
+// purges (made before retention) a pass archives and removes nothing, and
+// says why in its report every time, but in the engine's log once.
+func TestALogThatDeniesPurgesIsSaidOnce(t *testing.T) {
+	t.Parallel()
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	r := rigOn(t, l, t.TempDir())
+	js, err := jetstream.New(testkit.DialEngine(t, l.ClientURL(), l.CredsDir()))
+	require.NoError(t, err)
+	stream, err := js.Stream(r.ctx, events.EventsStream)
+	require.NoError(t, err)
+	cfg := stream.CachedInfo().Config
+	require.NoError(t, js.DeleteStream(r.ctx, events.EventsStream))
+	cfg.DenyPurge = true
+	_, err = js.CreateStream(r.ctx, cfg)
+	require.NoError(t, err)
+	r.run("A1", "a", "", events.StateSuccess)
+	r.run("A2", "a", "", events.StateSuccess)
+
+	var said testkit.SyncBuffer
+	c := retention.New(retention.Config{Log: l, Views: r.views, Root: r.root,
+		Policy: func() assets.RetentionConfig { return assets.RetentionConfig{Runs: assets.RunRetention{KeepPerJob: 1}} },
+		Now:    func() time.Time { return time.Now().Add(48 * time.Hour) }, Logger: slog.New(slog.NewTextHandler(&said, nil))})
+	for range 3 {
+		rep, err := c.Collect(r.ctx, false)
+		require.NoError(t, err)
+		assert.Contains(t, rep.Kept, "denies purges")
+		assert.Empty(t, rep.Runs)
+		assert.Empty(t, rep.Archive)
+	}
+	assert.Equal(t, 1, strings.Count(said.String(), "denies purges"), said.String())
+	assert.True(t, r.has("A1"))
 }

@@ -26,7 +26,7 @@ func TestRunOfAJobInABrokenFileNamesTheFile(t *testing.T) {
 	r := p.Orbit("run", "bad")
 	require.Equal(t, 2, r.Code, r.String())
 	assert.Empty(t, r.Stdout)
-	assert.Contains(t, r.Stderr, `job "bad" not found`)
+	assert.Contains(t, r.Stderr, `no job "bad" (orbit job list lists the jobs)`)
 	assert.Regexp(t, regexp.QuoteMeta(file)+`:\d+: invalid YAML`, r.Stderr)
 }
 

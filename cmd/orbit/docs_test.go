@@ -116,7 +116,7 @@ func TestADocsExampleThatFailsNamesItsLine(t *testing.T) {
 	problems := runDocExamples(t, bin, "script.md", script)
 	require.Len(t, problems, 1, strings.Join(problems, "\n---\n"))
 	assert.Contains(t, problems[0], "script.md:12: orbit run nosuchjob: exit status 2")
-	assert.Contains(t, problems[0], `job "nosuchjob" not found`)
+	assert.Contains(t, problems[0], `no job "nosuchjob" (orbit job list lists the jobs)`)
 
 	transcript := strings.Join([]string{
 		"```", // 1

@@ -73,7 +73,7 @@ func codeFor(err error) int {
 		return ee.code
 	case errors.Is(err, assets.ErrInvalid), errors.Is(err, assets.ErrNotFound),
 		errors.Is(err, executor.ErrInvalidJob), errors.Is(err, executor.ErrJobDisabled),
-		errors.Is(err, events.ErrInvalidRequest), errors.Is(err, events.ErrNotFound):
+		errors.Is(err, events.ErrInvalidRequest), errors.Is(err, events.ErrNotFound), errors.Is(err, events.ErrNotPermitted):
 		return exitUsage
 	case errors.Is(err, events.ErrUnavailable), errors.Is(err, events.ErrStoreFull), errors.Is(err, engine.ErrAlreadyRunning):
 		return exitUnavailable

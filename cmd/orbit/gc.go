@@ -37,8 +37,7 @@ remove what is garbage:
 
 Without a kind, all three. Without --apply nothing is removed. The engine
 does the removing, and records it in the log as gc.collected.`,
-		Args:    cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error { return a.refuseReader("orbit gc") },
+		Args: cobra.NoArgs,
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, _ []string) error {
 			opts.By = requester()
 			// The engine is found within a read's bound; the collection
@@ -67,28 +66,6 @@ does the removing, and records it in the log as gc.collected.`,
 	f.StringVar(&opts.Grace, "grace", shipping.DefaultGCGrace.String(), "keep what is younger than this, or whose run finished less than this ago")
 	f.BoolVar(&opts.Force, "force", false, "also remove an archived task's branches that hold commits nothing else has")
 	return cmd
-}
-
-// refuseReader refuses a command that asks the engine to act when --nkey
-// names the root's reader key, which may read and nothing else: the server
-// would drop the request unheard, and the command wait for an answer.
-func (a *app) refuseReader(command string) error {
-	if a.nkey == "" {
-		return nil
-	}
-	root, err := a.root()
-	if err != nil {
-		return nil
-	}
-	mine, err := events.SeedPublic(a.nkey)
-	if err != nil {
-		return nil
-	}
-	reader, err := events.SeedPublic(events.CredsFile(engine.CredsDir(root), events.IdentityReader))
-	if err != nil || mine != reader {
-		return nil
-	}
-	return usageErr("%s: --nkey %s is the reader key, which may read the log and nothing else; %s asks the engine to remove things, which takes the client key (leave out --nkey)", command, a.nkey, command)
 }
 
 func (a *app) printCollection(rep *engine.CollectReport) error {

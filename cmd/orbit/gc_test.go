@@ -93,7 +93,7 @@ spec:
 	require.NoError(t, err, "the reader removed nothing")
 	r = p.Orbit("--nkey", credsFile(p, events.IdentityReader), "gc", "--apply", "--grace", "0s")
 	assert.Equal(t, 2, r.Code, r.String())
-	assert.Contains(t, r.Stderr, "is the reader key, which may read the log and nothing else")
+	assert.Contains(t, r.Stderr, "this key may not ask the engine for ", "refused at once")
 	client, err := testkit.DialOutsider(t, info.URL, credsFile(p, events.IdentityClient))
 	require.NoError(t, err)
 	reply, refused = client.Ask(&nats.Msg{Subject: events.APISubject(engine.EndpointGC), Data: []byte(`{"blobs":true}`)})

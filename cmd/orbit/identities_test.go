@@ -254,3 +254,32 @@ func TestTheWriteAPIChecksWhatItIsAsked(t *testing.T) {
 	r = p.Orbit("run", "tail", id)
 	assert.Equal(t, 0, r.Code, "a valid request runs: %s", r)
 }
+
+// TestAReaderKeysAPICallsFailAtOnce: the reader's key may read the log and
+// nothing else, and the server refuses its API requests. Every command
+// that asks the engine says so at once ("this key may not ask the engine
+// for …", exit 2) rather than waiting out the request timeout for an
+// answer that cannot come and calling the engine unavailable; what the
+// key may do, it still does.
+func TestAReaderKeysAPICallsFailAtOnce(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	serve(t, p)
+	reader := credsFile(p, events.IdentityReader)
+	for _, args := range [][]string{
+		{"run", "show", "01JFAKEFAKEFAKEFAKEFAKEFAK"},
+		{"run", "cancel", "01JFAKEFAKEFAKEFAKEFAKEFAK"},
+		{"job", "pause", "hello"},
+		{"task", "list"},
+		{"engine", "status"},
+	} {
+		r := p.Orbit(append([]string{"--nkey", reader}, args...)...)
+		assert.Equal(t, 2, r.Code, "%v: %s", args, r)
+		assert.Contains(t, r.Stderr, "orbit: this key may not ask the engine for ", args)
+		assert.Contains(t, r.Stderr, "a reader's key may only read the log", args)
+	}
+	r := p.Orbit("--nkey", reader, "doctor")
+	assert.Contains(t, r.Stdout, "skip  engine         this key may not ask the engine how it is", r)
+	assert.NotContains(t, r.Stdout, "orbit engine stop", "a reader's key is not fixed by restarting the engine")
+	assert.Contains(t, r.Stdout, "ok    jetstream", "the reader reads the stream")
+}

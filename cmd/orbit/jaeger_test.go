@@ -7,13 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/tracing"
 )
@@ -143,23 +141,7 @@ func TestATraceInJaegerAcrossAKill(t *testing.T) {
 	otlp, query := startJaeger(t)
 	p := testkit.NewProject(t)
 	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+otlp)
-	p.WriteFile(".orbit/jobs/traced.yaml", tracedJob)
-	p.WriteFile(".orbit/jobs/traced_child.yaml", tracedChild)
-
-	const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	engine := serve(t, p)
-	r := p.Orbit("job", "run", "traced", "--detach", "--traceparent", caller)
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the shell step to start", func() bool {
-		_, err := os.Stat(filepath.Join(p.Root, "traceparent.txt"))
-		return err == nil
-	})
-	killEngine(t, engine)
-	serve(t, p)
-	p.WriteFile("go.txt", "")
-	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
-	require.Equal(t, events.StateSuccess, runView(t, p, runID).State)
+	runID := runTracedAcrossAKill(t, p, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 
 	traceID := "4bf92f3577b34da6a3ce929d0e0e4736"
 	root := tracing.RunSpanID(runID).String()

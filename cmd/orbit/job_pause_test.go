@@ -44,6 +44,7 @@ spec:
 	assert.Contains(t, r.Stderr, "already paused")
 	r = p.Orbit("job", "pause", "nosuch")
 	assert.Equal(t, 2, r.Code, "no such job: %s", r)
+	assert.Equal(t, "orbit: no job \"nosuch\" (orbit job list lists the jobs)\n", r.Stderr, "as every command says it")
 
 	r = p.Orbit("job", "run", "napper", "--detach")
 	require.Equal(t, 0, r.Code, r.String())

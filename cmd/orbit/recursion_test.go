@@ -89,15 +89,14 @@ func bombRuns(t *testing.T, p *testkit.Project) []projector.RunView {
 	return runs
 }
 
-// TestChildRunsAreBoundedAndATreeIsCancelled: two detached self-invocations
-// behind a condition that always holds (the load check cannot see that it
-// does) are held to engine.max_descendants live runs below their root, the
-// refused job.invoke naming the setting. The root has finished at once; orbit
-// run cancel --tree stops every run below it for good, each recording whose
-// tree cancel it was part of.
-func TestChildRunsAreBoundedAndATreeIsCancelled(t *testing.T) {
-	t.Parallel()
-	p := testkit.NewProject(t)
+// startBomb runs job bomb: two detached self-invocations behind a
+// condition that always holds (the load check cannot see that it does),
+// held to engine.max_descendants (8) live runs below their root, the
+// refused job.invoke naming the setting. The root finishes at once; each
+// child lingers two minutes. It returns the root and the live runs below
+// it once the tree has settled (every live run has both its children).
+func startBomb(t *testing.T, p *testkit.Project) (string, []string) {
+	t.Helper()
 	p.WriteFile(".orbit/config.yaml", "engine:\n  max_descendants: 8\n")
 	p.WriteFile(".orbit/jobs/bomb.yaml", `schemaVersion: 2
 kind: Job
@@ -136,8 +135,19 @@ spec:
 		return settled
 	})
 	assert.LessOrEqual(t, len(live), 8, "the root has finished; at most 8 runs below it live")
+	return root, live
+}
 
-	r = p.Orbit("run", "cancel", "--tree", "--dry-run", root)
+// TestChildRunsAreBoundedAndATreeIsCancelled: the bomb's tree is held to
+// engine.max_descendants; orbit run cancel --tree stops every run below
+// its root (which has finished) for good, each recording whose tree
+// cancel it was part of.
+func TestChildRunsAreBoundedAndATreeIsCancelled(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	root, live := startBomb(t, p)
+
+	r := p.Orbit("run", "cancel", "--tree", "--dry-run", root)
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.ElementsMatch(t, live, strings.Fields(r.Stdout), "the dry run lists the live runs")
 	assert.Contains(t, r.Stderr, "dry run: "+strconv.Itoa(len(live))+" run(s) would be cancelled")
@@ -168,4 +178,78 @@ spec:
 	r = p.Orbit("run", "cancel", "--tree", root)
 	assert.Equal(t, 2, r.Code, "nothing left to cancel: %s", r)
 	assert.Contains(t, r.Stderr, "no run below it is live")
+}
+
+// TestATreeOfChildRunsIsPausedAndUnpaused: orbit run pause --tree --now
+// pauses every live run below the bomb's root (which has finished) as one
+// bulk operation, each run.paused recording its id and that it was paused
+// now; no run starts while they are paused; unpause --tree lets them all
+// go on, under a bulk id of its own.
+func TestATreeOfChildRunsIsPausedAndUnpaused(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	root, live := startBomb(t, p)
+
+	r := p.Orbit("run", "pause", "--tree", "--dry-run", root)
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.ElementsMatch(t, live, strings.Fields(r.Stdout), "the dry run lists the live runs")
+	for _, v := range bombRuns(t, p) {
+		assert.False(t, v.Paused, "a dry run pauses nothing: %s", v.ID)
+	}
+
+	r = p.Orbit("run", "pause", "--tree", "--now", "--reason", "hold the tree", root)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.ElementsMatch(t, live, strings.Fields(r.Stdout))
+	bulk := bulkID(t, r.Stderr, len(live), "paused")
+	total := len(bombRuns(t, p))
+	for _, id := range live {
+		assert.True(t, runView(t, p, id).Paused, id)
+		d := lastOfType[events.RunPausedData](t, p, id, events.RunPaused)
+		assert.Equal(t, bulk, d.Bulk, id)
+		assert.True(t, d.Now, id)
+		assert.Equal(t, "hold the tree", d.Reason)
+	}
+	r = p.Orbit("run", "pause", "--tree", root)
+	assert.Equal(t, 2, r.Code, "nothing left to pause: %s", r)
+	assert.Contains(t, r.Stderr, "nor any run below it is live and not paused")
+
+	r = p.Orbit("run", "unpause", "--tree", root)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.ElementsMatch(t, live, strings.Fields(r.Stdout))
+	again := bulkID(t, r.Stderr, len(live), "unpaused")
+	assert.NotEqual(t, bulk, again)
+	for _, id := range live {
+		v := runView(t, p, id)
+		assert.False(t, v.Paused, id)
+		assert.False(t, events.Terminal(v.State), "%s goes on: %s", id, v.State)
+		assert.Equal(t, again, lastOfType[events.RunUnpausedData](t, p, id, events.RunUnpaused).Bulk, id)
+	}
+	assert.Len(t, bombRuns(t, p), total, "the tree started no run while paused, nor on unpause: it was full")
+
+	r = p.Orbit("run", "pause", "--tree")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "--tree needs the run id")
+}
+
+// bulkID is the bulk operation's id in a pause's stderr, which says that n
+// runs were verb.
+func bulkID(t *testing.T, stderr string, n int, verb string) string {
+	t.Helper()
+	prefix := strconv.Itoa(n) + " run(s) " + verb + " as bulk operation "
+	i := strings.Index(stderr, prefix)
+	require.GreaterOrEqual(t, i, 0, stderr)
+	return strings.Fields(stderr[i+len(prefix):])[0]
+}
+
+// lastOfType decodes the last event of type typ of run id.
+func lastOfType[D any](t *testing.T, p *testkit.Project, id, typ string) D {
+	t.Helper()
+	r := p.Orbit("run", "events", "--json", "--type", typ, id)
+	require.Equal(t, 0, r.Code, r.String())
+	var evs []events.Event
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
+	require.NotEmpty(t, evs, "%s of %s", typ, id)
+	var d D
+	require.NoError(t, evs[len(evs)-1].Decode(&d))
+	return d
 }

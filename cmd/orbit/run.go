@@ -96,8 +96,14 @@ func notASubcommand(cmd *cobra.Command, name string) error {
 	}
 	var like []string
 	for _, sub := range cmd.Commands() {
-		if sub.IsAvailableCommand() && looksLike(strings.ToLower(name), sub.Name()) {
-			like = append(like, sub.Name())
+		if !sub.IsAvailableCommand() {
+			continue
+		}
+		for _, n := range append([]string{sub.Name()}, sub.Aliases...) {
+			if looksLike(strings.ToLower(name), n) {
+				like = append(like, n)
+				break
+			}
 		}
 	}
 	if len(like) == 0 {
@@ -334,8 +340,9 @@ func (a *app) runHistoryCommand() *cobra.Command {
 		limit int
 	)
 	cmd := &cobra.Command{
-		Use:   "history",
-		Short: "List runs, newest first",
+		Use:     "history",
+		Aliases: []string{"list", "ls"},
+		Short:   "List runs, newest first",
 		Long: `List runs, newest first: the 20 newest unless -n says how many (0: all). When
 there are more, stderr says how many the list leaves out.`,
 		Args: cobra.NoArgs,

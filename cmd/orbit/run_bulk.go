@@ -77,8 +77,9 @@ func (a *app) runPauseCommand(unpause bool) *cobra.Command {
 		sel    selectorFlags
 		reason string
 		now    bool
+		tree   bool
 	)
-	use, short, verb := "pause [<run_id>]", "Pause a running run: it starts no new step until unpaused", "paused"
+	use, short, verb := "pause [<run_id>] [--tree] [--now]", "Pause a running run: it starts no new step until unpaused", "paused"
 	long := `Pause a run: it starts no new step until 'orbit run unpause'. Steps that are
 running finish; with --now they are stopped as a cancel stops them and run
 again, from the start, once the run is unpaused (the run again does not
@@ -87,21 +88,31 @@ count against the deadlines of its wait steps. A pause is recorded in the run's 
 (run.paused), so it holds across engine restarts; a paused run can still be
 cancelled. 'orbit run show' and 'orbit run history' show it paused.
 
-With selectors instead of a run id (--job, --state, --since, --requester)
-every live run they pick is paused, each recording the bulk operation's id;
---dry-run lists them and pauses none.`
+With --tree the run (if it is live) and every live run below it (the runs
+it started with job.invoke, theirs, and so on, waited for or detached) are
+paused, as cancel --tree cancels them: how a job that keeps starting
+detached runs of itself is held still. With selectors instead of a run id
+(--job, --state, --since, --requester) every live run they pick is paused.
+Either way each records the bulk operation's id; --dry-run lists the runs
+and pauses none.`
 	if unpause {
-		use, short, verb = "unpause [<run_id>]", "Let a paused run go on", "unpaused"
+		use, short, verb = "unpause [<run_id>] [--tree]", "Let a paused run go on", "unpaused"
 		long = `Unpause a paused run: it goes on from where it stopped (run.unpaused).
-With selectors, every paused run they pick; --dry-run lists them.`
+With --tree, the run and every paused live run below it; with selectors,
+every paused run they pick; --dry-run lists them.`
 	}
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Long:  long,
-		Args:  func(cmd *cobra.Command, args []string) error { return sel.args(cmd, args) },
+		Args: func(cmd *cobra.Command, args []string) error {
+			if tree && len(args) == 0 {
+				return usageErr("%s --tree needs the run id at the top of the tree\nUsage: %s", cmd.CommandPath(), cmd.UseLine())
+			}
+			return sel.args(cmd, args)
+		},
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
-			q := engine.RunPause{Selector: sel.selector(), Unpause: unpause, Now: now, DryRun: sel.dryRun, Requester: requester(), Reason: reason}
+			q := engine.RunPause{Selector: sel.selector(), Unpause: unpause, Now: now, Tree: tree, DryRun: sel.dryRun, Requester: requester(), Reason: reason}
 			if len(args) == 1 {
 				view, err := getRun(ctx, l, args[0])
 				if err != nil {
@@ -117,6 +128,7 @@ With selectors, every paused run they pick; --dry-run lists them.`
 		}),
 	}
 	sel.register(cmd)
+	cmd.Flags().BoolVar(&tree, "tree", false, "the run and every live run below it, as one bulk operation")
 	if !unpause {
 		cmd.Flags().StringVar(&reason, "reason", "", "why, for the record")
 		cmd.Flags().BoolVar(&now, "now", false, "stop the running steps too; they run again on unpause")

@@ -105,4 +105,13 @@ func TestRunShorthandRefusesWhatLooksLikeASubcommand(t *testing.T) {
 	assert.Contains(t, r.Stderr, "looks like the subcommand logs")
 	r = p.Orbit("job", "run", "histroy")
 	assert.Equal(t, 0, r.Code, r.String())
+	// list and ls are history's other names, as in the other lists.
+	for _, name := range []string{"list", "ls"} {
+		r = p.Orbit("run", name)
+		assert.Equal(t, 0, r.Code, r.String())
+		assert.Contains(t, r.Stdout, "histroy", "orbit run %s lists the runs", name)
+	}
+	r = p.Orbit("run", "lsit")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "looks like the subcommand list")
 }

@@ -75,15 +75,14 @@ func spansOf(t *testing.T, rcv *testkit.OTLPReceiver, trace, runSpan string) []t
 	return out
 }
 
-func TestOneTracePerRunWithItsSpanTreeAcrossAKill(t *testing.T) {
-	t.Parallel()
-	rcv := testkit.StartOTLPReceiver(t)
-	p := testkit.NewProject(t)
-	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+// runTracedAcrossAKill runs job traced (with traced_child) on p under the
+// caller's traceparent: the engine is killed while its shell step waits,
+// and a second one finishes the run. It returns the run's id once the run
+// has succeeded.
+func runTracedAcrossAKill(t *testing.T, p *testkit.Project, caller string) string {
+	t.Helper()
 	p.WriteFile(".orbit/jobs/traced.yaml", tracedJob)
 	p.WriteFile(".orbit/jobs/traced_child.yaml", tracedChild)
-
-	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	engine := serve(t, p)
 	r := p.Orbit("job", "run", "traced", "--detach", "--traceparent", caller)
 	require.Equal(t, 0, r.Code, r.String())
@@ -97,6 +96,16 @@ func TestOneTracePerRunWithItsSpanTreeAcrossAKill(t *testing.T) {
 	p.WriteFile("go.txt", "")
 	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	require.Equal(t, events.StateSuccess, runView(t, p, runID).State)
+	return runID
+}
+
+func TestOneTracePerRunWithItsSpanTreeAcrossAKill(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	runID := runTracedAcrossAKill(t, p, caller)
 
 	trace := "0af7651916cd43dd8448eb211c80319c"
 	root := tracing.RunSpanID(runID).String()

@@ -54,7 +54,7 @@ var layers = map[string][]string{
 	"routine":  {"assets", "events", "executor", "internal/failpoint"},
 
 	// Retention: archives and removes finished work from the log.
-	"retention": {"assets", "events", "internal/failpoint", "projector"},
+	"retention": {"assets", "events", "internal/failpoint", "internal/lease", "projector"},
 
 	// The engine's wiring, and what stands on it.
 	"engine":    {"activity", "agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "retention", "routine", "shipping", "tracing"},

@@ -211,14 +211,26 @@ func (l *Lease) Held(ctx context.Context) bool {
 	}
 }
 
-// Release gives the lease up.
+// Release gives the lease up. A conflict whose current value at the
+// bucket's leader is still this holder's (a renewal whose answer was
+// lost, its call cancelled say) gives it up at that revision: only a
+// lease another holder wrote is left alone.
 func (l *Lease) Release(ctx context.Context) error {
 	if l.KV == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.KV.Delete(ctx, l.Key, l.rev)
+	err := l.KV.Delete(ctx, l.Key, l.rev)
+	if !errors.Is(err, events.ErrConflict) {
+		return err
+	}
+	cur, gerr := l.KV.Latest(ctx, l.Key)
+	var held Record
+	if gerr != nil || json.Unmarshal(cur.Value, &held) != nil || held.Engine != l.Engine || held.Scope != l.Scope {
+		return err
+	}
+	return l.KV.Delete(ctx, l.Key, cur.Revision)
 }
 
 // Within returns ctx under which the programs an execution starts carry
