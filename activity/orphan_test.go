@@ -109,7 +109,7 @@ func TestAStepCommandWithNoDecisionIsNeverRun(t *testing.T) {
 		15*time.Second, 20*time.Millisecond, "the command is recorded as rejected")
 	rej := commandRejections(t, log, runID)
 	require.Len(t, rej, 1)
-	assert.Equal(t, events.CommandsStream, rej[0].Stream)
+	assert.Equal(t, events.StepsStream, rej[0].Stream)
 	assert.Equal(t, events.CommandSubject(name), rej[0].Subject)
 	assert.Equal(t, events.ReasonNoDecision, rej[0].Reason)
 	assert.NotZero(t, rej[0].Seq)

@@ -186,7 +186,7 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) run(ctx context.Context) error {
 	reset := w.cfg.Log.Embedded()
 	if reset {
-		before, err := w.cfg.Log.CommandsLastSeq(ctx)
+		before, err := w.cfg.Log.CommandsLastSeq(ctx, interpreter.CmdStepPrefix+">")
 		if err != nil {
 			return err
 		}

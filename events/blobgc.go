@@ -183,29 +183,23 @@ func (l *Log) BlobReferences(ctx context.Context) (map[string]bool, error) {
 	}
 }
 
-// scanCommands hands fn the body of every command on the queue, reading
-// them one by one from the first: a work queue has no room for a second
-// consumer.
+// scanCommands hands fn the body of every command on the queues (run
+// requests and step commands).
 func (l *Log) scanCommands(ctx context.Context, fn func([]byte)) error {
 	if err := l.needCommands("scanCommands"); err != nil {
 		return err
 	}
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
-	info, err := l.cmds.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; {
-		msg, err := l.cmds.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(CommandsRoot+".>"))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil
-		}
+	for _, q := range []struct {
+		stream jetstream.Stream
+		filter string
+	}{{l.cmds, CommandsRoot + ".>"}, {l.steps, StepsRoot + ".>"}} {
+		held, err := l.readCommands(ctx, q.stream, q.filter)
 		if err != nil {
-			return fmt.Errorf("%w: reading command %d: %v", ErrUnavailable, seq, err)
+			return err
 		}
-		fn(msg.Data)
-		seq = msg.Sequence + 1
+		for _, m := range held {
+			fn(m.Data)
+		}
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func TestReplicatedLogSurvivesItsLeadersLoss(t *testing.T) {
 	t.Cleanup(func() { l.Close() })
 	assert.Equal(t, 3, l.ClusterSize())
 	assert.Equal(t, 3, l.Replicas())
-	for _, s := range []string{events.EventsStream, events.CommandsStream, "KV_" + events.LeasesBucket,
+	for _, s := range []string{events.EventsStream, events.CommandsStream, events.StepsStream, "KV_" + events.LeasesBucket,
 		"KV_" + events.LocksBucket, "OBJ_" + events.BlobsStore, "OBJ_" + events.RepliesStore} {
 		n, err := c.StreamReplicas(ctx, s)
 		require.NoError(t, err, s)
@@ -166,7 +166,7 @@ func TestEnginesOpenTogetherOnAFreshCluster(t *testing.T) {
 	for i, err := range errs {
 		require.NoError(t, err, "engine %d", i)
 	}
-	for _, s := range []string{events.EventsStream, events.CommandsStream, "KV_" + events.LeasesBucket,
+	for _, s := range []string{events.EventsStream, events.CommandsStream, events.StepsStream, "KV_" + events.LeasesBucket,
 		"KV_" + events.LocksBucket, "OBJ_" + events.BlobsStore, "OBJ_" + events.RepliesStore} {
 		n, err := c.StreamReplicas(testkit.Context(t), s)
 		require.NoError(t, err, s)

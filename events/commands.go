@@ -10,14 +10,23 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/orbitrun/orbit/internal/failpoint"
 )
 
-// Send publishes a command to orbit.cmd.<name> on the work queue with id as
-// its Nats-Msg-Id (a keyed hash of it when the Log signs: see
+// Send publishes a command to its subject (CommandSubject) on its work
+// queue — a step command to StepsStream, any other to CommandsStream —
+// with id as its Nats-Msg-Id (a keyed hash of it when the Log signs: see
 // CommandIDHeader), and waits until it is stored. Sending the same id twice
 // within the duplicate window stores it once. Secrets in the command are
 // NOT redacted: commands carry what workers need to act, are deleted once
 // acknowledged, and never enter the event log.
+//
+// IMPORTANT: on an embedded single-node store StepsStream persists
+// asynchronously (see stepsConfig): a step command Send returned for can
+// be lost with the server. Its sender must be able to send it again from
+// the log, as the interpreter does from a step.started without
+// step.finished when it resumes a run.
 func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 	if err := l.room(ctx); err != nil {
 		return err
@@ -29,17 +38,19 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 	if data, err = l.shrink(ctx, data); err != nil {
 		return fmt.Errorf("events: storing the large values of command %s: %w", name, err)
 	}
+	stream := commandStream(name)
 	msg := &nats.Msg{Subject: CommandSubject(name), Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, l.publishID(id))
 	if l.key != nil {
 		l.key.sign(msg, id)
 	}
-	if l.grouped() {
+	if l.grouped() && !(stream == StepsStream && l.stepsAsync) {
 		// A fan-out's dispatches come in bursts: they share fsyncs like
-		// events do (DESIGN §10).
-		msg.Header.Set(jetstream.ExpectedStreamHeader, CommandsStream)
+		// events do (DESIGN §10). An asynchronous stream has no fsync to
+		// share, and takes no atomic batch.
+		msg.Header.Set(jetstream.ExpectedStreamHeader, stream)
 		r := &commitReq{msg: msg, typ: "command " + name, size: len(msg.Data) + headerRoom, done: make(chan struct{})}
-		if err := l.cmdCommitter().submit(r); err != nil {
+		if err := l.cmdCommitter(stream).submit(r); err != nil {
 			return err
 		}
 		// IMPORTANT: no default timeout here, as in Append. The group
@@ -50,7 +61,7 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 		if _, err := r.wait(ctx); err != nil {
 			return err
 		}
-		l.sentCommand(ctx)
+		l.sentCommand(ctx, stream)
 		return nil
 	}
 	// On a cluster the JetStream context gives a publish without a
@@ -60,12 +71,27 @@ func (l *Log) Send(ctx context.Context, name, id string, payload any) error {
 		ctx, cancel = withDefaultTimeout(ctx)
 		defer cancel()
 	}
-	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(CommandsStream)); err != nil {
+	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(stream)); err != nil {
 		return publishError("command "+name, err)
 	}
-	l.sentCommand(ctx)
+	if stream == StepsStream && l.failpoints {
+		failpoint.Hit(FailpointStepCommandSent)
+	}
+	l.sentCommand(ctx, stream)
 	return nil
 }
+
+// Failpoints of the step command queue (see internal/failpoint).
+const (
+	// FailpointStepCommandSent: a step command the server answered for,
+	// which on an asynchronous StepsStream may not be written yet.
+	FailpointStepCommandSent = "step-command-sent"
+	// FailpointStepCommandAcked: a step command's ack the server
+	// confirmed (by Ack, or AckNoWait while failpoints are armed), which
+	// on an asynchronous StepsStream may not be written yet: the command
+	// may come back.
+	FailpointStepCommandAcked = "step-command-acked"
+)
 
 // Pending reports whether a command is stored under orbit.cmd.<name>: sent
 // and not yet acknowledged, and, on a signed log, one that verifies. Commands whose names are unique per decision
@@ -77,7 +103,7 @@ func (l *Log) Pending(ctx context.Context, name string) (bool, error) {
 	if err := l.needCommands("Pending"); err != nil {
 		return false, err
 	}
-	raw, err := l.cmds.GetLastMsgForSubject(ctx, CommandSubject(name))
+	raw, err := l.commandQueue(name).GetLastMsgForSubject(ctx, CommandSubject(name))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
@@ -86,21 +112,30 @@ func (l *Log) Pending(ctx context.Context, name string) (bool, error) {
 	}
 	// A forged command under the name must not stop the real one from
 	// being sent: it is never run (see Consume), so it is not pending.
-	if l.key != nil && l.verifyCommand(raw.Sequence, raw.Subject, raw.Header, raw.Data) != "" {
+	if l.key != nil && l.verifyCommand(commandStream(name), raw.Sequence, raw.Subject, raw.Header, raw.Data) != "" {
 		return false, nil
 	}
 	return true, nil
 }
 
-// CommandsLastSeq returns the sequence of the last command ever stored;
-// ErrNotEngine on a Log made by Dial.
-func (l *Log) CommandsLastSeq(ctx context.Context) (uint64, error) {
+// commandQueue is the stream that holds the commands named name.
+func (l *Log) commandQueue(name string) jetstream.Stream {
+	if commandStream(name) == StepsStream {
+		return l.steps
+	}
+	return l.cmds
+}
+
+// CommandsLastSeq returns the sequence of the last command ever stored in
+// the queue of the commands named name (a name or a wildcard over names:
+// "step.>" for the step commands); ErrNotEngine on a Log made by Dial.
+func (l *Log) CommandsLastSeq(ctx context.Context, name string) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if err := l.needCommands("CommandsLastSeq"); err != nil {
 		return 0, err
 	}
-	info, err := l.cmds.Info(ctx)
+	info, err := l.commandQueue(name).Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -148,8 +183,8 @@ type ConsumerSpec struct {
 	// again at once instead of after their ack wait. Only a process that
 	// knows it is the sole consumer (an engine on an embedded store) may set
 	// it; the commands then come with Delivery 1, and the caller must treat
-	// every command stored before the reset (StreamSeq ≤ CommandsLastSeq
-	// taken before) as possibly delivered before.
+	// every command stored before the reset (StreamSeq ≤ CommandsLastSeq of
+	// Command taken before) as possibly delivered before.
 	Reset bool
 }
 
@@ -192,9 +227,13 @@ type Command struct {
 	ID       string
 	Data     json.RawMessage
 	Delivery int // 1 on first delivery
-	// StreamSeq is the command's sequence in ORBIT_COMMANDS.
+	// Stream is the stream the command is in (StepsStream or
+	// CommandsStream), StreamSeq its sequence there.
+	Stream    string
 	StreamSeq uint64
 	msg       jetstream.Msg
+	// failpoints: the Log's (see Log.failpoints).
+	failpoints bool
 
 	mu    sync.Mutex
 	ended bool // by Ack, Nak or Term: InProgress sends nothing more
@@ -224,6 +263,9 @@ func (c *Command) Ack(ctx context.Context) error {
 	if err := c.msg.DoubleAck(ctx); err != nil {
 		return fmt.Errorf("%w: acking %s: %v", ErrUnavailable, c.ID, err)
 	}
+	if c.failpoints && c.Stream == StepsStream {
+		failpoint.Hit(FailpointStepCommandAcked)
+	}
 	return nil
 }
 
@@ -231,6 +273,13 @@ func (c *Command) Ack(ctx context.Context) error {
 // ack is lost the command is redelivered, so use it only where handling a
 // redelivery is harmless.
 func (c *Command) AckNoWait() error {
+	if c.failpoints && c.Stream == StepsStream {
+		// The failpoint is where the server has the ack and may not have
+		// written it: it needs the server's answer first.
+		ctx, cancel := withDefaultTimeout(context.Background())
+		defer cancel()
+		return c.Ack(ctx)
+	}
 	c.end()
 	return c.msg.Ack()
 }
@@ -279,12 +328,12 @@ func (l *Log) Consume(ctx context.Context, spec ConsumerSpec, handle func(*Comma
 	cctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if spec.Reset {
-		err := l.js.DeleteConsumer(cctx, CommandsStream, spec.Durable)
+		err := l.js.DeleteConsumer(cctx, commandStream(spec.Command), spec.Durable)
 		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil, fmt.Errorf("%w: resetting consumer %s: %v", ErrUnavailable, spec.Durable, err)
 		}
 	}
-	cons, err := l.createConsumer(ctx, spec.config())
+	cons, err := l.createConsumer(ctx, commandStream(spec.Command), spec.config())
 	if err != nil {
 		return nil, fmt.Errorf("%w: consumer %s: %v", ErrUnavailable, spec.Durable, err)
 	}
@@ -318,7 +367,7 @@ func (l *Log) command(ctx context.Context, msg jetstream.Msg) *Command {
 		return nil
 	}
 	hdr := msgHeaders(msg)
-	if err := l.checkCommand(meta.Sequence.Stream, msg.Subject(), hdr, msg.Data()); err != nil {
+	if err := l.checkCommand(meta.Stream, meta.Sequence.Stream, msg.Subject(), hdr, msg.Data()); err != nil {
 		// Never run: a forged or altered command is removed for good.
 		_ = msg.Term()
 		return nil
@@ -334,7 +383,7 @@ func (l *Log) command(ctx context.Context, msg jetstream.Msg) *Command {
 		id = hdr.Get(jetstream.MsgIDHeader)
 	}
 	return &Command{Subject: msg.Subject(), Data: data, msg: msg, ID: id,
-		Delivery: int(meta.NumDelivered), StreamSeq: meta.Sequence.Stream}
+		Delivery: int(meta.NumDelivered), Stream: meta.Stream, StreamSeq: meta.Sequence.Stream, failpoints: l.failpoints}
 }
 
 type consumeStopper struct{ cc jetstream.ConsumeContext }
@@ -345,15 +394,15 @@ func (s consumeStopper) Stop() {
 }
 
 // createConsumer creates or updates a durable consumer of the command
-// queue, trying again for up to ElectionWindow while the request finds the
+// queue stream, trying again for up to ElectionWindow while the request finds the
 // stream electing a leader or the connection moving to another server (a
 // node's loss on a cluster): the request is idempotent, and an engine that
 // gave up here would stop with the cluster only seconds from answering.
-func (l *Log) createConsumer(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+func (l *Log) createConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	deadline := time.Now().Add(ElectionWindow)
 	for {
 		cctx, cancel := withDefaultTimeout(ctx)
-		cons, err := l.js.CreateOrUpdateConsumer(cctx, CommandsStream, cfg)
+		cons, err := l.js.CreateOrUpdateConsumer(cctx, stream, cfg)
 		cancel()
 		if err == nil || !electing(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return cons, err

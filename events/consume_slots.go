@@ -226,7 +226,7 @@ func (s *slotConsumer) restore() {
 	}
 	ctx, cancel = context.WithTimeout(s.ctx, restoreTimeout)
 	defer cancel()
-	if _, err := s.l.js.CreateOrUpdateConsumer(ctx, CommandsStream, s.spec.config()); err != nil && s.ctx.Err() == nil {
+	if _, err := s.l.js.CreateOrUpdateConsumer(ctx, commandStream(s.spec.Command), s.spec.config()); err != nil && s.ctx.Err() == nil {
 		s.l.log.Warn("consumer missing and not made again yet", "consumer", s.spec.Durable, "err", err)
 	}
 }

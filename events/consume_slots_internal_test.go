@@ -21,7 +21,7 @@ func TestSlotPullIsAskedAgainWhenItExpires(t *testing.T) {
 	defer l.Close()
 	spec := ConsumerSpec{Durable: "expiring", Command: "step.>", AckWait: time.Minute, Concurrency: 1}
 	spec.setDefaults()
-	cons, err := l.createConsumer(ctx, spec.config())
+	cons, err := l.createConsumer(ctx, StepsStream, spec.config())
 	if err != nil {
 		t.Fatal(err)
 	}

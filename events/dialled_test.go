@@ -26,7 +26,7 @@ func TestADialledLogHasNoCommandQueue(t *testing.T) {
 
 	_, err = client.Pending(ctx, "run.R1")
 	assert.ErrorIs(t, err, events.ErrNotEngine, "Pending")
-	_, err = client.CommandsLastSeq(ctx)
+	_, err = client.CommandsLastSeq(ctx, "run.request")
 	assert.ErrorIs(t, err, events.ErrNotEngine, "CommandsLastSeq")
 	_, err = client.Consume(ctx, events.ConsumerSpec{Durable: "d", Command: "run.*"}, func(*events.Command) {})
 	assert.ErrorIs(t, err, events.ErrNotEngine, "Consume")
@@ -44,6 +44,6 @@ func TestADialledLogHasNoCommandQueue(t *testing.T) {
 		assert.ErrorIs(t, err, events.ErrNotEngine, "Keys")
 	}
 
-	_, err = l.CommandsLastSeq(ctx)
+	_, err = l.CommandsLastSeq(ctx, "step.>")
 	assert.NoError(t, err, "the engine's own log has the queue")
 }

@@ -138,9 +138,13 @@ func (l *Log) committer() *groupCommit {
 	return l.commits
 }
 
-// cmdCommitter returns the Log's group commit of commands.
-func (l *Log) cmdCommitter() *groupCommit {
+// cmdCommitter returns the Log's group commit of the commands of stream
+// (CommandsStream or StepsStream).
+func (l *Log) cmdCommitter(stream string) *groupCommit {
 	l.startCommits()
+	if stream == StepsStream {
+		return l.stepCommits
+	}
 	return l.cmdCommits
 }
 
@@ -148,8 +152,10 @@ func (l *Log) startCommits() {
 	l.commitOnce.Do(func() {
 		l.commits = newGroupCommit(l, EventsStream)
 		l.cmdCommits = newGroupCommit(l, CommandsStream)
+		l.stepCommits = newGroupCommit(l, StepsStream)
 		go l.commits.run()
 		go l.cmdCommits.run()
+		go l.stepCommits.run()
 	})
 }
 
@@ -161,6 +167,7 @@ func (l *Log) stopCommits() {
 	if l.commits != nil {
 		l.commits.stop()
 		l.cmdCommits.stop()
+		l.stepCommits.stop()
 	}
 }
 

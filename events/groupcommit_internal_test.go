@@ -166,7 +166,9 @@ func TestGroupCommitOfCommandsStoresEachOnce(t *testing.T) {
 	held := newGroupCommit(l, CommandsStream)
 	l.commitOnce.Do(func() {
 		l.commits = newGroupCommit(l, EventsStream)
+		l.stepCommits = newGroupCommit(l, StepsStream)
 		go l.commits.run()
+		go l.stepCommits.run()
 		l.cmdCommits = held
 	})
 	if l.cmdCommits != held {
@@ -179,7 +181,7 @@ func TestGroupCommitOfCommandsStoresEachOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				name := "step.deterministic.R.s" + strconv.Itoa(s) + "." + strconv.Itoa(i)
+				name := "run.request.s" + strconv.Itoa(s) + "." + strconv.Itoa(i)
 				// Every command twice: the second is a duplicate, in the
 				// same batch or a later one.
 				for range 2 {

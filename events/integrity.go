@@ -210,11 +210,11 @@ func (l *Log) checkEvent(seq uint64, subject string, hdr nats.Header, body []byt
 // checkCommand is checkEvent for a command. A command carries no time: one
 // stored again past the duplicate window finds its decision already taken
 // (a step's command, its step.finished) and is dropped by its worker.
-func (l *Log) checkCommand(seq uint64, subject string, hdr nats.Header, body []byte) error {
+func (l *Log) checkCommand(stream string, seq uint64, subject string, hdr nats.Header, body []byte) error {
 	if l.key == nil {
 		return nil
 	}
-	return l.rejectFailed(CommandsStream, seq, subject, l.verifyCommand(seq, subject, hdr, body))
+	return l.rejectFailed(stream, seq, subject, l.verifyCommand(stream, seq, subject, hdr, body))
 }
 
 // rejectFailed records a failed verification (reason not empty) and
@@ -233,8 +233,15 @@ func (l *Log) verifyEvent(seq uint64, subject string, hdr nats.Header, body []by
 	return l.key.verify(l.key.eventsFrom, l.key.boundEventsFrom, seq, original, subject, hdr, body)
 }
 
-// verifyCommand is logKey.verify for the command stream.
-func (l *Log) verifyCommand(seq uint64, subject string, hdr nats.Header, body []byte) string {
+// verifyCommand is logKey.verify for a command stream. Every message of
+// StepsStream must carry a format-2 MAC: that stream is only ever written
+// by engines that sign (the key's commands_from does not apply to it; see
+// moveStepCommands for the commands an older engine queued).
+func (l *Log) verifyCommand(stream string, seq uint64, subject string, hdr nats.Header, body []byte) string {
+	if stream == StepsStream {
+		reason, _ := l.key.verify(1, 1, seq, func() bool { return false }, subject, hdr, body)
+		return reason
+	}
 	original := func() bool { return l.originalStream(&l.cmdsOrigin, l.cmds, l.key.commandsCreated) }
 	reason, _ := l.key.verify(l.key.commandsFrom, l.key.boundCommandsFrom, seq, original, subject, hdr, body)
 	return reason
@@ -316,7 +323,7 @@ func (l *Log) reject(stream string, seq uint64, subject, reason string) {
 // Rejection is a message a read left out because it failed verification
 // by the log key (see Config.OnReject).
 type Rejection struct {
-	Stream  string // EventsStream or CommandsStream
+	Stream  string // EventsStream, CommandsStream or StepsStream
 	Seq     uint64
 	Subject string
 	Reason  string // ReasonUnsigned, ReasonBadMAC, …
@@ -326,12 +333,15 @@ type Rejection struct {
 // the rejected message's subject names no run.
 const UnattributedRun = "_unattributed"
 
-// SubjectRun returns the run a subject names: orbit.events.run.<run>.… and
-// orbit.cmd.step.<type>.<run>.…; UnattributedRun for any other.
+// SubjectRun returns the run a subject names: orbit.events.run.<run>.…,
+// orbit.step.<type>.<run>.… and, for a step command an older engine
+// queued, orbit.cmd.step.<type>.<run>.…; UnattributedRun for any other.
 func SubjectRun(subject string) string {
 	parts := strings.Split(subject, ".")
 	switch {
 	case len(parts) > 4 && parts[0] == "orbit" && parts[1] == "events" && parts[2] == AggregateRun:
+		return parts[3]
+	case len(parts) > 3 && parts[0] == "orbit" && parts[1] == "step":
 		return parts[3]
 	case len(parts) > 4 && parts[0] == "orbit" && parts[1] == "cmd" && parts[2] == "step":
 		return parts[4]

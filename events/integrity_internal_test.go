@@ -100,6 +100,8 @@ func TestSubjectRun(t *testing.T) {
 	for subject, want := range map[string]string{
 		"orbit.events.run.R1.step.finished": "R1",
 		"orbit.cmd.step.shell.R2.x.1":       "R2",
+		"orbit.step.shell.R3.x.1":           "R3",
+		"orbit.step":                        UnattributedRun,
 		"orbit.events.task.T.task.created":  UnattributedRun,
 		"orbit.cmd.run.request":             UnattributedRun,
 		"foo":                               UnattributedRun,

@@ -11,10 +11,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// commandBlocks lists the block files of the command queue in the store.
+// commandBlocks lists the block files of the step command queue in the
+// store.
 func commandBlocks(t *testing.T, l *Log) []string {
 	t.Helper()
-	blocks, err := filepath.Glob(filepath.Join(l.cfg.StoreDir, "jetstream", "*", "streams", CommandsStream, "msgs", "*.blk"))
+	blocks, err := filepath.Glob(filepath.Join(l.cfg.StoreDir, "jetstream", "*", "streams", StepsStream, "msgs", "*.blk"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestQueueKeeperKeepsTheWrittenBlock(t *testing.T) {
 			if !slices.Equal(before, after) {
 				t.Errorf("the queue's blocks went from %v to %v while it drained after every command", before, after)
 			}
-			info, err := l.cmds.Info(ctx)
+			info, err := l.steps.Info(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,9 +82,10 @@ func TestQueueKeeperKeepsTheWrittenBlock(t *testing.T) {
 	}
 }
 
-// TestQueueKeeperIsReplaced checks that the keeper is stored when the log
-// opens and stored again every keeperEvery commands, each one replacing
-// the one before, and that a reopened log adds none.
+// TestQueueKeeperIsReplaced checks that each queue's keeper is stored
+// when the log opens and the step queue's stored again every keeperEvery
+// step commands, each one replacing the one before, and that a reopened
+// log adds none.
 func TestQueueKeeperIsReplaced(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -95,23 +97,30 @@ func TestQueueKeeperIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keeper := func(l *Log) (seq, count uint64) {
+	keeperIn := func(l *Log, stream jetstream.Stream, name, subject string) (seq, count uint64) {
 		t.Helper()
-		msg, err := l.cmds.GetLastMsgForSubject(ctx, KeeperSubject)
+		msg, err := stream.GetLastMsgForSubject(ctx, subject)
 		if err != nil {
-			t.Fatalf("no keeper in the queue: %v", err)
+			t.Fatalf("no keeper in %s: %v", name, err)
 		}
 		if l.key == nil {
 			t.Fatal("the log has no key")
 		}
-		if reason := l.verifyCommand(msg.Sequence, msg.Subject, msg.Header, msg.Data); reason != "" {
-			t.Errorf("the keeper does not verify: %s", reason)
+		if reason := l.verifyCommand(name, msg.Sequence, msg.Subject, msg.Header, msg.Data); reason != "" {
+			t.Errorf("the keeper of %s does not verify: %s", name, reason)
 		}
-		info, err := l.cmds.Info(ctx, jetstream.WithSubjectFilter(KeeperSubject))
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return msg.Sequence, info.State.Subjects[KeeperSubject]
+		return msg.Sequence, info.State.Subjects[subject]
+	}
+	keeper := func(l *Log) (seq, count uint64) {
+		t.Helper()
+		if _, n := keeperIn(l, l.cmds, CommandsStream, KeeperSubject); n != 1 {
+			t.Errorf("%d keepers in %s, want 1", n, CommandsStream)
+		}
+		return keeperIn(l, l.steps, StepsStream, StepsKeeperSubject)
 	}
 	first, n := keeper(l)
 	if n != 1 {

@@ -22,6 +22,7 @@ import (
 const (
 	EventsStream   = "ORBIT_EVENTS"
 	CommandsStream = "ORBIT_COMMANDS"
+	StepsStream    = "ORBIT_STEPS"
 	LeasesBucket   = "orbit_leases"
 	LocksBucket    = "orbit_locks"
 	BlobsStore     = "orbit_blobs"
@@ -38,9 +39,13 @@ type Log struct {
 	js     jetstream.JetStream
 	events jetstream.Stream
 	cmds   jetstream.Stream
-	leases jetstream.KeyValue
-	locks  jetstream.KeyValue
-	blobs  jetstream.ObjectStore
+	// steps holds the step commands (StepsStream); stepsAsync says it
+	// persists asynchronously (see stepsConfig).
+	steps      jetstream.Stream
+	stepsAsync bool
+	leases     jetstream.KeyValue
+	locks      jetstream.KeyValue
+	blobs      jetstream.ObjectStore
 	// blobsStream is the object store's stream (blobread.go), blobCache
 	// the blobs read last.
 	blobsMu sync.Mutex
@@ -86,9 +91,10 @@ type Log struct {
 	commitOnce sync.Once
 	// Strict mode's group commits of events and of commands, started on
 	// first use.
-	commits, cmdCommits *groupCommit
-	// sent counts the commands sent, for the queue's keeper (keeper.go).
-	sent atomic.Uint64
+	commits, cmdCommits, stepCommits *groupCommit
+	// sent and stepsSent count the commands sent to each queue, for its
+	// keeper (keeper.go).
+	sent, stepsSent atomic.Uint64
 	// reconnected tells the shared consumers' pulls that their server
 	// changed (consume_slots.go).
 	reconnected reconnects
@@ -147,6 +153,10 @@ func open(ctx context.Context, cfg Config) (*Log, error) {
 		l.Close()
 		return nil, err
 	}
+	if err := l.moveStepCommands(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
 	l.accounts = l.srv != nil || l.separatesAccounts()
 	if !l.accounts {
 		l.log.Warn("the NATS server does not keep the engine in an account of its own, so the other identities can make it deliver into the engine's subjects and their requests are not attributed; configure it with the accounts of orbit nats-config", "url", l.cfg.URL)
@@ -164,8 +174,10 @@ func open(ctx context.Context, cfg Config) (*Log, error) {
 	// The keeper saves work, it guards nothing: without it the engine is
 	// slower, not wrong, and the next keeper is stored keeperEvery
 	// commands later.
-	if err := l.keepQueue(ctx); err != nil {
-		l.log.Warn("the command queue's keeper was not stored", "err", err)
+	for _, stream := range []string{CommandsStream, StepsStream} {
+		if err := l.keepQueue(ctx, stream); err != nil {
+			l.log.Warn("the command queue's keeper was not stored", "stream", stream, "err", err)
+		}
 	}
 	return l, nil
 }

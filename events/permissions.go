@@ -101,15 +101,17 @@ func Permissions(id Identity, public string) *server.Permissions {
 				"$JS.API.STREAM.MSG.DELETE.>",
 				"$JS.API.CONSUMER.DURABLE.CREATE.>",
 				"$JS.API.CONSUMER.*." + CommandsStream + ".>",
+				"$JS.API.CONSUMER.*." + StepsStream + ".>",
 				EventsRoot + ".>",
 				CommandsRoot + ".>",
+				StepsRoot, StepsRoot + ".>",
 				"$KV.>",
 				"$O.>",
 			},
 		},
 		Subscribe: &server.SubjectPermission{
 			Allow: []string{InboxPrefix(public) + ".>", EventsRoot + ".>"},
-			Deny:  []string{CommandsRoot + ".>", engineInboxPrefix + ".>"},
+			Deny:  []string{CommandsRoot + ".>", StepsRoot, StepsRoot + ".>", engineInboxPrefix + ".>"},
 		},
 	}
 }

@@ -47,7 +47,7 @@ func (l *Log) provision(ctx context.Context) error {
 	}
 	l.cmds, err = l.ensureStream(ctx, jetstream.StreamConfig{
 		Name:        CommandsStream,
-		Description: "Orbit's run requests and step commands",
+		Description: "Orbit's run requests",
 		Subjects:    []string{CommandsRoot + ".>"},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
@@ -61,6 +61,11 @@ func (l *Log) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	steps := l.stepsConfig()
+	if l.steps, err = l.ensureStepsStream(ctx, steps); err != nil {
+		return err
+	}
+	l.stepsAsync = steps.PersistMode == jetstream.AsyncPersistMode
 	if l.leases, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      LeasesBucket,
 		Description: "run ownership",

@@ -22,10 +22,10 @@ const ReasonNoDecision = "no step.started for this command"
 // the command for redelivery.
 func (l *Log) RejectCommand(ctx context.Context, c *Command, reason string) error {
 	_, err := l.Append(ctx, Event{
-		ID:    DecisionID(IntegrityRejected, CommandsStream, fmt.Sprint(c.StreamSeq)),
+		ID:    DecisionID(IntegrityRejected, c.Stream, fmt.Sprint(c.StreamSeq)),
 		Type:  IntegrityRejected,
 		RunID: SubjectRun(c.Subject),
-	}, IntegrityRejectedData{Stream: CommandsStream, Subject: c.Subject, Seq: c.StreamSeq, Reason: reason})
+	}, IntegrityRejectedData{Stream: c.Stream, Subject: c.Subject, Seq: c.StreamSeq, Reason: reason})
 	if err != nil {
 		return fmt.Errorf("recording the rejection of command %s: %w", c.ID, err)
 	}

@@ -1,12 +1,21 @@
 package events
 
-// Subject roots. Events live under EventsRoot, commands under CommandsRoot,
-// the query API under APIRoot.
+import "strings"
+
+// Subject roots. Events live under EventsRoot, step commands under
+// StepsRoot, other commands (run requests) under CommandsRoot, the query
+// API under APIRoot.
 const (
 	EventsRoot   = "orbit.events"
 	CommandsRoot = "orbit.cmd"
+	StepsRoot    = "orbit.step"
 	APIRoot      = "orbit.api"
 )
+
+// StepCommandPrefix begins the name of every step command: a command named
+// step.<rest> is stored in StepsStream under orbit.step.<rest>, every other
+// one in CommandsStream under orbit.cmd.<name> (see CommandSubject).
+const StepCommandPrefix = "step."
 
 // Aggregates an event can belong to.
 const (
@@ -66,10 +75,23 @@ func TypeFilter(aggregate, typ string) string {
 	return EventsRoot + "." + aggregate + ".*." + typ
 }
 
-// CommandSubject is the subject of a command: orbit.cmd.<name>, where name may
-// be dotted (for example "step.shell").
+// CommandSubject is the subject of a command: orbit.step.<rest> for a step
+// command (named step.<rest>), orbit.cmd.<name> for any other, where name
+// may be dotted (for example "run.request").
 func CommandSubject(name string) string {
+	if rest, ok := strings.CutPrefix(name, StepCommandPrefix); ok {
+		return StepsRoot + "." + rest
+	}
 	return CommandsRoot + "." + name
+}
+
+// commandStream is the stream that holds the commands named name (or a
+// wildcard over names, such as "step.shell.>").
+func commandStream(name string) string {
+	if strings.HasPrefix(name, StepCommandPrefix) {
+		return StepsStream
+	}
+	return CommandsStream
 }
 
 // APISubject is the request subject of a query endpoint.

@@ -8,7 +8,7 @@ const IntegrityRejected = "integrity.rejected"
 
 // IntegrityRejectedData is the payload of integrity.rejected.
 type IntegrityRejectedData struct {
-	// Stream is ORBIT_EVENTS or ORBIT_COMMANDS.
+	// Stream is ORBIT_EVENTS, ORBIT_COMMANDS or ORBIT_STEPS.
 	Stream  string `json:"stream"`
 	Subject string `json:"subject"`
 	Seq     uint64 `json:"seq"`

@@ -9,8 +9,9 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// CmdStepPrefix begins the name of every step command on ORBIT_COMMANDS.
-const CmdStepPrefix = "step."
+// CmdStepPrefix begins the name of every step command, which the log keeps
+// on a queue of its own (events.StepsStream).
+const CmdStepPrefix = events.StepCommandPrefix
 
 // RunRequest asks the orchestrator to run a job. The job travels whole and
 // already resolved, so the run executes exactly what was validated.

@@ -160,7 +160,7 @@ func TestClusterFanOutSurvivesTheStreamLeadersLoss(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	c, ps, es := twoEngines(t)
-	for _, s := range []string{events.EventsStream, events.CommandsStream, "KV_" + events.LeasesBucket, "OBJ_" + events.BlobsStore} {
+	for _, s := range []string{events.EventsStream, events.CommandsStream, events.StepsStream, "KV_" + events.LeasesBucket, "OBJ_" + events.BlobsStore} {
 		n, err := c.StreamReplicas(ctx, s)
 		require.NoError(t, err)
 		assert.Equal(t, 3, n, s)

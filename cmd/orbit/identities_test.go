@@ -87,6 +87,13 @@ spec:
 		"commands stream purge": {Subject: "$JS.API.STREAM.PURGE." + events.CommandsStream},
 		"engine consumer gone":  {Subject: "$JS.API.CONSUMER.DELETE." + events.CommandsStream + ".orchestrator"},
 		"commands consumer":     {Subject: "$JS.API.CONSUMER.CREATE." + events.CommandsStream},
+		"steps stream purge":    {Subject: "$JS.API.STREAM.PURGE." + events.StepsStream},
+		"steps consumer gone":   {Subject: "$JS.API.CONSUMER.DELETE." + events.StepsStream + ".worker-shell"},
+		"steps consumer":        {Subject: "$JS.API.CONSUMER.CREATE." + events.StepsStream},
+		"steps durable":         {Subject: "$JS.API.CONSUMER.DURABLE.CREATE." + events.StepsStream + ".mine"},
+		"step command taken":    {Subject: "$JS.API.CONSUMER.MSG.NEXT." + events.StepsStream + ".worker-shell", Data: []byte(`{"batch":1}`)},
+		"step command read":     {Subject: "$JS.API.STREAM.MSG.GET." + events.StepsStream, Data: []byte(`{"seq":1}`)},
+		"step command direct":   {Subject: "$JS.API.DIRECT.GET." + events.StepsStream, Data: []byte(`{"seq":1}`)},
 		"forged event, derived id": {Subject: finishSubject, Data: forgedFinish,
 			Header: withID(events.DecisionID(events.StepFinished, runID, "nap", "1"))},
 		"forged event, no id": {Subject: finishSubject, Data: forgedFinish},
@@ -104,7 +111,7 @@ spec:
 			reply, refused := o.Ask(msg)
 			assert.True(t, refused, "%s with the %s key: not refused (reply %v)", name, id, reply)
 		}
-		for _, subject := range []string{"orbit.cmd.>", "_ORBIT_ENGINE.>", "$KV.>"} {
+		for _, subject := range []string{"orbit.cmd.>", "orbit.step.>", "_ORBIT_ENGINE.>", "$KV.>"} {
 			assert.True(t, o.SubscribeRefused(subject), "%s may not subscribe to %s", id, subject)
 		}
 		// What they may do, they can.

@@ -112,6 +112,21 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 		out, code = runNATS(t, natsBin, env, "--context", ctx, "pub", "orbit.events.run."+runID+".run.finished", `{"forged":true}`)
 		assert.NotEqual(t, 0, code, out)
 		assert.Contains(t, out, "Permissions Violation for Publish to")
+		// The step commands' queue: neither sent to, nor read, nor
+		// taken from, nor given a consumer of one's own.
+		out, code = runNATS(t, natsBin, env, "--context", ctx, "pub", events.CommandSubject("step.shell."+runID+".x.1"), `{"forged":true}`)
+		assert.NotEqual(t, 0, code, out)
+		assert.Contains(t, out, `Permissions Violation for Publish to "orbit.step.shell.`)
+		out, code = runNATS(t, natsBin, env, "--context", ctx, "--timeout", "2s", "stream", "get", events.StepsStream, "1")
+		assert.NotEqual(t, 0, code, out)
+		assert.Contains(t, out, "Permissions Violation for Publish to \"$JS.API.STREAM.INFO."+events.StepsStream+"\"")
+		out, code = runNATS(t, natsBin, env, "--context", ctx, "--timeout", "2s", "consumer", "next", events.StepsStream, "worker-shell")
+		assert.NotEqual(t, 0, code, out)
+		assert.Contains(t, out, "Permissions Violation for Publish to \"$JS.API.CONSUMER.")
+		out, code = runNATS(t, natsBin, env, "--context", ctx, "--timeout", "2s", "consumer", "add", events.StepsStream, "mine",
+			"--pull", "--filter", events.StepsRoot+".>", "--deliver", "all", "--ack", "explicit", "--defaults")
+		assert.NotEqual(t, 0, code, out)
+		assert.Contains(t, out, "Permissions Violation for Publish to \"$JS.API.CONSUMER.")
 	}
 
 	out, code = runNATS(t, natsBin, env, "--server", url, "--timeout", "2s", "sub", "orbit.events.>")

@@ -68,7 +68,7 @@ func TestASignedStepCommandWithNoDecisionNeverRuns(t *testing.T) {
 	assert.Equal(t, events.ReasonNoDecision, rejected[0].Reason)
 	_, err = os.Stat(pwned)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the signed command never ran")
-	queue, err := outsideJetStream(t, p).Stream(ctx, events.CommandsStream)
+	queue, err := outsideJetStream(t, p).Stream(ctx, events.StepsStream)
 	require.NoError(t, err)
 	_, err = queue.GetLastMsgForSubject(ctx, events.CommandSubject("step.shell.FAKE.x.1"))
 	assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the command is removed from the queue")

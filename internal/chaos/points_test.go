@@ -3,6 +3,8 @@ package chaos_test
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/orbitrun/orbit/events"
 )
 
 // point is where a trial kills the engine: a failpoint the engine reaches
@@ -45,6 +47,11 @@ const (
 	afterEffect    = "worker-after-side-effect"
 	afterFinished  = "worker-after-finished"
 	midBatch       = "projector-mid-batch"
+	// A step command the server answered for and, on the embedded
+	// store's asynchronous ORBIT_STEPS, may not have written; a command's
+	// ack likewise.
+	commandSent  = events.FailpointStepCommandSent
+	commandAcked = events.FailpointStepCommandAcked
 )
 
 // fixedPoints are every failpoint that applies to j, at hits that land
@@ -55,6 +62,8 @@ func fixedPoints(j *job) []point {
 		fixed(beforeActivity, j.mid),
 		fixed(afterEffect, j.mid),
 		fixed(afterFinished, j.mid),
+		fixed(commandSent, j.mid),
+		fixed(commandAcked, j.mid),
 	}
 	if j.batch > 0 {
 		pts = append(pts, fixed(midBatch, j.batch))
@@ -101,6 +110,8 @@ func defaultPlan(rng *rand.Rand) []trialSpec {
 		at("fan_out", beforeActivity, 0),
 		at("fan_out", midBatch, byName["fan_out"].batch),
 		at("loop", afterEffect, 0),
+		at("sequential", commandSent, 0),
+		at("parallel", commandAcked, 0),
 		at("groundhog", "groundhog-after-verification", 2),
 		at("groundhog", "groundhog-before-rewind", 1),
 		at("groundhog", "groundhog-after-rewind", 1),

@@ -237,7 +237,8 @@ func cpuTime(pid int) time.Duration {
 
 // leftovers waits, up to timeout, until the engine has no command left on
 // its work queue and holds no lease, and returns what is left then: the
-// messages of ORBIT_COMMANDS and the live keys of orbit_leases. Workers ack
+// messages of ORBIT_COMMANDS and ORBIT_STEPS and the live keys of
+// orbit_leases. Workers ack
 // a command without waiting after its step.finished is stored, so the queue
 // may lag the runs' ends by a moment.
 // It signs in as the engine: only the engine may read the queue and the
@@ -261,17 +262,24 @@ func leftovers(ctx context.Context, t *testing.T, eng *engineProc, timeout time.
 	if err != nil {
 		t.Fatal(err)
 	}
+	steps, err := js.Stream(ctx, events.StepsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	kv, err := js.KeyValue(ctx, events.LeasesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		info, err := cmds.Info(ctx, jetstream.WithSubjectFilter(events.KeeperSubject))
-		if err != nil {
-			t.Fatal(err)
+		var queued uint64
+		for stream, keeper := range map[jetstream.Stream]string{cmds: events.KeeperSubject, steps: events.StepsKeeperSubject} {
+			info, err := stream.Info(ctx, jetstream.WithSubjectFilter(keeper))
+			if err != nil {
+				t.Fatal(err)
+			}
+			queued += info.State.Msgs - info.State.Subjects[keeper]
 		}
-		queued := info.State.Msgs - info.State.Subjects[events.KeeperSubject]
 		leases, err := kv.Keys(ctx)
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			leases, err = nil, nil
