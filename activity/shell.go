@@ -3,7 +3,9 @@ package activity
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -41,6 +43,33 @@ func (c *capture) Write(p []byte) (int, error) {
 		c.buf.Write(p[:min(room, len(p))])
 	}
 	return len(p), nil
+}
+
+// ReadFrom reads r, the program's end of a pipe, into the buffer itself
+// (io.Copy's way would allocate 32 KiB for each stream of each step, most
+// of which print a line), and discards what is past the limit.
+func (c *capture) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		room := c.limit - c.buf.Len()
+		if room <= 0 {
+			n, err := io.Copy(io.Discard, r)
+			c.size += n
+			return total + n, err
+		}
+		c.buf.Grow(min(room, 4<<10))
+		b := c.buf.AvailableBuffer()
+		n, err := r.Read(b[:min(room, cap(b))])
+		c.buf.Write(b[:n])
+		c.size += int64(n)
+		total += int64(n)
+		if errors.Is(err, io.EOF) {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
 }
 
 // shellRun is one execution of a shell step attempt.

@@ -38,6 +38,10 @@ type Feed struct {
 	cons     jetstream.Consumer
 	events   chan Event
 	caughtUp chan struct{}
+	// pending is how many messages the feed's consumer had to deliver
+	// when it was created; last, the sequence of the one that ended them
+	// (the run goroutine's until caughtUp is closed).
+	pending  uint64
 	last     uint64
 	marks    bool
 	refs     bool
@@ -58,9 +62,14 @@ type Feed struct {
 // are logged and skipped: never delivered, or delivered as placeholders
 // when opts.Placeholders is set. So are messages that fail verification by
 // the log key, which are recorded as integrity.rejected besides.
+//
+// The feed catches up with the events that matched when its consumer was
+// created by counting them: the server says how many there were as it
+// creates the consumer, and how many are left with each message. Looking
+// up the last event of each filter instead cost one request to the
+// server's API per filter (a run's history has twelve) for every feed.
 func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
-	last, err := l.LastMatching(ctx, opts.Filters)
-	if err != nil {
+	if err := checkFilters(opts.Filters); err != nil {
 		return nil, err
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: opts.Filters, InactiveThreshold: feedInactiveThreshold}
@@ -78,12 +87,17 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: following events: %v", ErrUnavailable, err)
 	}
+	info := cons.CachedInfo()
+	if info == nil {
+		mc.Stop()
+		return nil, fmt.Errorf("%w: following events: the server did not describe the feed's consumer", ErrUnavailable)
+	}
 	f := &Feed{
 		log:      l,
 		cons:     cons,
 		events:   make(chan Event, 64),
 		caughtUp: make(chan struct{}),
-		last:     last,
+		pending:  info.NumPending,
 		marks:    opts.Placeholders,
 		refs:     opts.BlobRefs,
 		mc:       mc,
@@ -91,7 +105,7 @@ func (l *Log) Follow(ctx context.Context, opts FollowOptions) (*Feed, error) {
 		done:     make(chan struct{}),
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	if last == 0 || last < opts.FromSeq {
+	if f.pending == 0 {
 		close(f.caughtUp)
 	}
 	go f.run()
@@ -268,9 +282,15 @@ func (f *Feed) run() {
 				return
 			}
 		}
-		if !caught && seq >= f.last {
-			caught = true
-			close(f.caughtUp)
+		// Counted down, or none left now: a message removed from the
+		// stream before its delivery (retention) is never delivered.
+		if !caught {
+			f.pending--
+			if f.pending == 0 || meta.NumPending == 0 {
+				caught = true
+				f.last = seq
+				close(f.caughtUp)
+			}
 		}
 	}
 }
@@ -282,6 +302,10 @@ func (f *Feed) Events() <-chan Event { return f.events }
 // CaughtUp is closed once every event that matched when the feed started
 // has been delivered.
 func (f *Feed) CaughtUp() <-chan struct{} { return f.caughtUp }
+
+// Last is, once CaughtUp is closed, the sequence of the last message of
+// those that matched when the feed started (0: none).
+func (f *Feed) Last() uint64 { return f.last }
 
 // Stop ends the feed and waits for its goroutine. It is safe to call more
 // than once.

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,4 +116,54 @@ func TestAFilterTooLongForASubjectIsRefused(t *testing.T) {
 	assert.Len(t, evs, 1)
 	_, err = l.LastMatching(ctx, []string{events.RunFilter(strings.Repeat("B", events.MaxFilterBytes/2))})
 	assert.NoError(t, err, "a long id within the bound is looked up")
+}
+
+// A feed is caught up once it has delivered the events that matched as it
+// started, from where it started, and no more: Last names the last of
+// them, though later ones were appended before it delivered the first.
+func TestAFeedCatchesUpWithWhatMatchedAsItStarted(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l := testkit.StartLog(t, events.Config{})
+	var seqs []uint64
+	for i, run := range []string{"R1", "R2", "R1", "R2", "R1"} {
+		a, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: run, StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
+		require.NoError(t, err)
+		if run == "R1" {
+			seqs = append(seqs, a.Seq)
+		}
+	}
+	for _, from := range []int{0, 1} { // from the start, from R1's second
+		matched := seqs[from:]
+		fromSeq := uint64(0)
+		if from > 0 {
+			fromSeq = matched[0]
+		}
+		f, err := l.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter("R1")}, FromSeq: fromSeq})
+		require.NoError(t, err)
+		a, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: 9})
+		require.NoError(t, err)
+		seqs = append(seqs, a.Seq)
+		var got []uint64
+		for ev := range f.Events() {
+			got = append(got, ev.Seq)
+			if ev.Seq == a.Seq {
+				break
+			}
+		}
+		<-f.CaughtUp()
+		assert.Equal(t, matched[len(matched)-1], f.Last(), "from %d", fromSeq)
+		f.Stop()
+		assert.Equal(t, append(slices.Clone(matched), a.Seq), got, "from %d", fromSeq)
+	}
+
+	f, err := l.Follow(ctx, events.FollowOptions{Filters: []string{events.RunFilter("R3")}})
+	require.NoError(t, err)
+	defer f.Stop()
+	select {
+	case <-f.CaughtUp():
+	default:
+		t.Fatal("a feed with nothing to deliver is caught up as it starts")
+	}
+	assert.Zero(t, f.Last())
 }

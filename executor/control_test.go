@@ -1,12 +1,15 @@
 package executor_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,4 +230,40 @@ spec:
 `)
 	_, fin := runrig.RunJob(t, log, self, map[string]any{"depth": 1})
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+}
+
+// TestRequestsAtOnceStartInTheOrderTheLogRecordsThem: run requests that
+// arrive together are handled at once, but a job's runs that wait for its
+// one slot start in the order of their run.requested in the log, which is
+// the order a restarted engine queues them in.
+func TestRequestsAtOnceStartInTheOrderTheLogRecordsThem(t *testing.T) {
+	t.Parallel()
+	log := runrig.EngineLog(t)
+	job := runrig.ParseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: one_at_a_time}
+spec:
+  max_active_runs: 1
+  steps:
+    - id: echo
+      spec: {type: deterministic, action: echo}
+`)
+	ids := make([]string, 16)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() { ids[i] = runrig.Submit(t, log, job, nil) })
+	}
+	wg.Wait()
+	type run struct{ requested, started uint64 }
+	var runs []run
+	for _, id := range ids {
+		runrig.WaitFinished(t, log, id)
+		evs := runrig.History(t, log, id)
+		runs = append(runs, run{runrig.OfType(evs, events.RunRequested)[0].Seq, runrig.OfType(evs, events.RunStarted)[0].Seq})
+	}
+	slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.requested, b.requested) })
+	for i := 1; i < len(runs); i++ {
+		assert.Less(t, runs[i-1].started, runs[i].started, "the run requested %d-th started after the one before it", i)
+	}
 }

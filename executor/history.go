@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -65,7 +66,10 @@ func openHistory(ctx context.Context, log *events.Log, runID string, onEvent fun
 		done:    make(chan struct{}),
 	}
 	go h.follow()
-	if err := h.CatchUp(ctx); err != nil {
+	// The feed catches up with the log as it was when the feed started:
+	// looking up where the log ends again would cost the server one
+	// request per filter (twelve), on the path of every run's start.
+	if err := h.caughtUp(ctx); err != nil {
 		h.close()
 		return nil, err
 	}
@@ -80,6 +84,19 @@ func (h *runHistory) CatchUp(ctx context.Context) error {
 		return err
 	}
 	return h.waitSeq(ctx, last)
+}
+
+// caughtUp waits until the history holds what its feed had to deliver
+// when it started.
+func (h *runHistory) caughtUp(ctx context.Context) error {
+	select {
+	case <-h.feed.CaughtUp():
+		return h.waitSeq(ctx, h.feed.Last())
+	case <-h.done:
+		return h.waitSeq(ctx, math.MaxUint64) // the feed failed: its error
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 func (h *runHistory) follow() {

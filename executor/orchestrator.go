@@ -87,6 +87,10 @@ type Orchestrator struct {
 	queued map[string][]*runCtl // embedded: job → runs waiting for a slot, in arrival order
 	wg     sync.WaitGroup
 
+	// The run requests being handled (see requests.go).
+	lastRequest *turn // the last delivered; the consumer's goroutine's
+	requests    sync.WaitGroup
+
 	// The global queue of a shared server (see admission.go).
 	waiting    map[string][]*waitingRun // job → runs requested, not started nor finished, in log order
 	waitingJob map[string]string        // run → its job, for the runs in waiting
@@ -196,7 +200,7 @@ func (o *Orchestrator) run(ctx context.Context) error {
 		Durable: "orchestrator",
 		Command: cmdRunRequest,
 		Reset:   o.cfg.Log.Embedded(),
-	}, func(cmd *events.Command) { o.handleRequest(ctx, cmd) })
+	}, func(cmd *events.Command) { o.takeRequest(ctx, cmd) })
 	if err != nil {
 		cancels()
 		return err
@@ -205,6 +209,7 @@ func (o *Orchestrator) run(ctx context.Context) error {
 	<-ctx.Done()
 	// Nothing may start a run once the wait for the running ones begins.
 	stop.Stop()
+	o.requests.Wait()
 	adopted()
 	cancels()
 	raises()
@@ -412,10 +417,12 @@ func (o *Orchestrator) loadRun(ctx context.Context, id string) (*runCtl, error) 
 	return rc, nil
 }
 
-// handleRequest records a run request and admits the run. The command is
+// handleRequest records a run request and admits the run, in its turn
+// among the requests delivered (see takeRequest). The command is
 // acknowledged only once run.requested is in the log, so a crash in between
 // redelivers it; the derived event id makes the second record a no-op.
-func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
+func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command, t *turn) {
+	defer t.pass()
 	var req RunRequest
 	if err := cmd.Decode(&req); err != nil || req.RunID == "" {
 		o.log.Error("dropping malformed run request", "id", cmd.ID, "err", err)
@@ -444,7 +451,7 @@ func (o *Orchestrator) handleRequest(ctx context.Context, cmd *events.Command) {
 		}
 	}
 	if !known {
-		err := o.request(ctx, &req)
+		err := o.request(ctx, &req, t)
 		if errors.Is(err, events.ErrTooLarge) {
 			o.refuse(ctx, cmd, &req, err)
 			return
@@ -497,7 +504,9 @@ func (o *Orchestrator) refuse(ctx context.Context, cmd *events.Command, req *Run
 	_ = cmd.Term()
 }
 
-func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
+// request records run.requested, sent in t's turn, and, on an embedded
+// store, admits the run in its turn.
+func (o *Orchestrator) request(ctx context.Context, req *RunRequest, t *turn) error {
 	ev, data, err := requestedEvent(req)
 	if err != nil {
 		return err
@@ -508,7 +517,11 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 		o.requested[req.RunID] = true
 		o.mu.Unlock()
 	}
-	appended, err := o.cfg.Log.Append(ctx, ev, data)
+	var appended events.Appended
+	pending, err := t.send(ctx, func() (*events.PendingAppend, error) { return o.cfg.Log.AppendAsync(ctx, ev, data) })
+	if err == nil {
+		appended, err = pending.Wait(ctx)
+	}
 	if err != nil {
 		o.mu.Lock()
 		delete(o.requested, req.RunID)
@@ -518,8 +531,9 @@ func (o *Orchestrator) request(ctx context.Context, req *RunRequest) error {
 	if o.shared() {
 		return nil // the global queue admits it
 	}
-	o.admit(ctx, &runCtl{requestFacts: factsOf(req.RunID, appended.Seq, &req.Job, &data)})
-	return nil
+	return t.admit(ctx, func() {
+		o.admit(ctx, &runCtl{requestFacts: factsOf(req.RunID, appended.Seq, &req.Job, &data)})
+	})
 }
 
 // admit starts a run if its job has a free slot, and queues it otherwise.

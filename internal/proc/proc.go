@@ -1,9 +1,10 @@
 // Package proc runs programs the way Orbit runs every program it starts —
 // shell steps, shell.exec calls, CLI agents, verifier commands: in a
 // process group of their own whose leader dies with the engine (Pdeathsig),
-// marked in their environment (TagVar) so that what leaves the group is
-// still found, stopped as a group (SIGTERM, a grace period, SIGKILL), and
-// never leaving processes behind.
+// in a cgroup of their own where the machine lets the engine create one,
+// and marked in their environment (TagVar), so that what leaves the group
+// is still found; stopped as a group (SIGTERM, a grace period, SIGKILL),
+// and never leaving processes behind.
 package proc
 
 import (
@@ -22,6 +23,7 @@ const outputDelay = time.Second
 type Group struct {
 	cmd    *exec.Cmd
 	tag    string
+	cgroup *cgroup // nil: found by its mark alone
 	waited chan error
 }
 
@@ -35,12 +37,17 @@ type Result struct {
 }
 
 // Start starts cmd in a new process group whose leader gets SIGKILL if the
-// engine dies, marked with TagVar under ctx's scope (see WithScope); the
+// engine dies, in a cgroup of its own if this process can create one (see
+// cgroups), marked with TagVar under ctx's scope (see WithScope); the
 // rest of cmd.SysProcAttr (a sandbox's namespaces) is kept. Unless
 // cmd says otherwise, Wait stops waiting for output a second after the
 // program exits: a background child that keeps its output pipes open must
 // not hold it.
 func Start(ctx context.Context, cmd *exec.Cmd) (*Group, error) {
+	return start(ctx, cmd, true)
+}
+
+func start(ctx context.Context, cmd *exec.Cmd, inCgroup bool) (*Group, error) {
 	tag := within(scopeOf(ctx), newTag())
 	cmd.Env = append(cmd.Environ(), TagVar+"="+tag)
 	if cmd.WaitDelay == 0 {
@@ -50,10 +57,18 @@ func Start(ctx context.Context, cmd *exec.Cmd) (*Group, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
-	if err := cmd.Start(); err != nil {
+	var cg *cgroup
+	if inCgroup {
+		cg = newCgroup(cmd.SysProcAttr)
+	}
+	err := cmd.Start()
+	if cg != nil {
+		cg.started(err == nil)
+	}
+	if err != nil {
 		return nil, err
 	}
-	g := &Group{cmd: cmd, tag: tag, waited: make(chan error, 1)}
+	g := &Group{cmd: cmd, tag: tag, cgroup: cg, waited: make(chan error, 1)}
 	go func() { g.waited <- cmd.Wait() }()
 	return g, nil
 }
@@ -71,10 +86,9 @@ func (g *Group) Wait(ctx context.Context, timeout, grace time.Duration) Result {
 	return r
 }
 
-// WaitExit is Wait without the sweep for marked processes that left the
-// group: it kills what is left of the group and returns. The caller calls
-// Sweep before it reports the program done, and may do other work first
-// (a sweep reads the environment of every process on the machine).
+// WaitExit is Wait without the sweep for what left the group: it kills
+// what is left of the group and returns. The caller calls Sweep before it
+// reports the program done, and may do other work first.
 func (g *Group) WaitExit(ctx context.Context, timeout, grace time.Duration) Result {
 	var expired <-chan time.Time
 	if timeout > 0 {
@@ -97,17 +111,26 @@ func (g *Group) WaitExit(ctx context.Context, timeout, grace time.Duration) Resu
 	return r
 }
 
-// Kill sends SIGKILL to the whole group and to every process that carries
-// the program's mark, in the group or not.
+// Kill sends SIGKILL to the whole group and to everything the program
+// started, in the group or not (see Sweep).
 func (g *Group) Kill() {
 	_ = syscall.Kill(-g.PID(), syscall.SIGKILL)
 	g.Sweep()
 }
 
-// Sweep sends SIGKILL to every process that carries the program's mark,
-// until a look finds none. Sweeps that programs ending together ask for
+// Sweep sends SIGKILL to everything the program started that left its
+// group. A program in a cgroup: to every process in it, and waits until
+// none is left to remove the cgroup (one read of its process list when
+// none is). Otherwise: to every process that carries the program's mark,
+// until a look finds none; sweeps that programs ending together ask for
 // share their looks (see sweeper).
-func (g *Group) Sweep() { sweeps.sweep(isTag(g.tag)) }
+func (g *Group) Sweep() {
+	if g.cgroup != nil {
+		g.cgroup.empty()
+		return
+	}
+	sweeps.sweep(isTag(g.tag))
+}
 
 func (g *Group) stop(grace time.Duration) error {
 	_ = syscall.Kill(-g.PID(), syscall.SIGTERM)

@@ -18,6 +18,13 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
+// starts are the two ways a program is started and its leftovers found:
+// in a cgroup of its own where this machine gives one, and by its mark.
+var starts = map[string]func(context.Context, *exec.Cmd) (*proc.Group, error){
+	"cgroup":      proc.Start,
+	"marked only": proc.StartMarkedOnly,
+}
+
 func childPID(t *testing.T, dir string) int {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "child.pid"))
@@ -48,37 +55,47 @@ func TestExitCodesAndSignals(t *testing.T) {
 // background child is killed after the grace period, child included.
 func TestTimeoutStopsTheWholeGroup(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 60 & echo $! > child.pid; sleep 60")
-	cmd.Dir = dir
-	g, err := proc.Start(context.Background(), cmd)
-	require.NoError(t, err)
-	began := time.Now()
-	r := g.Wait(context.Background(), 300*time.Millisecond, 300*time.Millisecond)
-	assert.True(t, r.TimedOut)
-	assert.Equal(t, "killed", r.Signal)
-	assert.Less(t, time.Since(began), 3*time.Second)
-	assert.True(t, testkit.WaitGone(childPID(t, dir), 3*time.Second))
+	for name, start := range starts {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 60 & echo $! > child.pid; sleep 60")
+			cmd.Dir = dir
+			g, err := start(context.Background(), cmd)
+			require.NoError(t, err)
+			began := time.Now()
+			r := g.Wait(context.Background(), 300*time.Millisecond, 300*time.Millisecond)
+			assert.True(t, r.TimedOut)
+			assert.Equal(t, "killed", r.Signal)
+			assert.Less(t, time.Since(began), 3*time.Second)
+			assert.True(t, testkit.WaitGone(childPID(t, dir), 3*time.Second))
+		})
+	}
 }
 
 func TestCancelAndLeftoversAreKilled(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
-	cmd.Dir = dir
-	g, err := proc.Start(context.Background(), cmd)
-	require.NoError(t, err)
-	r := g.Wait(context.Background(), 0, time.Second)
-	assert.Equal(t, 0, r.ExitCode)
-	assert.True(t, testkit.WaitGone(childPID(t, dir), 3*time.Second), "a finished program's leftovers are killed")
+	for name, start := range starts {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cmd := exec.Command("sh", "-c", "sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
+			cmd.Dir = dir
+			g, err := start(context.Background(), cmd)
+			require.NoError(t, err)
+			r := g.Wait(context.Background(), 0, time.Second)
+			assert.Equal(t, 0, r.ExitCode)
+			assert.True(t, testkit.WaitGone(childPID(t, dir), 3*time.Second), "a finished program's leftovers are killed")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	g, err = proc.Start(ctx, exec.Command("sleep", "60"))
-	require.NoError(t, err)
-	cancel()
-	r = g.Wait(ctx, 0, time.Second)
-	assert.True(t, r.Stopped)
-	assert.Equal(t, syscall.SIGTERM.String(), r.Signal)
+			ctx, cancel := context.WithCancel(context.Background())
+			g, err = start(ctx, exec.Command("sleep", "60"))
+			require.NoError(t, err)
+			cancel()
+			r = g.Wait(ctx, 0, time.Second)
+			assert.True(t, r.Stopped)
+			assert.Equal(t, syscall.SIGTERM.String(), r.Signal)
+		})
+	}
 }
 
 func TestLastLine(t *testing.T) {
@@ -93,16 +110,50 @@ func TestLastLine(t *testing.T) {
 // but it still carries its program's mark.
 func TestLeftoversThatLeaveTheGroupAreKilled(t *testing.T) {
 	t.Parallel()
+	for name, start := range starts {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cmd := exec.Command("sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
+			cmd.Dir = dir
+			g, err := start(context.Background(), cmd)
+			require.NoError(t, err)
+			r := g.Wait(context.Background(), 0, time.Second)
+			assert.Equal(t, 0, r.ExitCode)
+			pid := childPID(t, dir)
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+			assert.True(t, testkit.WaitDead(pid, 3*time.Second), "the daemon is killed with its program")
+		})
+	}
+}
+
+// TestACgroupHoldsWhatClearsItsMark: a daemon that leaves the group and
+// clears its environment carries no mark, but stays in its program's
+// cgroup, which is removed once it is killed. Programs that leave nothing
+// behind leave no cgroup either.
+func TestACgroupHoldsWhatClearsItsMark(t *testing.T) {
+	t.Parallel()
+	if proc.Cgroups() == "" {
+		t.Skip("this machine gives the test no cgroup v2 to create cgroups in")
+	}
 	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
+	cmd := exec.Command("sh", "-c", "setsid env -i /bin/sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
 	cmd.Dir = dir
 	g, err := proc.Start(context.Background(), cmd)
 	require.NoError(t, err)
+	cgroup := g.CgroupDir()
+	require.DirExists(t, cgroup)
 	r := g.Wait(context.Background(), 0, time.Second)
 	assert.Equal(t, 0, r.ExitCode)
 	pid := childPID(t, dir)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	assert.True(t, testkit.WaitDead(pid, 3*time.Second), "the daemon is killed with its program")
+	assert.NoDirExists(t, cgroup)
+
+	g, err = proc.Start(context.Background(), exec.Command("true"))
+	require.NoError(t, err)
+	assert.Zero(t, g.Wait(context.Background(), 0, time.Second).ExitCode)
+	assert.NoDirExists(t, g.CgroupDir())
 }
 
 // TestKillScopeKillsWhatRunsWithinIt starts, within one scope, a program

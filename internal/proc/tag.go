@@ -18,8 +18,10 @@ import (
 // execution; see WithScope) and the program part is new for each Start. A
 // process that leaves its process group (setsid, a daemon's double fork)
 // keeps its environment, and with it the mark by which it is found and
-// killed. One that clears its environment and leaves its group escapes: the
-// mark is a best effort below what a cgroup would give.
+// killed. One that clears its environment and leaves its group escapes the
+// mark, but not its program's cgroup where it has one (see cgroups); the
+// mark still finds what an engine or a worker that is gone had started
+// (KillScope), whose cgroups no one watches.
 const TagVar = "ORBIT_PROCESS_TAG"
 
 type scopeKey struct{}

@@ -1,0 +1,215 @@
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// cgroups is where Start puts each program in a cgroup (v2) of its own,
+// in which everything it starts stays wherever it goes in the process
+// tree: finding what is left of a program is one read of its cgroup's
+// process list, and killing it one write, where the sweep for its mark
+// reads the environment of every process on the machine. "" when this
+// process cannot create cgroups there (no cgroup v2 hierarchy, not
+// delegated to this user, clone3 refused): programs are then found by
+// their mark alone.
+var cgroups = sync.OnceValue(openCgroups)
+
+// cgroupSeq names the programs' cgroups within the process's.
+var cgroupSeq atomic.Uint64
+
+// cgroupPrefix starts the name of each process's cgroup directory,
+// followed by its pid.
+const cgroupPrefix = "orbit."
+
+// openCgroups creates this process's directory for its programs' cgroups,
+// orbit.<pid>, in its own cgroup of the v2 hierarchy, removes those that
+// processes no longer running left there (each a program's cgroup whose
+// processes are gone, then the process's own), and checks that a child
+// can be started into a cgroup of it.
+func openCgroups() string {
+	mount, own := cgroup2Mount(), ownCgroup()
+	if mount == "" || own == "" {
+		return ""
+	}
+	parent := filepath.Join(mount, own)
+	removeStale(parent)
+	dir := filepath.Join(parent, cgroupPrefix+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return ""
+	}
+	if !canCloneInto(dir) {
+		_ = os.Remove(dir)
+		return ""
+	}
+	return dir
+}
+
+// cgroup2Mount is where the cgroup v2 hierarchy is mounted ("" if not).
+func cgroup2Mount() string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		// id parent major:minor root mountpoint options... - fstype source options
+		pre, post, ok := strings.Cut(s.Text(), " - ")
+		fields := strings.Fields(pre)
+		if ok && len(fields) >= 5 && strings.HasPrefix(post, "cgroup2 ") {
+			return fields[4]
+		}
+	}
+	return ""
+}
+
+// ownCgroup is this process's cgroup in the v2 hierarchy ("" if none).
+func ownCgroup() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if path, ok := strings.CutPrefix(line, "0::"); ok {
+			return path
+		}
+	}
+	return ""
+}
+
+// removeStale removes what processes that no longer run left in parent:
+// the empty cgroups of their programs and their own. A cgroup with
+// processes still in it stays (an engine clears what an earlier one left
+// by its programs' marks, see KillScope).
+func removeStale(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), cgroupPrefix))
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) || err != nil || alive(pid) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		children, _ := os.ReadDir(dir)
+		for _, c := range children {
+			if c.IsDir() {
+				_ = os.Remove(filepath.Join(dir, c.Name()))
+			}
+		}
+		_ = os.Remove(dir)
+	}
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// canCloneInto reports whether a child can be started into a cgroup under
+// dir: it starts one into dir's probe cgroup to exec a program that does
+// not exist, which fails in the child (ENOENT) only if the clone succeeded.
+func canCloneInto(dir string) bool {
+	probe := filepath.Join(dir, "probe")
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		return false
+	}
+	defer os.Remove(probe)
+	fd, err := syscall.Open(probe, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	_, err = syscall.ForkExec(filepath.Join(probe, "absent"), nil, &syscall.ProcAttr{
+		Sys: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd},
+	})
+	return errors.Is(err, syscall.ENOENT)
+}
+
+// cgroup is one program's cgroup.
+type cgroup struct {
+	dir string
+	fd  int // open until the program is started into it
+}
+
+// newCgroup creates a cgroup for one program and sets attr to start the
+// program in it; nil when this process has none to give (see cgroups).
+func newCgroup(attr *syscall.SysProcAttr) *cgroup {
+	root := cgroups()
+	if root == "" {
+		return nil
+	}
+	dir := filepath.Join(root, strconv.FormatUint(cgroupSeq.Add(1), 10))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil
+	}
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil
+	}
+	attr.UseCgroupFD, attr.CgroupFD = true, fd
+	return &cgroup{dir: dir, fd: fd}
+}
+
+// started closes the descriptor the program was started with; the
+// cgroup is removed if it was not.
+func (c *cgroup) started(ok bool) {
+	_ = syscall.Close(c.fd)
+	if !ok {
+		_ = os.Remove(c.dir)
+	}
+}
+
+// cgroupPatience bounds how long empty waits for killed processes to be
+// gone: one in uninterruptible sleep dies only when that sleep ends, and
+// its cgroup is then left behind (removed by the next process to open
+// the parent's, see removeStale).
+const cgroupPatience = 5 * time.Second
+
+// empty kills every process in the cgroup and removes it once none is
+// left. It is a no-op once the cgroup is removed.
+func (c *cgroup) empty() {
+	deadline := time.Now().Add(cgroupPatience)
+	for killed := false; ; killed = true {
+		procs, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+		if err != nil {
+			return // removed already
+		}
+		if len(bytes.TrimSpace(procs)) == 0 && os.Remove(c.dir) == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		if killed {
+			time.Sleep(time.Millisecond)
+		}
+		c.kill(procs)
+	}
+}
+
+// kill sends SIGKILL to every process in the cgroup, through cgroup.kill
+// where the kernel has it (5.14), which also takes those forked meanwhile,
+// else to each process listed in procs.
+func (c *cgroup) kill(procs []byte) {
+	if os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0) == nil {
+		return
+	}
+	for field := range bytes.FieldsSeq(procs) {
+		if pid, err := strconv.Atoi(string(field)); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
