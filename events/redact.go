@@ -90,17 +90,23 @@ func foldEqual(b []byte, lower string) bool {
 }
 
 // RedactorFromEnv returns a Redactor that knows the values of the process's
-// secret-named environment variables.
+// secret-named environment variables, but for fileNamed's.
 func RedactorFromEnv() *Redactor {
 	r := &Redactor{}
 	for _, kv := range os.Environ() {
 		name, value, ok := strings.Cut(kv, "=")
-		if ok && SecretName(name) {
+		if ok && SecretName(name) && !fileNamed[name] {
 			r.Add(value)
 		}
 	}
 	return r
 }
+
+// fileNamed are Orbit's own secret-named variables whose value is the name
+// of a file, not a secret: as one, a path would redact every path under
+// its directory, in the log and in the steps' inputs. The key the file
+// holds is made a secret when it is read (Add).
+var fileNamed = map[string]bool{"ORBIT_LOG_KEY": true}
 
 // Add makes value a secret. Values shorter than six bytes are ignored.
 func (r *Redactor) Add(value string) {

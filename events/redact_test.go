@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,6 +22,19 @@ func TestSecretNames(t *testing.T) {
 	} {
 		assert.Equal(t, secret, events.SecretName(name), name)
 	}
+}
+
+// TestALogKeysFileNameIsNoSecret: ORBIT_LOG_KEY names the log key's file;
+// taken for a secret, it redacted paths under the file's directory from a
+// step's input, and the step got the redacted path.
+func TestALogKeysFileNameIsNoSecret(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("ORBIT_LOG_KEY", filepath.Join(dir, "log.key"))
+	t.Setenv("ORBIT_TEST_API_KEY", "sk-test-"+filepath.Base(dir))
+	r := events.RedactorFromEnv()
+	out := filepath.Join(dir, "side.txt")
+	assert.Equal(t, out, r.String(out), "a path beside the log key")
+	assert.Equal(t, "use "+events.Redacted, r.String("use sk-test-"+filepath.Base(dir)), "a secret-named variable's value")
 }
 
 func TestRedactorRemovesSecretsFromEverythingPublished(t *testing.T) {

@@ -56,7 +56,7 @@ nothing and re-runs nothing that finished.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&a.rootFlag, "root", "", "project directory (default: nearest ancestor with .orbit/, else the current directory)")
 	pf.StringVar(&a.natsURL, "nats-url", os.Getenv("ORBIT_NATS_URL"), "use the engine on this NATS server instead of the root's own (env ORBIT_NATS_URL)")
-	pf.StringVar(&a.logKey, "log-key", os.Getenv("ORBIT_LOG_KEY"), "key that signs the log: engines on an external server sign with it, clients verify what they read (env ORBIT_LOG_KEY)")
+	pf.StringVar(&a.logKey, "log-key", os.Getenv("ORBIT_LOG_KEY"), "file of the key that signs the log: engines on an external server sign with it, clients verify what they read (env ORBIT_LOG_KEY)")
 	pf.StringVar(&a.token, "token", os.Getenv("ORBIT_TOKEN"), "token for an external NATS server that requires one (env ORBIT_TOKEN); the embedded server takes nkeys only")
 	pf.StringVar(&a.nkey, "nkey", os.Getenv("ORBIT_NKEY"), "nkey seed file to sign in with instead of the root's client identity (env ORBIT_NKEY); with serve, a further client key the embedded server admits")
 	pf.StringVar(&a.tls.CA, "tls-ca", os.Getenv("ORBIT_TLS_CA"), "CA that signed the engine's TLS certificate (env ORBIT_TLS_CA; default for the root's own engine: serve.tls.ca, else serve.tls.cert)")
