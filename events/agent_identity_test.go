@@ -52,7 +52,7 @@ func TestTheAgentIdentityMayCallTheVerbEndpointOnly(t *testing.T) {
 	defer cancel()
 	err = agent.Request(short, "runs.submit", nil, &answer)
 	require.Error(t, err, "runs.submit is not the agent's to call")
-	assert.True(t, errors.Is(err, events.ErrUnavailable), "%v", err)
+	assert.True(t, errors.Is(err, events.ErrNotPermitted), "%v", err)
 
 	_, err = events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: seed})
 	require.Error(t, err, "the agent may not look the log up")

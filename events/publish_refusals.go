@@ -97,6 +97,6 @@ func (p *publishRefusals) request(ctx context.Context, nc *nats.Conn, subject st
 // notPermitted is the error of a request for endpoint on subject that the
 // server refused.
 func notPermitted(endpoint, subject string) error {
-	return fmt.Errorf("%w ask the engine for %s: the NATS server refused its request on %s (a reader's key may only read the log and its blobs; the API takes the client's)",
+	return fmt.Errorf("%w ask the engine for %s: the NATS server refused its request on %s (the API takes the client's key: a reader's only reads the log and its blobs, an agent's only calls its Groundhog verbs)",
 		ErrNotPermitted, endpoint, subject)
 }

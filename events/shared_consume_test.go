@@ -127,7 +127,7 @@ func sendSteps(t *testing.T, l *events.Log, from, to int) {
 // per engine with a free slot.
 func waiting(t *testing.T, js jetstream.JetStream, durable string) int {
 	t.Helper()
-	info, err := js.Consumer(testkit.Context(t), events.CommandsStream, durable)
+	info, err := js.Consumer(testkit.Context(t), events.StepsStream, durable)
 	if err != nil {
 		return -1
 	}
@@ -247,12 +247,12 @@ func TestSharedConsumerOutlivesTheConsumersDeletion(t *testing.T) {
 	q := startSharedQueue(t)
 	h := hold(t, q.logs[:1], events.ConsumerSpec{Durable: "gone", Command: "step.shell.>", AckWait: time.Minute, Concurrency: 1})
 	require.Eventually(t, func() bool { return waiting(t, q.js, "gone") == 1 }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, q.js.DeleteConsumer(ctx, events.CommandsStream, "gone"))
+	require.NoError(t, q.js.DeleteConsumer(ctx, events.StepsStream, "gone"))
 	sendSteps(t, q.logs[0], 0, 1)
 	require.Eventually(t, func() bool { return sum(h.counts()) == 1 }, 10*time.Second, 10*time.Millisecond,
 		"deleted under a waiting request: made again, and it delivers")
 
-	require.NoError(t, q.js.DeleteConsumer(ctx, events.CommandsStream, "gone"))
+	require.NoError(t, q.js.DeleteConsumer(ctx, events.StepsStream, "gone"))
 	h.releaseOne(0) // its ack finds no consumer; the next request neither
 	sendSteps(t, q.logs[0], 1, 2)
 	require.Eventually(t, func() bool { return sum(h.counts()) == 2 }, 10*time.Second, 10*time.Millisecond,
@@ -281,12 +281,12 @@ func TestSharedConsumerOnAClusterSurvivesANodesLoss(t *testing.T) {
 	h.releaseOne(0)
 	h.releaseOne(1)
 
-	require.NoError(t, c.WaitCurrent(ctx, events.CommandsStream))
-	leader, err := c.StreamLeader(ctx, events.CommandsStream)
+	require.NoError(t, c.WaitCurrent(ctx, events.StepsStream))
+	leader, err := c.StreamLeader(ctx, events.StepsStream)
 	require.NoError(t, err)
 	killed := time.Now()
 	c.Kill(leader)
-	t.Logf("killed %s, the leader of %s", c.Nodes[leader].Name, events.CommandsStream)
+	t.Logf("killed %s, the leader of %s", c.Nodes[leader].Name, events.StepsStream)
 
 	sendSteps(t, logs[0], 2, 2+2*n)
 	require.Eventually(t, func() bool { return sum(h.counts()) == 2+2*n }, 45*time.Second, 50*time.Millisecond,

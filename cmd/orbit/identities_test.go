@@ -283,7 +283,7 @@ func TestAReaderKeysAPICallsFailAtOnce(t *testing.T) {
 		r := p.Orbit(append([]string{"--nkey", reader}, args...)...)
 		assert.Equal(t, 2, r.Code, "%v: %s", args, r)
 		assert.Contains(t, r.Stderr, "orbit: this key may not ask the engine for ", args)
-		assert.Contains(t, r.Stderr, "a reader's key may only read the log", args)
+		assert.Contains(t, r.Stderr, "a reader's only reads the log", args)
 	}
 	r := p.Orbit("--nkey", reader, "doctor")
 	assert.Contains(t, r.Stdout, "skip  engine         this key may not ask the engine how it is", r)
