@@ -327,7 +327,7 @@ func TestClusterStepDeliveredThroughALostNodeRunsSoon(t *testing.T) {
 	const lost = 0
 	proxy := testkit.StartProxy(t, strings.TrimPrefix(c.Nodes[lost].URL(), "nats://"))
 	es := [2]*testkit.Engine{testkit.StartEngine(t, ps[0], "--nats-url", proxy.URL()), testkit.StartEngine(t, ps[1])}
-	swallowed := proxy.Swallow("MSG " + events.CommandsRoot + ".step.")
+	swallowed := proxy.Swallow("MSG " + events.StepsRoot + ".")
 
 	var id, line, mark string
 	for try := 0; line == "" && try < 10; try++ {
