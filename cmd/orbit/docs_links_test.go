@@ -269,8 +269,12 @@ func commentBlocks(data string) []proseLine {
 func hasSection(data, title string) bool {
 	bold := regexp.MustCompile(`^(?:[-*] )?\*\*` + regexp.QuoteMeta(title) + `(?:\*\*|[ .(:,])`)
 	for _, line := range proseLines(data) {
-		if m := headingRE.FindStringSubmatch(line.text); m != nil && strings.TrimSpace(m[1]) == title {
-			return true
+		// A heading may name its code after the title: "Group commit
+		// (`events/groupcommit.go`)".
+		if m := headingRE.FindStringSubmatch(line.text); m != nil {
+			if h := strings.TrimSpace(m[1]); h == title || strings.HasPrefix(h, title+" (`") {
+				return true
+			}
 		}
 		if bold.MatchString(strings.TrimSpace(line.text)) {
 			return true

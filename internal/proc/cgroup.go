@@ -178,9 +178,12 @@ func (c *cgroup) started(ok bool) {
 // the parent's, see removeStale).
 const cgroupPatience = 5 * time.Second
 
-// empty kills every process in the cgroup and removes it once none is
-// left. It is a no-op once the cgroup is removed.
-func (c *cgroup) empty() {
+// empty kills every process in the cgroup that carries the program's mark
+// (match) and removes the cgroup once none is left. A process that cleared
+// the mark left the program on purpose (see TagVar) and is spared; the
+// cgroup then stays until it is empty (see removeStale). It is a no-op
+// once the cgroup is removed.
+func (c *cgroup) empty(match func(value []byte) bool) {
 	deadline := time.Now().Add(cgroupPatience)
 	for killed := false; ; killed = true {
 		procs, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
@@ -196,20 +199,39 @@ func (c *cgroup) empty() {
 		if killed {
 			time.Sleep(time.Millisecond)
 		}
-		c.kill(procs)
+		if !c.kill(procs, match) {
+			return
+		}
 	}
 }
 
-// kill sends SIGKILL to every process in the cgroup, through cgroup.kill
-// where the kernel has it (5.14), which also takes those forked meanwhile,
-// else to each process listed in procs.
-func (c *cgroup) kill(procs []byte) {
-	if os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0) == nil {
-		return
-	}
+// kill sends SIGKILL to every process listed in procs but those that
+// cleared the mark: through cgroup.kill where the kernel has it (5.14)
+// and none did, which also takes those forked meanwhile. A process whose
+// environment cannot be read (a zombie) is killed, which costs nothing.
+// It reports whether there was any to kill.
+func (c *cgroup) kill(procs []byte, match func(value []byte) bool) bool {
+	var marked []int
+	others := false
 	for field := range bytes.FieldsSeq(procs) {
-		if pid, err := strconv.Atoi(string(field)); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		pid, err := strconv.Atoi(string(field))
+		if err != nil {
+			continue
 		}
+		if value, found, read := markOf(pid); read && (!found || !match(value)) {
+			others = true
+			continue
+		}
+		marked = append(marked, pid)
 	}
+	if len(marked) == 0 {
+		return false
+	}
+	if !others && os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0) == nil {
+		return true
+	}
+	for _, pid := range marked {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return true
 }

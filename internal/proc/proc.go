@@ -119,14 +119,14 @@ func (g *Group) Kill() {
 }
 
 // Sweep sends SIGKILL to everything the program started that left its
-// group. A program in a cgroup: to every process in it, and waits until
-// none is left to remove the cgroup (one read of its process list when
-// none is). Otherwise: to every process that carries the program's mark,
-// until a look finds none; sweeps that programs ending together ask for
-// share their looks (see sweeper).
+// group and still carries its mark. A program in a cgroup: to each such
+// process in it, and waits until none is left to remove the cgroup (one
+// read of its process list when none is). Otherwise: to every process
+// that carries the program's mark, until a look finds none; sweeps that
+// programs ending together ask for share their looks (see sweeper).
 func (g *Group) Sweep() {
 	if g.cgroup != nil {
-		g.cgroup.empty()
+		g.cgroup.empty(isTag(g.tag))
 		return
 	}
 	sweeps.sweep(isTag(g.tag))

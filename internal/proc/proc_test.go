@@ -156,6 +156,27 @@ func TestACgroupHoldsWhatClearsItsMark(t *testing.T) {
 	assert.NoDirExists(t, g.CgroupDir())
 }
 
+// TestAProcessThatDropsItsMarkOutlivesItsProgram: a daemon that keeps its
+// environment but drops the mark left the program on purpose, as an
+// engine that orbit starts for another root does, and is spared, in the
+// cgroup or not; the daemon with no environment at all beside it is not.
+func TestAProcessThatDropsItsMarkOutlivesItsProgram(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// The program ends once the daemon runs without the mark (its comm is
+	// sleep's): before its exec it is a fork of sh, marked.
+	cmd := exec.Command("sh", "-c", "setsid env -u "+proc.TagVar+" /bin/sleep 60 > /dev/null 2>&1 & echo $! > child.pid; "+
+		"until grep -qx sleep /proc/$!/comm; do :; done")
+	cmd.Dir = dir
+	g, err := proc.Start(context.Background(), cmd)
+	require.NoError(t, err)
+	r := g.Wait(context.Background(), 0, time.Second)
+	assert.Equal(t, 0, r.ExitCode)
+	pid := childPID(t, dir)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	assert.False(t, testkit.WaitDead(pid, 500*time.Millisecond), "the daemon that dropped its mark runs on")
+}
+
 // TestKillScopeKillsWhatRunsWithinIt starts, within one scope, a program
 // with a background child and a daemon that left its group, and a program
 // outside it. KillScope kills the first three and waits until none of them

@@ -18,10 +18,12 @@ import (
 // execution; see WithScope) and the program part is new for each Start. A
 // process that leaves its process group (setsid, a daemon's double fork)
 // keeps its environment, and with it the mark by which it is found and
-// killed. One that clears its environment and leaves its group escapes the
-// mark, but not its program's cgroup where it has one (see cgroups); the
-// mark still finds what an engine or a worker that is gone had started
-// (KillScope), whose cgroups no one watches.
+// killed. One that clears the mark and leaves its group has left the
+// program on purpose and is spared: an engine that orbit, run by a step,
+// starts for another root serves whatever comes after the step. A
+// program's cgroup (see cgroups) is where its marked processes are looked
+// for; the mark alone finds what an engine or a worker that is gone had
+// started (KillScope), whose cgroups no one watches.
 const TagVar = "ORBIT_PROCESS_TAG"
 
 type scopeKey struct{}
@@ -62,7 +64,6 @@ func marked(match func(value []byte) bool) []int {
 	if err != nil {
 		return nil
 	}
-	prefix := []byte(TagVar + "=")
 	self := os.Getpid()
 	var pids []int
 	for _, e := range entries {
@@ -70,20 +71,28 @@ func marked(match func(value []byte) bool) []int {
 		if err != nil || pid == self {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for entry := range bytes.SplitSeq(env, []byte{0}) {
-			if value, ok := bytes.CutPrefix(entry, prefix); ok {
-				if match(value) {
-					pids = append(pids, pid)
-				}
-				break
-			}
+		if value, found, _ := markOf(pid); found && match(value) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// markOf returns the value of TagVar in process pid's environment, and
+// whether it has one; read reports whether there was an environment to
+// read (not for a zombie, a process gone, or one of another user).
+func markOf(pid int) (value []byte, found, read bool) {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || len(env) == 0 {
+		return nil, false, false
+	}
+	prefix := []byte(TagVar + "=")
+	for entry := range bytes.SplitSeq(env, []byte{0}) {
+		if value, ok := bytes.CutPrefix(entry, prefix); ok {
+			return value, true, true
+		}
+	}
+	return nil, false, true
 }
 
 // killMarked sends SIGKILL to the processes marked as match accepts until
