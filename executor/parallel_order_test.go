@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,11 +46,13 @@ spec:
 		var first []string
 		seen := map[string]bool{}
 		for _, ev := range runrig.History(t, log, runID) {
-			if (ev.Type == events.StepStarted || ev.Type == events.StepSkipped) && !seen[ev.StepKey] {
+			// The branches' own first events; what runs inside a branch
+			// (c's body) may come before a later branch's start.
+			if (ev.Type == events.StepStarted || ev.Type == events.StepSkipped) && !seen[ev.StepKey] && strings.Count(ev.StepKey, "/") <= 1 {
 				seen[ev.StepKey] = true
 				first = append(first, ev.StepKey)
 			}
 		}
-		assert.Equal(t, []string{"all", "all/a", "all/b", "all/c", "all/d", "all/e"}, first[:6])
+		assert.Equal(t, []string{"all", "all/a", "all/b", "all/c", "all/d", "all/e"}, first)
 	}
 }
