@@ -5,10 +5,8 @@ import (
 	"context"
 	"io"
 	"os/exec"
-	"sync"
 	"testing"
 	"testing/iotest"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,29 +49,7 @@ func BenchmarkShellStep(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	timed := func(n int, f func()) time.Duration {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for range n {
-			wg.Go(f)
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
-	var one, oneBare, many, manyBare time.Duration
-	for range b.N {
-		one += timed(1, step)
-		oneBare += timed(1, bare)
-		many += timed(16, step)
-		manyBare += timed(16, bare)
-	}
-	n := float64(b.N)
-	b.ReportMetric(one.Seconds()*1e3/n, "step-ms")
-	b.ReportMetric(oneBare.Seconds()*1e3/n, "bare-ms")
-	b.ReportMetric(one.Seconds()/oneBare.Seconds(), "step/bare(goal≤1.2)")
-	b.ReportMetric(many.Seconds()*1e3/n/16, "step-16-ms")
-	b.ReportMetric(manyBare.Seconds()*1e3/n/16, "bare-16-ms")
-	b.ReportMetric(many.Seconds()/manyBare.Seconds(), "step/bare-16")
+	testkit.BenchAgainstBare(b, "step", step, bare)
 }
 
 // TestCaptureKeepsTheFirstLimitBytesAndCountsAll reads a stream through

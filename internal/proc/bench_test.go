@@ -3,9 +3,10 @@ package proc
 import (
 	"context"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // BenchmarkStartWait runs /bin/true as Orbit runs every program (Start,
@@ -29,27 +30,5 @@ func BenchmarkStartWait(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	timed := func(n int, f func()) time.Duration {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for range n {
-			wg.Go(f)
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
-	var one, oneBare, many, manyBare time.Duration
-	for range b.N {
-		one += timed(1, orbit)
-		oneBare += timed(1, bare)
-		many += timed(16, orbit)
-		manyBare += timed(16, bare)
-	}
-	n := float64(b.N)
-	b.ReportMetric(one.Seconds()*1e3/n, "orbit-ms")
-	b.ReportMetric(oneBare.Seconds()*1e3/n, "bare-ms")
-	b.ReportMetric(one.Seconds()/oneBare.Seconds(), "orbit/bare(goal≤1.2)")
-	b.ReportMetric(many.Seconds()*1e3/n/16, "orbit-16-ms")
-	b.ReportMetric(manyBare.Seconds()*1e3/n/16, "bare-16-ms")
-	b.ReportMetric(many.Seconds()/manyBare.Seconds(), "orbit/bare-16")
+	testkit.BenchAgainstBare(b, "orbit", orbit, bare)
 }
