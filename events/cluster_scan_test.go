@@ -3,8 +3,6 @@ package events_test
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,32 +24,7 @@ import (
 func TestExportAndAuditOnALaggingReplicaReadTheWholeLog(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	w, err := openOnCluster(t, c, c.URLs(), 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { w.Close() })
-	appendN := func(n int) {
-		var wg sync.WaitGroup
-		for g := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := g; i < n; i += 8 {
-					_, err := w.Append(ctx, events.Event{Type: events.StepFinished, RunID: "R1", StepKey: "s"},
-						events.StepFinishedData{State: events.StateSuccess, Output: strings.Repeat("x", 2000)})
-					assert.NoError(t, err)
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	appendN(10)
-	require.NoError(t, c.WaitCurrent(ctx, events.EventsStream))
-	leader, err := c.StreamLeader(ctx, events.EventsStream)
-	require.NoError(t, err)
-	follower := (leader + 1) % len(c.Nodes)
-	c.Kill(follower)
-	appendN(3000)
+	c, w, follower := laggingFollower(ctx, t, 3000)
 	through, err := w.LastSeq(ctx)
 	require.NoError(t, err)
 	c.Restart(follower)
