@@ -1,16 +1,13 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"testing"
 	"time"
 
-	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 )
 
 // BenchmarkShellJob runs a job of 200 `shell` steps that each run
@@ -27,33 +24,14 @@ func BenchmarkShellJob(b *testing.B) {
 	for _, durability := range durabilities {
 		b.Run(durability, func(b *testing.B) {
 			engineLog, _ := openLog(b, durability)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			orch := executor.NewOrchestrator(executor.Config{Log: engineLog, Root: b.TempDir()})
-			worker := activity.NewWorker(activity.WorkerConfig{Log: engineLog})
-			go func() { _ = worker.Run(ctx) }()
-			go func() { _ = orch.Run(ctx) }()
+			engine(b, engineLog)
 			run := func(job *assets.Job) time.Duration {
-				req, err := executor.NewRunRequest(job, nil, "bench")
-				if err != nil {
-					b.Fatal(err)
-				}
-				feed, err := engineLog.Follow(ctx, events.FollowOptions{Filters: []string{
-					events.EventSubject(events.AggregateRun, req.RunID, events.RunFinished)}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer feed.Stop()
-				start := time.Now()
-				if err := executor.Submit(ctx, engineLog, req); err != nil {
-					b.Fatal(err)
-				}
-				ev := <-feed.Events()
+				wall, _, hist := runJob(b, engineLog, job, nil)
 				var fin events.RunFinishedData
-				if err := ev.Decode(&fin); err != nil || fin.State != events.StateSuccess {
-					b.Fatalf("run %s: %s %v", req.RunID, fin.State, err)
+				if err := hist[len(hist)-1].Decode(&fin); err != nil || fin.State != events.StateSuccess {
+					b.Fatalf("run %s: %s %v", hist[0].RunID, fin.State, err)
 				}
-				return time.Since(start)
+				return wall
 			}
 			bare := func() time.Duration {
 				start := time.Now()
