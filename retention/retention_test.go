@@ -329,17 +329,20 @@ func TestARunMadeLiveAgainDuringAPassKeepsItsHistory(t *testing.T) {
 // says why in its report every time, but in the engine's log once.
 func TestALogThatDeniesPurgesIsSaidOnce(t *testing.T) {
 	t.Parallel()
+	ctx := testkit.Context(t)
 	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
-	r := rigOn(t, l, t.TempDir())
 	js, err := jetstream.New(testkit.DialEngine(t, l.ClientURL(), l.CredsDir()))
 	require.NoError(t, err)
-	stream, err := js.Stream(r.ctx, events.EventsStream)
+	stream, err := js.Stream(ctx, events.EventsStream)
 	require.NoError(t, err)
 	cfg := stream.CachedInfo().Config
-	require.NoError(t, js.DeleteStream(r.ctx, events.EventsStream))
+	require.NoError(t, js.DeleteStream(ctx, events.EventsStream))
 	cfg.DenyPurge = true
-	_, err = js.CreateStream(r.ctx, cfg)
+	_, err = js.CreateStream(ctx, cfg)
 	require.NoError(t, err)
+	// The views start on the remade stream: deleting a stream deletes
+	// the consumers on it, the projector's among them.
+	r := rigOn(t, l, t.TempDir())
 	r.run("A1", "a", "", events.StateSuccess)
 	r.run("A2", "a", "", events.StateSuccess)
 
