@@ -37,7 +37,7 @@ func BenchmarkShellStep(b *testing.B) {
 					Args: []string{"hi"}, AllowedPrograms: []string{"/bin/echo"}},
 			},
 			log:  log,
-			emit: func(context.Context, string, any) error { return nil },
+			last: func(string, any) {},
 		}
 		out, err := s.run(proc.WithScope(ctx, proc.NewScope()))
 		if err != nil || out.(map[string]any)["stdout"] != "hi\n" {
