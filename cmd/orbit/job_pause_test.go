@@ -45,6 +45,9 @@ spec:
 	r = p.Orbit("job", "pause", "nosuch")
 	assert.Equal(t, 2, r.Code, "no such job: %s", r)
 	assert.Equal(t, "orbit: no job \"nosuch\" (orbit job list lists the jobs)\n", r.Stderr, "as every command says it")
+	r = p.Orbit("job", "unpause", "nosuch")
+	assert.Equal(t, 2, r.Code, "neither paused nor a job: %s", r)
+	assert.Equal(t, "orbit: no job \"nosuch\" (orbit job list lists the jobs)\n", r.Stderr)
 
 	r = p.Orbit("job", "run", "napper", "--detach")
 	require.Equal(t, 0, r.Code, r.String())
