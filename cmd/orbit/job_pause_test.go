@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,6 +86,13 @@ spec:
 	waitFor(t, "the held run to finish", func() bool { return runView(t, p, held).State == events.StateSuccess })
 	list = p.Orbit("job", "list")
 	assert.NotContains(t, list.Stdout, "[paused]")
+
+	// A job removed from the catalog while paused can still be unpaused.
+	r = p.Orbit("job", "pause", "napper")
+	require.Equal(t, 0, r.Code, r.String())
+	require.NoError(t, os.Remove(filepath.Join(p.Root, ".orbit/jobs/napper.yaml")))
+	r = p.Orbit("job", "unpause", "napper")
+	assert.Equal(t, 0, r.Code, r.String())
 }
 
 // TestAPausedJobHoldsItsRunsOnEveryEngineOfTheCluster: two engines of the
