@@ -469,9 +469,9 @@ type execution struct {
 	records []endEvent
 }
 
-// last records an event the activity makes as it ends: it is stored
-// before the step's step.finished, in the same round of appends, and only
-// if the worker records the step's end (see Worker.handle).
+// last records an event the activity makes as it ends: the worker sends
+// it right before the step's step.finished and awaits the two together
+// (see Worker.handle; an engine stopping mid-step stores neither).
 func (ex *execution) last(typ string, payload any) {
 	ex.records = append(ex.records, endEvent{stepEvent(ex.cmd, typ, ""), payload})
 }
