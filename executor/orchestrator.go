@@ -736,13 +736,19 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 	return x.Run(leaseCtx, hist)
 }
 
-// runLease is the lease under which this engine interprets rc.
+// runLease is the lease under which this engine interprets rc. On an
+// embedded store the file lock lets one engine run, and nothing reads a
+// run's lease there (adoption, a slot's release and recovery read it on a
+// shared server only): the lease is a no-op, as a step's is (a create at
+// the run's start and a delete at its end, each an fsync strict).
 func (o *Orchestrator) runLease(rc *runCtl) *lease.Lease {
+	if o.cfg.Log.Embedded() {
+		return &lease.Lease{}
+	}
 	return &lease.Lease{
-		KV:       o.cfg.Log.Leases(),
-		Key:      leaseKey(rc.id),
-		Engine:   o.cfg.Engine,
-		TTL:      o.cfg.LeaseTTL,
-		TakeOver: o.cfg.Log.Embedded(),
+		KV:     o.cfg.Log.Leases(),
+		Key:    leaseKey(rc.id),
+		Engine: o.cfg.Engine,
+		TTL:    o.cfg.LeaseTTL,
 	}
 }
