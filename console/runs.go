@@ -210,7 +210,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 				Message: fmt.Sprintf("Nothing to cancel: run %s has already finished (%s) and no run below it is live.", view.ID, view.State)})
 			return
 		}
-		s.cancelAnswer(w, r, view.ID, http.StatusOK, "", cancelOutcome{Runs: asked.Runs, Message: treeCancelled(view.ID, asked.Runs)})
+		s.cancelAnswer(w, r, view.ID, http.StatusOK, "", cancelOutcome{Runs: asked.Runs, Message: treeAsked(view.ID, asked.Runs, "cancel")})
 		return
 	}
 	if events.Terminal(view.State) {
@@ -260,9 +260,9 @@ func acceptsJSON(r *http.Request) bool {
 	return false
 }
 
-// treeCancelled says what a tree cancel of run id asked: runs, which hold
-// id itself when it was live.
-func treeCancelled(id string, runs []string) string {
+// treeAsked says what a tree operation (cancel, pause, unpause) of run id
+// asked of runs, which hold id itself when it was touched.
+func treeAsked(id string, runs []string, verb string) string {
 	below := len(runs)
 	self := slices.Contains(runs, id)
 	if self {
@@ -274,10 +274,10 @@ func treeCancelled(id string, runs []string) string {
 	}
 	switch {
 	case self && below == 0:
-		return "Asked this run to cancel."
+		return "Asked this run to " + verb + "."
 	case self:
-		return "Asked this run and " + n + " below it to cancel."
+		return "Asked this run and " + n + " below it to " + verb + "."
 	default:
-		return "Asked " + n + " below this one to cancel."
+		return "Asked " + n + " below this one to " + verb + "."
 	}
 }

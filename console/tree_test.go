@@ -143,3 +143,66 @@ func TestCancelTreeAnswersThePageWithItsOutcome(t *testing.T) {
 	assert.Empty(t, o.Runs)
 	assert.Equal(t, "Nothing to cancel: run "+root+" has already finished (success) and no run below it is live.", o.Message)
 }
+
+// TestPauseTreeFromTheRunPage: the page of a finished run offers to pause
+// and unpause the runs below it; a pause of the tree holds both detached
+// naps as orbit run pause --tree would, a second finds nothing left to
+// pause, and an unpause of the tree lets both go on.
+func TestPauseTreeFromTheRunPage(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
+	p.WriteFile(".orbit/jobs/nap.yaml", nap)
+	c := serveConsole(t, p)
+	root := runJob(t, p, "spawner")
+	waitFor(t, "two naps running", func() bool {
+		kids := showRun(t, p, root).Children
+		return len(kids) == 2 && showRun(t, p, kids[0]).State == events.StateRunning && showRun(t, p, kids[1]).State == events.StateRunning
+	})
+	naps := showRun(t, p, root).Children
+	t.Cleanup(func() { p.Orbit("run", "cancel", "--tree", root) })
+
+	_, body := c.get(t, "/runs/"+root)
+	assert.Contains(t, body, `action="/runs/`+root+`/pause?tree=1"`)
+	assert.Contains(t, body, `action="/runs/`+root+`/unpause?tree=1"`)
+	_, body = c.get(t, "/runs/"+naps[0])
+	assert.Contains(t, body, `id="pause-tree"`, "a live run that is not paused")
+	assert.NotContains(t, body, `id="unpause-tree"`)
+
+	type outcome struct {
+		Runs    []string `json:"runs"`
+		Message string   `json:"message"`
+	}
+	post := func(path string) (int, outcome) {
+		req := c.request(t, http.MethodPost, path)
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Origin", c.URL)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var o outcome
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&o))
+		return resp.StatusCode, o
+	}
+	code, o := post("/runs/" + root + "/pause?tree=1")
+	require.Equal(t, http.StatusOK, code, "%+v", o)
+	assert.ElementsMatch(t, naps, o.Runs)
+	assert.Equal(t, "Asked 2 runs below this one to pause.", o.Message)
+	for _, id := range naps {
+		assert.True(t, showRun(t, p, id).Paused, id)
+	}
+	_, body = c.get(t, "/runs/"+naps[0])
+	assert.Contains(t, body, `id="unpause-tree"`)
+	assert.NotContains(t, body, `id="pause-tree"`)
+	code, o = post("/runs/" + root + "/pause?tree=1")
+	assert.Equal(t, http.StatusConflict, code, "%+v", o)
+	assert.Equal(t, "Nothing to pause: neither run "+root+" nor any live run below it is left to pause.", o.Message)
+
+	code, o = post("/runs/" + root + "/unpause?tree=1")
+	require.Equal(t, http.StatusOK, code, "%+v", o)
+	assert.ElementsMatch(t, naps, o.Runs)
+	for _, id := range naps {
+		assert.False(t, showRun(t, p, id).Paused, id)
+	}
+}

@@ -57,22 +57,29 @@ func (e *Engine) apiJobPause(ctx context.Context, raw json.RawMessage) (any, err
 	if strings.TrimSpace(q.Job) == "" {
 		return nil, fmt.Errorf("%w: job pause needs a job name", events.ErrInvalidRequest)
 	}
-	if !q.Unpause {
-		// Only a job of the catalog; unpause takes any name, so a job
-		// removed while paused can be let go.
-		switch _, err := e.job(q.Job, ""); {
-		case errors.Is(err, assets.ErrNotFound):
-			return nil, events.NotFoundf("%s", err)
-		case err != nil:
-			return nil, fmt.Errorf("%w: %v", events.ErrInvalidRequest, err)
-		}
+	// Pause takes only a job of the catalog; unpause also a paused name
+	// that left it, so a job removed while paused can be let go.
+	_, unknown := e.job(q.Job, "")
+	if !q.Unpause && unknown != nil {
+		return nil, jobError(unknown)
 	}
 	changed, err := executor.PauseJob(ctx, e.log, !q.Unpause, executor.JobPause{Job: q.Job, At: time.Now().UTC(), Requester: q.Requester, Reason: q.Reason})
 	if err != nil {
 		return nil, err
 	}
+	if q.Unpause && !changed && unknown != nil {
+		return nil, jobError(unknown)
+	}
 	if changed && q.Unpause {
 		e.orch.JobUnpaused(q.Job)
 	}
 	return JobPaused{Job: q.Job, Paused: !q.Unpause, Changed: changed}, nil
+}
+
+// jobError is the answer for a job name the catalog refused.
+func jobError(err error) error {
+	if errors.Is(err, assets.ErrNotFound) {
+		return events.NotFoundf("%s", err)
+	}
+	return fmt.Errorf("%w: %v", events.ErrInvalidRequest, err)
 }

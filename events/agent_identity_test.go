@@ -56,6 +56,7 @@ func TestTheAgentIdentityMayCallTheVerbEndpointOnly(t *testing.T) {
 
 	_, err = events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: seed})
 	require.Error(t, err, "the agent may not look the log up")
+	assert.ErrorIs(t, err, events.ErrNotPermitted, "refused at once, not after a timeout")
 
 	o, err := testkit.DialOutsider(t, l.ClientURL(), seed)
 	require.NoError(t, err)

@@ -298,8 +298,16 @@ func (l *Log) connect() error {
 func (l *Log) bind(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	// A key that may not read the log (an agent's) is refused the
+	// stream's info at once: say so instead of waiting out the timeout.
+	info := "$JS.API.STREAM.INFO." + EventsStream
+	wctx, stop := l.refusals.watch(ctx, info)
+	defer stop()
 	var err error
-	if l.events, err = l.js.Stream(ctx, EventsStream); err != nil {
+	if l.events, err = l.js.Stream(wctx, EventsStream); err != nil {
+		if refusedBy(wctx) {
+			return fmt.Errorf("%w read the log: the NATS server refused its request on %s", ErrNotPermitted, info)
+		}
 		return fmt.Errorf("%w: stream %s: %v", ErrUnavailable, EventsStream, err)
 	}
 	if l.blobs, err = l.js.ObjectStore(ctx, BlobsStore); err != nil {

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,6 +46,9 @@ spec:
 	r = p.Orbit("job", "pause", "nosuch")
 	assert.Equal(t, 2, r.Code, "no such job: %s", r)
 	assert.Equal(t, "orbit: no job \"nosuch\" (orbit job list lists the jobs)\n", r.Stderr, "as every command says it")
+	r = p.Orbit("job", "unpause", "nosuch")
+	assert.Equal(t, 2, r.Code, "neither paused nor a job: %s", r)
+	assert.Equal(t, "orbit: no job \"nosuch\" (orbit job list lists the jobs)\n", r.Stderr)
 
 	r = p.Orbit("job", "run", "napper", "--detach")
 	require.Equal(t, 0, r.Code, r.String())
@@ -82,6 +86,13 @@ spec:
 	waitFor(t, "the held run to finish", func() bool { return runView(t, p, held).State == events.StateSuccess })
 	list = p.Orbit("job", "list")
 	assert.NotContains(t, list.Stdout, "[paused]")
+
+	// A job removed from the catalog while paused can still be unpaused.
+	r = p.Orbit("job", "pause", "napper")
+	require.Equal(t, 0, r.Code, r.String())
+	require.NoError(t, os.Remove(filepath.Join(p.Root, ".orbit/jobs/napper.yaml")))
+	r = p.Orbit("job", "unpause", "napper")
+	assert.Equal(t, 0, r.Code, r.String())
 }
 
 // TestAPausedJobHoldsItsRunsOnEveryEngineOfTheCluster: two engines of the
