@@ -104,6 +104,10 @@ type Orchestrator struct {
 	// runCtx is Run's context: the runs a caller of JobUnpaused starts
 	// live as long as the orchestrator, not the caller's request.
 	runCtx context.Context
+
+	// The history feed of an embedded store (see history_feed.go).
+	feedMu sync.Mutex
+	feed   *historyFeed
 }
 
 // runCtl is the orchestrator's handle on one run: what its request says of
@@ -214,6 +218,7 @@ func (o *Orchestrator) run(ctx context.Context) error {
 	cancels()
 	raises()
 	o.wg.Wait()
+	o.stopHistoryFeed()
 	return nil
 }
 
@@ -728,7 +733,7 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 	}()
 
 	x := interpreter.New(o.interpreterConfig(rc))
-	hist, err := openHistory(leaseCtx, o.cfg.Log, rc.id, x.Observe)
+	hist, err := o.openRunHistory(leaseCtx, rc.id, x.Observe)
 	if err != nil {
 		return err
 	}
