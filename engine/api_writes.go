@@ -82,17 +82,21 @@ func (e *Engine) writeEndpoints() map[string]events.Handler {
 // depth and parent links cannot be forged. The run records who signed the
 // request, as the server says, whatever signer the request names.
 func (e *Engine) apiSubmit(ctx context.Context, raw json.RawMessage) (any, error) {
-	req, err := decodeSubmission(raw)
+	req, minted, err := decodeSubmission(raw)
 	if err != nil {
 		return nil, err
 	}
 	req.Signer = events.RequestSigner(ctx)
-	used, err := e.log.LastMatching(ctx, []string{events.RunFilter(req.RunID)})
-	if err != nil {
-		return nil, err
-	}
-	if used != 0 {
-		return nil, fmt.Errorf("%w: run id %s is taken: the log has its events", events.ErrInvalidRequest, req.RunID)
+	// An id the client picked may be one the log has; one minted here is
+	// new (a ULID of this engine's clock and randomness).
+	if !minted {
+		used, err := e.log.LastMatching(ctx, []string{events.RunFilter(req.RunID)})
+		if err != nil {
+			return nil, err
+		}
+		if used != 0 {
+			return nil, fmt.Errorf("%w: run id %s is taken: the log has its events", events.ErrInvalidRequest, req.RunID)
+		}
 	}
 	// A run the log cannot record is refused now, before the client has
 	// an id for it.
@@ -110,35 +114,35 @@ func (e *Engine) apiSubmit(ctx context.Context, raw json.RawMessage) (any, error
 
 // decodeSubmission decodes a client's run request and checks what can be
 // checked without the log: a ULID run id (one is picked when there is
-// none), no parent run, parent event, depth or root, and a job that
-// validates.
+// none, and minted says so), no parent run, parent event, depth or root,
+// and a job that validates.
 // Every error wraps events.ErrInvalidRequest.
-func decodeSubmission(raw json.RawMessage) (*executor.RunRequest, error) {
-	var req executor.RunRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
+func decodeSubmission(raw json.RawMessage) (req *executor.RunRequest, minted bool, err error) {
+	req = &executor.RunRequest{}
+	if err := decode(raw, req); err != nil {
+		return nil, false, err
 	}
 	if req.RunID == "" {
-		req.RunID = events.NewID()
+		req.RunID, minted = events.NewID(), true
 	}
 	if _, err := ulid.ParseStrict(req.RunID); err != nil {
-		return nil, fmt.Errorf("%w: run id %s: want a ULID (%v)", events.ErrInvalidRequest, quote(req.RunID), err)
+		return nil, false, fmt.Errorf("%w: run id %s: want a ULID (%v)", events.ErrInvalidRequest, quote(req.RunID), err)
 	}
 	if req.Parent != nil || req.ParentEvent != "" || req.Depth != 0 || req.Root != "" {
-		return nil, fmt.Errorf("%w: a client cannot submit a child run (parent, parent_event, depth, root)", events.ErrInvalidRequest)
+		return nil, false, fmt.Errorf("%w: a client cannot submit a child run (parent, parent_event, depth, root)", events.ErrInvalidRequest)
 	}
 	if err := activity.ValidateJob(&req.Job); err != nil {
-		return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
+		return nil, false, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
 	}
 	if err := checkInput(req.Input); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if req.Traceparent != "" {
 		if _, err := tracing.ParseTraceparent(req.Traceparent); err != nil {
-			return nil, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
+			return nil, false, fmt.Errorf("%w: %w", events.ErrInvalidRequest, err)
 		}
 	}
-	return &req, nil
+	return req, minted, nil
 }
 
 // checkInput refuses a run input that is not a JSON object: a run's input

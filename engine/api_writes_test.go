@@ -37,12 +37,21 @@ func FuzzDecodeSubmission(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		req, err := decodeSubmission(json.RawMessage(raw))
+		req, minted, err := decodeSubmission(json.RawMessage(raw))
 		if err != nil {
 			if !errors.Is(err, events.ErrInvalidRequest) {
 				t.Fatalf("%q: %v is not an invalid request", raw, err)
 			}
 			return
+		}
+		// Only an id the client did not give is minted: the API looks
+		// up every other one in the log.
+		var given struct {
+			RunID string `json:"run_id"`
+		}
+		_ = json.Unmarshal(raw, &given) // an empty request is no JSON, and has no id
+		if minted != (given.RunID == "") {
+			t.Fatalf("%q: minted %v, run_id %q", raw, minted, given.RunID)
 		}
 		if _, err := ulid.ParseStrict(req.RunID); err != nil {
 			t.Fatalf("%q: run id %q accepted: %v", raw, req.RunID, err)

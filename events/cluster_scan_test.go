@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // TestExportAndAuditOnALaggingReplicaReadTheWholeLog: a reader connected
@@ -23,8 +22,7 @@ import (
 // left a run half in the log).
 func TestExportAndAuditOnALaggingReplicaReadTheWholeLog(t *testing.T) {
 	t.Parallel()
-	ctx := testkit.Context(t)
-	c, w, follower := laggingFollower(ctx, t, 3000)
+	ctx, c, w, follower := laggingFollower(t, 3000)
 	through, err := w.LastSeq(ctx)
 	require.NoError(t, err)
 	c.Restart(follower)

@@ -33,9 +33,14 @@ func openOnCluster(t *testing.T, c *testkit.Cluster, url string, replicas int) (
 // events of run R1 that every server holds, then kills a follower of the
 // event stream and appends n more (of about 2 KB, from eight goroutines)
 // without it. Restarting the follower (c.Restart) gives a replica that is
-// far behind and catches up while it serves.
-func laggingFollower(ctx context.Context, t *testing.T, n int) (*testkit.Cluster, *events.Log, int) {
+// far behind and catches up while it serves. Its context, for the rest
+// of the test too, allows five minutes: thousands of replicated appends
+// and the reads after them take more than testkit.Context's minute on a
+// loaded machine.
+func laggingFollower(t *testing.T, n int) (context.Context, *testkit.Cluster, *events.Log, int) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
 	l, err := openOnCluster(t, c, c.URLs(), 0)
 	require.NoError(t, err)
@@ -62,7 +67,7 @@ func laggingFollower(ctx context.Context, t *testing.T, n int) (*testkit.Cluster
 	follower := (leader + 1) % len(c.Nodes)
 	c.Kill(follower)
 	appendN(n)
-	return c, l, follower
+	return ctx, c, l, follower
 }
 
 // TestReplicatedLogSurvivesItsLeadersLoss: on a three-server cluster the

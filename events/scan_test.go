@@ -238,8 +238,7 @@ func processCPU(b *testing.B) time.Duration {
 // before a run's run.finished, which the live views held).
 func TestScanOnAClusterReadsThroughTheLeadersLastEvent(t *testing.T) {
 	t.Parallel()
-	ctx := testkit.Context(t)
-	c, l, follower := laggingFollower(ctx, t, 3000)
+	ctx, c, l, follower := laggingFollower(t, 3000)
 	last, err := l.LastSeq(ctx)
 	require.NoError(t, err)
 	c.Restart(follower)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -128,6 +129,46 @@ func TestSubmittingTheSameRequestTwiceRunsOnce(t *testing.T) {
 	assert.Len(t, runrig.OfType(evs, events.RunRequested), 1)
 	assert.Len(t, runrig.OfType(evs, events.RunStarted), 1)
 	assert.Len(t, runrig.OfType(evs, events.StepStarted), 3)
+}
+
+// TestARequestSentAgainPastTheDedupeWindowRunsOnce: a run's request sent
+// again as a new command — the server's Nats-Msg-Id window (2 min) long
+// past, as when a resumed parent sends its child's request again or a
+// routine fires a tick again after a restart — reaches the orchestrator on
+// its first delivery. The orchestrator's look for an earlier run.requested
+// is what keeps the run from being requested and run a second time, which
+// is why a first delivery does not skip it.
+func TestARequestSentAgainPastTheDedupeWindowRunsOnce(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	runrig.StartEngine(t, log, t.TempDir(), nil)
+	req, err := executor.NewRunRequest(runrig.ParseJob(t, pipeline), nil, "test")
+	require.NoError(t, err)
+	ctx := testkit.Context(t)
+	require.NoError(t, executor.Submit(ctx, log, req))
+	runrig.WaitFinished(t, log, req.RunID)
+	before := runrig.History(t, log, req.RunID)
+
+	// The window past: the server no longer drops an event with the id
+	// of one it stored as a duplicate.
+	js, err := jetstream.New(testkit.DialEngine(t, log.ClientURL(), log.CredsDir()))
+	require.NoError(t, err)
+	stream, err := js.Stream(ctx, events.EventsStream)
+	require.NoError(t, err)
+	cfg := stream.CachedInfo().Config
+	cfg.Duplicates = 100 * time.Millisecond
+	_, err = js.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	time.Sleep(300 * time.Millisecond)
+	// Another command id: not a duplicate of the first command either.
+	require.NoError(t, log.Send(ctx, "run.request", "sent-again-"+req.RunID, req))
+	runrig.WaitFor(t, "the request to be taken", func() bool {
+		pending, err := log.Pending(ctx, "run.request")
+		require.NoError(t, err)
+		return !pending
+	})
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, len(before), len(runrig.History(t, log, req.RunID)), "nothing recorded for the request sent again")
 }
 
 // TestRedeliveredCommandOfAFinishedStepIsNotRunAgain leaves a step command

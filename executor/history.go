@@ -19,8 +19,13 @@ import (
 type runHistory struct {
 	runID   string
 	log     *events.Log
-	feed    *events.Feed
-	filters []string // what the feed follows
+	feed    *events.Feed // its own feed, or nil when shared is its feed
+	filters []string     // what the feed follows
+
+	// A history fed by the engine's history feed (openFedHistory).
+	shared *historyFeed
+	wake   chan struct{} // a push or a fail since drain last looked
+	stop   chan struct{} // closed by close
 
 	mu      sync.Mutex
 	byID    map[string]events.Event
@@ -29,6 +34,8 @@ type runHistory struct {
 	err     error
 	onEvent func(events.Event)
 	done    chan struct{}
+	queue   []events.Event // handed by shared, not yet recorded
+	failed  error          // shared ended with it
 	// spend sums the run's agent usage as it arrives, in log order.
 	spend interpreter.Spend
 }
@@ -102,26 +109,141 @@ func (h *runHistory) caughtUp(ctx context.Context) error {
 func (h *runHistory) follow() {
 	defer close(h.done)
 	for ev := range h.feed.Events() {
-		// onEvent runs first, so that whoever waits for the history to reach
-		// an event also sees what onEvent made of it.
-		if h.onEvent != nil {
-			h.onEvent(ev)
-		}
-		h.mu.Lock()
-		h.byID[ev.ID] = ev
-		h.lastSeq = ev.Seq
-		h.spend.Add(ev)
-		close(h.changed)
-		h.changed = make(chan struct{})
-		h.mu.Unlock()
+		h.add(ev)
+	}
+	h.end(h.feed.Err())
+}
+
+// add records ev.
+func (h *runHistory) add(ev events.Event) {
+	// onEvent runs first, so that whoever waits for the history to reach
+	// an event also sees what onEvent made of it.
+	if h.onEvent != nil {
+		h.onEvent(ev)
 	}
 	h.mu.Lock()
-	h.err = h.feed.Err()
+	h.byID[ev.ID] = ev
+	h.lastSeq = ev.Seq
+	h.spend.Add(ev)
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.mu.Unlock()
+}
+
+// end records that the history gets no more events, for err (nil: it was
+// closed).
+func (h *runHistory) end(err error) {
+	h.mu.Lock()
+	h.err = err
 	if h.err == nil {
 		h.err = fmt.Errorf("%w: history of run %s closed", events.ErrUnavailable, h.runID)
 	}
 	close(h.changed)
 	h.mu.Unlock()
+}
+
+// openFedHistory is openHistory for a history fed by the engine's history
+// feed f: it registers with f, then reads what the log holds of the run
+// (a batched direct get: no consumer), and returns once it has recorded
+// that.
+func openFedHistory(ctx context.Context, f *historyFeed, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error) {
+	h := &runHistory{
+		runID:   runID,
+		log:     log,
+		filters: events.RunFilterExcept(runID, unread...),
+		shared:  f,
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		byID:    make(map[string]events.Event),
+		changed: make(chan struct{}),
+		onEvent: onEvent,
+		done:    make(chan struct{}),
+	}
+	if err := f.register(h); err != nil {
+		return nil, err
+	}
+	stored, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
+	if err != nil {
+		f.unregister(h)
+		return nil, err
+	}
+	var read uint64
+	kept := stored[:0]
+	for _, ev := range stored {
+		read = max(read, ev.Seq)
+		if !slices.Contains(unread, ev.Type) {
+			kept = append(kept, ev)
+		}
+	}
+	go h.drain(kept, read)
+	var last uint64
+	if len(kept) > 0 {
+		last = kept[len(kept)-1].Seq
+	}
+	if err := h.waitSeq(ctx, last); err != nil {
+		h.close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// drain records stored, the events read of the run up to sequence read,
+// then what the feed hands it after them, in order: an event the feed
+// hands that the read held too (its sequence at most read) is left out.
+func (h *runHistory) drain(stored []events.Event, read uint64) {
+	defer close(h.done)
+	for _, ev := range stored {
+		h.add(ev)
+	}
+	for {
+		h.mu.Lock()
+		queue, failed := h.queue, h.failed
+		h.queue = nil
+		h.mu.Unlock()
+		for _, ev := range queue {
+			if ev.Seq > read {
+				h.add(ev)
+				read = ev.Seq
+			}
+		}
+		if len(queue) > 0 {
+			continue
+		}
+		if failed != nil {
+			h.end(failed)
+			return
+		}
+		select {
+		case <-h.wake:
+		case <-h.stop:
+			h.end(nil)
+			return
+		}
+	}
+}
+
+// push queues ev, handed by the history feed.
+func (h *runHistory) push(ev events.Event) {
+	h.mu.Lock()
+	h.queue = append(h.queue, ev)
+	h.mu.Unlock()
+	h.signal()
+}
+
+// fail ends the history once it has recorded what it was handed: the
+// history feed ended with err.
+func (h *runHistory) fail(err error) {
+	h.mu.Lock()
+	h.failed = err
+	h.mu.Unlock()
+	h.signal()
+}
+
+func (h *runHistory) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Get returns the event with the given id if it is in the history.
@@ -195,7 +317,12 @@ func (h *runHistory) Spent() (tokens int64, costUSD float64) {
 }
 
 func (h *runHistory) close() {
-	h.feed.Stop()
+	if h.shared != nil {
+		h.shared.unregister(h)
+		close(h.stop)
+	} else {
+		h.feed.Stop()
+	}
 	<-h.done
 }
 

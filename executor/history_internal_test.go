@@ -2,6 +2,9 @@ package executor
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +23,32 @@ import (
 // event, and catches up again with a step.finished appended later.
 func TestHistoryLeavesOutActivityEventsAndCatchesUp(t *testing.T) {
 	t.Parallel()
+	for name, open := range openers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			historyLeavesOutActivityEventsAndCatchesUp(t, open)
+		})
+	}
+}
+
+// opener opens a run's history, one way or the other.
+type opener func(ctx context.Context, t *testing.T, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error)
+
+// openers are the two ways: a feed of the history's own, and the history
+// feed an orchestrator on an embedded store shares among its runs.
+var openers = map[string]opener{
+	"own feed": func(ctx context.Context, _ *testing.T, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error) {
+		return openHistory(ctx, log, runID, onEvent)
+	},
+	"history feed": func(ctx context.Context, t *testing.T, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error) {
+		f, err := startHistoryFeed(ctx, log)
+		require.NoError(t, err)
+		t.Cleanup(f.stop)
+		return openFedHistory(ctx, f, log, runID, onEvent)
+	},
+}
+
+func historyLeavesOutActivityEventsAndCatchesUp(t *testing.T, open opener) {
 	log := testkit.StartLog(t, events.Config{})
 	ctx := testkit.Context(t)
 	const run = "R1"
@@ -38,7 +67,7 @@ func TestHistoryLeavesOutActivityEventsAndCatchesUp(t *testing.T) {
 
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	h, err := openHistory(octx, log, run, nil)
+	h, err := open(octx, t, log, run, nil)
 	require.NoError(t, err, "the history opens though the run's last event is one it leaves out")
 	defer h.close()
 	_, ok := h.Get(interpreter.StepEventID(events.StepStarted, run, "s", 1))
@@ -58,4 +87,69 @@ func TestHistoryLeavesOutActivityEventsAndCatchesUp(t *testing.T) {
 		assert.NotContains(t, unread, ev.Type, "the history holds %s", ev.Type)
 	}
 	assert.Len(t, h.byID, 2)
+}
+
+// TestAFedHistoryHoldsEachEventOnceInOrder opens histories of one run
+// from the shared history feed, one after another, while events of the
+// run are appended: an event stored before a history registers comes from
+// its read of the log, one after from the feed, one in between from
+// both. Every history sees each event once, in the log's order, and
+// catches up with all of them.
+func TestAFedHistoryHoldsEachEventOnceInOrder(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	ctx := testkit.Context(t)
+	f, err := startHistoryFeed(ctx, log)
+	require.NoError(t, err)
+	defer f.stop()
+	const run, steps = "R2", 60
+	appended := make(chan struct{})
+	go func() {
+		defer close(appended)
+		for i := range steps {
+			key := "s" + strconv.Itoa(i)
+			_, err := log.Append(ctx, events.Event{ID: interpreter.StepEventID(events.StepStarted, run, key, 1), Type: events.StepStarted, RunID: run, StepKey: key},
+				events.StepStartedData{Attempt: 1, ActivityType: "deterministic"})
+			assert.NoError(t, err)
+		}
+	}()
+	check := func() {
+		var seen []uint64
+		var mu sync.Mutex
+		h, err := openFedHistory(ctx, f, log, run, func(ev events.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, ev.Seq)
+		})
+		require.NoError(t, err)
+		defer h.close()
+		<-appended
+		require.NoError(t, h.CatchUp(ctx))
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, seen, steps, "each event once")
+		assert.True(t, slices.IsSorted(seen), "in the log's order: %v", seen)
+		assert.Len(t, slices.Compact(seen), steps)
+	}
+	for range 5 {
+		check()
+	}
+}
+
+// TestAFedHistoryFailsWithItsFeed: a history whose feed ends is told so
+// by Wait, as one whose own feed ends is, and a new feed serves the next.
+func TestAFedHistoryFailsWithItsFeed(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	ctx := testkit.Context(t)
+	f, err := startHistoryFeed(ctx, log)
+	require.NoError(t, err)
+	h, err := openFedHistory(ctx, f, log, "R3", nil)
+	require.NoError(t, err)
+	defer h.close()
+	f.stop()
+	_, err = h.Wait(ctx, "never")
+	require.ErrorIs(t, err, events.ErrUnavailable)
+	_, err = openFedHistory(ctx, f, log, "R4", nil)
+	require.ErrorIs(t, err, events.ErrUnavailable, "an ended feed registers no history")
 }

@@ -104,6 +104,10 @@ type Orchestrator struct {
 	// runCtx is Run's context: the runs a caller of JobUnpaused starts
 	// live as long as the orchestrator, not the caller's request.
 	runCtx context.Context
+
+	// The history feed of an embedded store (see history_feed.go).
+	feedMu sync.Mutex
+	feed   *historyFeed
 }
 
 // runCtl is the orchestrator's handle on one run: what its request says of
@@ -214,6 +218,7 @@ func (o *Orchestrator) run(ctx context.Context) error {
 	cancels()
 	raises()
 	o.wg.Wait()
+	o.stopHistoryFeed()
 	return nil
 }
 
@@ -728,7 +733,7 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 	}()
 
 	x := interpreter.New(o.interpreterConfig(rc))
-	hist, err := openHistory(leaseCtx, o.cfg.Log, rc.id, x.Observe)
+	hist, err := o.openRunHistory(leaseCtx, rc.id, x.Observe)
 	if err != nil {
 		return err
 	}
@@ -736,13 +741,19 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 	return x.Run(leaseCtx, hist)
 }
 
-// runLease is the lease under which this engine interprets rc.
+// runLease is the lease under which this engine interprets rc. On an
+// embedded store the file lock lets one engine run, and nothing reads a
+// run's lease there (adoption, a slot's release and recovery read it on a
+// shared server only): the lease is a no-op, as a step's is (a create at
+// the run's start and a delete at its end, each an fsync strict).
 func (o *Orchestrator) runLease(rc *runCtl) *lease.Lease {
+	if o.cfg.Log.Embedded() {
+		return &lease.Lease{}
+	}
 	return &lease.Lease{
-		KV:       o.cfg.Log.Leases(),
-		Key:      leaseKey(rc.id),
-		Engine:   o.cfg.Engine,
-		TTL:      o.cfg.LeaseTTL,
-		TakeOver: o.cfg.Log.Embedded(),
+		KV:     o.cfg.Log.Leases(),
+		Key:    leaseKey(rc.id),
+		Engine: o.cfg.Engine,
+		TTL:    o.cfg.LeaseTTL,
 	}
 }

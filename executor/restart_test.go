@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,4 +96,45 @@ spec:
 	out, err := os.ReadFile(filepath.Join(dir, "runs"))
 	require.NoError(t, err)
 	assert.Equal(t, "done\n", string(out), "the step ran once")
+}
+
+// TestARunOnAnEmbeddedStoreTakesNoLease: on an embedded store, which one
+// engine runs by the file lock, a run writes no lease while it runs, and
+// an engine started after the first stopped mid-step resumes it all the
+// same.
+func TestARunOnAnEmbeddedStoreTakesNoLease(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	require.True(t, log.Embedded())
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	job := runrig.ParseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: gated}
+spec:
+  steps:
+    - id: wait
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "while [ ! -e `+gate+` ]; do sleep 0.05; done"]
+        allowed_programs: [sh]
+`)
+	first := runrig.StartEngine(t, log, dir, nil)
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the step to start", func() bool { return runrig.Has(t, log, runID, events.ActivityStarted, "wait") })
+	keys, err := log.Leases().Keys(context.Background())
+	require.NoError(t, err)
+	for _, k := range keys {
+		assert.False(t, strings.HasPrefix(k, "run.") || strings.HasPrefix(k, "step."), "lease %s written on an embedded store", k)
+	}
+	first.Stop()
+
+	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
+	runrig.StartEngine(t, log, dir, active)
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	fin := runrig.WaitFinished(t, log, runID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.Len(t, runrig.OfType(runrig.History(t, log, runID), events.RunResumed), 1)
 }

@@ -18,9 +18,8 @@ import (
 // holder executes it). A lease that is not renewed within its TTL may be
 // taken over.
 //
-// A run lease on an embedded store, where the file lock guarantees a single
-// engine, is taken over at once from any other engine id: that is a dead
-// engine's (TakeOver).
+// TakeOver takes a lease of another engine id at once, as the claim of a
+// dead engine (retention's on an embedded store).
 //
 // A step lease is what keeps two copies of a step from running at once when
 // a worker stops answering (a stopped process, a partition): its command is
@@ -29,8 +28,9 @@ import (
 // silent worker had started for it (fencing): every program an execution
 // starts, and all they start, carry the lease's scope in their environment
 // (proc.WithScope). A worker whose lease was taken over records nothing of
-// its late result. The step lease of a worker on an embedded store, the
-// only one, has no KV: it is held by definition and does nothing.
+// its late result. On an embedded store, where the file lock lets one
+// engine run, run and step leases have no KV: they are held by definition
+// and do nothing.
 //
 // The fields are set before the first call and not changed after it.
 type Lease struct {
@@ -245,6 +245,9 @@ func (l *Lease) Within(ctx context.Context) context.Context {
 // Hold renews the lease until ctx ends, and calls lost if it cannot (another
 // engine took it over, or the store stayed unreachable past the TTL).
 func (l *Lease) Hold(ctx context.Context, lost func(error)) {
+	if l.KV == nil {
+		return // held by definition: never lost
+	}
 	tick := time.NewTicker(l.TTL / 3)
 	defer tick.Stop()
 	lastOK := time.Now()
