@@ -157,7 +157,7 @@ var runners = map[string]func(ctx context.Context, w *Worker, ex *execution) (an
 	},
 	assets.TypeDeterministic: runAction,
 	assets.TypeAgentLoop: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
-		return (&agentStep{w: w, cmd: ex.cmd, emit: ex.emit}).run(ctx)
+		return (&agentStep{w: w, cmd: ex.cmd, emit: ex.emit, last: ex.last}).run(ctx)
 	},
 	assets.TypeGroundhog: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
 		return w.runGroundhog(ctx, ex.cmd)
@@ -464,7 +464,7 @@ type execution struct {
 	// which it returns as it is (a *notRecorded).
 	ready func() error
 	// records are the events the activity made at its very end (a shell
-	// step's shell.exited), which the worker appends, in order, with the
+	// step's shell.exited, an agent step's agent.session), which the worker appends, in order, with the
 	// step's step.finished instead of waiting for each on its own.
 	records []endEvent
 }
