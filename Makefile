@@ -179,8 +179,9 @@ chaos:
 # cluster trials of the chaos suite (TestChaosCluster: the chaos jobs on
 # three nats-servers and two engines, losing the stream leader's node, the
 # engine holding the run, or both; also in make chaos). make
-# test runs the events-level cluster tests: appends through the loss of
-# the stream leader, and too few servers for the replicas.
+# test runs the events-level cluster tests (appends through the loss of
+# the stream leader, too few servers for the replicas) and TestClusterSmoke
+# (two engines, a run before and after the stream leader's node stops).
 cluster-chaos:
 	CLUSTER_CHAOS=1 $(GO) test -count=1 -run 'TestCluster' -v -timeout 15m ./cmd/orbit/
 	CLUSTER_CHAOS=1 CHAOS=full $(GO) test -count=1 -run 'TestChaosCluster' -v -timeout 30m ./internal/chaos/

@@ -32,6 +32,9 @@ type agentStep struct {
 	w    *Worker
 	cmd  *interpreter.StepCommand
 	emit emitFunc
+	// last records agent.session, which the worker stores with the
+	// step's end.
+	last func(typ string, payload any)
 }
 
 // emitter adapts a worker's emit function to agent.Emitter.
@@ -340,9 +343,10 @@ func (a *agentStep) saveSession(ctx context.Context, em emitter, out *agent.Outc
 	if err != nil {
 		return err
 	}
-	return a.emit(ctx, events.AgentSession, events.AgentSessionData{
+	a.last(events.AgentSession, events.AgentSessionData{
 		Attempt: a.cmd.Attempt, Session: a.cmd.Session, Messages: len(out.Transcript), Transcript: ref,
 	})
+	return nil
 }
 
 // runCLI runs the step on its CLI executor. An agent bound to a task is
@@ -406,10 +410,8 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 		return nil, agentFailure(err)
 	}
 	if out.CLISession != "" && a.cmd.Session != "" {
-		if err := a.emit(ctx, events.AgentSession, events.AgentSessionData{Attempt: a.cmd.Attempt, Session: a.cmd.Session,
-			Messages: out.Turns, Agent: spec.ExecutorSpec.Output, CLISession: out.CLISession}); err != nil {
-			return nil, err
-		}
+		a.last(events.AgentSession, events.AgentSessionData{Attempt: a.cmd.Attempt, Session: a.cmd.Session,
+			Messages: out.Turns, Agent: spec.ExecutorSpec.Output, CLISession: out.CLISession})
 	}
 	return responseOutput(spec, out)
 }

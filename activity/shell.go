@@ -74,9 +74,14 @@ func (c *capture) ReadFrom(r io.Reader) (int64, error) {
 
 // shellRun is one execution of a shell step attempt.
 type shellRun struct {
-	cmd  *interpreter.StepCommand
-	log  *events.Log
-	emit func(ctx context.Context, typ string, payload any) error
+	cmd *interpreter.StepCommand
+	log *events.Log
+	// ready, when set, waits until the step's activity.started is stored
+	// (see execution.ready): the fork waits for it.
+	ready func() error
+	// last records shell.exited, which the worker stores with the
+	// step's end.
+	last func(typ string, payload any)
 	// sandbox is the CLI agents' sandbox, which a step of an activity
 	// with sandbox: agent runs in (nil: none, recorded so).
 	sandbox *sandbox.Policy
@@ -126,13 +131,18 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 		"ORBIT_WORKSPACE="+s.cmd.Workspace,
 		"TRACEPARENT="+s.cmd.Traceparent,
 	)
-	g, err := proc.Start(ctx, c)
+	g, err := proc.StartWhen(ctx, c, s.ready)
+	var nr *notRecorded
+	if errors.As(err, &nr) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, interpreter.Fail(events.KindActivity, false, "starting %s: %v", spec.Program, err)
 	}
 	res := g.WaitExit(ctx, timeout, interpreter.KillGrace)
-	// What left the program's group is swept while its output is stored
-	// and its exit recorded, and is gone before the step is done.
+	// What left the program's group is swept while its output is
+	// described (and stored, when it is long), and is gone before the
+	// step's end is sent.
 	swept := make(chan struct{})
 	go func() {
 		defer close(swept)
@@ -164,9 +174,7 @@ func (s *shellRun) run(ctx context.Context) (any, error) {
 	if exited.Stderr, err = s.stream(ctx, stderr, out, "stderr", failed); err != nil {
 		return nil, err
 	}
-	if err := s.emit(ctx, events.ShellExited, exited); err != nil {
-		return nil, err
-	}
+	s.last(events.ShellExited, exited)
 	switch {
 	case timedOut:
 		return nil, interpreter.Fail(events.KindTimeout, true, "%s timed out after %s; its process group was killed", spec.Program, timeout)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,7 +38,7 @@ func BenchmarkShellStep(b *testing.B) {
 					Args: []string{"hi"}, AllowedPrograms: []string{"/bin/echo"}},
 			},
 			log:  log,
-			emit: func(context.Context, string, any) error { return nil },
+			last: func(string, any) {},
 		}
 		out, err := s.run(proc.WithScope(ctx, proc.NewScope()))
 		if err != nil || out.(map[string]any)["stdout"] != "hi\n" {
@@ -50,6 +51,53 @@ func BenchmarkShellStep(b *testing.B) {
 		}
 	}
 	testkit.BenchAgainstBare(b, "step", step, bare)
+}
+
+// BenchmarkShellStepEnd stores a shell step's end on one log as the worker
+// stores it (appendAll: shell.exited and step.finished sent together, then
+// both awaited) and as it did before (shell.exited awaited, then
+// step.finished), alternating, relaxed and strict: what one awaited
+// append less is worth at every shell step's end.
+func BenchmarkShellStepEnd(b *testing.B) {
+	for _, durability := range []string{events.DurabilityRelaxed, events.DurabilityStrict} {
+		b.Run(durability, func(b *testing.B) {
+			log := testkit.StartLog(b, events.Config{Durability: durability})
+			w := &Worker{cfg: WorkerConfig{Log: log}}
+			ctx := context.Background()
+			cmd := &interpreter.StepCommand{RunID: events.NewID(), StepKey: "echo", Attempt: 1}
+			end := func() []endEvent {
+				return []endEvent{
+					{stepEvent(cmd, events.ShellExited, ""), events.ShellExitedData{Attempt: 1, Program: "/bin/echo", Args: []string{"hi"}}},
+					{stepEvent(cmd, events.StepFinished, ""), events.StepFinishedData{Attempt: 1, State: events.StateSuccess,
+						Output: map[string]any{"exit_code": 0, "stdout": "hi\n"}}},
+				}
+			}
+			together := func() error { return w.appendAll(ctx, nil, end()) }
+			apart := func() error {
+				e := end()
+				if _, err := log.Append(ctx, e[0].ev, e[0].payload); err != nil {
+					return err
+				}
+				return w.appendAll(ctx, nil, e[1:])
+			}
+			timed := func(f func() error) time.Duration {
+				start := time.Now()
+				if err := f(); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start)
+			}
+			var inOne, inTwo time.Duration
+			for range b.N {
+				inOne += timed(together)
+				inTwo += timed(apart)
+			}
+			n := float64(b.N)
+			b.ReportMetric(inOne.Seconds()*1e6/n, "together-µs")
+			b.ReportMetric(inTwo.Seconds()*1e6/n, "apart-µs")
+			b.ReportMetric(inOne.Seconds()/inTwo.Seconds(), "together/apart")
+		})
+	}
 }
 
 // TestCaptureKeepsTheFirstLimitBytesAndCountsAll reads a stream through

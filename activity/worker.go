@@ -153,11 +153,11 @@ func (w *Worker) settings() Settings { return CurrentSettings(w.cfg.Settings) }
 // runners maps activity types to what executes them.
 var runners = map[string]func(ctx context.Context, w *Worker, ex *execution) (any, error){
 	assets.TypeShell: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
-		return (&shellRun{cmd: ex.cmd, log: w.cfg.Log, emit: ex.emit, sandbox: w.cfg.AgentSandbox}).run(ctx)
+		return (&shellRun{cmd: ex.cmd, log: w.cfg.Log, ready: ex.ready, last: ex.last, sandbox: w.cfg.AgentSandbox}).run(ctx)
 	},
 	assets.TypeDeterministic: runAction,
 	assets.TypeAgentLoop: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
-		return (&agentStep{w: w, cmd: ex.cmd, emit: ex.emit}).run(ctx)
+		return (&agentStep{w: w, cmd: ex.cmd, emit: ex.emit, last: ex.last}).run(ctx)
 	},
 	assets.TypeGroundhog: func(ctx context.Context, w *Worker, ex *execution) (any, error) {
 		return w.runGroundhog(ctx, ex.cmd)
@@ -288,7 +288,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	defer stopRenewing()
 	go w.renew(pctx, ls)
 	emit := func(ctx context.Context, typ string, payload any) error {
-		_, err := w.cfg.Log.Append(ctx, w.stepEvent(&cmd, typ, ""), payload)
+		_, err := w.cfg.Log.Append(ctx, stepEvent(&cmd, typ, ""), payload)
 		return err
 	}
 	// activity.started records that an execution began, and is stored
@@ -300,15 +300,30 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	// store (events, the locks): under step protocols 1 and 2 its start is
 	// stored together with its end, and from 3 on it has none (its
 	// step.finished names the worker and delivery).
+	//
+	// A shell step waits for it at its fork, after everything else its
+	// start does (its checks, its environment, its cgroup): the program
+	// still runs only once its record is stored.
 	outside := cmd.Activity.Type != assets.TypeDeterministic || w.cfg.Actions[cmd.Activity.Action].External
 	merged := cmd.Protocol >= 3
+	atFork := cmd.Activity.Type == assets.TypeShell
+	ex := &execution{cmd: &cmd, emit: emit}
 	var started *events.PendingAppend
 	if !merged || outside || redelivered {
-		started, err = w.cfg.Log.AppendAsync(ctx, w.stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
+		started, err = w.cfg.Log.AppendAsync(ctx, stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
 			Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
 			Delivery: c.Delivery, Redelivered: redelivered,
 		})
-		if err == nil && (redelivered || outside) {
+		switch {
+		case err != nil:
+		case atFork:
+			ex.ready = func() error {
+				if _, err := started.Wait(ctx); err != nil {
+					return &notRecorded{err}
+				}
+				return nil
+			}
+		case redelivered || outside:
 			_, err = started.Wait(ctx)
 		}
 	}
@@ -321,17 +336,28 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	failpoint.Hit("worker-before-activity")
 	w.resolveSecrets(&cmd)
 	began := time.Now()
-	output, err := w.execute(ls.Within(ctx), c, &execution{cmd: &cmd, emit: emit})
+	output, err := w.execute(ls.Within(ctx), c, ex)
 	failpoint.Hit("worker-after-side-effect")
 	if ctx.Err() != nil {
 		_ = ls.Release(context.WithoutCancel(ctx))
 		_ = c.Nak(0) // the engine is stopping: leave the step to the next one
 		return
 	}
+	var nr *notRecorded
+	if errors.As(err, &nr) {
+		// Its activity.started was not stored, so it did not run.
+		_ = ls.Release(ctx)
+		w.retryLater(c, nr.err)
+		return
+	}
 	if !ls.Held(ctx) {
 		// Another worker took the step over while this one was silent: its
-		// copy is the one that counts. This late result is dropped.
+		// copy is the one that counts. This late result is dropped; the
+		// record of what its activity did outside the log is kept.
 		w.log.Warn("step lease lost while running; result dropped", "run", cmd.RunID, "step", cmd.StepKey, "attempt", cmd.Attempt)
+		if err := w.appendAll(ctx, started, ex.records); err != nil {
+			w.log.Warn("recording a dropped step's activity", "run", cmd.RunID, "step", cmd.StepKey, "err", err)
+		}
 		return
 	}
 	elapsed := time.Since(began).Milliseconds()
@@ -344,14 +370,14 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 		output = nil
 	}
 	finished := events.StepFinishedData{Attempt: cmd.Attempt, State: state, Output: output, Error: info, DurationMS: elapsed}
-	var end []endEvent
+	end := ex.records
 	if merged {
 		finished.Worker, finished.Delivery = w.cfg.Engine, c.Delivery
 	} else {
-		end = append(end, endEvent{w.stepEvent(&cmd, events.ActivityFinished, ""), events.ActivityFinishedData{
+		end = append(end, endEvent{stepEvent(&cmd, events.ActivityFinished, ""), events.ActivityFinishedData{
 			Attempt: cmd.Attempt, State: state, DurationMS: elapsed, Error: info}})
 	}
-	end = append(end, endEvent{w.stepEvent(&cmd, events.StepFinished, finishedID), finished})
+	end = append(end, endEvent{stepEvent(&cmd, events.StepFinished, finishedID), finished})
 	if err := w.appendAll(ctx, started, end); err != nil {
 		if ctx.Err() != nil {
 			_ = ls.Release(context.WithoutCancel(ctx))
@@ -370,6 +396,15 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	_ = ls.Release(ctx)
 }
 
+// notRecorded is the error of an activity that did not begin because its
+// activity.started could not be stored: the attempt did not run, and its
+// command is left for redelivery.
+type notRecorded struct{ err error }
+
+func (e *notRecorded) Error() string { return "recording the activity's start: " + e.err.Error() }
+
+func (e *notRecorded) Unwrap() error { return e.err }
+
 // endEvent is one of the events that record the end of a step attempt.
 type endEvent struct {
 	ev      events.Event
@@ -377,7 +412,11 @@ type endEvent struct {
 }
 
 // appendAll appends the events that end a step attempt without waiting for
-// each, then waits for them and for its activity.started, if it has one.
+// each, in order, then waits for them and for its activity.started, if it
+// has one. In strict mode they reach the group commit one after the
+// other, so they are stored in one of its rounds or in two that follow
+// each other (see runs.md, "Where a shell step's time goes", for what an
+// error among them leaves).
 func (w *Worker) appendAll(ctx context.Context, started *events.PendingAppend, end []endEvent) error {
 	var pending []*events.PendingAppend
 	if started != nil {
@@ -419,6 +458,22 @@ func stepLeaseKey(cmd *interpreter.StepCommand) string {
 type execution struct {
 	cmd  *interpreter.StepCommand
 	emit emitFunc
+	// ready, when set, waits until the execution's activity.started is
+	// stored; the activity calls it right before its effect outside the
+	// log begins (a shell step's fork) and does not begin it on an error,
+	// which it returns as it is (a *notRecorded).
+	ready func() error
+	// records are the events the activity made at its very end (a shell
+	// step's shell.exited, an agent step's agent.session), which the worker appends, in order, with the
+	// step's step.finished instead of waiting for each on its own.
+	records []endEvent
+}
+
+// last records an event the activity makes as it ends: the worker sends
+// it right before the step's step.finished and awaits the two together
+// (see Worker.handle; an engine stopping mid-step stores neither).
+func (ex *execution) last(typ string, payload any) {
+	ex.records = append(ex.records, endEvent{stepEvent(ex.cmd, typ, ""), payload})
 }
 
 // deadLetter ends a step attempt whose command was delivered
@@ -427,13 +482,13 @@ type execution struct {
 func (w *Worker) deadLetter(ctx context.Context, c *events.Command, cmd *interpreter.StepCommand, finishedID string, starts int) {
 	info := &events.ErrorInfo{Kind: events.KindDeadLetter, StepKey: cmd.StepKey, Message: fmt.Sprintf(
 		"started %d times without finishing (engine.max_deliveries is %d): dead-lettered, not run again", starts, w.settings().MaxDeliver)}
-	if _, err := w.cfg.Log.Append(ctx, w.stepEvent(cmd, events.StepDeadLettered, ""), events.StepDeadLetteredData{
+	if _, err := w.cfg.Log.Append(ctx, stepEvent(cmd, events.StepDeadLettered, ""), events.StepDeadLetteredData{
 		Attempt: cmd.Attempt, Deliveries: starts, Command: c.Subject,
 	}); err != nil {
 		w.retryLater(c, err)
 		return
 	}
-	if _, err := w.cfg.Log.Append(ctx, w.stepEvent(cmd, events.StepFinished, finishedID), events.StepFinishedData{
+	if _, err := w.cfg.Log.Append(ctx, stepEvent(cmd, events.StepFinished, finishedID), events.StepFinishedData{
 		Attempt: cmd.Attempt, State: events.StateFailed, Error: info,
 	}); err != nil {
 		w.retryLater(c, err)
@@ -560,7 +615,7 @@ func (w *Worker) stopRun(runID string, cause error) {
 }
 
 // stepEvent is the envelope of an event about the step a command is for.
-func (w *Worker) stepEvent(cmd *interpreter.StepCommand, typ, id string) events.Event {
+func stepEvent(cmd *interpreter.StepCommand, typ, id string) events.Event {
 	return events.Event{ID: id, Type: typ, RunID: cmd.RunID, Job: cmd.Job, StepKey: cmd.StepKey, ParentID: cmd.StartedID}
 }
 

@@ -87,6 +87,56 @@ func TestTwoEnginesStartedWithTheirClusterBothServe(t *testing.T) {
 	}
 }
 
+// TestClusterSmoke is the cluster's check in make test (the heavy cluster
+// tests run in make cluster-chaos): two engines on three nats-servers
+// run a job of a deterministic step and a shell step that reads its
+// output, through the API of the first; the node that leads the event
+// stream is stopped; a run of the job through the second engine still
+// succeeds, with both engines up.
+func TestClusterSmoke(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/smoke.yaml", smokeJob)
+	}
+	es := testkit.StartEngines(t, ps)
+	run := func(p *testkit.Project, name string) {
+		t.Helper()
+		r := p.Orbit("job", "run", "smoke", "--input", `{"name":"`+name+`"}`)
+		require.Equal(t, 0, r.Code, r.String())
+		v := runView(t, p, strings.TrimSpace(r.Stdout))
+		assert.Equal(t, events.StateSuccess, v.State)
+		out, _ := json.Marshal(v.Output)
+		assert.Contains(t, string(out), `"stdout":"hello `+name+`\n"`)
+	}
+	run(ps[0], "before")
+	leader, err := c.StreamLeader(ctx, events.EventsStream)
+	require.NoError(t, err)
+	c.Kill(leader)
+	t.Logf("stopped %s, the event stream's leader", c.Nodes[leader].Name)
+	run(ps[1], "after")
+	for i, e := range es {
+		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
+	}
+}
+
+// smokeJob is a deterministic step and a shell step that prints its
+// output.
+const smokeJob = `
+schemaVersion: 2
+kind: Job
+metadata: {name: smoke}
+spec:
+  steps:
+    - id: compose
+      spec: {type: deterministic, action: echo, config: {message: "hello {{ input.name }}"}}
+    - id: announce
+      spec: {type: shell, program: echo, args: ["{{ steps.compose.output.message }}"], allowed_programs: [echo]}
+`
+
 // helloJob is one shell step.
 const helloJob = `
 schemaVersion: 2

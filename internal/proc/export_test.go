@@ -8,7 +8,7 @@ import (
 // StartMarkedOnly is Start without a cgroup: the program's leftovers are
 // found by its mark alone, as on a machine that gives the engine none.
 func StartMarkedOnly(ctx context.Context, cmd *exec.Cmd) (*Group, error) {
-	return start(ctx, cmd, false)
+	return start(ctx, cmd, false, nil)
 }
 
 // Cgroups is the directory of this process's programs' cgroups ("" when

@@ -44,10 +44,19 @@ type Result struct {
 // program exits: a background child that keeps its output pipes open must
 // not hold it.
 func Start(ctx context.Context, cmd *exec.Cmd) (*Group, error) {
-	return start(ctx, cmd, true)
+	return start(ctx, cmd, true, nil)
 }
 
-func start(ctx context.Context, cmd *exec.Cmd, inCgroup bool) (*Group, error) {
+// StartWhen is Start that calls ready once everything but the fork is
+// done (the mark, the cgroup made) and forks only if it returns nil: a
+// caller that must have something stored before the program runs waits
+// for it there, while the rest of the start goes on. ready's error is
+// returned as it is, and the cgroup is removed.
+func StartWhen(ctx context.Context, cmd *exec.Cmd, ready func() error) (*Group, error) {
+	return start(ctx, cmd, true, ready)
+}
+
+func start(ctx context.Context, cmd *exec.Cmd, inCgroup bool, ready func() error) (*Group, error) {
 	tag := within(scopeOf(ctx), newTag())
 	cmd.Env = append(cmd.Environ(), TagVar+"="+tag)
 	if cmd.WaitDelay == 0 {
@@ -61,7 +70,13 @@ func start(ctx context.Context, cmd *exec.Cmd, inCgroup bool) (*Group, error) {
 	if inCgroup {
 		cg = newCgroup(cmd.SysProcAttr)
 	}
-	err := cmd.Start()
+	var err error
+	if ready != nil {
+		err = ready()
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
 	if cg != nil {
 		cg.started(err == nil)
 	}
