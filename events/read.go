@@ -309,11 +309,17 @@ func (f *Feed) Last() uint64 { return f.last }
 
 // Stop ends the feed and waits for its goroutine. It is safe to call more
 // than once.
+//
+// The ordered consumer is stopped without waiting: one whose consumer
+// vanished (its stream deleted) is remaking it, holding the lock its Stop
+// takes through up to ten seconds of back-off and a ten-second request,
+// and the feed's goroutine has usually ended on that error already. A
+// live feed's goroutine ends as soon as the stop reaches its consumer.
 func (f *Feed) Stop() {
 	f.stopOnce.Do(func() {
 		close(f.stop)
 		f.cancel()
-		f.mc.Stop()
+		go f.mc.Stop()
 	})
 	<-f.done
 }

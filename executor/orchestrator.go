@@ -215,10 +215,15 @@ func (o *Orchestrator) run(ctx context.Context) error {
 	stop.Stop()
 	o.requests.Wait()
 	adopted()
-	cancels()
-	raises()
+	// The feeds stop side by side: a feed whose consumer vanished (its
+	// stream deleted under the engine) waits out its ordered consumer's
+	// back-off, up to ten seconds, and one after another those added up.
+	var feeds sync.WaitGroup
+	feeds.Go(cancels)
+	feeds.Go(raises)
 	o.wg.Wait()
 	o.stopHistoryFeed()
+	feeds.Wait()
 	return nil
 }
 
