@@ -94,41 +94,8 @@ func TestCancelTreeFromTheRunPage(t *testing.T) {
 // run's page has no live updates to show it.
 func TestCancelTreeAnswersThePageWithItsOutcome(t *testing.T) {
 	t.Parallel()
-	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
-	p.WriteFile(".orbit/jobs/nap.yaml", nap)
-	c := serveConsole(t, p)
-	root := runJob(t, p, "spawner")
-	waitFor(t, "two naps running", func() bool {
-		kids := showRun(t, p, root).Children
-		if len(kids) < 2 {
-			return false
-		}
-		for _, id := range kids {
-			if showRun(t, p, id).State != events.StateRunning {
-				return false
-			}
-		}
-		return true
-	})
-	naps := showRun(t, p, root).Children
-
-	type outcome struct {
-		Runs    []string `json:"runs"`
-		Message string   `json:"message"`
-	}
-	post := func() (int, string, outcome) {
-		req := c.request(t, http.MethodPost, "/runs/"+root+"/cancel?tree=1")
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		req.Header.Set("Origin", c.URL)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var o outcome
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&o))
-		return resp.StatusCode, resp.Header.Get("Content-Type"), o
-	}
+	p, c, root, naps := napTree(t)
+	post := func() (int, string, treeOutcome) { return postForJSON(t, c, "/runs/"+root+"/cancel?tree=1") }
 	code, typ, o := post()
 	require.Equal(t, http.StatusOK, code, "%+v", o)
 	assert.Equal(t, "application/json", typ)
@@ -150,16 +117,7 @@ func TestCancelTreeAnswersThePageWithItsOutcome(t *testing.T) {
 // pause, and an unpause of the tree lets both go on.
 func TestPauseTreeFromTheRunPage(t *testing.T) {
 	t.Parallel()
-	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
-	p.WriteFile(".orbit/jobs/nap.yaml", nap)
-	c := serveConsole(t, p)
-	root := runJob(t, p, "spawner")
-	waitFor(t, "two naps running", func() bool {
-		kids := showRun(t, p, root).Children
-		return len(kids) == 2 && showRun(t, p, kids[0]).State == events.StateRunning && showRun(t, p, kids[1]).State == events.StateRunning
-	})
-	naps := showRun(t, p, root).Children
+	p, c, root, naps := napTree(t)
 	t.Cleanup(func() { p.Orbit("run", "cancel", "--tree", root) })
 
 	_, body := c.get(t, "/runs/"+root)
@@ -169,21 +127,9 @@ func TestPauseTreeFromTheRunPage(t *testing.T) {
 	assert.Contains(t, body, `id="pause-tree"`, "a live run that is not paused")
 	assert.NotContains(t, body, `id="unpause-tree"`)
 
-	type outcome struct {
-		Runs    []string `json:"runs"`
-		Message string   `json:"message"`
-	}
-	post := func(path string) (int, outcome) {
-		req := c.request(t, http.MethodPost, path)
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		req.Header.Set("Origin", c.URL)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var o outcome
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&o))
-		return resp.StatusCode, o
+	post := func(path string) (int, treeOutcome) {
+		code, _, o := postForJSON(t, c, path)
+		return code, o
 	}
 	code, o := post("/runs/" + root + "/pause?tree=1")
 	require.Equal(t, http.StatusOK, code, "%+v", o)
@@ -205,4 +151,52 @@ func TestPauseTreeFromTheRunPage(t *testing.T) {
 	for _, id := range naps {
 		assert.False(t, showRun(t, p, id).Paused, id)
 	}
+}
+
+// napTree serves a console on a project where a run of spawner has
+// finished, leaving two detached runs of nap asleep; it returns the
+// project, the console, the spawner run's id and the naps'.
+func napTree(t *testing.T) (*testkit.Project, *site, string, []string) {
+	t.Helper()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
+	p.WriteFile(".orbit/jobs/nap.yaml", nap)
+	c := serveConsole(t, p)
+	root := runJob(t, p, "spawner")
+	waitFor(t, "two naps running", func() bool {
+		kids := showRun(t, p, root).Children
+		if len(kids) < 2 {
+			return false
+		}
+		for _, id := range kids {
+			if showRun(t, p, id).State != events.StateRunning {
+				return false
+			}
+		}
+		return true
+	})
+	return p, c, root, showRun(t, p, root).Children
+}
+
+// treeOutcome is the console's answer to a tree operation asked for JSON.
+type treeOutcome struct {
+	Runs    []string `json:"runs"`
+	Message string   `json:"message"`
+}
+
+// postForJSON posts to path from the console's own origin asking for
+// JSON, as the page's script does, and returns the status, the content
+// type and the outcome.
+func postForJSON(t *testing.T, c *site, path string) (int, string, treeOutcome) {
+	t.Helper()
+	req := c.request(t, http.MethodPost, path)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Origin", c.URL)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var o treeOutcome
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&o))
+	return resp.StatusCode, resp.Header.Get("Content-Type"), o
 }
