@@ -118,9 +118,7 @@ func TestClusterSmoke(t *testing.T) {
 	c.Kill(leader)
 	t.Logf("stopped %s, the event stream's leader", c.Nodes[leader].Name)
 	run(ps[1], "after")
-	for i, e := range es {
-		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
-	}
+	assertEnginesServe(t, es)
 }
 
 // smokeJob is a deterministic step and a shell step that prints its
@@ -347,9 +345,7 @@ func TestClusterJobRunFollowsThroughTheLossOfItsNode(t *testing.T) {
 	}
 	assert.Equal(t, 1, strings.Count(text, ") started\n"), text)
 	assert.Equal(t, 1, strings.Count(text, ") success in "), text)
-	for i, e := range es {
-		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
-	}
+	assertEnginesServe(t, es)
 	id := strings.TrimSpace(stdout.String())
 	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[1], id, 30*time.Second))
 	t.Logf("client:\n%s", text)
@@ -402,9 +398,7 @@ func TestClusterStepDeliveredThroughALostNodeRunsSoon(t *testing.T) {
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(data), mark+"\n"), "the step ran once:\n%s", data)
-	for i, e := range es {
-		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
-	}
+	assertEnginesServe(t, es[:])
 }
 
 // markJob writes its input's mark to a file of the test.
@@ -417,3 +411,11 @@ spec:
     - id: mark
       spec: {type: shell, program: sh, args: ["-c", "echo \"$1\" >> \"$2\"", "sh", "{{ input.mark }}", "{{ input.out }}"], allowed_programs: [sh]}
 `
+
+// assertEnginesServe checks that none of the engines es has exited.
+func assertEnginesServe(t *testing.T, es []*testkit.Engine) {
+	t.Helper()
+	for i, e := range es {
+		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
+	}
+}
