@@ -71,12 +71,7 @@ func TestServeWithMoreReplicasThanServers(t *testing.T) {
 func TestTwoEnginesStartedWithTheirClusterBothServe(t *testing.T) {
 	t.Parallel()
 	c := testkit.StartFreshCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
-	for _, p := range ps {
-		p.WriteFile(".orbit/jobs/hello.yaml", helloJob)
-	}
-	es := testkit.StartEngines(t, ps)
+	ps, es := enginesOn(t, c, "hello", helloJob)
 	for i, p := range ps {
 		r := p.Orbit("job", "run", "hello")
 		require.Equal(t, 0, r.Code, "a run through root %d: %s", i, r.String())
@@ -97,12 +92,7 @@ func TestClusterSmoke(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
-	for _, p := range ps {
-		p.WriteFile(".orbit/jobs/smoke.yaml", smokeJob)
-	}
-	es := testkit.StartEngines(t, ps)
+	ps, es := enginesOn(t, c, "smoke", smokeJob)
 	run := func(p *testkit.Project, name string) {
 		t.Helper()
 		r := p.Orbit("job", "run", "smoke", "--input", `{"name":"`+name+`"}`)
@@ -306,12 +296,7 @@ func TestClusterJobRunFollowsThroughTheLossOfItsNode(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
-	for _, p := range ps {
-		p.WriteFile(".orbit/jobs/cluster_steps.yaml", clusterStepsJob)
-	}
-	es := testkit.StartEngines(t, ps)
+	ps, es := enginesOn(t, c, "cluster_steps", clusterStepsJob)
 	out := filepath.Join(t.TempDir(), "steps.txt")
 	input, _ := json.Marshal(map[string]string{"out": out})
 	cmd := ps[0].Command("job", "run", "cluster_steps", "--input", string(input))
@@ -418,4 +403,18 @@ func assertEnginesServe(t *testing.T, es []*testkit.Engine) {
 	for i, e := range es {
 		assert.Nil(t, e.Cmd.ProcessState, "engine %d exited:\n%s", i, e.Stderr())
 	}
+}
+
+// enginesOn starts two engines on cluster c together, as an init system
+// would, each with a project of its own that shares the log's key and
+// has the job name (its YAML job). twoEngines is the fan-out job's pair,
+// started one after the other.
+func enginesOn(t *testing.T, c *testkit.Cluster, name, job string) ([]*testkit.Project, []*testkit.Engine) {
+	t.Helper()
+	key := filepath.Join(t.TempDir(), "log.key")
+	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/"+name+".yaml", job)
+	}
+	return ps, testkit.StartEngines(t, ps)
 }
