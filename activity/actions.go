@@ -25,10 +25,21 @@ type action func(ctx context.Context, call actionCall) (any, error)
 
 // actions is the registry of deterministic actions, fixed at start-up.
 var actions = map[string]action{
-	"echo":                   echoAction,
+	"echo":                   pure("echo"),
 	"sleep":                  sleepAction,
-	"fail":                   failAction,
-	"pipeline_success_guard": successGuardAction,
+	"fail":                   pure("fail"),
+	"pipeline_success_guard": pure("pipeline_success_guard"),
+}
+
+// pure is the worker's form of a pure built-in action, which it runs for
+// a run under a step protocol before 4 (from 4 on the interpreter decides
+// a step of one itself, unless it holds a secret).
+func pure(name string) action {
+	act, ok := interpreter.Pure(name)
+	if !ok {
+		panic("activity: no pure action " + name)
+	}
+	return func(_ context.Context, call actionCall) (any, error) { return act(call.Config, call.Input) }
 }
 
 // workerActions are the deterministic actions that act on the engine's
@@ -48,27 +59,6 @@ func actionNames() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
-}
-
-// echoAction outputs the config merged over the input (config wins). A
-// non-object input is replaced by the config, or passed through when there
-// is no config.
-func echoAction(_ context.Context, call actionCall) (any, error) {
-	in, ok := call.Input.(map[string]any)
-	if !ok {
-		if len(call.Config) == 0 {
-			return call.Input, nil
-		}
-		in = nil
-	}
-	out := make(map[string]any, len(in)+len(call.Config))
-	for k, v := range in {
-		out[k] = v
-	}
-	for k, v := range call.Config {
-		out[k] = v
-	}
-	return out, nil
 }
 
 // sleepAction waits config.ms milliseconds, or input.seconds (the upstream
@@ -104,65 +94,6 @@ func sleepAction(ctx context.Context, call actionCall) (any, error) {
 func inputValue(input any, key string) any {
 	m, _ := input.(map[string]any)
 	return m[key]
-}
-
-// successGuardAction fails unless every child run in input.result (one
-// invoke_and_wait output) or input.results (a list of them) has status
-// succeeded; input.context names what is checked. It runs after the
-// steps that must see a failed child's status (releasing its locks), as
-// the upstream system's pipeline_success_guard does. Output:
-// {succeeded: true, checked_count}.
-func successGuardAction(_ context.Context, call actionCall) (any, error) {
-	var results []any
-	if r := inputValue(call.Input, "result"); r != nil {
-		results = append(results, r)
-	}
-	if rs, ok := inputValue(call.Input, "results").([]any); ok {
-		results = append(results, rs...)
-	}
-	what, _ := inputValue(call.Input, "context").(string)
-	if what == "" {
-		what = "child runs"
-	}
-	if len(results) == 0 {
-		return nil, interpreter.Fail(events.KindValidation, false, "%s: input.result or input.results names no child run to check", what)
-	}
-	var failed []string
-	for i, r := range results {
-		m, _ := r.(map[string]any)
-		status, _ := m["status"].(string)
-		if status == interpreter.ChildSucceeded {
-			continue
-		}
-		run, _ := m["run_id"].(string)
-		desc := fmt.Sprintf("#%d", i+1)
-		if run != "" {
-			desc = "run " + run
-		}
-		if status == "" {
-			status = "no status"
-		}
-		desc += " " + status
-		if msg, _ := m["error"].(string); msg != "" {
-			desc += ": " + msg
-		}
-		failed = append(failed, desc)
-	}
-	if len(failed) > 0 {
-		return nil, interpreter.Fail(events.KindActivity, false, "%s: %d of %d did not succeed: %s", what, len(failed), len(results), strings.Join(failed, "; "))
-	}
-	return map[string]any{"succeeded": true, "checked_count": len(results)}, nil
-}
-
-// failAction fails with config.message; config.retryable (default false)
-// says whether a retry may help.
-func failAction(_ context.Context, call actionCall) (any, error) {
-	msg, _ := call.Config["message"].(string)
-	if msg == "" {
-		msg = "failed by the fail action"
-	}
-	retryable, _ := call.Config["retryable"].(bool)
-	return nil, interpreter.Fail(events.KindActivity, retryable, "%s", msg)
 }
 
 // intConfig reads a non-negative whole number from an action's config.

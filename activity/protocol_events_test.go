@@ -2,6 +2,7 @@ package activity_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 func init() { activity.Declare("protocol_test_hang") }
@@ -28,22 +30,27 @@ func stepTypes(evs []events.Event) map[string][]string {
 	return types
 }
 
-// Under step protocol 3 a deterministic step is its step.started and its
-// step.finished, which carries the execution's outcome, duration, worker
-// and delivery; a step with effects outside the log keeps its
-// activity.started, stored before the effect; no step has an
+// Under step protocol 4 a step of a pure built-in action is its
+// step.started and its step.finished, both written by the orchestrator,
+// which names its engine as the worker and no delivery; any other
+// deterministic step is the same two events, written by the worker that
+// ran it (protocol 3's step.finished, carrying the execution's outcome,
+// duration, worker and delivery); a step with effects outside the log
+// keeps its activity.started, stored before the effect; no step has an
 // activity.finished.
-func TestProtocol3StepEvents(t *testing.T) {
+func TestProtocol4StepEvents(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
 	runID, fin := runrig.RunYAML(t, log, `
 schemaVersion: 2
 kind: Job
-metadata: {name: protocol3}
+metadata: {name: protocol4}
 spec:
   steps:
     - id: pure
       spec: {type: deterministic, action: echo, config: {a: 1}}
+    - id: waited
+      spec: {type: deterministic, action: sleep, config: {ms: 0}}
     - id: forked
       spec: {type: shell, program: echo, args: [hi], allowed_programs: [echo]}
 `)
@@ -51,21 +58,94 @@ spec:
 	evs := runrig.History(t, log, runID)
 	var req events.RunRequestedData
 	require.NoError(t, runrig.OfType(evs, events.RunRequested)[0].Decode(&req))
-	assert.Equal(t, 3, req.Protocol)
+	assert.Equal(t, 4, req.Protocol)
 	assert.Equal(t, map[string][]string{
 		"pure":   {events.StepStarted, events.StepFinished},
+		"waited": {events.StepStarted, events.StepFinished},
 		"forked": {events.StepStarted, events.ActivityStarted, events.ShellExited, events.StepFinished},
 	}, stepTypes(evs))
 
 	ends := runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(evs, events.StepFinished))
 	starts := runrig.DecodeAll[events.ActivityStartedData](t, runrig.OfType(evs, events.ActivityStarted))
-	require.Len(t, ends, 2)
+	require.Len(t, ends, 3)
 	for _, d := range ends {
-		assert.NotEmpty(t, d.Worker, "step.finished names the worker that ran it")
-		assert.Equal(t, 1, d.Delivery)
+		assert.NotEmpty(t, d.Worker, "step.finished names who ran it")
 		assert.Equal(t, events.StateSuccess, d.State)
 	}
-	assert.Equal(t, starts[0].Worker, ends[1].Worker)
+	assert.Equal(t, 0, ends[0].Delivery, "the orchestrator decided the pure step: no command was delivered")
+	assert.Equal(t, 1, ends[1].Delivery)
+	assert.Equal(t, 1, ends[2].Delivery)
+	assert.Equal(t, starts[0].Worker, ends[2].Worker)
+	var started events.RunStartedData
+	require.NoError(t, runrig.OfType(evs, events.RunStarted)[0].Decode(&started))
+	assert.Equal(t, started.Engine, ends[0].Worker, "the pure step names the engine whose orchestrator decided it")
+}
+
+// Under step protocol 4 a job of pure steps runs on an orchestrator with
+// no worker at all, and queues no command: its steps, a failing one's
+// retries among them, are decided where the run is.
+func TestPureStepsNeedNoWorker(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	ctx, cancel := context.WithCancel(testkit.Context(t))
+	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir()})
+	done := make(chan error, 1)
+	go func() { done <- orch.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+	before, err := log.CommandsLastSeq(ctx, interpreter.CmdStepPrefix+">")
+	require.NoError(t, err)
+	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: pure}
+spec:
+  steps:
+    - id: first
+      spec: {type: deterministic, action: echo, config: {a: 1}}
+    - id: second
+      spec: {type: deterministic, action: echo, config: {b: "{{ steps.first.output.a }}"}}
+    - id: third
+      retry: {max_attempts: 3, initial_backoff_ms: 1}
+      spec: {type: deterministic, action: fail, config: {message: no luck, retryable: true}}
+`), map[string]any{"given": "in"})
+	require.Equal(t, events.StateFailed, fin.State)
+	require.NotNil(t, fin.Error)
+	assert.Contains(t, fin.Error.Message, "no luck")
+	assert.Equal(t, map[string]any{"given": "in", "b": float64(1)}, runrig.StepOutput(t, log, runID, "second"))
+	evs := runrig.History(t, log, runID)
+	ends := runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(evs, events.StepFinished))
+	require.Len(t, ends, 5, "two echo steps and three attempts of the failing one")
+	for _, d := range ends[2:] {
+		assert.Equal(t, events.StateFailed, d.State)
+	}
+	after, err := log.CommandsLastSeq(ctx, interpreter.CmdStepPrefix+">")
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "no step command was sent")
+}
+
+// A pure step whose config reads a secret is run by a worker, which puts
+// the secret in from its engine's environment: the orchestrator never
+// holds the value.
+func TestAPureStepThatReadsASecretGoesToAWorker(t *testing.T) {
+	t.Setenv("ORBIT_TEST_DEPLOY_TOKEN", "s3cr3t-value-for-the-test")
+	log := testkit.StartLog(t, events.Config{})
+	runrig.Start(t, executor.Config{Log: log, Root: t.TempDir(), Env: os.LookupEnv}, activity.WorkerConfig{Log: log})
+	runID, fin := runrig.RunYAML(t, log, `
+schemaVersion: 2
+kind: Job
+metadata: {name: secretive}
+spec:
+  steps:
+    - id: use
+      spec: {type: deterministic, action: echo, config: {token: "{{ env.ORBIT_TEST_DEPLOY_TOKEN }}"}}
+`)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	ends := runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(runrig.History(t, log, runID), events.StepFinished))
+	require.Len(t, ends, 1)
+	assert.Equal(t, 1, ends[0].Delivery, "a worker ran it")
 }
 
 // A deterministic action's execution that a crash interrupted runs again

@@ -59,11 +59,17 @@ var declared = struct {
 // Declare makes names known to ValidateJob as deterministic actions. The
 // engine declares the actions it gives its workers, once, before any job
 // is validated; declaring a name twice is harmless. A declared action
-// that a worker was not given fails its step as an unknown action.
+// that a worker was not given fails its step as an unknown action. A
+// built-in action's name may not be declared: the interpreter decides a
+// step of a pure built-in itself (step protocol 4), whatever a worker
+// was given.
 func Declare(names ...string) {
 	declared.Lock()
 	defer declared.Unlock()
 	for _, n := range names {
+		if _, builtin := actions[n]; builtin {
+			panic("activity: action " + n + " is built in")
+		}
 		declared.names[n] = true
 	}
 }

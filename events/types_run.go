@@ -178,7 +178,12 @@ type RunRequestedData struct {
 //     activity.started is written only before an execution with effects
 //     outside the log (every activity but a deterministic action not
 //     marked External) and before any redelivered one.
-const StepProtocol = 3
+//   - 4: a step of a pure built-in action (echo, fail,
+//     pipeline_success_guard) whose config and input hold no secret is
+//     decided by the orchestrator: its step.started and step.finished
+//     (naming the engine as its worker, with no delivery) are written
+//     together, and no command is sent.
+const StepProtocol = 4
 
 // RoutineTick is the routine a run was started for and the tick of its
 // schedule it fires for. Manual is set for orbit routine run-now, which

@@ -85,7 +85,8 @@ func (x *Interpreter) waitFinished(ctx context.Context, id string) (*events.Even
 // dispatch records step.started and sends the step command. The two go
 // out together: the command does not wait for the event to be stored, and
 // the attempt waits for both. A step whose input or activity cannot be
-// rendered fails here without being dispatched.
+// rendered fails here without being dispatched; a step the interpreter
+// decides itself is decided here (see decide).
 //
 // In a resumed run a command may exist without its step.started (an engine
 // died between the two), so there the command is sent only if it is not
@@ -96,6 +97,9 @@ func (x *Interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 		failed := ErrorInfo(err)
 		failed.StepKey = key
 		return failed, x.recordFinished(ctx, key, n, sc.parent, assets.StepResult{}, failed)
+	}
+	if act, ok := x.decidable(cmd); ok {
+		return nil, x.decide(ctx, sc, st, cmd, act, false)
 	}
 	takeTurn(ctx)
 	started, err := x.host.AppendAsync(ctx, events.Event{
@@ -128,7 +132,8 @@ func (x *Interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 // on) there is nothing to do. If not, either the attempt finished just now
 // — its step.finished is appended before its command is acknowledged, so
 // catching up with the log finds it — or the command was never sent, and
-// it is sent now.
+// it is sent now (or, for a step the interpreter decides itself, it is
+// decided now).
 func (x *Interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (events.Event, bool, error) {
 	name := StepCommandName(st.Activity.Type, x.runID, key, n)
 	pending, err := x.host.Queued(ctx, name)
@@ -144,6 +149,9 @@ func (x *Interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step
 	cmd, err := x.prepare(sc, st, key, n, input)
 	if err != nil {
 		return events.Event{}, false, err
+	}
+	if act, ok := x.decidable(cmd); ok {
+		return events.Event{}, false, x.decide(ctx, sc, st, cmd, act, true)
 	}
 	return events.Event{}, false, x.host.Send(ctx, cmd)
 }

@@ -82,6 +82,11 @@ type StepCommand struct {
 	// those an engine sent before commands named it, which wrote
 	// protocol 2's worker events): which events its worker writes.
 	Protocol int `json:"protocol,omitempty"`
+
+	// input is the step's input as rendered, decoded (Input may hold its
+	// encoding): what the interpreter gives a pure action it decides
+	// itself. It is not sent.
+	input any
 }
 
 // StepCommandName is the command name of one step attempt. It is unique per

@@ -180,6 +180,7 @@ func (x *Interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		Budget:       x.budget,
 		Traceparent:  events.StepTraceparent(x.root, x.traceparent, x.runID, key, n),
 		Protocol:     x.cfg.Protocol,
+		input:        r.input,
 	}, nil
 }
 

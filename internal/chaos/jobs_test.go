@@ -22,6 +22,10 @@ type job struct {
 	// loaded machine makes fewer, larger batches: the hit is kept below
 	// the bursts of events the job's sleeps separate.
 	batch int
+	// decided, when positive, is the hit of the point between the two
+	// events of a step the orchestrator decides itself that lands
+	// mid-job; zero: the job has no such step.
+	decided int
 	// groundhog jobs run a task's plan on a fresh repository.
 	groundhog bool
 	// held groundhog jobs hold their commits for approval: the task branch
@@ -49,6 +53,10 @@ var jobs = []*job{
 	// rounds/1/work, rounds/1/note, rounds/2/work (attempt 1 fails), ...:
 	// killed at the attempt that fails.
 	{name: "loop", mid: 3},
+	// fetch, then pure steps the orchestrator decides (an echo, six echo
+	// items, an echo of the fan-in), then ship: killed at ship, and
+	// between a decided item's two events.
+	{name: "decided", mid: 2, decided: 4},
 	// prepare, groundhog, report: killed around the Groundhog step.
 	{name: "groundhog", mid: 2, groundhog: true},
 	// the same on an activity that holds its commits for approval.

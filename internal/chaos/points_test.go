@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // point is where a trial kills the engine: a failpoint the engine reaches
@@ -52,6 +53,9 @@ const (
 	// ack likewise.
 	commandSent  = events.FailpointStepCommandSent
 	commandAcked = events.FailpointStepCommandAcked
+	// A step the orchestrator decides itself whose step.started is sent
+	// and whose step.finished is not.
+	decidedStart = interpreter.FailpointDecidedStart
 )
 
 // fixedPoints are every failpoint that applies to j, at hits that land
@@ -67,6 +71,9 @@ func fixedPoints(j *job) []point {
 	}
 	if j.batch > 0 {
 		pts = append(pts, fixed(midBatch, j.batch))
+	}
+	if j.decided > 0 {
+		pts = append(pts, fixed(decidedStart, j.decided))
 	}
 	// A ship job is also killed at each of its steps with the step's
 	// effect done and not recorded.
@@ -117,6 +124,7 @@ func defaultPlan(rng *rand.Rand) []trialSpec {
 		at("groundhog", "groundhog-after-rewind", 1),
 		at("groundhog_held", "groundhog-after-verification", 2),
 		at("gate", afterEffect, 0),
+		at("decided", decidedStart, byName["decided"].decided),
 		at("ship_local", afterEffect, 0),
 		at("ship_pr", afterEffect, 0),
 	}
