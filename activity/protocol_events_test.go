@@ -30,9 +30,10 @@ func stepTypes(evs []events.Event) map[string][]string {
 	return types
 }
 
-// Under step protocol 4 a step of a pure built-in action is its
-// step.started and its step.finished, both written by the orchestrator,
-// which names its engine as the worker and no delivery; any other
+// Under step protocol 4 a step of a pure built-in action is one event,
+// its step.finished, written by the orchestrator, which names its engine
+// as the worker and no delivery and carries what the step.started would
+// have (the activity type and the input); any other
 // deterministic step is the same two events, written by the worker that
 // ran it (protocol 3's step.finished, carrying the execution's outcome,
 // duration, worker and delivery); a step with effects outside the log
@@ -60,7 +61,7 @@ spec:
 	require.NoError(t, runrig.OfType(evs, events.RunRequested)[0].Decode(&req))
 	assert.Equal(t, 4, req.Protocol)
 	assert.Equal(t, map[string][]string{
-		"pure":   {events.StepStarted, events.StepFinished},
+		"pure":   {events.StepFinished},
 		"waited": {events.StepStarted, events.StepFinished},
 		"forked": {events.StepStarted, events.ActivityStarted, events.ShellExited, events.StepFinished},
 	}, stepTypes(evs))
@@ -73,6 +74,9 @@ spec:
 		assert.Equal(t, events.StateSuccess, d.State)
 	}
 	assert.Equal(t, 0, ends[0].Delivery, "the orchestrator decided the pure step: no command was delivered")
+	require.NotNil(t, ends[0].Started, "the decided step's one event says how it started")
+	assert.Equal(t, "deterministic", ends[0].Started.ActivityType)
+	assert.Nil(t, ends[1].Started)
 	assert.Equal(t, 1, ends[1].Delivery)
 	assert.Equal(t, 1, ends[2].Delivery)
 	assert.Equal(t, starts[0].Worker, ends[2].Worker)

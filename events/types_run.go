@@ -180,9 +180,10 @@ type RunRequestedData struct {
 //     marked External) and before any redelivered one.
 //   - 4: a step of a pure built-in action (echo, fail,
 //     pipeline_success_guard) whose config and input hold no secret is
-//     decided by the orchestrator: its step.started and step.finished
-//     (naming the engine as its worker, with no delivery) are written
-//     together, and no command is sent.
+//     decided by the orchestrator: it is one event, its step.finished,
+//     which names the engine as its worker, has no delivery and carries
+//     what its step.started would have (StepFinishedData.Started); no
+//     step.started is written and no command is sent.
 const StepProtocol = 4
 
 // RoutineTick is the routine a run was started for and the tick of its
@@ -322,6 +323,32 @@ type StepFinishedData struct {
 	// structural step's, a skip, a dead letter, a reuse).
 	Worker   string `json:"worker,omitempty"`
 	Delivery int    `json:"delivery,omitempty"`
+	// Started is set on the step.finished of a step the orchestrator
+	// decided itself (from step protocol 4: a pure action, see
+	// StepProtocol). Such a step has no step.started: its one event is
+	// this, stored at once, and Started holds what its step.started would
+	// have held (the activity type, the target, the input). Whoever
+	// folds a step.started folds this first, with the event's time.
+	Started *StepStartedData `json:"started,omitempty"`
+}
+
+// StepStart returns what ev records of the start of a step attempt: a
+// step.started's data, or, for a step the orchestrator decided (step
+// protocol 4), what its step.finished carries in its place. It is false
+// for any other event, and for one that does not decode.
+func StepStart(ev Event) (StepStartedData, bool) {
+	switch ev.Type {
+	case StepStarted:
+		var d StepStartedData
+		return d, ev.Decode(&d) == nil
+	case StepFinished:
+		var d StepFinishedData
+		if ev.Decode(&d) != nil || d.Started == nil {
+			return StepStartedData{}, false
+		}
+		return *d.Started, true
+	}
+	return StepStartedData{}, false
 }
 
 // StepDeadLetteredData records that a step attempt's command was started

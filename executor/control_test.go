@@ -178,7 +178,11 @@ spec:
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, map[string]any{"a": "hello Ada", "b": "hello Bo"}, fin.Output)
 
-	started := runrig.DecodeAll[events.StepStartedData](t, runrig.OfType(runrig.History(t, log, runID), events.StepStarted))
+	var started []events.StepStartedData
+	for _, ev := range runrig.Starts(runrig.History(t, log, runID)) {
+		d, _ := events.StepStart(ev)
+		started = append(started, d)
+	}
 	require.Len(t, started, 4)
 	childID := started[0].ChildRunID
 	require.NotEmpty(t, childID)

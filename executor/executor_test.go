@@ -46,10 +46,10 @@ func TestSequentialJobPassesDataBetweenSteps(t *testing.T) {
 	assert.Equal(t, "hi Ada|success|{{.State}}", out["stdout"])
 
 	evs := runrig.History(t, log, runID)
-	started := runrig.OfType(evs, events.StepStarted)
+	started := runrig.Starts(evs)
 	require.Len(t, started, 3)
-	var first events.StepStartedData
-	require.NoError(t, started[0].Decode(&first))
+	first, ok := events.StepStart(started[0])
+	require.True(t, ok)
 	assert.Equal(t, map[string]any{"name": "Ada", "count": float64(2), "who": "Ada", "twice": float64(2)}, first.Input,
 		"the step input is the job input (caller merged over default_input) with the rendered default_input merged over it")
 	for _, ev := range runrig.OfType(evs, events.StepFinished) {
@@ -128,7 +128,7 @@ func TestSubmittingTheSameRequestTwiceRunsOnce(t *testing.T) {
 	evs := runrig.History(t, log, req.RunID)
 	assert.Len(t, runrig.OfType(evs, events.RunRequested), 1)
 	assert.Len(t, runrig.OfType(evs, events.RunStarted), 1)
-	assert.Len(t, runrig.OfType(evs, events.StepStarted), 3)
+	assert.Len(t, runrig.Starts(evs), 3)
 }
 
 // TestARequestSentAgainPastTheDedupeWindowRunsOnce: a run's request sent

@@ -70,14 +70,27 @@ spec:
 	base := decoded(input)
 	checked := 0
 	for _, ev := range runrig.History(t, log, runID) {
-		if ev.Type != events.StepStarted {
-			continue
-		}
-		var d struct {
+		type start struct {
 			ActivityType string          `json:"activity_type"`
 			Input        json.RawMessage `json:"input"`
 		}
-		require.NoError(t, ev.Decode(&d))
+		var d start
+		switch ev.Type {
+		case events.StepStarted:
+			require.NoError(t, ev.Decode(&d))
+		case events.StepFinished:
+			// A decided step's start is in its step.finished.
+			var f struct {
+				Started *start `json:"started"`
+			}
+			require.NoError(t, ev.Decode(&f))
+			if f.Started == nil {
+				continue
+			}
+			d = *f.Started
+		default:
+			continue
+		}
 		if d.ActivityType != assets.TypeDeterministic {
 			continue
 		}

@@ -92,7 +92,7 @@ spec:
 func itemsStarted(hist []events.Event, step string) []string {
 	item := regexp.MustCompile("^" + regexp.QuoteMeta(step) + `/\d+$`)
 	var keys []string
-	for _, ev := range runrig.OfType(hist, events.StepStarted) {
+	for _, ev := range runrig.Starts(hist) {
 		if item.MatchString(ev.StepKey) {
 			keys = append(keys, ev.StepKey)
 		}

@@ -48,7 +48,8 @@ spec:
 		for _, ev := range runrig.History(t, log, runID) {
 			// The branches' own first events; what runs inside a branch
 			// (c's body) may come before a later branch's start.
-			if (ev.Type == events.StepStarted || ev.Type == events.StepSkipped) && !seen[ev.StepKey] && strings.Count(ev.StepKey, "/") <= 1 {
+			_, starts := events.StepStart(ev)
+			if (starts || ev.Type == events.StepSkipped) && !seen[ev.StepKey] && strings.Count(ev.StepKey, "/") <= 1 {
 				seen[ev.StepKey] = true
 				first = append(first, ev.StepKey)
 			}

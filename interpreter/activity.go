@@ -99,7 +99,7 @@ func (x *Interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 		return failed, x.recordFinished(ctx, key, n, sc.parent, assets.StepResult{}, failed)
 	}
 	if act, ok := x.decidable(cmd); ok {
-		return nil, x.decide(ctx, sc, st, cmd, act, false)
+		return nil, x.decide(ctx, sc, st, cmd, act)
 	}
 	takeTurn(ctx)
 	started, err := x.host.AppendAsync(ctx, events.Event{
@@ -132,8 +132,8 @@ func (x *Interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 // on) there is nothing to do. If not, either the attempt finished just now
 // — its step.finished is appended before its command is acknowledged, so
 // catching up with the log finds it — or the command was never sent, and
-// it is sent now (or, for a step the interpreter decides itself, it is
-// decided now).
+// it is sent now. (A step the interpreter decides itself has no
+// step.started, so it never comes here.)
 func (x *Interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (events.Event, bool, error) {
 	name := StepCommandName(st.Activity.Type, x.runID, key, n)
 	pending, err := x.host.Queued(ctx, name)
@@ -149,9 +149,6 @@ func (x *Interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step
 	cmd, err := x.prepare(sc, st, key, n, input)
 	if err != nil {
 		return events.Event{}, false, err
-	}
-	if act, ok := x.decidable(cmd); ok {
-		return events.Event{}, false, x.decide(ctx, sc, st, cmd, act, true)
 	}
 	return events.Event{}, false, x.host.Send(ctx, cmd)
 }

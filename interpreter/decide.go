@@ -7,55 +7,60 @@ import (
 	"github.com/orbitrun/orbit/events"
 )
 
-// FailpointDecidedStart is reached between the two events of a step the
-// interpreter decides itself: its step.started is sent, its step.finished
-// not yet.
-const FailpointDecidedStart = "orchestrator-after-decided-start"
+// FailpointDecided is reached once the one event of a step the
+// interpreter decides itself is sent, before it is stored.
+const FailpointDecided = "orchestrator-after-decided-step"
 
 // decide carries out an attempt of a step of a pure action (see
 // decidable) without a worker: the interpreter computes the action's
-// output and sends the attempt's step.started and step.finished one after
-// the other, then waits for both, so that under strict durability they
-// reach the disk in one write of the group commit. No command is queued:
-// the step costs the log two events and nothing else.
+// output and records the attempt as one event, its step.finished, which
+// carries what its step.started would have (StepFinishedData.Started).
+// No step.started is written and no command is queued: the step costs
+// the log one write, on the path of nothing else.
 //
-// An engine that dies between the two leaves the step.started alone;
-// the run's next interpreter finds it without its end, and, as no
-// command is queued for it, decides it again (redispatch): the action
-// is pure, so the output is the same. stored says the step.started is
-// already stored.
-func (x *Interpreter) decide(ctx context.Context, sc *scope, st *assets.Step, cmd *StepCommand, act PureAction, stored bool) error {
+// An engine that dies before the event is stored leaves nothing of the
+// attempt: the run's next interpreter decides it again, and the action
+// is pure, so the output is the same. The event's id is the attempt's
+// step.finished id, so a second copy sent while the first was in flight
+// is dropped as a duplicate.
+func (x *Interpreter) decide(ctx context.Context, sc *scope, st *assets.Step, cmd *StepCommand, act PureAction) error {
 	out, err := act(cmd.Activity.Config, cmd.input)
-	finished := events.StepFinishedData{Attempt: cmd.Attempt, State: events.StateSuccess, Output: out, Worker: x.cfg.Engine}
+	finished := events.StepFinishedData{Attempt: cmd.Attempt, State: events.StateSuccess, Output: out, Worker: x.cfg.Engine,
+		Started: &events.StepStartedData{Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input}}
 	if err != nil {
 		info := ErrorInfo(err)
 		info.StepKey = cmd.StepKey
 		finished.State, finished.Output, finished.Error = FailedState(info), nil, info
 	}
-	var started Stored
-	if !stored {
-		takeTurn(ctx)
-		started, err = x.host.AppendAsync(ctx, events.Event{
-			ID: cmd.StartedID, Type: events.StepStarted, RunID: x.runID, Job: x.job.Name, StepKey: cmd.StepKey, ParentID: sc.parent,
-		}, events.StepStartedData{Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input})
-		passTurn(ctx)
-		if err != nil {
-			return err
-		}
-		x.host.Failpoint(FailpointDecidedStart)
-	}
+	takeTurn(ctx)
 	end, err := x.host.AppendAsync(ctx, events.Event{
 		ID: StepEventID(events.StepFinished, x.runID, cmd.StepKey, cmd.Attempt), Type: events.StepFinished,
-		RunID: x.runID, Job: x.job.Name, StepKey: cmd.StepKey, ParentID: cmd.StartedID,
+		RunID: x.runID, Job: x.job.Name, StepKey: cmd.StepKey, ParentID: sc.parent,
 	}, finished)
+	passTurn(ctx)
 	if err != nil {
 		return err
 	}
-	if started != nil {
-		if _, err := started.Wait(ctx); err != nil {
-			return err
-		}
-	}
+	x.host.Failpoint(FailpointDecided)
 	_, err = end.Wait(ctx)
 	return err
+}
+
+// started returns what an attempt's start recorded: its step.started's
+// data, or, for a step the interpreter decided, what its step.finished
+// carries in its place.
+func (x *Interpreter) started(key string, attempt int) (events.StepStartedData, bool) {
+	var d events.StepStartedData
+	if ev, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, attempt)); ok {
+		return d, ev.Decode(&d) == nil
+	}
+	ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt))
+	if !ok {
+		return d, false
+	}
+	var f events.StepFinishedData
+	if ev.Decode(&f) != nil || f.Started == nil {
+		return d, false
+	}
+	return *f.Started, true
 }

@@ -122,11 +122,8 @@ func (x *Interpreter) recoveryFor(st *assets.Step) *assets.ActivityRef {
 // returns the recovery's own failure, if any.
 func (x *Interpreter) recover(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int, failed *events.ErrorInfo, rec *assets.ActivityRef) *events.ErrorInfo {
 	input := sc.input
-	if ev, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, attempt)); ok {
-		var d events.StepStartedData
-		if ev.Decode(&d) == nil && d.Input != nil {
-			input = d.Input
-		}
+	if d, ok := x.started(key, attempt); ok && d.Input != nil {
+		input = d.Input
 	}
 	recInput := map[string]any{
 		"step_id":        st.ID,

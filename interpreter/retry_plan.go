@@ -233,6 +233,15 @@ type runSteps struct {
 	finished map[string]map[int]events.StepFinishedData
 }
 
+// start records the start of an attempt of the step key: its
+// step.started's data, or what a decided step's step.finished carries.
+func (rs *runSteps) start(key string, d events.StepStartedData) {
+	if rs.started[key] == nil {
+		rs.started[key] = map[int]events.StepStartedData{}
+	}
+	rs.started[key][d.Attempt] = d
+}
+
 // maxReuseChain bounds how many runs get follows a reused step back.
 const maxReuseChain = 64
 
@@ -293,14 +302,14 @@ func (ri *recordedInputs) load(ctx context.Context, runID string) (*runSteps, er
 			if err := ev.Decode(&d); err != nil {
 				return nil, err
 			}
-			if rs.started[ev.StepKey] == nil {
-				rs.started[ev.StepKey] = map[int]events.StepStartedData{}
-			}
-			rs.started[ev.StepKey][d.Attempt] = d
+			rs.start(ev.StepKey, d)
 		case events.StepFinished:
 			var d events.StepFinishedData
 			if err := ev.Decode(&d); err != nil {
 				return nil, err
+			}
+			if d.Started != nil {
+				rs.start(ev.StepKey, *d.Started)
 			}
 			if rs.finished[ev.StepKey] == nil {
 				rs.finished[ev.StepKey] = map[int]events.StepFinishedData{}

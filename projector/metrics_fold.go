@@ -123,6 +123,12 @@ func (b *metricsBatch) countDenial(d *events.ToolDeniedData) error {
 }
 
 func (b *metricsBatch) stepFinished(ev events.Event, d *events.StepFinishedData) error {
+	if d.Started != nil {
+		// A decided step's one event stands for its step.started too.
+		if err := b.stepStarted(ev, d.Started); err != nil {
+			return err
+		}
+	}
 	s, err := record[StepMetrics](b, stepMetricsKey(ev.Job, stepMetricsName(ev.StepKey)))
 	if err != nil {
 		return err

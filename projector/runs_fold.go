@@ -302,6 +302,12 @@ func (b *runsBatch) stepRetryScheduled(ev events.Event, _ *events.StepRetrySched
 }
 
 func (b *runsBatch) stepFinished(ev events.Event, d *events.StepFinishedData) error {
+	if d.Started != nil {
+		// A decided step's one event stands for its step.started too.
+		if err := b.stepStarted(ev, d.Started); err != nil {
+			return err
+		}
+	}
 	e, s, err := b.step(ev)
 	if s == nil || err != nil {
 		return err

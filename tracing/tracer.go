@@ -512,6 +512,10 @@ func (t *Tracer) handle(ctx context.Context, ev events.Event, emit bool) {
 		s := r.steps[k]
 		if s == nil {
 			s = &stepState{key: ev.StepKey, attempt: d.Attempt, start: ev.Time}
+			if d.Started != nil {
+				// A decided step's one event stands for its step.started.
+				s.typ, s.target = d.Started.ActivityType, d.Started.Target
+			}
 		}
 		if d.Worker != "" {
 			// Under step protocol 3 a deterministic action's execution has

@@ -271,6 +271,10 @@ func traceSummary(ev events.Event) string {
 	case events.StepFinished:
 		var d events.StepFinishedData
 		_ = ev.Decode(&d)
+		if d.Started != nil {
+			// A decided step's one event: what its step.started would say.
+			add(strings.TrimSpace(d.Started.ActivityType + " " + d.Started.Target))
+		}
 		add(took(d.State, d.DurationMS), attempt(d.Attempt), errorGist(d.Error))
 		if d.ReusedFrom != "" {
 			add("reused from " + d.ReusedFrom)

@@ -22,8 +22,8 @@ type job struct {
 	// loaded machine makes fewer, larger batches: the hit is kept below
 	// the bursts of events the job's sleeps separate.
 	batch int
-	// decided, when positive, is the hit of the point between the two
-	// events of a step the orchestrator decides itself that lands
+	// decided, when positive, is the hit of the point after the one
+	// event of a step the orchestrator decides itself is sent that lands
 	// mid-job; zero: the job has no such step.
 	decided int
 	// groundhog jobs run a task's plan on a fresh repository.
@@ -54,8 +54,8 @@ var jobs = []*job{
 	// killed at the attempt that fails.
 	{name: "loop", mid: 3},
 	// fetch, then pure steps the orchestrator decides (an echo, six echo
-	// items, an echo of the fan-in), then ship: killed at ship, and
-	// between a decided item's two events.
+	// items, an echo of the fan-in), then ship: killed at ship, and with
+	// a decided item's event sent and perhaps not stored.
 	{name: "decided", mid: 2, decided: 4},
 	// prepare, groundhog, report: killed around the Groundhog step.
 	{name: "groundhog", mid: 2, groundhog: true},

@@ -53,9 +53,9 @@ const (
 	// ack likewise.
 	commandSent  = events.FailpointStepCommandSent
 	commandAcked = events.FailpointStepCommandAcked
-	// A step the orchestrator decides itself whose step.started is sent
-	// and whose step.finished is not.
-	decidedStart = interpreter.FailpointDecidedStart
+	// A step the orchestrator decides itself whose one event is sent and
+	// may not be stored.
+	decided = interpreter.FailpointDecided
 )
 
 // fixedPoints are every failpoint that applies to j, at hits that land
@@ -73,7 +73,7 @@ func fixedPoints(j *job) []point {
 		pts = append(pts, fixed(midBatch, j.batch))
 	}
 	if j.decided > 0 {
-		pts = append(pts, fixed(decidedStart, j.decided))
+		pts = append(pts, fixed(decided, j.decided))
 	}
 	// A ship job is also killed at each of its steps with the step's
 	// effect done and not recorded.
@@ -124,7 +124,7 @@ func defaultPlan(rng *rand.Rand) []trialSpec {
 		at("groundhog", "groundhog-after-rewind", 1),
 		at("groundhog_held", "groundhog-after-verification", 2),
 		at("gate", afterEffect, 0),
-		at("decided", decidedStart, byName["decided"].decided),
+		at("decided", decided, byName["decided"].decided),
 		at("ship_local", afterEffect, 0),
 		at("ship_pr", afterEffect, 0),
 	}

@@ -95,6 +95,19 @@ func OfType(evs []events.Event, typ string) []events.Event {
 	return out
 }
 
+// Starts returns the events of evs that start a step attempt, in order:
+// its step.started, or the one step.finished of a step the orchestrator
+// decided (events.StepStart).
+func Starts(evs []events.Event) []events.Event {
+	var out []events.Event
+	for _, ev := range evs {
+		if _, ok := events.StepStart(ev); ok {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // Has reports whether run runID has an event of type typ, of step key
 // (any step or none when key is empty).
 func Has(t *testing.T, log *events.Log, runID, typ, key string) bool {
