@@ -182,14 +182,17 @@ func (l *Log) scan(ctx context.Context, filter string, from, upTo uint64, fn fun
 // scanStream is scan of any stream.
 func (l *Log) scanStream(ctx context.Context, stream, filter string, from, upTo uint64, fn func(seq uint64, msg *nats.Msg) error) error {
 	inbox := l.nc.NewInbox()
-	sub, err := l.nc.SubscribeSync(inbox)
+	// One batch's answer at a time: its messages and its end-of-batch
+	// status. A synchronous subscription's channel would hold the
+	// connection's default of 65,536 (half a megabyte made and cleared
+	// for every read, a run's history among them); the next request is
+	// sent only once the batch before it has been taken.
+	answers := make(chan *nats.Msg, readBatch+1)
+	sub, err := l.nc.ChanSubscribe(inbox, answers)
 	if err != nil {
 		return fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		return fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
-	}
 	next := from
 	for next <= upTo {
 		req, err := json.Marshal(directGetRequest{Seq: next, NextFor: filter, Batch: readBatch, MaxBytes: readMaxBytes})
@@ -199,7 +202,7 @@ func (l *Log) scanStream(ctx context.Context, stream, filter string, from, upTo 
 		if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
 			return fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
 		}
-		more, err := l.scanBatch(ctx, sub, upTo, &next, fn)
+		more, err := l.scanBatch(ctx, answers, upTo, &next, fn)
 		if err != nil {
 			return err
 		}
@@ -213,13 +216,15 @@ func (l *Log) scanStream(ctx context.Context, stream, filter string, from, upTo 
 // scanBatch collects one batch's answer: messages, then an end-of-batch
 // status. It moves *next past every message received and reports whether
 // the stream holds more matching messages after them.
-func (l *Log) scanBatch(ctx context.Context, sub *nats.Subscription, upTo uint64, next *uint64, fn func(uint64, *nats.Msg) error) (bool, error) {
+func (l *Log) scanBatch(ctx context.Context, answers <-chan *nats.Msg, upTo uint64, next *uint64, fn func(uint64, *nats.Msg) error) (bool, error) {
 	bctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	for {
-		msg, err := sub.NextMsgWithContext(bctx)
-		if err != nil {
-			return false, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err)
+		var msg *nats.Msg
+		select {
+		case msg = <-answers:
+		case <-bctx.Done():
+			return false, fmt.Errorf("%w: reading events: %v", ErrUnavailable, context.Cause(bctx))
 		}
 		// A stored message always comes with the server's Nats-Sequence;
 		// only an answer without one is a status, whatever headers a

@@ -53,12 +53,17 @@ var _ interpreter.History = (*runHistory)(nil)
 // these types; a history does not hold them.
 var unread = []string{events.ActivityStarted, events.ActivityFinished}
 
-// openHistory follows the run's events and returns once every event already
+// openHistory follows the run's events from sequence from (its
+// run.requested's; 0 when not known) and returns once every event already
 // in the log has been delivered. onEvent, if not nil, is called for every
 // event as it arrives, before the history records it.
-func openHistory(ctx context.Context, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error) {
+//
+// Starting at the run's first event spares the server a search of the
+// whole stream for the run's subjects, which it makes for a filter from
+// the stream's start and which grows with the log.
+func openHistory(ctx context.Context, log *events.Log, runID string, from uint64, onEvent func(events.Event)) (*runHistory, error) {
 	filters := events.RunFilterExcept(runID, unread...)
-	feed, err := log.Follow(ctx, events.FollowOptions{Filters: filters})
+	feed, err := log.Follow(ctx, events.FollowOptions{Filters: filters, FromSeq: from})
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +151,7 @@ func (h *runHistory) end(err error) {
 // feed f: it registers with f, then reads what the log holds of the run
 // (a batched direct get: no consumer), and returns once it has recorded
 // that.
-func openFedHistory(ctx context.Context, f *historyFeed, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error) {
+func openFedHistory(ctx context.Context, f *historyFeed, log *events.Log, runID string, from uint64, onEvent func(events.Event)) (*runHistory, error) {
 	h := &runHistory{
 		runID:   runID,
 		log:     log,
@@ -162,7 +167,7 @@ func openFedHistory(ctx context.Context, f *historyFeed, log *events.Log, runID 
 	if err := f.register(h); err != nil {
 		return nil, err
 	}
-	stored, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
+	stored, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}, FromSeq: from})
 	if err != nil {
 		f.unregister(h)
 		return nil, err
@@ -333,7 +338,7 @@ func (h *runHistory) close() {
 // (internal/compat's stored logs) runs the interpreter on the history the
 // engine uses.
 func OpenHistory(ctx context.Context, log *events.Log, runID string, onEvent func(events.Event)) (interpreter.History, func(), error) {
-	h, err := openHistory(ctx, log, runID, onEvent)
+	h, err := openHistory(ctx, log, runID, 0, onEvent)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -145,14 +145,15 @@ func (o *Orchestrator) stopHistoryFeed() {
 
 // openRunHistory opens the history of a run this engine interprets: on
 // an embedded store fed by the engine's history feed, elsewhere by a feed
-// of its own.
-func (o *Orchestrator) openRunHistory(ctx context.Context, runID string, onEvent func(events.Event)) (*runHistory, error) {
+// of its own. from is the sequence of the run's run.requested, its first
+// event (0: not known): what precedes it is not read.
+func (o *Orchestrator) openRunHistory(ctx context.Context, runID string, from uint64, onEvent func(events.Event)) (*runHistory, error) {
 	if !o.cfg.Log.Embedded() {
-		return openHistory(ctx, o.cfg.Log, runID, onEvent)
+		return openHistory(ctx, o.cfg.Log, runID, from, onEvent)
 	}
 	f, err := o.historyFeed(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return openFedHistory(ctx, f, o.cfg.Log, runID, onEvent)
+	return openFedHistory(ctx, f, o.cfg.Log, runID, from, onEvent)
 }

@@ -31,20 +31,50 @@ func TestHistoryLeavesOutActivityEventsAndCatchesUp(t *testing.T) {
 	}
 }
 
+// A history opened at its run's first event reads nothing before it:
+// both ways start there (a consumer's start, a read's first sequence),
+// sparing the server a search of the stream from its start. An event of
+// the run's id stored before that sequence is not in the history.
+func TestAHistoryStartsAtItsRunsFirstEvent(t *testing.T) {
+	t.Parallel()
+	for name, open := range openers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			log := testkit.StartLog(t, events.Config{})
+			ctx := testkit.Context(t)
+			const run = "R0"
+			var seqs []uint64
+			for _, key := range []string{"before", "first", "after"} {
+				a, err := log.Append(ctx, events.Event{ID: interpreter.StepEventID(events.StepStarted, run, key, 1), Type: events.StepStarted, RunID: run, StepKey: key},
+					events.StepStartedData{Attempt: 1, ActivityType: "deterministic"})
+				require.NoError(t, err)
+				seqs = append(seqs, a.Seq)
+			}
+			h, err := open(ctx, t, log, run, seqs[1], nil)
+			require.NoError(t, err)
+			defer h.close()
+			for key, want := range map[string]bool{"before": false, "first": true, "after": true} {
+				_, ok := h.Get(interpreter.StepEventID(events.StepStarted, run, key, 1))
+				assert.Equal(t, want, ok, key)
+			}
+		})
+	}
+}
+
 // opener opens a run's history, one way or the other.
-type opener func(ctx context.Context, t *testing.T, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error)
+type opener func(ctx context.Context, t *testing.T, log *events.Log, runID string, from uint64, onEvent func(events.Event)) (*runHistory, error)
 
 // openers are the two ways: a feed of the history's own, and the history
 // feed an orchestrator on an embedded store shares among its runs.
 var openers = map[string]opener{
-	"own feed": func(ctx context.Context, _ *testing.T, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error) {
-		return openHistory(ctx, log, runID, onEvent)
+	"own feed": func(ctx context.Context, _ *testing.T, log *events.Log, runID string, from uint64, onEvent func(events.Event)) (*runHistory, error) {
+		return openHistory(ctx, log, runID, from, onEvent)
 	},
-	"history feed": func(ctx context.Context, t *testing.T, log *events.Log, runID string, onEvent func(events.Event)) (*runHistory, error) {
+	"history feed": func(ctx context.Context, t *testing.T, log *events.Log, runID string, from uint64, onEvent func(events.Event)) (*runHistory, error) {
 		f, err := startHistoryFeed(ctx, log)
 		require.NoError(t, err)
 		t.Cleanup(f.stop)
-		return openFedHistory(ctx, f, log, runID, onEvent)
+		return openFedHistory(ctx, f, log, runID, from, onEvent)
 	},
 }
 
@@ -67,7 +97,7 @@ func historyLeavesOutActivityEventsAndCatchesUp(t *testing.T, open opener) {
 
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	h, err := open(octx, t, log, run, nil)
+	h, err := open(octx, t, log, run, 0, nil)
 	require.NoError(t, err, "the history opens though the run's last event is one it leaves out")
 	defer h.close()
 	_, ok := h.Get(interpreter.StepEventID(events.StepStarted, run, "s", 1))
@@ -116,7 +146,7 @@ func TestAFedHistoryHoldsEachEventOnceInOrder(t *testing.T) {
 	check := func() {
 		var seen []uint64
 		var mu sync.Mutex
-		h, err := openFedHistory(ctx, f, log, run, func(ev events.Event) {
+		h, err := openFedHistory(ctx, f, log, run, 0, func(ev events.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen = append(seen, ev.Seq)
@@ -144,12 +174,12 @@ func TestAFedHistoryFailsWithItsFeed(t *testing.T) {
 	ctx := testkit.Context(t)
 	f, err := startHistoryFeed(ctx, log)
 	require.NoError(t, err)
-	h, err := openFedHistory(ctx, f, log, "R3", nil)
+	h, err := openFedHistory(ctx, f, log, "R3", 0, nil)
 	require.NoError(t, err)
 	defer h.close()
 	f.stop()
 	_, err = h.Wait(ctx, "never")
 	require.ErrorIs(t, err, events.ErrUnavailable)
-	_, err = openFedHistory(ctx, f, log, "R4", nil)
+	_, err = openFedHistory(ctx, f, log, "R4", 0, nil)
 	require.ErrorIs(t, err, events.ErrUnavailable, "an ended feed registers no history")
 }

@@ -738,7 +738,7 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 	}()
 
 	x := interpreter.New(o.interpreterConfig(rc))
-	hist, err := o.openRunHistory(leaseCtx, rc.id, x.Observe)
+	hist, err := o.openRunHistory(leaseCtx, rc.id, rc.seq, x.Observe)
 	if err != nil {
 		return err
 	}
