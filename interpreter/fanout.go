@@ -25,7 +25,18 @@ func (x *Interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 		failed := &events.ErrorInfo{Kind: events.KindValidation, Message: "fan_out.items: " + err.Error(), StepKey: key}
 		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, failed)
 	}
-	startedID, err := x.structural(ctx, sc, key, attempt, events.TypeFanOut, map[string]any{"items": items, "max_workers": fo.MaxWorkers})
+	// From step protocol 4 on the fan-out records its scope's input once,
+	// and the steps that take an item's input as it is name it by
+	// reference (see events.ItemInput): a fan-out of n items records its
+	// list once, not n times.
+	byRef := x.cfg.Protocol >= 4
+	startInput := map[string]any{"items": items, "max_workers": fo.MaxWorkers}
+	if byRef {
+		startInput[events.FanOutScopeInput] = sc.input
+	}
+	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
+	seq, err := x.recordSeq(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
+		events.StepStartedData{Attempt: attempt, ActivityType: events.TypeFanOut, Input: startInput})
 	if err != nil {
 		return failedResult(key, internal(ctx, err))
 	}
@@ -76,7 +87,10 @@ func (x *Interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 			wsc := sc.fork(itemKey+"/", startedID)
 			wsc.setInput(with(sc.input, map[string]any{"item": item}))
 			wsc.inputEnc = withEncoded(shared, "item", item)
-			wsc.item, wsc.hasItem = item, true
+			if byRef && wsc.inputEnc != nil {
+				wsc.item = &itemRef{seq: seq, id: startedID, index: index, value: item}
+			}
+			wsc.itemValue, wsc.hasItem = item, true
 			results[i], failures[i] = x.step(ctx, wsc, &fo.Worker, itemKey)
 			if err := recorded.wait(ctx); err != nil && failures[i] == nil {
 				results[i], failures[i] = failedResult(itemKey, internal(ctx, err))

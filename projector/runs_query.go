@@ -6,6 +6,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+
+	"github.com/orbitrun/orbit/events"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -167,7 +170,40 @@ func loadSteps(tx *bolt.Tx, v *RunView) error {
 	slices.SortStableFunc(v.Steps, func(a, b StepView) int {
 		return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(a.Key, b.Key))
 	})
+	fillItemInputs(v)
 	return nil
+}
+
+// fillItemInputs sets the input of each step whose step.started named its
+// fan-out item's input by reference: the scope input its fan-out's
+// step.started records, with the item set. The view stores the scope input
+// once, with the fan-out, as the log does.
+func fillItemInputs(v *RunView) {
+	var fanOuts map[string]*StepView // by the ids of their attempts' step.started
+	for i := range v.Steps {
+		s := &v.Steps[i]
+		if s.Item == nil {
+			continue
+		}
+		if fanOuts == nil {
+			fanOuts = map[string]*StepView{}
+			for j := range v.Steps {
+				if f := &v.Steps[j]; f.ActivityType == events.TypeFanOut {
+					for a := 1; a <= f.Attempts; a++ {
+						fanOuts[events.DecisionID(events.StepStarted, v.ID, f.Key, strconv.Itoa(a))] = f
+					}
+				}
+			}
+		}
+		f := fanOuts[s.Item.Of]
+		if f == nil {
+			continue
+		}
+		recorded, _ := f.Input.(map[string]any)
+		if scope, ok := recorded[events.FanOutScopeInput]; ok {
+			s.Input = events.WithItem(scope, s.Item.Value)
+		}
+	}
 }
 
 // scanRuns walks runs newest first: the whole runs bucket, or the job index

@@ -1,0 +1,129 @@
+package activity
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/interpreter"
+)
+
+// scopeInputs is how many fan-outs' scope inputs a worker keeps decoded:
+// the items of a fan-out arrive together, so the few fan-outs running now
+// are enough.
+const scopeInputs = 16
+
+// scopeCache holds the decoded scope inputs of the fan-outs whose items a
+// worker ran last (see resolveInput), by run and step.started id. An entry
+// is read once: the items arriving while it is read wait for it.
+type scopeCache struct {
+	mu      sync.Mutex
+	entries map[string]*scopeEntry
+	order   []string // keys, oldest first
+}
+
+type scopeEntry struct {
+	done  chan struct{}
+	input any
+	err   error
+}
+
+// get returns the scope input of the fan-out step.started key names,
+// reading it with read when it is not kept. A failed read is not kept.
+func (c *scopeCache) get(key string, read func() (any, error)) (any, error) {
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[string]*scopeEntry{}
+	}
+	if e, ok := c.entries[key]; ok {
+		c.mu.Unlock()
+		<-e.done
+		return e.input, e.err
+	}
+	e := &scopeEntry{done: make(chan struct{})}
+	c.entries[key] = e
+	c.order = append(c.order, key)
+	if len(c.order) > scopeInputs {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.mu.Unlock()
+	e.input, e.err = read()
+	close(e.done)
+	if e.err != nil {
+		c.mu.Lock()
+		if c.entries[key] == e {
+			delete(c.entries, key)
+		}
+		c.mu.Unlock()
+	}
+	return e.input, e.err
+}
+
+// resolveInput puts a command's input in place of its InputRef (step
+// protocol 4 on): the scope input the fan-out's step.started records, with
+// the item set, as the interpreter set it (events.WithItem). The scope
+// input is shared by the fan-out's items and never changed: the merge
+// makes a new top level, and resolveSecrets, which runs next, copies the
+// whole input before anything reads it.
+//
+// A reference that names no step.started of the command's run that
+// records a scope input fails the attempt (an interpreter.Failure); an
+// error reading the log is returned as it is, for a later delivery.
+func (w *Worker) resolveInput(ctx context.Context, cmd *interpreter.StepCommand) error {
+	ref := cmd.InputRef
+	if ref == nil {
+		return nil
+	}
+	scope, err := w.scopes.get(cmd.RunID+"\x00"+ref.ID, func() (any, error) { return w.readScopeInput(ctx, cmd.RunID, ref) })
+	if err != nil {
+		return err
+	}
+	cmd.Input, cmd.InputRef = events.WithItem(scope, ref.Item), nil
+	return nil
+}
+
+// readScopeInput reads the scope input the fan-out step.started ref names
+// records: at its sequence, or, if the event there is not it (a log
+// restored elsewhere), among the run's step.started events.
+func (w *Worker) readScopeInput(ctx context.Context, runID string, ref *interpreter.InputRef) (any, error) {
+	ev, err := w.cfg.Log.EventAt(ctx, ref.Seq)
+	switch {
+	case err == nil && ev.ID == ref.ID && ev.RunID == runID:
+		if ev, err = w.cfg.Log.Expand(ctx, ev); err != nil {
+			return nil, err
+		}
+	case err == nil || errors.Is(err, events.ErrNotFound) || errors.Is(err, events.ErrRemoved):
+		evs, err := w.cfg.Log.Read(ctx, events.FollowOptions{Filters: []string{events.EventSubject(events.AggregateRun, runID, events.StepStarted)}})
+		if err != nil {
+			return nil, err
+		}
+		ev = events.Event{}
+		for _, e := range evs {
+			if e.ID == ref.ID {
+				ev = e
+				break
+			}
+		}
+		if ev.ID == "" {
+			return nil, interpreter.Fail(events.KindInternal, false,
+				"the item's input: run %s has no step.started %s (named at sequence %d) to read it from", runID, ref.ID, ref.Seq)
+		}
+	default:
+		return nil, err
+	}
+	var d struct {
+		ActivityType string         `json:"activity_type"`
+		Input        map[string]any `json:"input"`
+	}
+	if err := ev.Decode(&d); err != nil {
+		return nil, interpreter.Fail(events.KindInternal, false, "the item's input: %v", err)
+	}
+	scope, ok := d.Input[events.FanOutScopeInput]
+	if d.ActivityType != events.TypeFanOut || !ok {
+		return nil, interpreter.Fail(events.KindInternal, false,
+			"the item's input: step.started %s of run %s records no fan-out scope input", ref.ID, runID)
+	}
+	return scope, nil
+}
