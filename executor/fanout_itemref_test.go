@@ -314,3 +314,62 @@ spec:
 		}
 	}
 }
+
+// TestAFanOutByReferenceResumes stops the engine in the middle of a
+// fan-out under step protocol 4 and starts a new one: the items it
+// dispatched again, and those it dispatches for the first time, name the
+// fan-out's step.started (which the new engine's history holds), and
+// every item's worker gets its input.
+func TestAFanOutByReferenceResumes(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	dir := t.TempDir()
+	job := runrig.ParseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: itemref_resume}
+spec:
+  steps:
+    - id: fan
+      fan_out:
+        items: "{{ input.items }}"
+        max_workers: 2
+        worker:
+          id: w
+          parallel:
+            branches:
+              - id: slow
+                spec: {type: shell, program: sh, args: ["-c", "sleep 0.4"], allowed_programs: [sh]}
+              - id: echo
+                spec: {type: deterministic, action: echo}
+      fan_in: {join: {mode: all}}
+`)
+	input := map[string]any{"items": []any{"a", "b", "c", "d", "e", "f"}, "extra": "kept"}
+	first := runrig.StartEngine(t, log, dir, nil)
+	runID := runrig.Submit(t, log, job, input)
+	runrig.WaitFor(t, "two items to finish", func() bool {
+		done := 0
+		for _, ev := range runrig.OfType(runrig.History(t, log, runID), events.StepFinished) {
+			if scan(ev.StepKey, "fan/%d/slow", new(int)) {
+				done++
+			}
+		}
+		return done >= 2
+	})
+	first.Stop()
+	runrig.StartEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
+	fin := runrig.WaitFinished(t, log, runID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+
+	hist := runrig.History(t, log, runID)
+	assert.Len(t, runrig.OfType(hist, events.RunResumed), 1)
+	started := startedOf(t, hist)
+	outputs := outputsOf(t, hist, started)
+	items := input["items"].([]any)
+	for i, item := range items {
+		key := fmt.Sprintf("fan/%d/echo", i+1)
+		require.NotNil(t, started[key].Item, key)
+		assert.Nil(t, started[key].Input, key)
+		assert.Equal(t, map[string]any{"items": items, "extra": "kept", "item": item}, outputs[key], "%s: its worker got its input", key)
+	}
+}
