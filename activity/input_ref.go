@@ -69,16 +69,24 @@ func (c *scopeCache) get(key string, read func() (any, error)) (any, error) {
 // whole input before anything reads it.
 //
 // A reference that names no step.started of the command's run that
-// records a scope input fails the attempt (an interpreter.Failure); an
-// error reading the log is returned as it is, for a later delivery.
+// records a scope input, or one the log cannot give back (one that fails
+// its integrity check), fails the attempt (an interpreter.Failure); a log
+// that is unavailable now, or a read cut short, is returned as it is, for a
+// later delivery.
 func (w *Worker) resolveInput(ctx context.Context, cmd *interpreter.StepCommand) error {
 	ref := cmd.InputRef
 	if ref == nil {
 		return nil
 	}
 	scope, err := w.scopes.get(cmd.RunID+"\x00"+ref.ID, func() (any, error) { return w.readScopeInput(ctx, cmd.RunID, ref) })
-	if err != nil {
+	var failure *interpreter.Failure
+	switch {
+	case err == nil:
+	case errors.As(err, &failure), errors.Is(err, events.ErrUnavailable),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
+	default:
+		return interpreter.Fail(events.KindInternal, false, "the item's input: reading step.started %s at sequence %d: %v", ref.ID, ref.Seq, err)
 	}
 	cmd.Input, cmd.InputRef = events.WithItem(scope, ref.Item), nil
 	return nil
