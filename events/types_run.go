@@ -178,7 +178,7 @@ type RunRequestedData struct {
 //     activity.started is written only before an execution with effects
 //     outside the log (every activity but a deterministic action not
 //     marked External) and before any redelivered one.
-//   - 4: … (a fan-out item's input by reference): the fan-out's
+//   - 4 (a fan-out item's input by reference): the fan-out's
 //     step.started records its scope's input once, and the step.started
 //     of a step whose input is its item's input as it is records an Item
 //     reference instead of an Input (see ItemInput).

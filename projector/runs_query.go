@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/orbitrun/orbit/events"
-
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
 )
 
 // RunFilter selects runs for Runs.
