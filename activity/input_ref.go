@@ -3,6 +3,7 @@ package activity
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 
 	"github.com/orbitrun/orbit/events"
@@ -78,7 +79,7 @@ func (w *Worker) resolveInput(ctx context.Context, cmd *interpreter.StepCommand)
 	if ref == nil {
 		return nil
 	}
-	scope, err := w.scopes.get(cmd.RunID+"\x00"+ref.ID, func() (any, error) { return w.readScopeInput(ctx, cmd.RunID, ref) })
+	scope, err := w.scopeInput(ctx, cmd.RunID, ref.Seq, ref.ID, math.MaxUint64)
 	var failure *interpreter.Failure
 	switch {
 	case err == nil:
@@ -92,13 +93,22 @@ func (w *Worker) resolveInput(ctx context.Context, cmd *interpreter.StepCommand)
 	return nil
 }
 
-// readScopeInput reads the scope input the fan-out step.started ref names
+// scopeInput returns the scope input of run runID's fan-out step.started
+// id, stored at seq, from the cache or the log; the event must be stored
+// before the sequence before (what names it: a reference only ever names
+// an earlier event, so a chain of them ends).
+func (w *Worker) scopeInput(ctx context.Context, runID string, seq uint64, id string, before uint64) (any, error) {
+	return w.scopes.get(runID+"\x00"+id, func() (any, error) { return w.readScopeInput(ctx, runID, seq, id, before) })
+}
+
+// readScopeInput reads the scope input the fan-out step.started id
 // records: at its sequence, or, if the event there is not it (a log
-// restored elsewhere), among the run's step.started events.
-func (w *Worker) readScopeInput(ctx context.Context, runID string, ref *interpreter.InputRef) (any, error) {
-	ev, err := w.cfg.Log.EventAt(ctx, ref.Seq)
+// restored elsewhere), among the run's step.started events. A nested
+// fan-out's is its item's input (its Item), read from its own fan-out's.
+func (w *Worker) readScopeInput(ctx context.Context, runID string, seq uint64, id string, before uint64) (any, error) {
+	ev, err := w.cfg.Log.EventAt(ctx, seq)
 	switch {
-	case err == nil && ev.ID == ref.ID && ev.RunID == runID:
+	case err == nil && ev.ID == id && ev.RunID == runID:
 		if ev, err = w.cfg.Log.Expand(ctx, ev); err != nil {
 			return nil, err
 		}
@@ -109,29 +119,38 @@ func (w *Worker) readScopeInput(ctx context.Context, runID string, ref *interpre
 		}
 		ev = events.Event{}
 		for _, e := range evs {
-			if e.ID == ref.ID {
+			if e.ID == id {
 				ev = e
 				break
 			}
 		}
 		if ev.ID == "" {
 			return nil, interpreter.Fail(events.KindInternal, false,
-				"the item's input: run %s has no step.started %s (named at sequence %d) to read it from", runID, ref.ID, ref.Seq)
+				"the item's input: run %s has no step.started %s (named at sequence %d) to read it from", runID, id, seq)
 		}
 	default:
 		return nil, err
 	}
 	var d struct {
-		ActivityType string         `json:"activity_type"`
-		Input        map[string]any `json:"input"`
+		ActivityType string            `json:"activity_type"`
+		Input        map[string]any    `json:"input"`
+		Item         *events.ItemInput `json:"item"`
 	}
 	if err := ev.Decode(&d); err != nil {
 		return nil, interpreter.Fail(events.KindInternal, false, "the item's input: %v", err)
 	}
 	scope, ok := d.Input[events.FanOutScopeInput]
-	if d.ActivityType != events.TypeFanOut || !ok {
-		return nil, interpreter.Fail(events.KindInternal, false,
-			"the item's input: step.started %s of run %s records no fan-out scope input", ref.ID, runID)
+	switch {
+	case d.ActivityType != events.TypeFanOut || ev.Seq >= before:
+	case ok:
+		return scope, nil
+	case d.Item != nil:
+		outer, err := w.scopeInput(ctx, runID, d.Item.Seq, d.Item.Of, ev.Seq)
+		if err != nil {
+			return nil, err
+		}
+		return events.WithItem(outer, d.Item.Value), nil
 	}
-	return scope, nil
+	return nil, interpreter.Fail(events.KindInternal, false,
+		"the item's input: step.started %s of run %s records no fan-out scope input", id, runID)
 }

@@ -2,6 +2,7 @@ package activity
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,7 +94,7 @@ func TestALargeScopeInputIsReadBackFromItsBlob(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, len(stored.Data), 300<<10, "the scope input is stored as a blob")
 	w := &Worker{cfg: WorkerConfig{Log: log}}
-	scope, err := w.readScopeInput(ctx, "run", &interpreter.InputRef{Seq: fan.Seq, ID: id})
+	scope, err := w.readScopeInput(ctx, "run", fan.Seq, id, math.MaxUint64)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"big": big}, scope)
 }

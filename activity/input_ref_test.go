@@ -22,7 +22,8 @@ import (
 // the right sequence, ones naming another event's or none, whose workers
 // find the step.started by its id among the run's; and ones naming no
 // step.started that records a scope input, which fail with a clear error,
-// never run on an empty input.
+// never run on an empty input; and one naming a fan-out inside an item,
+// whose scope input is that item's, by reference again.
 func TestAWorkerResolvesAnItemInputByReference(t *testing.T) {
 	t.Parallel()
 	log := signingLog(t)
@@ -35,23 +36,32 @@ func TestAWorkerResolvesAnItemInputByReference(t *testing.T) {
 		events.StepStartedData{Attempt: 1, ActivityType: events.TypeFanOut,
 			Input: map[string]any{"items": scope["items"], "max_workers": 0, events.FanOutScopeInput: scope}})
 	require.NoError(t, err)
+	// A fan-out inside the item "g" of the first names that item's input.
+	innerID := interpreter.StepEventID(events.StepStarted, runID, "fan/9", 1)
+	inner, err := log.Append(ctx, events.Event{ID: innerID, Type: events.StepStarted, RunID: runID, Job: "j", StepKey: "fan/9", ParentID: fanID},
+		events.StepStartedData{Attempt: 1, ActivityType: events.TypeFanOut, Input: map[string]any{"items": []any{"n"}, "max_workers": 0},
+			Item: &events.ItemInput{Of: fanID, Seq: fan.Seq, Index: 9, Value: "g"}})
+	require.NoError(t, err)
 
 	cases := []struct {
-		name string
-		ref  func(first uint64) interpreter.InputRef
-		fail string
+		name  string
+		ref   func(first uint64) interpreter.InputRef
+		scope map[string]any // the item's scope input, when not scope
+		fail  string
 	}{
-		{"at its sequence", func(uint64) interpreter.InputRef { return interpreter.InputRef{Seq: fan.Seq, ID: fanID, Item: "a"} }, ""},
+		{"at its sequence", func(uint64) interpreter.InputRef { return interpreter.InputRef{Seq: fan.Seq, ID: fanID, Item: "a"} }, nil, ""},
 		{"another event at the sequence", func(first uint64) interpreter.InputRef {
 			return interpreter.InputRef{Seq: first, ID: fanID, Item: map[string]any{"b": 2.0}}
-		}, ""},
-		{"no event at the sequence", func(uint64) interpreter.InputRef { return interpreter.InputRef{Seq: 1 << 40, ID: fanID, Item: "c"} }, ""},
+		}, nil, ""},
+		{"no event at the sequence", func(uint64) interpreter.InputRef { return interpreter.InputRef{Seq: 1 << 40, ID: fanID, Item: "c"} }, nil, ""},
+		{"a nested fan-out's", func(uint64) interpreter.InputRef { return interpreter.InputRef{Seq: inner.Seq, ID: innerID, Item: "n"} },
+			events.WithItem(scope, "g"), ""},
 		{"no such step.started", func(uint64) interpreter.InputRef {
 			return interpreter.InputRef{Seq: fan.Seq, ID: fanID + "x", Item: "d"}
-		}, "has no step.started " + fanID + "x"},
+		}, nil, "has no step.started " + fanID + "x"},
 		{"a step.started without a scope input", func(first uint64) interpreter.InputRef {
 			return interpreter.InputRef{Seq: first, ID: interpreter.StepEventID(events.StepStarted, runID, "fan/1", 1), Item: "e"}
-		}, "records no fan-out scope input"},
+		}, nil, "records no fan-out scope input"},
 	}
 	var first uint64
 	for i, tc := range cases {
@@ -87,7 +97,11 @@ func TestAWorkerResolvesAnItemInputByReference(t *testing.T) {
 				return
 			}
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-			want := events.WithItem(scope, ref.Item)
+			itemScope := scope
+			if tc.scope != nil {
+				itemScope = tc.scope
+			}
+			want := events.WithItem(itemScope, ref.Item)
 			want["seen"] = i + 1
 			raw, err := json.Marshal(want)
 			require.NoError(t, err)

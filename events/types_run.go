@@ -296,6 +296,9 @@ type StepStartedData struct {
 type ItemInput struct {
 	// Of is the id of the fan-out attempt's step.started.
 	Of string `json:"of"`
+	// Seq is that event's stream sequence (set in a nested fan-out's
+	// step.started, where a worker reading its scope input reads on).
+	Seq uint64 `json:"seq,omitempty"`
 	// Index is the item's number, from 1, as in the item's step key.
 	Index int `json:"index"`
 	// Value is the item.
@@ -304,7 +307,9 @@ type ItemInput struct {
 
 // FanOutScopeInput is the member of a fan-out's step.started Input (beside
 // items and max_workers) that records, from step protocol 4 on, its
-// scope's input: what its items' ItemInput references name.
+// scope's input: what its items' ItemInput references name. A fan-out
+// whose scope is an item of another fan-out, as it is, records none: its
+// step.started's Item names that item's input instead.
 const FanOutScopeInput = "input"
 
 // WithItem returns the input of a fan-out item whose scope's input is

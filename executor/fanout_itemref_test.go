@@ -114,7 +114,8 @@ func outputsOf(t *testing.T, hist []events.Event, started map[string]events.Step
 // input, yet their workers get the same inputs (the echo action's outputs
 // are the same), their shell steps see the same items, and the views show
 // the same inputs; a parallel inside an item and a fan-out inside an item
-// take the reference too.
+// take the reference too (the inner fan-out names its item's input in
+// turn, so its step.started does not hold the outer list either).
 func TestFanOutItemInputsByReference(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
@@ -151,6 +152,22 @@ func TestFanOutItemInputsByReference(t *testing.T) {
 	}
 	assert.Equal(t, decoded(itemRefInput), started["fan"].Input.(map[string]any)[events.FanOutScopeInput])
 	assert.NotContains(t, oldStarted["fan"].Input, events.FanOutScopeInput, "protocol 3 records what it did")
+	// A fan-out's scope input: recorded, or, for one inside another's
+	// item, that item's input by reference.
+	var scopeOf func(key string) any
+	scopeOf = func(key string) any {
+		d := started[key]
+		if scope, ok := d.Input.(map[string]any)[events.FanOutScopeInput]; ok {
+			assert.Nil(t, d.Item, key)
+			return scope
+		}
+		require.NotNil(t, d.Item, "%s records its scope input or names it", key)
+		outer := key[:strings.LastIndexByte(key, '/')]
+		assert.Equal(t, byKey[outer].ID, d.Item.Of, key)
+		assert.Equal(t, byKey[outer].Seq, d.Item.Seq, key)
+		return events.WithItem(scopeOf(outer), d.Item.Value)
+	}
+	require.NotNil(t, started["outer/1"].Item, "a fan-out inside an item names the item's input")
 	refs := 0
 	for key, d := range started {
 		o := oldStarted[key]
@@ -168,7 +185,7 @@ func TestFanOutItemInputsByReference(t *testing.T) {
 			fanKey = strings.Join(segs[:len(segs)-2], "/")
 		}
 		assert.Equal(t, byKey[fanKey].ID, d.Item.Of, key)
-		want := events.WithItem(started[fanKey].Input.(map[string]any)[events.FanOutScopeInput], d.Item.Value)
+		want := events.WithItem(scopeOf(fanKey), d.Item.Value)
 		assert.Equal(t, o.Input, want, "%s: the reference stands for the input protocol 3 records", key)
 		refs++
 	}

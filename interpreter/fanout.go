@@ -29,14 +29,19 @@ func (x *Interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 	// and the steps that take an item's input as it is name it by
 	// reference (see events.ItemInput): a fan-out of n items records its
 	// list once, not n times.
+	// A fan-out inside another's item, taking the item's input as it is,
+	// names that input by reference in turn.
 	byRef := x.cfg.Protocol >= 4
-	startInput := map[string]any{"items": items, "max_workers": fo.MaxWorkers}
-	if byRef {
-		startInput[events.FanOutScopeInput] = sc.input
+	started := events.StepStartedData{Attempt: attempt, ActivityType: events.TypeFanOut,
+		Input: map[string]any{"items": items, "max_workers": fo.MaxWorkers}}
+	switch {
+	case byRef && sc.item != nil:
+		started.Item = &events.ItemInput{Of: sc.item.id, Seq: sc.item.seq, Index: sc.item.index, Value: sc.item.value}
+	case byRef:
+		started.Input.(map[string]any)[events.FanOutScopeInput] = sc.input
 	}
 	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
-	seq, err := x.recordSeq(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent},
-		events.StepStartedData{Attempt: attempt, ActivityType: events.TypeFanOut, Input: startInput})
+	seq, err := x.recordSeq(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent}, started)
 	if err != nil {
 		return failedResult(key, internal(ctx, err))
 	}

@@ -177,12 +177,34 @@ func loadSteps(tx *bolt.Tx, v *RunView) error {
 // fillItemInputs sets the input of each step whose step.started named its
 // fan-out item's input by reference: the scope input its fan-out's
 // step.started records, with the item set. The view stores the scope input
-// once, with the fan-out, as the log does.
+// once, with the fan-out, as the log does; a nested fan-out's is its own
+// item's input, found the same way.
 func fillItemInputs(v *RunView) {
 	var fanOuts map[string]*StepView // by the ids of their attempts' step.started
+	scopes := map[*StepView]any{}
+	var scopeOf func(f *StepView, depth int) (any, bool)
+	scopeOf = func(f *StepView, depth int) (any, bool) {
+		if scope, ok := scopes[f]; ok {
+			return scope, true
+		}
+		recorded, _ := f.Input.(map[string]any)
+		scope, ok := recorded[events.FanOutScopeInput]
+		if !ok {
+			if f.Item == nil || fanOuts[f.Item.Of] == nil || depth > len(v.Steps) {
+				return nil, false
+			}
+			outer, ok := scopeOf(fanOuts[f.Item.Of], depth+1)
+			if !ok {
+				return nil, false
+			}
+			scope = events.WithItem(outer, f.Item.Value)
+		}
+		scopes[f] = scope
+		return scope, true
+	}
 	for i := range v.Steps {
 		s := &v.Steps[i]
-		if s.Item == nil {
+		if s.Item == nil || s.ActivityType == events.TypeFanOut {
 			continue
 		}
 		if fanOuts == nil {
@@ -195,13 +217,10 @@ func fillItemInputs(v *RunView) {
 				}
 			}
 		}
-		f := fanOuts[s.Item.Of]
-		if f == nil {
-			continue
-		}
-		recorded, _ := f.Input.(map[string]any)
-		if scope, ok := recorded[events.FanOutScopeInput]; ok {
-			s.Input = events.WithItem(scope, s.Item.Value)
+		if f := fanOuts[s.Item.Of]; f != nil {
+			if scope, ok := scopeOf(f, 0); ok {
+				s.Input = events.WithItem(scope, s.Item.Value)
+			}
 		}
 	}
 }
