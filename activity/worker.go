@@ -123,6 +123,10 @@ type Worker struct {
 
 	locks *locks
 
+	// scopes keeps the fan-outs' scope inputs that items' inputs by
+	// reference were read from last.
+	scopes scopeCache
+
 	// started holds the step.started events appended since Run began.
 	started *startedFeed
 
@@ -287,6 +291,16 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	pctx, stopRenewing := context.WithCancel(ctx)
 	defer stopRenewing()
 	go w.renew(pctx, ls)
+	// A fan-out item's input by reference is read before anything reads
+	// the input; one that cannot be read fails the attempt, without
+	// running it.
+	unresolved := w.resolveInput(ctx, &cmd)
+	var failure *interpreter.Failure
+	if unresolved != nil && !errors.As(unresolved, &failure) {
+		_ = ls.Release(ctx)
+		w.retryLater(c, fmt.Errorf("reading the item's input: %w", unresolved))
+		return
+	}
 	emit := func(ctx context.Context, typ string, payload any) error {
 		_, err := w.cfg.Log.Append(ctx, stepEvent(&cmd, typ, ""), payload)
 		return err
@@ -309,7 +323,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	atFork := cmd.Activity.Type == assets.TypeShell
 	ex := &execution{cmd: &cmd, emit: emit}
 	var started *events.PendingAppend
-	if !merged || outside || redelivered {
+	if unresolved == nil && (!merged || outside || redelivered) {
 		started, err = w.cfg.Log.AppendAsync(ctx, stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
 			Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
 			Delivery: c.Delivery, Redelivered: redelivered,
@@ -336,7 +350,10 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	failpoint.Hit("worker-before-activity")
 	w.resolveSecrets(&cmd)
 	began := time.Now()
-	output, err := w.execute(ls.Within(ctx), c, ex)
+	output, err := any(nil), unresolved
+	if unresolved == nil {
+		output, err = w.execute(ls.Within(ctx), c, ex)
+	}
 	failpoint.Hit("worker-after-side-effect")
 	if ctx.Err() != nil {
 		_ = ls.Release(context.WithoutCancel(ctx))

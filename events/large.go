@@ -106,6 +106,17 @@ func (l *Log) expand(ctx context.Context, data []byte) ([]byte, error) {
 	return l.expandRefs(ctx, data, map[string][]byte{})
 }
 
+// Expand returns ev with the values its data holds as blob references put
+// back, as feeds and reads deliver it; EventAt returns an event as stored.
+func (l *Log) Expand(ctx context.Context, ev Event) (Event, error) {
+	data, err := l.expand(ctx, ev.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	ev.Data = data
+	return ev, nil
+}
+
 // hasBlobRefs reports whether data may hold a blob reference.
 func hasBlobRefs(data []byte) bool { return bytes.Contains(data, []byte(`"`+blobKey+`"`)) }
 

@@ -184,6 +184,10 @@ type RunRequestedData struct {
 //     which names the engine as its worker, has no delivery and carries
 //     what its step.started would have (StepFinishedData.Started); no
 //     step.started is written and no command is sent.
+//     And (a fan-out item's input by reference) the fan-out's
+//     step.started records its scope's input once, and the step.started
+//     of a step whose input is its item's input as it is records an Item
+//     reference instead of an Input (see ItemInput).
 const StepProtocol = 4
 
 // RoutineTick is the routine a run was started for and the tick of its
@@ -282,6 +286,49 @@ type StepStartedData struct {
 	ChildRaise int `json:"child_raise,omitempty"`
 	// Wait is set for a signal gate (ActivityType wait).
 	Wait *WaitInfo `json:"wait,omitempty"`
+	// Item, from step protocol 4 on, stands for Input in the step.started
+	// of an activity step whose input is its fan-out item's input as it
+	// is: Input is then absent, and the input is the fan-out's recorded
+	// scope input with item set (see ItemInput).
+	Item *ItemInput `json:"item,omitempty"`
+}
+
+// ItemInput is a fan-out item's input by reference: the input of the
+// fan-out's scope, which the fan-out's step.started (Of) records once as
+// the member "input" of its Input, with the member "item" set to Value
+// (merged over an object input, or an object of its own when the input
+// is not one). A fan-out of n items so records its list once, not n
+// times.
+type ItemInput struct {
+	// Of is the id of the fan-out attempt's step.started.
+	Of string `json:"of"`
+	// Seq is that event's stream sequence (set in a nested fan-out's
+	// step.started, where a worker reading its scope input reads on).
+	Seq uint64 `json:"seq,omitempty"`
+	// Index is the item's number, from 1, as in the item's step key.
+	Index int `json:"index"`
+	// Value is the item.
+	Value any `json:"value"`
+}
+
+// FanOutScopeInput is the member of a fan-out's step.started Input (beside
+// items and max_workers) that records, from step protocol 4 on, its
+// scope's input: what its items' ItemInput references name. A fan-out
+// whose scope is an item of another fan-out, as it is, records none: its
+// step.started's Item names that item's input instead.
+const FanOutScopeInput = "input"
+
+// WithItem returns the input of a fan-out item whose scope's input is
+// scope: item set over an object input, or an object of its own when the
+// input is not one. It never changes scope (its members are shared).
+func WithItem(scope, item any) map[string]any {
+	m, _ := scope.(map[string]any)
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["item"] = item
+	return out
 }
 
 // StepSkippedData records a step whose `when` was false.

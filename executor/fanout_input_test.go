@@ -12,14 +12,16 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/interpreter"
 )
 
 // TestFanOutItemInputsAreRecordedAsEncoded: a fan-out's items share the
 // members of their input but the item, which are encoded once for them
 // all. Each item's step.started must record exactly what encoding its
-// whole input records, its worker must get that input, and a step that
-// changes the input inside an item (a loop's iteration, a default_input)
-// must record its own.
+// whole input records — by reference, from step protocol 4 on, for a step
+// that takes the item's input as it is — its worker must get that input,
+// and a step that changes the input inside an item (a loop's iteration, a
+// default_input) must record its own.
 func TestFanOutItemInputsAreRecordedAsEncoded(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{Durability: events.DurabilityRelaxed})
@@ -69,10 +71,16 @@ spec:
 	}
 	base := decoded(input)
 	checked := 0
+	var fanStarted events.Event
+	var err error
 	for _, ev := range runrig.History(t, log, runID) {
+		if ev.Type == events.StepStarted && ev.StepKey == "fan" {
+			fanStarted = ev
+		}
 		type start struct {
-			ActivityType string          `json:"activity_type"`
-			Input        json.RawMessage `json:"input"`
+			ActivityType string            `json:"activity_type"`
+			Input        json.RawMessage   `json:"input"`
+			Item         *events.ItemInput `json:"item"`
 		}
 		var d start
 		switch ev.Type {
@@ -93,6 +101,18 @@ spec:
 		}
 		if d.ActivityType != assets.TypeDeterministic {
 			continue
+		}
+		if d.Item != nil {
+			require.Empty(t, d.Input, ev.StepKey)
+			require.Equal(t, interpreter.StepEventID(events.StepStarted, runID, "fan", 1), d.Item.Of, ev.StepKey)
+			var fan struct {
+				Input map[string]json.RawMessage `json:"input"`
+			}
+			require.NoError(t, fanStarted.Decode(&fan))
+			var scope any
+			require.NoError(t, json.Unmarshal(fan.Input[events.FanOutScopeInput], &scope))
+			d.Input, err = json.Marshal(events.WithItem(scope, d.Item.Value))
+			require.NoError(t, err)
 		}
 		var got any
 		require.NoError(t, json.Unmarshal(d.Input, &got))

@@ -92,19 +92,23 @@ func (x *Interpreter) waitFinished(ctx context.Context, id string) (*events.Even
 // died between the two), so there the command is sent only if it is not
 // already queued.
 func (x *Interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (*events.ErrorInfo, error) {
-	cmd, err := x.prepare(sc, st, key, n, input)
+	cmd, err := x.prepare(sc, st, key, n, input, true)
 	if err != nil {
 		failed := ErrorInfo(err)
 		failed.StepKey = key
 		return failed, x.recordFinished(ctx, key, n, sc.parent, assets.StepResult{}, failed)
 	}
+	data := events.StepStartedData{Attempt: n, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input}
+	if ref := cmd.InputRef; ref != nil {
+		data.Item = &events.ItemInput{Of: ref.ID, Index: sc.item.index, Value: ref.Item}
+	}
 	if act, ok := x.decidable(cmd); ok {
-		return nil, x.decide(ctx, sc, st, cmd, act)
+		return nil, x.decide(ctx, sc, cmd, act, data)
 	}
 	takeTurn(ctx)
 	started, err := x.host.AppendAsync(ctx, events.Event{
 		ID: cmd.StartedID, Type: events.StepStarted, RunID: x.runID, Job: x.job.Name, StepKey: key, ParentID: sc.parent,
-	}, events.StepStartedData{Attempt: n, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input})
+	}, data)
 	passTurn(ctx)
 	if err != nil {
 		return nil, err
@@ -146,7 +150,7 @@ func (x *Interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step
 	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, n)); ok {
 		return ev, true, nil
 	}
-	cmd, err := x.prepare(sc, st, key, n, input)
+	cmd, err := x.prepare(sc, st, key, n, input, true)
 	if err != nil {
 		return events.Event{}, false, err
 	}
@@ -162,7 +166,7 @@ func Command(cfg Config, key string, n int, input any) (*StepCommand, error) {
 	for i := range cfg.Job.Spec.Steps {
 		if st := &cfg.Job.Spec.Steps[i]; st.ID == key {
 			x.env = cfg.Env
-			return x.prepare(newScope(input, cfg.Workspace, ""), st, key, n, nil)
+			return x.prepare(newScope(input, cfg.Workspace, ""), st, key, n, nil, false)
 		}
 	}
 	return nil, os.ErrNotExist

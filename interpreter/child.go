@@ -40,7 +40,7 @@ func (x *Interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 		}
 		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
 	}
-	cmd, err := x.prepare(sc, st, key, attempt, nil)
+	cmd, err := x.prepare(sc, st, key, attempt, nil, false)
 	if err != nil {
 		failed := ErrorInfo(err)
 		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, failed)

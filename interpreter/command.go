@@ -82,11 +82,26 @@ type StepCommand struct {
 	// those an engine sent before commands named it, which wrote
 	// protocol 2's worker events): which events its worker writes.
 	Protocol int `json:"protocol,omitempty"`
+	// InputRef, from step protocol 4 on, stands for Input in the command
+	// of a step whose input is its fan-out item's input as it is: Input is
+	// then absent, and the worker reads the fan-out's recorded scope input
+	// and sets the item on it (see events.ItemInput).
+	InputRef *InputRef `json:"input_ref,omitempty"`
 
 	// input is the step's input as rendered, decoded (Input may hold its
-	// encoding): what the interpreter gives a pure action it decides
-	// itself. It is not sent.
+	// encoding, or be absent for InputRef): what the interpreter gives a
+	// pure action it decides itself. It is not sent.
 	input any
+}
+
+// InputRef is a fan-out item's input by reference, as a step command
+// carries it: the fan-out attempt's step.started, by its stream sequence
+// (where a worker reads it at once) and its id (what the event must be),
+// and the item.
+type InputRef struct {
+	Seq  uint64 `json:"seq"`
+	ID   string `json:"id"`
+	Item any    `json:"item"`
 }
 
 // StepCommandName is the command name of one step attempt. It is unique per

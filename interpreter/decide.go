@@ -3,7 +3,6 @@ package interpreter
 import (
 	"context"
 
-	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 )
 
@@ -14,7 +13,8 @@ const FailpointDecided = "orchestrator-after-decided-step"
 // decide carries out an attempt of a step of a pure action (see
 // decidable) without a worker: the interpreter computes the action's
 // output and records the attempt as one event, its step.finished, which
-// carries what its step.started would have (StepFinishedData.Started).
+// carries start, what its step.started would have held
+// (StepFinishedData.Started; a fan-out item's input by reference).
 // No step.started is written and no command is queued: the step costs
 // the log one write, on the path of nothing else.
 //
@@ -23,10 +23,9 @@ const FailpointDecided = "orchestrator-after-decided-step"
 // is pure, so the output is the same. The event's id is the attempt's
 // step.finished id, so a second copy sent while the first was in flight
 // is dropped as a duplicate.
-func (x *Interpreter) decide(ctx context.Context, sc *scope, st *assets.Step, cmd *StepCommand, act PureAction) error {
+func (x *Interpreter) decide(ctx context.Context, sc *scope, cmd *StepCommand, act PureAction, start events.StepStartedData) error {
 	out, err := act(cmd.Activity.Config, cmd.input)
-	finished := events.StepFinishedData{Attempt: cmd.Attempt, State: events.StateSuccess, Output: out, Worker: x.cfg.Engine,
-		Started: &events.StepStartedData{Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Target: st.Target, Input: cmd.Input}}
+	finished := events.StepFinishedData{Attempt: cmd.Attempt, State: events.StateSuccess, Output: out, Worker: x.cfg.Engine, Started: &start}
 	if err != nil {
 		info := ErrorInfo(err)
 		info.StepKey = cmd.StepKey

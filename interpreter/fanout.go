@@ -25,7 +25,23 @@ func (x *Interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 		failed := &events.ErrorInfo{Kind: events.KindValidation, Message: "fan_out.items: " + err.Error(), StepKey: key}
 		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, failed)
 	}
-	startedID, err := x.structural(ctx, sc, key, attempt, events.TypeFanOut, map[string]any{"items": items, "max_workers": fo.MaxWorkers})
+	// From step protocol 4 on the fan-out records its scope's input once,
+	// and the steps that take an item's input as it is name it by
+	// reference (see events.ItemInput): a fan-out of n items records its
+	// list once, not n times.
+	// A fan-out inside another's item, taking the item's input as it is,
+	// names that input by reference in turn.
+	byRef := x.cfg.Protocol >= 4
+	started := events.StepStartedData{Attempt: attempt, ActivityType: events.TypeFanOut,
+		Input: map[string]any{"items": items, "max_workers": fo.MaxWorkers}}
+	switch {
+	case byRef && sc.item != nil:
+		started.Item = &events.ItemInput{Of: sc.item.id, Seq: sc.item.seq, Index: sc.item.index, Value: sc.item.value}
+	case byRef:
+		started.Input.(map[string]any)[events.FanOutScopeInput] = sc.input
+	}
+	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
+	seq, err := x.recordSeq(ctx, events.Event{ID: startedID, Type: events.StepStarted, StepKey: key, ParentID: sc.parent}, started)
 	if err != nil {
 		return failedResult(key, internal(ctx, err))
 	}
@@ -76,7 +92,10 @@ func (x *Interpreter) fanOut(ctx context.Context, sc *scope, st *assets.Step, ke
 			wsc := sc.fork(itemKey+"/", startedID)
 			wsc.setInput(with(sc.input, map[string]any{"item": item}))
 			wsc.inputEnc = withEncoded(shared, "item", item)
-			wsc.item, wsc.hasItem = item, true
+			if byRef && wsc.inputEnc != nil {
+				wsc.item = &itemRef{seq: seq, id: startedID, index: index, value: item}
+			}
+			wsc.itemValue, wsc.hasItem = item, true
 			results[i], failures[i] = x.step(ctx, wsc, &fo.Worker, itemKey)
 			if err := recorded.wait(ctx); err != nil && failures[i] == nil {
 				results[i], failures[i] = failedResult(itemKey, internal(ctx, err))

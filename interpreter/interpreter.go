@@ -360,6 +360,26 @@ func (x *Interpreter) catchUp(ctx context.Context) error {
 	return x.hist.CatchUp(ctx)
 }
 
+// recordSeq is record for an event whose stream sequence is wanted: the
+// one the history holds, or the one it is stored at (the original one for
+// an id the log held already).
+func (x *Interpreter) recordSeq(ctx context.Context, ev events.Event, payload any) (uint64, error) {
+	if held, ok := x.hist.Get(ev.ID); ok {
+		passTurn(ctx)
+		return held.Seq, nil
+	}
+	r, err := x.recordAsync(ctx, ev, payload)
+	if err != nil {
+		return 0, err
+	}
+	if r.pending == nil {
+		held, _ := x.hist.Get(ev.ID)
+		return held.Seq, nil
+	}
+	stored, err := r.pending.Wait(ctx)
+	return stored.Seq, err
+}
+
 // recording is a decision event sent by recordAsync and not yet
 // confirmed; the zero value is one the history already held.
 type recording struct{ pending Stored }

@@ -63,7 +63,7 @@ func (x *Interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.S
 		}
 		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
 	}
-	cmd, err := x.prepare(sc, st, key, attempt, nil)
+	cmd, err := x.prepare(sc, st, key, attempt, nil, false)
 	if err != nil {
 		return x.finishStructural(ctx, key, attempt, sc.parent, assets.StepResult{}, ErrorInfo(err))
 	}

@@ -54,7 +54,7 @@ func (x *Interpreter) loop(ctx context.Context, sc *scope, st *assets.Step, key 
 		if items != nil {
 			item = items[i-1]
 			extra["item"] = item
-			isc.item, isc.hasItem = item, true
+			isc.itemValue, isc.hasItem = item, true
 		}
 		isc.setInput(with(sc.input, extra))
 

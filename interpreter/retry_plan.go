@@ -126,7 +126,7 @@ func reuseActivity(ctx context.Context, sc *scope, st *assets.Step, again map[st
 			return events.RetryRerun, "its when is false on the new input", nil
 		}
 	}
-	now, err := renderStep(sc, st, env, nil)
+	now, err := renderStep(sc, st, env, nil, false)
 	if err != nil {
 		return events.RetryRerun, "its input cannot be rendered on the new input: " + err.Error(), nil
 	}

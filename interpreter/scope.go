@@ -21,12 +21,16 @@ type scope struct {
 	//
 	// IMPORTANT: it describes input exactly; setInput, the one way to
 	// change input, clears it.
-	inputEnc  map[string]json.RawMessage
+	inputEnc map[string]json.RawMessage
+	// item, when not nil, says that input is a fan-out item's input (under
+	// step protocol 4 on): the steps that take it as it is record and send
+	// it by reference. Like inputEnc, setInput clears it.
+	item      *itemRef
 	root      string
 	prefix    string
 	parent    string
 	results   map[string]assets.StepResult
-	item      any
+	itemValue any
 	hasItem   bool
 	iteration int
 }
@@ -64,7 +68,17 @@ func (sc *scope) within(prefix, parent string) *scope {
 
 // setInput replaces the scope's input (and forgets its encoding).
 func (sc *scope) setInput(input any) {
-	sc.input, sc.inputEnc = input, nil
+	sc.input, sc.inputEnc, sc.item = input, nil, nil
+}
+
+// itemRef is a fan-out item's input by reference: the fan-out attempt's
+// step.started (its id and stream sequence), which records the scope's
+// input, and the item set on it.
+type itemRef struct {
+	seq   uint64
+	id    string
+	index int
+	value any
 }
 
 // encodedInput returns the scope's input encoded, from inputEnc, or
@@ -141,7 +155,7 @@ func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.S
 		Input:         input,
 		Steps:         sc.results,
 		Env:           env,
-		Item:          sc.item,
+		Item:          sc.itemValue,
 		HasItem:       sc.hasItem,
 		Iteration:     sc.iteration,
 		WorkspacePath: sc.workspace(input),
@@ -152,8 +166,12 @@ func (sc *scope) templates(input any, env func(string) (string, bool)) *assets.S
 // step: the step input (the pipeline input with the rendered default_input
 // merged over it) and the activity's own templated fields, rendered against
 // that input.
-func (x *Interpreter) prepare(sc *scope, st *assets.Step, key string, n int, override any) (*StepCommand, error) {
-	r, err := renderStep(sc, st, withSecretPlaceholders(x.env), override)
+//
+// With byRef, a step whose input is its fan-out item's input as it is (see
+// scope.item) gets the input by reference: the command carries InputRef
+// and no Input (step.started records it the same way).
+func (x *Interpreter) prepare(sc *scope, st *assets.Step, key string, n int, override any, byRef bool) (*StepCommand, error) {
+	r, err := renderStep(sc, st, withSecretPlaceholders(x.env), override, byRef)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +183,7 @@ func (x *Interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 	if st.FSProfile != "" {
 		spec.FSProfile = st.FSProfile
 	}
-	return &StepCommand{
+	cmd := &StepCommand{
 		RunID:        x.runID,
 		Job:          x.job.Name,
 		StepKey:      key,
@@ -181,29 +199,40 @@ func (x *Interpreter) prepare(sc *scope, st *assets.Step, key string, n int, ove
 		Traceparent:  events.StepTraceparent(x.root, x.traceparent, x.runID, key, n),
 		Protocol:     x.cfg.Protocol,
 		input:        r.input,
-	}, nil
+	}
+	if r.item != nil {
+		cmd.InputRef = &InputRef{Seq: r.item.seq, ID: r.item.id, Item: r.item.value}
+	}
+	return cmd, nil
 }
 
 // rendered is an activity step rendered in its scope: the activity with
 // its templated fields filled in, its input, and what the command and
-// step.started carry of that input.
+// step.started carry of that input: carried, or, when item is set, the
+// reference item (and no input).
 type rendered struct {
 	spec    assets.ActivitySpec
 	input   any
 	carried any
+	item    *itemRef
 }
 
 // renderStep renders an activity step in sc with env; a non-nil override
 // is the step's input as is, instead of its rendered default_input merged
-// over the scope's input. A template that cannot be rendered is an error
-// of kind validation.
-func renderStep(sc *scope, st *assets.Step, env func(string) (string, bool), override any) (rendered, error) {
+// over the scope's input. With byRef, a step that takes its fan-out item's
+// input as it is carries it by reference. A template that cannot be
+// rendered is an error of kind validation.
+func renderStep(sc *scope, st *assets.Step, env func(string) (string, bool), override any, byRef bool) (rendered, error) {
 	input := sc.input
 	// What the command and step.started carry: the input, or, when the
-	// step takes its scope's input as it is, that input's encoding.
+	// step takes its scope's input as it is, a reference to it or its
+	// encoding.
 	var carried any = input
+	var item *itemRef
 	if override == nil && st.DefaultInput == nil {
-		if enc := sc.encodedInput(); enc != nil {
+		if byRef && sc.item != nil {
+			carried, item = nil, sc.item
+		} else if enc := sc.encodedInput(); enc != nil {
 			carried = enc
 		}
 	}
@@ -252,7 +281,7 @@ func renderStep(sc *scope, st *assets.Step, env func(string) (string, bool), ove
 			spec.Config = m
 		}
 	}
-	return rendered{spec: spec, input: input, carried: carried}, nil
+	return rendered{spec: spec, input: input, carried: carried, item: item}, nil
 }
 
 func renderText(s string, sc *assets.Scope) (string, error) {

@@ -111,6 +111,11 @@ type StepView struct {
 	// ReusedFrom names the run whose recorded outcome a retry returned for
 	// this step instead of running it.
 	ReusedFrom string `json:"reused_from,omitempty"`
+	// Item is the reference a fan-out item's step.started records instead
+	// of its input (step protocol 4 on): the view keeps it, not the input,
+	// and a query fills Input from the fan-out's recorded scope input and
+	// the item (see fillItemInputs).
+	Item *events.ItemInput `json:"item,omitempty"`
 
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`

@@ -272,7 +272,7 @@ func (b *runsBatch) stepStarted(ev events.Event, d *events.StepStartedData) erro
 	s.Attempts = max(s.Attempts, d.Attempt)
 	s.ActivityType = d.ActivityType
 	s.Target = d.Target
-	s.Input = d.Input
+	s.Input, s.Item = d.Input, d.Item
 	if s.StartedAt == nil {
 		s.StartedAt = eventTime(ev)
 	}

@@ -6,8 +6,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/orbitrun/orbit/events"
 )
 
 // RunFilter selects runs for Runs.
@@ -167,7 +170,59 @@ func loadSteps(tx *bolt.Tx, v *RunView) error {
 	slices.SortStableFunc(v.Steps, func(a, b StepView) int {
 		return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(a.Key, b.Key))
 	})
+	fillItemInputs(v)
 	return nil
+}
+
+// fillItemInputs sets the input of each step whose step.started named its
+// fan-out item's input by reference: the scope input its fan-out's
+// step.started records, with the item set. The view stores the scope input
+// once, with the fan-out, as the log does; a nested fan-out's is its own
+// item's input, found the same way.
+func fillItemInputs(v *RunView) {
+	var fanOuts map[string]*StepView // by the ids of their attempts' step.started
+	scopes := map[*StepView]any{}
+	var scopeOf func(f *StepView, depth int) (any, bool)
+	scopeOf = func(f *StepView, depth int) (any, bool) {
+		if scope, ok := scopes[f]; ok {
+			return scope, true
+		}
+		recorded, _ := f.Input.(map[string]any)
+		scope, ok := recorded[events.FanOutScopeInput]
+		if !ok {
+			if f.Item == nil || fanOuts[f.Item.Of] == nil || depth > len(v.Steps) {
+				return nil, false
+			}
+			outer, ok := scopeOf(fanOuts[f.Item.Of], depth+1)
+			if !ok {
+				return nil, false
+			}
+			scope = events.WithItem(outer, f.Item.Value)
+		}
+		scopes[f] = scope
+		return scope, true
+	}
+	for i := range v.Steps {
+		s := &v.Steps[i]
+		if s.Item == nil || s.ActivityType == events.TypeFanOut {
+			continue
+		}
+		if fanOuts == nil {
+			fanOuts = map[string]*StepView{}
+			for j := range v.Steps {
+				if f := &v.Steps[j]; f.ActivityType == events.TypeFanOut {
+					for a := 1; a <= f.Attempts; a++ {
+						fanOuts[events.DecisionID(events.StepStarted, v.ID, f.Key, strconv.Itoa(a))] = f
+					}
+				}
+			}
+		}
+		if f := fanOuts[s.Item.Of]; f != nil {
+			if scope, ok := scopeOf(f, 0); ok {
+				s.Input = events.WithItem(scope, s.Item.Value)
+			}
+		}
+	}
 }
 
 // scanRuns walks runs newest first: the whole runs bucket, or the job index

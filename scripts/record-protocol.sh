@@ -29,6 +29,24 @@ spec:
     - id: s2
       spec: {type: shell, program: echo, args: ["{{ steps.s1.output.step }}"], allowed_programs: [echo]}
 YAML
+cat >.orbit/jobs/fan_echo.yaml <<'YAML'
+schemaVersion: 2
+kind: Job
+metadata: {name: fan_echo}
+spec:
+  default_input: {letters: [a, b, c, d]}
+  steps:
+    - id: tag
+      fan_out:
+        items: "{{ input.letters }}"
+        max_workers: 2
+        worker:
+          id: w
+          spec: {type: deterministic, action: echo, config: {tag: "{{ item }}"}}
+      fan_in: {join: {mode: all}, collect: tags}
+    - id: count
+      spec: {type: deterministic, action: echo, config: {tags: "{{ steps.tags.output }}"}}
+YAML
 cat >.orbit/jobs/gate.yaml <<'YAML'
 schemaVersion: 2
 kind: Job
@@ -108,7 +126,7 @@ for ev in sorted(evs, key=lambda e: e["seq"]):
     print(json.dumps(ev, separators=(",", ":"), ensure_ascii=False))' >"$out/$kind.jsonl"
 }
 
-for job in sequence invoke_wait example example_fan_out example_loop example_parallel example_recovery example_retry example_when example_child_job example_agent; do
+for job in sequence fan_echo invoke_wait example example_fan_out example_loop example_parallel example_recovery example_retry example_when example_child_job example_agent; do
 	run=$("$bin" run "$job" --detach)
 	"$bin" run tail "$run" >/dev/null 2>&1 || true
 	record "$job" "$run"

@@ -244,6 +244,15 @@ func TestClusterFanOutSurvivesTheStreamLeadersLoss(t *testing.T) {
 	}
 	t.Logf("items per engine %v, items run more than once: %d", perEngine, twice)
 	assert.Len(t, perEngine, 2, "both engines ran items: %v", done)
+	// Each item's input is a reference to the fan-out's step.started (step
+	// protocol 4), which the workers of both engines read.
+	for _, ev := range runEvents(t, ps[1], id, "--type", events.StepStarted) {
+		var d events.StepStartedData
+		require.NoError(t, ev.Decode(&d))
+		if strings.HasPrefix(ev.StepKey, "per_item/") {
+			assert.NotNil(t, d.Item, ev.StepKey)
+		}
+	}
 	// Any engine answers the API, so each engine's views are verified
 	// with the other one stopped.
 	es[1].Stop()

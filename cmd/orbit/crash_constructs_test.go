@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -131,6 +132,28 @@ func TestKillInsideAFanOut(t *testing.T) {
 	for i, item := range []string{"a", "b", "c", "d", "e", "f"} {
 		if before["per_item/"+strconv.Itoa(i+1)] {
 			assert.Equal(t, 1, count(began, item), "item %s finished before the kill and never ran again", item)
+		}
+	}
+	// Under step protocol 4 the items' steps, those dispatched again after
+	// the kill included, name the fan-out's step.started by reference;
+	// run show shows their inputs whole.
+	fanID := ""
+	for _, ev := range runEvents(t, p, runID, "--type", events.StepStarted) {
+		var d events.StepStartedData
+		require.NoError(t, ev.Decode(&d))
+		switch {
+		case ev.StepKey == "per_item":
+			fanID = ev.ID
+		case strings.HasPrefix(ev.StepKey, "per_item/"):
+			require.NotNil(t, d.Item, ev.StepKey)
+			assert.Equal(t, fanID, d.Item.Of, ev.StepKey)
+			assert.Nil(t, d.Input, ev.StepKey)
+		}
+	}
+	for _, s := range runView(t, p, runID).Steps {
+		var i int
+		if scanned, _ := fmt.Sscanf(s.Key, "per_item/%d", &i); scanned == 1 {
+			assert.Equal(t, map[string]any{"item": []string{"a", "b", "c", "d", "e", "f"}[i-1]}, s.Input, s.Key)
 		}
 	}
 	assert.Equal(t, 0, p.Orbit("replay", "--verify").Code)

@@ -113,7 +113,7 @@ spec:
 	engine(b, relaxedLog)
 
 	var strict, relaxed, raw, strictCPU, relaxedCPU, rawCPU time.Duration
-	var written int
+	var written, bytes, startedBytes, finishedBytes int
 	var batches, batched uint64
 	b.ResetTimer()
 	for range b.N {
@@ -127,6 +127,15 @@ spec:
 		relaxed += d
 		relaxedCPU += cpu
 		written += len(hist)
+		for _, ev := range hist {
+			bytes += len(ev.Data)
+			switch ev.Type {
+			case events.StepStarted:
+				startedBytes += len(ev.Data)
+			case events.StepFinished:
+				finishedBytes += len(ev.Data)
+			}
+		}
 		cpu = cpuTime()
 		raw += publishRaw(b, js, hist, workers)
 		rawCPU += cpuTime() - cpu
@@ -134,6 +143,11 @@ spec:
 	b.StopTimer()
 	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(b.N) }
 	b.ReportMetric(float64(written)/float64(b.N), "events/run")
+	// What the relaxed run's events hold (their data): all of it, and its
+	// step.started and step.finished events'.
+	b.ReportMetric(float64(bytes)/float64(b.N), "event-bytes/run")
+	b.ReportMetric(float64(startedBytes)/float64(b.N), "started-bytes/run")
+	b.ReportMetric(float64(finishedBytes)/float64(b.N), "finished-bytes/run")
 	b.ReportMetric(per(strict), "strict-ms")
 	b.ReportMetric(per(relaxed), "relaxed-ms")
 	b.ReportMetric(per(raw), "raw-relaxed-ms")
