@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/activity"
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/runrig"
@@ -194,4 +195,35 @@ spec:
 	require.Len(t, starts, 1)
 	assert.True(t, starts[0].Redelivered)
 	assert.Empty(t, runrig.OfType(evs, events.ActivityFinished))
+}
+
+// The recovery activity of a step the orchestrator decided gets the input
+// the step's one event recorded as its start: default_input merged over
+// the scope's input, which only that record holds.
+func TestARecoveryOfADecidedStepGetsItsRecordedInput(t *testing.T) {
+	t.Parallel()
+	log := runrig.EngineLog(t)
+	note, err := assets.ParseActivity("note.yaml", []byte(`
+schemaVersion: 2
+kind: Activity
+metadata: {name: note}
+spec: {type: deterministic, action: echo}
+`))
+	require.NoError(t, err)
+	job, err := assets.ParseJob("rec.yaml", []byte(`
+schemaVersion: 2
+kind: Job
+metadata: {name: rec}
+spec:
+  recovery_activity: note
+  steps:
+    - id: broken
+      default_input: {want: ready}
+      spec: {type: deterministic, action: fail, config: {message: broken}}
+`), func(string) (*assets.Activity, error) { return note, nil })
+	require.NoError(t, err)
+	runID, fin := runrig.RunJob(t, log, job, map[string]any{"given": "in"})
+	require.Equal(t, events.StateFailed, fin.State)
+	out := runrig.StepOutput(t, log, runID, "broken/recovery")
+	assert.Equal(t, map[string]any{"given": "in", "want": "ready"}, out["input"])
 }

@@ -49,17 +49,10 @@ func (x *Interpreter) decide(ctx context.Context, sc *scope, cmd *StepCommand, a
 // data, or, for a step the interpreter decided, what its step.finished
 // carries in its place.
 func (x *Interpreter) started(key string, attempt int) (events.StepStartedData, bool) {
-	var d events.StepStartedData
-	if ev, ok := x.hist.Get(StepEventID(events.StepStarted, x.runID, key, attempt)); ok {
-		return d, ev.Decode(&d) == nil
+	for _, typ := range []string{events.StepStarted, events.StepFinished} {
+		if ev, ok := x.hist.Get(StepEventID(typ, x.runID, key, attempt)); ok {
+			return events.StepStart(ev)
+		}
 	}
-	ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt))
-	if !ok {
-		return d, false
-	}
-	var f events.StepFinishedData
-	if ev.Decode(&f) != nil || f.Started == nil {
-		return d, false
-	}
-	return *f.Started, true
+	return events.StepStartedData{}, false
 }
