@@ -51,6 +51,36 @@ func openLog(b *testing.B, durability string) (*events.Log, jetstream.JetStream)
 	return engineLog, js
 }
 
+// rawPrefix begins the subjects of a benchmark's raw baseline: an events
+// subject under it is in the stream rawStream makes.
+const rawPrefix = "raw."
+
+// rawStream makes, on the server js speaks to, a stream with the events
+// stream's configuration for the subjects under rawPrefix, and returns
+// the subject a raw copy of an event on subject goes to. The raw baseline
+// of a benchmark that runs an engine goes there: published into the
+// events stream, its unsigned copies reached the engine's feeds, which
+// rejected each and recorded the rejection, work that was charged to the
+// baseline and to the runs that followed it.
+func rawStream(b *testing.B, js jetstream.JetStream) func(subject string) string {
+	b.Helper()
+	ctx := context.Background()
+	s, err := js.Stream(ctx, events.EventsStream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := info.Config
+	cfg.Name, cfg.Subjects = "BENCH_RAW", []string{rawPrefix + ">"}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		b.Fatal(err)
+	}
+	return func(subject string) string { return rawPrefix + subject }
+}
+
 // client dials the log over TCP, as the raw client does, so that both sides
 // of a comparison pay for the same connection. It signs in as the engine,
 // which alone may append.
@@ -146,6 +176,7 @@ func BenchmarkEchoJob(b *testing.B) {
 	for _, durability := range durabilities {
 		b.Run(durability, func(b *testing.B) {
 			engineLog, js := openLog(b, durability)
+			raw := rawStream(b, js)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			orch := executor.NewOrchestrator(executor.Config{Log: engineLog, Root: b.TempDir()})
@@ -186,7 +217,7 @@ func BenchmarkEchoJob(b *testing.B) {
 					ev.RunID = "raw" + req.RunID
 					body, _ := json.Marshal(ev)
 					subject, _ := ev.Subject()
-					msgs[i] = &nats.Msg{Subject: subject, Data: body}
+					msgs[i] = &nats.Msg{Subject: raw(subject), Data: body}
 				}
 				start, cpu = time.Now(), cpuTime()
 				for i, m := range msgs {

@@ -68,6 +68,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			raw := rawStream(b, js)
 			finished, err := client.Follow(ctx, events.FollowOptions{Filters: []string{events.TypeFilter(events.AggregateRun, events.RunFinished)}})
 			if err != nil {
 				b.Fatal(err)
@@ -127,7 +128,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 						ev.RunID = "raw" + id
 						body, _ := json.Marshal(ev)
 						subject, _ := ev.Subject()
-						byRun[i] = append(byRun[i], &nats.Msg{Subject: subject, Data: body})
+						byRun[i] = append(byRun[i], &nats.Msg{Subject: raw(subject), Data: body})
 					}
 				}
 				start, cpu := time.Now(), cpuTime()
