@@ -137,7 +137,7 @@ func (x *Interpreter) decidable(cmd *StepCommand) (PureAction, bool) {
 func holdsSecretRef(v any) bool {
 	switch t := v.(type) {
 	case string:
-		return strings.Contains(t, "⟦secret:") && SecretRef.MatchString(t)
+		return strings.Contains(t, secretOpen) && SecretRef.MatchString(t)
 	case map[string]any:
 		for _, x := range t {
 			if holdsSecretRef(x) {

@@ -13,9 +13,12 @@ import (
 // the value in just before the activity runs, from its own environment.
 //
 // SecretRef matches a placeholder; its group is the variable's name.
-var SecretRef = regexp.MustCompile(`⟦secret:([A-Za-z_][A-Za-z0-9_]*)⟧`)
+var SecretRef = regexp.MustCompile(secretOpen + `([A-Za-z_][A-Za-z0-9_]*)⟧`)
 
-func secretPlaceholder(name string) string { return "⟦secret:" + name + "⟧" }
+// secretOpen begins every placeholder: a string without it holds none.
+const secretOpen = "⟦secret:"
+
+func secretPlaceholder(name string) string { return secretOpen + name + "⟧" }
 
 // withSecretPlaceholders wraps an environment lookup for rendering.
 func withSecretPlaceholders(env func(string) (string, bool)) func(string) (string, bool) {
