@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/orbitrun/orbit/events"
@@ -56,6 +57,7 @@ func (c *scopeCache) get(key string, read func() (any, error)) (any, error) {
 		c.mu.Lock()
 		if c.entries[key] == e {
 			delete(c.entries, key)
+			c.order = slices.DeleteFunc(c.order, func(k string) bool { return k == key })
 		}
 		c.mu.Unlock()
 	}
