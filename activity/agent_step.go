@@ -386,11 +386,12 @@ func (a *agentStep) runCLI(ctx context.Context, spec *assets.ActivitySpec, em em
 			Instruction: spec.Instruction, Prompt: prompt, Tools: spec.Tools, Model: spec.Model,
 			Input: input, RunID: a.cmd.RunID, StepKey: a.cmd.StepKey, Attempt: a.cmd.Attempt, Workspace: a.cmd.Workspace,
 		},
-		Env:       traced(taskEnv(input, task), a.cmd.Traceparent),
-		Workspace: a.cmd.Workspace,
-		Timeout:   time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
-		Attempt:   a.cmd.Attempt,
-		Emitter:   em,
+		Env:         taskEnv(input, task),
+		Traceparent: a.cmd.Traceparent,
+		Workspace:   a.cmd.Workspace,
+		Timeout:     time.Duration(spec.WallClockTimeoutSeconds) * time.Second,
+		Attempt:     a.cmd.Attempt,
+		Emitter:     em,
 
 		AllowedPrograms: spec.AllowedPrograms,
 		MaxTurns:        spec.MaxIterations,
@@ -452,15 +453,6 @@ func (w *Worker) getenv(name string) string {
 		return v
 	}
 	return os.Getenv(name)
-}
-
-// traced is env (nil: the engine's) with TRACEPARENT, the span of the
-// step attempt the CLI agent runs in.
-func traced(env []string, traceparent string) []string {
-	if env == nil {
-		env = os.Environ()
-	}
-	return append(env, "TRACEPARENT="+traceparent)
 }
 
 // taskServer is the orbit MCP server a CLI agent bound to a task is given,

@@ -56,10 +56,13 @@ type CLIConfig struct {
 	Spec      assets.ExecutorSpec
 	Envelope  Envelope
 	Workspace string
-	Env       []string      // what the agent's environment is taken from (AgentEnviron); nil: the engine's
-	Timeout   time.Duration // wall-clock limit (0: none but ctx)
-	Attempt   int
-	Emitter   Emitter
+	Env       []string // what the agent's environment is taken from (AgentEnviron); nil: the engine's
+	// Traceparent, when set, is given to the agent as TRACEPARENT (W3C:
+	// the span of the step attempt it runs in), whatever Env holds.
+	Traceparent string
+	Timeout     time.Duration // wall-clock limit (0: none but ctx)
+	Attempt     int
+	Emitter     Emitter
 	// What the claude_code and codex adapters grant and enforce through the
 	// agent's own options; other outputs see them in the envelope or not at
 	// all.
@@ -401,8 +404,8 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 }
 
 // agentEnv is the environment the agent starts with: built from an
-// allowlist, whatever the engine's holds (AgentEnviron); the executor's env
-// and the MCP server's are given as written.
+// allowlist, whatever the engine's holds (AgentEnviron); the executor's env,
+// the MCP server's and the step's TRACEPARENT are given as written.
 func agentEnv(cfg *CLIConfig) []string {
 	base := cfg.Env
 	if base == nil {
@@ -414,6 +417,9 @@ func agentEnv(cfg *CLIConfig) []string {
 	}
 	if cfg.MCP != nil {
 		env = append(env, cfg.MCP.Env...)
+	}
+	if cfg.Traceparent != "" {
+		env = append(env, "TRACEPARENT="+cfg.Traceparent)
 	}
 	return env
 }

@@ -41,3 +41,19 @@ func TestAConfinedAgentKeepsItsCLIsOwnDirectory(t *testing.T) {
 	assert.Equal(t, p.Work, got.Work)
 	assert.Equal(t, []string{"HOME=" + home}, env)
 }
+
+// TestAnAgentIsGivenItsStepAttemptsTraceparent: the allowlist keeps the
+// engine's own TRACEPARENT from the agent, and the step attempt's is given
+// after it, once.
+func TestAnAgentIsGivenItsStepAttemptsTraceparent(t *testing.T) {
+	t.Parallel()
+	const engine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	const step = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	cfg := &CLIConfig{Env: []string{"PATH=/bin", "TRACEPARENT=" + engine}, Traceparent: step}
+	env := agentEnv(cfg)
+	assert.Contains(t, env, "TRACEPARENT="+step)
+	assert.NotContains(t, env, "TRACEPARENT="+engine)
+
+	cfg.Traceparent = ""
+	assert.Equal(t, []string{"PATH=/bin"}, agentEnv(cfg))
+}
