@@ -64,14 +64,17 @@ func NewExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, e
 
 // Tracer follows the log and exports the spans its events describe.
 type Tracer struct {
-	log    *events.Log
-	exp    sdktrace.SpanExporter
-	tp     *sdktrace.TracerProvider
-	tr     trace.Tracer
-	ended  *ended
-	claim  *claim
-	logger *slog.Logger
-	runs   map[string]*runState
+	log *events.Log
+	exp sdktrace.SpanExporter
+	tp  *sdktrace.TracerProvider
+	tr  trace.Tracer
+	// sampler starts the spans that ask the sampler about a trace: a
+	// provider of the same sampler with no processor, so they go nowhere.
+	sampler trace.Tracer
+	ended   *ended
+	claim   *claim
+	logger  *slog.Logger
+	runs    map[string]*runState
 	// attempts are the open Groundhog attempts, by attemptKey.
 	attempts map[string]*attemptState
 	// reexport is the claim's InFlight when this engine took it: the spans
@@ -85,6 +88,8 @@ type runState struct {
 	parentAttempt          int
 	requested, started     time.Time
 	steps                  map[string]*stepState
+	// sampled is the sampler's decision for the run's trace, once asked.
+	sampled *bool
 }
 
 type stepState struct {
@@ -137,8 +142,10 @@ func New(l *events.Log, exp sdktrace.SpanExporter, engine string, takeOver bool,
 		sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(derivedIDs{}),
 	)
+	sampler := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(derivedIDs{}))
 	return &Tracer{log: l, exp: exp, tp: tp, tr: tp.Tracer("github.com/orbitrun/orbit/tracing"), ended: e,
-		claim: &claim{kv: l.Leases(), engine: engine, takeOver: takeOver}, logger: logger, runs: map[string]*runState{},
+		sampler: sampler.Tracer("github.com/orbitrun/orbit/tracing"),
+		claim:   &claim{kv: l.Leases(), engine: engine, takeOver: takeOver}, logger: logger, runs: map[string]*runState{},
 		attempts: map[string]*attemptState{}}
 }
 
@@ -554,8 +561,36 @@ func (t *Tracer) under(ctx context.Context, r *runState, parentSpan, own trace.S
 	if !parentSpan.IsValid() {
 		return ctx
 	}
+	var flags trace.TraceFlags
+	if t.sampled(ctx, r) {
+		flags = trace.FlagsSampled
+	}
 	return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: tid, SpanID: parentSpan, TraceFlags: trace.FlagsSampled, Remote: true}))
+		TraceID: tid, SpanID: parentSpan, TraceFlags: flags, Remote: true}))
+}
+
+// sampled is the sampler's decision (OTEL_TRACES_SAMPLER) for the trace of
+// run r, asked as the trace's root span is started: under the caller's
+// traceparent, with the caller's flags, or as a root. Every other span of
+// the trace is started under a parent that carries that decision, so a
+// parent-based sampler (the default) keeps or drops a trace whole, and a
+// caller that did not sample its trace (flags 00) gets none. The standard
+// samplers decide by the trace id and the parent alone, so every engine
+// decides alike.
+func (t *Tracer) sampled(ctx context.Context, r *runState) bool {
+	if r.sampled != nil {
+		return *r.sampled
+	}
+	tid := TraceID(r.root, r.traceparent)
+	ctx = context.WithValue(ctx, idsKey{}, ids{trace: tid, span: RunSpanID(r.root)})
+	if sc, err := ParseTraceparent(r.traceparent); r.traceparent != "" && err == nil {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	_, span := t.sampler.Start(ctx, "sample")
+	span.End()
+	yes := span.SpanContext().IsSampled()
+	r.sampled = &yes
+	return yes
 }
 
 func (t *Tracer) runSpan(ctx context.Context, ev events.Event, r *runState, d events.RunFinishedData) {

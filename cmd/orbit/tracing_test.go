@@ -1,16 +1,19 @@
 package main_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/tracing"
@@ -461,10 +464,15 @@ func TestGroundhogAttemptsAreSpansUnderTheirStep(t *testing.T) {
 // TestAnAgentStepsTurnsToolCallsAndCostAreSpans: a step on the real Claude
 // Code against a scripted model gives its turns (their tokens) under the
 // step, its tool call under the turn that asked for it, and the CLI
-// process with the cost it reported.
+// process with the cost it reported. Claude Code is started through a
+// script that writes down the TRACEPARENT it was given: the step
+// attempt's span, in the run's trace.
 func TestAnAgentStepsTurnsToolCallsAndCostAreSpans(t *testing.T) {
 	t.Parallel()
-	bin := testkit.ClaudeCLI(t)
+	claude := testkit.ClaudeCLI(t)
+	// The sandbox lets the agent write in its workspace alone.
+	bin := filepath.Join(t.TempDir(), "claude")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\nprintf '%s\\n' \"$TRACEPARENT\" > traceparent.cli\nexec "+claude+" \"$@\"\n"), 0o755))
 	srv := testkit.NewAnthropicServer(t,
 		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_w", Name: "Write", Input: map[string]any{"file_path": "out.txt", "content": "x\n"}}},
 			InputTokens: 700, OutputTokens: 30},
@@ -526,4 +534,140 @@ spec:
 	cost, err := strconv.ParseFloat(clis[0].Attrs["orbit.agent.cost_usd"], 64)
 	require.NoError(t, err)
 	assert.Positive(t, cost, "the cost Claude Code reported")
+
+	var given []byte
+	require.NoError(t, filepath.WalkDir(p.Root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "traceparent.cli" {
+			given, err = os.ReadFile(path)
+		}
+		return err
+	}))
+	require.NotEmpty(t, given, "the wrapper wrote no traceparent.cli under %s", p.Root)
+	assert.Equal(t, tracing.Traceparent(tracing.TraceID(runID, ""), tracing.StepSpanID(runID, "agent", 1)), strings.TrimSpace(string(given)))
+}
+
+// TestTheOTELVariablesChooseTheEndpointHeadersAndSampler: the engine's
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (a whole URL) and
+// OTEL_EXPORTER_OTLP_HEADERS reach every export, and OTEL_TRACES_SAMPLER
+// keeps or drops a trace whole: under parentbased_always_off a run without
+// a caller and a run whose caller did not sample it (flags 00) give no span
+// at all, not even their steps', and a run under a sampled caller gives
+// its run and both steps. The spans are exported in the log's order, so
+// once the third run's span is in, the first two's would have been too.
+func TestTheOTELVariablesChooseTheEndpointHeadersAndSampler(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+rcv.URL()+"/v1/traces",
+		"OTEL_EXPORTER_OTLP_HEADERS=x-orbit-tenant=audit%20team", "OTEL_TRACES_SAMPLER=parentbased_always_off")
+	serve(t, p)
+	run := func(flags ...string) string {
+		t.Helper()
+		r := p.Orbit(append([]string{"job", "run", "two_steps"}, flags...)...)
+		require.Equal(t, 0, r.Code, r.String())
+		return strings.TrimSpace(r.Stdout)
+	}
+	run()
+	run("--traceparent", "00-11111111111111111111111111111111-2222222222222222-00")
+	sampled := run("--traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	spans := spansOf(t, rcv, trace, tracing.RunSpanID(sampled).String())
+	assert.ElementsMatch(t, []string{"run two_steps", "first", "second"}, names(spans))
+	for _, s := range rcv.Spans() {
+		assert.Equal(t, trace, s.TraceID, "span %s (run %s) of a trace the sampler dropped", s.Name, s.Attrs["orbit.run_id"])
+	}
+	headers := rcv.Headers()
+	require.NotEmpty(t, headers)
+	for _, h := range headers {
+		assert.Equal(t, "audit team", h.Get("X-Orbit-Tenant"))
+	}
+}
+
+// TestTracingIsOffWithoutAnEndpointAndRefusesGRPC: an engine with no OTLP
+// endpoint in its environment or configuration does not export (it says
+// so when it does, as the same root with OTEL_EXPORTER_OTLP_ENDPOINT
+// shows), and OTEL_EXPORTER_OTLP_PROTOCOL=grpc stops the engine at its
+// start with a message naming the variable and what to set instead.
+func TestTracingIsOffWithoutAnEndpointAndRefusesGRPC(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	p := testkit.NewProject(t)
+	base := p.Env
+	// engineSays runs orbit serve with env until it is running, or until
+	// it stops, then stops it and returns what it wrote and whether it ran.
+	engineSays := func(env ...string) (string, bool) {
+		t.Helper()
+		p.Env = append(base, env...)
+		cmd := p.Command("serve", "--listen", "127.0.0.1:0")
+		out := &testkit.SyncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		deadline := time.After(60 * time.Second)
+		for !strings.Contains(out.String(), "engine running") {
+			select {
+			case <-done:
+				return out.String(), false
+			case <-deadline:
+				_ = cmd.Process.Kill()
+				t.Fatalf("orbit serve neither ran nor stopped:\n%s", out.String())
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+		r := p.Orbit("job", "run", "hello")
+		require.Equal(t, 0, r.Code, r.String())
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		<-done
+		return out.String(), true
+	}
+	said, ran := engineSays()
+	require.True(t, ran, said)
+	assert.NotContains(t, said, "exporting traces")
+	said, ran = engineSays("OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL())
+	require.True(t, ran, said)
+	assert.Contains(t, said, "exporting traces")
+	waitFor(t, "the traced run's spans", func() bool { return len(rcv.Spans()) > 0 })
+
+	said, ran = engineSays("OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc")
+	assert.False(t, ran, "the engine stops: %s", said)
+	assert.Contains(t, said, `OTEL_EXPORTER_OTLP_PROTOCOL="grpc"`)
+	assert.Contains(t, said, "http/protobuf")
+}
+
+// TestEachAttemptOfARetriedStepIsASpan: example_retry's flaky step fails
+// twice and succeeds at its third attempt; each attempt is a span named
+// for the step, under the run, with its attempt number, whether it is a
+// retry, its state, and the worker and engine that ran it.
+func TestEachAttemptOfARetriedStepIsASpan(t *testing.T) {
+	t.Parallel()
+	rcv := testkit.StartOTLPReceiver(t)
+	p := testkit.NewProject(t)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+	serve(t, p)
+	r := p.Orbit("job", "run", "example_retry")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(r.Stdout)
+	info, err := engine.ReadInfo(p.Root)
+	require.NoError(t, err)
+	root := tracing.RunSpanID(runID).String()
+	byID := exportedOnce(t, spansOf(t, rcv, tracing.TraceID(runID, "").String(), root))
+
+	for attempt, state := range map[int]string{1: "failed", 2: "failed", 3: "success"} {
+		s, ok := byID[tracing.StepSpanID(runID, "flaky", attempt).String()]
+		require.True(t, ok, "attempt %d", attempt)
+		assert.Equal(t, "flaky", s.Name)
+		assert.Equal(t, root, s.ParentID)
+		assert.Equal(t, strconv.Itoa(attempt), s.Attrs["orbit.attempt"])
+		assert.Equal(t, strconv.FormatBool(attempt > 1), s.Attrs["orbit.retry"], "attempt %d", attempt)
+		assert.Equal(t, state, s.Attrs["orbit.step.state"], "attempt %d", attempt)
+		assert.Equal(t, "shell", s.Attrs["orbit.step.type"])
+		assert.NotEmpty(t, s.Attrs["orbit.worker"])
+		assert.Equal(t, info.Engine, s.Attrs["orbit.engine"], "attempt %d", attempt)
+		assert.Equal(t, runID, s.Attrs["orbit.run_id"])
+		assert.Equal(t, "example_retry", s.Attrs["orbit.job"])
+		assert.Equal(t, "flaky", s.Attrs["orbit.step"])
+	}
 }

@@ -23,6 +23,7 @@ type OTLPReceiver struct {
 	spans   []Span
 	down    bool
 	refused int
+	headers []http.Header
 }
 
 // Span is what the receiver keeps of a span: ids in hex, as a trace
@@ -74,6 +75,7 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
+	r.headers = append(r.headers, req.Header.Clone())
 	for _, rs := range in.ResourceSpans {
 		var engine string
 		for _, kv := range rs.GetResource().GetAttributes() {
@@ -119,6 +121,14 @@ func (r *OTLPReceiver) Spans() []Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Span(nil), r.spans...)
+}
+
+// Headers returns the headers of every export the receiver took, in the
+// order they came.
+func (r *OTLPReceiver) Headers() []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]http.Header(nil), r.headers...)
 }
 
 // SetDown makes the receiver answer every export 503 Service Unavailable
