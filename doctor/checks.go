@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/orbitrun/orbit/assets"
@@ -108,10 +109,12 @@ func credentialFindings(root string) []Finding {
 	if fi.Mode().Perm()&0o077 != 0 {
 		wrong = append(wrong, fmt.Sprintf("%s has mode %04o", dir, fi.Mode().Perm()))
 	}
+	denied := false
 	for _, id := range events.Identities {
 		path := events.CredsFile(dir, id)
 		fi, err := os.Stat(path)
 		if err != nil {
+			denied = denied || errors.Is(err, fs.ErrPermission)
 			wrong = append(wrong, fmt.Sprintf("%s: %v", path, err))
 			continue
 		}
@@ -119,16 +122,31 @@ func credentialFindings(root string) []Finding {
 			wrong = append(wrong, fmt.Sprintf("%s has mode %04o", path, fi.Mode().Perm()))
 		}
 		if data, err := os.ReadFile(path); err != nil {
+			denied = denied || errors.Is(err, fs.ErrPermission)
 			wrong = append(wrong, fmt.Sprintf("%s is not readable: %v", path, err))
 		} else if len(strings.TrimSpace(string(data))) == 0 {
 			wrong = append(wrong, path+" is empty")
 		}
+	}
+	if denied {
+		return []Finding{fail("credentials", strings.Join(wrong, "; "), fmt.Sprintf(
+			"run orbit as the user who owns %s%s (the keys are made by the user an engine first ran as: an engine started with sudo makes root's), or give that user's keys to this one: chown -R \"$(id -un)\" %s",
+			dir, owner(fi), filepath.Join(root, ".orbit", "state")))}
 	}
 	if len(wrong) > 0 {
 		return []Finding{fail("credentials", strings.Join(wrong, "; "),
 			fmt.Sprintf("chmod 700 %s && chmod 600 %s/*.nk (a missing or empty seed is made anew at the engine's next start; clients of the old one must take the new)", dir, dir))}
 	}
 	return []Finding{ok("credentials", fmt.Sprintf("%s and its %d seeds are readable by their owner only", dir, len(events.Identities)))}
+}
+
+// owner names the user id that owns fi, as " (uid N)"; "" where the
+// system does not say.
+func owner(fi fs.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf(" (uid %d)", st.Uid)
+	}
+	return ""
 }
 
 // natsFindings: the server answers, has JetStream and the log's streams

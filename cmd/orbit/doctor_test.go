@@ -2,10 +2,12 @@ package main_test
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,4 +199,112 @@ func TestDoctorFindsAServerThatDoesNotFsyncBeforeItAcknowledges(t *testing.T) {
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, doctor.Warn, finding(t, rep, "fsync").Level)
 	assert.Contains(t, finding(t, rep, "fsync").Fix, "--nats-monitor")
+}
+
+// TestDoctorFindsFreeDiskBelowTheReserve: the engine's store on a small
+// tmpfs, filled until less than the 64 MiB reserve is free: the disk
+// finding fails with its fix and doctor exits 1; once the space is freed
+// it passes again.
+func TestDoctorFindsFreeDiskBelowTheReserve(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	state := filepath.Join(p.Root, ".orbit", "state")
+	require.NoError(t, os.MkdirAll(state, 0o755))
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", state).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
+	t.Cleanup(p.StopEngine)
+	serve(t, p)
+	rep, r := doctorReport(t, p)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.NotEqual(t, doctor.Fail, finding(t, rep, "disk").Level)
+
+	junk := filepath.Join(state, "junk")
+	_ = exec.Command("dd", "if=/dev/zero", "of="+junk, "bs=1M", "count=100").Run()
+	rep, r = doctorReport(t, p)
+	f := assertFails(t, rep, r, "disk", "less than the 64 MiB the engine keeps in reserve")
+	assert.Contains(t, f.Fix, "orbit gc --apply")
+
+	require.NoError(t, os.Remove(junk))
+	_, r = doctorReport(t, p)
+	assert.Equal(t, 0, r.Code, r.String())
+}
+
+// TestDoctorFindsAStreamShortOfItsReplicas: an engine on a three-server
+// cluster keeps its streams at three replicas, which doctor finds current;
+// with one server down the event stream has two of its three replicas
+// current, which fails with its fix, and doctor exits 1.
+func TestDoctorFindsAStreamShortOfItsReplicas(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	p := testkit.ClusterProject(t, c, filepath.Join(t.TempDir(), "log.key"))
+	testkit.StartEngines(t, []*testkit.Project{p})
+	rep, r := doctorReport(t, p)
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, doctor.OK, finding(t, rep, "replicas").Level, "%+v", finding(t, rep, "replicas"))
+	assert.Contains(t, finding(t, rep, "replicas").Detail, "on 3 server(s)")
+
+	c.Kill(2)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		rep, r = doctorReport(t, p)
+		if finding(t, rep, "replicas").Level == doctor.Fail || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	f := assertFails(t, rep, r, "replicas", "2 of its 3 replicas current")
+	assert.Contains(t, f.Fix, "bring the cluster's servers back")
+}
+
+// TestDoctorFindsAKeyItCannotRead: the project's keys are made by root
+// (an engine started with sudo) and doctor runs as another user, who
+// cannot read them: the credentials finding names each seed it cannot
+// read, with its fix, and doctor exits 1.
+func TestDoctorFindsAKeyItCannotRead(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to make the keys of one user and run doctor as another")
+	}
+	p := testkit.NewProject(t)
+	require.Equal(t, 0, p.Orbit("doctor").Code)
+	// Another user reaches the project (its directories are 0700 as
+	// t.TempDir makes them), not the keys, which stay 0600 root's.
+	for dir := p.Root; dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
+		require.NoError(t, os.Chmod(dir, 0o755))
+	}
+	require.NoError(t, filepath.WalkDir(filepath.Join(p.Root, ".orbit"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() == "creds" {
+			if err == nil {
+				err = fs.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(path, 0o755)
+		}
+		return nil
+	}))
+	// The binary's directory is the test process's, 0700 too.
+	bin := filepath.Join(t.TempDir(), "orbit")
+	require.NoError(t, os.Chmod(filepath.Dir(bin), 0o755))
+	require.NoError(t, os.Link(p.Bin, bin))
+	cmd := p.Command("--json", "doctor")
+	cmd.Path, cmd.Args[0] = bin, bin
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = append(cmd.Env, "HOME="+t.TempDir())
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	assert.Equal(t, 1, exit.ExitCode(), stderr.String())
+	var rep doctor.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &rep), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	f := finding(t, rep, "credentials")
+	assert.Equal(t, doctor.Fail, f.Level, "%+v", f)
+	assert.Contains(t, f.Detail, "permission denied")
+	assert.Contains(t, f.Fix, "run orbit as the user who owns "+filepath.Join(p.Root, ".orbit", "state", "creds")+" (uid 0)")
+	assert.False(t, rep.Healthy)
 }
