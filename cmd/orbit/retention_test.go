@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,4 +130,64 @@ func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, ": 0 problems")
 	assert.Equal(t, 0, p.Orbit("run", "show", runID).Code)
+}
+
+// TestARetentionPassLeavesTheBlobsOfTheRunsItRemovedToCollection: of two
+// runs whose failed step keeps its stdout as a blob, keep_per_job: 1 lets
+// the older go. The archive holds its blob; the log names it no more, so
+// the collection the pass ends with removes it once it is older than
+// orbit gc's grace (an hour by default, the time a step may take between
+// storing a blob and appending the event that names it; here orbit gc
+// --grace 1s, as the pass would an hour on), while the kept run's blob
+// stays and its output still reads.
+func TestARetentionPassLeavesTheBlobsOfTheRunsItRemovedToCollection(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/noisy.yaml", `schemaVersion: 2
+kind: Job
+metadata: {name: noisy}
+spec:
+  steps:
+    - id: bad
+      spec: {type: shell, program: sh, args: ["-c", "seq $1 $(($1 + 400)); exit 3", "sh", "{{ input.from }}"], allowed_programs: [sh]}
+`)
+	var ids []string
+	for _, from := range []string{"1000", "5000"} {
+		r := p.Orbit("job", "run", "noisy", "--input", `{"from":`+from+`}`)
+		require.Equal(t, 1, r.Code, r.String())
+		ids = append(ids, strings.TrimSpace(r.Stdout))
+	}
+	p.WriteFile(".orbit/config.yaml", "retention:\n  runs:\n    keep_per_job: 1\n")
+	r := p.Orbit("log", "collect", "--apply", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var rep retention.Report
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
+	require.Equal(t, ids[:1], rep.Runs)
+
+	a, err := events.ReadArchive(rep.Archive)
+	require.NoError(t, err)
+	var removed string
+	for digest, data := range a.Blobs {
+		if strings.HasPrefix(string(data), "1000\n") {
+			removed = digest
+		}
+	}
+	require.NotEmpty(t, removed, "the archive holds the removed run's stdout")
+
+	time.Sleep(1100 * time.Millisecond)
+	r = p.Orbit("--json", "gc", "--blobs", "--grace", "1s", "--apply")
+	require.Equal(t, 0, r.Code, r.String())
+	var gc engine.CollectReport
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &gc), r.Stdout)
+	var collected []string
+	for _, b := range gc.Blobs {
+		collected = append(collected, b.Digest)
+		assert.Contains(t, a.Blobs, b.Digest, "a blob collected is one the removed run named, archived")
+	}
+	assert.Contains(t, collected, removed)
+	r = p.Orbit("run", "logs", ids[1], "-s", "bad")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.True(t, strings.HasPrefix(r.Stdout, "5000\n"), r.Stdout)
+	r = p.Orbit("audit")
+	assert.Equal(t, 0, r.Code, r.String())
 }
