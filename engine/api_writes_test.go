@@ -3,11 +3,13 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/oklog/ulid/v2"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/tracing"
 )
 
 // FuzzDecodeSubmission: whatever a client sends to runs.submit, the
@@ -33,6 +35,8 @@ func FuzzDecodeSubmission(f *testing.F) {
 		`{"job":` + job + `,"input":[1]}`,
 		`{"job":` + job + `,"input":42}`,
 		`{"job":` + job + `,"input":{"a":1}}`,
+		`{"job":` + job + `,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`,
+		`{"job":` + job + `,"traceparent":"01-nonsense"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -62,5 +66,24 @@ func FuzzDecodeSubmission(f *testing.F) {
 		if _, ok := req.Input.(map[string]any); !ok && req.Input != nil {
 			t.Fatalf("%q: an input that is not an object accepted: %v", raw, req.Input)
 		}
+		if _, err := tracing.ParseTraceparent(req.Traceparent); req.Traceparent != "" && err != nil {
+			t.Fatalf("%q: traceparent %q accepted: %v", raw, req.Traceparent, err)
+		}
 	})
+}
+
+// TestTheAPITakesACallersTraceparent: a submission's traceparent is kept
+// for the run's trace to continue; one that is not a W3C traceparent is an
+// invalid request, whatever client sent it.
+func TestTheAPITakesACallersTraceparent(t *testing.T) {
+	job := `{"name":"j","spec":{"steps":[{"id":"x","activity":{"type":"deterministic","action":"echo","config":{"text":"hi"}}}]}}`
+	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	req, _, err := decodeSubmission(json.RawMessage(`{"job":` + job + `,"traceparent":"` + caller + `"}`))
+	if err != nil || req.Traceparent != caller {
+		t.Fatalf("a valid traceparent: %v, kept %q", err, req.Traceparent)
+	}
+	_, _, err = decodeSubmission(json.RawMessage(`{"job":` + job + `,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b71692033-01"}`))
+	if !errors.Is(err, events.ErrInvalidRequest) || !strings.Contains(err.Error(), "traceparent") {
+		t.Fatalf("a traceparent with a short span id: %v, want an invalid request naming it", err)
+	}
 }
