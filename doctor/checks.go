@@ -225,16 +225,17 @@ func replicaFinding(streams []events.StreamHealth, size int) Finding {
 }
 
 // fsyncFinding: an acknowledged write is on disk. The embedded server's
-// policy is the engine's durability; another server's is read from its
-// monitoring endpoint.
+// policy is the engine's durability; other servers' are read from their
+// monitoring endpoints, each of a cluster's, since one server that fsyncs
+// in the background can lose a write the others acknowledged with it.
 func fsyncFinding(ctx context.Context, f *Facts) Finding {
-	if f.Monitor == "" {
+	if len(f.Monitors) == 0 {
 		if f.Status == nil {
 			return skip("fsync", "the engine's durability is not known (see the engine finding)")
 		}
 		if external(f) {
 			return warn("fsync", "the fsync policy of the NATS server at "+f.Log.ClientURL()+" cannot be seen from a client",
-				"pass --nats-monitor with the server's monitoring URL (http://host:8222) to check that its jetstream block says sync_interval: always")
+				"pass --nats-monitor with the monitoring URL of each of its servers (http://host:8222) to check that their jetstream blocks say sync_interval: always")
 		}
 		if f.Status.Durability == "relaxed" {
 			return warn("fsync", "durability: relaxed: the embedded server fsyncs in the background, so a power loss can lose acknowledged events",
@@ -242,35 +243,48 @@ func fsyncFinding(ctx context.Context, f *Facts) Finding {
 		}
 		return ok("fsync", "the embedded server fsyncs every write before acknowledging it (durability: strict)")
 	}
-	var varz struct {
-		Server    string `json:"server_name"`
-		JetStream struct {
-			Config *struct {
-				SyncInterval time.Duration `json:"sync_interval"`
-				SyncAlways   bool          `json:"sync_always"`
-			} `json:"config"`
-		} `json:"jetstream"`
-	}
-	if err := getJSON(ctx, strings.TrimSuffix(f.Monitor, "/")+"/varz", &varz); err != nil {
-		return fail("fsync", "the monitoring endpoint does not answer: "+err.Error(), "pass --nats-monitor with the URL of the server's http monitoring port")
-	}
-	switch c := varz.JetStream.Config; {
-	case c == nil:
-		return fail("fsync", "server "+varz.Server+" has no JetStream", "add a jetstream block to the server's configuration")
-	case !c.SyncAlways:
-		every := c.SyncInterval
-		if every == 0 {
-			every = 2 * time.Minute
+	var good, bad, broken []string
+	for _, monitor := range f.Monitors {
+		var varz struct {
+			Server    string `json:"server_name"`
+			JetStream struct {
+				Config *struct {
+					SyncInterval time.Duration `json:"sync_interval"`
+					SyncAlways   bool          `json:"sync_always"`
+				} `json:"config"`
+			} `json:"jetstream"`
 		}
-		return fail("fsync", fmt.Sprintf("server %s fsyncs every %s, not before it acknowledges: a power loss can lose acknowledged events", varz.Server, every),
+		if err := getJSON(ctx, strings.TrimSuffix(monitor, "/")+"/varz", &varz); err != nil {
+			broken = append(broken, "the monitoring endpoint "+monitor+" does not answer: "+err.Error())
+			continue
+		}
+		switch c := varz.JetStream.Config; {
+		case c == nil:
+			broken = append(broken, "server "+varz.Server+" ("+monitor+") has no JetStream")
+		case !c.SyncAlways:
+			every := c.SyncInterval
+			if every == 0 {
+				every = 2 * time.Minute
+			}
+			bad = append(bad, fmt.Sprintf("server %s (%s) fsyncs every %s, not before it acknowledges", varz.Server, monitor, every))
+		default:
+			good = append(good, varz.Server)
+		}
+	}
+	switch {
+	case len(broken) > 0:
+		return fail("fsync", strings.Join(append(broken, bad...), "; "),
+			"pass --nats-monitor with the URL of each server's http monitoring port, and give every server a jetstream block")
+	case len(bad) > 0:
+		return fail("fsync", strings.Join(bad, "; ")+": a power loss can lose acknowledged events",
 			"set sync_interval: always in the jetstream block of every server of the cluster and restart them one at a time")
 	}
-	return ok("fsync", "server "+varz.Server+" fsyncs every write before acknowledging it (sync_interval: always)")
+	return ok("fsync", "server(s) "+strings.Join(good, ", ")+" fsync every write before acknowledging it (sync_interval: always)")
 }
 
 // external says whether the engine runs on a NATS server it did not start.
 func external(f *Facts) bool {
-	return f.ExternalURL || f.Monitor != ""
+	return f.ExternalURL || len(f.Monitors) > 0
 }
 
 // diskFinding compares the embedded store's free space with its reserve.

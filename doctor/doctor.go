@@ -82,10 +82,10 @@ type Facts struct {
 	StatusErr error
 	// Lookup reads this process's environment.
 	Lookup func(string) (string, bool)
-	// Monitor is the URL of the NATS server's monitoring endpoint
-	// (http://host:8222), for the fsync policy of a server Orbit did not
-	// start; empty when none was given.
-	Monitor string
+	// Monitors are the URLs of the NATS servers' monitoring endpoints
+	// (http://host:8222), for the fsync policy of servers Orbit did not
+	// start: one for each server of a cluster; none when none was given.
+	Monitors []string
 	// Clocks are the engines' clocks; MaxSkew the difference that fails.
 	Clocks  []EngineClock
 	MaxSkew time.Duration

@@ -16,7 +16,7 @@ import (
 
 func (a *app) doctorCommand() *cobra.Command {
 	var (
-		monitor string
+		monitor []string
 		maxSkew time.Duration
 	)
 	cmd := &cobra.Command{
@@ -43,7 +43,7 @@ included).`,
 				return err
 			}
 			f := &doctor.Facts{
-				Root: root, Lookup: os.LookupEnv, Monitor: monitor, MaxSkew: maxSkew,
+				Root: root, Lookup: os.LookupEnv, Monitors: monitor, MaxSkew: maxSkew,
 				FreeSpace: freeSpace, ExternalURL: a.natsURL != "",
 			}
 			f.Config, f.ConfigErr = a.config(root)
@@ -72,7 +72,7 @@ included).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&monitor, "nats-monitor", "", "monitoring URL of the NATS server (http://host:8222), to check its fsync policy")
+	cmd.Flags().StringSliceVar(&monitor, "nats-monitor", nil, "monitoring URL of a NATS server (http://host:8222), to check its fsync policy; one for each server of a cluster (repeated, or separated by commas)")
 	cmd.Flags().DurationVar(&maxSkew, "max-skew", time.Second, "how far an engine's clock may be from this machine's")
 	return cmd
 }

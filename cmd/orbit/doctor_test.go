@@ -231,19 +231,37 @@ func TestDoctorFindsFreeDiskBelowTheReserve(t *testing.T) {
 	assert.Equal(t, 0, r.Code, r.String())
 }
 
-// TestDoctorFindsAStreamShortOfItsReplicas: an engine on a three-server
-// cluster keeps its streams at three replicas, which doctor finds current;
-// with one server down the event stream has two of its three replicas
-// current, which fails with its fix, and doctor exits 1.
-func TestDoctorFindsAStreamShortOfItsReplicas(t *testing.T) {
+// TestDoctorOnAClusterChecksEveryServersFsyncAndTheReplicas: an engine
+// on a three-server cluster, every server fsyncing before it
+// acknowledges: doctor, given each server's monitoring URL, finds the
+// fsync policy and the three replicas of the streams good. One server
+// restarted with sync_interval: 2m fails the fsync finding, naming that
+// server alone, with its fix, and doctor exits 1. With that server down
+// the event stream has two of its three replicas current, which fails too.
+func TestDoctorOnAClusterChecksEveryServersFsyncAndTheReplicas(t *testing.T) {
 	t.Parallel()
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
 	p := testkit.ClusterProject(t, c, filepath.Join(t.TempDir(), "log.key"))
 	testkit.StartEngines(t, []*testkit.Project{p})
-	rep, r := doctorReport(t, p)
+	var monitors []string
+	for _, n := range c.Nodes {
+		monitors = append(monitors, n.MonitorURL())
+	}
+	every := "--nats-monitor=" + strings.Join(monitors, ",")
+	rep, r := doctorReport(t, p, every)
 	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, doctor.OK, finding(t, rep, "fsync").Level, "%+v", finding(t, rep, "fsync"))
+	assert.Contains(t, finding(t, rep, "fsync").Detail, "n1, n2, n3")
 	assert.Equal(t, doctor.OK, finding(t, rep, "replicas").Level, "%+v", finding(t, rep, "replicas"))
 	assert.Contains(t, finding(t, rep, "replicas").Detail, "on 3 server(s)")
+
+	c.Reconfigure(2, func(conf string) string {
+		return strings.Replace(conf, "sync_interval: always", `sync_interval: "2m"`, 1)
+	})
+	rep, r = doctorReport(t, p, every)
+	f := assertFails(t, rep, r, "fsync", "server n3 ("+monitors[2]+") fsyncs every 2m0s, not before it acknowledges")
+	assert.NotContains(t, f.Detail, "server n1")
+	assert.Contains(t, f.Fix, "sync_interval: always in the jetstream block of every server")
 
 	c.Kill(2)
 	deadline := time.Now().Add(2 * time.Minute)
@@ -254,7 +272,7 @@ func TestDoctorFindsAStreamShortOfItsReplicas(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	f := assertFails(t, rep, r, "replicas", "2 of its 3 replicas current")
+	f = assertFails(t, rep, r, "replicas", "2 of its 3 replicas current")
 	assert.Contains(t, f.Fix, "bring the cluster's servers back")
 }
 

@@ -41,12 +41,17 @@ type Node struct {
 	Name string
 	// Port is the client port, fixed for the node's life.
 	Port int
-	conf string
-	srv  *server.Server
+	// MonitorPort is the port of its http monitoring endpoint.
+	MonitorPort int
+	conf        string
+	srv         *server.Server
 }
 
 // URL is the node's client URL.
 func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.Port) }
+
+// MonitorURL is the URL of the node's monitoring endpoint (/varz, /jsz).
+func (n *Node) MonitorURL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.MonitorPort) }
 
 // Running reports whether the node's server is up.
 func (n *Node) Running() bool { return n.srv != nil && n.srv.Running() }
@@ -84,7 +89,7 @@ func startCluster(t testing.TB, credsDir string, maxPayload int32) *Cluster {
 	if err != nil {
 		t.Fatalf("cluster creds: %v", err)
 	}
-	ports := freePorts(t, 2*ClusterSize)
+	ports := freePorts(t, 3*ClusterSize)
 	c := &Cluster{t: t, Creds: creds}
 	dir := t.TempDir()
 	var routes []string
@@ -93,10 +98,11 @@ func startCluster(t testing.TB, credsDir string, maxPayload int32) *Cluster {
 	}
 	auth := events.AccountsBlock(creds)
 	for i := range ClusterSize {
-		n := &Node{Name: fmt.Sprintf("n%d", i+1), Port: ports[i]}
+		n := &Node{Name: fmt.Sprintf("n%d", i+1), Port: ports[i], MonitorPort: ports[2*ClusterSize+i]}
 		n.conf = filepath.Join(dir, n.Name+".conf")
 		text := fmt.Sprintf(`server_name: %s
 listen: "127.0.0.1:%d"
+http: "127.0.0.1:%d"
 max_payload: %d
 jetstream {
   store_dir: %q
@@ -108,7 +114,7 @@ cluster {
   listen: "127.0.0.1:%d"
   routes: [%s]
 }
-%s`, n.Name, n.Port, maxPayload, filepath.Join(dir, n.Name), ports[ClusterSize+i], strings.Join(routes, ", "), auth)
+%s`, n.Name, n.Port, n.MonitorPort, maxPayload, filepath.Join(dir, n.Name), ports[ClusterSize+i], strings.Join(routes, ", "), auth)
 		if err := os.WriteFile(n.conf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -215,6 +221,23 @@ func (c *Cluster) ClientNodes(name string) []int {
 // Restart starts node i again on its ports and store.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
+	c.start(i)
+}
+
+// Reconfigure stops node i, rewrites its configuration file with edit
+// and starts it again on its ports and store: a server restarted with
+// another configuration, as an operator does one at a time.
+func (c *Cluster) Reconfigure(i int, edit func(conf string) string) {
+	c.t.Helper()
+	n := c.Nodes[i]
+	data, err := os.ReadFile(n.conf)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.Kill(i)
+	if err := os.WriteFile(n.conf, []byte(edit(string(data))), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
 	c.start(i)
 }
 
