@@ -244,16 +244,15 @@ func TestASpanExportedBeforeACrashIsExportedAgainMarked(t *testing.T) {
 	rcv := testkit.StartOTLPReceiver(t)
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
-	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL(), "ORBIT_FAILPOINT=tracing-after-export")
-	engine := serve(t, p)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+	died := serveToFailpoint(t, p, "tracing-after-export")
 	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	r := p.Orbit("job", "run", "two_steps", "--detach", "--traceparent", caller)
 	require.Equal(t, 0, r.Code, r.String())
 	runID := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the engine to die at the failpoint", func() bool { return !testkit.Runs(engine.Process.Pid) })
+	died()
 	require.NotEmpty(t, rcv.Spans(), "the engine died before its first export")
 
-	p.Env = p.Env[:len(p.Env)-1]
 	serve(t, p)
 	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	spans := spansOf(t, rcv, "0af7651916cd43dd8448eb211c80319c", tracing.RunSpanID(runID).String())
