@@ -390,3 +390,88 @@ spec:
 	assert.Contains(t, r.Stdout, "Retries:   0 of 2 for the tick of "+st.State.LastFire.UTC().Format(time.RFC3339))
 	assert.Contains(t, r.Stdout, "Next retry: "+st.State.RetryAt.UTC().Format(time.RFC3339))
 }
+
+// TestRoutineRunNowPauseAndResume: run-now fires a routine once outside
+// its schedule (a run of its own, marked run-now, which is not the
+// routine's last fire); a paused routine fires no tick; resumed, the ticks
+// it was paused across are missed ticks: catch_up_once fires one run
+// standing for them, skip fires none and records them once.
+func TestRoutineRunNowPauseAndResume(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+	p.WriteFile(".orbit/routines/catch.yaml", routineYAML("catch", "tock", routine.CatchUpOnce, routine.Allow))
+	p.WriteFile(".orbit/routines/skip.yaml", routineYAML("skip", "tock", routine.Skip, routine.Allow))
+	serve(t, p)
+	show := func(name string) routine.Status {
+		t.Helper()
+		r := p.Orbit("routine", "show", name, "--json")
+		require.Equal(t, 0, r.Code, r.String())
+		var st routine.Status
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st))
+		return st
+	}
+	waitFor(t, "both routines to fire", func() bool { return show("catch").State.Fired > 0 && show("skip").State.Fired > 0 })
+
+	r := p.Orbit("routine", "run-now", "catch")
+	require.Equal(t, 0, r.Code, r.String())
+	manual := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the run-now run to finish", func() bool { return events.Terminal(runView(t, p, manual).State) })
+	v := runView(t, p, manual)
+	assert.Equal(t, events.StateSuccess, v.State)
+	require.NotNil(t, v.Routine)
+	assert.True(t, v.Routine.Manual)
+	assert.NotEqual(t, routine.TickRunID("catch", v.Routine.Tick), manual, "a run of its own, not a tick's")
+	assert.Equal(t, "routine:catch", v.Requester)
+	assert.Contains(t, p.Orbit("run", "show", manual).Stdout, "catch, run-now at ")
+	assert.NotEqual(t, manual, show("catch").State.LastRun, "run-now does not move the schedule")
+
+	for _, name := range []string{"catch", "skip"} {
+		r = p.Orbit("routine", "pause", name)
+		require.Equal(t, 0, r.Code, r.String())
+	}
+	paused := time.Now()
+	skippedBefore := show("skip").State.Skipped
+	r = p.Orbit("routine", "pause", "catch")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "routine catch was already paused")
+	assert.Contains(t, p.Orbit("routine", "show", "catch").Stdout, "State:     paused")
+	assert.Contains(t, p.Orbit("routine", "list").Stdout, "paused")
+	time.Sleep(7 * time.Second) // three ticks or more
+	for _, name := range []string{"catch", "skip"} {
+		r = p.Orbit("routine", "resume", name)
+		require.Equal(t, 0, r.Code, r.String())
+	}
+	resumed := time.Now()
+	waitFor(t, "a tick after the resume to fire", func() bool {
+		for _, run := range routineHistory(t, p) {
+			if run.Routine.Name == "skip" && run.Routine.Tick.After(resumed) {
+				return true
+			}
+		}
+		return false
+	})
+
+	var catchUps []events.RoutineTick
+	for _, run := range routineHistory(t, p) {
+		tick := *run.Routine
+		if tick.Manual || !tick.Tick.After(paused) {
+			continue
+		}
+		if tick.Tick.Before(resumed) {
+			assert.Equal(t, "catch", tick.Name, "skip fired no tick it was paused across: %+v", tick)
+		}
+		if tick.Missed > 0 {
+			assert.Equal(t, "catch", tick.Name, "%+v", tick)
+			catchUps = append(catchUps, tick)
+		}
+	}
+	require.Len(t, catchUps, 1, "one catch-up run for the ticks catch was paused across")
+	assert.GreaterOrEqual(t, catchUps[0].Missed, 2)
+	assert.True(t, catchUps[0].Tick.After(paused.Add(6*time.Second)), "the catch-up run stands for the last tick missed: %s", catchUps[0].Tick)
+	assert.Equal(t, skippedBefore+1, show("skip").State.Skipped, "skip records the missed ticks once")
+
+	r = p.Orbit("routine", "resume", "nosuch")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "no routine")
+}
