@@ -191,6 +191,7 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 		ps = append(ps, p)
 	}
 	es := testkit.StartEngines(t, ps)
+	up := time.Now()
 	time.Sleep(sched.run)
 	for _, e := range es {
 		e.Kill()
@@ -206,17 +207,31 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 	runs := routineRuns(t, evs)
 	skipped := skips(t, evs)
 
+	// Every tick while both engines ran (a few seconds' grace at either
+	// end, for the engines' start and kill) fired one run.
+	grace := min(sched.period, 5*time.Second)
+	var want []time.Time
+	for tick := up.Add(grace).Truncate(sched.period).UTC(); !tick.After(killed.Add(-grace)); tick = tick.Add(sched.period) {
+		if !tick.Before(up.Add(grace)) {
+			want = append(want, tick)
+		}
+	}
+	require.GreaterOrEqual(t, len(want), int(sched.run/sched.period)-2)
 	for _, name := range []string{"catch", "skip"} {
-		var before []time.Time
+		var before, got []time.Time
 		for _, f := range runs[name] {
 			if f.tick.Tick.Before(killed) {
 				before = append(before, f.tick.Tick)
 			}
+			if !f.tick.Tick.Before(want[0]) && !f.tick.Tick.After(want[len(want)-1]) {
+				got = append(got, f.tick.Tick)
+			}
 		}
-		require.GreaterOrEqual(t, len(before), int(sched.run/sched.period)-3, "%s fired while the engines ran: %v", name, runs[name])
+		assert.Equal(t, want, got, "%s: one run per tick while the engines ran", name)
 		for i := 1; i < len(before); i++ {
 			assert.Equal(t, sched.period, before[i].Sub(before[i-1]), "%s: one run per tick, none left out: %v", name, before)
 		}
+		t.Logf("%s: %d runs while the engines ran, ticks %s to %s, one each", name, len(before), before[0].Format(time.TimeOnly), before[len(before)-1].Format(time.TimeOnly))
 	}
 
 	var catchUps []fired
@@ -227,6 +242,8 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 	}
 	require.Len(t, catchUps, 1, "one catch-up run: %v", runs["catch"])
 	assert.GreaterOrEqual(t, catchUps[0].tick.Missed, 2, "three ticks or more passed with no engine")
+	t.Logf("engines killed at %s, one back at %s: catch fired one catch-up run for tick %s (%d missed before it)",
+		killed.Format(time.TimeOnly), restarted.Format(time.TimeOnly), catchUps[0].tick.Tick.Format(time.TimeOnly), catchUps[0].tick.Missed)
 	assert.True(t, catchUps[0].tick.Tick.After(killed) && catchUps[0].tick.Tick.Before(restarted.Add(sched.period)))
 
 	for _, f := range runs["skip"] {
@@ -241,6 +258,7 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 	}
 	require.Len(t, missed, 1, "the missed ticks are recorded once: %v", skipped["skip"])
 	assert.GreaterOrEqual(t, missed[0].Ticks, 3)
+	t.Logf("skip fired no missed tick and recorded %d missed ticks once (tick %s)", missed[0].Ticks, missed[0].Tick.Format(time.TimeOnly))
 
 	require.NotEmpty(t, skipped["forbid"], "a run of two periods and a half skips ticks")
 	forbidRuns := map[string]bool{}
@@ -267,6 +285,7 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 			}
 		}
 	}
+	t.Logf("forbid (runs of %s, every %s): %d runs, %d ticks skipped, never two live", sched.period*5/2, sched.period, len(runs["forbid"]), len(skipped["forbid"]))
 }
 
 // TestARoutineTickDecidedByAKilledEngineFires: an engine killed with
