@@ -325,6 +325,62 @@ func TestARoutineTickDecidedByAKilledEngineFires(t *testing.T) {
 	assert.Contains(t, r.Stdout, "job:tock")
 }
 
+// TestARoutineTickDecidedByAKilledEngineOfTheClusterFires: two engines of
+// the three-node harness schedule a routine every two seconds; one of them
+// dies by SIGKILL just after it decided a tick (failpoint
+// routine-after-decision). The other fires that tick's run, once, and the
+// log holds one run for every tick, none left out across the kill.
+func TestARoutineTickDecidedByAKilledEngineOfTheClusterFires(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	var ps []*testkit.Project
+	for range 2 {
+		p := testkit.ClusterProject(t, c, key)
+		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+		p.WriteFile(".orbit/routines/tock.yaml", routineYAML("tock", "tock", routine.Skip, routine.Allow))
+		ps = append(ps, p)
+	}
+	survivor := testkit.StartEngine(t, ps[1])
+	ps[0].Env = append(ps[0].Env, "ORBIT_FAILPOINT=routine-after-decision")
+	doomed := ps[0].Command("serve")
+	require.NoError(t, doomed.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- doomed.Wait() }()
+	t.Cleanup(func() { _ = doomed.Process.Kill() })
+	select {
+	case err := <-exited:
+		require.Error(t, err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("the engine with the failpoint decided no tick in 90 s")
+	}
+	assert.Equal(t, syscall.SIGKILL, doomed.ProcessState.Sys().(syscall.WaitStatus).Signal(), "the engine died at the failpoint")
+	died := time.Now()
+	time.Sleep(6 * time.Second)
+	survivor.Stop()
+
+	evs := logEvents(t, c, events.RunRequested)
+	runs := routineRuns(t, evs)["tock"]
+	require.NotEmpty(t, runs)
+	late := 0
+	for i, f := range runs {
+		if i > 0 {
+			assert.Equal(t, 2*time.Second, f.tick.Tick.Sub(runs[i-1].tick.Tick), "one run per tick, none left out: %v", runs)
+		}
+		assert.Zero(t, f.tick.Missed)
+	}
+	for _, ev := range evs {
+		var d events.RunRequestedData
+		require.NoError(t, ev.Decode(&d))
+		if d.Routine != nil && d.Routine.Tick.Before(died) && ev.Time.After(died) {
+			late++
+		}
+	}
+	assert.Equal(t, 1, late, "the tick the killed engine decided is fired by the other, once")
+	assert.True(t, runs[len(runs)-1].tick.Tick.After(died.Add(2*time.Second)), "the other engine went on firing")
+	t.Logf("%d ticks, one run each; the killed engine's tick fired by the other", len(runs))
+}
+
 // runSummary is what routineHistory reads of a run.
 type runSummary struct {
 	ID          string              `json:"id"`
