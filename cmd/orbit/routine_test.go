@@ -550,3 +550,25 @@ func TestRoutineRunNowPauseAndResume(t *testing.T) {
 	assert.Equal(t, 2, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "no routine")
 }
+
+// TestRoutineListNamesATargetThatCannotRun: a routine whose job is not in
+// the catalog loads (its ticks are recorded refused until the job exists),
+// and routine list names it with its file, line and path; run-now of it is
+// refused.
+func TestRoutineListNamesATargetThatCannotRun(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+	p.WriteFile(".orbit/routines/orphan.yaml", routineEvery("@yearly", "orphan", "nosuchjob", routine.Skip, routine.Allow))
+	p.WriteFile(".orbit/routines/fine.yaml", routineEvery("@yearly", "fine", "tock", routine.Skip, routine.Allow))
+	serve(t, p)
+	r := p.Orbit("routine", "list")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "orphan")
+	assert.Contains(t, r.Stderr, filepath.Join(".orbit", "routines", "orphan.yaml")+`:6: spec.target: no job "nosuchjob"`)
+	assert.Contains(t, r.Stderr, "recorded skipped (refused) until it can run")
+	assert.NotContains(t, r.Stderr, "fine.yaml")
+	r = p.Orbit("routine", "run-now", "orphan")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, `no job "nosuchjob"`)
+}
