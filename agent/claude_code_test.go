@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -217,4 +218,51 @@ func FuzzClaudeStream(f *testing.F) {
 		grant, _ := assets.ClaudeCodeGrant([]string{"fs.read", "fs.write", "shell.exec"}, []string{"git"})
 		return newClaudeStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue}, grant, func(*DeniedError) {})
 	})
+}
+
+// TestClaudeCodeDecision: what Claude Code's PreToolUse hook refuses
+// before the tool runs: a tool outside the allowlist, a write the
+// profile refuses (outside its write globs, under .git/ or .orbit/,
+// outside the workspace, with no path), and any call once a terminal verb
+// has closed the session; the answer --json-schema asks for passes.
+func TestClaudeCodeDecision(t *testing.T) {
+	ws := t.TempDir()
+	writes, err := assets.ClaudeCodeGrant([]string{"fs.read", "fs.write", "fs.edit"}, nil)
+	require.NoError(t, err)
+	reads, err := assets.ClaudeCodeGrant([]string{"fs.read"}, nil)
+	require.NoError(t, err)
+	docs := FSProfile{Name: "docs_writer", Read: []string{"**"}, Write: []string{"docs/**"}}
+	stop := make(chan struct{})
+	close(stop)
+	write := func(path string) string { return `{"file_path":"` + path + `","content":"x"}` }
+	for name, tc := range map[string]struct {
+		cfg    *CLIConfig
+		grant  assets.ClaudeCodeGrantData
+		tool   string
+		input  string
+		reason string
+	}{
+		"a read":                          {&CLIConfig{}, reads, "Read", `{"file_path":"a.txt"}`, ""},
+		"a write the profile allows":      {&CLIConfig{Profile: &docs}, writes, "Write", write("docs/a.md"), ""},
+		"an edit outside its write globs": {&CLIConfig{Profile: &docs}, writes, "Edit", write(filepath.Join(ws, "src/a.go")), `not in fsProfile "docs_writer" write globs [docs/**]`},
+		"a write under .git":              {&CLIConfig{}, writes, "Write", write(".git/config"), ".git/ is never writable"},
+		"a write under .orbit":            {&CLIConfig{}, writes, "Write", write(".orbit/config.yaml"), ".orbit/ is never writable"},
+		"a write outside the workspace":   {&CLIConfig{}, writes, "Write", write("/etc/passwd"), "outside the workspace"},
+		"a write with no path":            {&CLIConfig{}, writes, "Write", `{"content":"x"}`, "no file_path in the call"},
+		"a tool outside the allowlist":    {&CLIConfig{}, reads, "Write", write("a.txt"), "not in the allowlist: Orbit granted Claude Code no Write"},
+		"a tool Orbit has no name for":    {&CLIConfig{}, writes, "WebFetch", `{"url":"http://example.com"}`, "not in the allowlist: Orbit granted Claude Code no WebFetch"},
+		"the structured answer":           {&CLIConfig{ResponseSchema: `{"type":"object"}`}, reads, "StructuredOutput", `{}`, ""},
+		"StructuredOutput unasked":        {&CLIConfig{}, reads, "StructuredOutput", `{}`, "not in the allowlist: Orbit granted Claude Code no StructuredOutput"},
+		"anything after a terminal verb":  {&CLIConfig{Stop: stop}, reads, "Read", `{"file_path":"a.txt"}`, closedByVerb},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.cfg.Workspace = ws
+			got := claudeCodeDecision(tc.cfg, tc.grant)(hookRequest{ToolName: tc.tool, ToolInput: json.RawMessage(tc.input), ToolUseID: "c"})
+			if tc.reason == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Equal(t, tc.reason, got)
+		})
+	}
 }
