@@ -190,13 +190,13 @@ func TestClaudeCodeArgs(t *testing.T) {
 	cfg := &CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"--debug-to-stderr"}}, MaxTurns: 7,
 		Envelope: Envelope{Model: "claude-x", Instruction: "-- be careful", Prompt: "not an argument"}}
 	assert.Equal(t, []string{"--debug-to-stderr", "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages", "--no-session-persistence",
-		"--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
+		"--setting-sources=", "--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
 		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--model=claude-x", "--append-system-prompt=-- be careful", "--max-turns=7", "--strict-mcp-config"}, claudeCodeArgs(cfg, grant, "http://hook"))
 
 	none, err := assets.ClaudeCodeGrant(nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-p", "--output-format=stream-json", "--verbose", "--include-partial-messages", "--no-session-persistence",
-		"--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=",
+		"--setting-sources=", "--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=",
 		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--strict-mcp-config"},
 		claudeCodeArgs(&CLIConfig{}, none, "http://hook"), "no tools offered, nothing allowed, no MCP server")
 
@@ -206,6 +206,12 @@ func TestClaudeCodeArgs(t *testing.T) {
 	assert.Contains(t, args, "--fork-session")
 	assert.NotContains(t, args, "--no-session-persistence")
 	assert.NotContains(t, claudeCodeArgs(&CLIConfig{Persist: true}, none, "http://hook"), "--no-session-persistence")
+
+	// Executor args that name the settings files to load choose for
+	// themselves.
+	args = claudeCodeArgs(&CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"--setting-sources=user"}}}, none, "http://hook")
+	assert.Contains(t, args, "--setting-sources=user")
+	assert.NotContains(t, args, "--setting-sources=")
 }
 
 // FuzzClaudeStream: whatever Claude Code prints, the reader neither panics
