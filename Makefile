@@ -81,6 +81,7 @@ $(AGENTS)/node_modules/.installed: $(AGENTS)/package-lock.json $(AGENTS)/package
 # agents and Chromium (for the console's browser tests), which it installs
 # first.
 test: nats-cli agents chromium binsize
+	@scripts/quiet-build.sh "$(MAKE)"
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
 	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh
