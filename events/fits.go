@@ -8,6 +8,6 @@ import "context"
 // over the server's max_payload. Nothing is appended (the blobs of its
 // large values are stored, as Append would store them).
 func (l *Log) Fits(ctx context.Context, ev Event, payload any) error {
-	_, err := l.eventMsg(ctx, &ev, payload)
+	_, _, err := l.eventMsg(ctx, &ev, payload)
 	return err
 }

@@ -53,11 +53,12 @@ const headerRoom = 256
 
 // commitReq is one append waiting for the group commit.
 type commitReq struct {
-	msg   *nats.Msg // signed, with its Nats-Msg-Id
-	ev    *Event    // the event msg encodes, for refresh; nil for a command or a time the caller chose
-	typ   string
-	first bool // AppendFirst: sent on its own, ErrConflict when the subject holds an event
-	size  int
+	msg    *nats.Msg // signed, with its Nats-Msg-Id
+	ev     *Event    // the event msg encodes, for refresh; nil for a command or a time the caller chose
+	stored *Event    // the event as msg stores it (see Appended.Stored), if known
+	typ    string
+	first  bool // AppendFirst: sent on its own, ErrConflict when the subject holds an event
+	size   int
 
 	done chan struct{} // closed once res and err are set
 	res  Appended
@@ -65,6 +66,9 @@ type commitReq struct {
 }
 
 func (r *commitReq) finish(res Appended, err error) {
+	if err == nil {
+		res = kept(res, r.stored)
+	}
 	r.res, r.err = res, err
 	close(r.done)
 }
@@ -468,8 +472,8 @@ func appendError(r *commitReq, err error) error {
 
 // appendGrouped submits an encoded event to the group commit; stamped says
 // its time was set by the Log (see commitRequest).
-func (l *Log) appendGrouped(msg *nats.Msg, ev *Event, first, stamped bool) (*commitReq, error) {
-	r := l.commitRequest(msg, ev, first, stamped)
+func (l *Log) appendGrouped(msg *nats.Msg, ev *Event, first, stamped, asGiven bool) (*commitReq, error) {
+	r := l.commitRequest(msg, ev, first, stamped, asGiven)
 	if err := l.committer().submit(r); err != nil {
 		return nil, err
 	}
@@ -479,14 +483,18 @@ func (l *Log) appendGrouped(msg *nats.Msg, ev *Event, first, stamped bool) (*com
 // commitRequest makes msg, the encoded ev, a request for the group commit.
 // An event whose time the Log stamped (stamped) the committer may make
 // again with a later time (refresh); a time the caller chose is kept.
-func (l *Log) commitRequest(msg *nats.Msg, ev *Event, first, stamped bool) *commitReq {
+// asGiven says that msg stores ev as it is (see encodeEvent).
+func (l *Log) commitRequest(msg *nats.Msg, ev *Event, first, stamped, asGiven bool) *commitReq {
 	if first {
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	}
 	r := &commitReq{msg: msg, typ: ev.Type, first: first, size: len(msg.Data) + headerRoom, done: make(chan struct{})}
+	own := *ev
 	if stamped {
-		own := *ev
 		r.ev = &own
+	}
+	if asGiven {
+		r.stored = &own
 	}
 	return r
 }
@@ -502,10 +510,13 @@ func (g *groupCommit) refresh(r *commitReq, now time.Time) bool {
 		return true
 	}
 	r.ev.Time = now.UTC()
-	msg, err := g.l.encodeEvent(r.ev)
+	msg, asGiven, err := g.l.encodeEvent(r.ev)
 	if err != nil {
 		r.finish(Appended{}, err)
 		return false
+	}
+	if !asGiven {
+		r.stored = nil
 	}
 	if r.first {
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")

@@ -28,11 +28,11 @@ func requests(t *testing.T, l *Log, ids ...string) []*commitReq {
 	var reqs []*commitReq
 	for i, id := range ids {
 		ev := Event{ID: id, Type: StepStarted, RunID: "R", StepKey: "s"}
-		msg, err := l.eventMsg(context.Background(), &ev, StepStartedData{Attempt: i + 1})
+		msg, _, err := l.eventMsg(context.Background(), &ev, StepStartedData{Attempt: i + 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, l.commitRequest(msg, &ev, false, true))
+		reqs = append(reqs, l.commitRequest(msg, &ev, false, true, false))
 	}
 	return reqs
 }

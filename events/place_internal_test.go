@@ -116,11 +116,11 @@ func TestGroupCommitMakesAStaleEventAgain(t *testing.T) {
 	var reqs []*commitReq
 	for _, stamped := range []bool{true, false} {
 		ev := Event{Type: StepStarted, RunID: "R", StepKey: "s", Time: long}
-		msg, err := l.eventMsg(ctx, &ev, StepStartedData{Attempt: 1})
+		msg, _, err := l.eventMsg(ctx, &ev, StepStartedData{Attempt: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, l.commitRequest(msg, &ev, false, stamped))
+		reqs = append(reqs, l.commitRequest(msg, &ev, false, stamped, false))
 	}
 	l.committer().commit(reqs)
 	for i, r := range reqs {

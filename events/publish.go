@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,23 @@ import (
 type Appended struct {
 	Seq       uint64 // the stream sequence the event is stored at
 	Duplicate bool   // the id was already in the log: nothing new was stored
+	// Stored is the event as a reader of the log reads it back (Seq set),
+	// when the append knows it without reading: nil for a duplicate, for a
+	// command, and for an event the log did not store as it was given (a
+	// secret redacted from it, data over the inline budget, whose large
+	// values may have gone to blobs).
+	Stored *Event
+}
+
+// kept is res with Stored set to ev at res's sequence, when ev is known
+// (see Appended.Stored) and res stored something new.
+func kept(res Appended, ev *Event) Appended {
+	if ev != nil && !res.Duplicate {
+		stored := *ev
+		stored.Seq = res.Seq
+		res.Stored = &stored
+	}
+	return res
 }
 
 // Append publishes ev with payload as its data and waits until JetStream has
@@ -37,12 +55,12 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 		return Appended{}, err
 	}
 	stamped := ev.Time.IsZero()
-	msg, err := l.eventMsg(ctx, &ev, payload)
+	msg, asGiven, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return Appended{}, err
 	}
 	if l.grouped() {
-		r, err := l.appendGrouped(msg, &ev, false, stamped)
+		r, err := l.appendGrouped(msg, &ev, false, stamped, asGiven)
 		if err != nil {
 			return Appended{}, err
 		}
@@ -52,7 +70,16 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 	if err != nil {
 		return Appended{}, publishError(ev.Type, err)
 	}
-	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	return kept(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, asGivenEvent(&ev, asGiven)), nil
+}
+
+// asGivenEvent is ev when the log stores it as it was given (see
+// Appended.Stored), else nil.
+func asGivenEvent(ev *Event, asGiven bool) *Event {
+	if !asGiven {
+		return nil
+	}
+	return ev
 }
 
 // AppendFirst is Append for an event that must be the first on its subject
@@ -64,12 +91,12 @@ func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended,
 		return Appended{}, err
 	}
 	stamped := ev.Time.IsZero()
-	msg, err := l.eventMsg(ctx, &ev, payload)
+	msg, asGiven, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return Appended{}, err
 	}
 	if l.grouped() {
-		r, err := l.appendGrouped(msg, &ev, true, stamped)
+		r, err := l.appendGrouped(msg, &ev, true, stamped, asGiven)
 		if err != nil {
 			return Appended{}, err
 		}
@@ -83,13 +110,14 @@ func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended,
 		}
 		return Appended{}, publishError(ev.Type, err)
 	}
-	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	return kept(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, asGivenEvent(&ev, asGiven)), nil
 }
 
 // PendingAppend is an append that has been sent and not yet confirmed.
 type PendingAppend struct {
 	typ string
 	fut jetstream.PubAckFuture // relaxed mode
+	ev  *Event                 // relaxed mode: the event as stored, if known (see Appended.Stored)
 	req *commitReq             // strict mode: in the group commit
 
 	mu   sync.Mutex
@@ -108,12 +136,12 @@ func (l *Log) AppendAsync(ctx context.Context, ev Event, payload any) (*PendingA
 		return nil, err
 	}
 	stamped := ev.Time.IsZero()
-	msg, err := l.eventMsg(ctx, &ev, payload)
+	msg, asGiven, err := l.eventMsg(ctx, &ev, payload)
 	if err != nil {
 		return nil, err
 	}
 	if l.grouped() {
-		r, err := l.appendGrouped(msg, &ev, false, stamped)
+		r, err := l.appendGrouped(msg, &ev, false, stamped, asGiven)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +151,7 @@ func (l *Log) AppendAsync(ctx context.Context, ev Event, payload any) (*PendingA
 	if err != nil {
 		return nil, publishError(ev.Type, err)
 	}
-	return &PendingAppend{typ: ev.Type, fut: fut}, nil
+	return &PendingAppend{typ: ev.Type, fut: fut, ev: asGivenEvent(&ev, asGiven)}, nil
 }
 
 // Wait blocks until the append is confirmed or has failed. Once it has
@@ -146,7 +174,7 @@ func (p *PendingAppend) Wait(ctx context.Context) (Appended, error) {
 	case <-stored:
 		p.res, p.err = p.req.res, p.req.err
 	case ack := <-okc:
-		p.res = Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}
+		p.res = kept(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, p.ev)
 	case err := <-errc:
 		p.err = publishError(p.typ, err)
 	case <-ctx.Done():
@@ -161,10 +189,12 @@ func (p *PendingAppend) Wait(ctx context.Context) (Appended, error) {
 // keeps its direct path (the server fsyncs on its own schedule).
 func (l *Log) grouped() bool { return l.cfg.Durability == DurabilityStrict }
 
-// eventMsg validates and encodes ev into the message Append publishes.
-func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, error) {
+// eventMsg validates and encodes ev into the message Append publishes. It
+// reports whether the message stores ev as it is (see encodeEvent), its
+// data within the inline budget (so no value of it went to a blob).
+func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, bool, error) {
 	if err := checkPayload(ev.Type, payload); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if ev.ID == "" {
 		ev.ID = NewID()
@@ -173,32 +203,39 @@ func (l *Log) eventMsg(ctx context.Context, ev *Event, payload any) (*nats.Msg, 
 		ev.Time = time.Now().UTC()
 	}
 	ev.Seq = 0
+	whole := true
 	if payload != nil {
 		data, err := json.Marshal(payload)
 		if err != nil {
-			return nil, fmt.Errorf("events: encoding %s payload: %w", ev.Type, err)
+			return nil, false, fmt.Errorf("events: encoding %s payload: %w", ev.Type, err)
 		}
+		whole = len(data) <= inlineBudget
 		if ev.Data, err = l.shrink(ctx, data); err != nil {
-			return nil, fmt.Errorf("events: storing the large values of %s: %w", ev.Type, err)
+			return nil, false, fmt.Errorf("events: storing the large values of %s: %w", ev.Type, err)
 		}
 	}
-	return l.encodeEvent(ev)
+	msg, asGiven, err := l.encodeEvent(ev)
+	return msg, asGiven && whole, err
 }
 
 // encodeEvent encodes ev, its data ready, into the message that stores it:
 // redacted, with its Nats-Msg-Id, and signed. The group commit calls it
 // again for an event that waited too long to be sent (see
-// groupCommit.refresh).
-func (l *Log) encodeEvent(ev *Event) (*nats.Msg, error) {
+// groupCommit.refresh). It reports whether what it stores is ev as it is,
+// which a reader of the log then decodes: nothing was redacted from it and
+// no failpoint changed its time.
+func (l *Log) encodeEvent(ev *Event) (*nats.Msg, bool, error) {
 	subject, err := ev.Subject()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	body, err := json.Marshal(l.stalled(ev))
+	encoded := l.stalled(ev)
+	body, err := json.Marshal(encoded)
 	if err != nil {
-		return nil, fmt.Errorf("events: encoding %s envelope: %w", ev.Type, err)
+		return nil, false, fmt.Errorf("events: encoding %s envelope: %w", ev.Type, err)
 	}
 	msg := &nats.Msg{Subject: subject, Data: l.cfg.Redactor.JSON(body), Header: nats.Header{}}
+	asGiven := encoded == ev && bytes.Equal(msg.Data, body)
 	msg.Header.Set(jetstream.MsgIDHeader, l.publishID(ev.ID))
 	if l.key != nil {
 		l.key.sign(msg, "")
@@ -207,9 +244,9 @@ func (l *Log) encodeEvent(ev *Event) (*nats.Msg, error) {
 	// expectation): counted here, an event the check lets through is never
 	// refused by the server for its size, which no retry would mend.
 	if n, limit := msgSize(msg)+headerRoom, l.nc.MaxPayload(); int64(n) > limit {
-		return nil, fmt.Errorf("%w: %s of %d bytes is over the server's max_payload of %d bytes", ErrTooLarge, ev.Type, n, limit)
+		return nil, false, fmt.Errorf("%w: %s of %d bytes is over the server's max_payload of %d bytes", ErrTooLarge, ev.Type, n, limit)
 	}
-	return msg, nil
+	return msg, asGiven, nil
 }
 
 // stalledPoint is a failpoint (ORBIT_FAILPOINT=append-stalled-<type>,

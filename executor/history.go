@@ -27,6 +27,9 @@ type runHistory struct {
 	wake   chan struct{} // a push or a fail since drain last looked
 	stop   chan struct{} // closed by close
 
+	// rec orders the records of the feed's events (add) and of the
+	// engine's own (keep), so that onEvent sees each event once.
+	rec     sync.Mutex
 	mu      sync.Mutex
 	byID    map[string]events.Event
 	lastSeq uint64
@@ -119,17 +122,43 @@ func (h *runHistory) follow() {
 	h.end(h.feed.Err())
 }
 
-// add records ev.
-func (h *runHistory) add(ev events.Event) {
+// add records ev, read from the log: the history holds the run's events
+// up to its sequence.
+func (h *runHistory) add(ev events.Event) { h.record(ev, true) }
+
+// keep records ev, an event of the run that this engine appended, as the
+// log acknowledged storing it (events.Appended.Stored): a decision that
+// waits for it need not wait for the feed to hand it back. The feed's
+// copy, when it comes, only moves the history's place in the log; onEvent
+// and the spend see the event once.
+func (h *runHistory) keep(ev events.Event) {
+	if ev.RunID != h.runID || slices.Contains(unread, ev.Type) {
+		return
+	}
+	h.record(ev, false)
+}
+
+// record records ev; fed says that it was read from the log, in order.
+func (h *runHistory) record(ev events.Event, fed bool) {
+	h.rec.Lock()
+	defer h.rec.Unlock()
+	h.mu.Lock()
+	held, ok := h.byID[ev.ID]
+	h.mu.Unlock()
+	kept := ok && held.Seq == ev.Seq // a copy of an event keep recorded
 	// onEvent runs first, so that whoever waits for the history to reach
 	// an event also sees what onEvent made of it.
-	if h.onEvent != nil {
+	if !kept && h.onEvent != nil {
 		h.onEvent(ev)
 	}
 	h.mu.Lock()
-	h.byID[ev.ID] = ev
-	h.lastSeq = ev.Seq
-	h.spend.Add(ev)
+	if !kept {
+		h.byID[ev.ID] = ev
+		h.spend.Add(ev)
+	}
+	if fed {
+		h.lastSeq = ev.Seq
+	}
 	close(h.changed)
 	h.changed = make(chan struct{})
 	h.mu.Unlock()

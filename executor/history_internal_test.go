@@ -183,3 +183,71 @@ func TestAFedHistoryFailsWithItsFeed(t *testing.T) {
 	_, err = openFedHistory(ctx, f, log, "R4", 0, nil)
 	require.ErrorIs(t, err, events.ErrUnavailable, "an ended feed registers no history")
 }
+
+// TestAHistoryKeepsTheEnginesOwnAppends: an event the engine appended is
+// in its run's history once the log has acknowledged it, before any feed
+// hands it back (here, none does: the history is taken off the shared
+// feed). The copy the feed hands later moves the history's place in the
+// log and is seen once: onEvent is not called again.
+func TestAHistoryKeepsTheEnginesOwnAppends(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	ctx := testkit.Context(t)
+	f, err := startHistoryFeed(ctx, log)
+	require.NoError(t, err)
+	defer f.stop()
+	const run = "R5"
+	var seen []string
+	var mu sync.Mutex
+	h, err := openFedHistory(ctx, f, log, run, 0, func(ev events.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, ev.ID)
+	})
+	require.NoError(t, err)
+	defer h.close()
+	f.unregister(h)
+	host := &runHost{runID: run, hist: h}
+
+	id := interpreter.StepEventID(events.StepFinished, run, "s", 1)
+	pending, err := log.AppendAsync(ctx, events.Event{ID: id, Type: events.StepFinished, RunID: run, StepKey: "s"},
+		events.StepFinishedData{Attempt: 1, State: events.StateSuccess, Output: "hello"})
+	require.NoError(t, err)
+	res, err := keptAppend{pending, host}.Wait(ctx)
+	require.NoError(t, err)
+
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ev, err := h.Wait(wctx, id)
+	require.NoError(t, err, "the engine's own event is in the history without a feed")
+	assert.Equal(t, res.Seq, ev.Seq)
+	var d events.StepFinishedData
+	require.NoError(t, ev.Decode(&d))
+	assert.Equal(t, "hello", d.Output)
+	h.mu.Lock()
+	assert.Zero(t, h.lastSeq, "the history's place in the log is the feed's")
+	h.mu.Unlock()
+
+	// Another run's event and an execution record are not the run's
+	// history's to keep.
+	other, err := log.Append(ctx, events.Event{ID: "other", Type: events.StepFinished, RunID: "R6", StepKey: "s"},
+		events.StepFinishedData{Attempt: 1, State: events.StateSuccess})
+	require.NoError(t, err)
+	host.keep(other)
+	started, err := log.Append(ctx, events.Event{Type: events.ActivityStarted, RunID: run, StepKey: "s"},
+		events.ActivityStartedData{Attempt: 1, ActivityType: "shell"})
+	require.NoError(t, err)
+	host.keep(started)
+	_, ok := h.Get("other")
+	assert.False(t, ok)
+	_, ok = h.Get(started.Stored.ID)
+	assert.False(t, ok)
+
+	read, err := log.EventAt(ctx, res.Seq)
+	require.NoError(t, err)
+	h.push(read)
+	require.NoError(t, h.waitSeq(wctx, res.Seq))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{id}, seen, "onEvent sees the event once")
+}

@@ -737,12 +737,14 @@ func (o *Orchestrator) execute(ctx context.Context, rc *runCtl) error {
 		}
 	}()
 
-	x := interpreter.New(o.interpreterConfig(rc))
+	host := &runHost{o: o, runID: rc.id}
+	x := interpreter.New(o.interpreterConfig(rc, host))
 	hist, err := o.openRunHistory(leaseCtx, rc.id, rc.seq, x.Observe)
 	if err != nil {
 		return err
 	}
 	defer hist.close()
+	host.hist = hist
 	return x.Run(leaseCtx, hist)
 }
 

@@ -17,6 +17,9 @@ import (
 type runHost struct {
 	o     *Orchestrator
 	runID string
+	// hist is the run's history, set before the interpreter runs: the
+	// host keeps there the events it appends (see runHistory.keep).
+	hist *runHistory
 }
 
 var (
@@ -24,8 +27,9 @@ var (
 	_ interpreter.RunFeed = (*events.Feed)(nil)
 )
 
-// interpreterConfig is the configuration of the interpreter of rc.
-func (o *Orchestrator) interpreterConfig(rc *runCtl) interpreter.Config {
+// interpreterConfig is the configuration of the interpreter of rc, whose
+// host is host.
+func (o *Orchestrator) interpreterConfig(rc *runCtl, host *runHost) interpreter.Config {
 	return interpreter.Config{
 		RunID:       rc.id,
 		Job:         rc.job,
@@ -34,7 +38,7 @@ func (o *Orchestrator) interpreterConfig(rc *runCtl) interpreter.Config {
 		Backend:     rc.backend,
 		Traceparent: rc.traceparent,
 		Protocol:    rc.protocol,
-		Host:        &runHost{o: o, runID: rc.id},
+		Host:        host,
 		Engine:      o.cfg.Engine,
 		Workspace:   o.cfg.Root,
 		Env:         o.cfg.Env,
@@ -49,9 +53,13 @@ func (o *Orchestrator) interpreterConfig(rc *runCtl) interpreter.Config {
 	}
 }
 
-// Append appends a decision event and waits until it is stored.
+// Append appends a decision event and waits until it is stored; the run's
+// history keeps it.
 func (h *runHost) Append(ctx context.Context, ev events.Event, payload any) error {
-	_, err := h.o.cfg.Log.Append(ctx, ev, payload)
+	res, err := h.o.cfg.Log.Append(ctx, ev, payload)
+	if err == nil {
+		h.keep(res)
+	}
 	return err
 }
 
@@ -62,7 +70,30 @@ func (h *runHost) AppendAsync(ctx context.Context, ev events.Event, payload any)
 	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return keptAppend{p, h}, nil
+}
+
+// keep records in the run's history an event the log acknowledged, when
+// the log knows it as stored.
+func (h *runHost) keep(res events.Appended) {
+	if res.Stored != nil && h.hist != nil {
+		h.hist.keep(*res.Stored)
+	}
+}
+
+// keptAppend is an append sent by AppendAsync, which the run's history
+// keeps once it is stored.
+type keptAppend struct {
+	*events.PendingAppend
+	host *runHost
+}
+
+func (k keptAppend) Wait(ctx context.Context) (events.Appended, error) {
+	res, err := k.PendingAppend.Wait(ctx)
+	if err == nil {
+		k.host.keep(res)
+	}
+	return res, err
 }
 
 // Send queues a step command under its attempt's name, with an id derived

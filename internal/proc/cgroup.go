@@ -141,18 +141,42 @@ func canCloneInto(dir string) bool {
 type cgroup struct {
 	dir string
 	fd  int // open until the program is started into it
+
+	mu     sync.Mutex // held by empty
+	gone   bool       // given up (see release): not the program's any more
+	killed bool       // by cgroup.kill, after which the kernel kills what enters it
 }
 
-// newCgroup creates a cgroup for one program and sets attr to start the
-// program in it; nil when this process has none to give (see cgroups).
+// spares are the cgroups of programs that ended and left nothing in
+// them, kept for the next programs: making a cgroup and removing it (a
+// mkdir and an rmdir in the cgroup file system) cost a short program more
+// than the rest of its start (issue 29), and an empty cgroup is as good as
+// a new one (nothing reads a program's cgroup but its process list) —
+// unless it was killed through cgroup.kill: some kernels go on killing
+// every process that enters it, so it is removed. At most maxSpares are
+// kept; those a process leaves when it ends are removed by the next to
+// open the parent's directory (see removeStale).
+var spares struct {
+	sync.Mutex
+	dirs []string
+}
+
+const maxSpares = 16
+
+// newCgroup gives one program a cgroup, a spare or a new one, and sets
+// attr to start the program in it; nil when this process has none to give
+// (see cgroups).
 func newCgroup(attr *syscall.SysProcAttr) *cgroup {
-	root := cgroups()
-	if root == "" {
-		return nil
-	}
-	dir := filepath.Join(root, strconv.FormatUint(cgroupSeq.Add(1), 10))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil
+	dir := spareCgroup()
+	if dir == "" {
+		root := cgroups()
+		if root == "" {
+			return nil
+		}
+		dir = filepath.Join(root, strconv.FormatUint(cgroupSeq.Add(1), 10))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil
+		}
 	}
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -163,13 +187,45 @@ func newCgroup(attr *syscall.SysProcAttr) *cgroup {
 	return &cgroup{dir: dir, fd: fd}
 }
 
+func spareCgroup() string {
+	spares.Lock()
+	defer spares.Unlock()
+	n := len(spares.dirs)
+	if n == 0 {
+		return ""
+	}
+	dir := spares.dirs[n-1]
+	spares.dirs = spares.dirs[:n-1]
+	return dir
+}
+
 // started closes the descriptor the program was started with; the
-// cgroup is removed if it was not.
+// cgroup is given up if it was not.
 func (c *cgroup) started(ok bool) {
 	_ = syscall.Close(c.fd)
 	if !ok {
-		_ = os.Remove(c.dir)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.release()
 	}
+}
+
+// release gives the cgroup up, empty: kept as a spare, or removed when
+// there are enough. It reports whether it did (a removal fails while a
+// process is in the cgroup). Once given up the cgroup may be another
+// program's, so nothing of this one's acts on it again. c.mu is held.
+func (c *cgroup) release() bool {
+	spares.Lock()
+	kept := !c.killed && len(spares.dirs) < maxSpares
+	if kept {
+		spares.dirs = append(spares.dirs, c.dir)
+	}
+	spares.Unlock()
+	if !kept && os.Remove(c.dir) != nil {
+		return false
+	}
+	c.gone = true
+	return true
 }
 
 // cgroupPatience bounds how long empty waits for killed processes to be
@@ -179,18 +235,20 @@ func (c *cgroup) started(ok bool) {
 const cgroupPatience = 5 * time.Second
 
 // empty kills every process in the cgroup that carries the program's mark
-// (match) and removes the cgroup once none is left. A process that cleared
-// the mark left the program on purpose (see TagVar) and is spared; the
-// cgroup then stays until it is empty (see removeStale). It is a no-op
-// once the cgroup is removed.
+// (match) and, once none is left, gives the cgroup up (see release). A
+// process that cleared the mark left the program on purpose (see TagVar)
+// and is spared; the cgroup then stays until it is empty (see
+// removeStale). It is a no-op once the cgroup was given up.
 func (c *cgroup) empty(match func(value []byte) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	deadline := time.Now().Add(cgroupPatience)
-	for killed := false; ; killed = true {
+	for killed := false; !c.gone; killed = true {
 		procs, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
 		if err != nil {
-			return // removed already
+			return
 		}
-		if len(bytes.TrimSpace(procs)) == 0 && os.Remove(c.dir) == nil {
+		if len(bytes.TrimSpace(procs)) == 0 && c.release() {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -228,6 +286,7 @@ func (c *cgroup) kill(procs []byte, match func(value []byte) bool) bool {
 		return false
 	}
 	if !others && os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0) == nil {
+		c.killed = true
 		return true
 	}
 	for _, pid := range marked {

@@ -15,6 +15,10 @@ func StartMarkedOnly(ctx context.Context, cmd *exec.Cmd) (*Group, error) {
 // it has none).
 func Cgroups() string { return cgroups() }
 
+// MaxSpares is how many emptied cgroups a process keeps for its next
+// programs.
+const MaxSpares = maxSpares
+
 // CgroupDir is the program's cgroup ("" when it has none).
 func (g *Group) CgroupDir() string {
 	if g.cgroup == nil {

@@ -10,7 +10,9 @@ package proc
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -58,7 +60,13 @@ func StartWhen(ctx context.Context, cmd *exec.Cmd, ready func() error) (*Group, 
 
 func start(ctx context.Context, cmd *exec.Cmd, inCgroup bool, ready func() error) (*Group, error) {
 	tag := within(scopeOf(ctx), newTag())
-	cmd.Env = append(cmd.Environ(), TagVar+"="+tag)
+	// The mark comes last, so it wins over one the environment holds:
+	// Start keeps the last of each name (and adds PWD), in one pass that
+	// cmd.Environ here would make twice.
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(slices.Clip(cmd.Env), TagVar+"="+tag) // a copy: the caller's may be shared
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = outputDelay
 	}

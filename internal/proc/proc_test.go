@@ -129,8 +129,7 @@ func TestLeftoversThatLeaveTheGroupAreKilled(t *testing.T) {
 
 // TestACgroupHoldsWhatClearsItsMark: a daemon that leaves the group and
 // clears its environment carries no mark, but stays in its program's
-// cgroup, which is removed once it is killed. Programs that leave nothing
-// behind leave no cgroup either.
+// cgroup, which is emptied once it is killed.
 func TestACgroupHoldsWhatClearsItsMark(t *testing.T) {
 	t.Parallel()
 	if proc.Cgroups() == "" {
@@ -148,12 +147,57 @@ func TestACgroupHoldsWhatClearsItsMark(t *testing.T) {
 	pid := childPID(t, dir)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	assert.True(t, testkit.WaitDead(pid, 3*time.Second), "the daemon is killed with its program")
-	assert.NoDirExists(t, cgroup)
+	assert.Empty(t, cgroupProcs(t, cgroup), "the cgroup is removed or left empty for the next program")
+}
 
-	g, err = proc.Start(context.Background(), exec.Command("true"))
+// cgroupProcs is the process list of a cgroup, "" when it is empty or
+// gone.
+func cgroupProcs(t *testing.T, dir string) string {
+	t.Helper()
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if os.IsNotExist(err) {
+		return ""
+	}
 	require.NoError(t, err)
-	assert.Zero(t, g.Wait(context.Background(), 0, time.Second).ExitCode)
-	assert.NoDirExists(t, g.CgroupDir())
+	return strings.TrimSpace(string(procs))
+}
+
+// TestProgramsReuseTheCgroupsOfEndedOnes: a program that ended and left
+// nothing behind leaves its cgroup empty for the next, and a process keeps
+// no more than MaxSpares of them however many programs ran at once. (Not
+// parallel: the package's other tests hold cgroups of their own.)
+func TestProgramsReuseTheCgroupsOfEndedOnes(t *testing.T) {
+	if proc.Cgroups() == "" {
+		t.Skip("this machine gives the test no cgroup v2 to create cgroups in")
+	}
+	ctx := context.Background()
+	groups := make([]*proc.Group, 2*proc.MaxSpares)
+	for i := range groups {
+		g, err := proc.Start(ctx, exec.Command("sleep", "0.2"))
+		require.NoError(t, err)
+		groups[i] = g
+	}
+	used := map[string]bool{}
+	for _, g := range groups {
+		used[g.CgroupDir()] = true
+		require.Zero(t, g.Wait(ctx, 0, time.Second).ExitCode)
+	}
+	require.Len(t, used, len(groups), "programs running at once have cgroups of their own")
+	left, err := os.ReadDir(proc.Cgroups())
+	require.NoError(t, err)
+	kept := map[string]bool{}
+	for _, e := range left {
+		if dir := filepath.Join(proc.Cgroups(), e.Name()); e.IsDir() && used[dir] {
+			kept[dir] = true
+			assert.Empty(t, cgroupProcs(t, dir))
+		}
+	}
+	assert.Len(t, kept, proc.MaxSpares, "the spares kept, the rest removed")
+
+	g, err := proc.Start(ctx, exec.Command("true"))
+	require.NoError(t, err)
+	assert.True(t, kept[g.CgroupDir()], "the next program takes a spare: %s", g.CgroupDir())
+	assert.Zero(t, g.Wait(ctx, 0, time.Second).ExitCode)
 }
 
 // TestAProcessThatDropsItsMarkOutlivesItsProgram: a daemon that keeps its

@@ -133,7 +133,8 @@ func (o *orbit) run(ctx context.Context, req request) error {
 		if err != nil {
 			return err
 		}
-		return o.runJob(ctx, job, nil)
+		_, err = o.runJob(ctx, job, nil)
+		return err
 	case fanOut:
 		job, err := fanOutJob(req.Width, req.Fork)
 		if err != nil {
@@ -143,7 +144,11 @@ func (o *orbit) run(ctx context.Context, req request) error {
 		for i := range items {
 			items[i] = i
 		}
-		return o.runJob(ctx, job, map[string]any{"items": items})
+		out, err := o.runJob(ctx, job, map[string]any{"items": items})
+		if err != nil {
+			return err
+		}
+		return checkItems(out, req.N, req.Fork)
 	case runs:
 		// All N runs are admitted at once, as the peers start them: the
 		// default max_active_runs of 1 would queue them one behind the
@@ -155,7 +160,10 @@ func (o *orbit) run(ctx context.Context, req request) error {
 		errs := make(chan error, req.N)
 		var wg sync.WaitGroup
 		for range req.N {
-			wg.Go(func() { errs <- o.runJob(ctx, job, nil) })
+			wg.Go(func() {
+				_, err := o.runJob(ctx, job, nil)
+				errs <- err
+			})
 		}
 		wg.Wait()
 		close(errs)
@@ -173,30 +181,30 @@ func slicesOf(errs <-chan error) []error {
 }
 
 // runJob submits a run of job through the engine's API and waits for it
-// to finish, in success.
-func (o *orbit) runJob(ctx context.Context, job *assets.Job, input any) error {
+// to finish, in success; it returns the run's output.
+func (o *orbit) runJob(ctx context.Context, job *assets.Job, input any) (any, error) {
 	req, err := executor.NewRunRequest(job, input, "bench-peers")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	done := o.finished.expect(req.RunID)
 	if err := o.client.Request(ctx, engine.EndpointSubmit, req, &engine.Submitted{}); err != nil {
 		o.finished.forget(req.RunID)
-		return fmt.Errorf("submitting the run: %w", err)
+		return nil, fmt.Errorf("submitting the run: %w", err)
 	}
 	select {
 	case ev := <-done:
 		var data events.RunFinishedData
 		if err := ev.Decode(&data); err != nil {
-			return err
+			return nil, err
 		}
 		if data.State != events.StateSuccess {
-			return fmt.Errorf("run %s of %s ended %s: %v", req.RunID, job.Name, data.State, data.Error)
+			return nil, fmt.Errorf("run %s of %s ended %s: %v", req.RunID, job.Name, data.State, data.Error)
 		}
-		return nil
+		return data.Output, nil
 	case <-ctx.Done():
 		o.finished.forget(req.RunID)
-		return fmt.Errorf("run %s of %s: %w", req.RunID, job.Name, ctx.Err())
+		return nil, fmt.Errorf("run %s of %s: %w", req.RunID, job.Name, ctx.Err())
 	}
 }
 
@@ -267,6 +275,11 @@ func sequentialJob(n int, fork bool, maxActive int) (*assets.Job, error) {
 
 // fanOutJob is a fan_out over input.items, width at once, each item a
 // deterministic echo or a shell step running echo, then a fan_in of all.
+// An item's input is its item alone, as the peers' steps take their
+// index: a worker's default input is the run's input with the item set,
+// and an echo of that would return the whole list from every item (400
+// copies in the fan-in and again in run.finished, two thirds of the run's
+// bytes), where a peer's step returns a short string.
 func fanOutJob(width int, fork bool) (*assets.Job, error) {
 	worker := `{type: deterministic, action: echo, config: {item: "{{ item }}"}}`
 	if fork {
@@ -284,10 +297,32 @@ spec:
         max_workers: ` + strconv.Itoa(width) + `
         worker:
           id: w
+          default_input: "{{ item }}"
           spec: ` + worker + `
       fan_in: {join: {mode: all}}
 `
 	return assets.ParseJob(name+".yaml", []byte(yaml), nil)
+}
+
+// checkItems returns an error unless out, a W2 run's output, is what its
+// n items produce, in order, as the peers check theirs (side.CheckSequence):
+// item i's echo {item: i}, or with fork what `echo i` printed.
+func checkItems(out any, n int, fork bool) error {
+	items, ok := out.([]any)
+	if !ok || len(items) != n {
+		return fmt.Errorf("the fan-out's output is %.200v, want %d items", out, n)
+	}
+	for i, item := range items {
+		m, _ := item.(map[string]any)
+		got, want := fmt.Sprint(m["item"]), strconv.Itoa(i)
+		if fork {
+			got, want = fmt.Sprint(m["stdout"]), want+"\n"
+		}
+		if got != want || !fork && len(m) != 1 {
+			return fmt.Errorf("item %d's output is %.200v, want %q", i, item, want)
+		}
+	}
+	return nil
 }
 
 func variant(fork bool) string {
