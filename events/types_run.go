@@ -416,9 +416,11 @@ type StepDeadLetteredData struct {
 // ActivityStartedData records that a worker began executing an attempt.
 // Under step protocols 1 and 2 every execution has one; from 3 on only
 // one with effects outside the log, or a redelivered one, and from 5 on,
-// on an embedded store, only a redelivered one (see StepProtocol). Redelivered means the command may have been delivered before — to this
-// engine before a restart or to another — so an earlier delivery may have
-// run part of the activity.
+// on an embedded store, only a redelivered one (see StepProtocol).
+// Redelivered means the command may have been delivered before — to this
+// engine before a restart or to another, or sent again from the log
+// (interpreter.StepCommand.Resent) — so an earlier delivery may have run
+// part of the activity.
 type ActivityStartedData struct {
 	Attempt      int    `json:"attempt"`
 	ActivityType string `json:"activity_type"`
