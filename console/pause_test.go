@@ -5,14 +5,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/routine"
 )
 
 // TestPauseButtonsRoutinesPageAndMetrics: a running run's page has a
@@ -126,4 +130,55 @@ func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, post("/jobs/example_slow/unpause"))
 	_, body = c.get(t, "/jobs/example_slow")
 	assert.Contains(t, body, `id="job-active"`)
+}
+
+// TestRoutinesPageAndMetricsSayLastAndNextFireAndSkipped: a routine every
+// two seconds whose first run lasts a minute (overlap: forbid) fires once
+// and then skips its ticks; /metrics has its last fire (that run's tick),
+// its next fire (the coming tick), one fire and the skipped ticks, and the
+// Routines page says the same, linking the run.
+func TestRoutinesPageAndMetricsSayLastAndNextFireAndSkipped(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	dir := filepath.Join(p.Root, ".orbit", "routines")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "busy.yaml"), []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: busy}\nspec:\n  trigger: {cron: '*/2 * * * * *'}\n  target: job:example_slow\n  policy: {overlap: forbid}\n"), 0o644))
+	c := serveConsole(t, p)
+	var st routine.Status
+	waitFor(t, "a fire and two skipped ticks", func() bool {
+		r := p.Orbit("routine", "show", "busy", "--json")
+		require.Equal(t, 0, r.Code, r.String())
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st))
+		return st.State.Fired == 1 && st.State.Skipped >= 2
+	})
+	require.NotEmpty(t, st.State.LastRun)
+
+	before := time.Now()
+	_, metrics := c.get(t, "/metrics")
+	series := func(name string) float64 {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^` + name + `\{routine="busy"\} (\S+)$`).FindStringSubmatch(metrics)
+		require.NotNil(t, m, "%s in:\n%s", name, metrics)
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return v
+	}
+	assert.Equal(t, float64(st.State.LastFire.Unix()), series("orbit_routine_last_fire_timestamp_seconds"), "the tick of the run it fired")
+	next := series("orbit_routine_next_fire_timestamp_seconds")
+	assert.Greater(t, next, float64(before.Unix())-1, "the coming tick")
+	assert.LessOrEqual(t, next, float64(time.Now().Unix())+2)
+	assert.Equal(t, 1.0, series("orbit_routine_fired_total"))
+	skipped := series("orbit_routine_skipped_total")
+	assert.GreaterOrEqual(t, skipped, float64(st.State.Skipped))
+	assert.Equal(t, 0.0, series("orbit_routine_paused"))
+
+	_, page := c.get(t, "/routines")
+	row := page[strings.Index(page, `data-routine="busy"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	assert.Contains(t, row, `<a href="/runs/`+st.State.LastRun+`">`, "the last fire links its run")
+	assert.Contains(t, row, `<td class="fired">1</td>`)
+	assert.Regexp(t, `<td class="skipped">[1-9][0-9]*</td>`, row)
+	assert.Contains(t, row, "skipped (overlap)")
+	assert.Regexp(t, `<td class="next">\d{4}-\d\d-\d\d [0-9:]+Z</td>`, row)
+	require.Equal(t, 0, p.Orbit("run", "cancel", st.State.LastRun).Code)
 }

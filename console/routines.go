@@ -17,7 +17,7 @@ func (s *Server) routinesPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "routines", err)
 		return
 	}
-	s.render(w, http.StatusOK, "routines", map[string]any{"Title": "Routines", "Routines": rs.Routines, "Problems": rs.Problems})
+	s.render(w, http.StatusOK, "routines", map[string]any{"Title": "Routines", "Routines": rs.Routines, "Problems": append(rs.Problems, rs.Unrunnable...)})
 }
 
 // pauseRun pauses the run of the path (with ?now=1 its running steps are

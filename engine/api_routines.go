@@ -29,10 +29,14 @@ const (
 )
 
 // Routines answers EndpointRoutines: the routines that load, and the
-// problems of the files that do not.
+// problems of the files that do not. Unrunnable are the routines that load
+// but whose target cannot run now (its job is not in the catalog, disabled
+// or invalid): each tick of theirs is recorded skipped (reason refused)
+// until it can.
 type Routines struct {
-	Routines []routine.Status `json:"routines"`
-	Problems []assets.Problem `json:"problems,omitempty"`
+	Routines   []routine.Status `json:"routines"`
+	Problems   []assets.Problem `json:"problems,omitempty"`
+	Unrunnable []assets.Problem `json:"unrunnable,omitempty"`
 }
 
 // RoutineRequest names a routine.
@@ -125,7 +129,13 @@ func (e *Engine) apiRoutines(ctx context.Context, _ json.RawMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return Routines{Routines: st, Problems: problems}, nil
+	var unrunnable []assets.Problem
+	for _, r := range list {
+		if _, err := e.routineRequest(r.Job, r.Input); err != nil {
+			unrunnable = append(unrunnable, r.TargetProblem(err.Error()+": its ticks are recorded skipped (refused) until it can run"))
+		}
+	}
+	return Routines{Routines: st, Problems: problems, Unrunnable: unrunnable}, nil
 }
 
 // findRoutine is the routine a request names, or an error the CLI turns

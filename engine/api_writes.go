@@ -47,7 +47,7 @@ type CancelRequest struct {
 type Cancelled struct {
 	RunID string   `json:"run_id"`
 	Runs  []string `json:"runs"`
-	// Bulk is set for a cancel by selector, or a dry run.
+	// Bulk is set for a cancel by selector or --tree, or a dry run.
 	Bulk Bulk `json:"bulk,omitzero"`
 }
 
@@ -208,11 +208,16 @@ func (e *Engine) apiCancel(ctx context.Context, raw json.RawMessage) (any, error
 		return Cancelled{RunID: view.ID, Runs: runs, Bulk: Bulk{Runs: runs, DryRun: true}}, nil
 	}
 	if req.Tree {
-		runs, err := executor.CancelTree(ctx, e.log, view.ID, req.Requester, req.Reason)
+		bulk := events.NewID()
+		runs, err := executor.CancelTree(ctx, e.log, view.ID, req.Requester, req.Reason, bulk)
 		if err != nil {
 			return nil, err
 		}
-		return Cancelled{RunID: view.ID, Runs: runs}, nil
+		b := Bulk{Runs: runs}
+		if len(runs) > 0 {
+			b.ID = bulk
+		}
+		return Cancelled{RunID: view.ID, Runs: runs, Bulk: b}, nil
 	}
 	if events.Terminal(view.State) {
 		return nil, fmt.Errorf("%w: run %s has already finished (%s); a finished run never changes", events.ErrInvalidRequest, view.ID, view.State)

@@ -270,8 +270,9 @@ type RunCancelRequestedData struct {
 	// part of: that run's, or one below it, whether asked for directly or
 	// reached through a cancelled parent.
 	Tree string `json:"tree,omitempty"`
-	// Bulk is the bulk operation (a selector of orbit run cancel) this
-	// cancel was part of.
+	// Bulk is the bulk operation (a selector of orbit run cancel, or a
+	// cancel --tree) this cancel was part of, itself or through a
+	// cancelled parent.
 	Bulk string `json:"bulk,omitempty"`
 	// Signer signed the request (nil: the engine cancelled a child run
 	// itself, or a cancel recorded before it was).

@@ -153,7 +153,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev events.Event) {
 		var d events.RunCancelRequestedData
 		_ = ev.Decode(&d)
 		o.startCancelled(ctx, ev.RunID)
-		o.cancelChildren(ctx, ev.RunID, d.Tree)
+		o.cancelChildren(ctx, ev.RunID, d)
 	}
 }
 

@@ -56,19 +56,19 @@ func cancelOf(ctx context.Context, log *events.Log, runID string) (*events.RunCa
 
 // CancelTree asks run id and every live run below it to cancel, whether or
 // not id itself has finished, each recording that it is part of the tree
-// cancel of id (events.RunCancelRequestedData.Tree), and returns the runs
-// it asked, id first when it was live. The runs below id are those its
+// cancel of id (events.RunCancelRequestedData.Tree) and of bulk operation
+// bulk, and returns the runs it asked, id first when it was live. The runs below id are those its
 // root's tree lists (see descendants.go): every run a job.invoke under
 // that root started and that has not ended, requested yet or not (a run
 // cancelled before its request ends cancelled when it starts). A run that
 // starts below one of them while this runs is cancelled with its parent.
 // It fails with events.ErrNotFound for a run the log does not know.
-func CancelTree(ctx context.Context, log *events.Log, id, requester, reason string) ([]string, error) {
+func CancelTree(ctx context.Context, log *events.Log, id, requester, reason, bulk string) ([]string, error) {
 	targets, err := TreeTargets(ctx, log, id)
 	if err != nil {
 		return nil, err
 	}
-	d := events.RunCancelRequestedData{Requester: requester, Reason: reason, Tree: id}
+	d := events.RunCancelRequestedData{Requester: requester, Reason: reason, Tree: id, Bulk: bulk}
 	var asked []string
 	for _, run := range targets {
 		if err := requestCancel(ctx, log, run, d); err != nil {

@@ -188,7 +188,7 @@ spec:
 	}
 	require.Len(t, underMid, 2)
 
-	asked, err := executor.CancelTree(ctx, log, mid, "test", "")
+	asked, err := executor.CancelTree(ctx, log, mid, "test", "", "")
 	require.NoError(t, err)
 	assert.ElementsMatch(t, underMid, asked, "the outer run has finished: the runs below it")
 	for _, id := range underMid {
@@ -200,13 +200,13 @@ spec:
 	}
 	assert.False(t, runrig.Has(t, log, underRoot[0], events.RunFinished, ""), "a run beside the outer one goes on")
 
-	asked, err = executor.CancelTree(ctx, log, root, "test", "enough")
+	asked, err = executor.CancelTree(ctx, log, root, "test", "enough", "")
 	require.NoError(t, err)
 	assert.Equal(t, underRoot, asked, "the runs that ended are not asked again")
 	assert.Equal(t, events.StateCancelled, runrig.WaitFinished(t, log, underRoot[0]).State)
 	assertTreeCancel(t, log, underRoot[0], root)
 
-	asked, err = executor.CancelTree(ctx, log, root, "test", "")
+	asked, err = executor.CancelTree(ctx, log, root, "test", "", "")
 	require.NoError(t, err)
 	assert.Empty(t, asked, "nothing is live below the root any more")
 }
@@ -223,15 +223,8 @@ func assertTreeCancel(t *testing.T, log *events.Log, run, tree string) events.Ru
 	return d
 }
 
-// TestCancelTreeOfALiveRoot: a live root is cancelled with the runs below
-// it, itself first; a run it waits for and a detached one both record the
-// tree cancel, however the cancel reached them.
-func TestCancelTreeOfALiveRoot(t *testing.T) {
-	t.Parallel()
-	ctx := testkit.Context(t)
-	log := testkit.StartLog(t, events.Config{})
-	nap := napJob(t, 10)
-	top := runrig.ParseJob(t, `
+// topJob starts a nap it does not wait for, then one it waits for.
+const topJob = `
 schemaVersion: 2
 kind: Job
 metadata: {name: top}
@@ -241,14 +234,31 @@ spec:
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
     - id: waited
       spec: {type: deterministic, action: job.invoke, config: {job: nap}}
-`)
+`
+
+// startTop starts top, and returns its run once both its naps run.
+func startTop(t *testing.T, log *events.Log) string {
+	t.Helper()
+	nap := napJob(t, 10)
+	top := runrig.ParseJob(t, topJob)
 	startWithConfig(t, executor.Config{Log: log}, nap, top)
 	root := runrig.Submit(t, log, top, nil)
 	runrig.WaitFor(t, "two naps running", func() bool {
 		naps := runsOf(t, log, "nap")
 		return len(naps) == 2 && !slices.ContainsFunc(naps, func(ev events.Event) bool { return !runrig.Has(t, log, ev.RunID, events.StepStarted, "sleep") })
 	})
-	asked, err := executor.CancelTree(ctx, log, root, "test", "")
+	return root
+}
+
+// TestCancelTreeOfALiveRoot: a live root is cancelled with the runs below
+// it, itself first; a run it waits for and a detached one both record the
+// tree cancel and its bulk id, however the cancel reached them.
+func TestCancelTreeOfALiveRoot(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	log := testkit.StartLog(t, events.Config{})
+	root := startTop(t, log)
+	asked, err := executor.CancelTree(ctx, log, root, "test", "", "B-tree")
 	require.NoError(t, err)
 	require.Len(t, asked, 3)
 	assert.Equal(t, root, asked[0])
@@ -261,6 +271,27 @@ spec:
 		case <-time.After(20 * time.Second):
 			t.Fatalf("run %s was not cancelled", id)
 		}
-		assertTreeCancel(t, log, id, root)
+		assert.Equal(t, "B-tree", assertTreeCancel(t, log, id, root).Bulk, "run %s", id)
+	}
+}
+
+// TestACancelPassesItsBulkIdToTheChildRuns: a run cancelled as part of a
+// bulk operation passes the operation's id on to the runs it started, the
+// one it waits for (through its interpreter) and the detached one
+// (through the orchestrator), with no tree cancel.
+func TestACancelPassesItsBulkIdToTheChildRuns(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	log := testkit.StartLog(t, events.Config{})
+	root := startTop(t, log)
+	require.NoError(t, executor.RequestCancelOf(ctx, log, root, events.RunCancelRequestedData{Requester: "test", Bulk: "B-sel"}))
+	naps := runsOf(t, log, "nap")
+	require.Len(t, naps, 2)
+	for _, ev := range naps {
+		fin := runrig.WaitFinished(t, log, ev.RunID)
+		assert.Equal(t, events.StateCancelled, fin.State, "run %s", ev.RunID)
+		d := assertTreeCancel(t, log, ev.RunID, "")
+		assert.Equal(t, "B-sel", d.Bulk, "run %s", ev.RunID)
+		assert.Equal(t, "run:"+root, d.Requester)
 	}
 }

@@ -293,7 +293,7 @@ func (o *Orchestrator) watchCancels(ctx context.Context) (func(), error) {
 		var d events.RunCancelRequestedData
 		_ = ev.Decode(&d)
 		o.startQueued(ctx, ev.RunID)
-		o.cancelChildren(ctx, ev.RunID, d.Tree)
+		o.cancelChildren(ctx, ev.RunID, d)
 	})
 }
 
@@ -330,9 +330,10 @@ func (o *Orchestrator) watchRuns(ctx context.Context, typ string, on func(ev eve
 
 // cancelChildren asks every run of this engine that runID started to
 // cancel. Their cancellations reach this watch in turn, so a cancel goes
-// down a whole tree of runs, waited for or not, queued or running; a tree
-// cancel's (tree) is passed on.
-func (o *Orchestrator) cancelChildren(ctx context.Context, runID, tree string) {
+// down a whole tree of runs, waited for or not, queued or running; the
+// tree cancel and the bulk operation the parent's cancel (d) was part of
+// are passed on.
+func (o *Orchestrator) cancelChildren(ctx context.Context, runID string, d events.RunCancelRequestedData) {
 	o.mu.Lock()
 	children := o.queuedChildrenLocked(runID)
 	for id, rc := range o.runs {
@@ -342,7 +343,7 @@ func (o *Orchestrator) cancelChildren(ctx context.Context, runID, tree string) {
 	}
 	o.mu.Unlock()
 	for _, id := range children {
-		if err := requestCancel(ctx, o.cfg.Log, id, parentCancelled(runID, tree)); err != nil && ctx.Err() == nil {
+		if err := requestCancel(ctx, o.cfg.Log, id, parentCancelled(runID, d)); err != nil && ctx.Err() == nil {
 			o.log.Warn("cancelling a child run", "run", id, "parent", runID, "err", err)
 		}
 	}
@@ -360,13 +361,13 @@ func (o *Orchestrator) cancelIfParentCancelled(ctx context.Context, runID, paren
 	if err != nil || d == nil {
 		return err
 	}
-	return requestCancel(ctx, o.cfg.Log, runID, parentCancelled(parent, d.Tree))
+	return requestCancel(ctx, o.cfg.Log, runID, parentCancelled(parent, *d))
 }
 
-// parentCancelled is the cancel of a child run whose parent was
-// cancelled, as part of the tree cancel tree (if any).
-func parentCancelled(parent, tree string) events.RunCancelRequestedData {
-	return events.RunCancelRequestedData{Requester: "run:" + parent, Reason: "parent run " + parent + " cancelled", Tree: tree}
+// parentCancelled is the cancel of a child run whose parent was cancelled
+// by d, as part of d's tree cancel and bulk operation (if any).
+func parentCancelled(parent string, d events.RunCancelRequestedData) events.RunCancelRequestedData {
+	return events.RunCancelRequestedData{Requester: "run:" + parent, Reason: "parent run " + parent + " cancelled", Tree: d.Tree, Bulk: d.Bulk}
 }
 
 // startQueued starts a queued run now, whatever its job's limit.

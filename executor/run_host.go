@@ -142,9 +142,9 @@ func (h *runHost) FollowEnd(ctx context.Context, runID string) (interpreter.RunF
 }
 
 // CancelChild records the cancel of child run runID that its parent's
-// cancel asks for.
-func (h *runHost) CancelChild(ctx context.Context, runID, tree string) error {
-	return requestCancel(ctx, h.o.cfg.Log, runID, parentCancelled(h.runID, tree))
+// cancel (cause) asks for.
+func (h *runHost) CancelChild(ctx context.Context, runID string, cause events.RunCancelRequestedData) error {
+	return requestCancel(ctx, h.o.cfg.Log, runID, parentCancelled(h.runID, cause))
 }
 
 // Now is the wall clock's time.

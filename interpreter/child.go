@@ -226,7 +226,7 @@ func (x *Interpreter) waitRaise(ctx context.Context, runID string, raise int, de
 			return &d, nil
 		case <-cancelled:
 			cancelled = nil
-			if err := x.host.CancelChild(ctx, runID, x.cancelTree); err != nil {
+			if err := x.host.CancelChild(ctx, runID, x.cancelCause); err != nil {
 				return nil, internal(ctx, err)
 			}
 			giveUp = x.host.After(cancelWait)

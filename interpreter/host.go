@@ -103,8 +103,9 @@ type Children interface {
 	// and those to come.
 	FollowEnd(ctx context.Context, runID string) (RunFeed, error)
 	// CancelChild asks run runID, a child of the run, to cancel because the
-	// run was cancelled, as part of the tree cancel tree (if any).
-	CancelChild(ctx context.Context, runID, tree string) error
+	// run was cancelled by cause, as part of its tree cancel and bulk
+	// operation (if any).
+	CancelChild(ctx context.Context, runID string, cause events.RunCancelRequestedData) error
 }
 
 // RunFeed delivers events until it is stopped or fails; *events.Feed is

@@ -60,10 +60,10 @@ type Interpreter struct {
 	raisedChild string
 	childRaise  int
 
-	cancelOnce sync.Once
-	cancelled  chan struct{} // closed when run.cancel_requested arrives
-	cancelMsg  string
-	cancelTree string // the tree cancel it is part of, passed on to children
+	cancelOnce  sync.Once
+	cancelled   chan struct{} // closed when run.cancel_requested arrives
+	cancelMsg   string
+	cancelCause events.RunCancelRequestedData // its tree cancel and bulk operation are passed on to children
 
 	// pauses are the run's pauses (see pause.go).
 	pauses *Pauses
@@ -236,7 +236,7 @@ func (x *Interpreter) Observe(ev events.Event) {
 		if d.Tree != "" {
 			x.cancelMsg += ", as part of the tree cancel of " + d.Tree
 		}
-		x.cancelTree = d.Tree
+		x.cancelCause = d
 		close(x.cancelled)
 	})
 }

@@ -340,8 +340,6 @@ func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.T
 		}
 	}
 	next.Action = ActionFired
-	next.LastRun, next.LastFire = next.Run, due
-	next.Retries, next.RetryAt = 0, time.Time{}
 	next.Fired++
 	return next, false, nil
 }
@@ -408,15 +406,23 @@ func Live(ctx context.Context, log *events.Log, id string) (bool, error) {
 // the skipped tick. Both are idempotent (the run's id and the record's id
 // derive from the routine and the tick), so a decision carried out twice,
 // by an engine that died before it said so and by the next, counts once.
-// It returns the state to record: a run or retry whose request is refused
-// (its job gone, disabled or invalid) is recorded skipped, reason refused,
-// and counted so; no run of it exists, so it is no longer the last run
-// (which overlap, the timeout and retries would wait on for ever).
+// It returns the state to record. A fired tick's run becomes the last run
+// (LastRun, LastFire) only here, once its request is in the log. A run or
+// retry whose request is refused (its job gone, disabled or invalid) is
+// recorded skipped, reason refused, and counted so: a refused tick leaves
+// the last run, its tick and its retries as they were, as a skipped tick
+// does; a refused retry ends its tick's retries, and no run of it exists,
+// so it is no longer the last run (which overlap, the timeout and retries
+// would wait on for ever).
 func (s *Scheduler) act(ctx context.Context, r *Routine, st State) (State, error) {
 	var err error
 	switch st.Action {
 	case ActionFired:
 		err = s.fire(ctx, r, st.Run, events.RoutineTick{Name: r.Name, Tick: st.Last, Missed: st.Missed})
+		if err == nil {
+			st.LastRun, st.LastFire = st.Run, st.Last
+			st.Retries, st.RetryAt = 0, time.Time{}
+		}
 		if err == nil || ctx.Err() != nil {
 			return st, err
 		}
@@ -436,7 +442,10 @@ func (s *Scheduler) act(ctx context.Context, r *Routine, st State) (State, error
 	if serr := s.skip(ctx, r, st, events.SkipRefused, err.Error()); serr != nil {
 		return st, serr
 	}
-	st.Action, st.Reason, st.LastRun = ActionSkipped, events.SkipRefused, ""
+	if st.Action == ActionRetried {
+		st.LastRun = ""
+	}
+	st.Action, st.Reason = ActionSkipped, events.SkipRefused
 	st.Skipped++
 	return st, nil
 }

@@ -375,6 +375,31 @@ func TestARefusedRunIsNoOverlap(t *testing.T) {
 	assert.Equal(t, 1, st.Skipped)
 }
 
+// TestARefusedTickLeavesTheLastFire: a tick whose run is refused is a
+// skipped tick: the routine's last fire and last run (what list, show, the
+// console and /metrics say, and what overlap and the timeout read) stay
+// those of the run fired before it.
+func TestARefusedTickLeavesTheLastFire(t *testing.T) {
+	r := every10s(t, routine.Skip, routine.Allow)
+	g := newRig(t, r, 1)
+	g.tick(r)
+	g.clock.set(at("2026-11-28T16:00:10.5Z"))
+	g.tick(r)
+	require.Len(t, g.requested(1), 1)
+	g.refuse.Store(true)
+	g.clock.set(at("2026-11-28T16:00:20.5Z"))
+	g.tick(r)
+	st, _, err := routine.ReadState(testkit.Context(t), g.log, "r")
+	require.NoError(t, err)
+	assert.Equal(t, at("2026-11-28T16:00:20Z"), st.Last)
+	assert.Equal(t, routine.ActionSkipped, st.Action)
+	assert.Equal(t, events.SkipRefused, st.Reason)
+	assert.Equal(t, at("2026-11-28T16:00:10Z"), st.LastFire, "the last fire is the tick a run was fired for")
+	assert.Equal(t, routine.TickRunID("r", at("2026-11-28T16:00:10Z")), st.LastRun)
+	assert.Equal(t, 1, st.Fired)
+	assert.Equal(t, 1, st.Skipped)
+}
+
 // TestTimeoutDoesNotCountThePausedTime: a run paused for a minute within
 // its two minutes is cancelled a minute later than it would have been,
 // and one paused until now is not cancelled while the pause lasts.

@@ -60,7 +60,14 @@ type Routine struct {
 	// Overlap is Forbid (the default) or Allow.
 	Overlap string `json:"overlap"`
 
-	schedule *Schedule
+	schedule   *Schedule
+	targetLine int // where spec.target is, for TargetProblem
+}
+
+// TargetProblem is a problem with the routine's target (its job missing or
+// disabled, reason), placed at spec.target in its file.
+func (r *Routine) TargetProblem(reason string) assets.Problem {
+	return assets.Problem{File: r.Source, Line: r.targetLine, Path: "spec.target", Reason: reason}
 }
 
 // Schedule is the routine's parsed cron.
@@ -197,7 +204,7 @@ func (p *parser) target(r *Routine, spec map[string]*yaml.Node, at *yaml.Node) {
 		p.add(n, "spec.target", fmt.Sprintf("%s: want job:<name>", assets.Quote(t)))
 		return
 	}
-	r.Job = name
+	r.Job, r.targetLine = name, n.Line
 }
 
 func (p *parser) policy(r *Routine, spec map[string]*yaml.Node) {

@@ -14,9 +14,10 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// TestBulkSelectorsDryRunThenAct: selectors pick runs by job, state and
-// age; --dry-run lists them and records nothing; the operation records its
-// bulk id in every run it touched, and leaves the other job's run alone.
+// TestBulkSelectorsDryRunThenAct: selectors pick runs by job, state, age
+// and requester; --dry-run lists them and records nothing; the operation
+// (pause, cancel, retry) records its bulk id in every run it touched, and
+// leaves the other runs alone.
 func TestBulkSelectorsDryRunThenAct(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -37,6 +38,15 @@ spec:
   steps:
     - {id: nap, spec: {type: deterministic, action: sleep, config: {ms: 120000}}}
 `)
+	// A routine that never fires by itself: run-now starts a run of
+	// other whose requester is the routine.
+	p.WriteFile(".orbit/routines/yearly.yaml", `schemaVersion: 2
+kind: Routine
+metadata: {name: yearly}
+spec:
+  trigger: {cron: "@yearly"}
+  target: job:other
+`)
 	serve(t, p)
 	var slow []string
 	for range 3 {
@@ -56,6 +66,28 @@ spec:
 		return ids
 	}
 	slices.Sort(slow)
+
+	r = p.Orbit("routine", "run-now", "yearly")
+	require.Equal(t, 0, r.Code, r.String())
+	byRoutine := strings.TrimSpace(r.Stdout)
+	r = p.Orbit("run", "cancel", "--requester", "routine:yearly", "--dry-run")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, []string{byRoutine}, listed(r), "the requester picks the routine's run only")
+	r = p.Orbit("run", "cancel", "--requester", "routine:yearly", "--job", "slow", "--dry-run")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Empty(t, listed(r), "every selector given must hold")
+	r = p.Orbit("run", "cancel", "--requester", "routine:yearly")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, []string{byRoutine}, listed(r))
+	byRequester := strings.TrimSpace(r.Stderr[strings.LastIndex(r.Stderr, " ")+1:])
+	waitFor(t, "the routine's run to end", func() bool { return events.Terminal(runView(t, p, byRoutine).State) })
+	v := runView(t, p, byRoutine)
+	assert.Equal(t, events.StateCancelled, v.State)
+	require.NotNil(t, v.Cancel)
+	assert.Equal(t, byRequester, v.Cancel.Bulk)
+	for _, id := range append(slices.Clone(slow), other) {
+		assert.Equal(t, events.StateRunning, runView(t, p, id).State, "the CLI's runs are left alone: %s", id)
+	}
 
 	r = p.Orbit("run", "pause", "--job", "slow", "--state", "running", "--since", "1h", "--dry-run")
 	require.Equal(t, 0, r.Code, r.String())
@@ -101,6 +133,29 @@ spec:
 	r = p.Orbit("run", "retry", "--job", "slow", "--state", "cancelled", "--dry-run")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, slow, listed(r))
+	for _, id := range slow {
+		assert.Empty(t, runView(t, p, id).Retries, "a dry run retries nothing: %s", id)
+	}
+
+	r = p.Orbit("run", "retry", "--job", "slow", "--state", "cancelled", "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	var retried engine.BulkRetried
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &retried))
+	require.NotEmpty(t, retried.Bulk.ID)
+	assert.NotEqual(t, bulk, retried.Bulk.ID)
+	assert.ElementsMatch(t, slow, retried.Bulk.Runs)
+	require.Len(t, retried.Retries, len(slow))
+	for i, id := range retried.Retries {
+		evs := runEvents(t, p, id, "--type", events.RunRequested)
+		require.Len(t, evs, 1)
+		var d events.RunRequestedData
+		require.NoError(t, evs[0].Decode(&d))
+		assert.Equal(t, retried.Bulk.ID, d.Bulk, "the retry %s records the bulk id", id)
+		assert.Equal(t, retried.Bulk.Runs[i], runView(t, p, id).RetryOf)
+	}
+	r = p.Orbit("run", "cancel", "--job", "slow", "--state", "running,pending")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.ElementsMatch(t, retried.Retries, strings.Fields(r.Stdout))
 
 	r = p.Orbit("run", "cancel", "--job", "nothing-such")
 	assert.Equal(t, 0, r.Code, r.String())

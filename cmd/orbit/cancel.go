@@ -32,8 +32,8 @@ cancelled with it, waited for or not.
 With --tree the run (if it is live) and every live run below it are
 cancelled, whether or not the run itself has finished: how a job that keeps
 starting detached runs of itself is stopped. Each records that it was
-cancelled as part of the tree cancel of <run_id>. The runs asked are printed,
-one id a line.
+cancelled as part of the tree cancel of <run_id>, and the id of that one
+bulk operation. The runs asked are printed, one id a line.
 
 With selectors instead of a run id (--job, --state, --since, --requester)
 every live run they pick is cancelled, each recording the bulk operation's
@@ -88,6 +88,9 @@ ended.`,
 			}
 			for _, id := range asked.Runs {
 				a.printf("%s\n", id)
+			}
+			if asked.Bulk.ID != "" {
+				a.errorf("%d run(s) asked to cancel as bulk operation %s\n", len(asked.Runs), asked.Bulk.ID)
 			}
 			if wait <= 0 {
 				return nil

@@ -141,7 +141,7 @@ spec:
 // TestChildRunsAreBoundedAndATreeIsCancelled: the bomb's tree is held to
 // engine.max_descendants; orbit run cancel --tree stops every run below
 // its root (which has finished) for good, each recording whose tree
-// cancel it was part of.
+// cancel it was part of and the one bulk id of that cancel.
 func TestChildRunsAreBoundedAndATreeIsCancelled(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -160,6 +160,7 @@ func TestChildRunsAreBoundedAndATreeIsCancelled(t *testing.T) {
 	asked := strings.Fields(r.Stdout)
 	assert.ElementsMatch(t, live, asked)
 	assert.Contains(t, r.Stderr, strconv.Itoa(len(live))+" runs cancelled")
+	bulk := bulkID(t, r.Stderr, len(live), "asked to cancel")
 
 	total := len(bombRuns(t, p))
 	time.Sleep(time.Second)
@@ -173,6 +174,8 @@ func TestChildRunsAreBoundedAndATreeIsCancelled(t *testing.T) {
 		assert.Equal(t, events.StateCancelled, v.State, id)
 		require.NotNil(t, v.Error)
 		assert.Contains(t, v.Error.Message, "as part of the tree cancel of "+root)
+		require.NotNil(t, v.Cancel, id)
+		assert.Equal(t, bulk, v.Cancel.Bulk, "each run records the tree cancel's bulk id: %s", id)
 	}
 
 	r = p.Orbit("run", "cancel", "--tree", root)

@@ -34,6 +34,9 @@ func (a *app) routines(ctx context.Context, l *events.Log) (engine.Routines, err
 	for _, p := range rs.Problems {
 		a.errorf("orbit: routine file left out: %s\n", p)
 	}
+	for _, p := range rs.Unrunnable {
+		a.errorf("orbit: routine target cannot run: %s\n", p)
+	}
 	return rs, err
 }
 

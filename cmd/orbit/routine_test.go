@@ -191,6 +191,7 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 		ps = append(ps, p)
 	}
 	es := testkit.StartEngines(t, ps)
+	up := time.Now()
 	time.Sleep(sched.run)
 	for _, e := range es {
 		e.Kill()
@@ -206,17 +207,31 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 	runs := routineRuns(t, evs)
 	skipped := skips(t, evs)
 
+	// Every tick while both engines ran (a few seconds' grace at either
+	// end, for the engines' start and kill) fired one run.
+	grace := min(sched.period, 5*time.Second)
+	var want []time.Time
+	for tick := up.Add(grace).Truncate(sched.period).UTC(); !tick.After(killed.Add(-grace)); tick = tick.Add(sched.period) {
+		if !tick.Before(up.Add(grace)) {
+			want = append(want, tick)
+		}
+	}
+	require.GreaterOrEqual(t, len(want), int(sched.run/sched.period)-2)
 	for _, name := range []string{"catch", "skip"} {
-		var before []time.Time
+		var before, got []time.Time
 		for _, f := range runs[name] {
 			if f.tick.Tick.Before(killed) {
 				before = append(before, f.tick.Tick)
 			}
+			if !f.tick.Tick.Before(want[0]) && !f.tick.Tick.After(want[len(want)-1]) {
+				got = append(got, f.tick.Tick)
+			}
 		}
-		require.GreaterOrEqual(t, len(before), int(sched.run/sched.period)-3, "%s fired while the engines ran: %v", name, runs[name])
+		assert.Equal(t, want, got, "%s: one run per tick while the engines ran", name)
 		for i := 1; i < len(before); i++ {
 			assert.Equal(t, sched.period, before[i].Sub(before[i-1]), "%s: one run per tick, none left out: %v", name, before)
 		}
+		t.Logf("%s: %d runs while the engines ran, ticks %s to %s, one each", name, len(before), before[0].Format(time.TimeOnly), before[len(before)-1].Format(time.TimeOnly))
 	}
 
 	var catchUps []fired
@@ -227,6 +242,8 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 	}
 	require.Len(t, catchUps, 1, "one catch-up run: %v", runs["catch"])
 	assert.GreaterOrEqual(t, catchUps[0].tick.Missed, 2, "three ticks or more passed with no engine")
+	t.Logf("engines killed at %s, one back at %s: catch fired one catch-up run for tick %s (%d missed before it)",
+		killed.Format(time.TimeOnly), restarted.Format(time.TimeOnly), catchUps[0].tick.Tick.Format(time.TimeOnly), catchUps[0].tick.Missed)
 	assert.True(t, catchUps[0].tick.Tick.After(killed) && catchUps[0].tick.Tick.Before(restarted.Add(sched.period)))
 
 	for _, f := range runs["skip"] {
@@ -241,6 +258,7 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 	}
 	require.Len(t, missed, 1, "the missed ticks are recorded once: %v", skipped["skip"])
 	assert.GreaterOrEqual(t, missed[0].Ticks, 3)
+	t.Logf("skip fired no missed tick and recorded %d missed ticks once (tick %s)", missed[0].Ticks, missed[0].Tick.Format(time.TimeOnly))
 
 	require.NotEmpty(t, skipped["forbid"], "a run of two periods and a half skips ticks")
 	forbidRuns := map[string]bool{}
@@ -267,6 +285,7 @@ func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 			}
 		}
 	}
+	t.Logf("forbid (runs of %s, every %s): %d runs, %d ticks skipped, never two live", sched.period*5/2, sched.period, len(runs["forbid"]), len(skipped["forbid"]))
 }
 
 // TestARoutineTickDecidedByAKilledEngineFires: an engine killed with
@@ -304,6 +323,62 @@ func TestARoutineTickDecidedByAKilledEngineFires(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "tock")
 	assert.Contains(t, r.Stdout, "job:tock")
+}
+
+// TestARoutineTickDecidedByAKilledEngineOfTheClusterFires: two engines of
+// the three-node harness schedule a routine every two seconds; one of them
+// dies by SIGKILL just after it decided a tick (failpoint
+// routine-after-decision). The other fires that tick's run, once, and the
+// log holds one run for every tick, none left out across the kill.
+func TestARoutineTickDecidedByAKilledEngineOfTheClusterFires(t *testing.T) {
+	t.Parallel()
+	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
+	key := filepath.Join(t.TempDir(), "log.key")
+	var ps []*testkit.Project
+	for range 2 {
+		p := testkit.ClusterProject(t, c, key)
+		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+		p.WriteFile(".orbit/routines/tock.yaml", routineYAML("tock", "tock", routine.Skip, routine.Allow))
+		ps = append(ps, p)
+	}
+	survivor := testkit.StartEngine(t, ps[1])
+	ps[0].Env = append(ps[0].Env, "ORBIT_FAILPOINT=routine-after-decision")
+	doomed := ps[0].Command("serve")
+	require.NoError(t, doomed.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- doomed.Wait() }()
+	t.Cleanup(func() { _ = doomed.Process.Kill() })
+	select {
+	case err := <-exited:
+		require.Error(t, err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("the engine with the failpoint decided no tick in 90 s")
+	}
+	assert.Equal(t, syscall.SIGKILL, doomed.ProcessState.Sys().(syscall.WaitStatus).Signal(), "the engine died at the failpoint")
+	died := time.Now()
+	time.Sleep(6 * time.Second)
+	survivor.Stop()
+
+	evs := logEvents(t, c, events.RunRequested)
+	runs := routineRuns(t, evs)["tock"]
+	require.NotEmpty(t, runs)
+	late := 0
+	for i, f := range runs {
+		if i > 0 {
+			assert.Equal(t, 2*time.Second, f.tick.Tick.Sub(runs[i-1].tick.Tick), "one run per tick, none left out: %v", runs)
+		}
+		assert.Zero(t, f.tick.Missed)
+	}
+	for _, ev := range evs {
+		var d events.RunRequestedData
+		require.NoError(t, ev.Decode(&d))
+		if d.Routine != nil && d.Routine.Tick.Before(died) && ev.Time.After(died) {
+			late++
+		}
+	}
+	assert.Equal(t, 1, late, "the tick the killed engine decided is fired by the other, once")
+	assert.True(t, runs[len(runs)-1].tick.Tick.After(died.Add(2*time.Second)), "the other engine went on firing")
+	t.Logf("%d ticks, one run each; the killed engine's tick fired by the other", len(runs))
 }
 
 // runSummary is what routineHistory reads of a run.
@@ -389,4 +464,111 @@ spec:
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "Retries:   0 of 2 for the tick of "+st.State.LastFire.UTC().Format(time.RFC3339))
 	assert.Contains(t, r.Stdout, "Next retry: "+st.State.RetryAt.UTC().Format(time.RFC3339))
+}
+
+// TestRoutineRunNowPauseAndResume: run-now fires a routine once outside
+// its schedule (a run of its own, marked run-now, which is not the
+// routine's last fire); a paused routine fires no tick; resumed, the ticks
+// it was paused across are missed ticks: catch_up_once fires one run
+// standing for them, skip fires none and records them once.
+func TestRoutineRunNowPauseAndResume(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+	p.WriteFile(".orbit/routines/catch.yaml", routineYAML("catch", "tock", routine.CatchUpOnce, routine.Allow))
+	p.WriteFile(".orbit/routines/skip.yaml", routineYAML("skip", "tock", routine.Skip, routine.Allow))
+	serve(t, p)
+	show := func(name string) routine.Status {
+		t.Helper()
+		r := p.Orbit("routine", "show", name, "--json")
+		require.Equal(t, 0, r.Code, r.String())
+		var st routine.Status
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st))
+		return st
+	}
+	waitFor(t, "both routines to fire", func() bool { return show("catch").State.Fired > 0 && show("skip").State.Fired > 0 })
+
+	r := p.Orbit("routine", "run-now", "catch")
+	require.Equal(t, 0, r.Code, r.String())
+	manual := strings.TrimSpace(r.Stdout)
+	waitFor(t, "the run-now run to finish", func() bool { return events.Terminal(runView(t, p, manual).State) })
+	v := runView(t, p, manual)
+	assert.Equal(t, events.StateSuccess, v.State)
+	require.NotNil(t, v.Routine)
+	assert.True(t, v.Routine.Manual)
+	assert.NotEqual(t, routine.TickRunID("catch", v.Routine.Tick), manual, "a run of its own, not a tick's")
+	assert.Equal(t, "routine:catch", v.Requester)
+	assert.Contains(t, p.Orbit("run", "show", manual).Stdout, "catch, run-now at ")
+	assert.NotEqual(t, manual, show("catch").State.LastRun, "run-now does not move the schedule")
+
+	for _, name := range []string{"catch", "skip"} {
+		r = p.Orbit("routine", "pause", name)
+		require.Equal(t, 0, r.Code, r.String())
+	}
+	paused := time.Now()
+	skippedBefore := show("skip").State.Skipped
+	r = p.Orbit("routine", "pause", "catch")
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "routine catch was already paused")
+	assert.Contains(t, p.Orbit("routine", "show", "catch").Stdout, "State:     paused")
+	assert.Contains(t, p.Orbit("routine", "list").Stdout, "paused")
+	time.Sleep(7 * time.Second) // three ticks or more
+	for _, name := range []string{"catch", "skip"} {
+		r = p.Orbit("routine", "resume", name)
+		require.Equal(t, 0, r.Code, r.String())
+	}
+	resumed := time.Now()
+	waitFor(t, "a tick after the resume to fire", func() bool {
+		for _, run := range routineHistory(t, p) {
+			if run.Routine.Name == "skip" && run.Routine.Tick.After(resumed) {
+				return true
+			}
+		}
+		return false
+	})
+
+	var catchUps []events.RoutineTick
+	for _, run := range routineHistory(t, p) {
+		tick := *run.Routine
+		if tick.Manual || !tick.Tick.After(paused) {
+			continue
+		}
+		if tick.Tick.Before(resumed) {
+			assert.Equal(t, "catch", tick.Name, "skip fired no tick it was paused across: %+v", tick)
+		}
+		if tick.Missed > 0 {
+			assert.Equal(t, "catch", tick.Name, "%+v", tick)
+			catchUps = append(catchUps, tick)
+		}
+	}
+	require.Len(t, catchUps, 1, "one catch-up run for the ticks catch was paused across")
+	assert.GreaterOrEqual(t, catchUps[0].Missed, 2)
+	assert.True(t, catchUps[0].Tick.After(paused.Add(6*time.Second)), "the catch-up run stands for the last tick missed: %s", catchUps[0].Tick)
+	assert.Equal(t, skippedBefore+1, show("skip").State.Skipped, "skip records the missed ticks once")
+
+	r = p.Orbit("routine", "resume", "nosuch")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, "no routine")
+}
+
+// TestRoutineListNamesATargetThatCannotRun: a routine whose job is not in
+// the catalog loads (its ticks are recorded refused until the job exists),
+// and routine list names it with its file, line and path; run-now of it is
+// refused.
+func TestRoutineListNamesATargetThatCannotRun(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+	p.WriteFile(".orbit/routines/orphan.yaml", routineEvery("@yearly", "orphan", "nosuchjob", routine.Skip, routine.Allow))
+	p.WriteFile(".orbit/routines/fine.yaml", routineEvery("@yearly", "fine", "tock", routine.Skip, routine.Allow))
+	serve(t, p)
+	r := p.Orbit("routine", "list")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "orphan")
+	assert.Contains(t, r.Stderr, filepath.Join(".orbit", "routines", "orphan.yaml")+`:6: spec.target: no job "nosuchjob"`)
+	assert.Contains(t, r.Stderr, "recorded skipped (refused) until it can run")
+	assert.NotContains(t, r.Stderr, "fine.yaml")
+	r = p.Orbit("routine", "run-now", "orphan")
+	assert.Equal(t, 2, r.Code, r.String())
+	assert.Contains(t, r.Stderr, `no job "nosuchjob"`)
 }

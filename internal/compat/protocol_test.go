@@ -364,7 +364,7 @@ func (s *storedHost) FollowEnd(_ context.Context, runID string) (interpreter.Run
 	return endFeed{ch: ch}, nil
 }
 
-func (s *storedHost) CancelChild(_ context.Context, runID, _ string) error {
+func (s *storedHost) CancelChild(_ context.Context, runID string, _ events.RunCancelRequestedData) error {
 	s.note("cancel of child run %s", runID)
 	return nil
 }
