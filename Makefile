@@ -14,7 +14,8 @@ FUZZTIME ?= 30s
 # pages would make the linker keep every exported method (59 MB becomes
 # 96 MB; see "The binary" in ARCHITECTURE.md). Every go command of this
 # Makefile builds with the tag.
-export GOFLAGS += -tags=grpcnotrace
+TAGS := grpcnotrace
+export GOFLAGS += -tags=$(TAGS)
 
 .PHONY: all build binsize agents test fuzz bench bench-peers fsyncs git-count soak chaos cluster-chaos lint demo demo-groundhog demo-ship demo-groundhog-cli demo-groundhog-codex demo-cli-agent cluster-demo clean nats-cli chromium screenshots jaeger trace-test
 
@@ -33,7 +34,7 @@ build:
 # unused methods (a reflect method lookup by a name the compiler cannot
 # see, as text/template's), and bin/orbit is at most 70 MB.
 binsize: build
-	GO=$(GO) BIN=$(BIN) LDFLAGS="$(LDFLAGS)" scripts/binsize.sh
+	GO=$(GO) BIN=$(BIN) LDFLAGS="$(LDFLAGS)" TAGS=$(TAGS) scripts/binsize.sh
 
 # The official nats CLI, at the version the end-to-end test of the project's
 # identities (TestTheOfficialNATSCLI) drives: v0.5.0, not v0.5.1.
@@ -80,6 +81,7 @@ $(AGENTS)/node_modules/.installed: $(AGENTS)/package-lock.json $(AGENTS)/package
 # agents and Chromium (for the console's browser tests), which it installs
 # first.
 test: nats-cli agents chromium binsize
+	@scripts/quiet-build.sh "$(MAKE)"
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
 	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh

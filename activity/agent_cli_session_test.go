@@ -2,6 +2,7 @@ package activity_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,12 +39,61 @@ spec:
               tools: [fs.write]
               wall_clock_timeout_seconds: 60
 `)
-	spec := job.Spec.Steps[0].Loop.Steps[0].Activity
-	spec.Backend, spec.Executor, spec.Provider = assets.BackendCLI, a.executor, a.provider
+	setCLIAgent(&job.Spec.Steps[0].Loop.Steps[0], a)
+	return job
+}
+
+// setCLIAgent puts step's agent_loop on the agent a's executor, on the
+// cli backend.
+func setCLIAgent(step *assets.Step, a cliAgent) {
+	spec := step.Activity
+	spec.Backend, spec.Executor, spec.Provider, spec.Model = assets.BackendCLI, a.executor, a.provider, a.model
 	es := a.spec
 	es.Env = envMap(a.env)
 	spec.ExecutorSpec = &es
+}
+
+// sessionStepsJob is three steps, one after the other and not in a loop,
+// each an agent_loop bound to session chat on an agent of its own
+// (agents[i]; nil: over HTTP, on the engine's provider), saying its own
+// word.
+func sessionStepsJob(t *testing.T, name string, agents ...*cliAgent) *assets.Job {
+	t.Helper()
+	var b strings.Builder
+	for i := range agents {
+		fmt.Fprintf(&b, `
+    - id: step%[1]d
+      session: chat
+      default_input: {prompt: "Step %[1]d: the word is word-%[1]d."}
+      spec:
+        type: agent_loop
+        provider: claude
+        model: m
+        instruction: "You remember words."
+        tools: [fs.write]
+        wall_clock_timeout_seconds: 60
+`, i+1)
+	}
+	job := runrig.ParseJob(t, "schemaVersion: 2\nkind: Job\nmetadata: {name: "+name+"}\nspec:\n  steps:"+b.String())
+	for i, a := range agents {
+		if a != nil {
+			setCLIAgent(&job.Spec.Steps[i], *a)
+		}
+	}
 	return job
+}
+
+// claudeSessionAgent and codexSessionAgent are the CLI agents of the
+// session tests, on srv.
+func claudeSessionAgent(t *testing.T, srv *testkit.AnthropicServer) *cliAgent {
+	return &cliAgent{provider: "claude", executor: "claude", model: claudeTestModel,
+		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: testkit.ClaudeEnv(t, srv)}
+}
+
+func codexSessionAgent(t *testing.T, srv *testkit.OpenAIServer) *cliAgent {
+	return &cliAgent{provider: "codex", executor: "codex", model: codexTestModel,
+		spec: assets.ExecutorSpec{Command: testkit.CodexCLI(t), Output: assets.OutputCodex, Args: testkit.CodexProviderArgs(srv)},
+		env:  testkit.CodexEnv(t)}
 }
 
 // sessionTurns answer the three iterations, each with its own text.
@@ -83,9 +133,9 @@ func TestClaudeCodeSessionContinuesAcrossLoopIterations(t *testing.T) {
 	t.Parallel()
 	log, _ := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, sessionTurns()...)
-	job := sessionLoopJob(t, cliAgent{job: "claude_session", provider: "claude", executor: "claude", model: claudeTestModel,
-		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: testkit.ClaudeEnv(t, srv)})
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	a := claudeSessionAgent(t, srv)
+	a.job = "claude_session"
+	runID, fin := runrig.RunJob(t, log, sessionLoopJob(t, *a), nil)
 	checkSessionContinued(t, log, srv, runID, fin, "--resume")
 }
 
@@ -93,9 +143,94 @@ func TestCodexThreadContinuesAcrossLoopIterations(t *testing.T) {
 	t.Parallel()
 	log, _ := cliEngine(t)
 	srv := testkit.NewOpenAIServer(t, sessionTurns()...)
-	job := sessionLoopJob(t, cliAgent{job: "codex_session", provider: "codex", executor: "codex", model: codexTestModel,
-		spec: assets.ExecutorSpec{Command: testkit.CodexCLI(t), Output: assets.OutputCodex, Args: testkit.CodexProviderArgs(srv)},
-		env:  testkit.CodexEnv(t)})
-	runID, fin := runrig.RunJob(t, log, job, nil)
+	a := codexSessionAgent(t, srv)
+	a.job = "codex_session"
+	runID, fin := runrig.RunJob(t, log, sessionLoopJob(t, *a), nil)
 	checkSessionContinued(t, log, srv, runID, fin, "fork")
+}
+
+// TestClaudeCodeSessionContinuesAcrossSteps: three steps (not a loop) that
+// name the same session continue one Claude Code session.
+func TestClaudeCodeSessionContinuesAcrossSteps(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewAnthropicServer(t, sessionTurns()...)
+	a := claudeSessionAgent(t, srv)
+	runID, fin := runrig.RunJob(t, log, sessionStepsJob(t, "claude_steps", a, a, a), nil)
+	checkSessionContinued(t, log, srv, runID, fin, "--resume")
+}
+
+// TestCodexThreadContinuesAcrossSteps: three steps (not a loop) that name
+// the same session continue one Codex thread.
+func TestCodexThreadContinuesAcrossSteps(t *testing.T) {
+	t.Parallel()
+	log, _ := cliEngine(t)
+	srv := testkit.NewOpenAIServer(t, sessionTurns()...)
+	a := codexSessionAgent(t, srv)
+	runID, fin := runrig.RunJob(t, log, sessionStepsJob(t, "codex_steps", a, a, a), nil)
+	checkSessionContinued(t, log, srv, runID, fin, "fork")
+}
+
+// TestASessionIsContinuedOnlyByTheAgentThatKeepsIt: where a CLI cannot
+// continue a session, because another agent keeps it (the other CLI, or
+// the HTTP loop, whose transcript is in the log and not the CLI's), the
+// step that would continue it fails as a validation error that says which
+// and why, before any agent starts; the first step's session is on record.
+func TestASessionIsContinuedOnlyByTheAgentThatKeepsIt(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		first, second func(t *testing.T) *cliAgent
+		want          string
+	}{
+		"claude_code, then codex": {
+			first: func(t *testing.T) *cliAgent {
+				return claudeSessionAgent(t, testkit.NewAnthropicServer(t, sessionTurns()...))
+			},
+			second: func(t *testing.T) *cliAgent { return codexSessionAgent(t, testkit.NewOpenAIServer(t)) },
+			want:   "session chat was last continued by claude_code: codex cannot continue it",
+		},
+		"codex, then claude_code": {
+			first: func(t *testing.T) *cliAgent {
+				return codexSessionAgent(t, testkit.NewOpenAIServer(t, sessionTurns()...))
+			},
+			second: func(t *testing.T) *cliAgent { return claudeSessionAgent(t, testkit.NewAnthropicServer(t)) },
+			want:   "session chat was last continued by codex: claude_code cannot continue it",
+		},
+		"claude_code, then HTTP": {
+			first: func(t *testing.T) *cliAgent {
+				return claudeSessionAgent(t, testkit.NewAnthropicServer(t, sessionTurns()...))
+			},
+			second: func(*testing.T) *cliAgent { return nil },
+			want:   "session chat was last continued by a CLI agent (claude_code), which keeps its own transcript: an agent_loop over HTTP cannot continue it",
+		},
+		"HTTP, then codex": {
+			first:  func(*testing.T) *cliAgent { return nil },
+			second: func(t *testing.T) *cliAgent { return codexSessionAgent(t, testkit.NewOpenAIServer(t)) },
+			want:   "session chat was last continued by an agent_loop over HTTP: codex cannot continue it",
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			log := testkit.StartLog(t, events.Config{})
+			fixture := writeFixture(t, t.TempDir(), "chat.json", `[{"content": [{"kind": "text", "text": "noted word-1"}], "stop_reason": "end_turn"}]`)
+			agentEngine(t, log, t.TempDir(), map[string]string{"ORBIT_REPLAY_FIXTURE": fixture})
+			first := c.first(t)
+			runID, fin := runrig.RunJob(t, log, sessionStepsJob(t, "mixed", first, c.second(t)), nil)
+
+			require.Equal(t, events.StateFailed, fin.State)
+			require.NotNil(t, fin.Error)
+			assert.Equal(t, events.KindValidation, fin.Error.Kind)
+			assert.Contains(t, fin.Error.Message, c.want)
+			evs := runrig.History(t, log, runID)
+			sessions := runrig.DecodeAll[events.AgentSessionData](t, runrig.OfType(evs, events.AgentSession))
+			require.Len(t, sessions, 1, "the first step's session only")
+			assert.Equal(t, "chat", sessions[0].Session)
+			clis := 0
+			if first != nil {
+				clis = 1
+			}
+			assert.Len(t, runrig.OfType(evs, events.CLIInvocationStarted), clis, "the second step's agent never started")
+		})
+	}
 }

@@ -45,6 +45,14 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookEndpoi
 	case !cfg.Persist:
 		args = append(args, "--no-session-persistence")
 	}
+	// No settings file is loaded but the hook's: the workspace's
+	// (.claude/settings.json, .claude/settings.local.json) and the CLI's
+	// own directory are the agent's to write, and their permission rules
+	// would add to the step's allowlist in the next session. Executor args
+	// that name --setting-sources choose for themselves.
+	if !slices.ContainsFunc(cfg.Spec.Args, func(a string) bool { return strings.HasPrefix(a, claudeSettingSources) }) {
+		args = append(args, claudeSettingSources+"=")
+	}
 	args = append(args, "--settings="+claudeCodeHookSettings(hookEndpoint),
 		"--permission-mode=dontAsk", "--tools="+strings.Join(grant.Tools, ","))
 	if len(grant.Allowed) > 0 {
@@ -70,6 +78,10 @@ func claudeCodeArgs(cfg *CLIConfig, grant assets.ClaudeCodeGrantData, hookEndpoi
 	}
 	return append(args, "--strict-mcp-config")
 }
+
+// claudeSettingSources is Claude Code's flag that lists the settings
+// files it loads (user, project, local).
+const claudeSettingSources = "--setting-sources"
 
 // claudeCodeWrites are the Claude Code tools that write a file, and the
 // field of their input that names it.

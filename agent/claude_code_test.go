@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -189,13 +190,13 @@ func TestClaudeCodeArgs(t *testing.T) {
 	cfg := &CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"--debug-to-stderr"}}, MaxTurns: 7,
 		Envelope: Envelope{Model: "claude-x", Instruction: "-- be careful", Prompt: "not an argument"}}
 	assert.Equal(t, []string{"--debug-to-stderr", "-p", "--output-format=stream-json", "--verbose", "--include-partial-messages", "--no-session-persistence",
-		"--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
+		"--setting-sources=", "--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=Bash,Read", "--allowedTools=Read(./**),Bash(git:*)",
 		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--model=claude-x", "--append-system-prompt=-- be careful", "--max-turns=7", "--strict-mcp-config"}, claudeCodeArgs(cfg, grant, "http://hook"))
 
 	none, err := assets.ClaudeCodeGrant(nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-p", "--output-format=stream-json", "--verbose", "--include-partial-messages", "--no-session-persistence",
-		"--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=",
+		"--setting-sources=", "--settings=" + claudeCodeHookSettings("http://hook"), "--permission-mode=dontAsk", "--tools=",
 		"--disallowedTools=Read(./.git/**),Read(./.orbit/**),Edit(./.git/**),Edit(./.orbit/**)", "--strict-mcp-config"},
 		claudeCodeArgs(&CLIConfig{}, none, "http://hook"), "no tools offered, nothing allowed, no MCP server")
 
@@ -205,6 +206,12 @@ func TestClaudeCodeArgs(t *testing.T) {
 	assert.Contains(t, args, "--fork-session")
 	assert.NotContains(t, args, "--no-session-persistence")
 	assert.NotContains(t, claudeCodeArgs(&CLIConfig{Persist: true}, none, "http://hook"), "--no-session-persistence")
+
+	// Executor args that name the settings files to load choose for
+	// themselves.
+	args = claudeCodeArgs(&CLIConfig{Spec: assets.ExecutorSpec{Args: []string{"--setting-sources=user"}}}, none, "http://hook")
+	assert.Contains(t, args, "--setting-sources=user")
+	assert.NotContains(t, args, "--setting-sources=")
 }
 
 // FuzzClaudeStream: whatever Claude Code prints, the reader neither panics
@@ -217,4 +224,51 @@ func FuzzClaudeStream(f *testing.F) {
 		grant, _ := assets.ClaudeCodeGrant([]string{"fs.read", "fs.write", "shell.exec"}, []string{"git"})
 		return newClaudeStream(&CLIConfig{Emitter: rec, OnDenial: OnDenialContinue}, grant, func(*DeniedError) {})
 	})
+}
+
+// TestClaudeCodeDecision: what Claude Code's PreToolUse hook refuses
+// before the tool runs: a tool outside the allowlist, a write the
+// profile refuses (outside its write globs, under .git/ or .orbit/,
+// outside the workspace, with no path), and any call once a terminal verb
+// has closed the session; the answer --json-schema asks for passes.
+func TestClaudeCodeDecision(t *testing.T) {
+	ws := t.TempDir()
+	writes, err := assets.ClaudeCodeGrant([]string{"fs.read", "fs.write", "fs.edit"}, nil)
+	require.NoError(t, err)
+	reads, err := assets.ClaudeCodeGrant([]string{"fs.read"}, nil)
+	require.NoError(t, err)
+	docs := FSProfile{Name: "docs_writer", Read: []string{"**"}, Write: []string{"docs/**"}}
+	stop := make(chan struct{})
+	close(stop)
+	write := func(path string) string { return `{"file_path":"` + path + `","content":"x"}` }
+	for name, tc := range map[string]struct {
+		cfg    *CLIConfig
+		grant  assets.ClaudeCodeGrantData
+		tool   string
+		input  string
+		reason string
+	}{
+		"a read":                          {&CLIConfig{}, reads, "Read", `{"file_path":"a.txt"}`, ""},
+		"a write the profile allows":      {&CLIConfig{Profile: &docs}, writes, "Write", write("docs/a.md"), ""},
+		"an edit outside its write globs": {&CLIConfig{Profile: &docs}, writes, "Edit", write(filepath.Join(ws, "src/a.go")), `not in fsProfile "docs_writer" write globs [docs/**]`},
+		"a write under .git":              {&CLIConfig{}, writes, "Write", write(".git/config"), ".git/ is never writable"},
+		"a write under .orbit":            {&CLIConfig{}, writes, "Write", write(".orbit/config.yaml"), ".orbit/ is never writable"},
+		"a write outside the workspace":   {&CLIConfig{}, writes, "Write", write("/etc/passwd"), "outside the workspace"},
+		"a write with no path":            {&CLIConfig{}, writes, "Write", `{"content":"x"}`, "no file_path in the call"},
+		"a tool outside the allowlist":    {&CLIConfig{}, reads, "Write", write("a.txt"), "not in the allowlist: Orbit granted Claude Code no Write"},
+		"a tool Orbit has no name for":    {&CLIConfig{}, writes, "WebFetch", `{"url":"http://example.com"}`, "not in the allowlist: Orbit granted Claude Code no WebFetch"},
+		"the structured answer":           {&CLIConfig{ResponseSchema: `{"type":"object"}`}, reads, "StructuredOutput", `{}`, ""},
+		"StructuredOutput unasked":        {&CLIConfig{}, reads, "StructuredOutput", `{}`, "not in the allowlist: Orbit granted Claude Code no StructuredOutput"},
+		"anything after a terminal verb":  {&CLIConfig{Stop: stop}, reads, "Read", `{"file_path":"a.txt"}`, closedByVerb},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.cfg.Workspace = ws
+			got := claudeCodeDecision(tc.cfg, tc.grant)(hookRequest{ToolName: tc.tool, ToolInput: json.RawMessage(tc.input), ToolUseID: "c"})
+			if tc.reason == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Equal(t, tc.reason, got)
+		})
+	}
 }

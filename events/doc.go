@@ -13,8 +13,10 @@
 // and locks, the redactor that keeps secrets out of the log, the signed
 // log (tamper evidence), the identities and permissions of a cluster's
 // accounts, and the request/reply API the CLI and the console use (Serve,
-// Request). The log is never rewritten: ORBIT_EVENTS denies delete and
-// purge.
+// Request). The log is never rewritten: ORBIT_EVENTS denies deleting a
+// message, and only retention takes finished work out, by purging its
+// subjects after a signed log.removed that names what goes (removal.go;
+// a stream made before retention keeps denying purges).
 //
 // Its design and the decisions it records are in
 // docs/architecture/log.md.

@@ -129,8 +129,11 @@ func TestACodexAgentCannotReadTheEnginesCreds(t *testing.T) {
 // confinementProbe is a shell command an agent runs in its workspace: its
 // work and scratch, then what least privilege refuses it (the engine's
 // ~/.gitconfig, a .git/commondir, a file outside its workspace, a signal
-// to the engine), and a look at its environment, each line's status
-// written to probe.txt in the workspace.
+// to the engine), and a look at its environment (a variable only the
+// engine has, and an ORBIT_ one the allowlist passes), each line's status
+// written to probe.txt in the workspace. The engine-only variable's name
+// holds none of KEY, SECRET, TOKEN, which Codex keeps from its commands
+// itself.
 func confinementProbe(engineHome, outside string, enginePID int) string {
 	return fmt.Sprintf(`sh -c '(
 echo one > one.txt; echo " workspace:$?"
@@ -140,39 +143,32 @@ printf "[filter \"x\"]\n\tclean = touch %[2]s/pwned\n" > %[1]s/.gitconfig; echo 
 echo /tmp > .git/commondir; echo " commondir:$?"
 echo x > %[2]s/outside.txt; echo " outside:$?"
 kill -0 %[3]d; echo " signal:$?"
-echo "engine-only:$(env | grep -c TEST_ENGINE_ONLY_SECRET)"
+echo "engine-only:$(env | grep -c TEST_ENGINE_ONLY_VARIABLE)"
+echo "orbit-passed:$(env | grep -c ORBIT_TEST_PASSED=yes)"
 ) > probe.txt 2>&1'`, engineHome, outside, enginePID)
 }
 
-// TestAClaudeCodeAgentIsConfinedToItsWorkspace: a Groundhog attempt's
-// real Claude Code session, whose Bash tries the confinement probe,
-// writes its workspace, its /tmp and its home; cannot write the engine's
-// ~/.gitconfig, create .git/commondir, write outside its workspace or
-// signal the engine (whose pid it is told); and has none of the engine's
-// own variables. None of those files is there afterwards, and the
-// checkpoint still commits.
-func TestAClaudeCodeAgentIsConfinedToItsWorkspace(t *testing.T) {
-	t.Parallel()
-	if ok, why := sandbox.Available(); !ok {
-		t.Skipf("no sandbox on this machine: %s", why)
-	}
-	// Outside /tmp: a confined agent's /tmp is a layer of its own, where
-	// a write succeeds and is gone afterwards.
-	engineHome, outside := outsideTmp(t), outsideTmp(t)
-	call := map[string]any{"description": "look around"}
-	srv := testkit.NewAnthropicServer(t, []testkit.Turn{
-		{Tools: []testkit.ToolUse{{ID: "toolu_probe", Name: "Bash", Input: call}}},
-		{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
-		{Text: "Done: the checkpoint is closed."},
-	}...)
-	env := append(testkit.ClaudeEnv(t, srv), "HOME="+engineHome, "TEST_ENGINE_ONLY_SECRET=engine-only")
-	p, repo, task := groundhogOverCLI(t, exampleAgent{executor: "claude_code", activity: "example_cli_agent", command: "claude",
-		bin: testkit.ClaudeCLI(t), env: env, title: "CLI"})
+// confinedEnv is what the engine of a confinement test has besides the
+// agent's own: HOME, where the engine's ~/.gitconfig would be, a variable
+// no allowlist names and an ORBIT_ one.
+func confinedEnv(engineHome string) []string {
+	return []string{"HOME=" + engineHome, "TEST_ENGINE_ONLY_VARIABLE=engine-only", "ORBIT_TEST_PASSED=yes"}
+}
+
+// checkConfinedToItsWorkspace runs task on activity, whose agent's shell
+// call has the arguments call: call[field] is set to the confinement
+// probe once the engine's pid is known. The agent wrote its workspace,
+// its /tmp and its home; could not write the engine's ~/.gitconfig,
+// create .git/commondir, write outside its workspace or signal the engine;
+// had the ORBIT_ variable and not the engine's own. None of those files is
+// there afterwards, and the checkpoint committed.
+func checkConfinedToItsWorkspace(t *testing.T, p *testkit.Project, repo, task, activity string, call map[string]any, field, engineHome, outside string) {
+	t.Helper()
 	pid := p.EnginePID()
 	require.NotZero(t, pid, "the engine runs")
-	call["command"] = confinementProbe(engineHome, outside, pid)
+	call[field] = confinementProbe(engineHome, outside, pid)
 	planTask(t, p, task, probePlan)
-	r := p.Orbit("groundhog", "run", task, "--activity", "example_cli_agent")
+	r := p.Orbit("groundhog", "run", task, "--activity", activity)
 	require.Equal(t, 0, r.Code, r.String())
 	r = p.Orbit("run", "events", strings.TrimSpace(r.Stdout), "--json")
 	require.Equal(t, 0, r.Code, r.String())
@@ -192,12 +188,55 @@ func TestAClaudeCodeAgentIsConfinedToItsWorkspace(t *testing.T) {
 		assert.NotContains(t, seen, " "+refused+":0", "%s: %s", refused, seen)
 	}
 	assert.Contains(t, seen, "engine-only:0", "the engine's own variable is not the agent's")
+	assert.Contains(t, seen, "orbit-passed:1", "the allowlist's ORBIT_ variable reaches the agent's commands")
 	for _, gone := range []string{filepath.Join(engineHome, ".gitconfig"), filepath.Join(repo, ".git", "commondir"),
 		filepath.Join(outside, "outside.txt"), "/tmp/orbit-scratch-probe"} {
 		_, err := os.Lstat(gone)
 		assert.True(t, os.IsNotExist(err), "%s is there", gone)
 	}
 	assert.Equal(t, "one", testkit.Git(t, repo, "show", "main:one.txt"), "the checkpoint committed the agent's work")
+}
+
+// TestAClaudeCodeAgentIsConfinedToItsWorkspace: a Groundhog attempt's
+// real Claude Code session, whose Bash tries the confinement probe, is
+// confined to its workspace (checkConfinedToItsWorkspace).
+func TestAClaudeCodeAgentIsConfinedToItsWorkspace(t *testing.T) {
+	t.Parallel()
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox on this machine: %s", why)
+	}
+	// Outside /tmp: a confined agent's /tmp is a layer of its own, where
+	// a write succeeds and is gone afterwards.
+	engineHome, outside := outsideTmp(t), outsideTmp(t)
+	call := map[string]any{"description": "look around"}
+	srv := testkit.NewAnthropicServer(t, []testkit.Turn{
+		{Tools: []testkit.ToolUse{{ID: "toolu_probe", Name: "Bash", Input: call}}},
+		{Tools: []testkit.ToolUse{{Name: "mcp__orbit__checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		{Text: "Done: the checkpoint is closed."},
+	}...)
+	p, repo, task := groundhogOverCLI(t, exampleAgent{executor: "claude_code", activity: "example_cli_agent", command: "claude",
+		bin: testkit.ClaudeCLI(t), env: append(testkit.ClaudeEnv(t, srv), confinedEnv(engineHome)...), title: "CLI"})
+	checkConfinedToItsWorkspace(t, p, repo, task, "example_cli_agent", call, "command", engineHome, outside)
+}
+
+// TestACodexAgentIsConfinedToItsWorkspace is the Claude Code test for
+// Codex, whose exec_command runs the probe inside its own bubblewrap
+// sandbox inside Orbit's.
+func TestACodexAgentIsConfinedToItsWorkspace(t *testing.T) {
+	t.Parallel()
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox on this machine: %s", why)
+	}
+	engineHome, outside := outsideTmp(t), outsideTmp(t)
+	call := map[string]any{}
+	srv := testkit.NewOpenAIServer(t, []testkit.Turn{
+		{Tools: []testkit.ToolUse{{ID: "call_probe", Name: "exec_command", Input: call}}},
+		{Tools: []testkit.ToolUse{{Namespace: "mcp__orbit", Name: "checkpoint_success", Input: map[string]any{"summary": "Add one.txt"}}}},
+		{Text: "Done: the checkpoint is closed."},
+	}...)
+	p, repo, task := groundhogOverCLI(t, exampleAgent{executor: "codex", activity: "example_codex_agent", command: "codex",
+		bin: testkit.CodexCLI(t), args: testkit.CodexProviderArgs(srv), env: append(testkit.CodexEnv(t), confinedEnv(engineHome)...), title: "Codex"})
+	checkConfinedToItsWorkspace(t, p, repo, task, "example_codex_agent", call, "cmd", engineHome, outside)
 }
 
 // outsideTmp is a directory of the test's outside /tmp (/var/tmp), which

@@ -13,21 +13,19 @@ import (
 	"github.com/orbitrun/orbit/projector"
 )
 
-// TestClaudeCodesTokensCountOnceInMetrics: the claude_code adapter records
-// each turn's usage on agent.turn — the output tokens the server sent for
-// that message — and the session's total (its result record's) on
-// cli.invocation.finished. The turns add up to the result's total, and
-// orbit metrics counts the tokens once — the turns' — and the cost Claude
-// Code reports.
-func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
-	t.Parallel()
+// claudeWriteProject is a project whose job write is one agent step on the
+// real Claude Code against a scripted model: a turn that writes out.txt
+// (700 input tokens, 30 output), then one that answers (800 and 20). env
+// is more of the engine's environment.
+func claudeWriteProject(t *testing.T, env ...string) *testkit.Project {
+	t.Helper()
 	bin := testkit.ClaudeCLI(t)
 	srv := testkit.NewAnthropicServer(t,
 		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_w", Name: "Write", Input: map[string]any{"file_path": "out.txt", "content": "x\n"}}},
 			InputTokens: 700, OutputTokens: 30},
 		testkit.Turn{Text: "written", InputTokens: 800, OutputTokens: 20})
 	p := testkit.NewProject(t)
-	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
+	p.Env = append(append(p.Env, testkit.ClaudeEnv(t, srv)...), env...)
 	p.WriteFile(".orbit/executors/claude_code.yaml", `schemaVersion: 2
 kind: Executor
 metadata: {name: claude_code}
@@ -48,6 +46,18 @@ spec:
         tools: [fs.write]
         wall_clock_timeout_seconds: 120
 `)
+	return p
+}
+
+// TestClaudeCodesTokensCountOnceInMetrics: the claude_code adapter records
+// each turn's usage on agent.turn — the output tokens the server sent for
+// that message — and the session's total (its result record's) on
+// cli.invocation.finished. The turns add up to the result's total, and
+// orbit metrics counts the tokens once — the turns' — and the cost Claude
+// Code reports.
+func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
+	t.Parallel()
+	p := claudeWriteProject(t)
 	r := p.Orbit("job", "run", "write")
 	require.Equal(t, 0, r.Code, r.String())
 	id := strings.TrimSpace(r.Stdout)

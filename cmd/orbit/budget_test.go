@@ -181,14 +181,12 @@ func TestABudgetDecisionSurvivesACrash(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+p.WriteFile("fixture.json", budgetFixture))
 	p.WriteFile(".orbit/jobs/between_steps.yaml", budgetJob("between_steps", "1000"))
-	p.Env = append(p.Env, "ORBIT_FAILPOINT=interpreter-after-budget-decision")
-	first := serve(t, p)
+	died := serveToFailpoint(t, p, "interpreter-after-budget-decision")
 	r := p.Orbit("job", "run", "between_steps", "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	id := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the engine to die at the failpoint", func() bool { return !testkit.Runs(first.Process.Pid) })
+	died()
 
-	p.Env = p.Env[:len(p.Env)-1]
 	serve(t, p)
 	deadline := time.Now().Add(time.Minute)
 	for !terminal(p, id) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +73,32 @@ func serveWith(t *testing.T, p *testkit.Project, flags ...string) *exec.Cmd {
 		_ = cmd.Wait()
 	})
 	return cmd
+}
+
+// serveToFailpoint starts an engine armed to crash at the failpoint
+// point (ORBIT_FAILPOINT, perhaps with its hit: "name@5"), set for that
+// engine alone: clients and the engines started after it run without it.
+// The returned died waits until the engine has reached the point, that is
+// until it was killed with SIGKILL, and fails the test otherwise.
+func serveToFailpoint(t *testing.T, p *testkit.Project, point string) (died func()) {
+	t.Helper()
+	env := p.Env
+	p.Env = append(slices.Clone(env), "ORBIT_FAILPOINT="+point)
+	engine := serve(t, p)
+	p.Env = env
+	exited := make(chan struct{})
+	go func() { _ = engine.Wait(); close(exited) }()
+	return func() {
+		t.Helper()
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("the engine did not reach the failpoint %s", point)
+		}
+		status, ok := engine.ProcessState.Sys().(syscall.WaitStatus)
+		require.True(t, ok && status.Signaled() && status.Signal() == syscall.SIGKILL,
+			"the engine died at the failpoint %s (SIGKILL), not otherwise: %s", point, engine.ProcessState)
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -134,20 +133,11 @@ checkpoints:
       - {kind: file_exists, path: a.txt}
 `)
 	p.StopEngine()
-	env := p.Env
-	p.Env = append(append([]string(nil), env...), "ORBIT_FAILPOINT=groundhog-after-verification")
-	engine := serve(t, p)
-	p.Env = env
+	died := serveToFailpoint(t, p, "groundhog-after-verification")
 	r := p.Orbit("groundhog", "run", task, "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	runID := strings.TrimSpace(r.Stdout)
-	exited := make(chan struct{})
-	go func() { _ = engine.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the engine did not reach the failpoint")
-	}
+	died()
 	require.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"))
 	require.FileExists(t, filepath.Join(repo, "a.txt"))
 

@@ -25,15 +25,13 @@ func TestAnApprovalKilledMidWayHoldsTheWorkspaceBriefly(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	held := testkit.Git(t, repo, "rev-parse", "refs/orbit/groundhog/"+task)
 	p.StopEngine()
-	p.Env = append(p.Env, "ORBIT_FAILPOINT=groundhog-approve-after-fast-forward")
-	first := serve(t, p)
-	p.Env = p.Env[:len(p.Env)-1]
+	died := serveToFailpoint(t, p, "groundhog-approve-after-fast-forward")
 
 	// The client would wait on the dead engine for its answer: it is not
 	// waited for.
 	approve := p.Command("groundhog", "approve", task)
 	require.NoError(t, approve.Start())
-	waitFor(t, "the engine to die at the failpoint", func() bool { return !testkit.Runs(first.Process.Pid) })
+	died()
 	killed := time.Now()
 	_ = approve.Process.Kill()
 	_ = approve.Wait()

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,20 +177,11 @@ func TestGroundhogKilledBetweenVerificationAndCommit(t *testing.T) {
 	    {"kind": "tool_use", "id": "d1", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add greet.sh"}}], "stop_reason": "tool_use"}
 	]`, greetPlan)
 	p.StopEngine()
-	env := p.Env
-	p.Env = append(append([]string(nil), env...), "ORBIT_FAILPOINT=groundhog-after-verification")
-	engine := serve(t, p)
-	p.Env = env
+	died := serveToFailpoint(t, p, "groundhog-after-verification")
 	r := p.Orbit("groundhog", "run", task, "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	runID := strings.TrimSpace(r.Stdout)
-	done := make(chan struct{})
-	go func() { _ = engine.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the engine did not reach the failpoint")
-	}
+	died()
 	assert.Equal(t, "initial", testkit.Git(t, repo, "log", "--format=%s", "main"), "killed before the commit")
 
 	serve(t, p)

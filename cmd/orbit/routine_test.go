@@ -296,13 +296,7 @@ func TestARoutineTickDecidedByAKilledEngineFires(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
 	p.WriteFile(".orbit/routines/tock.yaml", routineYAML("tock", "tock", routine.Skip, routine.Allow))
-	env := p.Env
-	p.Env = append(slices.Clone(env), "ORBIT_FAILPOINT=routine-after-decision")
-	first := serve(t, p)
-	p.Env = env
-	err := first.Wait()
-	require.Error(t, err)
-	assert.Equal(t, syscall.SIGKILL, first.ProcessState.Sys().(syscall.WaitStatus).Signal(), "the engine died at the failpoint")
+	serveToFailpoint(t, p, "routine-after-decision")()
 	died := time.Now()
 
 	serve(t, p)

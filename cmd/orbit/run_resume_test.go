@@ -159,16 +159,14 @@ func TestARaiseIsRefusedUnlessItLetsTheRunGoOn(t *testing.T) {
 func TestARaiseSurvivesAKillOfTheEngine(t *testing.T) {
 	t.Parallel()
 	p, _ := resumeProject(t)
-	p.Env = append(p.Env, "ORBIT_FAILPOINT=resume-after-raise")
-	first := serve(t, p)
-	p.Env = p.Env[:len(p.Env)-1]
+	died := serveToFailpoint(t, p, "resume-after-raise")
 	r := p.Orbit("job", "run", "resumable")
 	require.Equal(t, 1, r.Code, r.String())
 	id := strings.TrimSpace(r.Stdout)
 
 	r = p.Orbit("run", "resume", id, "--max-tokens", "5000", "--detach")
 	assert.NotEqual(t, 0, r.Code, "the engine died before it answered: "+r.String())
-	waitFor(t, "the engine to die at the failpoint", func() bool { return !testkit.Runs(first.Process.Pid) })
+	died()
 
 	serve(t, p)
 	deadline := time.Now().Add(time.Minute)

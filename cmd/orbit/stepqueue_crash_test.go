@@ -44,10 +44,7 @@ func TestStepCommandsLostWithTheEngineAreSentAgain(t *testing.T) {
 			t.Parallel()
 			p := testkit.NewProject(t)
 			p.WriteFile(".orbit/jobs/tally.yaml", tallyJob)
-			env := p.Env
-			p.Env = append(append([]string(nil), env...), "ORBIT_FAILPOINT="+point+"@5")
-			first := serve(t, p)
-			p.Env = env
+			died := serveToFailpoint(t, p, point+"@5")
 			// The runs' first steps wait until all three are under way, so
 			// that the fifth command, or ack, belongs to a second step.
 			var runs []string
@@ -57,7 +54,7 @@ func TestStepCommandsLostWithTheEngineAreSentAgain(t *testing.T) {
 				runs = append(runs, strings.TrimSpace(r.Stdout))
 			}
 			p.WriteFile("go", "")
-			waitForLong(t, "the engine to die at "+point, func() bool { return !testkit.Runs(first.Process.Pid) })
+			died()
 
 			serve(t, p)
 			for _, id := range runs {

@@ -244,16 +244,15 @@ func TestASpanExportedBeforeACrashIsExportedAgainMarked(t *testing.T) {
 	rcv := testkit.StartOTLPReceiver(t)
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
-	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL(), "ORBIT_FAILPOINT=tracing-after-export")
-	engine := serve(t, p)
+	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
+	died := serveToFailpoint(t, p, "tracing-after-export")
 	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	r := p.Orbit("job", "run", "two_steps", "--detach", "--traceparent", caller)
 	require.Equal(t, 0, r.Code, r.String())
 	runID := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the engine to die at the failpoint", func() bool { return !testkit.Runs(engine.Process.Pid) })
+	died()
 	require.NotEmpty(t, rcv.Spans(), "the engine died before its first export")
 
-	p.Env = p.Env[:len(p.Env)-1]
 	serve(t, p)
 	waitFor(t, "the run to finish", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	spans := spansOf(t, rcv, "0af7651916cd43dd8448eb211c80319c", tracing.RunSpanID(runID).String())
@@ -464,35 +463,8 @@ func TestGroundhogAttemptsAreSpansUnderTheirStep(t *testing.T) {
 // process with the cost it reported.
 func TestAnAgentStepsTurnsToolCallsAndCostAreSpans(t *testing.T) {
 	t.Parallel()
-	bin := testkit.ClaudeCLI(t)
-	srv := testkit.NewAnthropicServer(t,
-		testkit.Turn{Tools: []testkit.ToolUse{{ID: "toolu_w", Name: "Write", Input: map[string]any{"file_path": "out.txt", "content": "x\n"}}},
-			InputTokens: 700, OutputTokens: 30},
-		testkit.Turn{Text: "written", InputTokens: 800, OutputTokens: 20})
 	rcv := testkit.StartOTLPReceiver(t)
-	p := testkit.NewProject(t)
-	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
-	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
-	p.WriteFile(".orbit/executors/claude_code.yaml", `schemaVersion: 2
-kind: Executor
-metadata: {name: claude_code}
-spec: {command: `+bin+`, output: claude_code}
-`)
-	p.WriteFile(".orbit/jobs/write.yaml", `schemaVersion: 2
-kind: Job
-metadata: {name: write}
-spec:
-  steps:
-    - id: agent
-      default_input: {prompt: "Write out.txt."}
-      spec:
-        type: agent_loop
-        backend: cli
-        executor: claude_code
-        model: claude-sonnet-4-5
-        tools: [fs.write]
-        wall_clock_timeout_seconds: 120
-`)
+	p := claudeWriteProject(t, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
 	serve(t, p)
 	r := p.Orbit("job", "run", "write")
 	require.Equal(t, 0, r.Code, r.String())
