@@ -3,8 +3,11 @@ package activity_test
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,22 +34,12 @@ func stepTypes(evs []events.Event) map[string][]string {
 	return types
 }
 
-// Under step protocol 4 a step of a pure built-in action is one event,
-// its step.finished, written by the orchestrator, which names its engine
-// as the worker and no delivery and carries what the step.started would
-// have (the activity type and the input); any other
-// deterministic step is the same two events, written by the worker that
-// ran it (protocol 3's step.finished, carrying the execution's outcome,
-// duration, worker and delivery); a step with effects outside the log
-// keeps its activity.started, stored before the effect; no step has an
-// activity.finished.
-func TestProtocol4StepEvents(t *testing.T) {
-	t.Parallel()
-	log := runrig.EngineLog(t)
-	runID, fin := runrig.RunYAML(t, log, `
+// protocolJob has a step of a pure built-in action, a deterministic step
+// a worker runs and a shell step.
+const protocolJob = `
 schemaVersion: 2
 kind: Job
-metadata: {name: protocol4}
+metadata: {name: protocol}
 spec:
   steps:
     - id: pure
@@ -55,20 +48,31 @@ spec:
       spec: {type: deterministic, action: sleep, config: {ms: 0}}
     - id: forked
       spec: {type: shell, program: echo, args: [hi], allowed_programs: [echo]}
-`)
+`
+
+// Under step protocol 5 on an embedded store a step of a pure built-in
+// action is one event, its step.finished, written by the orchestrator,
+// which names its engine as the worker and no delivery and carries what
+// the step.started would have (the activity type and the input); any
+// other step a worker ran first time is its step.started and its
+// step.finished, which names the worker and delivery (and a shell step's
+// shell.exited between them): no activity.started, no activity.finished.
+func TestProtocol5StepEvents(t *testing.T) {
+	t.Parallel()
+	log := runrig.EngineLog(t)
+	runID, fin := runrig.RunYAML(t, log, protocolJob)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	evs := runrig.History(t, log, runID)
 	var req events.RunRequestedData
 	require.NoError(t, runrig.OfType(evs, events.RunRequested)[0].Decode(&req))
-	assert.Equal(t, 4, req.Protocol)
+	assert.Equal(t, 5, req.Protocol)
 	assert.Equal(t, map[string][]string{
 		"pure":   {events.StepFinished},
 		"waited": {events.StepStarted, events.StepFinished},
-		"forked": {events.StepStarted, events.ActivityStarted, events.ShellExited, events.StepFinished},
+		"forked": {events.StepStarted, events.ShellExited, events.StepFinished},
 	}, stepTypes(evs))
 
 	ends := runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(evs, events.StepFinished))
-	starts := runrig.DecodeAll[events.ActivityStartedData](t, runrig.OfType(evs, events.ActivityStarted))
 	require.Len(t, ends, 3)
 	for _, d := range ends {
 		assert.NotEmpty(t, d.Worker, "step.finished names who ran it")
@@ -80,10 +84,34 @@ spec:
 	assert.Nil(t, ends[1].Started)
 	assert.Equal(t, 1, ends[1].Delivery)
 	assert.Equal(t, 1, ends[2].Delivery)
-	assert.Equal(t, starts[0].Worker, ends[2].Worker)
 	var started events.RunStartedData
 	require.NoError(t, runrig.OfType(evs, events.RunStarted)[0].Decode(&started))
 	assert.Equal(t, started.Engine, ends[0].Worker, "the pure step names the engine whose orchestrator decided it")
+}
+
+// A run requested under step protocol 4 keeps its events on today's
+// engine: a step with effects outside the log has its activity.started,
+// stored before the effect, naming the worker that then names itself in
+// the step.finished.
+func TestProtocol4StepEvents(t *testing.T) {
+	t.Parallel()
+	log := testkit.StartLog(t, events.Config{})
+	runID := runrig.RequestUnder(t, log, runrig.ParseJob(t, protocolJob), nil, 4)
+	runrig.StartEngine(t, log, t.TempDir(), func(context.Context) ([]string, error) { return []string{runID}, nil })
+	fin := runrig.WaitFinished(t, log, runID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	evs := runrig.History(t, log, runID)
+	assert.Equal(t, map[string][]string{
+		"pure":   {events.StepFinished},
+		"waited": {events.StepStarted, events.StepFinished},
+		"forked": {events.StepStarted, events.ActivityStarted, events.ShellExited, events.StepFinished},
+	}, stepTypes(evs))
+	ends := runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(evs, events.StepFinished))
+	starts := runrig.DecodeAll[events.ActivityStartedData](t, runrig.OfType(evs, events.ActivityStarted))
+	require.Len(t, ends, 3)
+	require.Len(t, starts, 1)
+	assert.Equal(t, starts[0].Worker, ends[2].Worker)
+	assert.False(t, starts[0].Redelivered)
 }
 
 // Under step protocol 4 a job of pure steps runs on an orchestrator with
@@ -226,4 +254,70 @@ spec:
 	require.Equal(t, events.StateFailed, fin.State)
 	out := runrig.StepOutput(t, log, runID, "broken/recovery")
 	assert.Equal(t, map[string]any{"given": "in", "want": "ready"}, out["input"])
+}
+
+// A command the orchestrator sends again from the log is marked resent,
+// and its worker records its execution as a possible repeat: the engine
+// stops while a shell step runs its first execution (which under step
+// protocol 5 on an embedded store has no activity.started) and the
+// step's command is lost with it, as ORBIT_STEPS, persisted
+// asynchronously, may lose it in a crash. The next engine finds the
+// step.started with no command queued, sends it again, and the execution
+// that runs then has its activity.started, redelivered, though its
+// command is on its first delivery.
+func TestAResentCommandIsRecordedAsAPossibleRepeat(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	store := filepath.Join(t.TempDir(), "nats")
+	log, err := events.Open(ctx, events.Config{StoreDir: store, Listen: "127.0.0.1:0", Redactor: &events.Redactor{}})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ran, gate := filepath.Join(dir, "ran.txt"), filepath.Join(dir, "gate")
+	job := runrig.ParseJob(t, `
+schemaVersion: 2
+kind: Job
+metadata: {name: lost}
+spec:
+  steps:
+    - id: work
+      spec:
+        type: shell
+        program: sh
+        args: ["-c", "echo ran >> `+ran+`; while [ ! -e `+gate+` ]; do sleep 0.05; done"]
+        allowed_programs: [sh]
+`)
+	runs := func() int {
+		data, _ := os.ReadFile(ran)
+		return strings.Count(string(data), "ran")
+	}
+	first := runrig.StartEngine(t, log, dir, nil)
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the first execution", func() bool { return runs() == 1 })
+	assert.False(t, runrig.Has(t, log, runID, events.ActivityStarted, "work"), "a first execution on an embedded store has no activity.started")
+	first.Stop()
+	// The command is lost, and with the server goes the memory of its id
+	// that would drop a copy sent again.
+	nc := testkit.DialEngine(t, log.ClientURL(), log.CredsDir())
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	steps, err := js.Stream(ctx, events.StepsStream)
+	require.NoError(t, err)
+	require.NoError(t, steps.Purge(ctx))
+	nc.Close()
+	require.NoError(t, log.Close())
+	log = testkit.StartLog(t, events.Config{StoreDir: store})
+
+	runrig.StartEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
+	runrig.WaitFor(t, "the execution of the resent command", func() bool { return runs() == 2 })
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	fin := runrig.WaitFinished(t, log, runID)
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	evs := runrig.History(t, log, runID)
+	starts := runrig.DecodeAll[events.ActivityStartedData](t, runrig.OfType(evs, events.ActivityStarted))
+	require.Len(t, starts, 1, "the repeat, and only it, is on record")
+	assert.True(t, starts[0].Redelivered)
+	assert.Equal(t, 1, starts[0].Delivery, "the resent command's first delivery")
+	ends := runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(evs, events.StepFinished))
+	require.Len(t, ends, 1)
+	assert.Equal(t, 1, ends[0].Delivery)
 }

@@ -254,7 +254,7 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	defer stopConfirming()
 	go w.confirm(cctx, c)
 	finishedID := interpreter.StepEventID(events.StepFinished, cmd.RunID, cmd.StepKey, cmd.Attempt)
-	redelivered := c.Delivery > 1 || c.StreamSeq <= w.before
+	redelivered := c.Delivery > 1 || c.StreamSeq <= w.before || cmd.Resent
 	rec, err := w.decision(ctx, c, &cmd, finishedID, redelivered)
 	switch {
 	case err != nil:
@@ -315,15 +315,23 @@ func (w *Worker) handle(ctx context.Context, c *events.Command) {
 	// stored together with its end, and from 3 on it has none (its
 	// step.finished names the worker and delivery).
 	//
+	// From step protocol 5 on, on an embedded store, a first execution has
+	// none whatever its activity: its step.started was found in the log
+	// before it runs, this engine is the only worker, and its
+	// step.finished names the worker and delivery. On a shared server the
+	// start names the engine that took the command, which an auditor
+	// needs if that engine dies mid-step.
+	//
 	// A shell step waits for it at its fork, after everything else its
 	// start does (its checks, its environment, its cgroup): the program
 	// still runs only once its record is stored.
 	outside := cmd.Activity.Type != assets.TypeDeterministic || w.cfg.Actions[cmd.Activity.Action].External
 	merged := cmd.Protocol >= 3
+	alone := cmd.Protocol >= 5 && w.cfg.Log.Embedded() && !redelivered
 	atFork := cmd.Activity.Type == assets.TypeShell
 	ex := &execution{cmd: &cmd, emit: emit}
 	var started *events.PendingAppend
-	if unresolved == nil && (!merged || outside || redelivered) {
+	if unresolved == nil && (!merged || outside || redelivered) && !alone {
 		started, err = w.cfg.Log.AppendAsync(ctx, stepEvent(&cmd, events.ActivityStarted, ""), events.ActivityStartedData{
 			Attempt: cmd.Attempt, ActivityType: cmd.Activity.Type, Worker: w.cfg.Engine,
 			Delivery: c.Delivery, Redelivered: redelivered,

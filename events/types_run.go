@@ -188,7 +188,14 @@ type RunRequestedData struct {
 //     step.started records its scope's input once, and the step.started
 //     of a step whose input is its item's input as it is records an Item
 //     reference instead of an Input (see ItemInput).
-const StepProtocol = 4
+//   - 5: on an embedded store (one engine, so one worker) a command's
+//     first execution has no activity.started, whatever its activity:
+//     its step.started is in the log before it runs and its step.finished
+//     names the worker and delivery. A possible repeat (a redelivered
+//     command, or one the orchestrator sent again from the log) keeps
+//     its activity.started{redelivered}; on a shared server nothing
+//     changes from 4.
+const StepProtocol = 5
 
 // RoutineTick is the routine a run was started for and the tick of its
 // schedule it fires for. Manual is set for orbit routine run-now, which
@@ -409,10 +416,12 @@ type StepDeadLetteredData struct {
 
 // ActivityStartedData records that a worker began executing an attempt.
 // Under step protocols 1 and 2 every execution has one; from 3 on only
-// one with effects outside the log, or a redelivered one (see
-// StepProtocol). Redelivered means the command may have been delivered before — to this
-// engine before a restart or to another — so an earlier delivery may have
-// run part of the activity.
+// one with effects outside the log, or a redelivered one, and from 5 on,
+// on an embedded store, only a redelivered one (see StepProtocol).
+// Redelivered means the command may have been delivered before — to this
+// engine before a restart or to another, or sent again from the log
+// (interpreter.StepCommand.Resent) — so an earlier delivery may have run
+// part of the activity.
 type ActivityStartedData struct {
 	Attempt      int    `json:"attempt"`
 	ActivityType string `json:"activity_type"`

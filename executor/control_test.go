@@ -51,7 +51,7 @@ func TestCancel(t *testing.T) {
 	ctx := testkit.Context(t)
 
 	running := runrig.Submit(t, log, job, map[string]any{"name": "first"})
-	runrig.WaitFor(t, "the first run's step to start", func() bool { return runrig.Has(t, log, running, events.ActivityStarted, "nap") })
+	runrig.WaitFor(t, "the first run's step to start", func() bool { return runrig.Has(t, log, running, events.StepStarted, "nap") })
 	pending := runrig.Submit(t, log, job, map[string]any{"name": "second"})
 	runrig.WaitFor(t, "the second run to queue", func() bool { return runrig.Has(t, log, pending, events.RunQueued, "") })
 

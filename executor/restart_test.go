@@ -118,12 +118,15 @@ spec:
       spec:
         type: shell
         program: sh
-        args: ["-c", "while [ ! -e `+gate+` ]; do sleep 0.05; done"]
+        args: ["-c", "touch `+gate+`.running; while [ ! -e `+gate+` ]; do sleep 0.05; done"]
         allowed_programs: [sh]
 `)
 	first := runrig.StartEngine(t, log, dir, nil)
 	runID := runrig.Submit(t, log, job, nil)
-	runrig.WaitFor(t, "the step to start", func() bool { return runrig.Has(t, log, runID, events.ActivityStarted, "wait") })
+	runrig.WaitFor(t, "the step to start", func() bool {
+		_, err := os.Stat(gate + ".running")
+		return err == nil
+	})
 	keys, err := log.Leases().Keys(context.Background())
 	require.NoError(t, err)
 	for _, k := range keys {

@@ -81,8 +81,14 @@ func TestAResumedChildRunTellsItsParent(t *testing.T) {
 	require.Len(t, childEnds, 2)
 	require.NoError(t, childEnds[1].Decode(&end))
 	assert.Equal(t, events.StateSuccess, end.State)
-	// The child went on: its first step ran once.
-	assert.Len(t, runrig.OfType(runrig.History(t, log, childID), events.ActivityStarted), 2)
+	// The child went on: its first step ran once, then its second.
+	executions := 0
+	for _, d := range runrig.DecodeAll[events.StepFinishedData](t, runrig.OfType(runrig.History(t, log, childID), events.StepFinished)) {
+		if d.Worker != "" {
+			executions++
+		}
+	}
+	assert.Equal(t, 2, executions, "step.finished events naming the worker that ran the step")
 }
 
 const resumeAnyParentJob = `

@@ -136,8 +136,10 @@ func (x *Interpreter) dispatch(ctx context.Context, sc *scope, st *assets.Step, 
 // on) there is nothing to do. If not, either the attempt finished just now
 // — its step.finished is appended before its command is acknowledged, so
 // catching up with the log finds it — or the command was never sent, and
-// it is sent now. (A step the interpreter decides itself has no
-// step.started, so it never comes here.)
+// it is sent now, marked Resent: an earlier delivery of it may have run,
+// and on an embedded store under step protocol 5 a first execution
+// leaves no activity.started to tell. (A step the interpreter decides
+// itself has no step.started, so it never comes here.)
 func (x *Interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step, key string, n int, input any) (events.Event, bool, error) {
 	name := StepCommandName(st.Activity.Type, x.runID, key, n)
 	pending, err := x.host.Queued(ctx, name)
@@ -154,6 +156,7 @@ func (x *Interpreter) redispatch(ctx context.Context, sc *scope, st *assets.Step
 	if err != nil {
 		return events.Event{}, false, err
 	}
+	cmd.Resent = true
 	return events.Event{}, false, x.host.Send(ctx, cmd)
 }
 

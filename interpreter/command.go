@@ -87,6 +87,11 @@ type StepCommand struct {
 	// then absent, and the worker reads the fan-out's recorded scope input
 	// and sets the item on it (see events.ItemInput).
 	InputRef *InputRef `json:"input_ref,omitempty"`
+	// Resent marks a command the orchestrator sent again from the log: its
+	// step.started was stored by an earlier engine and no command of it
+	// was queued, so it may have been delivered and run before (a command
+	// lost with its engine). Its worker treats it as redelivered.
+	Resent bool `json:"resent,omitempty"`
 
 	// input is the step's input as rendered, decoded (Input may hold its
 	// encoding, or be absent for InputRef): what the interpreter gives a

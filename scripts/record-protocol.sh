@@ -139,7 +139,7 @@ until "$bin" run show "$run" | grep -q '^Waiting:'; do sleep 0.2; done
 record gate "$run"
 
 run=$("$bin" run example_slow --detach)
-until "$bin" run events "$run" -t activity.started | grep -q activity.started; do sleep 0.2; done
+until "$bin" run events "$run" -t step.started | grep -q step.started; do sleep 0.2; done
 "$bin" run cancel "$run" >/dev/null
 "$bin" run tail "$run" >/dev/null 2>&1 || true
 record cancelled "$run"
@@ -147,7 +147,7 @@ record cancelled "$run"
 # A step stopped by pause --now and run again on unpause (attempt 2, no
 # retry spent).
 run=$("$bin" run paused_now --detach)
-until "$bin" run events "$run" -t activity.started | grep -q activity.started; do sleep 0.2; done
+until "$bin" run events "$run" -t step.started | grep -q step.started; do sleep 0.2; done
 "$bin" run pause "$run" --now >/dev/null
 until "$bin" run events "$run" -t step.finished | grep -q step.finished; do sleep 0.2; done
 "$bin" run unpause "$run" >/dev/null

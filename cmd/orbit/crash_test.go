@@ -21,8 +21,8 @@ import (
 )
 
 // appendJob has three shell steps that each append a line to lines.txt; the
-// second sleeps after writing and the third before, so the engine can be
-// killed while a step is running.
+// second sleeps after writing and the third before (having noted that it
+// began), so the engine can be killed while a step is running.
 const appendJob = `
 schemaVersion: 2
 kind: Job
@@ -34,7 +34,7 @@ spec:
     - id: two
       spec: {type: shell, program: sh, args: ["-c", "echo two >> lines.txt; sleep 2"], allowed_programs: [sh]}
     - id: three
-      spec: {type: shell, program: sh, args: ["-c", "sleep 2; echo three >> lines.txt"], allowed_programs: [sh]}
+      spec: {type: shell, program: sh, args: ["-c", "echo began-three >> lines.txt; sleep 2; echo three >> lines.txt"], allowed_programs: [sh]}
 `
 
 // serve starts `orbit serve` as a child process and waits until it serves.
@@ -135,7 +135,10 @@ func count(lines []string, s string) int {
 // twice in a three-step job — once while step two runs, once while step
 // three runs — and restarts it each time. Steps that had finished are never
 // run again; the step the kill interrupted runs again, and its redelivery is
-// on record.
+// on record: under step protocol 5 a first execution on an embedded store
+// has no activity.started, and each repeat has one, redelivered (its
+// command redelivered, or, lost with the engine, sent again from the
+// log).
 func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -151,14 +154,7 @@ func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
 	killEngine(t, engine)
 
 	engine = serve(t, p)
-	waitFor(t, "step three to start", func() bool {
-		for _, ev := range runEvents(t, p, runID, "--step", "three") {
-			if ev.Type == events.ActivityStarted {
-				return true
-			}
-		}
-		return false
-	})
+	waitFor(t, "step three to start", func() bool { return count(readLines(t, lines), "began-three") == 1 })
 	killEngine(t, engine)
 
 	serve(t, p)
@@ -171,17 +167,21 @@ func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
 	assert.GreaterOrEqual(t, count(got, "two"), 1, "%v", got)
 	assert.LessOrEqual(t, count(got, "two"), 2, "%v", got)
 	assert.Equal(t, 1, count(got, "three"), "step three wrote only after its sleep: %v", got)
+	assert.Equal(t, 2, count(got, "began-three"), "step three began again after the kill: %v", got)
 	assert.Equal(t, "three", got[len(got)-1])
 
-	// Step two was interrupted: it ran again, and the second delivery is on
+	// Step two was interrupted: it ran again, and the repeat is on
 	// record. Step one never ran twice.
 	deliveries := map[string]int{}
 	for _, ev := range runEvents(t, p, runID, "--type", events.ActivityStarted) {
+		var d events.ActivityStartedData
+		require.NoError(t, ev.Decode(&d))
+		assert.True(t, d.Redelivered, "step %s: an execution after a kill is a possible repeat", ev.StepKey)
 		deliveries[ev.StepKey]++
 	}
-	assert.Equal(t, 1, deliveries["one"])
-	assert.Equal(t, count(got, "two"), deliveries["two"])
-	assert.Equal(t, 2, deliveries["three"])
+	assert.Equal(t, 0, deliveries["one"])
+	assert.Equal(t, count(got, "two")-1, deliveries["two"])
+	assert.Equal(t, 1, deliveries["three"])
 	resumed := runEvents(t, p, runID, "--type", events.RunResumed)
 	assert.Len(t, resumed, 2)
 

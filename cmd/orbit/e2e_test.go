@@ -79,7 +79,7 @@ func TestHelloRunsEndToEnd(t *testing.T) {
 	assert.Equal(t, "run.started", evs[1].Type)
 	assert.Equal(t, "run.finished", evs[len(evs)-1].Type)
 	assert.Equal(t, []string{"step.finished", "step.finished", "step.finished"}, types(runEvents(t, p, runID, "--type", "step.finished")))
-	assert.Equal(t, []string{"step.started", "activity.started", "shell.exited", "step.finished"},
+	assert.Equal(t, []string{"step.started", "shell.exited", "step.finished"},
 		types(runEvents(t, p, runID, "--step", "announce")))
 
 	// The default run of show/events is the latest one.

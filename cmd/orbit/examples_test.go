@@ -195,7 +195,7 @@ func TestExampleSlowCancels(t *testing.T) {
 	runID := strings.TrimSpace(r.Stdout)
 
 	require.Eventually(t, func() bool {
-		return len(runEvents(t, p, runID, "--type", events.ActivityStarted)) > 0
+		return len(runEvents(t, p, runID, "--type", events.StepStarted)) > 0
 	}, 15*time.Second, 50*time.Millisecond, "the nap step to start")
 
 	began := time.Now()

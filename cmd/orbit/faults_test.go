@@ -29,7 +29,9 @@ func withConfig(t *testing.T, p *testkit.Project, engine string) {
 // TestADeadLetterEndsACommandThatKeepsFailing: a step whose worker dies
 // every time it runs it (a failpoint after the side effect) is started
 // engine.max_deliveries times, then dead-lettered: the run fails, and
-// nothing loops.
+// nothing loops. Its first execution has no activity.started (step
+// protocol 5 on an embedded store), so it runs max_deliveries + 1 times:
+// the bound counts the starts on record, the repeats.
 func TestADeadLetterEndsACommandThatKeepsFailing(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
@@ -69,7 +71,14 @@ spec:
 	assert.Len(t, runEvents(t, p, runID, "--type", events.StepDeadLettered), 1)
 	runs, err := os.ReadFile(filepath.Join(p.Root, "runs.txt"))
 	require.NoError(t, err)
-	assert.Equal(t, 2, strings.Count(string(runs), "ran"))
+	assert.Equal(t, 3, strings.Count(string(runs), "ran"))
+	starts := runEvents(t, p, runID, "--type", events.ActivityStarted)
+	assert.Len(t, starts, 2)
+	for _, ev := range starts {
+		var d events.ActivityStartedData
+		require.NoError(t, ev.Decode(&d))
+		assert.True(t, d.Redelivered)
+	}
 }
 
 // serveUntilDead starts orbit serve and returns it; with a failpoint in the

@@ -58,7 +58,43 @@ func TestCheckEffects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := checkEffects(c.evs, c.effects)
+			err := checkEffects(c.evs, c.effects, false)
+			if c.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err)
+			}
+		})
+	}
+}
+
+// TestCheckEffectsUnderProtocol5: on an embedded store a command's first
+// execution has no activity.started, so an attempt may run once more
+// than its starts, and a second run needs a redelivery on record; on a
+// shared server every execution keeps its start.
+func TestCheckEffectsUnderProtocol5(t *testing.T) {
+	t.Parallel()
+	v5 := history(nil).with(events.RunRequested, "", events.RunRequestedData{Protocol: 5})
+	repeat := shellStep(v5, "a", 1, 0, false).with(events.ActivityStarted, "a",
+		events.ActivityStartedData{Attempt: 1, ActivityType: "shell", Delivery: 2, Redelivered: true})
+	cases := []struct {
+		name    string
+		evs     history
+		effects []string
+		shared  bool
+		ok      bool
+	}{
+		{"a first execution without its start", shellStep(v5, "a", 1, 0, false), []string{"a#1"}, false, true},
+		{"ran twice without a start", shellStep(v5, "a", 1, 0, false), []string{"a#1", "a#1"}, false, false},
+		{"the first and a redelivered repeat", repeat, []string{"a#1", "a#1"}, false, true},
+		{"a repeat not marked redelivered", shellStep(v5, "a", 1, 1, false), []string{"a#1", "a#1"}, false, false},
+		{"one repeat on record, two ran", repeat, []string{"a#1", "a#1", "a#1"}, false, false},
+		{"on a shared server every execution has its start", shellStep(v5, "a", 1, 0, false), []string{"a#1"}, true, false},
+		{"protocol 4 has the first start", shellStep(history(nil).with(events.RunRequested, "", events.RunRequestedData{Protocol: 4}), "a", 1, 0, false), []string{"a#1"}, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkEffects(c.evs, c.effects, c.shared)
 			if c.ok {
 				assert.NoError(t, err)
 			} else {

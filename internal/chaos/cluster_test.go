@@ -176,7 +176,7 @@ func newClusterRig(t *testing.T, j *job) *clusterRig {
 	key := filepath.Join(t.TempDir(), "log.key")
 	effects := filepath.Join(t.TempDir(), "effects.txt")
 	for i := range cr.rigs {
-		r := &rig{t: t, job: j, p: testkit.ClusterProject(t, cr.c, key), effects: effects}
+		r := &rig{t: t, job: j, p: testkit.ClusterProject(t, cr.c, key), effects: effects, shared: true}
 		r.p.Env = append(r.p.Env, "CHAOS_EFFECTS="+effects)
 		r.p.WriteFile(filepath.Join(".orbit", "jobs", j.jobName()+".yaml"), j.yaml(t))
 		t.Cleanup(r.stop)

@@ -33,6 +33,8 @@ type rig struct {
 	forge  *testkit.ForgeServer
 	// lives are the engines started so far, the current one last.
 	lives []*engine
+	// shared: the engines share a cluster rather than an embedded store.
+	shared bool
 }
 
 // cliTimeout bounds every CLI command a trial runs.

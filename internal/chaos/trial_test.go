@@ -280,7 +280,7 @@ func (tr *trial) check(r *rig, want string) {
 		checks = append(checks, checkResult{"output", checkOutput(tr.output, want)})
 	}
 	checks = append(checks,
-		checkResult{"effects", checkEffects(evs, lines)},
+		checkResult{"effects", checkEffects(evs, lines, r.shared)},
 		checkResult{"protocol", checkStepEvents(evs)},
 		checkResult{"replay", checkReplay(r)},
 	)

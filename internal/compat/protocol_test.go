@@ -383,15 +383,23 @@ func (s *storedHost) Failpoint(string)         {}
 // A run requested under one step protocol goes on under it when an engine
 // of a later one resumes it: the stored fan-out runs, cut after their
 // first fan-out item began, finish on today's engine with a fanout.item
-// for every item under protocol 1 and none from 2 on, and with the
-// workers' activity.finished the stored run has (one an execution under
-// protocols 1 and 2, none from 3 on).
+// for every item under protocol 1 and none from 2 on, with the workers'
+// activity.finished the stored run has (one an execution under protocols
+// 1 and 2, none from 3 on), and with an activity.started for each of the
+// five shell items' executions up to protocol 4 (and the echo step's
+// under 1 and 2) and, under 5 on this
+// embedded store, only for the item whose step.started the stored run
+// holds: its command, sent again from the log, may be a repeat, and its
+// start says redelivered (from protocol 2 on, where that step.started is
+// the item's first event).
 func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		protocol string
-		items    int // fanout.item events once the run ends
-	}{{"v1", 5}, {"v2", 0}, {"v3", 0}} {
+		items    int  // fanout.item events once the run ends
+		starts   int  // activity.started events once the run ends
+		resent   bool // the first item's command is sent again from its step.started
+	}{{"v1", 5, 6, false}, {"v2", 0, 6, true}, {"v3", 0, 5, true}, {"v4", 0, 5, true}, {"v5", 0, 1, true}} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			t.Parallel()
 			stored := readStoredLog(t, filepath.Join("testdata/protocol", tc.protocol, "example_fan_out.jsonl"))
@@ -431,7 +439,7 @@ func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 			require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 			hist, err := log.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(runID)}})
 			require.NoError(t, err)
-			var items, resumed, finishes int
+			var items, resumed, finishes, starts int
 			for _, ev := range hist {
 				switch ev.Type {
 				case events.FanoutItem:
@@ -440,10 +448,16 @@ func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 					resumed++
 				case events.ActivityFinished:
 					finishes++
+				case events.ActivityStarted:
+					starts++
+					var d events.ActivityStartedData
+					require.NoError(t, ev.Decode(&d))
+					assert.Equal(t, tc.resent && ev.StepKey == stored[cut].StepKey, d.Redelivered, ev.StepKey)
 				}
 			}
 			assert.Equal(t, 1, resumed, "the run was resumed, not started again")
 			assert.Equal(t, tc.items, items, "fanout.item events")
+			assert.Equal(t, tc.starts, starts, "activity.started events")
 			storedFinishes := len(slices.DeleteFunc(slices.Clone(stored), func(ev events.Event) bool { return ev.Type != events.ActivityFinished }))
 			assert.Equal(t, storedFinishes, finishes, "activity.finished events")
 		})

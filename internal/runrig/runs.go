@@ -2,6 +2,7 @@ package runrig
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -205,4 +206,19 @@ func ResendStepCommand(ctx context.Context, log *events.Log, runID, key string, 
 	}
 	name := interpreter.StepCommandName(cmd.Activity.Type, runID, key, attempt)
 	return name, log.Send(ctx, name, events.NewID(), cmd)
+}
+
+// RequestUnder appends the run.requested of a run of job on input under
+// step protocol protocol, as an engine of that protocol recorded it, and
+// returns its id: an engine started on the log with the run among its
+// active runs runs it.
+func RequestUnder(t *testing.T, log *events.Log, job *assets.Job, input any, protocol int) string {
+	t.Helper()
+	raw, err := json.Marshal(job)
+	require.NoError(t, err)
+	runID := events.NewID()
+	_, err = log.Append(testkit.Context(t), events.Event{ID: events.DecisionID(events.RunRequested, runID), Type: events.RunRequested, RunID: runID, Job: job.Name},
+		events.RunRequestedData{JobName: job.Name, Job: raw, Input: input, Requester: "test", Protocol: protocol})
+	require.NoError(t, err)
+	return runID
 }
