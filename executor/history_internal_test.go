@@ -144,19 +144,13 @@ func TestAFedHistoryHoldsEachEventOnceInOrder(t *testing.T) {
 		}
 	}()
 	check := func() {
-		var seen []uint64
-		var mu sync.Mutex
-		h, err := openFedHistory(ctx, f, log, run, 0, func(ev events.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			seen = append(seen, ev.Seq)
-		})
+		var observed seenEvents
+		h, err := openFedHistory(ctx, f, log, run, 0, observed.add)
 		require.NoError(t, err)
 		defer h.close()
 		<-appended
 		require.NoError(t, h.CatchUp(ctx))
-		mu.Lock()
-		defer mu.Unlock()
+		seen := observed.seqs()
 		require.Len(t, seen, steps, "each event once")
 		assert.True(t, slices.IsSorted(seen), "in the log's order: %v", seen)
 		assert.Len(t, slices.Compact(seen), steps)
@@ -197,13 +191,8 @@ func TestAHistoryKeepsTheEnginesOwnAppends(t *testing.T) {
 	require.NoError(t, err)
 	defer f.stop()
 	const run = "R5"
-	var seen []string
-	var mu sync.Mutex
-	h, err := openFedHistory(ctx, f, log, run, 0, func(ev events.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, ev.ID)
-	})
+	var observed seenEvents
+	h, err := openFedHistory(ctx, f, log, run, 0, observed.add)
 	require.NoError(t, err)
 	defer h.close()
 	f.unregister(h)
@@ -247,7 +236,37 @@ func TestAHistoryKeepsTheEnginesOwnAppends(t *testing.T) {
 	require.NoError(t, err)
 	h.push(read)
 	require.NoError(t, h.waitSeq(wctx, res.Seq))
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []string{id}, seen, "onEvent sees the event once")
+	assert.Equal(t, []string{id}, observed.ids(), "onEvent sees the event once")
+}
+
+// seenEvents records the events a history's onEvent is called with.
+type seenEvents struct {
+	mu  sync.Mutex
+	evs []events.Event
+}
+
+func (s *seenEvents) add(ev events.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evs = append(s.evs, ev)
+}
+
+func (s *seenEvents) seqs() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seqs := make([]uint64, len(s.evs))
+	for i, ev := range s.evs {
+		seqs[i] = ev.Seq
+	}
+	return seqs
+}
+
+func (s *seenEvents) ids() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, len(s.evs))
+	for i, ev := range s.evs {
+		ids[i] = ev.ID
+	}
+	return ids
 }
