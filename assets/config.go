@@ -223,7 +223,7 @@ type RuntimeConfig struct {
 // configKeys are the keys of config.yaml, by the path of their mapping.
 var configKeys = map[string][]string{
 	"":                {"durability", "serve", "engine", "runtime", "fs_profiles", "providers", "nats", "forge", "tracing", "retention"},
-	"retention":       {"runs", "tasks", "archive_dir", "every"},
+	"retention":       {"runs", "tasks", "archive_dir", "every", "gc_grace"},
 	"retention.runs":  {"older_than", "keep_per_job"},
 	"retention.tasks": {"older_than"},
 	"forge":           {"kind", "base_url", "repository", "token_env"},

@@ -56,6 +56,7 @@ var configSettings = []struct {
 	{ConfigSetting{"retention.tasks", true}, func(c *Config) any { return c.Retention.Tasks }},
 	{ConfigSetting{"retention.archive_dir", true}, func(c *Config) any { return c.Retention.ArchiveDir }},
 	{ConfigSetting{"retention.every", true}, func(c *Config) any { return c.Retention.Every }},
+	{ConfigSetting{"retention.gc_grace", true}, func(c *Config) any { return c.Retention.GCGrace }},
 }
 
 // ConfigSettings returns every setting of config.yaml, in the file's

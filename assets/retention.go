@@ -18,6 +18,10 @@ const (
 	// minRetentionEvery is the shortest retention.every accepted: a pass
 	// reads the views and exports what it removes.
 	minRetentionEvery = time.Minute
+	// DefaultGCGrace is retention.gc_grace when not set, and orbit gc's
+	// grace: how long after its run finished a worktree or branch, and
+	// how long after it was stored a blob, is kept from collection.
+	DefaultGCGrace = time.Hour
 )
 
 // RetentionConfig is retention (DESIGN §15): which finished runs and
@@ -37,6 +41,9 @@ type RetentionConfig struct {
 	ArchiveDir string `json:"archive_dir,omitempty"`
 	// Every is how often the engine applies the policy.
 	Every time.Duration `json:"every,omitempty"`
+	// GCGrace is the grace of the collection that ends each pass: what
+	// finished (a blob: was stored) less than GCGrace ago is kept.
+	GCGrace time.Duration `json:"gc_grace,omitempty"`
 }
 
 // RunRetention is retention.runs.
@@ -75,6 +82,14 @@ func (r RetentionConfig) Interval() time.Duration {
 	return r.Every
 }
 
+// CollectGrace returns GCGrace, or its default.
+func (r RetentionConfig) CollectGrace() time.Duration {
+	if r.GCGrace <= 0 {
+		return DefaultGCGrace
+	}
+	return r.GCGrace
+}
+
 // durationForm says what a retention duration may be written as.
 const durationForm = "a duration such as 90m, 36h or 30d"
 
@@ -99,7 +114,7 @@ func ParseRetentionDuration(s string) (time.Duration, error) {
 // retention decodes the retention section.
 func (d *decoder) retention(m *mapping, c *RetentionConfig, lines map[string]int) {
 	d.checkKeys(m, configKeys["retention"], nil)
-	dur := func(m *mapping, key string) time.Duration {
+	dur := func(m *mapping, key, zero string) time.Duration {
 		n := m.get(key)
 		if n == nil {
 			return 0
@@ -116,7 +131,7 @@ func (d *decoder) retention(m *mapping, c *RetentionConfig, lines map[string]int
 			return 0
 		}
 		if v == 0 {
-			d.addAt(n, path, "must be more than 0 ("+durationForm+"); leave it out to keep everything")
+			d.addAt(n, path, "must be more than 0 ("+durationForm+"); "+zero)
 		}
 		return v
 	}
@@ -124,7 +139,7 @@ func (d *decoder) retention(m *mapping, c *RetentionConfig, lines map[string]int
 		lines[child(m.path, "runs")] = rn.Line
 		if rm := d.mapping(rn, child(m.path, "runs")); rm != nil {
 			d.checkKeys(rm, configKeys["retention.runs"], nil)
-			c.Runs.OlderThan = dur(rm, "older_than")
+			c.Runs.OlderThan = dur(rm, "older_than", keepAll)
 			if vn := rm.get("keep_per_job"); vn != nil {
 				path := child(rm.path, "keep_per_job")
 				lines[path] = vn.Line
@@ -142,14 +157,18 @@ func (d *decoder) retention(m *mapping, c *RetentionConfig, lines map[string]int
 		lines[child(m.path, "tasks")] = tn.Line
 		if tm := d.mapping(tn, child(m.path, "tasks")); tm != nil {
 			d.checkKeys(tm, configKeys["retention.tasks"], nil)
-			c.Tasks.OlderThan = dur(tm, "older_than")
+			c.Tasks.OlderThan = dur(tm, "older_than", keepAll)
 		}
 	}
 	c.ArchiveDir = d.setting(m, "archive_dir", lines)
 	if n := m.get("every"); n != nil {
-		c.Every = dur(m, "every")
+		c.Every = dur(m, "every", keepAll)
 		if c.Every > 0 && c.Every < minRetentionEvery {
 			d.addAt(n, child(m.path, "every"), fmt.Sprintf("%s is too often: at least %s", c.Every, minRetentionEvery))
 		}
 	}
+	c.GCGrace = dur(m, "gc_grace", "a blob stored just before the event that names it needs a grace; leave it out for "+DefaultGCGrace.String())
 }
+
+// keepAll is what a retention duration of 0 is told to do instead.
+const keepAll = "leave it out to keep everything"

@@ -13,7 +13,7 @@ import (
 func TestRetentionConfig(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	writeFile(t, root, ".orbit/config.yaml", "retention:\n  runs: {older_than: 30d, keep_per_job: 50}\n  tasks: {older_than: 90d}\n  archive_dir: /var/orbit/archive\n  every: 15m\n")
+	writeFile(t, root, ".orbit/config.yaml", "retention:\n  runs: {older_than: 30d, keep_per_job: 50}\n  tasks: {older_than: 90d}\n  archive_dir: /var/orbit/archive\n  every: 15m\n  gc_grace: 10m\n")
 	c, err := assets.LoadConfig(root)
 	require.NoError(t, err)
 	r := c.Retention
@@ -23,6 +23,7 @@ func TestRetentionConfig(t *testing.T) {
 	assert.Equal(t, 90*24*time.Hour, r.Tasks.OlderThan)
 	assert.Equal(t, "/var/orbit/archive", r.Dir(root))
 	assert.Equal(t, 15*time.Minute, r.Interval())
+	assert.Equal(t, 10*time.Minute, r.CollectGrace())
 }
 
 // TestNoRetentionRemovesNothing: without the block the policy is off,
@@ -35,6 +36,7 @@ func TestNoRetentionRemovesNothing(t *testing.T) {
 	assert.False(t, c.Retention.Enabled())
 	assert.Equal(t, root+"/.orbit/archive", c.Retention.Dir(root))
 	assert.Equal(t, time.Hour, c.Retention.Interval())
+	assert.Equal(t, time.Hour, c.Retention.CollectGrace())
 }
 
 func TestRetentionConfigProblems(t *testing.T) {
@@ -49,6 +51,10 @@ func TestRetentionConfigProblems(t *testing.T) {
 		{"keep words", "retention:\n  runs: {keep_per_job: many}\n",
 			`2: retention.runs.keep_per_job: must be an integer, not "many"`},
 		{"too often", "retention:\n  every: 5s\n", `2: retention.every: 5s is too often: at least 1m0s`},
+		{"bad grace", "retention:\n  runs: {keep_per_job: 5}\n  gc_grace: soon\n",
+			`3: retention.gc_grace: "soon" is not a duration such as 90m, 36h or 30d`},
+		{"no grace", "retention:\n  gc_grace: 0s\n",
+			`2: retention.gc_grace: must be more than 0 (a duration such as 90m, 36h or 30d); a blob stored just before the event that names it needs a grace; leave it out for 1h0m0s`},
 		{"unknown", "retention:\n  run: {older_than: 1d}\n", `2: retention.run: unknown key "run" (did you mean "runs"?)`},
 		{"negative days", "retention:\n  runs: {older_than: -3d}\n", `2: retention.runs.older_than: "-3d" is not a duration such as 90m, 36h or 30d`},
 	}
@@ -62,6 +68,7 @@ func FuzzParseConfigRetention(f *testing.F) {
 		"retention: {runs: {older_than: 30d, keep_per_job: 5}, tasks: {older_than: 36h}, every: 2m}\n",
 		"retention: {runs: {older_than: 99999999999d}}\n",
 		"retention: {every: 1ns}\n",
+		"retention: {gc_grace: -1s}\n",
 		"retention: {runs: [1]}\n",
 		"retention: {archive_dir: {a: b}}\n",
 	} {
@@ -73,7 +80,7 @@ func FuzzParseConfigRetention(f *testing.F) {
 			return
 		}
 		r := c.Retention
-		if r.Runs.OlderThan < 0 || r.Tasks.OlderThan < 0 || r.Runs.KeepPerJob < 0 || (r.Every != 0 && r.Every < time.Minute) {
+		if r.Runs.OlderThan < 0 || r.Tasks.OlderThan < 0 || r.Runs.KeepPerJob < 0 || (r.Every != 0 && r.Every < time.Minute) || r.GCGrace < 0 {
 			t.Fatalf("accepted %+v", r)
 		}
 	})

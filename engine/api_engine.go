@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/failpoint"
 	"github.com/orbitrun/orbit/internal/sandbox"
 )
 
@@ -76,6 +77,25 @@ type Stopping struct {
 	PID    int    `json:"pid"`
 }
 
+// FailpointClockAhead (ORBIT_FAILPOINT=clock-ahead) makes an engine
+// report its clock ClockAhead ahead of the machine's in every engine.status
+// it answers, as an engine on a machine whose clock runs ahead would; it
+// changes nothing else the engine does. It is looked at once, when the
+// engine opens.
+const (
+	FailpointClockAhead = "clock-ahead"
+	ClockAhead          = 2 * time.Minute
+)
+
+// clockShift is how far ahead the engine reports its clock: ClockAhead
+// under FailpointClockAhead, otherwise 0.
+func clockShift() time.Duration {
+	if failpoint.Reached(FailpointClockAhead) {
+		return ClockAhead
+	}
+	return 0
+}
+
 func (e *Engine) engineEndpoints() map[string]events.Handler {
 	return map[string]events.Handler{
 		EndpointStatus: e.handle(e.apiStatus),
@@ -85,7 +105,7 @@ func (e *Engine) engineEndpoints() map[string]events.Handler {
 
 func (e *Engine) apiStatus(context.Context, json.RawMessage) (any, error) {
 	info := e.Info()
-	return Status{Info: info, Version: Version, UptimeSeconds: time.Since(info.Started).Seconds(), Config: e.config.Status(), Now: time.Now(), Sandbox: sandboxStatus()}, nil
+	return Status{Info: info, Version: Version, UptimeSeconds: time.Since(info.Started).Seconds(), Config: e.config.Status(), Now: time.Now().Add(e.clockShift), Sandbox: sandboxStatus()}, nil
 }
 
 // apiStop ends Run, with the answer on its way first: Run stops the API

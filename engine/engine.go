@@ -117,6 +117,7 @@ type Engine struct {
 	ship         *shipping.Service
 	refusals     *refusals
 	collector    *retention.Collector
+	clockShift   time.Duration // added to the clock engine.status reports
 
 	// config is the project's configuration, reloaded when the file
 	// changes; what of it the engine applies while it runs is kept here as
@@ -191,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	default:
 		logCfg.NKeySeedFile = creds.File(events.IdentityEngine)
 	}
-	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine"), attempts: groundhog.NewAttempts(cfg.Redactor.Add)}
+	e := &Engine{cfg: cfg, id: events.NewID(), logger: cfg.Logger.With("component", "engine"), attempts: groundhog.NewAttempts(cfg.Redactor.Add), clockShift: clockShift()}
 	e.idleTimeout.Store(int64(cfg.IdleTimeout))
 	// The configuration is read before anything is opened: a bad file
 	// stops the engine from starting, saying why.

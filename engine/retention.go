@@ -65,10 +65,12 @@ func (e *Engine) newCollector() *retention.Collector {
 }
 
 // collectAfterRetention ends each pass of the retention policy with orbit
-// gc's collection, applied: the blobs the removed runs named (archived
-// with them), and the worktrees and branches of finished work.
+// gc's collection, applied, with the policy's gc_grace: the blobs the
+// removed runs named (archived with them), and the worktrees and branches
+// of finished work.
 func (e *Engine) collectAfterRetention(ctx context.Context) error {
-	_, err := e.Collect(ctx, CollectOptions{Apply: true, By: "retention"})
+	grace := e.config.get().Retention.CollectGrace()
+	_, err := e.Collect(ctx, CollectOptions{Apply: true, By: "retention", Grace: grace.String()})
 	return err
 }
 

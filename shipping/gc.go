@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/projector"
@@ -32,7 +33,7 @@ const (
 
 // DefaultGCGrace is how long after its run finished a worktree or branch
 // is kept by default.
-const DefaultGCGrace = time.Hour
+const DefaultGCGrace = assets.DefaultGCGrace
 
 // GraceString is d as a Go duration without its zero tails: 1h, 30m,
 // 1h30m, 90s.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/doctor"
+	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
@@ -124,6 +126,39 @@ func TestDoctorFindsAConfigTheEngineHasNotLoaded(t *testing.T) {
 	require.Equal(t, 0, p.Orbit("engine", "restart").Code)
 	_, r = doctorReport(t, p)
 	assert.Equal(t, 0, r.Code, r.String())
+}
+
+// TestDoctorFindsAnEngineWhoseClockIsAhead: an engine armed with the
+// clock-ahead failpoint reports its clock two minutes ahead of the
+// machine's; doctor names it, says how to fix it and exits 1. The same
+// root with an engine started without it is healthy.
+func TestDoctorFindsAnEngineWhoseClockIsAhead(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	env := p.Env
+	p.Env = append(slices.Clone(env), "ORBIT_FAILPOINT="+engine.FailpointClockAhead)
+	ahead := serve(t, p)
+	p.Env = env
+	info, err := engine.ReadInfo(p.Root)
+	require.NoError(t, err)
+	id := info.Engine
+
+	rep, r := doctorReport(t, p)
+	f := assertFails(t, rep, r, "clock", "engine "+id+"'s clock is 2m0")
+	assert.Contains(t, f.Fix, "NTP")
+	for _, check := range []string{"engine", "environment", "config"} {
+		assert.Equal(t, doctor.OK, finding(t, rep, check).Level, "only the clock is off: %+v", finding(t, rep, check))
+	}
+
+	r = p.Orbit("engine", "stop")
+	require.Equal(t, 0, r.Code, r.String())
+	require.NoError(t, ahead.Wait())
+	rep, r = doctorReport(t, p)
+	assert.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, doctor.OK, finding(t, rep, "clock").Level, "%+v", finding(t, rep, "clock"))
+	info, err = engine.ReadInfo(p.Root)
+	require.NoError(t, err)
+	assert.NotEqual(t, id, info.Engine, "a new engine answered")
 }
 
 func TestDoctorFindsCredentialsOthersMayRead(t *testing.T) {

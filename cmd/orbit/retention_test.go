@@ -191,3 +191,67 @@ spec:
 	r = p.Orbit("audit")
 	assert.Equal(t, 0, r.Code, r.String())
 }
+
+// TestARetentionPassReapsTheWorktreeAndBranchOfAShippedRun: a task shipped
+// locally leaves its run's worktree and branch (landed on main). The
+// retention pass's collection keeps them within the default grace of an
+// hour; a gc_grace the file spells wrong is refused with the file, line
+// and key path (the engine keeps the file it loaded, and its grace); with
+// gc_grace: 1s the engine's pass removes both, as git sees it.
+func TestARetentionPassReapsTheWorktreeAndBranchOfAShippedRun(t *testing.T) {
+	t.Parallel()
+	p, _ := repoProject(t, map[string]string{"README.md": "# greeter\n", "greet.txt": "hello\n"})
+	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+filepath.Join(testkit.ModuleRoot(t), "examples", "ship", "fixtures"))
+	const policy = "retention:\n  runs: {older_than: 30d}\n  every: 1m\n"
+	p.WriteFile(".orbit/config.yaml", policy)
+	r := p.Orbit("task", "add", "--title", "Greet in French", "--context-file", "greet.txt", "--status", "backlog")
+	require.Equal(t, 0, r.Code, r.String())
+	r = p.Orbit("run", "ship", "T-1", "--mode", "local")
+	require.Equal(t, 0, r.Code, r.String())
+	finished := time.Now()
+
+	worktrees := func() []string {
+		var out []string
+		for _, line := range strings.Split(testkit.Git(t, p.Root, "worktree", "list", "--porcelain"), "\n") {
+			if path, ok := strings.CutPrefix(line, "worktree "); ok && strings.Contains(path, filepath.Join(".orbit", "state", "worktrees")) {
+				out = append(out, path)
+			}
+		}
+		return out
+	}
+	branches := func() []string {
+		var out []string
+		for _, b := range strings.Fields(testkit.Git(t, p.Root, "branch", "--format=%(refname:short)")) {
+			if strings.HasPrefix(b, "orbit/") {
+				out = append(out, b)
+			}
+		}
+		return out
+	}
+	shipped, branch := worktrees(), branches()
+	require.Len(t, shipped, 1, "the run made a worktree")
+	require.Len(t, branch, 1, "and a branch")
+	assert.Contains(t, branch[0], "T-1")
+
+	r = p.Orbit("log", "collect", "--apply")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, shipped, worktrees(), "within the default gc_grace of 1h")
+	assert.Equal(t, branch, branches())
+
+	p.WriteFile(".orbit/config.yaml", policy+"  gc_grace: a second\n")
+	r = p.Orbit("engine", "status")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, filepath.Join(p.Root, ".orbit", "config.yaml")+`:4: retention.gc_grace: "a second" is not a duration`)
+	assert.Contains(t, r.Stdout, "keeps the configuration it loaded")
+	r = p.Orbit("log", "collect", "--apply")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Equal(t, shipped, worktrees(), "the pass keeps the grace of the file it loaded")
+
+	p.WriteFile(".orbit/config.yaml", policy+"  gc_grace: 1s\n")
+	time.Sleep(time.Until(finished.Add(1100 * time.Millisecond)))
+	r = p.Orbit("log", "collect", "--apply")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Empty(t, worktrees(), "the pass reaped the worktree")
+	assert.NoDirExists(t, shipped[0])
+	assert.Empty(t, branches(), "and the branch, landed on main")
+}

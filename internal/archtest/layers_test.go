@@ -57,7 +57,7 @@ var layers = map[string][]string{
 	"retention": {"assets", "events", "internal/failpoint", "internal/lease", "projector"},
 
 	// The engine's wiring, and what stands on it.
-	"engine":    {"activity", "agent", "assets", "events", "executor", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "retention", "routine", "shipping", "tracing"},
+	"engine":    {"activity", "agent", "assets", "events", "executor", "groundhog", "internal/failpoint", "internal/proc", "internal/sandbox", "mcp", "projector", "retention", "routine", "shipping", "tracing"},
 	"doctor":    {"assets", "engine", "events", "gitops", "internal/sandbox"},
 	"console":   {"engine", "events", "gitops", "projector"},
 	"cmd/orbit": {"activity", "agent", "assets", "console", "doctor", "engine", "events", "executor", "gitops", "groundhog", "internal/proc", "internal/sandbox", "mcp", "projector", "retention", "routine", "shipping", "tracing"},
