@@ -24,8 +24,9 @@ type GCCollectedData struct {
 	// whether it dropped archived tasks' unmerged branches.
 	Grace string `json:"grace"`
 	Force bool   `json:"force,omitempty"`
-	// By names who asked (the requester), Signer who signed the request;
-	// nil for the engine's own pass.
+	// By names who asked (the requester; "retention" for the pass that
+	// ends each retention pass), Signer who signed the request (nil for
+	// the engine's own pass).
 	By     string  `json:"by,omitempty"`
 	Signer *Signer `json:"signer,omitempty"`
 }
