@@ -51,6 +51,19 @@ func kept(res Appended, ev *Event) Appended {
 // In strict mode, concurrent appends are stored together by the group
 // commit (DESIGN §10): the result comes once the append's batch is on disk.
 func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, error) {
+	return l.appendOne(ctx, ev, payload, false)
+}
+
+// AppendFirst is Append for an event that must be the first on its subject
+// (the creation of an aggregate, such as task.created): if the subject
+// already holds an event, nothing is stored and the error wraps
+// ErrConflict.
+func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended, error) {
+	return l.appendOne(ctx, ev, payload, true)
+}
+
+// appendOne is Append, or with first AppendFirst.
+func (l *Log) appendOne(ctx context.Context, ev Event, payload any, first bool) (Appended, error) {
 	if err := l.room(ctx); err != nil {
 		return Appended{}, err
 	}
@@ -60,14 +73,22 @@ func (l *Log) Append(ctx context.Context, ev Event, payload any) (Appended, erro
 		return Appended{}, err
 	}
 	if l.grouped() {
-		r, err := l.appendGrouped(msg, &ev, false, stamped, asGiven)
+		r, err := l.appendGrouped(msg, &ev, first, stamped, asGiven)
 		if err != nil {
 			return Appended{}, err
 		}
 		return r.wait(ctx)
 	}
-	ack, err := l.js.PublishMsg(ctx, msg)
+	var opts []jetstream.PublishOpt
+	if first {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(0))
+	}
+	ack, err := l.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {
+		var apiErr *jetstream.APIError
+		if first && errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return Appended{}, fmt.Errorf("%w: %s already exists", ErrConflict, msg.Subject)
+		}
 		return Appended{}, publishError(ev.Type, err)
 	}
 	return kept(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, asGivenEvent(&ev, asGiven)), nil
@@ -80,37 +101,6 @@ func asGivenEvent(ev *Event, asGiven bool) *Event {
 		return nil
 	}
 	return ev
-}
-
-// AppendFirst is Append for an event that must be the first on its subject
-// (the creation of an aggregate, such as task.created): if the subject
-// already holds an event, nothing is stored and the error wraps
-// ErrConflict.
-func (l *Log) AppendFirst(ctx context.Context, ev Event, payload any) (Appended, error) {
-	if err := l.room(ctx); err != nil {
-		return Appended{}, err
-	}
-	stamped := ev.Time.IsZero()
-	msg, asGiven, err := l.eventMsg(ctx, &ev, payload)
-	if err != nil {
-		return Appended{}, err
-	}
-	if l.grouped() {
-		r, err := l.appendGrouped(msg, &ev, true, stamped, asGiven)
-		if err != nil {
-			return Appended{}, err
-		}
-		return r.wait(ctx)
-	}
-	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0))
-	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			return Appended{}, fmt.Errorf("%w: %s already exists", ErrConflict, msg.Subject)
-		}
-		return Appended{}, publishError(ev.Type, err)
-	}
-	return kept(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, asGivenEvent(&ev, asGiven)), nil
 }
 
 // PendingAppend is an append that has been sent and not yet confirmed.
