@@ -68,20 +68,6 @@ var itemRefInput = map[string]any{
 	"item":   "the job's own, replaced in each item",
 }
 
-// requestUnder appends the run.requested of a run of job under step
-// protocol protocol, as an engine of that protocol recorded it; an engine
-// started on the log with the run among its active runs runs it.
-func requestUnder(t *testing.T, log *events.Log, job *assets.Job, input any, protocol int) string {
-	t.Helper()
-	raw, err := json.Marshal(job)
-	require.NoError(t, err)
-	runID := events.NewID()
-	_, err = log.Append(testkit.Context(t), events.Event{ID: events.DecisionID(events.RunRequested, runID), Type: events.RunRequested, RunID: runID, Job: job.Name},
-		events.RunRequestedData{JobName: job.Name, Job: raw, Input: input, Requester: "test", Protocol: protocol})
-	require.NoError(t, err)
-	return runID
-}
-
 // startedOf decodes the run's step.started events by step key (the last
 // attempt's).
 func startedOf(t *testing.T, hist []events.Event) map[string]events.StepStartedData {
@@ -121,7 +107,7 @@ func TestFanOutItemInputsByReference(t *testing.T) {
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{Durability: events.DurabilityRelaxed})
 	job := runrig.ParseJob(t, itemRefJob)
-	old := requestUnder(t, log, job, itemRefInput, 3)
+	old := runrig.RequestUnder(t, log, job, itemRefInput, 3)
 	runrig.StartEngine(t, log, t.TempDir(), func(context.Context) ([]string, error) { return []string{old}, nil })
 	require.Equal(t, events.StateSuccess, runrig.WaitFinished(t, log, old).State)
 	runID, fin := runrig.RunJob(t, log, job, itemRefInput)
