@@ -242,21 +242,12 @@ func TestDoctorFindsAServerThatDoesNotFsyncBeforeItAcknowledges(t *testing.T) {
 // it passes again.
 func TestDoctorFindsFreeDiskBelowTheReserve(t *testing.T) {
 	t.Parallel()
-	p := testkit.NewProject(t)
-	state := filepath.Join(p.Root, ".orbit", "state")
-	require.NoError(t, os.MkdirAll(state, 0o755))
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", state).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
-	t.Cleanup(p.StopEngine)
-	serve(t, p)
+	p := serveOnASmallDisk(t)
 	rep, r := doctorReport(t, p)
 	require.Equal(t, 0, r.Code, r.String())
 	assert.NotEqual(t, doctor.Fail, finding(t, rep, "disk").Level)
 
-	junk := filepath.Join(state, "junk")
-	_ = exec.Command("dd", "if=/dev/zero", "of="+junk, "bs=1M", "count=100").Run()
+	junk := fillTheSmallDisk(p)
 	rep, r = doctorReport(t, p)
 	f := assertFails(t, rep, r, "disk", "less than the 64 MiB the engine keeps in reserve")
 	assert.Contains(t, f.Fix, "orbit gc --apply")
