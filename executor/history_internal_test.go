@@ -150,10 +150,10 @@ func TestAFedHistoryHoldsEachEventOnceInOrder(t *testing.T) {
 		defer h.close()
 		<-appended
 		require.NoError(t, h.CatchUp(ctx))
-		seen := observed.seqs()
-		require.Len(t, seen, steps, "each event once")
-		assert.True(t, slices.IsSorted(seen), "in the log's order: %v", seen)
-		assert.Len(t, slices.Compact(seen), steps)
+		seqs := seen(&observed, func(ev events.Event) uint64 { return ev.Seq })
+		require.Len(t, seqs, steps, "each event once")
+		assert.True(t, slices.IsSorted(seqs), "in the log's order: %v", seqs)
+		assert.Len(t, slices.Compact(seqs), steps)
 	}
 	for range 5 {
 		check()
@@ -236,7 +236,7 @@ func TestAHistoryKeepsTheEnginesOwnAppends(t *testing.T) {
 	require.NoError(t, err)
 	h.push(read)
 	require.NoError(t, h.waitSeq(wctx, res.Seq))
-	assert.Equal(t, []string{id}, observed.ids(), "onEvent sees the event once")
+	assert.Equal(t, []string{id}, seen(&observed, func(ev events.Event) string { return ev.ID }), "onEvent sees the event once")
 }
 
 // seenEvents records the events a history's onEvent is called with.
@@ -251,22 +251,13 @@ func (s *seenEvents) add(ev events.Event) {
 	s.evs = append(s.evs, ev)
 }
 
-func (s *seenEvents) seqs() []uint64 {
+// seen is a field of each event seenEvents holds, in order.
+func seen[T any](s *seenEvents, field func(events.Event) T) []T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seqs := make([]uint64, len(s.evs))
+	out := make([]T, len(s.evs))
 	for i, ev := range s.evs {
-		seqs[i] = ev.Seq
+		out[i] = field(ev)
 	}
-	return seqs
-}
-
-func (s *seenEvents) ids() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := make([]string, len(s.evs))
-	for i, ev := range s.evs {
-		ids[i] = ev.ID
-	}
-	return ids
+	return out
 }
