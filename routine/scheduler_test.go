@@ -122,6 +122,23 @@ func (g *rig) skipped() []events.RoutineSkippedData {
 	return out
 }
 
+// finish records run's end in state, as the engine that ran it would.
+func (g *rig) finish(run, state string) {
+	g.t.Helper()
+	_, err := g.log.Append(testkit.Context(g.t), events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: run, Job: "tick"}, events.RunFinishedData{State: state})
+	require.NoError(g.t, err)
+}
+
+// decided leaves routine r's state at st, as an engine that decided st
+// and died before carrying it out would.
+func (g *rig) decided(st routine.State) {
+	g.t.Helper()
+	ctx := testkit.Context(g.t)
+	_, rev, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(g.t, err)
+	require.NoError(g.t, routine.WriteStateForTest(ctx, g.log, "r", st, rev))
+}
+
 func every10s(t *testing.T, missed, overlap string) *routine.Routine {
 	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '*/10 * * * * *', missed_run: "+missed+"}\n  target: job:tick\n  input: {n: 1}\n  policy: {overlap: "+overlap+"}\n"))
 	require.NoError(t, err)
@@ -196,8 +213,7 @@ func TestOverlapForbidSkipsWhileTheRunLives(t *testing.T) {
 	g.clock.set(at("2026-11-28T16:00:20.5Z"))
 	g.tick(r)
 	assert.Equal(t, []events.RoutineSkippedData{{Routine: "r", Tick: at("2026-11-28T16:00:20Z"), Reason: events.SkipOverlap, Running: first, Ticks: 1}}, g.skipped())
-	_, err := g.log.Append(testkit.Context(t), events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: first, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
-	require.NoError(t, err)
+	g.finish(first, events.StateSuccess)
 	g.clock.set(at("2026-11-28T16:00:30.5Z"))
 	g.tick(r)
 	runs := g.requested(2)
@@ -237,12 +253,8 @@ func TestADecisionIsCarriedOutByTheNextEngine(t *testing.T) {
 	r := every10s(t, routine.Skip, routine.Allow)
 	g := newRig(t, r, 1)
 	g.tick(r)
-	ctx := testkit.Context(t)
-	_, rev, err := routine.ReadState(ctx, g.log, "r")
-	require.NoError(t, err)
 	tick := at("2026-11-28T16:00:10Z")
-	decided := routine.State{Last: tick, Action: routine.ActionFired, Run: routine.TickRunID("r", tick), LastRun: routine.TickRunID("r", tick), LastFire: tick, Fired: 1}
-	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.decided(routine.State{Last: tick, Action: routine.ActionFired, Run: routine.TickRunID("r", tick), LastRun: routine.TickRunID("r", tick), LastFire: tick, Fired: 1})
 	g.clock.set(at("2026-11-28T16:00:12Z"))
 	g.tick(r)
 	runs := g.requested(1)
@@ -259,20 +271,15 @@ func TestARunSentLateIsNoOverlapOfTheTicksItMissed(t *testing.T) {
 	r := every10s(t, routine.CatchUpOnce, routine.Forbid)
 	g := newRig(t, r, 1)
 	g.tick(r)
-	ctx := testkit.Context(t)
-	_, rev, err := routine.ReadState(ctx, g.log, "r")
-	require.NoError(t, err)
 	tick := at("2026-11-28T16:00:10Z")
 	late := routine.TickRunID("r", tick)
-	decided := routine.State{Last: tick, Action: routine.ActionFired, Run: late, LastRun: late, LastFire: tick, Fired: 1}
-	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.decided(routine.State{Last: tick, Action: routine.ActionFired, Run: late, LastRun: late, LastFire: tick, Fired: 1})
 	g.clock.set(at("2026-11-28T16:00:25Z")) // 20 passed with no engine
 	g.tick(r)
 	require.Equal(t, late, g.requested(1)[0].RunID)
 	g.tick(r)
 	assert.Empty(t, g.skipped(), "the late run did not run at 20")
-	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: late, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
-	require.NoError(t, err)
+	g.finish(late, events.StateSuccess)
 	g.clock.set(at("2026-11-28T16:00:31Z"))
 	g.tick(r)
 	runs := g.requested(2)
@@ -327,8 +334,7 @@ func TestARefusedRetryIsRecordedSkipped(t *testing.T) {
 	g.clock.set(at("2026-11-28T17:00:00.5Z"))
 	g.tick(r)
 	first := g.requested(1)[0].RunID
-	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: first, Job: "tick"}, events.RunFinishedData{State: events.StateFailed})
-	require.NoError(t, err)
+	g.finish(first, events.StateFailed)
 	g.clock.set(at("2026-11-28T17:00:10Z"))
 	g.tick(r)
 	st, _, err := routine.ReadState(ctx, g.log, "r")
@@ -452,16 +458,12 @@ func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
 	require.NoError(t, err)
 	g := newRig(t, r, 3)
 	ctx := testkit.Context(t)
-	finish := func(run, state string) {
-		_, err := g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: run, Job: "tick"}, events.RunFinishedData{State: state})
-		require.NoError(t, err)
-	}
 	tick := at("2026-11-28T17:00:00Z")
 	g.tick(r)
 	g.clock.set(at("2026-11-28T17:00:00.5Z"))
 	g.tick(r)
 	first := g.requested(1)[0].RunID
-	finish(first, events.StateFailed)
+	g.finish(first, events.StateFailed)
 	g.clock.set(at("2026-11-28T17:00:10Z"))
 	g.tick(r) // the failure seen: the retry is due at 17:01:10
 	g.clock.set(at("2026-11-28T17:01:09Z"))
@@ -475,7 +477,7 @@ func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
 	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 1}, *runs[1].Routine)
 	assert.Equal(t, "routine:r", runs[1].Requester)
 
-	finish(runs[1].RunID, events.StateFailed)
+	g.finish(runs[1].RunID, events.StateFailed)
 	g.clock.set(at("2026-11-28T17:02:00Z"))
 	g.tick(r)
 	g.clock.set(at("2026-11-28T17:03:00Z"))
@@ -484,7 +486,7 @@ func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
 	require.Len(t, runs, 3)
 	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 2}, *runs[2].Routine)
 
-	finish(runs[2].RunID, events.StateFailed)
+	g.finish(runs[2].RunID, events.StateFailed)
 	g.clock.set(at("2026-11-28T17:05:00Z"))
 	g.tick(r)
 	g.clock.set(at("2026-11-28T17:07:00Z"))
@@ -506,8 +508,7 @@ func TestASucceededRunIsNotRetried(t *testing.T) {
 	g.clock.set(at("2026-11-28T17:00:00.5Z"))
 	g.tick(r)
 	run := g.requested(1)[0].RunID
-	_, err = g.log.Append(testkit.Context(t), events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: run, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
-	require.NoError(t, err)
+	g.finish(run, events.StateSuccess)
 	g.clock.set(at("2026-11-28T17:00:30Z"))
 	g.tick(r)
 	g.tick(r)
@@ -523,12 +524,9 @@ func TestARetryDecidedByADeadEngineIsCarriedOut(t *testing.T) {
 	g := newRig(t, r, 2)
 	ctx := testkit.Context(t)
 	g.tick(r)
-	_, rev, err := routine.ReadState(ctx, g.log, "r")
-	require.NoError(t, err)
 	tick := at("2026-11-28T17:00:00Z")
 	retry := routine.RetryRunID("r", tick, 1)
-	decided := routine.State{Last: tick, Action: routine.ActionRetried, Run: retry, LastRun: retry, LastFire: tick, Fired: 1, Retries: 1}
-	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.decided(routine.State{Last: tick, Action: routine.ActionRetried, Run: retry, LastRun: retry, LastFire: tick, Fired: 1, Retries: 1})
 	g.clock.set(at("2026-11-28T17:00:30Z"))
 	g.tick(r)
 	runs := g.requested(1)
@@ -536,8 +534,7 @@ func TestARetryDecidedByADeadEngineIsCarriedOut(t *testing.T) {
 	assert.Equal(t, retry, runs[0].RunID)
 	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 1}, *runs[0].Routine)
 
-	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: retry, Job: "tick"}, events.RunFinishedData{State: events.StateFailed})
-	require.NoError(t, err)
+	g.finish(retry, events.StateFailed)
 	g.clock.set(at("2026-11-28T18:00:00.5Z"))
 	g.tick(r)
 	runs = g.requested(2)
