@@ -145,6 +145,27 @@ func every10s(t *testing.T, missed, overlap string) *routine.Routine {
 	return r
 }
 
+// routineOf parses routine r, targeting job tick, with trigger and policy
+// written in YAML.
+func routineOf(t *testing.T, trigger, policy string) *routine.Routine {
+	t.Helper()
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: "+trigger+"\n  target: job:tick\n  policy: "+policy+"\n"))
+	require.NoError(t, err)
+	return r
+}
+
+// failFirstRun ticks r past 17:00's tick, fails its run and ticks again,
+// so that the schedulers have seen the failure at 17:00:10.
+func (g *rig) failFirstRun(r *routine.Routine) {
+	g.t.Helper()
+	g.tick(r)
+	g.clock.set(at("2026-11-28T17:00:00.5Z"))
+	g.tick(r)
+	g.finish(g.requested(1)[0].RunID, events.StateFailed)
+	g.clock.set(at("2026-11-28T17:00:10Z"))
+	g.tick(r)
+}
+
 // TestThreeSchedulersFireEachTickOnce: engines deciding the same ticks at
 // the same moments start one run per tick, named by the routine and the
 // tick, with the routine's input.
@@ -295,8 +316,7 @@ func TestARunSentLateIsNoOverlapOfTheTicksItMissed(t *testing.T) {
 // TestTimeoutCancelsALiveRun: once timeout_minutes have passed since its
 // tick, the routine's run, still live, is asked to cancel, once.
 func TestTimeoutCancelsALiveRun(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 * * * * *'}\n  target: job:tick\n  policy: {timeout_minutes: 2}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 * * * * *'}", "{timeout_minutes: 2}")
 	g := newRig(t, r, 2)
 	g.tick(r)
 	g.clock.set(at("2026-11-28T16:01:00.5Z"))
@@ -325,18 +345,11 @@ func TestTimeoutCancelsALiveRun(t *testing.T) {
 // retry), counted skipped, and no further retry waits on a run that does
 // not exist.
 func TestARefusedRetryIsRecordedSkipped(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 2, backoff_minutes: 1}}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 0 * * * *'}", "{retries: {max: 2, backoff_minutes: 1}}")
 	g := newRig(t, r, 2)
 	ctx := testkit.Context(t)
 	tick := at("2026-11-28T17:00:00Z")
-	g.tick(r)
-	g.clock.set(at("2026-11-28T17:00:00.5Z"))
-	g.tick(r)
-	first := g.requested(1)[0].RunID
-	g.finish(first, events.StateFailed)
-	g.clock.set(at("2026-11-28T17:00:10Z"))
-	g.tick(r)
+	g.failFirstRun(r)
 	st, _, err := routine.ReadState(ctx, g.log, "r")
 	require.NoError(t, err)
 	assert.Equal(t, at("2026-11-28T17:01:10Z"), st.RetryAt.UTC())
@@ -410,8 +423,7 @@ func TestARefusedTickLeavesTheLastFire(t *testing.T) {
 // its two minutes is cancelled a minute later than it would have been,
 // and one paused until now is not cancelled while the pause lasts.
 func TestTimeoutDoesNotCountThePausedTime(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 * * * * *'}\n  target: job:tick\n  policy: {timeout_minutes: 2}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 * * * * *'}", "{timeout_minutes: 2}")
 	g := newRig(t, r, 1)
 	ctx := testkit.Context(t)
 	g.tick(r)
@@ -454,18 +466,11 @@ func TestTimeoutDoesNotCountThePausedTime(t *testing.T) {
 // failure was seen, up to policy.retries.max times, each retry named by
 // the tick and its attempt.
 func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 2, backoff_minutes: 1}}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 0 * * * *'}", "{retries: {max: 2, backoff_minutes: 1}}")
 	g := newRig(t, r, 3)
 	ctx := testkit.Context(t)
 	tick := at("2026-11-28T17:00:00Z")
-	g.tick(r)
-	g.clock.set(at("2026-11-28T17:00:00.5Z"))
-	g.tick(r)
-	first := g.requested(1)[0].RunID
-	g.finish(first, events.StateFailed)
-	g.clock.set(at("2026-11-28T17:00:10Z"))
-	g.tick(r) // the failure seen: the retry is due at 17:01:10
+	g.failFirstRun(r) // the retry is due at 17:01:10
 	g.clock.set(at("2026-11-28T17:01:09Z"))
 	g.tick(r)
 	require.Len(t, g.requested(1), 1, "within the backoff")
@@ -501,8 +506,7 @@ func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
 
 // TestASucceededRunIsNotRetried: retries are for failed runs only.
 func TestASucceededRunIsNotRetried(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 3}}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 0 * * * *'}", "{retries: {max: 3}}")
 	g := newRig(t, r, 2)
 	g.tick(r)
 	g.clock.set(at("2026-11-28T17:00:00.5Z"))
@@ -519,8 +523,7 @@ func TestASucceededRunIsNotRetried(t *testing.T) {
 // sent (the engine died between) is sent by the next scheduler, with the
 // id of the tick's attempt; a new tick then ends the old tick's retries.
 func TestARetryDecidedByADeadEngineIsCarriedOut(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 5}}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 0 * * * *'}", "{retries: {max: 5}}")
 	g := newRig(t, r, 2)
 	ctx := testkit.Context(t)
 	g.tick(r)
