@@ -108,7 +108,7 @@ func TestFanOutItemInputsByReference(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{Durability: events.DurabilityRelaxed})
 	job := runrig.ParseJob(t, itemRefJob)
 	old := runrig.RequestUnder(t, log, job, itemRefInput, 3)
-	runrig.StartEngine(t, log, t.TempDir(), func(context.Context) ([]string, error) { return []string{old}, nil })
+	runrig.StartEngine(t, log, t.TempDir(), resuming(old))
 	require.Equal(t, events.StateSuccess, runrig.WaitFinished(t, log, old).State)
 	runID, fin := runrig.RunJob(t, log, job, itemRefInput)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
@@ -325,8 +325,8 @@ spec:
 // every item's worker gets its input.
 func TestAFanOutByReferenceResumes(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
+	r := newRestartRig(t)
+	log := r.log
 	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
@@ -348,8 +348,7 @@ spec:
       fan_in: {join: {mode: all}}
 `)
 	input := map[string]any{"items": []any{"a", "b", "c", "d", "e", "f"}, "extra": "kept"}
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, input)
+	runID := r.submit(t, job, input)
 	runrig.WaitFor(t, "two items to finish", func() bool {
 		done := 0
 		for _, ev := range runrig.OfType(runrig.History(t, log, runID), events.StepFinished) {
@@ -359,8 +358,7 @@ spec:
 		}
 		return done >= 2
 	})
-	first.Stop()
-	runrig.StartEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
+	r.restart(t)
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 

@@ -23,8 +23,8 @@ import (
 // restart.
 func TestRestartDuringARetryWaitWaitsTheRemainder(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
+	r := newRestartRig(t)
+	log := r.log
 	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
@@ -39,14 +39,10 @@ spec:
         args: ["-c", "test $ORBIT_STEP_ATTEMPT -ge 2"]
         allowed_programs: [sh]
 `)
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, nil)
+	runID := r.submit(t, job, nil)
 	runrig.WaitFor(t, "the retry to be scheduled", func() bool { return runrig.Has(t, log, runID, events.StepRetryScheduled, "flaky") })
 	time.Sleep(time.Second)
-	first.Stop()
-
-	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
-	runrig.StartEngine(t, log, dir, active)
+	r.restart(t)
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
@@ -104,10 +100,10 @@ spec:
 // same.
 func TestARunOnAnEmbeddedStoreTakesNoLease(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
+	r := newRestartRig(t)
+	log := r.log
 	require.True(t, log.Embedded())
-	dir := t.TempDir()
-	gate := filepath.Join(dir, "gate")
+	gate := filepath.Join(r.dir, "gate")
 	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
@@ -121,8 +117,7 @@ spec:
         args: ["-c", "touch `+gate+`.running; while [ ! -e `+gate+` ]; do sleep 0.05; done"]
         allowed_programs: [sh]
 `)
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, nil)
+	runID := r.submit(t, job, nil)
 	runrig.WaitFor(t, "the step to start", func() bool {
 		_, err := os.Stat(gate + ".running")
 		return err == nil
@@ -132,10 +127,7 @@ spec:
 	for _, k := range keys {
 		assert.False(t, strings.HasPrefix(k, "run.") || strings.HasPrefix(k, "step."), "lease %s written on an embedded store", k)
 	}
-	first.Stop()
-
-	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
-	runrig.StartEngine(t, log, dir, active)
+	r.restart(t)
 	require.NoError(t, os.WriteFile(gate, nil, 0o600))
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)

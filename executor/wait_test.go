@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -92,8 +91,8 @@ spec:
 // out at the deadline recorded when it began, not 3 s after the restart.
 func TestRestartDuringAGateCountsTheTimeoutFromTheRecordedStart(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
+	r := newRestartRig(t)
+	log := r.log
 	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
@@ -103,13 +102,10 @@ spec:
     - id: approve
       wait: {signal: approved, timeout_seconds: 3}
 `)
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, nil)
+	runID := r.submit(t, job, nil)
 	runrig.WaitFor(t, "the gate to wait", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "approve") })
 	time.Sleep(time.Second)
-	first.Stop()
-
-	runrig.StartEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
+	r.restart(t)
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindTimeout, fin.Error.Kind)
