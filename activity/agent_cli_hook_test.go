@@ -34,6 +34,23 @@ func runAsDocsWriter(t *testing.T, job *assets.Job) (log *events.Log, dir, runID
 	return log, dir, runID, fin
 }
 
+// checkDenialTold checks the run of a docs_writer step under on_denial
+// continue whose agent asked to write src/main.go: the step succeeded
+// without the file, the one denial is on record with reason, and the
+// model was told the hook's reason in the turn after.
+func checkDenialTold(t *testing.T, log *events.Log, srv scriptedServer, dir, runID string, fin events.RunFinishedData, reason string) {
+	t.Helper()
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"))
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, reason, denied[0].Reason)
+	assert.Equal(t, "continue", denied[0].OnDenial)
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, string(reqs[1].Raw), "docs_writer", "the model was told the hook's reason")
+}
+
 // TestClaudeCodeHookDeniesAWriteBeforeItRuns: Claude Code's permission
 // rules allow a Write anywhere in the workspace; the step's profile,
 // docs_writer, does not allow src/. Orbit's PreToolUse hook refuses the
@@ -97,17 +114,7 @@ func TestClaudeCodeHookDenialUnderContinueTellsTheModel(t *testing.T) {
 	t.Parallel()
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")...)
 	log, dir, runID, fin := runAsDocsWriter(t, claudeCodeJob(t, srv, writeForAMinute+"        on_denial: continue\n"))
-
-	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	_, err := os.Stat(filepath.Join(dir, "src", "main.go"))
-	assert.ErrorIs(t, err, os.ErrNotExist)
-	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
-	require.Len(t, denied, 1)
-	assert.Equal(t, docsWriterDenial, denied[0].Reason)
-	assert.Equal(t, "continue", denied[0].OnDenial)
-	reqs := srv.Scripted()
-	require.Len(t, reqs, 2)
-	assert.Contains(t, string(reqs[1].Raw), "docs_writer", "the model was told the hook's reason")
+	checkDenialTold(t, log, srv, dir, runID, fin, docsWriterDenial)
 }
 
 // TestClaudeCodeStartsNoMCPServerOfTheUsers: an MCP server in the user's

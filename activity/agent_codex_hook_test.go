@@ -62,16 +62,7 @@ func TestCodexHookDenialUnderContinueTellsTheModel(t *testing.T) {
 	t.Parallel()
 	srv := testkit.NewOpenAIServer(t, codexPatchTurns("src/main.go")...)
 	log, dir, runID, fin := runAsDocsWriter(t, codexJob(t, srv, writeForAMinute+"        on_denial: continue\n"))
-
-	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"))
-	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
-	require.Len(t, denied, 1)
-	assert.Equal(t, "src/main.go: "+docsWriterDenial, denied[0].Reason)
-	assert.Equal(t, "continue", denied[0].OnDenial)
-	reqs := srv.Scripted()
-	require.Len(t, reqs, 2)
-	assert.Contains(t, string(reqs[1].Raw), "docs_writer", "the model was told the hook's reason")
+	checkDenialTold(t, log, srv, dir, runID, fin, "src/main.go: "+docsWriterDenial)
 }
 
 // TestCodexHookLetsAPatchTheProfileAllows: the same patch of a file the
