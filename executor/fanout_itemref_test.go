@@ -217,11 +217,7 @@ func TestFanOutRecordsItsListOnce(t *testing.T) {
 	}
 	list, err := json.Marshal(items)
 	require.NoError(t, err)
-	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: itemref_bytes}
-spec:
+	runID, fin := runrig.RunJob(t, log, jobSpec(t, "itemref_bytes", `
   steps:
     - id: fan
       fan_out:
@@ -267,11 +263,7 @@ func TestFanOutItemCommandsCarryAReference(t *testing.T) {
 	for i := range items {
 		items[i] = fmt.Sprintf("item-%03d-%s", i, strings.Repeat("x", 40))
 	}
-	runID := runrig.Submit(t, log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: itemref_commands}
-spec:
+	runID := runrig.Submit(t, log, jobSpec(t, "itemref_commands", `
   steps:
     - id: fan
       fan_out:
@@ -327,11 +319,7 @@ func TestAFanOutByReferenceResumes(t *testing.T) {
 	t.Parallel()
 	r := newRestartRig(t)
 	log := r.log
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: itemref_resume}
-spec:
+	job := jobSpec(t, "itemref_resume", `
   steps:
     - id: fan
       fan_out:

@@ -21,11 +21,7 @@ func TestParallelBranchesStartInTheOrderTheJobListsThem(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	runrig.StartEngine(t, log, t.TempDir(), nil)
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: branches}
-spec:
+	job := jobSpec(t, "branches", `
   steps:
     - id: all
       parallel:

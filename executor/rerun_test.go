@@ -140,11 +140,7 @@ func TestRetryFromAfterStructuralStepsKeepsWhatTheyExposed(t *testing.T) {
 	root := t.TempDir()
 	runrig.StartEngine(t, log, root, nil)
 	ctx := testkit.Context(t)
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: shapes}
-spec:
+	job := jobSpec(t, "shapes", `
   steps:
     - id: both
       parallel:
@@ -187,11 +183,7 @@ func TestRetryWithANewInputReusesOnlyWhatDidNotRestOnIt(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{})
 	runrig.StartEngine(t, log, t.TempDir(), nil)
 	ctx := testkit.Context(t)
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: plan}
-spec:
+	job := jobSpec(t, "plan", `
   default_input: {env: dev}
   steps:
     - id: pinned

@@ -25,11 +25,7 @@ func TestRestartDuringARetryWaitWaitsTheRemainder(t *testing.T) {
 	t.Parallel()
 	r := newRestartRig(t)
 	log := r.log
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: patient}
-spec:
+	job := jobSpec(t, "patient", `
   steps:
     - id: flaky
       retry: {max_attempts: 2, initial_backoff_ms: 2000}
@@ -66,11 +62,7 @@ func TestARunPausesWhileTheDiskIsFullAndGoesOnAfter(t *testing.T) {
 	free.Store(1 << 30)
 	log := testkit.StartLog(t, events.Config{FreeSpace: func(string) (uint64, error) { return free.Load(), nil }})
 	dir := t.TempDir()
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: patient}
-spec:
+	job := jobSpec(t, "patient", `
   steps:
     - id: slow
       spec: {type: shell, program: sh, args: ["-c", "sleep 1; echo done >> runs"], allowed_programs: [sh]}
@@ -104,11 +96,7 @@ func TestARunOnAnEmbeddedStoreTakesNoLease(t *testing.T) {
 	log := r.log
 	require.True(t, log.Embedded())
 	gate := filepath.Join(r.dir, "gate")
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: gated}
-spec:
+	job := jobSpec(t, "gated", `
   steps:
     - id: wait
       spec:

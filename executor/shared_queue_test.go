@@ -222,11 +222,7 @@ func TestAQueuedRunKeepsItsBackendOnASharedServer(t *testing.T) {
 			return leaf, nil
 		}
 	})
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: gated}
-spec:
+	job := jobSpec(t, "gated", `
   max_active_runs: 1
   steps:
     - id: nap

@@ -58,11 +58,7 @@ func TestAGateTimesOutAndCanBeCancelled(t *testing.T) {
 	log := runrig.EngineLog(t)
 	ctx := testkit.Context(t)
 
-	runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: brief}
-spec:
+	runID, fin := runSpec(t, log, "brief", `
   steps:
     - id: approve
       wait: {signal: approved, timeout_seconds: 1}
@@ -93,11 +89,7 @@ func TestRestartDuringAGateCountsTheTimeoutFromTheRecordedStart(t *testing.T) {
 	t.Parallel()
 	r := newRestartRig(t)
 	log := r.log
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: gated}
-spec:
+	job := jobSpec(t, "gated", `
   steps:
     - id: approve
       wait: {signal: approved, timeout_seconds: 3}
