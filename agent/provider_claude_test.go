@@ -265,26 +265,17 @@ func TestClaudeErrorStatus(t *testing.T) {
 
 func TestClaudeMalformedBody(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		reply testkit.WireReply
-	}{
-		{"truncated", testkit.WireReply{Body: `{"content": [`}},
-		{"not json", testkit.WireReply{ContentType: "text/html", Body: "<html>hello</html>"}},
-		{"not a message", testkit.WireReply{Body: `{"ok": true}`}},
-		{"content not a list", testkit.WireReply{Body: `{"type":"message","content":"hello","stop_reason":"end_turn"}`}},
-		{"tool_use without id", testkit.WireReply{Body: `{"type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","name":"fs_read","input":{}}],"stop_reason":"tool_use"}`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ws := testkit.NewWireServer(t, tc.reply)
-			perr := failedHi(t, newClaude(t, ws), fakeAnthropicKey)
-			assert.Equal(t, 0, perr.Status)
-			assert.False(t, perr.Retryable)
-			assert.Contains(t, perr.Message, "malformed response")
-			t.Log(perr)
-		})
-	}
+	checkMalformed(t, newClaude, fakeAnthropicKey, []malformedCase{
+		{"truncated", testkit.WireReply{Body: `{"content": [`}, "claude: malformed response: HTTP 200: "},
+		{"not json", testkit.WireReply{ContentType: "text/html", Body: "<html>hello</html>"}, "claude: malformed response: HTTP 200 with text/html, not JSON"},
+		{"not a message", testkit.WireReply{Body: `{"ok": true}`}, "claude: malformed response: not a message (no content)"},
+		{"content not a list", testkit.WireReply{Body: `{"type":"message","content":"hello","stop_reason":"end_turn"}`}, "claude: malformed response: not a message (no content)"},
+		{
+			"tool_use without id",
+			testkit.WireReply{Body: `{"type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","name":"fs_read","input":{}}],"stop_reason":"tool_use"}`},
+			"claude: malformed response: content[0]: tool_use without an id or a name",
+		},
+	})
 }
 
 func TestClaudeTransportFailure(t *testing.T) {

@@ -254,11 +254,8 @@ func TestOpenAIErrorStatus(t *testing.T) {
 
 func TestOpenAIMalformedBody(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		reply testkit.WireReply
-		want  string
-	}{
+	newProvider := func(t *testing.T, ws *testkit.WireServer) agent.Provider { return newOpenAI(t, ws, fakeOpenAIKey) }
+	checkMalformed(t, newProvider, fakeOpenAIKey, []malformedCase{
 		{"truncated", testkit.WireReply{Body: `{"choices": [`}, "openai_compat: malformed response: HTTP 200: "},
 		{"no choices", testkit.WireReply{Body: `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}`}, "openai_compat: malformed response: no choices"},
 		{"not json", testkit.WireReply{ContentType: "text/html", Body: "<html></html>"}, "openai_compat: malformed response: HTTP 200 with text/html, not JSON"},
@@ -267,16 +264,7 @@ func TestOpenAIMalformedBody(t *testing.T) {
 			testkit.WireReply{Body: strings.Replace(openAIToolCallReply, `{\"path\":\"a.txt\"}`, `{\"path\":`, 1)},
 			"openai_compat: malformed response: tool_calls[0] (fs_read): arguments are not valid JSON",
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ws := testkit.NewWireServer(t, tc.reply)
-			perr := failedHi(t, newOpenAI(t, ws, fakeOpenAIKey), fakeOpenAIKey)
-			assert.Equal(t, 0, perr.Status)
-			assert.False(t, perr.Retryable)
-			assert.True(t, strings.HasPrefix(perr.Error(), tc.want), "%q does not start with %q", perr.Error(), tc.want)
-		})
-	}
+	})
 }
 
 func TestOpenAINoKey(t *testing.T) {
