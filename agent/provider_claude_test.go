@@ -321,22 +321,16 @@ func TestClaudeEnvFallbacks(t *testing.T) {
 	other := testkit.NewWireServer(t)
 
 	// Both from the environment.
-	p, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  "sk-ant-from-env",
 		"ANTHROPIC_BASE_URL": ws.URL(),
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 
 	// The options win over the environment.
-	p, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", APIKey: fakeAnthropicKey, BaseURL: ws.URL(), Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "claude", APIKey: fakeAnthropicKey, BaseURL: ws.URL(), Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  "sk-ant-from-env",
 		"ANTHROPIC_BASE_URL": other.URL(),
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 
 	reqs := ws.Received()
 	require.Len(t, reqs, 2)
@@ -344,7 +338,7 @@ func TestClaudeEnvFallbacks(t *testing.T) {
 	assert.Equal(t, fakeAnthropicKey, reqs[1].Header.Get("X-Api-Key"))
 	assert.Empty(t, other.Received())
 
-	_, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(nil)})
+	_, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(nil)})
 	require.EqualError(t, err, "claude: no API key (set ANTHROPIC_API_KEY)")
 	_, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", APIKey: "k", BaseURL: "ftp://example.com", Env: wireEnv(nil)})
 	require.EqualError(t, err, `claude: base URL "ftp://example.com": want http(s)://host[/path]`)
@@ -358,13 +352,10 @@ func TestClaudeIgnoresProcessEnv(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-process")
 	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Leak: yes")
 
-	p, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  fakeAnthropicKey,
 		"ANTHROPIC_BASE_URL": ws.URL(),
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 	req := ws.Only()
 	assert.Equal(t, fakeAnthropicKey, req.Header.Get("X-Api-Key"))
 	assert.Empty(t, req.Header.Get("X-Leak"))

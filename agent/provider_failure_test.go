@@ -13,6 +13,16 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
+// saidHi makes the provider opts say and asks it to answer "hi", which it
+// must.
+func saidHi(t *testing.T, opts agent.ProviderOptions) {
+	t.Helper()
+	p, err := agent.NewProvider(opts)
+	require.NoError(t, err)
+	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
+	require.NoError(t, err)
+}
+
 // failedHi asks p to answer "hi" and returns the *ProviderError the call
 // fails with, checking that the provider's key is nowhere in it.
 func failedHi(t *testing.T, p agent.Provider, key string) *agent.ProviderError {

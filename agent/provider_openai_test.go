@@ -281,21 +281,15 @@ func TestOpenAIEnvFallbacks(t *testing.T) {
 	ws := testkit.NewWireServer(t, testkit.WireReply{Body: openAITextReply}, testkit.WireReply{Body: openAITextReply})
 	other := testkit.NewWireServer(t)
 
-	p, err := agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
 		"OPENAI_API_KEY":  "sk-from-env",
 		"OPENAI_BASE_URL": ws.URL() + "/v1/",
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 
-	p, err = agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", APIKey: fakeOpenAIKey, BaseURL: ws.URL() + "/api/v1", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "openai_compat", APIKey: fakeOpenAIKey, BaseURL: ws.URL() + "/api/v1", Env: wireEnv(map[string]string{
 		"OPENAI_API_KEY":  "sk-from-env",
 		"OPENAI_BASE_URL": other.URL(),
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 
 	reqs := ws.Received()
 	require.Len(t, reqs, 2)
@@ -313,12 +307,9 @@ func TestOpenAIIgnoresProcessEnv(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-process-key")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
 
-	p, err := agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
 		"OPENAI_BASE_URL": ws.URL() + "/v1",
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 	assert.Empty(t, ws.Only().Header.Values("Authorization"))
 }
 
