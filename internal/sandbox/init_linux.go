@@ -145,10 +145,14 @@ func step(args []string) error {
 }
 
 // reached are the paths a program run by the step must reach: its work
-// trees, kept files, working directory, the program and the directories
+// trees, kept files, working directory, the program, this executable
+// (a CLI agent runs `orbit mcp` and Orbit's hooks) and the directories
 // its PATH names.
 func reached(p Policy, wd, program string) []string {
 	paths := slices.Concat(p.Work, p.Keep, []string{wd, program})
+	if self, err := os.Executable(); err == nil {
+		paths = append(paths, self)
+	}
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
 		if filepath.IsAbs(dir) {
 			paths = append(paths, dir)

@@ -63,8 +63,10 @@ type Policy struct {
 	// by an empty read-only tmpfs, a file by an empty one (/dev/null). A
 	// path that does not exist is skipped.
 	Hide []string `json:"hide"`
-	// Keep are absolute paths of files under a hidden directory that the
-	// program may read: each is bound back, read-only, at its own path.
+	// Keep are absolute paths of files the program may read although a
+	// hidden directory holds them or, run as RunAs, it owns none of them
+	// (the engine's files for its CLI, mode 0600): each is bound back,
+	// read-only, at its own path, mapped for RunAs.
 	Keep []string `json:"keep,omitempty"`
 	// ReadOnly are absolute paths the program may read but not change
 	// (bound on themselves, read-only), before Hide is applied: a hidden
