@@ -14,7 +14,6 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/runrig"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 func TestWhenSkipsAndCountsAsSuccess(t *testing.T) {
@@ -166,9 +165,7 @@ func TestParallelJoins(t *testing.T) {
 // workers between them.
 func TestFanOutBoundsConcurrency(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	runrig.StartEngine(t, log, dir, nil)
+	log, dir := engineOver(t)
 	runID, fin := runSpec(t, log, "f", `
   default_input: {prefix: item}
   steps:
@@ -317,9 +314,7 @@ func TestLoops(t *testing.T) {
 
 func TestRecoveryActivityThenOneMoreAttempt(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	runrig.StartEngine(t, log, dir, nil)
+	log, dir := engineOver(t)
 	fixer, err := assets.ParseActivity("fixer.yaml", []byte(runrig.FixerActivity))
 	require.NoError(t, err)
 	resolve := func(name string) (*assets.Activity, error) { return fixer, nil }

@@ -44,9 +44,7 @@ spec:
 // max_active_runs (cancelled at once, nothing run).
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	runrig.StartEngine(t, log, dir, nil)
+	log, dir := engineOver(t)
 	job := runrig.ParseJob(t, sleeper)
 	ctx := testkit.Context(t)
 

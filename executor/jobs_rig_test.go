@@ -6,7 +6,18 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/runrig"
+	"github.com/orbitrun/orbit/internal/testkit"
 )
+
+// engineOver starts a log and an engine on it over a workspace root of
+// the test's own, and returns the log and the root.
+func engineOver(t *testing.T) (*events.Log, string) {
+	t.Helper()
+	log := testkit.StartLog(t, events.Config{})
+	root := t.TempDir()
+	runrig.StartEngine(t, log, root, nil)
+	return log, root
+}
 
 // jobSpec parses the job named name whose spec is spec, YAML written at
 // the indentation of the spec's fields.
