@@ -226,11 +226,7 @@ func lastSeq(t *testing.T, p *testkit.Project) uint64 {
 // the run is not run again.
 func TestAReaderCannotMakeTheServerRetryARun(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	serve(t, p)
 	r := p.Orbit("job", "run", "hello")
 	require.Equal(t, 0, r.Code, r.String())
@@ -264,11 +260,7 @@ func TestAReaderCannotMakeTheServerRetryARun(t *testing.T) {
 // grow and the audit stays clean.
 func TestAReaderCannotWriteTheLogThroughTheBlobs(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	p.WriteFile(".orbit/jobs/big.yaml", bigJob)
 	serve(t, p)
 	r := p.Orbit("job", "run", "big")

@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // TestAStepFinishedStoredLateEndsItsRun: the engine's first step.finished
@@ -40,11 +39,7 @@ import (
 // views keep one step.finished, and audit fails on it.
 func TestAStepFinishedStoredLateEndsItsRun(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	p.Env = append(p.Env, "ORBIT_FAILPOINT=append-stalled-step.finished")
 	serve(t, p)
 	p.Env = p.Env[:len(p.Env)-1]

@@ -35,6 +35,19 @@ func natsCLI(t *testing.T) string {
 	return path
 }
 
+// natsCLIProject is the rig of the tests that drive the official nats CLI
+// through the contexts orbit nats-context writes: a fresh project, the
+// CLI, and the environment that has the CLI read its contexts from the
+// config directory, of the test's own, that the project writes them to.
+func natsCLIProject(t *testing.T) (p *testkit.Project, natsBin string, env []string) {
+	t.Helper()
+	natsBin = natsCLI(t)
+	p = testkit.NewProject(t)
+	xdg := t.TempDir()
+	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
+	return p, natsBin, []string{"XDG_CONFIG_HOME=" + xdg}
+}
+
 // runNATS runs the nats CLI with env and returns its combined output and
 // exit code.
 func runNATS(t *testing.T, bin string, env []string, args ...string) (string, int) {
@@ -60,11 +73,7 @@ func natsMsg(subject string) *nats.Msg { return &nats.Msg{Subject: subject} }
 // without a context the server turns it away.
 func TestTheOfficialNATSCLI(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	serve(t, p)
 	url := engineURL(t, p)
 

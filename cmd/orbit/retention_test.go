@@ -106,11 +106,7 @@ func TestRetentionArchivesRemovesAndStillAudits(t *testing.T) {
 // run's subject and the removal of one message; the log still audits.
 func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	serve(t, p)
 	r := p.Orbit("job", "run", "hello")
 	require.Equal(t, 0, r.Code, r.String())
