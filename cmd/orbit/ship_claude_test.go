@@ -101,6 +101,18 @@ func TestShipATaskWhoseClaudeCodeAgentRecordsItsSummary(t *testing.T) {
 		testkit.Turn{Text: "Done."},
 	)
 	p, origin := claudeShipProject(t, srv)
+	shipTheFarewell(t, p, origin)
+	reqs := srv.Scripted()
+	require.NotEmpty(t, reqs)
+	assert.Contains(t, reqs[0].Tools, "mcp__orbit__task_summary", "the agent is given the task's MCP server")
+	assert.NotContains(t, reqs[0].Tools, "mcp__orbit__checkpoint_success", "and not the Groundhog verbs")
+}
+
+// shipTheFarewell adds the task of the summary tests and ships it
+// locally: it ends in review with the execution summary its agent recorded
+// through orbit mcp, and the farewell its agent wrote is on origin's main.
+func shipTheFarewell(t *testing.T, p *testkit.Project, origin string) {
+	t.Helper()
 	r := p.Orbit("task", "add", "--title", "Add a farewell", "--status", "backlog")
 	require.Equal(t, 0, r.Code, r.String())
 
@@ -110,10 +122,6 @@ func TestShipATaskWhoseClaudeCodeAgentRecordsItsSummary(t *testing.T) {
 	assert.Equal(t, events.TaskReview, v.Status)
 	assert.Equal(t, "Wrote farewell.txt, which says goodbye.", v.ExecutionSummary, "recorded by the agent through orbit mcp")
 	assert.Equal(t, "goodbye", testkit.Git(t, origin, "show", "main:farewell.txt"))
-	reqs := srv.Scripted()
-	require.NotEmpty(t, reqs)
-	assert.Contains(t, reqs[0].Tools, "mcp__orbit__task_summary", "the agent is given the task's MCP server")
-	assert.NotContains(t, reqs[0].Tools, "mcp__orbit__checkpoint_success", "and not the Groundhog verbs")
 }
 
 // TestShipATaskWhoseCodexAgentRecordsItsSummary: the same over the real
@@ -154,15 +162,7 @@ spec:
   max_iterations: 10
   wall_clock_timeout_seconds: 300
 `)
-	r := p.Orbit("task", "add", "--title", "Add a farewell", "--status", "backlog")
-	require.Equal(t, 0, r.Code, r.String())
-
-	r = p.Orbit("run", "ship", "T-1", "--mode", "local")
-	require.Equal(t, 0, r.Code, r.String())
-	v := taskView(t, p, "T-1")
-	assert.Equal(t, events.TaskReview, v.Status)
-	assert.Equal(t, "Wrote farewell.txt, which says goodbye.", v.ExecutionSummary, "recorded by the agent through orbit mcp")
-	assert.Equal(t, "goodbye", testkit.Git(t, origin, "show", "main:farewell.txt"))
+	shipTheFarewell(t, p, origin)
 	reqs := srv.Scripted()
 	require.NotEmpty(t, reqs)
 	assert.Contains(t, reqs[0].Tools, "mcp__orbit.task_summary", "the agent is given the task's MCP server")
