@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -118,12 +117,7 @@ func readFinished(p *testkit.Project, runID string) (bool, error) {
 // its lease gone and records nothing.
 func TestAStoppedWorkerIsFencedAndItsLateResultDropped(t *testing.T) {
 	t.Parallel()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: filepath.Join(t.TempDir(), "js"), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(srv.Shutdown)
+	srv := externalNATSServer(t)
 	logFile := filepath.Join(t.TempDir(), "copies.log")
 	job := `
 schemaVersion: 2

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -230,14 +229,7 @@ func TestReplayVerifyFindsARunWhoseHistoryChanged(t *testing.T) {
 // runs, through the engine's API, which signs them.
 func TestEnginesOnAnExternalServerSignWithTheLogKeyTheyAreGiven(t *testing.T) {
 	t.Parallel()
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: filepath.Join(t.TempDir(), "js"), NoLog: true, NoSigs: true,
-	})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(srv.Shutdown)
+	srv := externalNATSServer(t)
 
 	key := filepath.Join(t.TempDir(), "shared", "log.key")
 	p := testkit.NewProject(t)
