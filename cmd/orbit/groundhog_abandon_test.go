@@ -24,12 +24,7 @@ import (
 // they are, verify passes, and the next run commits on top.
 func TestGroundhogAbandon(t *testing.T) {
 	t.Parallel()
-	mark := filepath.Join(t.TempDir(), "slept")
-	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	p.StopEngine()
-	engine := serve(t, p)
-	runID := runUntilTheAgentSleeps(t, p, task, mark)
-	killEngine(t, engine)
+	p, repo, task, runID := killedMidAttempt(t)
 	require.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"))
 
 	other := filepath.Join(t.TempDir(), "other")
@@ -93,9 +88,7 @@ func TestGroundhogAbandon(t *testing.T) {
 // is cancelled (which rewinds its attempt) there is nothing to abandon.
 func TestGroundhogAbandonIsRefusedWhileARunWorks(t *testing.T) {
 	t.Parallel()
-	mark := filepath.Join(t.TempDir(), "slept")
-	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	runID := runUntilTheAgentSleeps(t, p, task, mark)
+	p, repo, task, runID := aSleepingAttempt(t)
 
 	r := p.Orbit("groundhog", "abandon", task, "--reason", "too slow")
 	assert.Equal(t, 1, r.Code, r.String())

@@ -173,9 +173,7 @@ func TestGroundhogRewindThroughTheBinary(t *testing.T) {
 // touch a workspace a live run works in; they exit 1 naming the run.
 func TestGroundhogControlIsRefusedWhileARunWorks(t *testing.T) {
 	t.Parallel()
-	mark := filepath.Join(t.TempDir(), "slept")
-	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	runID := runUntilTheAgentSleeps(t, p, task, mark)
+	p, repo, task, runID := aSleepingAttempt(t)
 
 	for _, args := range [][]string{{"approve", task}, {"rewind", task, "--to", "greet"}} {
 		r := p.Orbit(append([]string{"groundhog"}, args...)...)

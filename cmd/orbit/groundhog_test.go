@@ -140,6 +140,29 @@ func runUntilTheAgentSleeps(t *testing.T, p *testkit.Project, task, mark string)
 	return strings.TrimSpace(r.Stdout)
 }
 
+// aSleepingAttempt makes a Groundhog project of greetPlan whose agent
+// replays sleeperFixture, and runs its task until the agent sleeps. It
+// returns the project, its repository, the task and the run's id.
+func aSleepingAttempt(t *testing.T) (p *testkit.Project, repo, task, runID string) {
+	t.Helper()
+	mark := filepath.Join(t.TempDir(), "slept")
+	p, repo, task = groundhogProject(t, sleeperFixture(mark), greetPlan)
+	return p, repo, task, runUntilTheAgentSleeps(t, p, task, mark)
+}
+
+// killedMidAttempt is aSleepingAttempt on an engine of the test's own,
+// killed with kill -9 while the agent sleeps.
+func killedMidAttempt(t *testing.T) (p *testkit.Project, repo, task, runID string) {
+	t.Helper()
+	mark := filepath.Join(t.TempDir(), "slept")
+	p, repo, task = groundhogProject(t, sleeperFixture(mark), greetPlan)
+	p.StopEngine()
+	e := serve(t, p)
+	runID = runUntilTheAgentSleeps(t, p, task, mark)
+	killEngine(t, e)
+	return p, repo, task, runID
+}
+
 const greetPlan = `
 checkpoints:
   - id: greet
@@ -150,12 +173,7 @@ checkpoints:
 
 func TestGroundhogKilledMidAttempt(t *testing.T) {
 	t.Parallel()
-	mark := filepath.Join(t.TempDir(), "slept")
-	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	p.StopEngine()
-	engine := serve(t, p)
-	runID := runUntilTheAgentSleeps(t, p, task, mark)
-	killEngine(t, engine)
+	p, repo, task, runID := killedMidAttempt(t)
 	assert.True(t, strings.HasPrefix(testkit.Git(t, repo, "branch", "--show-current"), "groundhog/T-1/day-"), "the kill left the workspace on the scratch branch")
 
 	serve(t, p)
