@@ -102,13 +102,7 @@ spec:
 func TestAPausedJobHoldsItsRunsOnEveryEngineOfTheCluster(t *testing.T) {
 	t.Parallel()
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	var ps []*testkit.Project
-	for range 2 {
-		p := testkit.ClusterProject(t, c, key)
-		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
-		ps = append(ps, p)
-	}
+	ps := clusterProjects(t, c, 2, "tock", tockJob)
 	testkit.StartEngines(t, ps)
 	r := ps[0].Orbit("job", "pause", "tock")
 	require.Equal(t, 0, r.Code, r.String())

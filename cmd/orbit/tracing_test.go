@@ -298,13 +298,9 @@ func TestEveryEngineOfAClusterExportsEachSpanOnce(t *testing.T) {
 	t.Parallel()
 	rcv := testkit.StartOTLPReceiver(t)
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	var ps []*testkit.Project
-	for range 3 {
-		p := testkit.ClusterProject(t, c, key)
-		p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
+	ps := clusterProjects(t, c, 3, "two_steps", twoSteps)
+	for _, p := range ps {
 		p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
-		ps = append(ps, p)
 	}
 	es := testkit.StartEngines(t, ps)
 
