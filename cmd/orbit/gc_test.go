@@ -19,6 +19,17 @@ import (
 	"github.com/orbitrun/orbit/shipping"
 )
 
+// noisyJob's step prints the 401 numbers from input.from and fails, so
+// that the run keeps its stdout as a blob.
+const noisyJob = `schemaVersion: 2
+kind: Job
+metadata: {name: noisy}
+spec:
+  steps:
+    - id: bad
+      spec: {type: shell, program: sh, args: ["-c", "seq $1 $(($1 + 400)); exit 3", "sh", "{{ input.from }}"], allowed_programs: [sh]}
+`
+
 // TestGCCollectsTheBlobsNoEventNames, on a fresh root: a run keeps a failed
 // step's stdout as a blob its shell.exited names, and a blob is stored
 // that no event names (its event was never appended). orbit gc lists the
@@ -29,15 +40,8 @@ import (
 func TestGCCollectsTheBlobsNoEventNames(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/noisy.yaml", `schemaVersion: 2
-kind: Job
-metadata: {name: noisy}
-spec:
-  steps:
-    - id: bad
-      spec: {type: shell, program: sh, args: ["-c", "seq 1000 1400; exit 3"], allowed_programs: [sh]}
-`)
-	r := p.Orbit("job", "run", "noisy")
+	p.WriteFile(".orbit/jobs/noisy.yaml", noisyJob)
+	r := p.Orbit("job", "run", "noisy", "--input", `{"from":1000}`)
 	require.Equal(t, 1, r.Code, r.String())
 	run := strings.TrimSpace(r.Stdout)
 

@@ -139,14 +139,7 @@ func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
 func TestARetentionPassLeavesTheBlobsOfTheRunsItRemovedToCollection(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/noisy.yaml", `schemaVersion: 2
-kind: Job
-metadata: {name: noisy}
-spec:
-  steps:
-    - id: bad
-      spec: {type: shell, program: sh, args: ["-c", "seq $1 $(($1 + 400)); exit 3", "sh", "{{ input.from }}"], allowed_programs: [sh]}
-`)
+	p.WriteFile(".orbit/jobs/noisy.yaml", noisyJob)
 	var ids []string
 	for _, from := range []string{"1000", "5000"} {
 		r := p.Orbit("job", "run", "noisy", "--input", `{"from":`+from+`}`)
