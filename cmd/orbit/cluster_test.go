@@ -204,20 +204,8 @@ func TestClusterFanOutSurvivesTheStreamLeadersLoss(t *testing.T) {
 		assert.Equal(t, 3, n, s)
 	}
 
-	out := filepath.Join(t.TempDir(), "side.txt")
-	var items []string
-	for i := range 16 {
-		items = append(items, fmt.Sprintf("i%02d", i))
-	}
-	input, _ := json.Marshal(map[string]any{"items": strings.Join(items, " "), "out": out})
-	r := ps[0].Orbit("job", "run", "cluster_fan_out", "--detach", "--input", string(input))
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-
-	waitFor(t, "a few items done", func() bool {
-		data, _ := os.ReadFile(out)
-		return strings.Count(string(data), "\n") >= 3
-	})
+	id, out, items := startFanOut(t, ps[0], 16)
+	waitForItems(t, out, 3)
 	leader, err := c.StreamLeader(ctx, events.EventsStream)
 	require.NoError(t, err)
 	killed := time.Now()
