@@ -37,6 +37,14 @@ spec:
   allowed_programs: [sh]
   wall_clock_timeout_seconds: 300
 `)
+	writeAgentImplement(p, "claude_code", "claude-sonnet-4-5", "mcp__orbit__task_summary")
+	return p, origin
+}
+
+// writeAgentImplement writes the agent_implement activity of the summary
+// tests: agent_loop on the CLI executor with model, told to record its
+// execution summary with the tool summaryTool.
+func writeAgentImplement(p *testkit.Project, executor, model, summaryTool string) {
 	p.WriteFile(".orbit/activities/agent_implement.yaml", `schemaVersion: 2
 kind: Activity
 metadata:
@@ -44,14 +52,13 @@ metadata:
 spec:
   type: agent_loop
   backend: cli
-  executor: claude_code
-  model: claude-sonnet-4-5
-  instruction: Implement the task; record your execution summary with mcp__orbit__task_summary.
+  executor: `+executor+`
+  model: `+model+`
+  instruction: Implement the task; record your execution summary with `+summaryTool+`.
   tools: [fs.read, fs.write]
   max_iterations: 10
   wall_clock_timeout_seconds: 300
 `)
-	return p, origin
 }
 
 // TestShipATaskThroughGroundhogOverClaudeCode: a task with a checkpoint
@@ -148,20 +155,7 @@ func TestShipATaskWhoseCodexAgentRecordsItsSummary(t *testing.T) {
 	}
 	p.WriteFile(".orbit/executors/codex.yaml", strings.Replace(executor, "\n  command: codex\n",
 		"\n  command: "+testkit.CodexCLI(t)+"\n  args: ["+strings.Join(quoted, ", ")+"]\n", 1))
-	p.WriteFile(".orbit/activities/agent_implement.yaml", `schemaVersion: 2
-kind: Activity
-metadata:
-  name: agent_implement
-spec:
-  type: agent_loop
-  backend: cli
-  executor: codex
-  model: gpt-orbit-test
-  instruction: Implement the task; record your execution summary with mcp__orbit.task_summary.
-  tools: [fs.read, fs.write]
-  max_iterations: 10
-  wall_clock_timeout_seconds: 300
-`)
+	writeAgentImplement(p, "codex", "gpt-orbit-test", "mcp__orbit.task_summary")
 	shipTheFarewell(t, p, origin)
 	reqs := srv.Scripted()
 	require.NotEmpty(t, reqs)
