@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,9 +57,7 @@ spec:
 func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
 	t.Parallel()
 	p := claudeWriteProject(t)
-	r := p.Orbit("job", "run", "write")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
+	id := runJob(t, p, "write")
 
 	var turns int64
 	var perTurn []events.TokenUsage
@@ -80,7 +77,7 @@ func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
 	assert.Greater(t, inv.CostUSD, 0.0)
 	assert.Equal(t, inv.Usage.InputTokens+inv.Usage.OutputTokens, turns, "the turns add up to the result record's usage")
 
-	r = p.Orbit("metrics", "--json")
+	r := p.Orbit("metrics", "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	var m projector.Metrics
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m), r.Stdout)

@@ -39,9 +39,7 @@ func TestWritesRecordWhoSignedThem(t *testing.T) {
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
 	clientKey := clientKey(t, p)
 
-	r = p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "example_slow", "--detach")
 	o, err := testkit.DialOutsider(t, engineURL(t, p), extra)
 	require.NoError(t, err)
 	body, err := json.Marshal(engine.CancelRequest{RunID: runID, Requester: "mallory", Reason: "not mine"})

@@ -182,9 +182,7 @@ func TestABudgetDecisionSurvivesACrash(t *testing.T) {
 	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+p.WriteFile("fixture.json", budgetFixture))
 	p.WriteFile(".orbit/jobs/between_steps.yaml", budgetJob("between_steps", "1000"))
 	died := serveToFailpoint(t, p, "interpreter-after-budget-decision")
-	r := p.Orbit("job", "run", "between_steps", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
+	id := runJob(t, p, "between_steps", "--detach")
 	died()
 
 	serve(t, p)

@@ -54,9 +54,7 @@ spec:
 		require.Equal(t, 0, r.Code, r.String())
 		slow = append(slow, strings.TrimSpace(r.Stdout))
 	}
-	r := p.Orbit("job", "run", "other", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	other := strings.TrimSpace(r.Stdout)
+	other := runJob(t, p, "other", "--detach")
 	for _, id := range append(slices.Clone(slow), other) {
 		waitFor(t, "the run to start", func() bool { return runView(t, p, id).State == events.StateRunning })
 	}
@@ -67,7 +65,7 @@ spec:
 	}
 	slices.Sort(slow)
 
-	r = p.Orbit("routine", "run-now", "yearly")
+	r := p.Orbit("routine", "run-now", "yearly")
 	require.Equal(t, 0, r.Code, r.String())
 	byRoutine := strings.TrimSpace(r.Stdout)
 	r = p.Orbit("run", "cancel", "--requester", "routine:yearly", "--dry-run")

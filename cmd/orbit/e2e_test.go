@@ -18,6 +18,15 @@ import (
 	"github.com/orbitrun/orbit/projector"
 )
 
+// runJob runs `orbit job run` with args, which must exit 0, and returns
+// the run's id, all its stdout prints.
+func runJob(t *testing.T, p *testkit.Project, args ...string) string {
+	t.Helper()
+	r := p.Orbit(append([]string{"job", "run"}, args...)...)
+	require.Equal(t, 0, r.Code, r.String())
+	return strings.TrimSpace(r.Stdout)
+}
+
 // runView runs `orbit run show --json` and decodes it.
 func runView(t *testing.T, p *testkit.Project, id string) projector.RunView {
 	t.Helper()
@@ -207,11 +216,9 @@ func TestTwoCommandsOnOneRootShareAnEngine(t *testing.T) {
 func TestDetachedRunCanBeTailed(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello", "--detach")
 	require.Len(t, runID, 26)
-	r = p.Orbit("run", "tail", runID)
+	r := p.Orbit("run", "tail", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	assert.Contains(t, lines[0], "run.requested")

@@ -190,16 +190,14 @@ func dirNames(t *testing.T, dir string) []string {
 func TestExampleSlowCancels(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "example_slow", "--detach")
 
 	require.Eventually(t, func() bool {
 		return len(runEvents(t, p, runID, "--type", events.StepStarted)) > 0
 	}, 15*time.Second, 50*time.Millisecond, "the nap step to start")
 
 	began := time.Now()
-	r = p.Orbit("run", "cancel", runID)
+	r := p.Orbit("run", "cancel", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, runID, strings.TrimSpace(r.Stdout))
 	assert.Less(t, time.Since(began), 8*time.Second, "sleep stops on SIGTERM, well within the grace period")

@@ -46,9 +46,7 @@ spec:
 `)
 	p.Env = append(p.Env, "ORBIT_FAILPOINT=worker-after-side-effect")
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "poison", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "poison", "--detach")
 	// Each engine dies at the failpoint, until one dead-letters the
 	// command and lives on.
 	pid := engine.Process.Pid
@@ -139,9 +137,7 @@ spec:
 		p.WriteFile(".orbit/jobs/long.yaml", job)
 	}
 	engineA := serve(t, a)
-	r := a.Orbit("job", "run", "long", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, a, "long", "--detach")
 	waitFor(t, "engine A to start the step", func() bool { return len(copies(t, logFile, "start")) == 1 })
 	serve(t, b)
 	require.NoError(t, engineA.Process.Signal(syscall.SIGSTOP))

@@ -48,9 +48,7 @@ spec:
     - id: nap
       spec: {type: shell, program: sh, args: ["-c", "sleep 4; echo real"], allowed_programs: [sh]}
 `)
-	r := p.Orbit("job", "run", "napper", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "napper", "--detach")
 	url := engineURL(t, p)
 	pwned := filepath.Join(p.Root, "pwned")
 
@@ -129,7 +127,7 @@ spec:
 		}
 	}
 
-	r = p.Orbit("run", "show", runID, "--json")
+	r := p.Orbit("run", "show", runID, "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	var view projector.RunView
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &view))
@@ -221,9 +219,7 @@ func TestAnotherUserIsRefusedAndStartsNoEngine(t *testing.T) {
 func TestTheWriteAPIChecksWhatItIsAsked(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	done := strings.TrimSpace(r.Stdout)
+	done := runJob(t, p, "hello")
 	ctx := testkit.Context(t)
 	l, err := events.Dial(ctx, engineURL(t, p), events.Config{NKeySeedFile: credsFile(p, events.IdentityClient)})
 	require.NoError(t, err)
@@ -258,7 +254,7 @@ func TestTheWriteAPIChecksWhatItIsAsked(t *testing.T) {
 	id := events.NewID()
 	require.NoError(t, l.Request(ctx, engine.EndpointSubmit, map[string]any{"run_id": id, "job": job()}, &ok))
 	assert.Equal(t, id, ok.RunID)
-	r = p.Orbit("run", "tail", id)
+	r := p.Orbit("run", "tail", id)
 	assert.Equal(t, 0, r.Code, "a valid request runs: %s", r)
 }
 

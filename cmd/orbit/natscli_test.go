@@ -90,9 +90,7 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 	require.NoError(t, sub.Start())
 	t.Cleanup(func() { _ = sub.Process.Kill(); _ = sub.Wait() })
 	waitFor(t, "nats sub to subscribe", func() bool { return strings.Contains(tail.String(), "Subscribing on orbit.events.>") })
-	r = p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 	waitFor(t, "the reader to see the run end", func() bool {
 		return strings.Contains(tail.String(), `"orbit.events.run.`+runID+`.run.finished"`)
 	})

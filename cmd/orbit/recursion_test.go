@@ -109,9 +109,7 @@ spec:
     - {id: right, when: "{{ input.more }} == yes", spec: {type: deterministic, action: job.invoke, config: {job: bomb, wait: false, input: {child: yes}}}}
     - {id: linger, when: "{{ input.child }} == yes", spec: {type: deterministic, action: sleep, config: {ms: 120000}}}
 `)
-	r := p.Orbit("job", "run", "bomb")
-	require.Equal(t, 0, r.Code, r.String())
-	root := strings.TrimSpace(r.Stdout)
+	root := runJob(t, p, "bomb")
 
 	refused := func(v projector.RunView) bool {
 		return v.Error != nil && strings.Contains(v.Error.Message, "the 8 live runs below run "+root+" that engine.max_descendants allows")

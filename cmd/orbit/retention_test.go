@@ -108,9 +108,7 @@ func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
 	t.Parallel()
 	p, natsBin, env := natsCLIProject(t)
 	serve(t, p)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 	require.Equal(t, 0, p.Orbit("nats-context", "--reader", "--name", "retain-reader").Code)
 	require.Equal(t, 0, p.Orbit("nats-context", "--name", "retain-client").Code)
 
@@ -122,7 +120,7 @@ func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
 		assert.NotEqual(t, 0, code, out)
 		assert.Contains(t, out, `Permissions Violation for Publish to "$JS.API.STREAM.MSG.DELETE.ORBIT_EVENTS"`, ctx)
 	}
-	r = p.Orbit("audit")
+	r := p.Orbit("audit")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, ": 0 problems")
 	assert.Equal(t, 0, p.Orbit("run", "show", runID).Code)

@@ -65,13 +65,11 @@ func TestRetryWithANewInputReArmsTheGates(t *testing.T) {
 		return runView(t, p, runID)
 	}
 
-	r := p.Orbit("job", "run", "release", "--input", `{"target":"staging"}`, "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	first := strings.TrimSpace(r.Stdout)
+	first := runJob(t, p, "release", "--input", `{"target":"staging"}`, "--detach")
 	require.Equal(t, events.StateSuccess, approve(first).State)
 	require.Equal(t, []string{"staging"}, readLines(t, deployed))
 
-	r = p.Orbit("run", "retry", first, "--from", "deploy", "--input", `{"target":"PRODUCTION"}`, "--detach")
+	r := p.Orbit("run", "retry", first, "--from", "deploy", "--input", `{"target":"PRODUCTION"}`, "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	second := strings.TrimSpace(r.Stdout)
 	assert.Contains(t, r.Stderr, "run "+second+": reuses step build: its rendered input is unchanged")

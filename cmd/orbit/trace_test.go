@@ -15,11 +15,9 @@ import (
 func TestRunTraceNestsEventsUnderTheirCauses(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 
-	r = p.Orbit("run", "trace", "--json", runID)
+	r := p.Orbit("run", "trace", "--json", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	var tr events.Trace
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tr), r.Stdout)
@@ -102,9 +100,7 @@ spec:
     - {id: one, spec: {type: deterministic, action: job.invoke, config: {job: hello, wait: false}}}
     - {id: two, spec: {type: deterministic, action: job.invoke, config: {job: hello, wait: false}}}
 `)
-	r := p.Orbit("job", "run", "spawn")
-	require.Equal(t, 0, r.Code, r.String())
-	parent := strings.TrimSpace(r.Stdout)
+	parent := runJob(t, p, "spawn")
 	var children []string
 	waitFor(t, "both children to finish", func() bool {
 		children = runView(t, p, parent).Children
@@ -120,7 +116,7 @@ spec:
 	})
 	require.Len(t, children, 2)
 
-	r = p.Orbit("run", "trace", "--json", parent)
+	r := p.Orbit("run", "trace", "--json", parent)
 	require.Equal(t, 0, r.Code, r.String())
 	var tr events.Trace
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tr), r.Stdout)
