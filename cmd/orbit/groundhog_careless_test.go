@@ -17,24 +17,12 @@ import (
 // turn sleeps (so that runs overlap), writes file with content and
 // declares success.
 func writerActivity(p *testkit.Project, name, file, content string) {
-	fixture := p.WriteFile(name+".json", `{"turns": [
-	  {"content": [{"kind": "tool_use", "id": "s", "name": "shell.exec", "input": {"program": "sh", "args": ["-c", "sleep 1"]}}], "stop_reason": "tool_use"},
-	  {"content": [
-	    {"kind": "tool_use", "id": "w", "name": "fs.write", "input": {"path": "`+file+`", "content": "`+content+`\n"}},
-	    {"kind": "tool_use", "id": "d", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add `+file+`"}}], "stop_reason": "tool_use"}
-	]}`)
-	p.WriteFile(".orbit/activities/"+name+".yaml", `schemaVersion: 2
-kind: Activity
-metadata: {name: `+name+`}
-spec:
-  type: groundhog
-  provider: replay
-  fixture: `+fixture+`
-  model: replay-fixture
-  tools: [fs.write, shell.exec]
-  allowed_programs: [sh]
-  attempt_budget_default: 1
-`)
+	replayActivity(p, name, []string{
+		`{"content": [{"kind": "tool_use", "id": "s", "name": "shell.exec", "input": {"program": "sh", "args": ["-c", "sleep 1"]}}], "stop_reason": "tool_use"}`,
+		`{"content": [
+	    {"kind": "tool_use", "id": "w", "name": "fs.write", "input": {"path": "` + file + `", "content": "` + content + `\n"}},
+	    {"kind": "tool_use", "id": "d", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add ` + file + `"}}], "stop_reason": "tool_use"}`,
+	}, "  tools: [fs.write, shell.exec]\n  allowed_programs: [sh]\n")
 }
 
 func fileCheckpoint(file, content string) string {
