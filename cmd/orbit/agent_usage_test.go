@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,10 +76,7 @@ func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
 	assert.Greater(t, inv.CostUSD, 0.0)
 	assert.Equal(t, inv.Usage.InputTokens+inv.Usage.OutputTokens, turns, "the turns add up to the result record's usage")
 
-	r := p.Orbit("metrics", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var m projector.Metrics
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m), r.Stdout)
+	m := orbitJSON[projector.Metrics](t, p, "metrics", "--json")
 	model := m.Models["claude-sonnet-4-5"]
 	assert.Equal(t, turns, model.Usage.InputTokens+model.Usage.OutputTokens, "each token once: %+v", model)
 	assert.InDelta(t, inv.CostUSD, model.CostUSD(), 1e-9)

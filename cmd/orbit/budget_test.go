@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -166,10 +165,7 @@ func TestAGroundhogTaskStopsWhenItsBudgetIsSpentAndContinuesWhenRaised(t *testin
 
 func taskStatus(t *testing.T, p *testkit.Project, task string) string {
 	t.Helper()
-	r := p.Orbit("task", "show", task, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var tv projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
+	tv := orbitJSON[projector.TaskView](t, p, "task", "show", task, "--json")
 	return tv.Status
 }
 

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -95,10 +94,7 @@ spec:
 		assert.False(t, runView(t, p, id).Paused, "a dry run pauses nothing")
 	}
 
-	r = p.Orbit("run", "pause", "--job", "slow", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var b engine.Bulk
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &b))
+	b := orbitJSON[engine.Bulk](t, p, "run", "pause", "--job", "slow", "--json")
 	require.NotEmpty(t, b.ID)
 	assert.ElementsMatch(t, slow, b.Runs)
 	for _, id := range slow {
@@ -135,10 +131,7 @@ spec:
 		assert.Empty(t, runView(t, p, id).Retries, "a dry run retries nothing: %s", id)
 	}
 
-	r = p.Orbit("run", "retry", "--job", "slow", "--state", "cancelled", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var retried engine.BulkRetried
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &retried))
+	retried := orbitJSON[engine.BulkRetried](t, p, "run", "retry", "--job", "slow", "--state", "cancelled", "--json")
 	require.NotEmpty(t, retried.Bulk.ID)
 	assert.NotEqual(t, bulk, retried.Bulk.ID)
 	assert.ElementsMatch(t, slow, retried.Bulk.Runs)

@@ -110,10 +110,7 @@ var exampleChecks = map[string]func(t *testing.T, p *testkit.Project, v projecto
 		assert.NotEmpty(t, data)
 		require.NoError(t, os.Remove(path))
 
-		r := p.Orbit("metrics", "--json")
-		require.Equal(t, 0, r.Code, r.String())
-		var m projector.Metrics
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m))
+		m := orbitJSON[projector.Metrics](t, p, "metrics", "--json")
 		assert.GreaterOrEqual(t, m.Models["replay"].Turns, int64(3), "the metrics view counts the turns")
 		assert.GreaterOrEqual(t, m.Tools["fs.write"].Calls, int64(1))
 	},

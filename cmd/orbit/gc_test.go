@@ -3,7 +3,6 @@ package main_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -60,11 +59,7 @@ func TestGCCollectsTheBlobsNoEventNames(t *testing.T) {
 
 	gc := func(args ...string) engine.CollectReport {
 		t.Helper()
-		r := p.Orbit(append([]string{"--json", "gc", "--blobs"}, args...)...)
-		require.Equal(t, 0, r.Code, r.String())
-		var rep engine.CollectReport
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
-		return rep
+		return orbitJSON[engine.CollectReport](t, p, append([]string{"--json", "gc", "--blobs"}, args...)...)
 	}
 	fresh := gc()
 	assert.Empty(t, fresh.Blobs, "within the default grace of an hour, nothing is garbage")

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -87,10 +86,7 @@ func TestAGroundhogRunWithoutAProviderSpendsNoAttempt(t *testing.T) {
 	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
 	assert.Empty(t, testkit.Git(t, repo, "branch", "--list", "groundhog/*"), "no scratch branch")
 
-	r = p.Orbit("task", "show", task, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var tv projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
+	tv := orbitJSON[projector.TaskView](t, p, "task", "show", task, "--json")
 	assert.Equal(t, events.TaskBacklog, tv.Status)
 	assert.Contains(t, tv.StatusReason, "failed")
 	assert.Contains(t, tv.StatusReason, "no API key")

@@ -67,10 +67,7 @@ func TestGroundhogThroughTheBinary(t *testing.T) {
 	assert.Nil(t, mem.Active)
 	assert.NotContains(t, r.Stdout, "fs.write", "memory holds no tool calls")
 
-	r = p.Orbit("groundhog", "show", task, "--audit", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var audit projector.GroundhogRun
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
+	audit := orbitJSON[projector.GroundhogRun](t, p, "groundhog", "show", task, "--audit", "--json")
 	require.Len(t, audit.Checkpoints, 2)
 	require.Len(t, audit.Checkpoints[1].Attempts, 2)
 	assert.NotEmpty(t, audit.Checkpoints[1].Attempts[0].ToolCalls)
@@ -87,10 +84,7 @@ func TestGroundhogThroughTheBinary(t *testing.T) {
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "2 commits, verified")
 
-	r = p.Orbit("task", "show", task, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var tv projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
+	tv := orbitJSON[projector.TaskView](t, p, "task", "show", task, "--json")
 	assert.Equal(t, events.TaskDone, tv.Status)
 
 	// A new plan version; the verifier of the audit still holds.

@@ -127,13 +127,10 @@ spec:
 		}
 	}
 
-	r := p.Orbit("run", "show", runID, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var view projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &view))
+	view := orbitJSON[projector.RunView](t, p, "run", "show", runID, "--json")
 	assert.Equal(t, events.StateRunning, view.State, "the run went on while it was attacked")
 
-	r = p.Orbit("run", "tail", runID)
+	r := p.Orbit("run", "tail", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	r = p.Orbit("run", "show", runID, "--json")
 	require.Equal(t, 0, r.Code, r.String())

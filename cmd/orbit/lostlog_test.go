@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,9 +111,5 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 // lostLogHistory returns the runs `orbit run history --json` lists.
 func lostLogHistory(t *testing.T, p *testkit.Project) []map[string]any {
 	t.Helper()
-	r := p.Orbit("run", "history", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var runs []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs), r.Stdout)
-	return runs
+	return orbitJSON[[]map[string]any](t, p, "run", "history", "--json")
 }

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,10 +203,7 @@ spec:
 	require.NoError(t, err)
 	assert.Equal(t, "wrote\n", string(data), "run again once")
 
-	r = p.Orbit("run", "events", "--json", runID)
-	require.Equal(t, 0, r.Code, r.String())
-	var evs []events.Event
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
+	evs := orbitJSON[[]events.Event](t, p, "run", "events", "--json", runID)
 	var finished []events.StepFinishedData
 	for _, ev := range evs {
 		if ev.Type == events.StepFinished && ev.StepKey == "write" {

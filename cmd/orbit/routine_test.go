@@ -379,10 +379,7 @@ type runSummary struct {
 
 func routineHistory(t *testing.T, p *testkit.Project) []runSummary {
 	t.Helper()
-	r := p.Orbit("run", "history", "--job", "tock", "--limit", "0", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var runs []runSummary
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
+	runs := orbitJSON[[]runSummary](t, p, "run", "history", "--job", "tock", "--limit", "0", "--json")
 	return slices.DeleteFunc(runs, func(s runSummary) bool { return s.Routine == nil || strings.TrimSpace(s.ID) == "" })
 }
 
@@ -468,11 +465,7 @@ func TestRoutineRunNowPauseAndResume(t *testing.T) {
 	serve(t, p)
 	show := func(name string) routine.Status {
 		t.Helper()
-		r := p.Orbit("routine", "show", name, "--json")
-		require.Equal(t, 0, r.Code, r.String())
-		var st routine.Status
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st))
-		return st
+		return orbitJSON[routine.Status](t, p, "routine", "show", name, "--json")
 	}
 	waitFor(t, "both routines to fire", func() bool { return show("catch").State.Fired > 0 && show("skip").State.Fired > 0 })
 

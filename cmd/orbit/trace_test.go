@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -17,10 +16,7 @@ func TestRunTraceNestsEventsUnderTheirCauses(t *testing.T) {
 	p := testkit.NewProject(t)
 	runID := runJob(t, p, "hello")
 
-	r := p.Orbit("run", "trace", "--json", runID)
-	require.Equal(t, 0, r.Code, r.String())
-	var tr events.Trace
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tr), r.Stdout)
+	tr := orbitJSON[events.Trace](t, p, "run", "trace", "--json", runID)
 	assert.Empty(t, tr.Orphans)
 	require.Len(t, tr.Roots, 1, "one root")
 	root := tr.Roots[0]
@@ -62,7 +58,7 @@ func TestRunTraceNestsEventsUnderTheirCauses(t *testing.T) {
 	assert.Equal(t, len(runEvents(t, p, runID)), countTrace(tr.Roots))
 
 	// The text form, for the latest run by default.
-	r = p.Orbit("run", "trace")
+	r := p.Orbit("run", "trace")
 	require.Equal(t, 0, r.Code, r.String())
 	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
 	require.Len(t, lines, countTrace(tr.Roots), r.Stdout)
@@ -116,10 +112,7 @@ spec:
 	})
 	require.Len(t, children, 2)
 
-	r := p.Orbit("run", "trace", "--json", parent)
-	require.Equal(t, 0, r.Code, r.String())
-	var tr events.Trace
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tr), r.Stdout)
+	tr := orbitJSON[events.Trace](t, p, "run", "trace", "--json", parent)
 	assert.Empty(t, tr.Orphans)
 	want := len(runEvents(t, p, parent))
 	for _, c := range children {
