@@ -101,6 +101,16 @@ func serveToFailpoint(t *testing.T, p *testkit.Project, point string) (died func
 	}
 }
 
+// startedEngine runs the hello job, which starts the project's
+// background engine, and returns the engine's pid.
+func startedEngine(t *testing.T, p *testkit.Project) int {
+	t.Helper()
+	runJob(t, p, "hello")
+	pid := p.EnginePID()
+	require.NotZero(t, pid)
+	return pid
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -180,10 +180,7 @@ func asAnotherUser(t *testing.T, p *testkit.Project, cmd *exec.Cmd) {
 func TestAnotherUserIsRefusedAndStartsNoEngine(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	owner := p.EnginePID()
-	require.NotZero(t, owner)
+	owner := startedEngine(t, p)
 
 	other := func() testkit.Result {
 		cmd := p.Command("run", "history")
@@ -195,7 +192,7 @@ func TestAnotherUserIsRefusedAndStartsNoEngine(t *testing.T) {
 		require.ErrorAs(t, err, &exit, "stderr: %s", stderr.String())
 		return testkit.Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: exit.ExitCode()}
 	}
-	r = other()
+	r := other()
 	assert.Equal(t, 3, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "refused: cannot read "+credsFile(p, events.IdentityClient))
 	assert.Contains(t, r.Stderr, "pass --nkey")

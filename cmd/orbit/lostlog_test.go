@@ -26,10 +26,7 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 	t.Run("the stream deleted under a running engine", func(t *testing.T) {
 		t.Parallel()
 		p := testkit.NewProject(t)
-		r := p.Orbit("job", "run", "hello")
-		require.Equal(t, 0, r.Code, r.String())
-		pid := p.EnginePID()
-		require.NotZero(t, pid)
+		pid := startedEngine(t, p)
 
 		// `nats stream rm ORBIT_EVENTS`, with rights to do it.
 		info, err := engine.ReadInfo(p.Root)
@@ -46,7 +43,7 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 		assert.Contains(t, string(log), "no stream ORBIT_EVENTS: it was deleted under the running engine")
 
 		for _, args := range [][]string{{"run", "history"}, {"serve", "--listen", "127.0.0.1:0"}} {
-			r = p.Orbit(args...)
+			r := p.Orbit(args...)
 			assert.Equal(t, 3, r.Code, "%v: %s", args, r)
 			assert.Contains(t, r.Stderr, "the event log was lost or replaced: found no stream ORBIT_EVENTS;", args)
 			assert.Contains(t, r.Stderr, "expected stream ORBIT_EVENTS created ", args)
@@ -55,7 +52,7 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 		}
 		assert.Zero(t, p.EnginePID(), "no engine serves the lost log")
 
-		r = p.Orbit("init", "--new-log")
+		r := p.Orbit("init", "--new-log")
 		require.Equal(t, 0, r.Code, r.String())
 		assert.Contains(t, r.Stdout, "Set the views aside as "+filepath.Join(p.Root, ".orbit", "state", "views.db.lost-"))
 		lost, err := filepath.Glob(filepath.Join(p.Root, ".orbit", "state", "views.db.lost-*"))
