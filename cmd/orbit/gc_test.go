@@ -44,10 +44,7 @@ func TestGCCollectsTheBlobsNoEventNames(t *testing.T) {
 	require.Equal(t, 1, r.Code, r.String())
 	run := strings.TrimSpace(r.Stdout)
 
-	info, err := engine.ReadInfo(p.Root)
-	require.NoError(t, err)
-	js, err := jetstream.New(testkit.DialEngine(t, info.URL, engine.CredsDir(p.Root)))
-	require.NoError(t, err)
+	js := outsideJetStream(t, p)
 	ctx := testkit.Context(t)
 	store, err := js.ObjectStore(ctx, events.BlobsStore)
 	require.NoError(t, err)
@@ -82,7 +79,7 @@ func TestGCCollectsTheBlobsNoEventNames(t *testing.T) {
 
 	// The reader may not ask for a collection, nor delete a blob itself;
 	// the client may ask.
-	reader, err := testkit.DialOutsider(t, info.URL, credsFile(p, events.IdentityReader))
+	reader, err := testkit.DialOutsider(t, engineURL(t, p), credsFile(p, events.IdentityReader))
 	require.NoError(t, err)
 	reply, refused := reader.Ask(&nats.Msg{Subject: events.APISubject(engine.EndpointGC), Data: []byte(`{"apply":true,"grace":"0s"}`)})
 	assert.True(t, refused || reply == nil, "the reader's request reached the engine: %v", reply)
@@ -93,7 +90,7 @@ func TestGCCollectsTheBlobsNoEventNames(t *testing.T) {
 	r = p.Orbit("--nkey", credsFile(p, events.IdentityReader), "gc", "--apply", "--grace", "0s")
 	assert.Equal(t, 2, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "this key may not ask the engine for ", "refused at once")
-	client, err := testkit.DialOutsider(t, info.URL, credsFile(p, events.IdentityClient))
+	client, err := testkit.DialOutsider(t, engineURL(t, p), credsFile(p, events.IdentityClient))
 	require.NoError(t, err)
 	reply, refused = client.Ask(&nats.Msg{Subject: events.APISubject(engine.EndpointGC), Data: []byte(`{"blobs":true}`)})
 	require.False(t, refused)

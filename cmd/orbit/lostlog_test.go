@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
@@ -29,10 +27,7 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 		pid := startedEngine(t, p)
 
 		// `nats stream rm ORBIT_EVENTS`, with rights to do it.
-		info, err := engine.ReadInfo(p.Root)
-		require.NoError(t, err)
-		js, err := jetstream.New(testkit.DialEngine(t, info.URL, engine.CredsDir(p.Root)))
-		require.NoError(t, err)
+		js := outsideJetStream(t, p)
 		ctx := testkit.Context(t)
 		require.NoError(t, js.DeleteStream(ctx, events.EventsStream))
 		deleted := time.Now()
