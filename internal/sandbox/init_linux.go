@@ -105,7 +105,7 @@ func step(args []string) error {
 		defer user.close()
 		// The way to what the program reads, before anything covers it:
 		// the binds made from under a mapped directory carry its mapping.
-		if err := user.openWay(reached(p, wd, path), p.Confine); err != nil {
+		if err := user.openWay(reached(p, wd, path), p); err != nil {
 			return err
 		}
 	} else if os.Getuid() == 0 {

@@ -143,12 +143,15 @@ func (a *agentUser) mapIDs(tree int, src *os.File) error {
 // shallowest directory on the way to one that a.id may not pass (a home
 // of mode 0700) is bound on itself, read-only, its owner's ids mapped to
 // a.id. Under it a.id reads what its owner may (as root did before it);
-// the mounts that hide and keep paths go over it later. In the private
-// /tmp (confined) openTmpWay does the work, after the mounts.
-func (a *agentUser) openWay(paths []string, confined bool) error {
+// the mounts that hide and keep paths go over it later. The way stops at
+// a work tree, which is mapped whole, and at a hidden directory, whose
+// cover a.id passes (a mapped mount inside either would keep the work
+// tree's own mapping from being made). In the private /tmp (confined)
+// openTmpWay does the work, after the mounts.
+func (a *agentUser) openWay(paths []string, p Policy) error {
 	for _, path := range paths {
 		for _, dir := range way(path) {
-			if (confined && within("/tmp", dir)) || a.isMapped(dir) {
+			if (p.Confine && within("/tmp", dir)) || a.isMapped(dir) || p.holds(dir) {
 				break
 			}
 			fi, err := os.Stat(dir)
@@ -203,6 +206,12 @@ func (a *agentUser) openTmpWay(paths []string) error {
 		}
 	}
 	return nil
+}
+
+// holds reports whether dir is at or under a work tree or a hidden path
+// of p.
+func (p Policy) holds(dir string) bool {
+	return slices.ContainsFunc(slices.Concat(p.Work, p.Hide), func(h string) bool { return within(h, dir) })
 }
 
 // way lists the directories from / down to path, path included.

@@ -98,3 +98,41 @@ func TestARootProgramCannotChangeTheKernelsSettings(t *testing.T) {
 	assert.NotContains(t, out, " write-sysctl:0", out)
 	assert.NotContains(t, out, " sysrq:0", out)
 }
+
+// TestARootEnginesAgentWorksInTheProjectRoot: an agent step's workspace
+// is the project root (outside /tmp, open to all), which holds the
+// engine's state: the state stays hidden but for the agent's seed, which
+// the agent (nobody) reads though it and its directory are root's alone
+// (0600 in 0700), and the agent writes the work tree around them; the
+// project is in a directory open to all, then in one only root may pass.
+func TestARootEnginesAgentWorksInTheProjectRoot(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	for name, mode := range map[string]os.FileMode{"open": 0o755, "root-only": 0o700} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			parent := outsideTmp(t)
+			require.NoError(t, os.Chmod(parent, mode))
+			workInProjectRoot(t, filepath.Join(parent, "project"))
+		})
+	}
+}
+
+// workInProjectRoot is TestARootEnginesAgentWorksInTheProjectRoot's
+// project at root.
+func workInProjectRoot(t *testing.T, root string) {
+	t.Helper()
+	git(t, "", gitEnv(outsideTmp(t)), "init", "--quiet", root)
+	state, agentSeed, _ := secrets(t, filepath.Join(root, ".orbit"))
+	require.NoError(t, os.Chmod(filepath.Dir(agentSeed), 0o700))
+	require.NoError(t, os.Chmod(agentSeed, 0o600))
+
+	p := sandbox.Policy{Confine: true, Hide: []string{state}, Keep: []string{agentSeed}, ReadOnly: []string{filepath.Dir(state)}}.ForWorkspace(root)
+	script := `echo work > work.txt; echo " write-tree:$?"; cat "$1"; echo " agent:$?"; cat "$2"; echo " engine:$?"; id -u`
+	got := runIn(t, p, root, nil, script, agentSeed, filepath.Join(state, "creds", "engine.nk"))
+	assert.Contains(t, got, " write-tree:0", got)
+	assert.Contains(t, got, "AGENTSEED agent:0", "the agent reads its seed: %s", got)
+	assert.NotContains(t, got, "ENGINESEED", got)
+	assert.Contains(t, got, "\n"+strconv.Itoa(sandbox.AgentUID)+"\n", got)
+	assert.Equal(t, 0, owner(t, filepath.Join(root, "work.txt")))
+}
