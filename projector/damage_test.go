@@ -172,7 +172,7 @@ func TestDamagedViewsFilesAreSetAsideAndRebuilt(t *testing.T) {
 			damaged, err := os.ReadFile(e.path)
 			require.NoError(t, err)
 
-			var logs lockedBuffer
+			var logs testkit.SyncBuffer
 			p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			stop := e.start(p)
 			require.NoError(t, p.WaitFor(e.ctx, last))
@@ -219,7 +219,7 @@ func TestDamageFoundWhileApplyingIsRebuiltFromTheLog(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.history(runID(1), runID(2))
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	stop := e.start(p)
 	require.NoError(t, p.WaitFor(e.ctx, first))
@@ -308,7 +308,7 @@ func TestASoundViewsFileIsKept(t *testing.T) {
 	e.buildViews(last)
 	before := testkit.DumpBolt(t, e.path)
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	var (
 		mu        sync.Mutex

@@ -173,7 +173,7 @@ func TestGroundhogEventsThatCannotApplyAreSkipped(t *testing.T) {
 	other.add(events.TaskStatusChanged, events.TaskStatusChangedData{Status: events.TaskDone})
 	last := other.add(events.GroundhogCommitted, events.GroundhogCommittedData{Attempt: attempt("c", 1, 1), SHA: "s"})
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	e.start(p)
 	require.NoError(t, p.WaitFor(e.ctx, last))

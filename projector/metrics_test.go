@@ -318,7 +318,7 @@ func (e *env) metricsOfAnOldFile(old func(p *projector.Projector, want *projecto
 // view is rebuilt from the log, its log saying why, and counts want.
 func (e *env) checkMetricsRebuilt(last uint64, want *projector.Metrics, why string) {
 	e.t.Helper()
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	e.start(p)
 	require.NoError(e.t, p.WaitFor(e.ctx, last))

@@ -79,7 +79,7 @@ func TestMissingViewsStartFromTheirSnapshot(t *testing.T) {
 	last := e.history(runID(9), runID(109))
 	require.NoError(t, os.Remove(e.path))
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	src := &followFrom{Log: e.log}
 	p := e.open(projector.Config{Source: src, SnapshotEvery: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	stop := e.start(p)
@@ -99,7 +99,7 @@ func TestADamagedSnapshotIsDroppedAndTheViewsRebuilt(t *testing.T) {
 	require.NoError(t, os.Remove(e.path))
 	require.NoError(t, os.Truncate(projector.SnapshotPath(e.path), 100))
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	src := &followFrom{Log: e.log}
 	p := e.open(projector.Config{Source: src, SnapshotEvery: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	stop := e.start(p)
