@@ -176,9 +176,7 @@ func TestRunTwiceAtOnceIsRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last := e.append(events.Event{Type: events.RunRequested, RunID: runID(1)}, events.RunRequestedData{JobName: "ci"})
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 	assert.ErrorIs(t, p.Run(e.ctx), projector.ErrRunning)
 }
 

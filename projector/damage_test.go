@@ -362,9 +362,7 @@ func TestALockedDamagedFileIsLocked(t *testing.T) {
 	assert.EqualValues(t, 100, info.Size(), "the file is untouched")
 	require.NoError(t, other.Close())
 
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	e.running(projector.Config{}, last)
 	assert.Len(t, setAside(t, e.path), 1)
 }
 
@@ -387,9 +385,7 @@ func TestOnlyTheNewestDamagedFilesAreKept(t *testing.T) {
 	}
 	require.NoError(t, os.Truncate(e.path, 100))
 
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	e.running(projector.Config{}, last)
 	kept := setAside(t, e.path)
 	assert.Len(t, kept, 4)
 	assert.Contains(t, kept, fmt.Sprintf("%s.corrupt-%d", e.path, now-100))

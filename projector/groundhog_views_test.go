@@ -51,9 +51,7 @@ func TestGroundhogMetrics(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last := e.groundhogTasks()
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	got, err := p.Metrics(e.ctx)
 	require.NoError(t, err)
@@ -174,9 +172,7 @@ func TestGroundhogEventsThatCannotApplyAreSkipped(t *testing.T) {
 	last := other.add(events.GroundhogCommitted, events.GroundhogCommittedData{Attempt: attempt("c", 1, 1), SHA: "s"})
 
 	var logs testkit.SyncBuffer
-	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, last)
 
 	task, err := p.Task(e.ctx, "T-1")
 	require.NoError(t, err)

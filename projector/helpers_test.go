@@ -80,6 +80,16 @@ func (e *env) start(p *projector.Projector) (stop func() error) {
 	return stop
 }
 
+// running opens a projector on cfg (as open does), runs it (as start
+// does) and returns it once it has applied the log through seq.
+func (e *env) running(cfg projector.Config, seq uint64) *projector.Projector {
+	e.t.Helper()
+	p := e.open(cfg)
+	e.start(p)
+	require.NoError(e.t, p.WaitFor(e.ctx, seq))
+	return p
+}
+
 // append appends an event one second after the previous one and returns its
 // sequence.
 func (e *env) append(ev events.Event, payload any) uint64 {

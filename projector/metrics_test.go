@@ -188,9 +188,7 @@ func TestMetricsViewCountsAgentsStepsAndRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last, want := e.agentHistory()
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	got, err := p.Metrics(e.ctx)
 	require.NoError(t, err)
@@ -348,9 +346,7 @@ func TestMetricsReportADamagedRecord(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last, want := e.agentHistory()
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	require.NoError(t, projector.PutRaw(p, "metrics", "stray", "{}"))
 	_, err := p.Metrics(e.ctx)
