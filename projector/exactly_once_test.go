@@ -39,29 +39,10 @@ func TestACrashBeforeCommitLosesTheBatchAndNothingElse(t *testing.T) {
 	e := newEnv(t)
 	last := e.history(runID(1), runID(2))
 
-	p := e.open(projector.Config{BatchSize: 4})
-	crash := errors.New("crash before commit")
-	var failedAt uint64
-	projector.SetBeforeCommit(p, func(seq uint64) error {
-		if seq > 8 {
-			failedAt = seq
-			return crash
-		}
-		return nil
-	})
-	err := p.Run(e.ctx)
-	require.ErrorIs(t, err, crash, "the failed commit stops the apply loop")
-	committed := p.Applied()
-	assert.Greater(t, failedAt, committed)
-	assert.LessOrEqual(t, committed, uint64(8))
-	require.NoError(t, p.Close())
-	assert.Equal(t, e.rebuild(committed), testkit.DumpBolt(t, e.path),
-		"the views hold exactly the events up to the last committed batch")
+	e.crashBeforeCommitPast(8)
 
 	// The engine restarts: the lost batch is applied once, from the log.
-	p = e.open(projector.Config{BatchSize: 4})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{BatchSize: 4}, last)
 	assert.Equal(t, last, p.Applied())
 	require.NoError(t, p.Close())
 	assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path))
