@@ -114,10 +114,7 @@ func TestViewsTheLogSupportsAreKept(t *testing.T) {
 	e := newEnv(t)
 	first := e.history(runID(1), runID(2))
 	p := e.open(projector.Config{})
-	stop := e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, first))
-	require.NoError(t, stop())
-	require.NoError(t, p.Close())
+	e.runThrough(p, first)
 
 	var logs testkit.SyncBuffer
 	p = e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})

@@ -290,10 +290,7 @@ func TestDamageTheRebuildMeetsAgainStopsRun(t *testing.T) {
 			}
 			return nil
 		})
-		stop := e.start(p)
-		require.NoError(t, p.WaitFor(e.ctx, last))
-		require.NoError(t, stop())
-		require.NoError(t, p.Close())
+		e.runThrough(p, last)
 		assert.Len(t, setAside(t, e.path), 2)
 		assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path))
 	})

@@ -25,10 +25,7 @@ func TestViewsDoNotDependOnBatchSize(t *testing.T) {
 			e.history(runID(1), runID(2))
 			last := e.history(runID(3), runID(4))
 			p := e.open(projector.Config{BatchSize: size})
-			stop := e.start(p)
-			require.NoError(t, p.WaitFor(e.ctx, last))
-			require.NoError(t, stop())
-			require.NoError(t, p.Close())
+			e.runThrough(p, last)
 			assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path), "batch size %d", size)
 		})
 	}
@@ -83,10 +80,7 @@ func TestARestartedProjectorAppliesNothingTwice(t *testing.T) {
 	first := e.append(events.Event{Type: events.RunResumed, RunID: id}, events.RunResumedData{Engine: "b"})
 
 	p := e.open(projector.Config{})
-	stop := e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, first))
-	require.NoError(t, stop())
-	require.NoError(t, p.Close())
+	e.runThrough(p, first)
 
 	p = e.open(projector.Config{})
 	e.start(p)

@@ -1,7 +1,6 @@
 package projector_test
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -123,29 +122,10 @@ func TestGroundhogViewsAreAppliedOnceAcrossACrashBeforeCommit(t *testing.T) {
 	want := groundhogQueries(t, e, e.viewsAt(last))
 
 	// Crash in the middle of task T-7's day 2.
-	crashAt := uint64(21 + 20)
-	p := e.open(projector.Config{BatchSize: 4})
-	crash := errors.New("crash before commit")
-	var failedAt uint64
-	projector.SetBeforeCommit(p, func(seq uint64) error {
-		if seq > crashAt {
-			failedAt = seq
-			return crash
-		}
-		return nil
-	})
-	require.ErrorIs(t, p.Run(e.ctx), crash)
-	committed := p.Applied()
-	assert.Greater(t, failedAt, committed)
-	assert.LessOrEqual(t, committed, crashAt)
-	require.NoError(t, p.Close())
-	assert.Equal(t, e.rebuild(committed), testkit.DumpBolt(t, e.path),
-		"the views hold exactly the events up to the last committed batch")
+	e.crashBeforeCommitPast(21 + 20)
 
 	// The engine restarts: the lost batch is applied once, from the log.
-	p = e.open(projector.Config{BatchSize: 4})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{BatchSize: 4}, last)
 	assert.Equal(t, want, groundhogQueries(t, e, p))
 	require.NoError(t, p.Close())
 	assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path))

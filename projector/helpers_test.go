@@ -92,6 +92,16 @@ func (e *env) running(cfg projector.Config, seq uint64) *projector.Projector {
 	return p
 }
 
+// runThrough runs p until it has applied the log through seq, then stops
+// and closes it.
+func (e *env) runThrough(p *projector.Projector, seq uint64) {
+	e.t.Helper()
+	stop := e.start(p)
+	require.NoError(e.t, p.WaitFor(e.ctx, seq))
+	require.NoError(e.t, stop())
+	require.NoError(e.t, p.Close())
+}
+
 // crashBeforeCommitPast runs a projector of batches of 4 whose commit of
 // the first batch to end past seq fails, as an engine that dies before
 // that commit. Run stops on the failure, and the views it leaves hold

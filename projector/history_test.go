@@ -30,10 +30,7 @@ func TestRecordedHistoriesFoldToTheirGoldenViews(t *testing.T) {
 			e := newEnv(t)
 			last := appendHistory(t, e, history)
 			p := e.open(projector.Config{BatchSize: 5})
-			stop := e.start(p)
-			require.NoError(t, p.WaitFor(e.ctx, last))
-			require.NoError(t, stop())
-			require.NoError(t, p.Close())
+			e.runThrough(p, last)
 
 			live := testkit.DumpBolt(t, e.path)
 			assert.Equal(t, e.rebuild(last), live, "live and rebuilt views differ")
