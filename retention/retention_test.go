@@ -91,6 +91,23 @@ func (r *rig) collector(policy assets.RetentionConfig, after func(context.Contex
 		Now:          func() time.Time { return time.Now().Add(48 * time.Hour) }})
 }
 
+// archivedViews folds the archive a pass wrote, verified against the
+// log's key, into views of its own (orbit replay --from-archive), closed
+// at the end of the test.
+func (r *rig) archivedViews(archive string) *projector.Projector {
+	r.t.Helper()
+	a, err := events.ReadArchive(archive)
+	require.NoError(r.t, err)
+	src, err := events.NewArchiveSource(r.keyFile, a)
+	require.NoError(r.t, err)
+	path := filepath.Join(r.t.TempDir(), "archived.db")
+	require.NoError(r.t, projector.Rebuild(r.ctx, src, path, 0))
+	p, err := projector.Open(r.ctx, projector.Config{Path: path, Source: src})
+	require.NoError(r.t, err)
+	r.t.Cleanup(func() { p.Close() })
+	return p
+}
+
 func (r *rig) has(id string) bool {
 	_, err := r.views.RunView(r.ctx, id)
 	return err == nil
@@ -162,15 +179,7 @@ func TestAPassArchivesRemovesAndRebuilds(t *testing.T) {
 	assert.Error(t, err)
 	require.NoError(t, fromSnap.Close())
 
-	a, err := events.ReadArchive(rep.Archive)
-	require.NoError(t, err)
-	src, err := events.NewArchiveSource(r.keyFile, a)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "archived.db")
-	require.NoError(t, projector.Rebuild(r.ctx, src, path, 0))
-	archived, err := projector.Open(r.ctx, projector.Config{Path: path, Source: src})
-	require.NoError(t, err)
-	defer archived.Close()
+	archived := r.archivedViews(rep.Archive)
 	p, err := archived.RunView(r.ctx, "P")
 	require.NoError(t, err)
 	assert.Equal(t, events.StateSuccess, p.State)
@@ -271,15 +280,7 @@ func TestDoneAndArchivedTasksGo(t *testing.T) {
 	audit, err := r.log.Audit(r.ctx)
 	require.NoError(t, err)
 	assert.Empty(t, audit.Problems)
-	a, err := events.ReadArchive(rep.Archive)
-	require.NoError(t, err)
-	src, err := events.NewArchiveSource(r.keyFile, a)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "archived.db")
-	require.NoError(t, projector.Rebuild(r.ctx, src, path, 0))
-	archived, err := projector.Open(r.ctx, projector.Config{Path: path, Source: src})
-	require.NoError(t, err)
-	defer archived.Close()
+	archived := r.archivedViews(rep.Archive)
 	tasks, err := archived.Tasks(r.ctx)
 	require.NoError(t, err)
 	require.Len(t, tasks, 2)
