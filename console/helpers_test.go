@@ -116,6 +116,26 @@ func (c *site) request(t *testing.T, method, path string) *http.Request {
 	return req
 }
 
+// post sends a POST for path as the owner with headers set, follows no
+// redirect, and returns the status.
+func (c *site) post(t *testing.T, path string, headers map[string]string) int {
+	t.Helper()
+	req := c.request(t, http.MethodPost, path)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// fromPage are the headers of a form the console's own page posts.
+func (c *site) fromPage() map[string]string {
+	return map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": c.URL}
+}
+
 // get fetches a page as its owner and returns its status and body.
 func (c *site) get(t *testing.T, path string) (int, string) {
 	t.Helper()
