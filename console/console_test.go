@@ -84,9 +84,7 @@ spec:
 `)
 	var ids []string
 	for range 51 {
-		r := p.Orbit("job", "run", "quick", "--detach")
-		require.Equal(t, 0, r.Code, r.String())
-		ids = append(ids, strings.TrimSpace(r.Stdout))
+		ids = append(ids, startJob(t, p, "quick"))
 	}
 	_, first := c.get(t, "/?job=quick")
 	assert.Contains(t, first, ids[50], "newest first")
@@ -163,10 +161,7 @@ func TestCancelRefusesCrossSiteAndCancelsLive(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	c := serveConsole(t, p)
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
+	id := runningJob(t, p, "example_slow")
 
 	cancel := "/runs/" + id + "/cancel"
 	assert.Equal(t, http.StatusForbidden, c.post(t, cancel, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -189,6 +190,23 @@ func runJob(t *testing.T, p *testkit.Project, job string) string {
 	r := p.Orbit("job", "run", job)
 	id := strings.TrimSpace(strings.SplitN(r.Stdout, "\n", 2)[0])
 	require.NotEmpty(t, id, r.String())
+	return id
+}
+
+// startJob runs job detached (orbit job run --detach) and returns its
+// run's id.
+func startJob(t *testing.T, p *testkit.Project, job string) string {
+	t.Helper()
+	r := p.Orbit("job", "run", job, "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	return strings.TrimSpace(r.Stdout)
+}
+
+// runningJob starts job detached and returns its run's id once it runs.
+func runningJob(t *testing.T, p *testkit.Project, job string) string {
+	t.Helper()
+	id := startJob(t, p, job)
+	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
 	return id
 }
 

@@ -3,8 +3,6 @@ package console_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,14 +25,9 @@ import (
 func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	dir := filepath.Join(p.Root, ".orbit", "routines")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "hourly.yaml"), []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: hourly}\nspec:\n  trigger: {cron: '@hourly'}\n  target: job:example_slow\n"), 0o644))
+	p.WriteFile(".orbit/routines/hourly.yaml", "schemaVersion: 2\nkind: Routine\nmetadata: {name: hourly}\nspec:\n  trigger: {cron: '@hourly'}\n  target: job:example_slow\n")
 	c := serveConsole(t, p)
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
+	id := runningJob(t, p, "example_slow")
 
 	_, body := c.get(t, "/runs/"+id)
 	assert.Contains(t, body, `id="pause"`)
@@ -57,7 +50,7 @@ func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
 	assert.Contains(t, body, `id="pause-now"`)
 	require.Equal(t, http.StatusSeeOther, c.post(t, "/runs/"+id+"/pause?now=1", c.fromPage()))
 	assert.True(t, showRun(t, p, id).Paused)
-	r = p.Orbit("run", "events", "--json", id)
+	r := p.Orbit("run", "events", "--json", id)
 	require.Equal(t, 0, r.Code, r.String())
 	var evs []events.Event
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
@@ -120,9 +113,7 @@ func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
 func TestRoutinesPageAndMetricsSayLastAndNextFireAndSkipped(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	dir := filepath.Join(p.Root, ".orbit", "routines")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "busy.yaml"), []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: busy}\nspec:\n  trigger: {cron: '*/2 * * * * *'}\n  target: job:example_slow\n  policy: {overlap: forbid}\n"), 0o644))
+	p.WriteFile(".orbit/routines/busy.yaml", "schemaVersion: 2\nkind: Routine\nmetadata: {name: busy}\nspec:\n  trigger: {cron: '*/2 * * * * *'}\n  target: job:example_slow\n  policy: {overlap: forbid}\n")
 	c := serveConsole(t, p)
 	var st routine.Status
 	waitFor(t, "a fire and two skipped ticks", func() bool {
