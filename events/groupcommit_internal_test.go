@@ -9,16 +9,27 @@ import (
 	"time"
 )
 
-func openStrict(t *testing.T) *Log {
+// openStrict opens a log of the default durability, strict, in a temp
+// dir, closed when the test ends.
+func openStrict(t *testing.T) *Log { return openLog(t, DurabilityStrict) }
+
+// openLog opens a log of durability in a temp dir, closed when the test
+// ends.
+func openLog(t *testing.T, durability string) *Log {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}})
+	l, err := Open(testContext(t), Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: durability})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// testContext is a context that ends with the test or after a minute.
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // requests encodes step.started events of run R with ids, in order, as

@@ -2,13 +2,10 @@ package events
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
 
 // serverMsgs returns how many messages the embedded server has received
@@ -30,13 +27,8 @@ func serverMsgs(t *testing.T, l *Log) int64 {
 // back whole.
 func TestRepeatedLargeValuesAreStoredAndReadOnce(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: DurabilityRelaxed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	ctx := testContext(t)
+	l := openLog(t, DurabilityRelaxed)
 	const copies = 400
 	shared := make([]int, copies)
 	for i := range shared {
@@ -206,13 +198,8 @@ func FuzzScanSites(f *testing.F) {
 // checks that it expands back to the same value.
 func TestExpandSplicesOnlyReferences(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: DurabilityRelaxed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	ctx := testContext(t)
+	l := openLog(t, DurabilityRelaxed)
 	decoys := []any{
 		`{"$blob":"sha256-0","preview":"","size":0}`,
 		map[string]any{"$blob": "sha256-0", "preview": "", "size": 0, "more": true},
