@@ -16,6 +16,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/retention"
@@ -44,14 +45,8 @@ func newRig(t *testing.T) *rig {
 // rigOn is a rig on the log l, its views and archives under root.
 func rigOn(t *testing.T, l *events.Log, root string) *rig {
 	t.Helper()
-	ctx := testkit.Context(t)
-	p, err := projector.Open(ctx, projector.Config{Path: filepath.Join(root, "views.db"), Source: l})
-	require.NoError(t, err)
-	run, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = p.Run(run) }()
-	t.Cleanup(func() { cancel(); <-done; p.Close() })
-	return &rig{t: t, ctx: ctx, log: l, views: p, root: root}
+	p := runrig.Views(t, l, filepath.Join(root, "views.db"))
+	return &rig{t: t, ctx: testkit.Context(t), log: l, views: p, root: root}
 }
 
 // run appends a finished run of job: requested, started, a step, finished;

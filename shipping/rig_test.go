@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
@@ -33,12 +34,7 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{})
-	proj, err := projector.Open(ctx, projector.Config{Path: filepath.Join(t.TempDir(), "views.db"), Source: log})
-	require.NoError(t, err)
-	pctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = proj.Run(pctx) }()
-	t.Cleanup(func() { stop(); <-done; proj.Close() })
+	proj := runrig.Views(t, log, filepath.Join(t.TempDir(), "views.db"))
 	repo, origin := testkit.NewGitRepoWithOrigin(t, map[string]string{"greet.txt": "hello\n", "README.md": "# greeter\n"})
 	r := &rig{t: t, ctx: ctx, log: log, proj: proj, root: t.TempDir(), repo: repo, origin: origin}
 	r.cfg = shipping.Config{
