@@ -329,13 +329,7 @@ func TestALogThatDeniesPurgesIsSaidOnce(t *testing.T) {
 	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
 	js, err := jetstream.New(testkit.DialEngine(t, l.ClientURL(), l.CredsDir()))
 	require.NoError(t, err)
-	stream, err := js.Stream(ctx, events.EventsStream)
-	require.NoError(t, err)
-	cfg := stream.CachedInfo().Config
-	require.NoError(t, js.DeleteStream(ctx, events.EventsStream))
-	cfg.DenyPurge = true
-	_, err = js.CreateStream(ctx, cfg)
-	require.NoError(t, err)
+	testkit.RemakeDenyingPurges(ctx, t, js)
 	// The views start on the remade stream: deleting a stream deletes
 	// the consumers on it, the projector's among them.
 	r := rigOn(t, l, t.TempDir())
