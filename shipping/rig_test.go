@@ -37,27 +37,8 @@ func newRig(t *testing.T) *rig {
 	proj := runrig.Views(t, log, filepath.Join(t.TempDir(), "views.db"))
 	repo, origin := testkit.NewGitRepoWithOrigin(t, map[string]string{"greet.txt": "hello\n", "README.md": "# greeter\n"})
 	r := &rig{t: t, ctx: ctx, log: log, proj: proj, root: t.TempDir(), repo: repo, origin: origin}
-	r.cfg = shipping.Config{
-		Log: log, Root: r.root, GitEnv: testkit.GitEnv(),
-		Task: func(ctx context.Context, id string, minSeq uint64) (*projector.TaskView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.Task(ctx, id)
-		},
-		Tasks: func(ctx context.Context, minSeq uint64) ([]projector.TaskView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.Tasks(ctx)
-		},
-		Run: func(ctx context.Context, id string, minSeq uint64) (*projector.RunView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.RunView(ctx, id)
-		},
-	}
+	r.cfg = shipping.Config{Log: log, Root: r.root, GitEnv: testkit.GitEnv()}
+	r.cfg.ReadViews(proj)
 	r.svc = shipping.New(r.cfg)
 	return r
 }

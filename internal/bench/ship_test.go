@@ -12,7 +12,6 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
-	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
 )
 
@@ -95,19 +94,7 @@ func benchShipping(b *testing.B) *shipping.Service {
 	b.Helper()
 	log := testkit.StartLog(b, events.Config{})
 	proj := runrig.Views(b, log, filepath.Join(b.TempDir(), "views.db"))
-	return shipping.New(shipping.Config{
-		Log: log, Root: b.TempDir(), GitEnv: gitBenchEnv,
-		Task: func(ctx context.Context, id string, minSeq uint64) (*projector.TaskView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.Task(ctx, id)
-		},
-		Tasks: func(ctx context.Context, minSeq uint64) ([]projector.TaskView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.Tasks(ctx)
-		},
-	})
+	cfg := shipping.Config{Log: log, Root: b.TempDir(), GitEnv: gitBenchEnv}
+	cfg.ReadViews(proj)
+	return shipping.New(cfg)
 }
