@@ -32,6 +32,21 @@ func testContext(t testing.TB) context.Context {
 	return ctx
 }
 
+// loneAppend submits one append to g alone and returns how long it
+// waited for its commit.
+func loneAppend(t *testing.T, l *Log, g *groupCommit) time.Duration {
+	t.Helper()
+	lone := requests(t, l, "lone")[0]
+	start := time.Now()
+	if err := g.submit(lone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lone.wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(start)
+}
+
 // requests encodes step.started events of run R with ids, in order, as
 // group commit requests, without submitting them.
 func requests(t *testing.T, l *Log, ids ...string) []*commitReq {
@@ -264,15 +279,7 @@ func TestGroupCommitGathersTheAppendersOfTheLastBatch(t *testing.T) {
 	const took = 400 * time.Millisecond
 	g.gatherCap = time.Minute
 	g.lastSize, g.lastTook = n, took
-	lone := requests(t, l, "lone")[0]
-	start := time.Now()
-	if err := g.submit(lone); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lone.wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited < took/gatherShare || waited > 10*time.Second {
+	if waited := loneAppend(t, l, g); waited < took/gatherShare || waited > 10*time.Second {
 		t.Errorf("a lone append after a batch waited %s, want about %s", waited, took/gatherShare)
 	}
 }
@@ -285,15 +292,7 @@ func TestGroupCommitGatherWaitsNoLongerThanItsCap(t *testing.T) {
 	l := openStrict(t)
 	g := l.committer()
 	g.lastSize, g.lastTook = 20, time.Minute
-	lone := requests(t, l, "lone")[0]
-	start := time.Now()
-	if err := g.submit(lone); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lone.wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited < maxGatherWait || waited > 10*time.Second {
+	if waited := loneAppend(t, l, g); waited < maxGatherWait || waited > 10*time.Second {
 		t.Errorf("a lone append after a round of a minute waited %s, want about %s", waited, maxGatherWait)
 	}
 }

@@ -62,16 +62,7 @@ func TestRepeatedLargeValuesAreStoredAndReadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := serverMsgs(t, l) - before
-	var got, want any
-	if err := json.Unmarshal(whole, &got); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &want); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Error("the expanded payload differs from the original")
-	}
+	sameJSON(t, whole, data, "the expanded payload differs from the original")
 	// One blob, stored and read once, is a handful of messages; once per
 	// copy would be hundreds.
 	if stored > 20 || read > 20 {
@@ -230,14 +221,21 @@ func TestExpandSplicesOnlyReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got, want any
-	if err := json.Unmarshal(whole, &got); err != nil {
+	sameJSON(t, whole, data, "the expanded document differs from the original")
+}
+
+// sameJSON fails the test with msg unless got and want are the same JSON
+// value.
+func sameJSON(t *testing.T, got, want []byte, msg string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(data, &want); err != nil {
+	if err := json.Unmarshal(want, &w); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Error("the expanded document differs from the original")
+	if !reflect.DeepEqual(g, w) {
+		t.Error(msg)
 	}
 }
