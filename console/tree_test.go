@@ -38,26 +38,8 @@ spec:
 // below the run a second one is a conflict.
 func TestCancelTreeFromTheRunPage(t *testing.T) {
 	t.Parallel()
-	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
-	p.WriteFile(".orbit/jobs/nap.yaml", nap)
-	c := serveConsole(t, p)
-	root := runJob(t, p, "spawner")
+	p, c, root, naps := napTree(t)
 	require.Equal(t, events.StateSuccess, showRun(t, p, root).State)
-	var naps []string
-	waitFor(t, "two naps running", func() bool {
-		r := p.Orbit("run", "history", "--job", "nap", "--json")
-		require.Equal(t, 0, r.Code, r.String())
-		var runs []struct{ ID, State string }
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
-		naps = naps[:0]
-		for _, run := range runs {
-			if run.State == events.StateRunning {
-				naps = append(naps, run.ID)
-			}
-		}
-		return len(naps) == 2
-	})
 
 	code, body := c.get(t, "/runs/"+root)
 	require.Equal(t, http.StatusOK, code)
