@@ -248,6 +248,12 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*Outcome, error) {
 		// The workspace's git directory is run by the engine's git later,
 		// outside the sandbox: the agent may not change it.
 		p := cfg.Sandbox.ForWorkspace(cfg.Workspace)
+		if cfg.MCP != nil && cfg.MCP.ConfigPath != "" {
+			// The engine's file, its own to read: the agent reads it
+			// through a binding of its own (a root engine's agent is
+			// nobody), and may not change it.
+			p.Keep = append(slices.Clip(p.Keep), cfg.MCP.ConfigPath)
+		}
 		if p.Confine {
 			if p, cmd.Env, err = withCLIHome(p, cmd.Env, cfg.Spec.Output); err != nil {
 				return nil, err

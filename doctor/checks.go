@@ -411,7 +411,11 @@ func sandboxFinding(f *Facts) Finding {
 		return warn(check, "CLI agents run confined ("+sb.Mode+") but not everything is enforced: "+sb.Unenforced,
 			"run the engine as a user of its own, not root (owning the project and its .orbit), so file permissions hold too; then "+restartFix)
 	}
-	return ok(check, "CLI agents run confined ("+sb.Mode+"): the file system read-only but their workspace, the engine's state and keys hidden")
+	as := ""
+	if sb.Root {
+		as = " as nobody"
+	}
+	return ok(check, "CLI agents run confined ("+sb.Mode+")"+as+": the file system read-only but their workspace, the engine's state and keys hidden")
 }
 
 // older compares dotted versions numerically.

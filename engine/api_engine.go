@@ -43,7 +43,8 @@ type SandboxStatus struct {
 	Mode string `json:"mode"`
 	// Reason says why there is no sandbox; empty when there is one.
 	Reason string `json:"reason,omitempty"`
-	// Root: the engine runs as root, and so do its agents.
+	// Root: the engine runs as root; its agents run as nobody unless
+	// Unenforced says otherwise.
 	Root bool `json:"root,omitempty"`
 	// Unenforced is what an agent is not kept from, and why; empty when
 	// the sandbox enforces it all.

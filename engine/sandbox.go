@@ -42,8 +42,9 @@ func (e *Engine) checkAgentAdmitted(ctx context.Context, creds *events.Creds) {
 // /tmp that holds its home.
 //
 // It logs a warning when the machine cannot sandbox a program: the agents
-// then run as before, which their records say (sandbox: none); and says
-// so when the engine is root, whose agents are root on the file system.
+// then run as before, which their records say (sandbox: none); and when
+// the engine is root and the machine cannot give its agents a user of
+// their own (sandbox.AgentUID), so that they are root on the file system.
 func agentSandbox(cfg Config, creds *events.Creds, logger *slog.Logger) *sandbox.Policy {
 	state := StateDir(cfg.Root)
 	p := &sandbox.Policy{
@@ -68,7 +69,9 @@ func agentSandbox(cfg Config, creds *events.Creds, logger *slog.Logger) *sandbox
 	case !ok:
 		logger.Warn("CLI agents run without a sandbox: an agent with a shell can read the engine's keys in "+state+" and write what the engine's user can", "reason", why)
 	case os.Getuid() == 0:
-		logger.Info("CLI agents run confined, as root: the read-only mounts, not file permissions, stop their writes outside the workspace")
+		if why := sandbox.Unenforced(sandbox.ModeMountNamespace); why != "" {
+			logger.Warn("CLI agents run confined, as root: the read-only mounts, not file permissions, stop their writes outside the workspace", "reason", why)
+		}
 	}
 	return p
 }

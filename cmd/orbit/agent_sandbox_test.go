@@ -103,7 +103,7 @@ func TestAClaudeCodeAgentCannotReadTheEnginesCreds(t *testing.T) {
 		assert.NotContains(t, seen, " "+f+":0", "%s was read", f)
 	}
 	assert.Contains(t, seen, "creds\n state:0", "the state directory shows the kept seed's directory only")
-	assert.Contains(t, seen, "Read-only file system", "the project's .orbit is read-only")
+	assert.Regexp(t, "config.yaml: (Read-only file system|Permission denied)", seen, "the project's .orbit is read-only (and root's, to a root engine's agent)")
 	assert.NotContains(t, seen, " config:0", "the agent changed the project's configuration")
 }
 
@@ -129,7 +129,8 @@ func TestACodexAgentCannotReadTheEnginesCreds(t *testing.T) {
 // confinementProbe is a shell command an agent runs in its workspace: its
 // work and scratch, then what least privilege refuses it (the engine's
 // ~/.gitconfig, a .git/commondir, a file outside its workspace, a signal
-// to the engine), and a look at its environment (a variable only the
+// to the engine, the kernel's core_pattern), who it runs as, and a look at
+// its environment (a variable only the
 // engine has, and an ORBIT_ one the allowlist passes), each line's status
 // written to probe.txt in the workspace. The engine-only variable's name
 // holds none of KEY, SECRET, TOKEN, which Codex keeps from its commands
@@ -143,6 +144,8 @@ printf "[filter \"x\"]\n\tclean = touch %[2]s/pwned\n" > %[1]s/.gitconfig; echo 
 echo /tmp > .git/commondir; echo " commondir:$?"
 echo x > %[2]s/outside.txt; echo " outside:$?"
 kill -0 %[3]d; echo " signal:$?"
+v=$(cat /proc/sys/kernel/core_pattern); echo "$v" > /proc/sys/kernel/core_pattern; echo " sysctl:$?"
+echo "uid:$(id -u)"
 echo "engine-only:$(env | grep -c TEST_ENGINE_ONLY_VARIABLE)"
 echo "orbit-passed:$(env | grep -c ORBIT_TEST_PASSED=yes)"
 ) > probe.txt 2>&1'`, engineHome, outside, enginePID)
@@ -159,8 +162,9 @@ func confinedEnv(engineHome string) []string {
 // call has the arguments call: call[field] is set to the confinement
 // probe once the engine's pid is known. The agent wrote its workspace,
 // its /tmp and its home; could not write the engine's ~/.gitconfig,
-// create .git/commondir, write outside its workspace or signal the engine;
-// had the ORBIT_ variable and not the engine's own. None of those files is
+// create .git/commondir, write outside its workspace, signal the engine or
+// change the kernel's settings, and ran as nobody under a root engine; had
+// the ORBIT_ variable and not the engine's own. None of those files is
 // there afterwards, and the checkpoint committed.
 func checkConfinedToItsWorkspace(t *testing.T, p *testkit.Project, repo, task, activity string, call map[string]any, field, engineHome, outside string) {
 	t.Helper()
@@ -173,9 +177,7 @@ func checkConfinedToItsWorkspace(t *testing.T, p *testkit.Project, repo, task, a
 	r = p.Orbit("run", "events", strings.TrimSpace(r.Stdout), "--json")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, `"sandbox": "mount-namespace"`)
-	if os.Getuid() == 0 {
-		assert.Contains(t, r.Stdout, `"unenforced": "file permissions: it runs as root`, "the record says what a root engine's agent is not kept from")
-	}
+	assert.NotContains(t, r.Stdout, `"unenforced"`, "the sandbox enforces it all")
 
 	data, err := os.ReadFile(filepath.Join(repo, "probe.txt"))
 	require.NoError(t, err, "the agent's shell ran the probe")
@@ -184,8 +186,11 @@ func checkConfinedToItsWorkspace(t *testing.T, p *testkit.Project, repo, task, a
 		assert.Contains(t, seen, " "+ok+":0", "%s: %s", ok, seen)
 	}
 	assert.Contains(t, seen, "s\n scratch:0", "the agent's /tmp is writable")
-	for _, refused := range []string{"gitconfig", "commondir", "outside", "signal"} {
+	for _, refused := range []string{"gitconfig", "commondir", "outside", "signal", "sysctl"} {
 		assert.NotContains(t, seen, " "+refused+":0", "%s: %s", refused, seen)
+	}
+	if os.Getuid() == 0 {
+		assert.Contains(t, seen, fmt.Sprintf("uid:%d\n", sandbox.AgentUID), "a root engine's agent runs as nobody")
 	}
 	assert.Contains(t, seen, "engine-only:0", "the engine's own variable is not the agent's")
 	assert.Contains(t, seen, "orbit-passed:1", "the allowlist's ORBIT_ variable reaches the agent's commands")

@@ -48,6 +48,9 @@ func Init() {
 	// Capabilities, the bounding set and no_new_privs belong to a thread:
 	// the one that drops them must be the one that execs.
 	runtime.LockOSThread()
+	if os.Args[2] == argHold {
+		hold()
+	}
 	if err := step(os.Args[2:]); err != nil {
 		fmt.Fprintf(os.Stderr, "orbit sandbox: %v\n", err)
 		os.Exit(126)
@@ -79,7 +82,10 @@ func step(args []string) error {
 		if _, err := confine(); err != nil {
 			return err
 		}
-		return dropCapabilities()
+		if os.Getuid() == 0 {
+			probeIdmap()
+		}
+		return dropCapabilities(0)
 	}
 	if len(args) < 3 {
 		return errors.New("no program to run")
@@ -92,9 +98,32 @@ func step(args []string) error {
 	if err != nil {
 		return fmt.Errorf("the working directory: %w", err)
 	}
-	home, err := apply(p)
+	path, argv := args[1], args[2:]
+	var user *agentUser
+	if p.RunAs != 0 {
+		user = newAgentUser(p.RunAs)
+		defer user.close()
+		// The way to what the program reads, before anything covers it:
+		// the binds made from under a mapped directory carry its mapping.
+		if err := user.openWay(reached(p, wd, path), p); err != nil {
+			return err
+		}
+	} else if os.Getuid() == 0 {
+		// Root without capabilities still owns the kernel's settings
+		// (a core_pattern piping to a program of its own runs that as
+		// the host's root) and the SysRq trigger.
+		if err := readOnly([]string{"/proc/sys", "/proc/sysrq-trigger"}); err != nil {
+			return err
+		}
+	}
+	home, err := apply(p, user, reached(p, wd, path))
 	if err != nil {
 		return err
+	}
+	if user != nil && home != "" {
+		if err := os.Chown(home, user.id, user.id); err != nil {
+			return fmt.Errorf("the program's home: %w", err)
+		}
 	}
 	// The working directory is entered again through the mounts just
 	// made: one under a hidden path is a work tree bound back, whose ..
@@ -102,20 +131,42 @@ func step(args []string) error {
 	if err := os.Chdir(wd); err != nil {
 		return fmt.Errorf("entering %s: %w", wd, err)
 	}
-	if err := dropCapabilities(); err != nil {
+	if err := dropCapabilities(p.RunAs); err != nil {
 		return err
 	}
-	path, argv := args[1], args[2:]
-	if err := syscall.Exec(path, argv, environ(os.Environ(), home)); err != nil {
+	env := environ(os.Environ(), home)
+	if user != nil {
+		env = trustRepositories(env)
+	}
+	if err := syscall.Exec(path, argv, env); err != nil {
 		return fmt.Errorf("exec %s: %w", path, err)
 	}
 	return nil
 }
 
+// reached are the paths a program run by the step must reach: its work
+// trees, kept files, working directory, the program, this executable
+// (a CLI agent runs `orbit mcp` and Orbit's hooks) and the directories
+// its PATH names.
+func reached(p Policy, wd, program string) []string {
+	paths := slices.Concat(p.Work, p.Keep, []string{wd, program})
+	if self, err := os.Executable(); err == nil {
+		paths = append(paths, self)
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(dir) {
+			paths = append(paths, dir)
+		}
+	}
+	return paths
+}
+
 // apply makes p.ReadOnly read-only, covers p.Hide, binds p.Keep back,
-// read-only, and p.Work back, writable. Confined, it first makes the whole
-// file system read-only and /tmp private, and returns the program's home.
-func apply(p Policy) (home string, err error) {
+// read-only, and p.Work back, writable, each mapped for user when it is
+// set. Confined, it first makes the whole file system read-only and /tmp
+// private (opening the way there to each of reach for user), and returns
+// the program's home.
+func apply(p Policy, user *agentUser, reach []string) (home string, err error) {
 	// The work trees and the kept files are opened before anything is
 	// mounted over them: their bind source is the open directory or file
 	// on its own file system (/proc/self/fd/N).
@@ -132,6 +183,11 @@ func apply(p Policy) (home string, err error) {
 	if p.Confine {
 		if home, err = confine(); err != nil {
 			return "", err
+		}
+		if user != nil {
+			if err := user.openTmpWay(reach); err != nil {
+				return "", err
+			}
 		}
 	} else if err := readOnly(p.ReadOnly); err != nil {
 		return "", err
@@ -166,7 +222,7 @@ func apply(p Policy) (home string, err error) {
 			if !ok {
 				continue
 			}
-			if err := bindWritable(f, m.path, p.Confine); err != nil {
+			if err := bindWritable(f, m.path, p.Confine, user); err != nil {
 				return "", fmt.Errorf("keeping the work tree %s: %w", m.path, err)
 			}
 			continue
@@ -191,7 +247,7 @@ func apply(p Policy) (home string, err error) {
 	}
 	for _, k := range p.Keep {
 		if f, ok := kept[k]; ok {
-			if err := bindReadOnly(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), k); err != nil {
+			if err := bindReadOnly(f, k, user); err != nil {
 				return "", fmt.Errorf("keeping %s: %w", k, err)
 			}
 		}
@@ -258,10 +314,14 @@ func readOnly(paths []string) error {
 
 // bindWritable binds the directory f at dst, making dst first when a
 // cover hides it; confined, the bind is made writable again (it copies
-// the read-only flag of the mount it comes from).
-func bindWritable(f *os.File, dst string, confined bool) error {
+// the read-only flag of the mount it comes from). With user set, the bind
+// maps f's owner to user.
+func bindWritable(f *os.File, dst string, confined bool, user *agentUser) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
+	}
+	if user != nil {
+		return user.bind(f, dst, dst, true)
 	}
 	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 		return err
@@ -347,9 +407,10 @@ func environ(env []string, home string) []string {
 }
 
 // bindReadOnly binds the file src at dst, read-only, making dst (and its
-// directory, in a covering tmpfs) first when it is not there.
-func bindReadOnly(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+// directory, in a covering tmpfs, passable by anyone) first when it is
+// not there. With user set, the bind maps src's owner to user.
+func bindReadOnly(src *os.File, dst string, user *agentUser) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o711); err != nil {
 		return err
 	}
 	if f, err := os.OpenFile(dst, os.O_CREATE|os.O_RDONLY, 0o600); err == nil {
@@ -357,7 +418,10 @@ func bindReadOnly(src, dst string) error {
 	} else {
 		return err
 	}
-	if err := syscall.Mount(src, dst, "", syscall.MS_BIND, ""); err != nil {
+	if user != nil {
+		return user.bind(src, dst, dst, false)
+	}
+	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", src.Fd()), dst, "", syscall.MS_BIND, ""); err != nil {
 		return err
 	}
 	return remountReadOnly(dst)
@@ -384,17 +448,18 @@ func remountReadOnly(dst string) error {
 // exec), an empty bounding set (what root gains on exec), no ambient,
 // permitted, effective or inheritable ones.
 //
-// Root keeps CAP_SETFCAP alone: Codex's own sandbox (bubblewrap) maps
-// root into a user namespace of its own, which Linux 5.12 and later allow
-// only with it. It gives a root agent no more than root's files already
-// do (it may make a setuid-root file without it), and nothing over the
-// mounts: a user namespace it makes gets them locked.
-func dropCapabilities() error {
+// Root that stays root keeps CAP_SETFCAP alone: Codex's own sandbox
+// (bubblewrap) maps root into a user namespace of its own, which Linux
+// 5.12 and later allow only with it. It gives a root agent no more than
+// root's files already do (it may make a setuid-root file without it),
+// and nothing over the mounts: a user namespace it makes gets them
+// locked. Root becomes runAs when it is not 0, with no capability.
+func dropCapabilities(runAs int) error {
 	if err := prctl(prSetNoNewPrivs, 1, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	var keep uint32
-	if os.Getuid() == 0 {
+	if os.Getuid() == 0 && runAs == 0 {
 		keep = 1 << capSetFCap
 	}
 	for c := uintptr(0); ; c++ {
@@ -411,6 +476,11 @@ func dropCapabilities() error {
 	}
 	if err := prctl(prCapAmbient, prCapAmbientClearAll, 0); err != nil && !errors.Is(err, syscall.EINVAL) {
 		return fmt.Errorf("clearing the ambient capabilities: %w", err)
+	}
+	if runAs != 0 {
+		if err := becomeUser(runAs); err != nil {
+			return err
+		}
 	}
 	hdr := struct {
 		version uint32

@@ -15,6 +15,13 @@
 // not exits at once on the unknown first argument (a Go test binary on
 // its flag), and Available reports the sandbox unavailable.
 //
+// An engine that runs as root gives a confined program a user of its own
+// besides (AgentUID, Policy.RunAs): its work trees are bound with their
+// owner's ids mapped to that user, so file permissions hold as well as the
+// mounts, and /proc/sys is its owner's, not the program's. Where the
+// machine cannot map ids on a mount the program stays root, and its record
+// says so (Unenforced).
+//
 // Where the namespaces cannot be made (not Linux, user namespaces turned
 // off, a seccomp profile that refuses them) Available says why and the
 // engine runs its CLI agents as before, saying so at start and on each
@@ -56,8 +63,10 @@ type Policy struct {
 	// by an empty read-only tmpfs, a file by an empty one (/dev/null). A
 	// path that does not exist is skipped.
 	Hide []string `json:"hide"`
-	// Keep are absolute paths of files under a hidden directory that the
-	// program may read: each is bound back, read-only, at its own path.
+	// Keep are absolute paths of files the program may read although a
+	// hidden directory holds them or, run as RunAs, it owns none of them
+	// (the engine's files for its CLI, mode 0600): each is bound back,
+	// read-only, at its own path, mapped for RunAs.
 	Keep []string `json:"keep,omitempty"`
 	// ReadOnly are absolute paths the program may read but not change
 	// (bound on themselves, read-only), before Hide is applied: a hidden
@@ -74,9 +83,25 @@ type Policy struct {
 	// HOME is a fresh directory in that /tmp; the XDG base directories
 	// are unset, so they fall under it. The rest of the policy applies
 	// as without it, ReadOnly last (over Work: a work tree's git
-	// directory).
+	// directory). In an engine that runs as root, Wrap also sets RunAs.
 	Confine bool `json:"confine,omitempty"`
+	// RunAs, when not 0, is the uid and gid the program runs as instead of
+	// root's (Wrap sets AgentUID for a confined program of a root engine
+	// where the machine maps ids on mounts): each Work and Keep path is
+	// bound with its owner's ids mapped to it (an idmapped mount), so the
+	// program writes its work tree as its owner while what it makes there
+	// is the owner's on disk; a directory it must pass to reach one, its
+	// working directory or the program, and may not, is mapped so too,
+	// read-only (outside /tmp), or opened to it in the private /tmp.
+	RunAs int `json:"run_as,omitempty"`
 }
+
+// AgentUID is the uid and gid (nobody and nogroup) a confined program of
+// an engine that runs as root runs as: no file outside its mapped work
+// trees is its own, no process outside its PID namespace is visible to it,
+// and it holds no capability. Nobody rather than an unnamed id: the CLIs
+// ask the password database who they are.
+const AgentUID = 65534
 
 // Wrap makes cmd (built by exec.Command, not started) start in the
 // sandbox of p when Available, and returns the mode it will run in; cmd
@@ -92,6 +117,9 @@ func Wrap(cmd *exec.Cmd, p Policy) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sandbox: the executable to re-execute: %w", err)
 	}
+	if p.Confine && os.Getuid() == 0 && probe.idmap == "" {
+		p.RunAs = AgentUID
+	}
 	policy, err := json.Marshal(p)
 	if err != nil {
 		return "", fmt.Errorf("sandbox: %w", err)
@@ -102,12 +130,14 @@ func Wrap(cmd *exec.Cmd, p Policy) (string, error) {
 	return ModeMountNamespace, nil
 }
 
-// Unenforced says what a program started in mode (Wrap's) is not kept
-// from, and why, for its record: everything where the machine has no
-// sandbox; file permissions for an engine that runs as root, whose
-// programs are root on the file system, where the read-only mounts alone
-// stop their writes; "" otherwise.
+// Unenforced says what a confined program started in mode (Wrap's) is
+// not kept from, and why, for its record: everything where the machine
+// has no sandbox; file permissions for an engine that runs as root on a
+// machine that cannot map ids on mounts, whose programs are then root on
+// the file system, where the read-only mounts alone stop their writes;
+// "" otherwise.
 func Unenforced(mode string) string {
+	Available()
 	switch {
 	case mode == ModeNone:
 		_, why := Available()
@@ -115,8 +145,8 @@ func Unenforced(mode string) string {
 			why = "no policy"
 		}
 		return "no sandbox (" + why + "): it reads and writes what the engine's user can, the engine's keys included, and may signal the engine"
-	case os.Getuid() == 0:
-		return "file permissions: it runs as root, as the engine does; the read-only mounts alone stop its writes"
+	case os.Getuid() == 0 && probe.idmap != "":
+		return "file permissions: it runs as root, as the engine does, since the machine cannot give it a user of its own (" + probe.idmap + "); the read-only mounts alone stop its writes"
 	}
 	return ""
 }
@@ -125,12 +155,15 @@ var probe struct {
 	once   sync.Once
 	ok     bool
 	reason string
+	// idmap, for an engine that runs as root, is why its confined
+	// programs cannot run as AgentUID ("" when they can).
+	idmap string
 }
 
 // Available reports whether Wrap can sandbox a program on this machine
 // and, when it cannot, why. It finds out once per process, by starting the
 // re-executed step in the namespaces with nothing to hide.
 func Available() (bool, string) {
-	probe.once.Do(func() { probe.ok, probe.reason = available() })
+	probe.once.Do(func() { probe.ok, probe.reason, probe.idmap = available() })
 	return probe.ok, probe.reason
 }

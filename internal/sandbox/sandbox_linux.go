@@ -47,11 +47,13 @@ func allCaps() []uintptr {
 }
 
 // available starts the step in probe mode: it makes the namespaces, mounts
-// /proc and drops its capabilities as for a program, and exits 0.
-func available() (bool, string) {
+// /proc and drops its capabilities as for a program, and exits 0. As root
+// it also maps the ids of a mount for AgentUID (idmapped), and says why on
+// a line of its own when it cannot: that is available's third result.
+func available() (ok bool, reason, idmap string) {
 	self, err := os.Executable()
 	if err != nil {
-		return false, fmt.Sprintf("no executable to re-execute: %v", err)
+		return false, fmt.Sprintf("no executable to re-execute: %v", err), ""
 	}
 	cmd := exec.Command(self, argFlag, argProbe)
 	cmd.Args[0] = argv0
@@ -61,7 +63,7 @@ func available() (bool, string) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
-		return false, fmt.Sprintf("the kernel refused the namespaces: %v", err)
+		return false, fmt.Sprintf("the kernel refused the namespaces: %v", err), ""
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -70,12 +72,17 @@ func available() (bool, string) {
 	case <-time.After(10 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		return false, "the sandbox's probe did not end within 10s"
+		return false, "the sandbox's probe did not end within 10s", ""
 	}
 	if err != nil {
-		return false, fmt.Sprintf("the sandbox's probe failed (%v): %s", err, strings.TrimSpace(lastLine(out.String())))
+		return false, fmt.Sprintf("the sandbox's probe failed (%v): %s", err, strings.TrimSpace(lastLine(out.String()))), ""
 	}
-	return true, ""
+	for _, line := range strings.Split(out.String(), "\n") {
+		if why, ok := strings.CutPrefix(line, idmapLine); ok {
+			return true, "", why
+		}
+	}
+	return true, "", ""
 }
 
 func lastLine(s string) string {

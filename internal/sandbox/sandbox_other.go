@@ -9,8 +9,8 @@ import (
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
-func available() (bool, string) {
-	return false, "namespaces are Linux's; this is " + runtime.GOOS
+func available() (bool, string, string) {
+	return false, "namespaces are Linux's; this is " + runtime.GOOS, ""
 }
 
 // Init does nothing where there is no sandbox to set up.
