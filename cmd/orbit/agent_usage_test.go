@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,9 +56,7 @@ spec:
 func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
 	t.Parallel()
 	p := claudeWriteProject(t)
-	r := p.Orbit("job", "run", "write")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
+	id := runJob(t, p, "write")
 
 	var turns int64
 	var perTurn []events.TokenUsage
@@ -80,10 +76,7 @@ func TestClaudeCodesTokensCountOnceInMetrics(t *testing.T) {
 	assert.Greater(t, inv.CostUSD, 0.0)
 	assert.Equal(t, inv.Usage.InputTokens+inv.Usage.OutputTokens, turns, "the turns add up to the result record's usage")
 
-	r = p.Orbit("metrics", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var m projector.Metrics
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m), r.Stdout)
+	m := orbitJSON[projector.Metrics](t, p, "metrics", "--json")
 	model := m.Models["claude-sonnet-4-5"]
 	assert.Equal(t, turns, model.Usage.InputTokens+model.Usage.OutputTokens, "each token once: %+v", model)
 	assert.InDelta(t, inv.CostUSD, model.CostUSD(), 1e-9)

@@ -39,9 +39,7 @@ func TestWritesRecordWhoSignedThem(t *testing.T) {
 	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
 	clientKey := clientKey(t, p)
 
-	r = p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "example_slow", "--detach")
 	o, err := testkit.DialOutsider(t, engineURL(t, p), extra)
 	require.NoError(t, err)
 	body, err := json.Marshal(engine.CancelRequest{RunID: runID, Requester: "mallory", Reason: "not mine"})
@@ -57,10 +55,7 @@ func TestWritesRecordWhoSignedThem(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Regexp(t, `Requester: cli:\S+, signed by client `+clientKey+`\n`, r.Stdout)
 	assert.Contains(t, r.Stdout, "Cancel:    requested by mallory, signed by client "+extraKey+": not mine\n")
-	r = p.Orbit("run", "show", runID, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var view projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &view))
+	view := orbitJSON[projector.RunView](t, p, "run", "show", runID, "--json")
 	assert.Equal(t, &events.Signer{Identity: events.IdentityClient, Key: clientKey}, view.Signer)
 	require.NotNil(t, view.Cancel)
 	assert.Equal(t, "mallory", view.Cancel.Requester)

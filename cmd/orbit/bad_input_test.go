@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -22,10 +21,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // equals the length of the log after a replay check.
 func applied(t *testing.T, p *testkit.Project) uint64 {
 	t.Helper()
-	r := p.Orbit("replay", "--verify", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var rep projector.ReplayReport
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep))
+	rep := orbitJSON[projector.ReplayReport](t, p, "replay", "--verify", "--json")
 	return rep.Applied
 }
 

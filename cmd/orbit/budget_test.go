@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -166,10 +165,7 @@ func TestAGroundhogTaskStopsWhenItsBudgetIsSpentAndContinuesWhenRaised(t *testin
 
 func taskStatus(t *testing.T, p *testkit.Project, task string) string {
 	t.Helper()
-	r := p.Orbit("task", "show", task, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var tv projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
+	tv := orbitJSON[projector.TaskView](t, p, "task", "show", task, "--json")
 	return tv.Status
 }
 
@@ -182,9 +178,7 @@ func TestABudgetDecisionSurvivesACrash(t *testing.T) {
 	p.Env = append(p.Env, "ORBIT_REPLAY_FIXTURE="+p.WriteFile("fixture.json", budgetFixture))
 	p.WriteFile(".orbit/jobs/between_steps.yaml", budgetJob("between_steps", "1000"))
 	died := serveToFailpoint(t, p, "interpreter-after-budget-decision")
-	r := p.Orbit("job", "run", "between_steps", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
+	id := runJob(t, p, "between_steps", "--detach")
 	died()
 
 	serve(t, p)

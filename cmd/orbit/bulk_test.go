@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -54,9 +53,7 @@ spec:
 		require.Equal(t, 0, r.Code, r.String())
 		slow = append(slow, strings.TrimSpace(r.Stdout))
 	}
-	r := p.Orbit("job", "run", "other", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	other := strings.TrimSpace(r.Stdout)
+	other := runJob(t, p, "other", "--detach")
 	for _, id := range append(slices.Clone(slow), other) {
 		waitFor(t, "the run to start", func() bool { return runView(t, p, id).State == events.StateRunning })
 	}
@@ -67,7 +64,7 @@ spec:
 	}
 	slices.Sort(slow)
 
-	r = p.Orbit("routine", "run-now", "yearly")
+	r := p.Orbit("routine", "run-now", "yearly")
 	require.Equal(t, 0, r.Code, r.String())
 	byRoutine := strings.TrimSpace(r.Stdout)
 	r = p.Orbit("run", "cancel", "--requester", "routine:yearly", "--dry-run")
@@ -97,10 +94,7 @@ spec:
 		assert.False(t, runView(t, p, id).Paused, "a dry run pauses nothing")
 	}
 
-	r = p.Orbit("run", "pause", "--job", "slow", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var b engine.Bulk
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &b))
+	b := orbitJSON[engine.Bulk](t, p, "run", "pause", "--job", "slow", "--json")
 	require.NotEmpty(t, b.ID)
 	assert.ElementsMatch(t, slow, b.Runs)
 	for _, id := range slow {
@@ -137,10 +131,7 @@ spec:
 		assert.Empty(t, runView(t, p, id).Retries, "a dry run retries nothing: %s", id)
 	}
 
-	r = p.Orbit("run", "retry", "--job", "slow", "--state", "cancelled", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var retried engine.BulkRetried
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &retried))
+	retried := orbitJSON[engine.BulkRetried](t, p, "run", "retry", "--job", "slow", "--state", "cancelled", "--json")
 	require.NotEmpty(t, retried.Bulk.ID)
 	assert.NotEqual(t, bulk, retried.Bulk.ID)
 	assert.ElementsMatch(t, slow, retried.Bulk.Runs)

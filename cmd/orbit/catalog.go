@@ -75,11 +75,7 @@ func (a *app) executorCommand() *cobra.Command {
 }
 
 func (a *app) listAssets(ctx context.Context, k assetKind) error {
-	root, err := a.root()
-	if err != nil {
-		return err
-	}
-	cat, err := a.catalog(root)
+	cat, err := a.rootCatalog()
 	if err != nil {
 		return err
 	}
@@ -112,11 +108,7 @@ func (a *app) listAssets(ctx context.Context, k assetKind) error {
 // showAsset prints the file the asset name of kind k was loaded from, or
 // with --json the loaded asset.
 func (a *app) showAsset(ctx context.Context, k assetKind, name string) error {
-	root, err := a.root()
-	if err != nil {
-		return err
-	}
-	cat, err := a.catalog(root)
+	cat, err := a.rootCatalog()
 	if err != nil {
 		return err
 	}

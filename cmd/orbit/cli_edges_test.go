@@ -196,16 +196,13 @@ func TestInitRefusesAMissingRootAndWarnsWhenNesting(t *testing.T) {
 func TestAnEngineWhoseStateIsRemovedStops(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	pid := p.EnginePID()
-	require.NotZero(t, pid)
+	pid := startedEngine(t, p)
 	// The engine writes into the directory while it is removed: remove
 	// again what it wrote meanwhile, as rm -rf run twice would.
 	state := filepath.Join(p.Root, ".orbit", "state")
 	require.Eventually(t, func() bool { return os.RemoveAll(state) == nil }, 5*time.Second, 10*time.Millisecond)
 	assert.True(t, testkit.WaitGone(pid, 15*time.Second), "the engine stopped")
-	r = p.Orbit("job", "run", "hello")
+	r := p.Orbit("job", "run", "hello")
 	assert.Equal(t, 0, r.Code, r.String())
 }
 

@@ -62,9 +62,7 @@ func checkSessionSurvivesAKill(t *testing.T, a exampleAgent, srv scriptedServer,
 	p.WriteFile(".orbit/jobs/chat.yaml", chatJob(provider, a.executor, model))
 
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "chat", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "chat", "--detach")
 	waitFor(t, "the first iteration's session", func() bool {
 		return len(runEvents(t, p, runID, "--type", events.AgentSession)) == 1
 	})

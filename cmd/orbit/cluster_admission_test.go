@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -43,41 +42,8 @@ type lifecycleEvent struct {
 // of job.
 func lifecycle(t *testing.T, c *testkit.Cluster, job string) []lifecycleEvent {
 	t.Helper()
-	ctx := testkit.Context(t)
-	js, err := jetstream.New(c.Connect())
-	require.NoError(t, err)
-	stream, err := js.Stream(ctx, events.EventsStream)
-	require.NoError(t, err)
-	filters := []string{
-		events.TypeFilter(events.AggregateRun, events.RunRequested),
-		events.TypeFilter(events.AggregateRun, events.RunStarted),
-		events.TypeFilter(events.AggregateRun, events.RunFinished),
-	}
-	var last uint64
-	for _, f := range filters {
-		msg, err := stream.GetLastMsgForSubject(ctx, f)
-		require.NoError(t, err)
-		last = max(last, msg.Sequence)
-	}
-	cons, err := js.OrderedConsumer(ctx, events.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters})
-	require.NoError(t, err)
 	var out []lifecycleEvent
-	deadline := time.Now().Add(time.Minute)
-	for {
-		msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
-		if err != nil {
-			// The cluster answers no request for a moment now and then
-			// under load: the ordered consumer is asked again.
-			require.True(t, time.Now().Before(deadline), "reading the log up to %d: %v", last, err)
-			continue
-		}
-		meta, err := msg.Metadata()
-		require.NoError(t, err)
-		if meta.Sequence.Stream > last {
-			return out
-		}
-		var ev events.Event
-		require.NoError(t, json.Unmarshal(msg.Data(), &ev))
+	for _, ev := range logEvents(t, c, events.RunRequested, events.RunStarted, events.RunFinished) {
 		if ev.Job != job {
 			continue
 		}
@@ -88,10 +54,8 @@ func lifecycle(t *testing.T, c *testkit.Cluster, job string) []lifecycleEvent {
 			le.engine = d.Engine
 		}
 		out = append(out, le)
-		if meta.Sequence.Stream == last {
-			return out
-		}
 	}
+	return out
 }
 
 // submitQueued submits n runs of cluster_queue, alternately through each

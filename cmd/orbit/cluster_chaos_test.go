@@ -72,6 +72,15 @@ func startFanOut(t *testing.T, p *testkit.Project, n int) (id, out string, items
 	return strings.TrimSpace(r.Stdout), out, items
 }
 
+// waitForItems waits until the fan-out job has written n items to out.
+func waitForItems(t *testing.T, out string, n int) {
+	t.Helper()
+	waitFor(t, "a few items done", func() bool {
+		data, _ := os.ReadFile(out)
+		return strings.Count(string(data), "\n") >= n
+	})
+}
+
 // waitFinished waits up to timeout for run id to end in p's views.
 func waitFinished(t *testing.T, p *testkit.Project, id string, timeout time.Duration) string {
 	t.Helper()
@@ -102,10 +111,7 @@ func TestClusterEngineKilledMidRun(t *testing.T) {
 	c, ps, es := twoEngines(t)
 	id, out, items := startFanOut(t, ps[0], 12)
 	holder := leaseHolder(t, c, ps, id)
-	waitFor(t, "a few items done", func() bool {
-		data, _ := os.ReadFile(out)
-		return strings.Count(string(data), "\n") >= 2
-	})
+	waitForItems(t, out, 2)
 	killed := time.Now()
 	es[holder].Kill()
 	other := 1 - holder
@@ -216,10 +222,7 @@ func TestClusterStoppedEngineIsFenced(t *testing.T) {
 	c, ps, es := twoEngines(t)
 	id, out, items := startFanOut(t, ps[0], 12)
 	holder := leaseHolder(t, c, ps, id)
-	waitFor(t, "a few items done", func() bool {
-		data, _ := os.ReadFile(out)
-		return strings.Count(string(data), "\n") >= 2
-	})
+	waitForItems(t, out, 2)
 	require.NoError(t, es[holder].Signal(syscall.SIGSTOP))
 	other := 1 - holder
 	assert.Equal(t, events.StateSuccess, waitFinished(t, ps[other], id, 90*time.Second))

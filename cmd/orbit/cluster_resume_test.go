@@ -25,13 +25,10 @@ func TestClusterResumesARaisedRunOnce(t *testing.T) {
 	t.Parallel()
 	srv := testkit.NewAnthropicServer(t, resumeTurns()...)
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	var ps [2]*testkit.Project
-	for i := range ps {
-		ps[i] = testkit.ClusterProject(t, c, key)
-		ps[i].Env = append(ps[i].Env, "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=sk-ant-orbit-test")
-		ps[i].WriteFile(".orbit/jobs/resumable.yaml", resumeJob)
-		testkit.StartEngine(t, ps[i])
+	ps := clusterProjects(t, c, 2, "resumable", resumeJob)
+	for _, p := range ps {
+		p.Env = append(p.Env, "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=sk-ant-orbit-test")
+		testkit.StartEngine(t, p)
 	}
 
 	r := ps[0].Orbit("job", "run", "resumable")

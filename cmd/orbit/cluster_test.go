@@ -204,20 +204,8 @@ func TestClusterFanOutSurvivesTheStreamLeadersLoss(t *testing.T) {
 		assert.Equal(t, 3, n, s)
 	}
 
-	out := filepath.Join(t.TempDir(), "side.txt")
-	var items []string
-	for i := range 16 {
-		items = append(items, fmt.Sprintf("i%02d", i))
-	}
-	input, _ := json.Marshal(map[string]any{"items": strings.Join(items, " "), "out": out})
-	r := ps[0].Orbit("job", "run", "cluster_fan_out", "--detach", "--input", string(input))
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-
-	waitFor(t, "a few items done", func() bool {
-		data, _ := os.ReadFile(out)
-		return strings.Count(string(data), "\n") >= 3
-	})
+	id, out, items := startFanOut(t, ps[0], 16)
+	waitForItems(t, out, 3)
 	leader, err := c.StreamLeader(ctx, events.EventsStream)
 	require.NoError(t, err)
 	killed := time.Now()
@@ -357,11 +345,9 @@ func TestClusterStepDeliveredThroughALostNodeRunsSoon(t *testing.T) {
 	clusterChaos(t)
 	t.Parallel()
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
 	out := filepath.Join(t.TempDir(), "ran.txt")
-	ps := [2]*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
+	ps := clusterProjects(t, c, 2, "mark", markJob)
 	for _, p := range ps {
-		p.WriteFile(".orbit/jobs/mark.yaml", markJob)
 		p.WriteFile(".orbit/config.yaml", "engine:\n  ack_wait_seconds: 120\n")
 	}
 	const lost = 0
@@ -420,10 +406,19 @@ func assertEnginesServe(t *testing.T, es []*testkit.Engine) {
 // started one after the other.
 func enginesOn(t *testing.T, c *testkit.Cluster, name, job string) ([]*testkit.Project, []*testkit.Engine) {
 	t.Helper()
-	key := filepath.Join(t.TempDir(), "log.key")
-	ps := []*testkit.Project{testkit.ClusterProject(t, c, key), testkit.ClusterProject(t, c, key)}
-	for _, p := range ps {
-		p.WriteFile(".orbit/jobs/"+name+".yaml", job)
-	}
+	ps := clusterProjects(t, c, 2, name, job)
 	return ps, testkit.StartEngines(t, ps)
+}
+
+// clusterProjects makes n project roots on cluster c that share the log's
+// key, each with the job name (its YAML job).
+func clusterProjects(t *testing.T, c *testkit.Cluster, n int, name, job string) []*testkit.Project {
+	t.Helper()
+	key := filepath.Join(t.TempDir(), "log.key")
+	ps := make([]*testkit.Project, n)
+	for i := range ps {
+		ps[i] = testkit.ClusterProject(t, c, key)
+		ps[i].WriteFile(".orbit/jobs/"+name+".yaml", job)
+	}
+	return ps
 }

@@ -71,9 +71,7 @@ func crashRun(t *testing.T, job, unit string, killAfter int) (output any, began,
 	p.WriteFile(".orbit/jobs/job.yaml", job)
 	engine := serve(t, p)
 	name := strings.Fields(strings.SplitN(strings.SplitN(job, "name: ", 2)[1], "}", 2)[0])[0]
-	r := p.Orbit("job", "run", name, "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID = strings.TrimSpace(r.Stdout)
+	runID = runJob(t, p, name, "--detach")
 	before = map[string]bool{}
 	if killAfter > 0 {
 		waitFor(t, "work to be done before the kill", func() bool {

@@ -101,6 +101,16 @@ func serveToFailpoint(t *testing.T, p *testkit.Project, point string) (died func
 	}
 }
 
+// startedEngine runs the hello job, which starts the project's
+// background engine, and returns the engine's pid.
+func startedEngine(t *testing.T, p *testkit.Project) int {
+	t.Helper()
+	runJob(t, p, "hello")
+	pid := p.EnginePID()
+	require.NotZero(t, pid)
+	return pid
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -146,9 +156,7 @@ func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
 	lines := filepath.Join(p.Root, "lines.txt")
 
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "appender", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "appender", "--detach")
 
 	waitFor(t, "step two to write", func() bool { return count(readLines(t, lines), "two") == 1 })
 	killEngine(t, engine)
@@ -185,7 +193,7 @@ func TestKilledEngineResumesWithoutRepeatingFinishedSteps(t *testing.T) {
 	resumed := runEvents(t, p, runID, "--type", events.RunResumed)
 	assert.Len(t, resumed, 2)
 
-	r = p.Orbit("replay", "--verify")
+	r := p.Orbit("replay", "--verify")
 	assert.Equal(t, 0, r.Code, r.String())
 }
 
@@ -224,9 +232,7 @@ func TestAKilledEnginesLeftoversDieBeforeItsStepRunsAgain(t *testing.T) {
 	}
 
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "leaver", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "leaver", "--detach")
 	waitFor(t, "the step to start its daemon", func() bool {
 		data, err := os.ReadFile(filepath.Join(p.Root, "daemon.pid"))
 		return err == nil && len(data) > 0

@@ -114,9 +114,7 @@ func TestNoIdentityMakesTheServerDeliverForIt(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/big.yaml", bigJob)
 	serve(t, p)
-	r := p.Orbit("job", "run", "big")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "big")
 	info, err := engine.ReadInfo(p.Root)
 	require.NoError(t, err)
 	url := info.URL
@@ -194,7 +192,7 @@ func TestNoIdentityMakesTheServerDeliverForIt(t *testing.T) {
 	assert.Empty(t, stray, "the engine answered into the reader's inbox")
 	strayMu.Unlock()
 	assert.Equal(t, before, lastSeq(t, p), "the log grew")
-	r = p.Orbit("run", "history")
+	r := p.Orbit("run", "history")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 1, strings.Count(r.Stdout, "big"), "no run was retried:\n%s", r.Stdout)
 	r = p.Orbit("run", "events", runID)
@@ -226,15 +224,9 @@ func lastSeq(t *testing.T, p *testkit.Project) uint64 {
 // the run is not run again.
 func TestAReaderCannotMakeTheServerRetryARun(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	serve(t, p)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 	for _, reader := range []bool{true, false} {
 		name := "orbit-deputy-client"
 		args := []string{"nats-context", "--name", name}
@@ -243,7 +235,7 @@ func TestAReaderCannotMakeTheServerRetryARun(t *testing.T) {
 			args = append(args, "--reader")
 		}
 		args[2] = name
-		r = p.Orbit(args...)
+		r := p.Orbit(args...)
 		require.Equal(t, 0, r.Code, r.String())
 		out, code := runNATS(t, natsBin, env, "--context", name, "--timeout", "3s", "consumer", "add", events.EventsStream, "retrier-"+name,
 			"--target", events.APISubject(engine.EndpointRunRetry), "--deliver-group", "q",
@@ -252,7 +244,7 @@ func TestAReaderCannotMakeTheServerRetryARun(t *testing.T) {
 		assert.NotEqual(t, 0, code, "%s: the consumer was created: %s", name, out)
 	}
 	time.Sleep(2 * time.Second)
-	r = p.Orbit("run", "history")
+	r := p.Orbit("run", "history")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, 1, strings.Count(r.Stdout, "hello"), "the run was retried:\n%s", r.Stdout)
 }
@@ -264,17 +256,11 @@ func TestAReaderCannotMakeTheServerRetryARun(t *testing.T) {
 // grow and the audit stays clean.
 func TestAReaderCannotWriteTheLogThroughTheBlobs(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	p.WriteFile(".orbit/jobs/big.yaml", bigJob)
 	serve(t, p)
-	r := p.Orbit("job", "run", "big")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
-	r = p.Orbit("nats-context", "--reader", "--name", "orbit-blobs-reader")
+	runID := runJob(t, p, "big")
+	r := p.Orbit("nats-context", "--reader", "--name", "orbit-blobs-reader")
 	require.Equal(t, 0, r.Code, r.String())
 	before := lastSeq(t, p)
 

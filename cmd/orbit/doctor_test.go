@@ -211,15 +211,11 @@ func TestDoctorFindsAMissingCLIAgentWhenTheBackendIsCLI(t *testing.T) {
 
 func TestDoctorFindsAServerThatDoesNotFsyncBeforeItAcknowledges(t *testing.T) {
 	t.Parallel()
-	srv, err := server.NewServer(&server.Options{
+	srv := startNATSServer(t, &server.Options{
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
 		HTTPHost: "127.0.0.1", HTTPPort: server.RANDOM_PORT,
 		StoreDir: filepath.Join(t.TempDir(), "js"), NoLog: true, NoSigs: true,
 	})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(srv.Shutdown)
 
 	p := testkit.NewProject(t)
 	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())

@@ -18,6 +18,26 @@ import (
 	"github.com/orbitrun/orbit/projector"
 )
 
+// runJob runs `orbit job run` with args, which must exit 0, and returns
+// the run's id, all its stdout prints.
+func runJob(t *testing.T, p *testkit.Project, args ...string) string {
+	t.Helper()
+	r := p.Orbit(append([]string{"job", "run"}, args...)...)
+	require.Equal(t, 0, r.Code, r.String())
+	return strings.TrimSpace(r.Stdout)
+}
+
+// orbitJSON runs orbit with args, which must exit 0, and decodes its
+// stdout into a T.
+func orbitJSON[T any](t *testing.T, p *testkit.Project, args ...string) T {
+	t.Helper()
+	r := p.Orbit(args...)
+	require.Equal(t, 0, r.Code, r.String())
+	var v T
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &v), r.Stdout)
+	return v
+}
+
 // runView runs `orbit run show --json` and decodes it.
 func runView(t *testing.T, p *testkit.Project, id string) projector.RunView {
 	t.Helper()
@@ -25,20 +45,12 @@ func runView(t *testing.T, p *testkit.Project, id string) projector.RunView {
 	if id != "" {
 		args = append(args, id)
 	}
-	r := p.Orbit(args...)
-	require.Equal(t, 0, r.Code, r.String())
-	var v projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &v), r.Stdout)
-	return v
+	return orbitJSON[projector.RunView](t, p, args...)
 }
 
 func runEvents(t *testing.T, p *testkit.Project, id string, filters ...string) []events.Event {
 	t.Helper()
-	r := p.Orbit(append([]string{"run", "events", "--json", id}, filters...)...)
-	require.Equal(t, 0, r.Code, r.String())
-	var evs []events.Event
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs), r.Stdout)
-	return evs
+	return orbitJSON[[]events.Event](t, p, append([]string{"run", "events", "--json", id}, filters...)...)
 }
 
 func types(evs []events.Event) []string {
@@ -88,10 +100,7 @@ func TestHelloRunsEndToEnd(t *testing.T) {
 	r = p.Orbit("replay", "--verify")
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "0 differences")
-	r = p.Orbit("run", "history", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var runs []projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
+	runs := orbitJSON[[]projector.RunView](t, p, "run", "history", "--json")
 	require.Len(t, runs, 1)
 	assert.Equal(t, runID, runs[0].ID)
 }
@@ -100,15 +109,12 @@ func TestJobRunJSONPrintsTheFinalView(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	p.WriteFile("input.json", `{"name":"file"}`)
-	r := p.Orbit("run", "hello", "--json", "--input", "@"+filepath.Join(p.Root, "input.json"))
-	require.Equal(t, 0, r.Code, r.String())
-	var v projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &v), r.Stdout)
+	v := orbitJSON[projector.RunView](t, p, "run", "hello", "--json", "--input", "@"+filepath.Join(p.Root, "input.json"))
 	assert.Equal(t, events.StateSuccess, v.State)
 	assert.Equal(t, map[string]any{"name": "file"}, v.Input)
 	assert.Len(t, v.Steps, 3)
 
-	r = p.OrbitIn([]byte(`{"name":"stdin"}`), "run", "hello", "--json", "--input", "@-")
+	r := p.OrbitIn([]byte(`{"name":"stdin"}`), "run", "hello", "--json", "--input", "@-")
 	require.Equal(t, 0, r.Code, r.String())
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &v), r.Stdout)
 	assert.Equal(t, map[string]any{"name": "stdin"}, v.Input)
@@ -197,21 +203,16 @@ func TestTwoCommandsOnOneRootShareAnEngine(t *testing.T) {
 		ids[strings.TrimSpace(r.Stdout)] = true
 	}
 	assert.Len(t, ids, 3)
-	r := p.Orbit("run", "history", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var runs []projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
+	runs := orbitJSON[[]projector.RunView](t, p, "run", "history", "--json")
 	assert.Len(t, runs, 3)
 }
 
 func TestDetachedRunCanBeTailed(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello", "--detach")
 	require.Len(t, runID, 26)
-	r = p.Orbit("run", "tail", runID)
+	r := p.Orbit("run", "tail", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	assert.Contains(t, lines[0], "run.requested")

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,11 +49,7 @@ func writeConfig(t *testing.T, p *testkit.Project, text string) {
 // engineStatus runs orbit engine status --json.
 func engineStatus(t *testing.T, p *testkit.Project) engine.Status {
 	t.Helper()
-	r := p.Orbit("engine", "status", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var st engine.Status
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st), r.Stdout)
-	return st
+	return orbitJSON[engine.Status](t, p, "engine", "status", "--json")
 }
 
 // runWrites runs job and returns the paths its agent was denied.
@@ -211,14 +206,11 @@ func TestEngineStopOnAClusterStopsOnlyTheEngineMeant(t *testing.T) {
 		require.NoError(t, err)
 		ids[i] = info.Engine
 	}
-	r := ps[0].Orbit("engine", "status", "--engine", ids[1], "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var st engine.Status
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st), r.Stdout)
+	st := orbitJSON[engine.Status](t, ps[0], "engine", "status", "--engine", ids[1], "--json")
 	assert.Equal(t, ids[1], st.Engine)
 	assert.Equal(t, ps[1].Root, st.Root)
 
-	r = ps[0].Orbit("engine", "stop")
+	r := ps[0].Orbit("engine", "stop")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, ids[0])
 	require.NoError(t, es[0].Cmd.Wait(), "the root's engine exits 0")

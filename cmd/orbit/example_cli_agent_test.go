@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,9 +33,7 @@ func TestSeededExampleCLIAgentRunsClaudeCode(t *testing.T) {
 	p.Env = append(p.Env, testkit.ClaudeEnv(t, srv)...)
 	p.Env = append(p.Env, "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 
-	r := p.Orbit("job", "run", "example_cli_agent")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
+	id := runJob(t, p, "example_cli_agent")
 	got, err := os.ReadFile(filepath.Join(p.Root, "hello.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "Hello from Claude Code.\n", string(got))

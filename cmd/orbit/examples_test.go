@@ -110,10 +110,7 @@ var exampleChecks = map[string]func(t *testing.T, p *testkit.Project, v projecto
 		assert.NotEmpty(t, data)
 		require.NoError(t, os.Remove(path))
 
-		r := p.Orbit("metrics", "--json")
-		require.Equal(t, 0, r.Code, r.String())
-		var m projector.Metrics
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m))
+		m := orbitJSON[projector.Metrics](t, p, "metrics", "--json")
 		assert.GreaterOrEqual(t, m.Models["replay"].Turns, int64(3), "the metrics view counts the turns")
 		assert.GreaterOrEqual(t, m.Tools["fs.write"].Calls, int64(1))
 	},
@@ -190,16 +187,14 @@ func dirNames(t *testing.T, dir string) []string {
 func TestExampleSlowCancels(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "example_slow", "--detach")
 
 	require.Eventually(t, func() bool {
 		return len(runEvents(t, p, runID, "--type", events.StepStarted)) > 0
 	}, 15*time.Second, 50*time.Millisecond, "the nap step to start")
 
 	began := time.Now()
-	r = p.Orbit("run", "cancel", runID)
+	r := p.Orbit("run", "cancel", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, runID, strings.TrimSpace(r.Stdout))
 	assert.Less(t, time.Since(began), 8*time.Second, "sleep stops on SIGTERM, well within the grace period")

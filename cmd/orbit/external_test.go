@@ -14,19 +14,33 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// TestEngineOnAnExternalNATSServer runs the engine against a NATS server it
-// does not own (--nats-url), and the CLI against the same URL.
-func TestEngineOnAnExternalNATSServer(t *testing.T) {
-	t.Parallel()
-	srv, err := server.NewServer(&server.Options{
+// externalNATSServer starts a JetStream NATS server of the test's own, on a
+// random port, that no engine owns.
+func externalNATSServer(t *testing.T) *server.Server {
+	t.Helper()
+	return startNATSServer(t, &server.Options{
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
 		StoreDir: filepath.Join(t.TempDir(), "js"), NoLog: true, NoSigs: true,
 	})
+}
+
+// startNATSServer starts a NATS server with opts, waits until it takes
+// connections, and shuts it down when the test ends.
+func startNATSServer(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	srv, err := server.NewServer(opts)
 	require.NoError(t, err)
 	srv.Start()
 	require.True(t, srv.ReadyForConnections(10*time.Second))
 	t.Cleanup(srv.Shutdown)
-	url := srv.ClientURL()
+	return srv
+}
+
+// TestEngineOnAnExternalNATSServer runs the engine against a NATS server it
+// does not own (--nats-url), and the CLI against the same URL.
+func TestEngineOnAnExternalNATSServer(t *testing.T) {
+	t.Parallel()
+	url := externalNATSServer(t).ClientURL()
 
 	p := testkit.NewProject(t)
 	p.Env = append(p.Env, "ORBIT_NATS_URL="+url)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -47,9 +46,7 @@ spec:
 `)
 	p.Env = append(p.Env, "ORBIT_FAILPOINT=worker-after-side-effect")
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "poison", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "poison", "--detach")
 	// Each engine dies at the failpoint, until one dead-letters the
 	// command and lives on.
 	pid := engine.Process.Pid
@@ -118,12 +115,7 @@ func readFinished(p *testkit.Project, runID string) (bool, error) {
 // its lease gone and records nothing.
 func TestAStoppedWorkerIsFencedAndItsLateResultDropped(t *testing.T) {
 	t.Parallel()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: filepath.Join(t.TempDir(), "js"), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(srv.Shutdown)
+	srv := externalNATSServer(t)
 	logFile := filepath.Join(t.TempDir(), "copies.log")
 	job := `
 schemaVersion: 2
@@ -145,9 +137,7 @@ spec:
 		p.WriteFile(".orbit/jobs/long.yaml", job)
 	}
 	engineA := serve(t, a)
-	r := a.Orbit("job", "run", "long", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, a, "long", "--detach")
 	waitFor(t, "engine A to start the step", func() bool { return len(copies(t, logFile, "start")) == 1 })
 	serve(t, b)
 	require.NoError(t, engineA.Process.Signal(syscall.SIGSTOP))

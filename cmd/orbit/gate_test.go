@@ -38,9 +38,7 @@ func TestASignalGateSurvivesAKilledEngine(t *testing.T) {
 	p.WriteFile(".orbit/jobs/gated.yaml", gateJobYAML)
 
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "gated", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "gated", "--detach")
 	gate := func() projector.StepView {
 		for _, s := range runView(t, p, runID).Steps {
 			if s.Key == "approve" {
@@ -61,7 +59,7 @@ func TestASignalGateSurvivesAKilledEngine(t *testing.T) {
 	after := gate()
 	assert.Equal(t, projector.StateWaiting, after.State)
 	assert.True(t, before.Wait.Deadline.Equal(*after.Wait.Deadline), "the deadline is the recorded one")
-	r = p.Orbit("run", "show", runID)
+	r := p.Orbit("run", "show", runID)
 	assert.Regexp(t, `(?m)^Waiting:\s+signal approved at step approve, until .* \(orbit run signal `+runID+` approved\)$`, r.Stdout)
 
 	for _, c := range []struct {
@@ -104,14 +102,12 @@ func TestCancelAWaitingRun(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/gated.yaml", gateJobYAML)
-	r := p.Orbit("job", "run", "gated", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "gated", "--detach")
 	waitFor(t, "the gate to wait", func() bool {
 		v := runView(t, p, runID)
 		return len(v.Steps) > 0 && v.Steps[0].State == projector.StateWaiting
 	})
-	r = p.Orbit("run", "cancel", runID)
+	r := p.Orbit("run", "cancel", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	v := runView(t, p, runID)
 	assert.Equal(t, events.StateCancelled, v.State)

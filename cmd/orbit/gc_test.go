@@ -3,7 +3,6 @@ package main_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,17 @@ import (
 	"github.com/orbitrun/orbit/shipping"
 )
 
+// noisyJob's step prints the 401 numbers from input.from and fails, so
+// that the run keeps its stdout as a blob.
+const noisyJob = `schemaVersion: 2
+kind: Job
+metadata: {name: noisy}
+spec:
+  steps:
+    - id: bad
+      spec: {type: shell, program: sh, args: ["-c", "seq $1 $(($1 + 400)); exit 3", "sh", "{{ input.from }}"], allowed_programs: [sh]}
+`
+
 // TestGCCollectsTheBlobsNoEventNames, on a fresh root: a run keeps a failed
 // step's stdout as a blob its shell.exited names, and a blob is stored
 // that no event names (its event was never appended). orbit gc lists the
@@ -29,22 +39,12 @@ import (
 func TestGCCollectsTheBlobsNoEventNames(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/noisy.yaml", `schemaVersion: 2
-kind: Job
-metadata: {name: noisy}
-spec:
-  steps:
-    - id: bad
-      spec: {type: shell, program: sh, args: ["-c", "seq 1000 1400; exit 3"], allowed_programs: [sh]}
-`)
-	r := p.Orbit("job", "run", "noisy")
+	p.WriteFile(".orbit/jobs/noisy.yaml", noisyJob)
+	r := p.Orbit("job", "run", "noisy", "--input", `{"from":1000}`)
 	require.Equal(t, 1, r.Code, r.String())
 	run := strings.TrimSpace(r.Stdout)
 
-	info, err := engine.ReadInfo(p.Root)
-	require.NoError(t, err)
-	js, err := jetstream.New(testkit.DialEngine(t, info.URL, engine.CredsDir(p.Root)))
-	require.NoError(t, err)
+	js := outsideJetStream(t, p)
 	ctx := testkit.Context(t)
 	store, err := js.ObjectStore(ctx, events.BlobsStore)
 	require.NoError(t, err)
@@ -56,11 +56,7 @@ spec:
 
 	gc := func(args ...string) engine.CollectReport {
 		t.Helper()
-		r := p.Orbit(append([]string{"--json", "gc", "--blobs"}, args...)...)
-		require.Equal(t, 0, r.Code, r.String())
-		var rep engine.CollectReport
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
-		return rep
+		return orbitJSON[engine.CollectReport](t, p, append([]string{"--json", "gc", "--blobs"}, args...)...)
 	}
 	fresh := gc()
 	assert.Empty(t, fresh.Blobs, "within the default grace of an hour, nothing is garbage")
@@ -83,7 +79,7 @@ spec:
 
 	// The reader may not ask for a collection, nor delete a blob itself;
 	// the client may ask.
-	reader, err := testkit.DialOutsider(t, info.URL, credsFile(p, events.IdentityReader))
+	reader, err := testkit.DialOutsider(t, engineURL(t, p), credsFile(p, events.IdentityReader))
 	require.NoError(t, err)
 	reply, refused := reader.Ask(&nats.Msg{Subject: events.APISubject(engine.EndpointGC), Data: []byte(`{"apply":true,"grace":"0s"}`)})
 	assert.True(t, refused || reply == nil, "the reader's request reached the engine: %v", reply)
@@ -94,7 +90,7 @@ spec:
 	r = p.Orbit("--nkey", credsFile(p, events.IdentityReader), "gc", "--apply", "--grace", "0s")
 	assert.Equal(t, 2, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "this key may not ask the engine for ", "refused at once")
-	client, err := testkit.DialOutsider(t, info.URL, credsFile(p, events.IdentityClient))
+	client, err := testkit.DialOutsider(t, engineURL(t, p), credsFile(p, events.IdentityClient))
 	require.NoError(t, err)
 	reply, refused = client.Ask(&nats.Msg{Subject: events.APISubject(engine.EndpointGC), Data: []byte(`{"blobs":true}`)})
 	require.False(t, refused)

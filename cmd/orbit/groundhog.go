@@ -42,11 +42,7 @@ The run is a job run: it prints its id and progress like 'orbit job run'.
 Exit status: 0 every checkpoint committed; 1 blocked, drifted or failed.`,
 		Args: exactArgs(1, "a task id"),
 		RunE: a.withEngine(func(ctx context.Context, l *events.Log, args []string) error {
-			root, err := a.project()
-			if err != nil {
-				return err
-			}
-			cat, err := a.catalog(root)
+			cat, err := a.projectCatalog()
 			if err != nil {
 				return err
 			}

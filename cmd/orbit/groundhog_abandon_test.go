@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,12 +23,7 @@ import (
 // they are, verify passes, and the next run commits on top.
 func TestGroundhogAbandon(t *testing.T) {
 	t.Parallel()
-	mark := filepath.Join(t.TempDir(), "slept")
-	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	p.StopEngine()
-	engine := serve(t, p)
-	runID := runUntilTheAgentSleeps(t, p, task, mark)
-	killEngine(t, engine)
+	p, repo, task, runID := killedMidAttempt(t)
 	require.Equal(t, "groundhog/T-1/day-1", testkit.Git(t, repo, "branch", "--show-current"))
 
 	other := filepath.Join(t.TempDir(), "other")
@@ -50,10 +44,7 @@ func TestGroundhogAbandon(t *testing.T) {
 	assert.Equal(t, 1, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "still open")
 
-	r = p.Orbit("groundhog", "abandon", task, "--reason", "I committed notes on main by hand", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var res groundhog.Abandonment
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
+	res := orbitJSON[groundhog.Abandonment](t, p, "groundhog", "abandon", task, "--reason", "I committed notes on main by hand", "--json")
 	assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
 	assert.Equal(t, events.TaskBacklog, res.Status)
 	assert.Contains(t, res.Message, "was not reset")
@@ -80,10 +71,7 @@ func TestGroundhogAbandon(t *testing.T) {
 	assert.Equal(t, "Add greet.sh\nNotes, by hand\ninitial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 	r = p.Orbit("groundhog", "verify", task)
 	assert.Equal(t, 0, r.Code, r.String())
-	r = p.Orbit("task", "show", task, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var tv projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
+	tv := orbitJSON[projector.TaskView](t, p, "task", "show", task, "--json")
 	assert.Equal(t, events.TaskDone, tv.Status)
 	assert.Equal(t, 0, p.Orbit("replay", "--verify").Code)
 }
@@ -93,9 +81,7 @@ func TestGroundhogAbandon(t *testing.T) {
 // is cancelled (which rewinds its attempt) there is nothing to abandon.
 func TestGroundhogAbandonIsRefusedWhileARunWorks(t *testing.T) {
 	t.Parallel()
-	mark := filepath.Join(t.TempDir(), "slept")
-	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	runID := runUntilTheAgentSleeps(t, p, task, mark)
+	p, repo, task, runID := aSleepingAttempt(t)
 
 	r := p.Orbit("groundhog", "abandon", task, "--reason", "too slow")
 	assert.Equal(t, 1, r.Code, r.String())
@@ -153,10 +139,7 @@ checkpoints:
 	waitFor(t, "the resumed run to end", func() bool { return events.Terminal(runView(t, p, runID).State) })
 	assert.Equal(t, events.StateFailed, runView(t, p, runID).State, "the task branch moved under a verified attempt: fail closed")
 
-	r = p.Orbit("groundhog", "abandon", task, "--reason", "I committed notes on main", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var res groundhog.Abandonment
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
+	res := orbitJSON[groundhog.Abandonment](t, p, "groundhog", "abandon", task, "--reason", "I committed notes on main", "--json")
 	assert.Equal(t, groundhog.AbandonKept, res.Outcome, res.Message)
 	assert.Equal(t, []string{"a.txt"}, res.SetAside, res.Message)
 	assert.Contains(t, res.Message, "a.txt")

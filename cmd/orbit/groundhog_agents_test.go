@@ -140,10 +140,7 @@ type scriptedServer interface {
 // record and no denial. It returns the audit.
 func checkTwoCheckpointAudit(t *testing.T, p *testkit.Project, task string) projector.GroundhogRun {
 	t.Helper()
-	r := p.Orbit("groundhog", "show", task, "--audit", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var audit projector.GroundhogRun
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
+	audit := orbitJSON[projector.GroundhogRun](t, p, "groundhog", "show", task, "--audit", "--json")
 	require.Len(t, audit.Checkpoints, 2)
 	require.Len(t, audit.Checkpoints[0].Attempts, 1)
 	require.Len(t, audit.Checkpoints[1].Attempts, 2)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"regexp"
 	"strconv"
 	"testing"
@@ -45,10 +44,7 @@ func TestAGroundhogTaskOverCodexStopsWhenItsBudgetIsSpent(t *testing.T) {
 	assert.Equal(t, events.TaskBudgetExhausted, taskStatus(t, p, task))
 
 	// The audit shows what each session spent.
-	r = p.Orbit("groundhog", "show", task, "--audit", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var audit projector.GroundhogRun
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
+	audit := orbitJSON[projector.GroundhogRun](t, p, "groundhog", "show", task, "--audit", "--json")
 	require.Len(t, audit.Checkpoints, 1)
 	require.Len(t, audit.Checkpoints[0].Attempts, 2)
 	for i, a := range audit.Checkpoints[0].Attempts {

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -17,24 +16,12 @@ import (
 // turn sleeps (so that runs overlap), writes file with content and
 // declares success.
 func writerActivity(p *testkit.Project, name, file, content string) {
-	fixture := p.WriteFile(name+".json", `{"turns": [
-	  {"content": [{"kind": "tool_use", "id": "s", "name": "shell.exec", "input": {"program": "sh", "args": ["-c", "sleep 1"]}}], "stop_reason": "tool_use"},
-	  {"content": [
-	    {"kind": "tool_use", "id": "w", "name": "fs.write", "input": {"path": "`+file+`", "content": "`+content+`\n"}},
-	    {"kind": "tool_use", "id": "d", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add `+file+`"}}], "stop_reason": "tool_use"}
-	]}`)
-	p.WriteFile(".orbit/activities/"+name+".yaml", `schemaVersion: 2
-kind: Activity
-metadata: {name: `+name+`}
-spec:
-  type: groundhog
-  provider: replay
-  fixture: `+fixture+`
-  model: replay-fixture
-  tools: [fs.write, shell.exec]
-  allowed_programs: [sh]
-  attempt_budget_default: 1
-`)
+	replayActivity(p, name, []string{
+		`{"content": [{"kind": "tool_use", "id": "s", "name": "shell.exec", "input": {"program": "sh", "args": ["-c", "sleep 1"]}}], "stop_reason": "tool_use"}`,
+		`{"content": [
+	    {"kind": "tool_use", "id": "w", "name": "fs.write", "input": {"path": "` + file + `", "content": "` + content + `\n"}},
+	    {"kind": "tool_use", "id": "d", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Add ` + file + `"}}], "stop_reason": "tool_use"}`,
+	}, "  tools: [fs.write, shell.exec]\n  allowed_programs: [sh]\n")
 }
 
 func fileCheckpoint(file, content string) string {
@@ -99,10 +86,7 @@ func TestAGroundhogRunWithoutAProviderSpendsNoAttempt(t *testing.T) {
 	assert.Equal(t, "main", testkit.Git(t, repo, "branch", "--show-current"))
 	assert.Empty(t, testkit.Git(t, repo, "branch", "--list", "groundhog/*"), "no scratch branch")
 
-	r = p.Orbit("task", "show", task, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var tv projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
+	tv := orbitJSON[projector.TaskView](t, p, "task", "show", task, "--json")
 	assert.Equal(t, events.TaskBacklog, tv.Status)
 	assert.Contains(t, tv.StatusReason, "failed")
 	assert.Contains(t, tv.StatusReason, "no API key")

@@ -24,6 +24,13 @@ func writesActivity(p *testkit.Project, name, extra string, files ...string) {
 	    {"kind": "tool_use", "id": "w`+id+`", "name": "fs.write", "input": {"path": "`+file+`", "content": "`+content+`\n"}},
 	    {"kind": "tool_use", "id": "d`+id+`", "name": "orbit.groundhog.checkpoint_success", "input": {"summary": "Write `+file+`: `+content+`"}}], "stop_reason": "tool_use"}`)
 	}
+	replayActivity(p, name, turns, "  tools: [fs.write]\n"+extra)
+}
+
+// replayActivity writes the groundhog activity name on the replay
+// provider, with one attempt by default, whose fixture holds turns (each
+// a JSON turn); more is the rest of its spec.
+func replayActivity(p *testkit.Project, name string, turns []string, more string) {
 	fixture := p.WriteFile(name+".json", `{"turns": [`+strings.Join(turns, ",")+`]}`)
 	p.WriteFile(".orbit/activities/"+name+".yaml", `schemaVersion: 2
 kind: Activity
@@ -33,9 +40,8 @@ spec:
   provider: replay
   fixture: `+fixture+`
   model: replay-fixture
-  tools: [fs.write]
   attempt_budget_default: 1
-`+extra)
+`+more)
 }
 
 func filesPlan(files ...string) string {
@@ -173,9 +179,7 @@ func TestGroundhogRewindThroughTheBinary(t *testing.T) {
 // touch a workspace a live run works in; they exit 1 naming the run.
 func TestGroundhogControlIsRefusedWhileARunWorks(t *testing.T) {
 	t.Parallel()
-	mark := filepath.Join(t.TempDir(), "slept")
-	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	runID := runUntilTheAgentSleeps(t, p, task, mark)
+	p, repo, task, runID := aSleepingAttempt(t)
 
 	for _, args := range [][]string{{"approve", task}, {"rewind", task, "--to", "greet"}} {
 		r := p.Orbit(append([]string{"groundhog"}, args...)...)

@@ -67,10 +67,7 @@ func TestGroundhogThroughTheBinary(t *testing.T) {
 	assert.Nil(t, mem.Active)
 	assert.NotContains(t, r.Stdout, "fs.write", "memory holds no tool calls")
 
-	r = p.Orbit("groundhog", "show", task, "--audit", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var audit projector.GroundhogRun
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
+	audit := orbitJSON[projector.GroundhogRun](t, p, "groundhog", "show", task, "--audit", "--json")
 	require.Len(t, audit.Checkpoints, 2)
 	require.Len(t, audit.Checkpoints[1].Attempts, 2)
 	assert.NotEmpty(t, audit.Checkpoints[1].Attempts[0].ToolCalls)
@@ -87,10 +84,7 @@ func TestGroundhogThroughTheBinary(t *testing.T) {
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "2 commits, verified")
 
-	r = p.Orbit("task", "show", task, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var tv projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tv))
+	tv := orbitJSON[projector.TaskView](t, p, "task", "show", task, "--json")
 	assert.Equal(t, events.TaskDone, tv.Status)
 
 	// A new plan version; the verifier of the audit still holds.
@@ -140,6 +134,29 @@ func runUntilTheAgentSleeps(t *testing.T, p *testkit.Project, task, mark string)
 	return strings.TrimSpace(r.Stdout)
 }
 
+// aSleepingAttempt makes a Groundhog project of greetPlan whose agent
+// replays sleeperFixture, and runs its task until the agent sleeps. It
+// returns the project, its repository, the task and the run's id.
+func aSleepingAttempt(t *testing.T) (p *testkit.Project, repo, task, runID string) {
+	t.Helper()
+	mark := filepath.Join(t.TempDir(), "slept")
+	p, repo, task = groundhogProject(t, sleeperFixture(mark), greetPlan)
+	return p, repo, task, runUntilTheAgentSleeps(t, p, task, mark)
+}
+
+// killedMidAttempt is aSleepingAttempt on an engine of the test's own,
+// killed with kill -9 while the agent sleeps.
+func killedMidAttempt(t *testing.T) (p *testkit.Project, repo, task, runID string) {
+	t.Helper()
+	mark := filepath.Join(t.TempDir(), "slept")
+	p, repo, task = groundhogProject(t, sleeperFixture(mark), greetPlan)
+	p.StopEngine()
+	e := serve(t, p)
+	runID = runUntilTheAgentSleeps(t, p, task, mark)
+	killEngine(t, e)
+	return p, repo, task, runID
+}
+
 const greetPlan = `
 checkpoints:
   - id: greet
@@ -150,12 +167,7 @@ checkpoints:
 
 func TestGroundhogKilledMidAttempt(t *testing.T) {
 	t.Parallel()
-	mark := filepath.Join(t.TempDir(), "slept")
-	p, repo, task := groundhogProject(t, sleeperFixture(mark), greetPlan)
-	p.StopEngine()
-	engine := serve(t, p)
-	runID := runUntilTheAgentSleeps(t, p, task, mark)
-	killEngine(t, engine)
+	p, repo, task, runID := killedMidAttempt(t)
 	assert.True(t, strings.HasPrefix(testkit.Git(t, repo, "branch", "--show-current"), "groundhog/T-1/day-"), "the kill left the workspace on the scratch branch")
 
 	serve(t, p)

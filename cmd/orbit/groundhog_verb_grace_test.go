@@ -48,10 +48,7 @@ func TestAGroundhogAttemptOverCodexClosedByFailureCountsItsTokens(t *testing.T) 
 	assert.Equal(t, events.TaskBudgetExhausted, taskStatus(t, p, task))
 	assert.Equal(t, "initial", testkit.Git(t, repo, "log", "--format=%s", "main"))
 
-	r = p.Orbit("groundhog", "show", task, "--audit", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var audit projector.GroundhogRun
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &audit))
+	audit := orbitJSON[projector.GroundhogRun](t, p, "groundhog", "show", task, "--audit", "--json")
 	require.Len(t, audit.Checkpoints, 1)
 	require.Len(t, audit.Checkpoints[0].Attempts, 1)
 	a := audit.Checkpoints[0].Attempts[0]

@@ -48,9 +48,7 @@ spec:
     - id: nap
       spec: {type: shell, program: sh, args: ["-c", "sleep 4; echo real"], allowed_programs: [sh]}
 `)
-	r := p.Orbit("job", "run", "napper", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "napper", "--detach")
 	url := engineURL(t, p)
 	pwned := filepath.Join(p.Root, "pwned")
 
@@ -129,13 +127,10 @@ spec:
 		}
 	}
 
-	r = p.Orbit("run", "show", runID, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var view projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &view))
+	view := orbitJSON[projector.RunView](t, p, "run", "show", runID, "--json")
 	assert.Equal(t, events.StateRunning, view.State, "the run went on while it was attacked")
 
-	r = p.Orbit("run", "tail", runID)
+	r := p.Orbit("run", "tail", runID)
 	require.Equal(t, 0, r.Code, r.String())
 	r = p.Orbit("run", "show", runID, "--json")
 	require.Equal(t, 0, r.Code, r.String())
@@ -185,10 +180,7 @@ func asAnotherUser(t *testing.T, p *testkit.Project, cmd *exec.Cmd) {
 func TestAnotherUserIsRefusedAndStartsNoEngine(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	owner := p.EnginePID()
-	require.NotZero(t, owner)
+	owner := startedEngine(t, p)
 
 	other := func() testkit.Result {
 		cmd := p.Command("run", "history")
@@ -200,7 +192,7 @@ func TestAnotherUserIsRefusedAndStartsNoEngine(t *testing.T) {
 		require.ErrorAs(t, err, &exit, "stderr: %s", stderr.String())
 		return testkit.Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: exit.ExitCode()}
 	}
-	r = other()
+	r := other()
 	assert.Equal(t, 3, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "refused: cannot read "+credsFile(p, events.IdentityClient))
 	assert.Contains(t, r.Stderr, "pass --nkey")
@@ -221,9 +213,7 @@ func TestAnotherUserIsRefusedAndStartsNoEngine(t *testing.T) {
 func TestTheWriteAPIChecksWhatItIsAsked(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	done := strings.TrimSpace(r.Stdout)
+	done := runJob(t, p, "hello")
 	ctx := testkit.Context(t)
 	l, err := events.Dial(ctx, engineURL(t, p), events.Config{NKeySeedFile: credsFile(p, events.IdentityClient)})
 	require.NoError(t, err)
@@ -258,7 +248,7 @@ func TestTheWriteAPIChecksWhatItIsAsked(t *testing.T) {
 	id := events.NewID()
 	require.NoError(t, l.Request(ctx, engine.EndpointSubmit, map[string]any{"run_id": id, "job": job()}, &ok))
 	assert.Equal(t, id, ok.RunID)
-	r = p.Orbit("run", "tail", id)
+	r := p.Orbit("run", "tail", id)
 	assert.Equal(t, 0, r.Code, "a valid request runs: %s", r)
 }
 

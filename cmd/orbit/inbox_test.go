@@ -1,10 +1,8 @@
 package main_test
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,11 +21,7 @@ import (
 // context still calls the API through its own.
 func TestAReaderCannotReadTheClientsInbox(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	serve(t, p)
 	creds, err := events.EnsureCreds(engine.CredsDir(p.Root))
 	require.NoError(t, err)
@@ -36,12 +30,8 @@ func TestAReaderCannotReadTheClientsInbox(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.String())
 	r = p.Orbit("nats-context", "--name", "orbit-inbox-client")
 	require.Equal(t, 0, r.Code, r.String())
-	data, err := os.ReadFile(filepath.Join(xdg, "nats", "context", "orbit-inbox-client.json"))
-	require.NoError(t, err)
-	var ctx struct {
-		InboxPrefix string `json:"inbox_prefix"`
-	}
-	require.NoError(t, json.Unmarshal(data, &ctx))
+	name, ctx := wroteContext(t, r)
+	require.Equal(t, "orbit-inbox-client", name)
 	clientInbox := events.InboxPrefix(creds.Public[events.IdentityClient])
 	assert.Equal(t, clientInbox, ctx.InboxPrefix)
 

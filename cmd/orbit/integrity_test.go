@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -71,9 +70,7 @@ func TestForgeriesWithoutTheLogKeyAreRejected(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/slow.yaml", sleepJob)
 	serve(t, p)
-	r := p.Orbit("job", "run", "slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "slow", "--detach")
 	started := waitForEvent(t, p, runID, events.StepStarted)
 	var sd events.StepStartedData
 	require.NoError(t, started.Decode(&sd))
@@ -130,7 +127,7 @@ func TestForgeriesWithoutTheLogKeyAreRejected(t *testing.T) {
 	_, err = os.Stat(pwned)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the forged command never ran")
 
-	r = p.Orbit("audit")
+	r := p.Orbit("audit")
 	assert.Equal(t, 1, r.Code, r.String())
 	assert.Contains(t, r.Stdout, ": unsigned")
 	assert.Contains(t, r.Stdout, ": bad MAC")
@@ -174,9 +171,7 @@ func TestReplayVerifyFindsARunWhoseHistoryChanged(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	serve(t, p)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 
 	js := outsideJetStream(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -207,7 +202,7 @@ func TestReplayVerifyFindsARunWhoseHistoryChanged(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	r = p.Orbit("audit")
+	r := p.Orbit("audit")
 	assert.Equal(t, 0, r.Code, "every event is signed and none is missing:\n%s", r)
 	r = p.Orbit("replay", "--verify", "--json")
 	assert.Equal(t, 1, r.Code, r.String())
@@ -230,14 +225,7 @@ func TestReplayVerifyFindsARunWhoseHistoryChanged(t *testing.T) {
 // runs, through the engine's API, which signs them.
 func TestEnginesOnAnExternalServerSignWithTheLogKeyTheyAreGiven(t *testing.T) {
 	t.Parallel()
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: filepath.Join(t.TempDir(), "js"), NoLog: true, NoSigs: true,
-	})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(srv.Shutdown)
+	srv := externalNATSServer(t)
 
 	key := filepath.Join(t.TempDir(), "shared", "log.key")
 	p := testkit.NewProject(t)

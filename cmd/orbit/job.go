@@ -173,11 +173,7 @@ func (a *app) runJob(ctx context.Context, target string, opts runOptions) error 
 	if opts.backend != "" {
 		os.Setenv("ORBIT_BACKEND", opts.backend)
 	}
-	root, err := a.project()
-	if err != nil {
-		return err
-	}
-	cat, err := a.catalog(root)
+	cat, err := a.projectCatalog()
 	if err != nil {
 		return err
 	}

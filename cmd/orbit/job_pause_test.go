@@ -33,12 +33,10 @@ spec:
     - {id: nap, spec: {type: deterministic, action: sleep, config: {ms: 1500}}}
 `)
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "napper", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	before := strings.TrimSpace(r.Stdout)
+	before := runJob(t, p, "napper", "--detach")
 	waitFor(t, "the first run to start", func() bool { return runView(t, p, before).State == events.StateRunning })
 
-	r = p.Orbit("job", "pause", "napper", "--reason", "deploy freeze")
+	r := p.Orbit("job", "pause", "napper", "--reason", "deploy freeze")
 	require.Equal(t, 0, r.Code, r.String())
 	r = p.Orbit("job", "pause", "napper")
 	require.Equal(t, 0, r.Code, r.String())
@@ -50,9 +48,7 @@ spec:
 	assert.Equal(t, 2, r.Code, "neither paused nor a job: %s", r)
 	assert.Equal(t, "orbit: no job \"nosuch\" (orbit job list lists the jobs)\n", r.Stderr)
 
-	r = p.Orbit("job", "run", "napper", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	held := strings.TrimSpace(r.Stdout)
+	held := runJob(t, p, "napper", "--detach")
 	waitFor(t, "the first run to finish", func() bool { return runView(t, p, before).State == events.StateSuccess })
 	waitFor(t, "the held run to be queued", func() bool {
 		r := p.Orbit("run", "events", "--json", held)
@@ -102,13 +98,7 @@ spec:
 func TestAPausedJobHoldsItsRunsOnEveryEngineOfTheCluster(t *testing.T) {
 	t.Parallel()
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	var ps []*testkit.Project
-	for range 2 {
-		p := testkit.ClusterProject(t, c, key)
-		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
-		ps = append(ps, p)
-	}
+	ps := clusterProjects(t, c, 2, "tock", tockJob)
 	testkit.StartEngines(t, ps)
 	r := ps[0].Orbit("job", "pause", "tock")
 	require.Equal(t, 0, r.Code, r.String())

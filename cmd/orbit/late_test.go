@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // TestAStepFinishedStoredLateEndsItsRun: the engine's first step.finished
@@ -40,30 +39,14 @@ import (
 // views keep one step.finished, and audit fails on it.
 func TestAStepFinishedStoredLateEndsItsRun(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	p.Env = append(p.Env, "ORBIT_FAILPOINT=append-stalled-step.finished")
 	serve(t, p)
 	p.Env = p.Env[:len(p.Env)-1]
 
-	cmd := p.Command("job", "run", "example")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("the run never ended\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	}
-	runID := strings.TrimSpace(strings.SplitN(stdout.String(), "\n", 2)[0])
+	r := orbitWithin(t, p, 60*time.Second, "job", "run", "example")
+	require.Equal(t, 0, r.Code, r.String())
+	runID := strings.TrimSpace(strings.SplitN(r.Stdout, "\n", 2)[0])
 
 	finished := runEvents(t, p, runID, "--type", events.StepFinished)
 	require.Len(t, finished, 2)
@@ -74,7 +57,7 @@ func TestAStepFinishedStoredLateEndsItsRun(t *testing.T) {
 	assert.Len(t, v.Steps, 2)
 	assert.Empty(t, runEvents(t, p, runID, "--type", events.IntegrityRejected))
 
-	r := p.Orbit("audit")
+	r = p.Orbit("audit")
 	assert.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, "seq "+seqText(late.Seq)+" orbit.events.run."+runID+".step.finished: stored late:")
 	r = p.Orbit("replay", "--verify")

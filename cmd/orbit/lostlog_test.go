@@ -1,18 +1,15 @@
 package main_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
@@ -27,16 +24,10 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 	t.Run("the stream deleted under a running engine", func(t *testing.T) {
 		t.Parallel()
 		p := testkit.NewProject(t)
-		r := p.Orbit("job", "run", "hello")
-		require.Equal(t, 0, r.Code, r.String())
-		pid := p.EnginePID()
-		require.NotZero(t, pid)
+		pid := startedEngine(t, p)
 
 		// `nats stream rm ORBIT_EVENTS`, with rights to do it.
-		info, err := engine.ReadInfo(p.Root)
-		require.NoError(t, err)
-		js, err := jetstream.New(testkit.DialEngine(t, info.URL, engine.CredsDir(p.Root)))
-		require.NoError(t, err)
+		js := outsideJetStream(t, p)
 		ctx := testkit.Context(t)
 		require.NoError(t, js.DeleteStream(ctx, events.EventsStream))
 		deleted := time.Now()
@@ -47,7 +38,7 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 		assert.Contains(t, string(log), "no stream ORBIT_EVENTS: it was deleted under the running engine")
 
 		for _, args := range [][]string{{"run", "history"}, {"serve", "--listen", "127.0.0.1:0"}} {
-			r = p.Orbit(args...)
+			r := p.Orbit(args...)
 			assert.Equal(t, 3, r.Code, "%v: %s", args, r)
 			assert.Contains(t, r.Stderr, "the event log was lost or replaced: found no stream ORBIT_EVENTS;", args)
 			assert.Contains(t, r.Stderr, "expected stream ORBIT_EVENTS created ", args)
@@ -56,7 +47,7 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 		}
 		assert.Zero(t, p.EnginePID(), "no engine serves the lost log")
 
-		r = p.Orbit("init", "--new-log")
+		r := p.Orbit("init", "--new-log")
 		require.Equal(t, 0, r.Code, r.String())
 		assert.Contains(t, r.Stdout, "Set the views aside as "+filepath.Join(p.Root, ".orbit", "state", "views.db.lost-"))
 		lost, err := filepath.Glob(filepath.Join(p.Root, ".orbit", "state", "views.db.lost-*"))
@@ -112,9 +103,5 @@ func TestALostLogStopsTheEngine(t *testing.T) {
 // lostLogHistory returns the runs `orbit run history --json` lists.
 func lostLogHistory(t *testing.T, p *testkit.Project) []map[string]any {
 	t.Helper()
-	r := p.Orbit("run", "history", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var runs []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs), r.Stdout)
-	return runs
+	return orbitJSON[[]map[string]any](t, p, "run", "history", "--json")
 }

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -33,6 +32,19 @@ func natsCLI(t *testing.T) string {
 		t.Fatalf("%s is missing in CI: make test runs make nats-cli first", path)
 	}
 	return path
+}
+
+// natsCLIProject is the rig of the tests that drive the official nats CLI
+// through the contexts orbit nats-context writes: a fresh project, the
+// CLI, and the environment that has the CLI read its contexts from the
+// config directory, of the test's own, that the project writes them to.
+func natsCLIProject(t *testing.T) (p *testkit.Project, natsBin string, env []string) {
+	t.Helper()
+	natsBin = natsCLI(t)
+	p = testkit.NewProject(t)
+	xdg := t.TempDir()
+	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
+	return p, natsBin, []string{"XDG_CONFIG_HOME=" + xdg}
 }
 
 // runNATS runs the nats CLI with env and returns its combined output and
@@ -60,11 +72,7 @@ func natsMsg(subject string) *nats.Msg { return &nats.Msg{Subject: subject} }
 // without a context the server turns it away.
 func TestTheOfficialNATSCLI(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	serve(t, p)
 	url := engineURL(t, p)
 
@@ -82,9 +90,7 @@ func TestTheOfficialNATSCLI(t *testing.T) {
 	require.NoError(t, sub.Start())
 	t.Cleanup(func() { _ = sub.Process.Kill(); _ = sub.Wait() })
 	waitFor(t, "nats sub to subscribe", func() bool { return strings.Contains(tail.String(), "Subscribing on orbit.events.>") })
-	r = p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 	waitFor(t, "the reader to see the run end", func() bool {
 		return strings.Contains(tail.String(), `"orbit.events.run.`+runID+`.run.finished"`)
 	})
@@ -150,30 +156,9 @@ func TestAnExternalServerConfiguredByNATSConfig(t *testing.T) {
 	p := testkit.NewProject(t)
 	r := p.Orbit("nats-config")
 	require.Equal(t, 0, r.Code, r.String())
-	conf := filepath.Join(t.TempDir(), "nats.conf")
-	require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\n"+r.Stdout), 0o600))
-	opts, err := server.ProcessConfigFile(conf)
-	require.NoError(t, err)
-	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(srv.Shutdown)
+	srv, opts := configuredNATSServer(t, r.Stdout)
 	require.Len(t, opts.Nkeys, len(events.Identities))
-
-	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
-	stderr := &testkit.SyncBuffer{}
-	cmd := p.Command("serve")
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the engine's stderr:\n%s", stderr.String())
-		}
-	})
-	waitFor(t, "the engine to serve", func() bool { return strings.Contains(stderr.String(), "engine running") })
+	stderr := serveOn(t, p, srv.ClientURL())
 
 	r = p.Orbit("job", "run", "hello")
 	require.Equal(t, 0, r.Code, r.String())
@@ -242,18 +227,28 @@ func TestNATSContextWithoutAnEngine(t *testing.T) {
 // the engine's stderr once it serves.
 func serveOnExternalServer(t *testing.T, p *testkit.Project, auth string) *testkit.SyncBuffer {
 	t.Helper()
+	srv, _ := configuredNATSServer(t, auth)
+	return serveOn(t, p, srv.ClientURL())
+}
+
+// configuredNATSServer starts a nats-server from a configuration file: a
+// JetStream listener on a random port and the authorization block auth.
+// It returns the server and the options the file gave it.
+func configuredNATSServer(t *testing.T, auth string) (*server.Server, *server.Options) {
+	t.Helper()
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	require.NoError(t, os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(t.TempDir(), "js")+"\" }\n"+auth), 0o600))
 	opts, err := server.ProcessConfigFile(conf)
 	require.NoError(t, err)
 	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(srv.Shutdown)
+	return startNATSServer(t, opts), opts
+}
 
-	p.Env = append(p.Env, "ORBIT_NATS_URL="+srv.ClientURL())
+// serveOn starts the project's engine on the NATS server at url and
+// returns the engine's stderr once it serves.
+func serveOn(t *testing.T, p *testkit.Project, url string) *testkit.SyncBuffer {
+	t.Helper()
+	p.Env = append(p.Env, "ORBIT_NATS_URL="+url)
 	stderr := &testkit.SyncBuffer{}
 	cmd := p.Command("serve")
 	cmd.Stderr = stderr

@@ -23,6 +23,7 @@ type writtenContext struct {
 	CA          string `json:"ca"`
 	Cert        string `json:"cert"`
 	Key         string `json:"key"`
+	InboxPrefix string `json:"inbox_prefix"`
 }
 
 // wroteContext returns the name and content of the context that an orbit
@@ -97,10 +98,7 @@ func TestNATSContextsOfTwoProjectsOfOneNameStayApart(t *testing.T) {
 // reaches the engine orbit serve then starts, through that context.
 func TestNATSContextOutlivesABackgroundEngine(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
+	p, natsBin, env := natsCLIProject(t)
 	listen := testkit.FreeAddr(t)
 	p.WriteFile(".orbit/config.yaml", "serve:\n  listen: "+listen+"\n")
 
@@ -126,7 +124,7 @@ func TestNATSContextOutlivesABackgroundEngine(t *testing.T) {
 	r = p.Orbit("nats-context")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.NotContains(t, r.Stdout, "only while", "orbit serve runs now")
-	out, code := runNATS(t, natsBin, []string{"XDG_CONFIG_HOME=" + xdg}, "--context", name, "request", "orbit.api.engine.info", "")
+	out, code := runNATS(t, natsBin, env, "--context", name, "request", "orbit.api.engine.info", "")
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, `"version"`)
 }

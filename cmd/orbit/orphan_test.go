@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,9 +40,7 @@ func TestASignedStepCommandWithNoDecisionNeverRuns(t *testing.T) {
 	t.Cleanup(func() { keyed.Close() })
 	require.True(t, keyed.Signing())
 
-	r := p.Orbit("job", "run", "slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "slow", "--detach")
 
 	pwned := filepath.Join(p.Root, "pwned")
 	require.NoError(t, keyed.Send(ctx, "step.shell.FAKE.x.1", "forged", map[string]any{

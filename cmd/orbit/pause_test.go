@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,12 +44,10 @@ func TestAPausedRunHoldsAcrossAKilledEngine(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/stepwise.yaml", pausedJobYAML)
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "stepwise", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "stepwise", "--detach")
 	waitFor(t, "the first step to run", func() bool { return stepState(runView(t, p, runID), "first") == events.StateRunning })
 
-	r = p.Orbit("run", "pause", runID, "--reason", "checking")
+	r := p.Orbit("run", "pause", runID, "--reason", "checking")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Equal(t, runID, strings.TrimSpace(r.Stdout))
 	r = p.Orbit("run", "pause", runID)
@@ -93,11 +90,9 @@ func TestAPausedRunCanBeCancelled(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/stepwise.yaml", pausedJobYAML)
 	serve(t, p)
-	r := p.Orbit("job", "run", "stepwise", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "stepwise", "--detach")
 	require.Equal(t, 0, p.Orbit("run", "pause", runID).Code)
-	r = p.Orbit("run", "cancel", runID)
+	r := p.Orbit("run", "cancel", runID)
 	assert.Equal(t, 0, r.Code, r.String())
 	v := runView(t, p, runID)
 	assert.Equal(t, events.StateCancelled, v.State)
@@ -123,9 +118,7 @@ spec:
 	// start starts a run, pauses it as soon as its gate waits, and
 	// returns it and when the gate began.
 	start := func() (string, time.Time) {
-		r := p.Orbit("job", "run", "gate6", "--detach")
-		require.Equal(t, 0, r.Code, r.String())
-		id := strings.TrimSpace(r.Stdout)
+		id := runJob(t, p, "gate6", "--detach")
 		var began time.Time
 		waitFor(t, "the gate to wait", func() bool {
 			for _, s := range runView(t, p, id).Steps {
@@ -136,7 +129,7 @@ spec:
 			}
 			return false
 		})
-		r = p.Orbit("run", "pause", id)
+		r := p.Orbit("run", "pause", id)
 		require.Equal(t, 0, r.Code, r.String())
 		return id, began
 	}
@@ -180,12 +173,10 @@ spec:
     - {id: after, spec: {type: deterministic, action: echo, config: {n: 2}}}
 `)
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "slowwrite", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "slowwrite", "--detach")
 	waitFor(t, "the step to run", func() bool { return stepState(runView(t, p, runID), "write") == events.StateRunning })
 
-	r = p.Orbit("run", "pause", runID, "--now")
+	r := p.Orbit("run", "pause", runID, "--now")
 	require.Equal(t, 0, r.Code, r.String())
 	waitFor(t, "the step to be stopped", func() bool { return stepState(runView(t, p, runID), "write") == events.StateCancelled })
 	time.Sleep(4 * time.Second)
@@ -212,10 +203,7 @@ spec:
 	require.NoError(t, err)
 	assert.Equal(t, "wrote\n", string(data), "run again once")
 
-	r = p.Orbit("run", "events", "--json", runID)
-	require.Equal(t, 0, r.Code, r.String())
-	var evs []events.Event
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
+	evs := orbitJSON[[]events.Event](t, p, "run", "events", "--json", runID)
 	var finished []events.StepFinishedData
 	for _, ev := range evs {
 		if ev.Type == events.StepFinished && ev.StepKey == "write" {

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,11 +81,7 @@ spec:
 // bombRuns lists the runs of job bomb, as run history --json has them.
 func bombRuns(t *testing.T, p *testkit.Project) []projector.RunView {
 	t.Helper()
-	r := p.Orbit("run", "history", "--job", "bomb", "--limit", "0", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var runs []projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
-	return runs
+	return orbitJSON[[]projector.RunView](t, p, "run", "history", "--job", "bomb", "--limit", "0", "--json")
 }
 
 // startBomb runs job bomb: two detached self-invocations behind a
@@ -109,9 +104,7 @@ spec:
     - {id: right, when: "{{ input.more }} == yes", spec: {type: deterministic, action: job.invoke, config: {job: bomb, wait: false, input: {child: yes}}}}
     - {id: linger, when: "{{ input.child }} == yes", spec: {type: deterministic, action: sleep, config: {ms: 120000}}}
 `)
-	r := p.Orbit("job", "run", "bomb")
-	require.Equal(t, 0, r.Code, r.String())
-	root := strings.TrimSpace(r.Stdout)
+	root := runJob(t, p, "bomb")
 
 	refused := func(v projector.RunView) bool {
 		return v.Error != nil && strings.Contains(v.Error.Message, "the 8 live runs below run "+root+" that engine.max_descendants allows")
@@ -247,10 +240,7 @@ func bulkID(t *testing.T, stderr string, n int, verb string) string {
 // lastOfType decodes the last event of type typ of run id.
 func lastOfType[D any](t *testing.T, p *testkit.Project, id, typ string) D {
 	t.Helper()
-	r := p.Orbit("run", "events", "--json", "--type", typ, id)
-	require.Equal(t, 0, r.Code, r.String())
-	var evs []events.Event
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
+	evs := orbitJSON[[]events.Event](t, p, "run", "events", "--json", "--type", typ, id)
 	require.NotEmpty(t, evs, "%s of %s", typ, id)
 	var d D
 	require.NoError(t, evs[len(evs)-1].Decode(&d))

@@ -37,11 +37,7 @@ func TestRetentionArchivesRemovesAndStillAudits(t *testing.T) {
 
 	collect := func(args ...string) retention.Report {
 		t.Helper()
-		r := p.Orbit(append([]string{"log", "collect", "--json"}, args...)...)
-		require.Equal(t, 0, r.Code, r.String())
-		var rep retention.Report
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
-		return rep
+		return orbitJSON[retention.Report](t, p, append([]string{"log", "collect", "--json"}, args...)...)
 	}
 	dry := collect()
 	assert.True(t, dry.DryRun)
@@ -84,10 +80,7 @@ func TestRetentionArchivesRemovesAndStillAudits(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "kept.orbit-archive.gz")
-	r = p.Orbit("log", "export", "--before", "2099-01-01", "-o", out, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var exp engine.ExportReply
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &exp), r.Stdout)
+	exp := orbitJSON[engine.ExportReply](t, p, "log", "export", "--before", "2099-01-01", "-o", out, "--json")
 	assert.Equal(t, []string{ids[2]}, exp.Runs)
 	assert.Positive(t, exp.Events)
 	r = p.Orbit("log", "export", "--before", "2099-01-01", "-o", out)
@@ -106,15 +99,9 @@ func TestRetentionArchivesRemovesAndStillAudits(t *testing.T) {
 // run's subject and the removal of one message; the log still audits.
 func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
 	t.Parallel()
-	natsBin := natsCLI(t)
-	p := testkit.NewProject(t)
-	xdg := t.TempDir()
-	p.Env = append(p.Env, "XDG_CONFIG_HOME="+xdg)
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	p, natsBin, env := natsCLIProject(t)
 	serve(t, p)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 	require.Equal(t, 0, p.Orbit("nats-context", "--reader", "--name", "retain-reader").Code)
 	require.Equal(t, 0, p.Orbit("nats-context", "--name", "retain-client").Code)
 
@@ -126,7 +113,7 @@ func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
 		assert.NotEqual(t, 0, code, out)
 		assert.Contains(t, out, `Permissions Violation for Publish to "$JS.API.STREAM.MSG.DELETE.ORBIT_EVENTS"`, ctx)
 	}
-	r = p.Orbit("audit")
+	r := p.Orbit("audit")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.Contains(t, r.Stdout, ": 0 problems")
 	assert.Equal(t, 0, p.Orbit("run", "show", runID).Code)
@@ -143,14 +130,7 @@ func TestOnlyTheEngineMayPurgeTheLog(t *testing.T) {
 func TestARetentionPassLeavesTheBlobsOfTheRunsItRemovedToCollection(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/noisy.yaml", `schemaVersion: 2
-kind: Job
-metadata: {name: noisy}
-spec:
-  steps:
-    - id: bad
-      spec: {type: shell, program: sh, args: ["-c", "seq $1 $(($1 + 400)); exit 3", "sh", "{{ input.from }}"], allowed_programs: [sh]}
-`)
+	p.WriteFile(".orbit/jobs/noisy.yaml", noisyJob)
 	var ids []string
 	for _, from := range []string{"1000", "5000"} {
 		r := p.Orbit("job", "run", "noisy", "--input", `{"from":`+from+`}`)
@@ -158,10 +138,7 @@ spec:
 		ids = append(ids, strings.TrimSpace(r.Stdout))
 	}
 	p.WriteFile(".orbit/config.yaml", "retention:\n  runs:\n    keep_per_job: 1\n")
-	r := p.Orbit("log", "collect", "--apply", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var rep retention.Report
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
+	rep := orbitJSON[retention.Report](t, p, "log", "collect", "--apply", "--json")
 	require.Equal(t, ids[:1], rep.Runs)
 
 	a, err := events.ReadArchive(rep.Archive)
@@ -175,17 +152,14 @@ spec:
 	require.NotEmpty(t, removed, "the archive holds the removed run's stdout")
 
 	time.Sleep(1100 * time.Millisecond)
-	r = p.Orbit("--json", "gc", "--blobs", "--grace", "1s", "--apply")
-	require.Equal(t, 0, r.Code, r.String())
-	var gc engine.CollectReport
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &gc), r.Stdout)
+	gc := orbitJSON[engine.CollectReport](t, p, "--json", "gc", "--blobs", "--grace", "1s", "--apply")
 	var collected []string
 	for _, b := range gc.Blobs {
 		collected = append(collected, b.Digest)
 		assert.Contains(t, a.Blobs, b.Digest, "a blob collected is one the removed run named, archived")
 	}
 	assert.Contains(t, collected, removed)
-	r = p.Orbit("run", "logs", ids[1], "-s", "bad")
+	r := p.Orbit("run", "logs", ids[1], "-s", "bad")
 	require.Equal(t, 0, r.Code, r.String())
 	assert.True(t, strings.HasPrefix(r.Stdout, "5000\n"), r.Stdout)
 	r = p.Orbit("audit")

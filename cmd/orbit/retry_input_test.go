@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,13 +64,11 @@ func TestRetryWithANewInputReArmsTheGates(t *testing.T) {
 		return runView(t, p, runID)
 	}
 
-	r := p.Orbit("job", "run", "release", "--input", `{"target":"staging"}`, "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	first := strings.TrimSpace(r.Stdout)
+	first := runJob(t, p, "release", "--input", `{"target":"staging"}`, "--detach")
 	require.Equal(t, events.StateSuccess, approve(first).State)
 	require.Equal(t, []string{"staging"}, readLines(t, deployed))
 
-	r = p.Orbit("run", "retry", first, "--from", "deploy", "--input", `{"target":"PRODUCTION"}`, "--detach")
+	r := p.Orbit("run", "retry", first, "--from", "deploy", "--input", `{"target":"PRODUCTION"}`, "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	second := strings.TrimSpace(r.Stdout)
 	assert.Contains(t, r.Stderr, "run "+second+": reuses step build: its rendered input is unchanged")
@@ -94,10 +91,7 @@ func TestRetryWithANewInputReArmsTheGates(t *testing.T) {
 
 	// The same input again: nothing rested on changed, everything before
 	// deploy is reused, the gate included, and deploy runs at once.
-	r = p.Orbit("run", "retry", second, "--from", "deploy", "--detach", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var same engine.RunRetried
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &same))
+	same := orbitJSON[engine.RunRetried](t, p, "run", "retry", second, "--from", "deploy", "--detach", "--json")
 	require.Len(t, same.Steps, 3)
 	for _, s := range same.Steps {
 		assert.Equal(t, events.RetryReused, s.Action, s.Step)
@@ -108,10 +102,7 @@ func TestRetryWithANewInputReArmsTheGates(t *testing.T) {
 
 	// Back to staging, from a retry whose build was itself reused: its
 	// rendered input is found in the run that ran it.
-	r = p.Orbit("run", "retry", same.RunID, "--from", "deploy", "--input", `{"target":"staging"}`, "--detach", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var back engine.RunRetried
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &back))
+	back := orbitJSON[engine.RunRetried](t, p, "run", "retry", same.RunID, "--from", "deploy", "--input", `{"target":"staging"}`, "--detach", "--json")
 	require.Len(t, back.Steps, 3)
 	assert.Equal(t, events.RetryReused, back.Steps[0].Action, back.Steps[0].Reason)
 	assert.Equal(t, events.RetryRerun, back.Steps[1].Action)

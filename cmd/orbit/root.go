@@ -170,6 +170,25 @@ func (a *app) catalog(root string) (*assets.Catalog, error) {
 	})
 }
 
+// projectCatalog opens the asset catalogs of the project, which must have
+// been initialised.
+func (a *app) projectCatalog() (*assets.Catalog, error) {
+	root, err := a.project()
+	if err != nil {
+		return nil, err
+	}
+	return a.catalog(root)
+}
+
+// rootCatalog opens the asset catalogs of the root, initialised or not.
+func (a *app) rootCatalog() (*assets.Catalog, error) {
+	root, err := a.root()
+	if err != nil {
+		return nil, err
+	}
+	return a.catalog(root)
+}
+
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }
 
 func (a *app) errorf(format string, args ...any) {

@@ -86,6 +86,8 @@ func logEvents(t *testing.T, c *testkit.Cluster, types ...string) []events.Event
 	for {
 		msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 		if err != nil {
+			// The cluster answers no request for a moment now and then
+			// under load: the ordered consumer is asked again.
 			require.True(t, time.Now().Before(deadline), "reading the log up to %d: %v", last, err)
 			continue
 		}
@@ -179,16 +181,12 @@ type routineSchedule struct {
 
 func routinesOnTwoEngines(t *testing.T, sched routineSchedule) {
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	var ps []*testkit.Project
-	for range 2 {
-		p := testkit.ClusterProject(t, c, key)
-		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+	ps := clusterProjects(t, c, 2, "tock", tockJob)
+	for _, p := range ps {
 		p.WriteFile(".orbit/jobs/slowtock.yaml", strings.Replace(slowTockJob, "ms: 5000", fmt.Sprintf("ms: %d", (sched.period*5/2).Milliseconds()), 1))
 		p.WriteFile(".orbit/routines/catch.yaml", routineEvery(sched.cron, "catch", "tock", routine.CatchUpOnce, routine.Allow))
 		p.WriteFile(".orbit/routines/skip.yaml", routineEvery(sched.cron, "skip", "tock", routine.Skip, routine.Allow))
 		p.WriteFile(".orbit/routines/forbid.yaml", routineEvery(sched.cron, "forbid", "slowtock", routine.Skip, routine.Forbid))
-		ps = append(ps, p)
 	}
 	es := testkit.StartEngines(t, ps)
 	up := time.Now()
@@ -327,13 +325,9 @@ func TestARoutineTickDecidedByAKilledEngineFires(t *testing.T) {
 func TestARoutineTickDecidedByAKilledEngineOfTheClusterFires(t *testing.T) {
 	t.Parallel()
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	var ps []*testkit.Project
-	for range 2 {
-		p := testkit.ClusterProject(t, c, key)
-		p.WriteFile(".orbit/jobs/tock.yaml", tockJob)
+	ps := clusterProjects(t, c, 2, "tock", tockJob)
+	for _, p := range ps {
 		p.WriteFile(".orbit/routines/tock.yaml", routineYAML("tock", "tock", routine.Skip, routine.Allow))
-		ps = append(ps, p)
 	}
 	survivor := testkit.StartEngine(t, ps[1])
 	ps[0].Env = append(ps[0].Env, "ORBIT_FAILPOINT=routine-after-decision")
@@ -385,10 +379,7 @@ type runSummary struct {
 
 func routineHistory(t *testing.T, p *testkit.Project) []runSummary {
 	t.Helper()
-	r := p.Orbit("run", "history", "--job", "tock", "--limit", "0", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var runs []runSummary
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
+	runs := orbitJSON[[]runSummary](t, p, "run", "history", "--job", "tock", "--limit", "0", "--json")
 	return slices.DeleteFunc(runs, func(s runSummary) bool { return s.Routine == nil || strings.TrimSpace(s.ID) == "" })
 }
 
@@ -474,11 +465,7 @@ func TestRoutineRunNowPauseAndResume(t *testing.T) {
 	serve(t, p)
 	show := func(name string) routine.Status {
 		t.Helper()
-		r := p.Orbit("routine", "show", name, "--json")
-		require.Equal(t, 0, r.Code, r.String())
-		var st routine.Status
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &st))
-		return st
+		return orbitJSON[routine.Status](t, p, "routine", "show", name, "--json")
 	}
 	waitFor(t, "both routines to fire", func() bool { return show("catch").State.Fired > 0 && show("skip").State.Fired > 0 })
 

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,10 +33,7 @@ spec:
 
 func historyLen(t *testing.T, p *testkit.Project) int {
 	t.Helper()
-	r := p.Orbit("run", "history", "--json", "-n", "0")
-	require.Equal(t, 0, r.Code, r.String())
-	var runs []projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
+	runs := orbitJSON[[]projector.RunView](t, p, "run", "history", "--json", "-n", "0")
 	return len(runs)
 }
 

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -70,10 +69,7 @@ func TestResumingAChildRunResumesItsParent(t *testing.T) {
 	assert.Equal(t, child, d.ChildRunID, "the parent's second attempt waits for the same child")
 
 	// Each run counts once, by its last end.
-	r = p.Orbit("metrics", "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	var m projector.Metrics
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &m))
+	m := orbitJSON[projector.Metrics](t, p, "metrics", "--json")
 	for _, job := range []string{"resumable", "waits_for_resumable"} {
 		assert.Equal(t, int64(1), m.Jobs[job].Runs, job)
 		assert.Equal(t, map[string]int64{events.StateSuccess: 1}, m.Jobs[job].States, job)

@@ -164,10 +164,7 @@ spec:
 	hostile := `hi; touch pwned && echo $(touch pwned2) | sh -c 'touch pwned3'`
 	input, err := json.Marshal(map[string]string{"x": hostile})
 	require.NoError(t, err)
-	r := p.Orbit("job", "run", "echoer", "--json", "--input", string(input))
-	require.Equal(t, 0, r.Code, r.String())
-	var view projector.RunView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &view))
+	view := orbitJSON[projector.RunView](t, p, "job", "run", "echoer", "--json", "--input", string(input))
 	assert.Equal(t, hostile+"\n", view.Output.(map[string]any)["stdout"], "one argument, printed as given")
 	for _, f := range []string{"pwned", "pwned2", "pwned3"} {
 		_, err := os.Stat(filepath.Join(p.Root, f))

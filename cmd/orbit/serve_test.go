@@ -46,9 +46,7 @@ func TestServeIsTailableWithPlainNATS(t *testing.T) {
 	defer sub.Unsubscribe()
 	require.NoError(t, nc.Flush())
 
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 	var subjects []string
 	timeout := time.After(10 * time.Second)
 	for done := false; !done; {

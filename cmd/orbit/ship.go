@@ -92,11 +92,7 @@ succeeded, 1 one did not, 2 bad input, 3 no engine.`,
 // ship submits task_auto_pipeline with input and the options, and reports
 // how it went.
 func (a *app) ship(ctx context.Context, input map[string]any, opts shipOptions) error {
-	root, err := a.project()
-	if err != nil {
-		return err
-	}
-	cat, err := a.catalog(root)
+	cat, err := a.projectCatalog()
 	if err != nil {
 		return err
 	}

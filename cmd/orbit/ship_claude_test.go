@@ -37,6 +37,14 @@ spec:
   allowed_programs: [sh]
   wall_clock_timeout_seconds: 300
 `)
+	writeAgentImplement(p, "claude_code", "claude-sonnet-4-5", "mcp__orbit__task_summary")
+	return p, origin
+}
+
+// writeAgentImplement writes the agent_implement activity of the summary
+// tests: agent_loop on the CLI executor with model, told to record its
+// execution summary with the tool summaryTool.
+func writeAgentImplement(p *testkit.Project, executor, model, summaryTool string) {
 	p.WriteFile(".orbit/activities/agent_implement.yaml", `schemaVersion: 2
 kind: Activity
 metadata:
@@ -44,14 +52,13 @@ metadata:
 spec:
   type: agent_loop
   backend: cli
-  executor: claude_code
-  model: claude-sonnet-4-5
-  instruction: Implement the task; record your execution summary with mcp__orbit__task_summary.
+  executor: `+executor+`
+  model: `+model+`
+  instruction: Implement the task; record your execution summary with `+summaryTool+`.
   tools: [fs.read, fs.write]
   max_iterations: 10
   wall_clock_timeout_seconds: 300
 `)
-	return p, origin
 }
 
 // TestShipATaskThroughGroundhogOverClaudeCode: a task with a checkpoint
@@ -101,6 +108,18 @@ func TestShipATaskWhoseClaudeCodeAgentRecordsItsSummary(t *testing.T) {
 		testkit.Turn{Text: "Done."},
 	)
 	p, origin := claudeShipProject(t, srv)
+	shipTheFarewell(t, p, origin)
+	reqs := srv.Scripted()
+	require.NotEmpty(t, reqs)
+	assert.Contains(t, reqs[0].Tools, "mcp__orbit__task_summary", "the agent is given the task's MCP server")
+	assert.NotContains(t, reqs[0].Tools, "mcp__orbit__checkpoint_success", "and not the Groundhog verbs")
+}
+
+// shipTheFarewell adds the task of the summary tests and ships it
+// locally: it ends in review with the execution summary its agent recorded
+// through orbit mcp, and the farewell its agent wrote is on origin's main.
+func shipTheFarewell(t *testing.T, p *testkit.Project, origin string) {
+	t.Helper()
 	r := p.Orbit("task", "add", "--title", "Add a farewell", "--status", "backlog")
 	require.Equal(t, 0, r.Code, r.String())
 
@@ -110,10 +129,6 @@ func TestShipATaskWhoseClaudeCodeAgentRecordsItsSummary(t *testing.T) {
 	assert.Equal(t, events.TaskReview, v.Status)
 	assert.Equal(t, "Wrote farewell.txt, which says goodbye.", v.ExecutionSummary, "recorded by the agent through orbit mcp")
 	assert.Equal(t, "goodbye", testkit.Git(t, origin, "show", "main:farewell.txt"))
-	reqs := srv.Scripted()
-	require.NotEmpty(t, reqs)
-	assert.Contains(t, reqs[0].Tools, "mcp__orbit__task_summary", "the agent is given the task's MCP server")
-	assert.NotContains(t, reqs[0].Tools, "mcp__orbit__checkpoint_success", "and not the Groundhog verbs")
 }
 
 // TestShipATaskWhoseCodexAgentRecordsItsSummary: the same over the real
@@ -140,29 +155,8 @@ func TestShipATaskWhoseCodexAgentRecordsItsSummary(t *testing.T) {
 	}
 	p.WriteFile(".orbit/executors/codex.yaml", strings.Replace(executor, "\n  command: codex\n",
 		"\n  command: "+testkit.CodexCLI(t)+"\n  args: ["+strings.Join(quoted, ", ")+"]\n", 1))
-	p.WriteFile(".orbit/activities/agent_implement.yaml", `schemaVersion: 2
-kind: Activity
-metadata:
-  name: agent_implement
-spec:
-  type: agent_loop
-  backend: cli
-  executor: codex
-  model: gpt-orbit-test
-  instruction: Implement the task; record your execution summary with mcp__orbit.task_summary.
-  tools: [fs.read, fs.write]
-  max_iterations: 10
-  wall_clock_timeout_seconds: 300
-`)
-	r := p.Orbit("task", "add", "--title", "Add a farewell", "--status", "backlog")
-	require.Equal(t, 0, r.Code, r.String())
-
-	r = p.Orbit("run", "ship", "T-1", "--mode", "local")
-	require.Equal(t, 0, r.Code, r.String())
-	v := taskView(t, p, "T-1")
-	assert.Equal(t, events.TaskReview, v.Status)
-	assert.Equal(t, "Wrote farewell.txt, which says goodbye.", v.ExecutionSummary, "recorded by the agent through orbit mcp")
-	assert.Equal(t, "goodbye", testkit.Git(t, origin, "show", "main:farewell.txt"))
+	writeAgentImplement(p, "codex", "gpt-orbit-test", "mcp__orbit.task_summary")
+	shipTheFarewell(t, p, origin)
 	reqs := srv.Scripted()
 	require.NotEmpty(t, reqs)
 	assert.Contains(t, reqs[0].Tools, "mcp__orbit.task_summary", "the agent is given the task's MCP server")

@@ -45,10 +45,7 @@ func TestShipABacklogThroughTheBinary(t *testing.T) {
 		require.Equal(t, 0, r.Code, r.String())
 	}
 
-	r := p.Orbit("--json", "run", "auto", "--mode", "local", "--poll-seconds", "1")
-	require.Equal(t, 0, r.Code, r.String())
-	var rep shipping.AutoReport
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &rep), r.Stdout)
+	rep := orbitJSON[shipping.AutoReport](t, p, "--json", "run", "auto", "--mode", "local", "--poll-seconds", "1")
 	assert.Equal(t, shipping.StatusCompleted, rep.WorkflowStatus)
 	assert.Equal(t, events.StateSuccess, rep.State)
 	assert.Equal(t, 3, rep.Listed)
@@ -121,16 +118,13 @@ func TestShipABacklogThroughTheBinary(t *testing.T) {
 		"the root's main moved with its checkout")
 	assert.Empty(t, testkit.Git(t, p.Root, "status", "--porcelain", "--untracked-files=no"), "and its checkout is clean")
 
-	r = p.Orbit("replay", "--verify")
+	r := p.Orbit("replay", "--verify")
 	assert.Equal(t, 0, r.Code, r.String())
 
 	// Finished and landed, the runs' worktrees and branches are garbage
 	// once the grace is past: a dry run says so, --apply removes them, and
 	// a second pass finds nothing.
-	r = p.Orbit("--json", "gc", "--worktrees", "--branches")
-	require.Equal(t, 0, r.Code, r.String())
-	var gc engine.CollectReport
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &gc))
+	gc := orbitJSON[engine.CollectReport](t, p, "--json", "gc", "--worktrees", "--branches")
 	require.Len(t, gc.Worktrees, 3)
 	for _, w := range gc.Worktrees {
 		assert.Equal(t, shipping.GCKept, w.Outcome, "within the grace: %+v", w)

@@ -70,10 +70,7 @@ func TestExecutorList(t *testing.T) {
 	assert.Regexp(t, `(?m)^claude\s+claude_code\s+seeded\s+seeded:executors/claude.yaml\s`, r.Stdout)
 	assert.Regexp(t, `(?m)^codex\s+codex\s+seeded\s+seeded:executors/codex.yaml\s`, r.Stdout)
 
-	r = p.Orbit("--json", "executor", "list")
-	require.Equal(t, 0, r.Code, r.String())
-	var list []assets.Entry
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &list))
+	list := orbitJSON[[]assets.Entry](t, p, "--json", "executor", "list")
 	var names []string
 	for _, e := range list {
 		names = append(names, e.Name)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,11 +36,7 @@ func repoProject(t *testing.T, files map[string]string) (p *testkit.Project, ori
 
 func taskView(t *testing.T, p *testkit.Project, id string) projector.TaskView {
 	t.Helper()
-	r := p.Orbit("--json", "task", "show", id)
-	require.Equal(t, 0, r.Code, r.String())
-	var v projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &v))
-	return v
+	return orbitJSON[projector.TaskView](t, p, "--json", "task", "show", id)
 }
 
 // TestTaskCommandsOnAFreshRoot: add prints the new id alone (its
@@ -87,10 +82,7 @@ func TestTaskCommandsOnAFreshRoot(t *testing.T) {
 	r = p.Orbit("task", "update", "T-2", "--status", "archived")
 	assert.Equal(t, 2, r.Code)
 	assert.Contains(t, r.Stderr, "orbit task archive T-2")
-	r = p.Orbit("--json", "task", "archive", "T-2", "--reason", "not wanted after all")
-	require.Equal(t, 0, r.Code, r.String())
-	var archived projector.TaskView
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &archived))
+	archived := orbitJSON[projector.TaskView](t, p, "--json", "task", "archive", "T-2", "--reason", "not wanted after all")
 	assert.Equal(t, events.TaskArchived, archived.Status)
 	var moves []string
 	for _, h := range archived.History {

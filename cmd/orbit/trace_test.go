@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -15,14 +14,9 @@ import (
 func TestRunTraceNestsEventsUnderTheirCauses(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 
-	r = p.Orbit("run", "trace", "--json", runID)
-	require.Equal(t, 0, r.Code, r.String())
-	var tr events.Trace
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tr), r.Stdout)
+	tr := orbitJSON[events.Trace](t, p, "run", "trace", "--json", runID)
 	assert.Empty(t, tr.Orphans)
 	require.Len(t, tr.Roots, 1, "one root")
 	root := tr.Roots[0]
@@ -64,7 +58,7 @@ func TestRunTraceNestsEventsUnderTheirCauses(t *testing.T) {
 	assert.Equal(t, len(runEvents(t, p, runID)), countTrace(tr.Roots))
 
 	// The text form, for the latest run by default.
-	r = p.Orbit("run", "trace")
+	r := p.Orbit("run", "trace")
 	require.Equal(t, 0, r.Code, r.String())
 	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
 	require.Len(t, lines, countTrace(tr.Roots), r.Stdout)
@@ -102,9 +96,7 @@ spec:
     - {id: one, spec: {type: deterministic, action: job.invoke, config: {job: hello, wait: false}}}
     - {id: two, spec: {type: deterministic, action: job.invoke, config: {job: hello, wait: false}}}
 `)
-	r := p.Orbit("job", "run", "spawn")
-	require.Equal(t, 0, r.Code, r.String())
-	parent := strings.TrimSpace(r.Stdout)
+	parent := runJob(t, p, "spawn")
 	var children []string
 	waitFor(t, "both children to finish", func() bool {
 		children = runView(t, p, parent).Children
@@ -120,10 +112,7 @@ spec:
 	})
 	require.Len(t, children, 2)
 
-	r = p.Orbit("run", "trace", "--json", parent)
-	require.Equal(t, 0, r.Code, r.String())
-	var tr events.Trace
-	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tr), r.Stdout)
+	tr := orbitJSON[events.Trace](t, p, "run", "trace", "--json", parent)
 	assert.Empty(t, tr.Orphans)
 	want := len(runEvents(t, p, parent))
 	for _, c := range children {

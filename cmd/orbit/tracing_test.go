@@ -87,9 +87,7 @@ func runTracedAcrossAKill(t *testing.T, p *testkit.Project, caller string) strin
 	p.WriteFile(".orbit/jobs/traced.yaml", tracedJob)
 	p.WriteFile(".orbit/jobs/traced_child.yaml", tracedChild)
 	engine := serve(t, p)
-	r := p.Orbit("job", "run", "traced", "--detach", "--traceparent", caller)
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "traced", "--detach", "--traceparent", caller)
 	waitFor(t, "the shell step to start", func() bool {
 		_, err := os.Stat(filepath.Join(p.Root, "traceparent.txt"))
 		return err == nil
@@ -174,13 +172,11 @@ func TestATraceIDDerivesFromTheRunID(t *testing.T) {
 	rcv := testkit.StartOTLPReceiver(t)
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/config.yaml", "tracing:\n  endpoint: "+rcv.URL()+"\n")
-	r := p.Orbit("job", "run", "hello")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "hello")
 	spans := spansOf(t, rcv, tracing.TraceID(runID, "").String(), tracing.RunSpanID(runID).String())
 	assert.GreaterOrEqual(t, len(spans), 2, "%v", names(spans))
 
-	r = p.Orbit("job", "run", "hello", "--traceparent", "01-nonsense")
+	r := p.Orbit("job", "run", "hello", "--traceparent", "01-nonsense")
 	assert.Equal(t, 2, r.Code, r.String())
 	assert.Contains(t, r.Stderr, "--traceparent")
 }
@@ -250,9 +246,7 @@ func TestASpanExportedBeforeACrashIsExportedAgainMarked(t *testing.T) {
 	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
 	died := serveToFailpoint(t, p, "tracing-after-export")
 	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	r := p.Orbit("job", "run", "two_steps", "--detach", "--traceparent", caller)
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "two_steps", "--detach", "--traceparent", caller)
 	died()
 	require.NotEmpty(t, rcv.Spans(), "the engine died before its first export")
 
@@ -298,20 +292,14 @@ func TestEveryEngineOfAClusterExportsEachSpanOnce(t *testing.T) {
 	t.Parallel()
 	rcv := testkit.StartOTLPReceiver(t)
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
-	key := filepath.Join(t.TempDir(), "log.key")
-	var ps []*testkit.Project
-	for range 3 {
-		p := testkit.ClusterProject(t, c, key)
-		p.WriteFile(".orbit/jobs/two_steps.yaml", twoSteps)
+	ps := clusterProjects(t, c, 3, "two_steps", twoSteps)
+	for _, p := range ps {
 		p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
-		ps = append(ps, p)
 	}
 	es := testkit.StartEngines(t, ps)
 
 	run := func(p *testkit.Project) string {
-		r := p.Orbit("job", "run", "two_steps")
-		require.Equal(t, 0, r.Code, r.String())
-		id := strings.TrimSpace(r.Stdout)
+		id := runJob(t, p, "two_steps")
 		spansOf(t, rcv, tracing.TraceID(id, "").String(), tracing.RunSpanID(id).String())
 		return id
 	}
@@ -479,9 +467,7 @@ metadata: {name: claude_code}
 spec: {command: `+bin+`, output: claude_code}
 `)
 	serve(t, p)
-	r := p.Orbit("job", "run", "write")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "write")
 	spans := spansOf(t, rcv, tracing.TraceID(runID, "").String(), tracing.RunSpanID(runID).String())
 
 	step := tracing.StepSpanID(runID, "agent", 1).String()
@@ -624,9 +610,7 @@ func TestEachAttemptOfARetriedStepIsASpan(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.Env = append(p.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL())
 	serve(t, p)
-	r := p.Orbit("job", "run", "example_retry")
-	require.Equal(t, 0, r.Code, r.String())
-	runID := strings.TrimSpace(r.Stdout)
+	runID := runJob(t, p, "example_retry")
 	info, err := engine.ReadInfo(p.Root)
 	require.NoError(t, err)
 	root := tracing.RunSpanID(runID).String()
