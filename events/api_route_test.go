@@ -132,17 +132,13 @@ func TestRequestWithNoEngineFailsAtOnce(t *testing.T) {
 func TestARequestOverTheServersLargestMessageIsInvalid(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0", MaxPayload: 64 << 10})
-	client, err := events.Dial(ctx, l.ClientURL(), events.Config{
-		NKeySeedFile: events.CredsFile(filepath.Join(filepath.Dir(store), "creds"), events.IdentityClient)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0", MaxPayload: 64 << 10})
+	client := dialAs(ctx, t, l, events.IdentityClient)
 	whoAmI(t, l, "E1")
 
 	var got string
 	require.NoError(t, client.Request(ctx, "who.am_i", strings.Repeat("x", 1<<10), &got))
-	err = client.Request(ctx, "who.am_i", strings.Repeat("x", 100<<10), &got)
+	err := client.Request(ctx, "who.am_i", strings.Repeat("x", 100<<10), &got)
 	require.ErrorIs(t, err, events.ErrInvalidRequest)
 	assert.NotErrorIs(t, err, events.ErrUnavailable)
 	assert.Contains(t, err.Error(), "max_payload")
