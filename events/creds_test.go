@@ -44,20 +44,28 @@ func TestIdentitiesAreTheirOwnersOnly(t *testing.T) {
 	assert.Equal(t, c.Public, again.Public, "an existing seed is kept")
 }
 
+// helloLog starts a log served on a loopback port, holding one event
+// (run R1 requested), with an engine.info endpoint that answers "hello".
+func helloLog(ctx context.Context, t *testing.T) *events.Log {
+	t.Helper()
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
+		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
+	})
+	require.NoError(t, err)
+	t.Cleanup(stop.Stop)
+	_, err = l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
+	require.NoError(t, err)
+	return l
+}
+
 // TestAReaderReadsTheLogAndNothingElse: with the reader's key a process
 // follows the log and reads blobs, but cannot call the engine's API; the
 // client's key can.
 func TestAReaderReadsTheLogAndNothingElse(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
-	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
-		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
-	})
-	require.NoError(t, err)
-	defer stop.Stop()
-	_, err = l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
-	require.NoError(t, err)
+	l := helloLog(ctx, t)
 	ref, err := l.PutBlob(ctx, []byte("a blob"))
 	require.NoError(t, err)
 

@@ -1,10 +1,7 @@
 package events_test
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,15 +17,8 @@ import (
 func TestEachIdentityHasItsOwnInbox(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	l := helloLog(ctx, t)
 	creds, err := events.EnsureCreds(l.CredsDir())
-	require.NoError(t, err)
-	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
-		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
-	})
-	require.NoError(t, err)
-	defer stop.Stop()
-	_, err = l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
 	require.NoError(t, err)
 
 	client := dialAs(ctx, t, l, events.IdentityClient)
