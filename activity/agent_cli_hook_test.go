@@ -34,6 +34,46 @@ func runAsDocsWriter(t *testing.T, job *assets.Job) (log *events.Log, dir, runID
 	return log, dir, runID, fin
 }
 
+// checkDeniedBeforeItRan checks the run of a docs_writer step under
+// on_denial terminate whose agent asked to write src/main.go: the step
+// failed tool_denied without the file, no tool was called, the model was
+// not asked again, and the one denial on record names want's call (by
+// Orbit's and the agent's names, and its id) and reason. It returns the
+// run's events and the denial.
+func checkDeniedBeforeItRan(t *testing.T, log *events.Log, srv scriptedServer, dir, runID string, fin events.RunFinishedData, want events.ToolDeniedData) ([]events.Event, events.ToolDeniedData) {
+	t.Helper()
+	require.Equal(t, events.StateFailed, fin.State)
+	assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
+	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"), "the write never ran")
+	evs := runrig.History(t, log, runID)
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(evs, events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, want.Name, denied[0].Name)
+	assert.Equal(t, want.AgentTool, denied[0].AgentTool)
+	assert.Equal(t, want.ToolUseID, denied[0].ToolUseID)
+	assert.Equal(t, want.Reason, denied[0].Reason, "the hook's reason")
+	assert.Empty(t, runrig.OfType(evs, events.ToolCalled))
+	assert.Len(t, srv.Scripted(), 1, "no turn was asked after the denial")
+	return evs, denied[0]
+}
+
+// checkDenialTold checks the run of a docs_writer step under on_denial
+// continue whose agent asked to write src/main.go: the step succeeded
+// without the file, the one denial is on record with reason, and the
+// model was told the hook's reason in the turn after.
+func checkDenialTold(t *testing.T, log *events.Log, srv scriptedServer, dir, runID string, fin events.RunFinishedData, reason string) {
+	t.Helper()
+	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
+	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"))
+	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
+	require.Len(t, denied, 1)
+	assert.Equal(t, reason, denied[0].Reason)
+	assert.Equal(t, "continue", denied[0].OnDenial)
+	reqs := srv.Scripted()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, string(reqs[1].Raw), "docs_writer", "the model was told the hook's reason")
+}
+
 // TestClaudeCodeHookDeniesAWriteBeforeItRuns: Claude Code's permission
 // rules allow a Write anywhere in the workspace; the step's profile,
 // docs_writer, does not allow src/. Orbit's PreToolUse hook refuses the
@@ -49,22 +89,12 @@ func TestClaudeCodeHookDeniesAWriteBeforeItRuns(t *testing.T) {
 	began := time.Now()
 	log, dir, runID, fin := runAsDocsWriter(t, claudeCodeJob(t, srv, writeForAMinute))
 
-	require.Equal(t, events.StateFailed, fin.State)
+	evs, _ := checkDeniedBeforeItRan(t, log, srv, dir, runID, fin,
+		events.ToolDeniedData{Name: "fs.write", AgentTool: "Write", ToolUseID: "toolu_write", Reason: docsWriterDenial})
 	assert.Less(t, time.Since(began), 30*time.Second)
-	assert.Equal(t, events.KindToolDenied, fin.Error.Kind)
-	assert.NoFileExists(t, filepath.Join(dir, "src", "main.go"), "the write never ran")
-	evs := runrig.History(t, log, runID)
-	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(evs, events.ToolDenied))
-	require.Len(t, denied, 1)
-	assert.Equal(t, "fs.write", denied[0].Name)
-	assert.Equal(t, "Write", denied[0].AgentTool)
-	assert.Equal(t, "toolu_write", denied[0].ToolUseID)
-	assert.Equal(t, docsWriterDenial, denied[0].Reason, "the hook's reason")
-	assert.Empty(t, runrig.OfType(evs, events.ToolCalled))
 	finished := runrig.DecodeAll[events.CLIInvocationFinishedData](t, runrig.OfType(evs, events.CLIInvocationFinished))
 	require.Len(t, finished, 1)
 	assert.Empty(t, finished[0].Signal, "Claude Code ended on its own: the hook's answer stopped it, not a kill")
-	assert.Len(t, srv.Scripted(), 1, "no turn was asked after the denial")
 	assertNoHookToken(t, evs)
 }
 
@@ -97,17 +127,7 @@ func TestClaudeCodeHookDenialUnderContinueTellsTheModel(t *testing.T) {
 	t.Parallel()
 	srv := testkit.NewAnthropicServer(t, writeFileTurns("src/main.go")...)
 	log, dir, runID, fin := runAsDocsWriter(t, claudeCodeJob(t, srv, writeForAMinute+"        on_denial: continue\n"))
-
-	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	_, err := os.Stat(filepath.Join(dir, "src", "main.go"))
-	assert.ErrorIs(t, err, os.ErrNotExist)
-	denied := runrig.DecodeAll[events.ToolDeniedData](t, runrig.OfType(runrig.History(t, log, runID), events.ToolDenied))
-	require.Len(t, denied, 1)
-	assert.Equal(t, docsWriterDenial, denied[0].Reason)
-	assert.Equal(t, "continue", denied[0].OnDenial)
-	reqs := srv.Scripted()
-	require.Len(t, reqs, 2)
-	assert.Contains(t, string(reqs[1].Raw), "docs_writer", "the model was told the hook's reason")
+	checkDenialTold(t, log, srv, dir, runID, fin, docsWriterDenial)
 }
 
 // TestClaudeCodeStartsNoMCPServerOfTheUsers: an MCP server in the user's

@@ -20,9 +20,7 @@ import (
 
 func TestCLIBackendReadsTheEnvelopeAndParsesTheResult(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	runrig.StartEngine(t, log, dir, nil)
+	log, dir := cliEngine(t)
 	script := runrig.WriteScript(t, `cat > envelope.json
 echo "reading the envelope"
 echo "a warning" >&2
@@ -71,9 +69,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"fixed it
 
 func TestCLIBackendThatHangsIsKilledWithItsChildren(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	runrig.StartEngine(t, log, dir, nil)
+	log, dir := cliEngine(t)
 	script := runrig.WriteScript(t, `sleep 60 &
 echo $! > child.pid
 echo $$ > agent.pid

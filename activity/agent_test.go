@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/activity"
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/runrig"
@@ -275,6 +276,24 @@ spec:
 	}
 }
 
+// runPastAPause runs job on an agent engine until its step pause has
+// been dispatched, stops that engine, records the pause as finished (a
+// new engine's pause would take a minute: as if it had ended just before
+// the restart) and lets a new engine resume the run; it returns the run's
+// end.
+func runPastAPause(t *testing.T, log *events.Log, dir string, env map[string]string, job *assets.Job) events.RunFinishedData {
+	t.Helper()
+	first := agentEngine(t, log, dir, env)
+	runID := runrig.Submit(t, log, job, nil)
+	runrig.WaitFor(t, "the pause to be dispatched", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "pause") })
+	first.Stop()
+	_, err := log.Append(testkit.Context(t), events.Event{ID: events.DecisionID(events.StepFinished, runID, "pause", "1"), Type: events.StepFinished,
+		RunID: runID, Job: job.Name, StepKey: "pause"}, events.StepFinishedData{Attempt: 1, State: events.StateSuccess})
+	require.NoError(t, err)
+	agentEngine(t, log, dir, env, runID)
+	return runrig.WaitFinished(t, log, runID)
+}
+
 // TestSessionSurvivesARestart: the second step of a session runs on a new
 // engine, which has nothing in memory, and still sends the provider the
 // first step's conversation.
@@ -286,8 +305,6 @@ func TestSessionSurvivesARestart(t *testing.T) {
 		claudeTurn("end_turn", 10, 5, textBlock("First answer.")),
 		claudeTurn("end_turn", 20, 5, textBlock("Second answer.")),
 	)
-	env := map[string]string{"ANTHROPIC_API_KEY": fakeKey}
-	first := agentEngine(t, log, dir, env)
 	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
@@ -305,18 +322,7 @@ spec:
       default_input: {prompt: "Second question."}
       spec: {type: agent_loop, provider: claude, model: m, base_url: "`+ws.URL()+`"}
 `)
-	runID := runrig.Submit(t, log, job, nil)
-	runrig.WaitFor(t, "the pause to be dispatched", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "pause") })
-	first.Stop()
-
-	// The new engine's pause would take a minute: record the pause as done,
-	// as if it had finished just before the restart.
-	ctx := testkit.Context(t)
-	_, err := log.Append(ctx, events.Event{ID: events.DecisionID(events.StepFinished, runID, "pause", "1"), Type: events.StepFinished,
-		RunID: runID, Job: "two_turns", StepKey: "pause"}, events.StepFinishedData{Attempt: 1, State: events.StateSuccess})
-	require.NoError(t, err)
-	agentEngine(t, log, dir, env, runID)
-	fin := runrig.WaitFinished(t, log, runID)
+	fin := runPastAPause(t, log, dir, map[string]string{"ANTHROPIC_API_KEY": fakeKey}, job)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	reqs := ws.Received()
 	require.Len(t, reqs, 2)
@@ -338,8 +344,6 @@ func TestReplayPositionComesFromTheLog(t *testing.T) {
 	  {"content": [{"kind": "text", "text": "two"}], "stop_reason": "end_turn"},
 	  {"content": [{"kind": "text", "text": "three"}], "stop_reason": "end_turn"}
 	]`)
-	env := map[string]string{"ORBIT_REPLAY_FIXTURE": fixture}
-	first := agentEngine(t, log, dir, env)
 	job := runrig.ParseJob(t, `
 schemaVersion: 2
 kind: Job
@@ -357,14 +361,7 @@ spec:
     - id: report
       spec: {type: deterministic, action: echo, config: {said: "{{ steps.a.output.final_message }} {{ steps.b.output.final_message }} {{ steps.c.output.final_message }}"}}
 `)
-	runID := runrig.Submit(t, log, job, nil)
-	runrig.WaitFor(t, "the pause to be dispatched", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "pause") })
-	first.Stop()
-	_, err := log.Append(testkit.Context(t), events.Event{ID: events.DecisionID(events.StepFinished, runID, "pause", "1"), Type: events.StepFinished,
-		RunID: runID, Job: "scripted", StepKey: "pause"}, events.StepFinishedData{Attempt: 1, State: events.StateSuccess})
-	require.NoError(t, err)
-	agentEngine(t, log, dir, env, runID)
-	fin := runrig.WaitFinished(t, log, runID)
+	fin := runPastAPause(t, log, dir, map[string]string{"ORBIT_REPLAY_FIXTURE": fixture}, job)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.Equal(t, "one two three", fin.Output.(map[string]any)["said"])
 }

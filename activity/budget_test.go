@@ -13,16 +13,26 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// runTwiceUnder runs job with its one step repeated as a second step,
-// "again", under budget: a budget the first step spends stops the run
-// before the second.
-func runTwiceUnder(t *testing.T, log *events.Log, job *assets.Job, budget *assets.Budget) (string, events.RunFinishedData) {
+// stoppedBeforeAgain runs job with its one step repeated as a second step,
+// "again", under budget, and requires the budget the first step spends to
+// stop the run before the second, budget_exhausted.
+func stoppedBeforeAgain(t *testing.T, log *events.Log, job *assets.Job, budget *assets.Budget) (string, events.RunFinishedData) {
 	t.Helper()
 	again := job.Spec.Steps[0]
 	again.ID = "again"
 	job.Spec.Steps = append(job.Spec.Steps, again)
 	job.Spec.Budget = budget
-	return runrig.RunJob(t, log, job, nil)
+	runID, fin := runrig.RunJob(t, log, job, nil)
+	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
+	assert.Equal(t, "again", fin.Error.StepKey)
+	return runID, fin
+}
+
+// claudeJSONJob is a one-step job of a CLI agent whose output is
+// claude_json and which prints result, one JSON line.
+func claudeJSONJob(t *testing.T, result string) *assets.Job {
+	t.Helper()
+	return runrig.CLIJob(t, runrig.WriteScript(t, "printf '"+result+"\\n'\n"), agent.OutputClaudeJSON, 30)
 }
 
 // TestClaudeCodeIsStoppedWhenItsRunsBudgetIsSpent: the real Claude Code
@@ -62,10 +72,8 @@ func TestARunsCostBudgetCountsWhatClaudeCodeReports(t *testing.T) {
 	log := runrig.EngineLog(t)
 	srv := testkit.NewAnthropicServer(t, append(writeFileTurns("out.txt"), testkit.Turn{Hang: true})...)
 	job := claudeCodeJob(t, srv, writeForAMinute)
-	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
+	runID, fin := stoppedBeforeAgain(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
 
-	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
-	assert.Equal(t, "again", fin.Error.StepKey)
 	assert.Contains(t, fin.Error.Message, "budget spent before step again")
 	assert.Contains(t, fin.Error.Message, "of max_cost_usd 0.0000")
 	evs := runrig.History(t, log, runID)
@@ -89,9 +97,8 @@ func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
 	turns[1].InputTokens, turns[1].OutputTokens = 400, 90
 	srv := testkit.NewAnthropicServer(t, append(turns, testkit.Turn{Hang: true})...)
 	job := claudeCodeJob(t, srv, writeForAMinute)
-	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
+	runID, _ := stoppedBeforeAgain(t, log, job, &assets.Budget{MaxCostUSD: 0.000001})
 
-	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
 	evs := runrig.History(t, log, runID)
 	invs := runrig.DecodeAll[events.CLIInvocationFinishedData](t, runrig.OfType(evs, events.CLIInvocationFinished))
 	require.Len(t, invs, 1)
@@ -107,13 +114,9 @@ func TestARunsTokensSpentByClaudeCodeAreItsResults(t *testing.T) {
 func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	script := runrig.WriteScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}\n'
-`)
-	job := runrig.CLIJob(t, script, agent.OutputClaudeJSON, 30)
-	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxTokens: 600})
+	job := claudeJSONJob(t, `{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"usage":{"input_tokens":400,"output_tokens":200}}`)
+	runID, fin := stoppedBeforeAgain(t, log, job, &assets.Budget{MaxTokens: 600})
 
-	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
-	assert.Equal(t, "again", fin.Error.StepKey)
 	assert.Contains(t, fin.Error.Message, "600 tokens of max_tokens 600")
 	assert.Empty(t, runrig.OfType(runrig.History(t, log, runID), events.AgentTurn))
 }
@@ -125,13 +128,9 @@ func TestACLIAgentWithoutTurnsCountsTheTokensOfItsResult(t *testing.T) {
 func TestARunsCostBudgetCountsWhatClaudeJSONReports(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	script := runrig.WriteScript(t, `printf '{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":40,"output_tokens":2}}\n'
-`)
-	job := runrig.CLIJob(t, script, agent.OutputClaudeJSON, 30)
-	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxCostUSD: 0.2})
+	job := claudeJSONJob(t, `{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":40,"output_tokens":2}}`)
+	runID, fin := stoppedBeforeAgain(t, log, job, &assets.Budget{MaxCostUSD: 0.2})
 
-	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
-	assert.Equal(t, "again", fin.Error.StepKey)
 	assert.Contains(t, fin.Error.Message, "$0.2500 of max_cost_usd 0.2000")
 	invs := runrig.DecodeAll[events.CLIInvocationFinishedData](t, runrig.OfType(runrig.History(t, log, runID), events.CLIInvocationFinished))
 	require.Len(t, invs, 1)
@@ -148,10 +147,8 @@ func TestARunsTokenBudgetCountsWhatCodexReports(t *testing.T) {
 	log := runrig.EngineLog(t)
 	srv := testkit.NewOpenAIServer(t, append(codexCommandTurns("echo written > out.txt"), testkit.Turn{Hang: true})...)
 	job := codexJob(t, srv, writeForAMinute)
-	runID, fin := runTwiceUnder(t, log, job, &assets.Budget{MaxTokens: 100})
+	runID, _ := stoppedBeforeAgain(t, log, job, &assets.Budget{MaxTokens: 100})
 
-	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
-	assert.Equal(t, "again", fin.Error.StepKey)
 	evs := runrig.History(t, log, runID)
 	require.NotEmpty(t, runrig.OfType(evs, events.AgentTurn), "Codex's turns are recorded, without usage")
 	decided := runrig.DecodeAll[events.RunBudgetExhaustedData](t, runrig.OfType(evs, events.RunBudgetExhausted))

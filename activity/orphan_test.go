@@ -83,6 +83,50 @@ func queueEmpty(t *testing.T, log *events.Log) bool {
 	return true
 }
 
+// sentTouch is touchJob's step command, sent under a run of its own to a
+// worker alone on a signing log.
+type sentTouch struct {
+	log   *events.Log
+	dir   string // the workspace the command runs in
+	runID string
+	name  string // the command's message name
+}
+
+// sendTouch starts a signing log and a worker that waits decisionWait for
+// a command's decision, and sends it touchJob's step command under a new
+// run, with no step.started stored.
+func sendTouch(t *testing.T, decisionWait time.Duration) sentTouch {
+	t.Helper()
+	s := sentTouch{log: signingLog(t), dir: t.TempDir(), runID: events.NewID()}
+	startWorker(t, s.log, decisionWait)
+	var err error
+	s.name, err = runrig.ResendStepCommand(testkit.Context(t), s.log, s.runID, "touch", 1, runrig.ParseJob(t, touchJob), s.dir)
+	require.NoError(t, err)
+	return s
+}
+
+// storeStarted stores the step.started of the touch command's run, step
+// and attempt, with data's activity type and input.
+func (s sentTouch) storeStarted(t *testing.T, data events.StepStartedData) {
+	t.Helper()
+	_, err := s.log.Append(testkit.Context(t), events.Event{
+		ID: events.DecisionID(events.StepStarted, s.runID, "touch", "1"), Type: events.StepStarted,
+		RunID: s.runID, Job: "touch", StepKey: "touch",
+	}, data)
+	require.NoError(t, err)
+}
+
+// rejected waits for the command to be dead-lettered and returns the one
+// integrity.rejected recorded for it.
+func (s sentTouch) rejected(t *testing.T) events.IntegrityRejectedData {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(commandRejections(t, s.log, s.runID)) > 0 },
+		15*time.Second, 20*time.Millisecond, "the command is recorded as rejected")
+	rej := commandRejections(t, s.log, s.runID)
+	require.Len(t, rej, 1)
+	return rej[0]
+}
+
 func assertNotRun(t *testing.T, log *events.Log, dir, runID string) {
 	t.Helper()
 	_, err := os.Stat(filepath.Join(dir, "ran"))
@@ -97,27 +141,18 @@ func assertNotRun(t *testing.T, log *events.Log, dir, runID string) {
 // is empty.
 func TestAStepCommandWithNoDecisionIsNeverRun(t *testing.T) {
 	t.Parallel()
-	log := signingLog(t)
-	dir := t.TempDir()
-	startWorker(t, log, 500*time.Millisecond)
-	ctx := testkit.Context(t)
-	runID := events.NewID()
-	name, err := runrig.ResendStepCommand(ctx, log, runID, "touch", 1, runrig.ParseJob(t, touchJob), dir)
-	require.NoError(t, err)
+	s := sendTouch(t, 500*time.Millisecond)
 
-	require.Eventually(t, func() bool { return len(commandRejections(t, log, runID)) > 0 },
-		15*time.Second, 20*time.Millisecond, "the command is recorded as rejected")
-	rej := commandRejections(t, log, runID)
-	require.Len(t, rej, 1)
-	assert.Equal(t, events.StepsStream, rej[0].Stream)
-	assert.Equal(t, events.CommandSubject(name), rej[0].Subject)
-	assert.Equal(t, events.ReasonNoDecision, rej[0].Reason)
-	assert.NotZero(t, rej[0].Seq)
-	require.Eventually(t, func() bool { return queueEmpty(t, log) }, 5*time.Second, 20*time.Millisecond, "the command is removed")
-	pending, err := log.Pending(ctx, name)
+	rej := s.rejected(t)
+	assert.Equal(t, events.StepsStream, rej.Stream)
+	assert.Equal(t, events.CommandSubject(s.name), rej.Subject)
+	assert.Equal(t, events.ReasonNoDecision, rej.Reason)
+	assert.NotZero(t, rej.Seq)
+	require.Eventually(t, func() bool { return queueEmpty(t, s.log) }, 5*time.Second, 20*time.Millisecond, "the command is removed")
+	pending, err := s.log.Pending(testkit.Context(t), s.name)
 	require.NoError(t, err)
 	assert.False(t, pending)
-	assertNotRun(t, log, dir, runID)
+	assertNotRun(t, s.log, s.dir, s.runID)
 }
 
 // TestAStepCommandRunsOnceItsStepStartedIsStored sends a step command
@@ -135,29 +170,19 @@ func TestAStepCommandRunsOnceItsStepStartedIsStored(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			log := signingLog(t)
-			dir := t.TempDir()
-			startWorker(t, log, 5*time.Second)
-			ctx := testkit.Context(t)
-			runID := events.NewID()
-			_, err := runrig.ResendStepCommand(ctx, log, runID, "touch", 1, runrig.ParseJob(t, touchJob), dir)
-			require.NoError(t, err)
+			s := sendTouch(t, 5*time.Second)
 			time.Sleep(tc.delay)
-			_, statErr := os.Stat(filepath.Join(dir, "ran"))
+			_, statErr := os.Stat(filepath.Join(s.dir, "ran"))
 			require.True(t, os.IsNotExist(statErr), "the command must wait for its step.started")
-			_, err = log.Append(ctx, events.Event{
-				ID: events.DecisionID(events.StepStarted, runID, "touch", "1"), Type: events.StepStarted,
-				RunID: runID, Job: "touch", StepKey: "touch",
-			}, events.StepStartedData{Attempt: 1, ActivityType: "shell"})
-			require.NoError(t, err)
+			s.storeStarted(t, events.StepStartedData{Attempt: 1, ActivityType: "shell"})
 
 			require.Eventually(t, func() bool {
-				_, err := os.Stat(filepath.Join(dir, "ran"))
+				_, err := os.Stat(filepath.Join(s.dir, "ran"))
 				return err == nil
 			}, 10*time.Second, 20*time.Millisecond, "the command runs")
-			require.Eventually(t, func() bool { return len(runrig.OfType(runrig.History(t, log, runID), events.StepFinished)) == 1 },
+			require.Eventually(t, func() bool { return len(runrig.OfType(runrig.History(t, s.log, s.runID), events.StepFinished)) == 1 },
 				10*time.Second, 20*time.Millisecond)
-			assert.Empty(t, commandRejections(t, log, runID))
+			assert.Empty(t, commandRejections(t, s.log, s.runID))
 		})
 	}
 }

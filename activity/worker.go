@@ -686,28 +686,24 @@ func (w *Worker) deliveryWait() time.Duration {
 // confirm keeps a command from being redelivered while the worker handles
 // it: the server hears from the worker every third of the ack wait.
 func (w *Worker) confirm(ctx context.Context, c *events.Command) {
-	tick := time.NewTicker(w.deliveryWait() / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			_ = c.InProgress()
-		}
-	}
+	every(ctx, w.deliveryWait()/3, func() { _ = c.InProgress() })
 }
 
 // renew keeps a step's lease alive while the step is handled.
 func (w *Worker) renew(ctx context.Context, ls *lease.Lease) {
-	tick := time.NewTicker(w.cfg.AckWait / 3)
+	every(ctx, w.cfg.AckWait/3, func() { _ = ls.Renew(ctx) })
+}
+
+// every calls f every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			_ = ls.Renew(ctx)
+			f()
 		}
 	}
 }

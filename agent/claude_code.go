@@ -103,10 +103,7 @@ const closedByVerb = "called after the session was closed by a terminal verb: re
 // .git/ or .orbit/, or outside its write globs). Claude Code's own
 // permission rules still apply to what the hook lets through.
 func claudeCodeDecision(cfg *CLIConfig, grant assets.ClaudeCodeGrantData) func(hookRequest) string {
-	tc := &ToolContext{Workspace: cfg.Workspace, Profile: DefaultProfile}
-	if cfg.Profile != nil {
-		tc.Profile = *cfg.Profile
-	}
+	tc := cfg.hookToolContext()
 	return func(req hookRequest) string {
 		if closed(cfg.Stop) {
 			return closedByVerb

@@ -622,6 +622,17 @@ func (cfg *CLIConfig) persist() bool {
 	return cfg.Persist || cfg.Resume != ""
 }
 
+// hookToolContext is what the PreToolUse hook checks a call's paths
+// against: the workspace, under the step's filesystem profile or
+// DefaultProfile.
+func (cfg *CLIConfig) hookToolContext() *ToolContext {
+	tc := &ToolContext{Workspace: cfg.Workspace, Profile: DefaultProfile}
+	if cfg.Profile != nil {
+		tc.Profile = *cfg.Profile
+	}
+	return tc
+}
+
 // onDenial is what a denial does: OnDenialTerminate unless the step said
 // otherwise.
 func (cfg *CLIConfig) onDenial() string {

@@ -162,10 +162,7 @@ func codexHookItem(req hookRequest) *codexItem {
 // it. Codex's sandbox still bounds what a command the hook lets through
 // does.
 func codexDecision(cfg *CLIConfig, grant assets.CodexGrantData) func(hookRequest) string {
-	tc := &ToolContext{Workspace: cfg.Workspace, Profile: DefaultProfile}
-	if cfg.Profile != nil {
-		tc.Profile = *cfg.Profile
-	}
+	tc := cfg.hookToolContext()
 	return func(req hookRequest) string {
 		if closed(cfg.Stop) {
 			return closedByVerb

@@ -265,26 +265,17 @@ func TestClaudeErrorStatus(t *testing.T) {
 
 func TestClaudeMalformedBody(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		reply testkit.WireReply
-	}{
-		{"truncated", testkit.WireReply{Body: `{"content": [`}},
-		{"not json", testkit.WireReply{ContentType: "text/html", Body: "<html>hello</html>"}},
-		{"not a message", testkit.WireReply{Body: `{"ok": true}`}},
-		{"content not a list", testkit.WireReply{Body: `{"type":"message","content":"hello","stop_reason":"end_turn"}`}},
-		{"tool_use without id", testkit.WireReply{Body: `{"type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","name":"fs_read","input":{}}],"stop_reason":"tool_use"}`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ws := testkit.NewWireServer(t, tc.reply)
-			perr := failedHi(t, newClaude(t, ws), fakeAnthropicKey)
-			assert.Equal(t, 0, perr.Status)
-			assert.False(t, perr.Retryable)
-			assert.Contains(t, perr.Message, "malformed response")
-			t.Log(perr)
-		})
-	}
+	checkMalformed(t, newClaude, fakeAnthropicKey, []malformedCase{
+		{"truncated", testkit.WireReply{Body: `{"content": [`}, "claude: malformed response: HTTP 200: "},
+		{"not json", testkit.WireReply{ContentType: "text/html", Body: "<html>hello</html>"}, "claude: malformed response: HTTP 200 with text/html, not JSON"},
+		{"not a message", testkit.WireReply{Body: `{"ok": true}`}, "claude: malformed response: not a message (no content)"},
+		{"content not a list", testkit.WireReply{Body: `{"type":"message","content":"hello","stop_reason":"end_turn"}`}, "claude: malformed response: not a message (no content)"},
+		{
+			"tool_use without id",
+			testkit.WireReply{Body: `{"type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","name":"fs_read","input":{}}],"stop_reason":"tool_use"}`},
+			"claude: malformed response: content[0]: tool_use without an id or a name",
+		},
+	})
 }
 
 func TestClaudeTransportFailure(t *testing.T) {
@@ -330,22 +321,16 @@ func TestClaudeEnvFallbacks(t *testing.T) {
 	other := testkit.NewWireServer(t)
 
 	// Both from the environment.
-	p, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  "sk-ant-from-env",
 		"ANTHROPIC_BASE_URL": ws.URL(),
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 
 	// The options win over the environment.
-	p, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", APIKey: fakeAnthropicKey, BaseURL: ws.URL(), Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "claude", APIKey: fakeAnthropicKey, BaseURL: ws.URL(), Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  "sk-ant-from-env",
 		"ANTHROPIC_BASE_URL": other.URL(),
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 
 	reqs := ws.Received()
 	require.Len(t, reqs, 2)
@@ -353,7 +338,7 @@ func TestClaudeEnvFallbacks(t *testing.T) {
 	assert.Equal(t, fakeAnthropicKey, reqs[1].Header.Get("X-Api-Key"))
 	assert.Empty(t, other.Received())
 
-	_, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(nil)})
+	_, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(nil)})
 	require.EqualError(t, err, "claude: no API key (set ANTHROPIC_API_KEY)")
 	_, err = agent.NewProvider(agent.ProviderOptions{Name: "claude", APIKey: "k", BaseURL: "ftp://example.com", Env: wireEnv(nil)})
 	require.EqualError(t, err, `claude: base URL "ftp://example.com": want http(s)://host[/path]`)
@@ -367,13 +352,10 @@ func TestClaudeIgnoresProcessEnv(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-process")
 	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Leak: yes")
 
-	p, err := agent.NewProvider(agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "claude", Env: wireEnv(map[string]string{
 		"ANTHROPIC_API_KEY":  fakeAnthropicKey,
 		"ANTHROPIC_BASE_URL": ws.URL(),
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 	req := ws.Only()
 	assert.Equal(t, fakeAnthropicKey, req.Header.Get("X-Api-Key"))
 	assert.Empty(t, req.Header.Get("X-Leak"))

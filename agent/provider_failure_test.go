@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,16 @@ import (
 	"github.com/orbitrun/orbit/agent"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
+
+// saidHi makes the provider opts say and asks it to answer "hi", which it
+// must.
+func saidHi(t *testing.T, opts agent.ProviderOptions) {
+	t.Helper()
+	p, err := agent.NewProvider(opts)
+	require.NoError(t, err)
+	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
+	require.NoError(t, err)
+}
 
 // failedHi asks p to answer "hi" and returns the *ProviderError the call
 // fails with, checking that the provider's key is nowhere in it.
@@ -57,6 +68,31 @@ func checkErrorStatuses(t *testing.T, provider string, ok string, key wireKey, n
 
 			req := ws.Only() // and the SDK did not retry
 			assert.Equal(t, key.value, req.Header.Get(key.header))
+		})
+	}
+}
+
+// malformedCase is a reply of status 200 that is no answer of the
+// provider's API, and how the error it becomes starts.
+type malformedCase struct {
+	name  string
+	reply testkit.WireReply
+	want  string
+}
+
+// checkMalformed asks p, on a server that answers each case's reply, to
+// answer "hi": the call fails, not to be retried, with an error that
+// starts as the case wants and does not show key.
+func checkMalformed(t *testing.T, newProvider func(*testing.T, *testkit.WireServer) agent.Provider, key string, cases []malformedCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ws := testkit.NewWireServer(t, tc.reply)
+			perr := failedHi(t, newProvider(t, ws), key)
+			assert.Equal(t, 0, perr.Status)
+			assert.False(t, perr.Retryable)
+			assert.True(t, strings.HasPrefix(perr.Error(), tc.want), "%q does not start with %q", perr.Error(), tc.want)
 		})
 	}
 }

@@ -254,11 +254,8 @@ func TestOpenAIErrorStatus(t *testing.T) {
 
 func TestOpenAIMalformedBody(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		reply testkit.WireReply
-		want  string
-	}{
+	newProvider := func(t *testing.T, ws *testkit.WireServer) agent.Provider { return newOpenAI(t, ws, fakeOpenAIKey) }
+	checkMalformed(t, newProvider, fakeOpenAIKey, []malformedCase{
 		{"truncated", testkit.WireReply{Body: `{"choices": [`}, "openai_compat: malformed response: HTTP 200: "},
 		{"no choices", testkit.WireReply{Body: `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}`}, "openai_compat: malformed response: no choices"},
 		{"not json", testkit.WireReply{ContentType: "text/html", Body: "<html></html>"}, "openai_compat: malformed response: HTTP 200 with text/html, not JSON"},
@@ -267,16 +264,7 @@ func TestOpenAIMalformedBody(t *testing.T) {
 			testkit.WireReply{Body: strings.Replace(openAIToolCallReply, `{\"path\":\"a.txt\"}`, `{\"path\":`, 1)},
 			"openai_compat: malformed response: tool_calls[0] (fs_read): arguments are not valid JSON",
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ws := testkit.NewWireServer(t, tc.reply)
-			perr := failedHi(t, newOpenAI(t, ws, fakeOpenAIKey), fakeOpenAIKey)
-			assert.Equal(t, 0, perr.Status)
-			assert.False(t, perr.Retryable)
-			assert.True(t, strings.HasPrefix(perr.Error(), tc.want), "%q does not start with %q", perr.Error(), tc.want)
-		})
-	}
+	})
 }
 
 func TestOpenAINoKey(t *testing.T) {
@@ -293,21 +281,15 @@ func TestOpenAIEnvFallbacks(t *testing.T) {
 	ws := testkit.NewWireServer(t, testkit.WireReply{Body: openAITextReply}, testkit.WireReply{Body: openAITextReply})
 	other := testkit.NewWireServer(t)
 
-	p, err := agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
 		"OPENAI_API_KEY":  "sk-from-env",
 		"OPENAI_BASE_URL": ws.URL() + "/v1/",
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 
-	p, err = agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", APIKey: fakeOpenAIKey, BaseURL: ws.URL() + "/api/v1", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "openai_compat", APIKey: fakeOpenAIKey, BaseURL: ws.URL() + "/api/v1", Env: wireEnv(map[string]string{
 		"OPENAI_API_KEY":  "sk-from-env",
 		"OPENAI_BASE_URL": other.URL(),
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 
 	reqs := ws.Received()
 	require.Len(t, reqs, 2)
@@ -325,12 +307,9 @@ func TestOpenAIIgnoresProcessEnv(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-process-key")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
 
-	p, err := agent.NewProvider(agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
+	saidHi(t, agent.ProviderOptions{Name: "openai_compat", Env: wireEnv(map[string]string{
 		"OPENAI_BASE_URL": ws.URL() + "/v1",
 	})})
-	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &agent.Request{Model: "m", Messages: []agent.Message{wireUser("hi")}})
-	require.NoError(t, err)
 	assert.Empty(t, ws.Only().Header.Values("Authorization"))
 }
 

@@ -425,6 +425,12 @@ func (o *Orchestrator) recordQueued(ctx context.Context, rc *runCtl, paused bool
 		}
 	}
 	slices.Sort(active)
+	o.appendQueued(ctx, rc, active, paused)
+}
+
+// appendQueued records, in the background, that rc is queued behind the
+// runs active, or for its job's unpause.
+func (o *Orchestrator) appendQueued(ctx context.Context, rc *runCtl, active []string, paused bool) {
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()

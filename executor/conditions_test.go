@@ -17,11 +17,7 @@ import (
 func TestBreakWhenComparesTextWithEqualsAndColon(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: review}
-spec:
+	runID, fin := runSpec(t, log, "review", `
   steps:
     - id: review_fix
       loop:

@@ -14,17 +14,12 @@ import (
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/runrig"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 func TestWhenSkipsAndCountsAsSuccess(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: w}
-spec:
+	runID, fin := runSpec(t, log, "w", `
   default_input: {mode: "fast && slow == fast"}
   steps:
     - id: check
@@ -50,11 +45,7 @@ spec:
 func TestRetryBacksOffAndSucceedsOnAttemptThree(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: r}
-spec:
+	runID, fin := runSpec(t, log, "r", `
   steps:
     - id: flaky
       retry: {max_attempts: 4, initial_backoff_ms: 100, backoff_cap_ms: 150}
@@ -89,11 +80,7 @@ func TestRetryStopsWhenExhaustedOrNotRetryable(t *testing.T) {
 		attempts  int
 	}{"exhausted": {true, 3}, "not retryable": {false, 1}} {
 		t.Run(name, func(t *testing.T) {
-			runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: x}
-spec:
+			runID, fin := runrig.RunJob(t, log, jobSpec(t, "x", `
   steps:
     - id: broken
       retry: {max_attempts: 3, initial_backoff_ms: 10, backoff_strategy: linear}
@@ -178,14 +165,8 @@ func TestParallelJoins(t *testing.T) {
 // workers between them.
 func TestFanOutBoundsConcurrency(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	runrig.StartEngine(t, log, dir, nil)
-	runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: f}
-spec:
+	log, dir := engineOver(t)
+	runID, fin := runSpec(t, log, "f", `
   default_input: {prefix: item}
   steps:
     - id: per_item
@@ -244,11 +225,7 @@ spec:
 func TestFanOutWorkerFailingUnderAll(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	_, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: f}
-spec:
+	_, fin := runSpec(t, log, "f", `
   steps:
     - id: per_item
       fan_out:
@@ -276,11 +253,7 @@ func TestLoops(t *testing.T) {
 	log := runrig.EngineLog(t)
 
 	t.Run("breaks after the body of iteration 2", func(t *testing.T) {
-		runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: l}
-spec:
+		runID, fin := runSpec(t, log, "l", `
   steps:
     - id: review_fix
       loop:
@@ -307,11 +280,7 @@ spec:
 		assert.Equal(t, []string{"review_fix/1/review", "review_fix/1/fix", "review_fix/2/review", "review_fix/2/fix", "review_fix", "after"}, keys)
 	})
 	t.Run("over items, never breaking", func(t *testing.T) {
-		_, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: l}
-spec:
+		_, fin := runSpec(t, log, "l", `
   steps:
     - id: each
       loop:
@@ -326,11 +295,7 @@ spec:
 		assert.Equal(t, map[string]any{"visit": map[string]any{"item": "z", "i": float64(3), "iteration": float64(3)}}, fin.Output)
 	})
 	t.Run("more items than max_iterations is structural", func(t *testing.T) {
-		runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: l}
-spec:
+		runID, fin := runSpec(t, log, "l", `
   steps:
     - id: each
       loop:
@@ -349,9 +314,7 @@ spec:
 
 func TestRecoveryActivityThenOneMoreAttempt(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	runrig.StartEngine(t, log, dir, nil)
+	log, dir := engineOver(t)
 	fixer, err := assets.ParseActivity("fixer.yaml", []byte(runrig.FixerActivity))
 	require.NoError(t, err)
 	resolve := func(name string) (*assets.Activity, error) { return fixer, nil }

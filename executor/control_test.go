@@ -44,9 +44,7 @@ spec:
 // max_active_runs (cancelled at once, nothing run).
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	runrig.StartEngine(t, log, dir, nil)
+	log, dir := engineOver(t)
 	job := runrig.ParseJob(t, sleeper)
 	ctx := testkit.Context(t)
 
@@ -88,11 +86,7 @@ func TestCancel(t *testing.T) {
 func TestMaxActiveRunsQueuesInArrivalOrder(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: one_at_a_time}
-spec:
+	job := jobSpec(t, "one_at_a_time", `
   max_active_runs: 1
   steps:
     - id: nap
@@ -120,11 +114,7 @@ spec:
 func TestStepTimeoutAppliesToEveryActivity(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	_, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: slow}
-spec:
+	_, fin := runSpec(t, log, "slow", `
   steps:
     - id: nap
       timeout_seconds: 1
@@ -138,11 +128,7 @@ spec:
 func TestChildJobs(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	child := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: child}
-spec:
+	child := jobSpec(t, "child", `
   default_input: {greeting: hello}
   steps:
     - id: say
@@ -160,11 +146,7 @@ spec:
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()
 
-	runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: parent}
-spec:
+	runID, fin := runSpec(t, log, "parent", `
   steps:
     - id: call
       spec: {type: deterministic, action: job.invoke, config: {job: child, input: {name: Ada}}}
@@ -192,11 +174,7 @@ spec:
 	require.NoError(t, req.Decode(&rd))
 	assert.Equal(t, &events.RunLink{RunID: runID, StepKey: "call"}, rd.Parent)
 
-	_, fin = runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: orphan}
-spec:
+	_, fin = runSpec(t, log, "orphan", `
   steps:
     - id: call
       spec: {type: deterministic, action: job.invoke, config: {job: nowhere}}
@@ -219,11 +197,7 @@ func TestChildOfTheSameJobIsNotQueuedBehindItsParent(t *testing.T) {
 	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
 	go func() { _ = worker.Run(ctx) }()
 	go func() { _ = orch.Run(ctx) }()
-	self = runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: recursive}
-spec:
+	self = jobSpec(t, "recursive", `
   default_input: {depth: 0}
   steps:
     - id: again
@@ -243,11 +217,7 @@ spec:
 func TestRequestsAtOnceStartInTheOrderTheLogRecordsThem(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: one_at_a_time}
-spec:
+	job := jobSpec(t, "one_at_a_time", `
   max_active_runs: 1
   steps:
     - id: echo

@@ -135,31 +135,19 @@ func TestCancelTreeReachesTheLiveRunsBelowAFinishedRun(t *testing.T) {
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{})
 	nap := napJob(t, 10)
-	middle := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: middle}
-spec:
+	middle := jobSpec(t, "middle", `
   steps:
     - id: one
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
     - id: two
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
 `)
-	outer := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: outer}
-spec:
+	outer := jobSpec(t, "outer", `
   steps:
     - id: middle
       spec: {type: deterministic, action: job.invoke, config: {job: middle}}
 `)
-	top := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: top}
-spec:
+	top := jobSpec(t, "top", `
   steps:
     - id: outer
       spec: {type: deterministic, action: job.invoke, config: {job: outer}}

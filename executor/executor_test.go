@@ -180,11 +180,7 @@ func TestRedeliveredCommandOfAFinishedStepIsNotRunAgain(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{})
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "ran")
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: once}
-spec:
+	job := jobSpec(t, "once", `
   steps:
     - id: touch
       spec: {type: shell, program: touch, args: [ran], allowed_programs: [touch]}

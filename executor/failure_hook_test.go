@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,16 +132,11 @@ func TestFailureActivityRunsOnceWhenARunFails(t *testing.T) {
 // completed exactly once.
 func TestFailureActivityIsNotRunTwiceAcrossARestart(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	job := hookJob(t, hookActivity(t, "1", "0"), failingBuild)
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, nil)
+	r := newRestartRig(t)
+	log, dir := r.log, r.dir
+	runID := r.submit(t, hookJob(t, hookActivity(t, "1", "0"), failingBuild), nil)
 	runrig.WaitFor(t, "the hook to start", func() bool { return runrig.Has(t, log, runID, events.StepStarted, executor.FailureActivityKey) })
-	first.Stop()
-
-	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
-	second := runrig.StartEngine(t, log, dir, active)
+	second := r.restart(t)
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, "build", fin.Error.StepKey)
@@ -151,7 +145,7 @@ func TestFailureActivityIsNotRunTwiceAcrossARestart(t *testing.T) {
 
 	// A third engine resuming the finished run runs nothing.
 	before := len(runrig.History(t, log, runID))
-	third := runrig.StartEngine(t, log, dir, active)
+	third := runrig.StartEngine(t, log, dir, resuming(runID))
 	time.Sleep(500 * time.Millisecond)
 	third.Stop()
 	assert.Len(t, runrig.History(t, log, runID), before)

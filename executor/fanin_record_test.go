@@ -27,11 +27,7 @@ func TestFanInRecordsTheItemsOutputsAsTheyWereRecorded(t *testing.T) {
 		0.1, 1e21, 12345678901234567, -0.0, 3, "a<b>&c", "é\u2028\"q\"",
 		map[string]any{"z": 1, "a": []any{true, nil, 2.5e-9}}, []any{}, "skip",
 	}
-	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: fanin_record}
-spec:
+	runID, fin := runrig.RunJob(t, log, jobSpec(t, "fanin_record", `
   steps:
     - id: fan
       fan_out:

@@ -32,11 +32,7 @@ func TestFanOutItemInputsAreRecordedAsEncoded(t *testing.T) {
 		"extra": map[string]any{"k": []any{1.5, "é\u2028"}},
 		"item":  "the job's own, replaced in each item",
 	}
-	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: fanout_input}
-spec:
+	runID, fin := runrig.RunJob(t, log, jobSpec(t, "fanout_input", `
   steps:
     - id: fan
       fan_out:

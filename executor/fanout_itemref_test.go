@@ -108,7 +108,7 @@ func TestFanOutItemInputsByReference(t *testing.T) {
 	log := testkit.StartLog(t, events.Config{Durability: events.DurabilityRelaxed})
 	job := runrig.ParseJob(t, itemRefJob)
 	old := runrig.RequestUnder(t, log, job, itemRefInput, 3)
-	runrig.StartEngine(t, log, t.TempDir(), func(context.Context) ([]string, error) { return []string{old}, nil })
+	runrig.StartEngine(t, log, t.TempDir(), resuming(old))
 	require.Equal(t, events.StateSuccess, runrig.WaitFinished(t, log, old).State)
 	runID, fin := runrig.RunJob(t, log, job, itemRefInput)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
@@ -217,11 +217,7 @@ func TestFanOutRecordsItsListOnce(t *testing.T) {
 	}
 	list, err := json.Marshal(items)
 	require.NoError(t, err)
-	runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: itemref_bytes}
-spec:
+	runID, fin := runrig.RunJob(t, log, jobSpec(t, "itemref_bytes", `
   steps:
     - id: fan
       fan_out:
@@ -267,11 +263,7 @@ func TestFanOutItemCommandsCarryAReference(t *testing.T) {
 	for i := range items {
 		items[i] = fmt.Sprintf("item-%03d-%s", i, strings.Repeat("x", 40))
 	}
-	runID := runrig.Submit(t, log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: itemref_commands}
-spec:
+	runID := runrig.Submit(t, log, jobSpec(t, "itemref_commands", `
   steps:
     - id: fan
       fan_out:
@@ -325,13 +317,9 @@ spec:
 // every item's worker gets its input.
 func TestAFanOutByReferenceResumes(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: itemref_resume}
-spec:
+	r := newRestartRig(t)
+	log := r.log
+	job := jobSpec(t, "itemref_resume", `
   steps:
     - id: fan
       fan_out:
@@ -348,8 +336,7 @@ spec:
       fan_in: {join: {mode: all}}
 `)
 	input := map[string]any{"items": []any{"a", "b", "c", "d", "e", "f"}, "extra": "kept"}
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, input)
+	runID := r.submit(t, job, input)
 	runrig.WaitFor(t, "two items to finish", func() bool {
 		done := 0
 		for _, ev := range runrig.OfType(runrig.History(t, log, runID), events.StepFinished) {
@@ -359,8 +346,7 @@ spec:
 		}
 		return done >= 2
 	})
-	first.Stop()
-	runrig.StartEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
+	r.restart(t)
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 

@@ -25,11 +25,7 @@ func TestFanOutItemsStartInItemOrder(t *testing.T) {
 			t.Parallel()
 			log := testkit.StartLog(t, events.Config{Durability: durability})
 			runrig.StartEngine(t, log, t.TempDir(), nil)
-			runID, fin := runrig.RunJob(t, log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: order}
-spec:
+			runID, fin := runrig.RunJob(t, log, jobSpec(t, "order", `
   steps:
     - id: fan
       fan_out:

@@ -61,6 +61,17 @@ func TestAHistoryStartsAtItsRunsFirstEvent(t *testing.T) {
 	}
 }
 
+// logWithFeed starts a log and the history feed an orchestrator shares
+// among its runs; the feed stops when the test ends, if not before.
+func logWithFeed(t *testing.T) (*events.Log, *historyFeed) {
+	t.Helper()
+	log := testkit.StartLog(t, events.Config{})
+	f, err := startHistoryFeed(testkit.Context(t), log)
+	require.NoError(t, err)
+	t.Cleanup(f.stop)
+	return log, f
+}
+
 // opener opens a run's history, one way or the other.
 type opener func(ctx context.Context, t *testing.T, log *events.Log, runID string, from uint64, onEvent func(events.Event)) (*runHistory, error)
 
@@ -127,11 +138,8 @@ func historyLeavesOutActivityEventsAndCatchesUp(t *testing.T, open opener) {
 // catches up with all of them.
 func TestAFedHistoryHoldsEachEventOnceInOrder(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
+	log, f := logWithFeed(t)
 	ctx := testkit.Context(t)
-	f, err := startHistoryFeed(ctx, log)
-	require.NoError(t, err)
-	defer f.stop()
 	const run, steps = "R2", 60
 	appended := make(chan struct{})
 	go func() {
@@ -164,10 +172,8 @@ func TestAFedHistoryHoldsEachEventOnceInOrder(t *testing.T) {
 // by Wait, as one whose own feed ends is, and a new feed serves the next.
 func TestAFedHistoryFailsWithItsFeed(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
+	log, f := logWithFeed(t)
 	ctx := testkit.Context(t)
-	f, err := startHistoryFeed(ctx, log)
-	require.NoError(t, err)
 	h, err := openFedHistory(ctx, f, log, "R3", 0, nil)
 	require.NoError(t, err)
 	defer h.close()
@@ -185,11 +191,8 @@ func TestAFedHistoryFailsWithItsFeed(t *testing.T) {
 // log and is seen once: onEvent is not called again.
 func TestAHistoryKeepsTheEnginesOwnAppends(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
+	log, f := logWithFeed(t)
 	ctx := testkit.Context(t)
-	f, err := startHistoryFeed(ctx, log)
-	require.NoError(t, err)
-	defer f.stop()
 	const run = "R5"
 	var observed seenEvents
 	h, err := openFedHistory(ctx, f, log, run, 0, observed.add)

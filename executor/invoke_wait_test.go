@@ -61,20 +61,12 @@ spec:
 func TestInvokeAndWaitReturnsTheChildsEndAsData(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	bad := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: bad}
-spec:
+	bad := jobSpec(t, "bad", `
   steps:
     - id: boom
       spec: {type: deterministic, action: fail, config: {message: "it broke"}}
 `)
-	slow := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: slow}
-spec:
+	slow := jobSpec(t, "slow", `
   steps:
     - id: nap
       spec: {type: deterministic, action: sleep, config: {ms: 3000}}
@@ -130,11 +122,7 @@ func TestInvokeAndWaitSkipsTasksTheAdmissionCheckTurnsAway(t *testing.T) {
 func TestSuccessGuardNamesEveryChildThatDidNotSucceed(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	_, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: guard}
-spec:
+	_, fin := runSpec(t, log, "guard", `
   steps:
     - id: guard
       default_input:
@@ -149,11 +137,7 @@ spec:
 	assert.Equal(t, "auto gates: 2 of 3 did not succeed: run B failed: child run B failed: merge: base moved; run C timeout", fin.Error.Message)
 	assert.False(t, fin.Error.Retryable)
 
-	_, fin = runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: guard_none}
-spec:
+	_, fin = runSpec(t, log, "guard_none", `
   steps:
     - id: guard
       default_input: {results: []}
@@ -166,11 +150,7 @@ spec:
 func TestSleepTakesTheUpstreamSeconds(t *testing.T) {
 	t.Parallel()
 	log := runrig.EngineLog(t)
-	runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap}
-spec:
+	runID, fin := runSpec(t, log, "nap", `
   steps:
     - id: nap
       default_input: {seconds: 0.05}
@@ -180,11 +160,7 @@ spec:
 	out := runrig.StepOutput(t, log, runID, "nap")
 	assert.Equal(t, 0.05, out["slept_seconds"])
 
-	_, fin = runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap_long}
-spec:
+	_, fin = runSpec(t, log, "nap_long", `
   steps:
     - id: nap
       default_input: {seconds: 7200}

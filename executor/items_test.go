@@ -19,11 +19,7 @@ func TestItemsWrittenAsAList(t *testing.T) {
 	log := runrig.EngineLog(t)
 
 	t.Run("fan_out", func(t *testing.T) {
-		runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: fan}
-spec:
+		runID, fin := runSpec(t, log, "fan", `
   default_input: {name: world}
   steps:
     - id: each
@@ -45,11 +41,7 @@ spec:
 	})
 
 	t.Run("loop", func(t *testing.T) {
-		runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: loop}
-spec:
+		runID, fin := runSpec(t, log, "loop", `
   steps:
     - id: each
       loop:
@@ -67,11 +59,7 @@ spec:
 	})
 
 	t.Run("a template rendering a mapping is not one item", func(t *testing.T) {
-		runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: notlist}
-spec:
+		runID, fin := runSpec(t, log, "notlist", `
   default_input: {m: {a: 1}}
   steps:
     - id: each

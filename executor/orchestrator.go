@@ -566,21 +566,7 @@ func (o *Orchestrator) admitLocked(ctx context.Context, rc *runCtl) {
 		return
 	}
 	o.queued[job] = append(o.queued[job], rc)
-	active := o.activeRunsLocked(job)
-	paused := o.jobPaused(ctx, job)
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		_, err := o.cfg.Log.Append(ctx, events.Event{
-			ID:    events.DecisionID(events.RunQueued, rc.id),
-			Type:  events.RunQueued,
-			RunID: rc.id,
-			Job:   job,
-		}, events.RunQueuedData{MaxActiveRuns: maxActive(rc.job), Active: active, JobPaused: paused})
-		if err != nil && ctx.Err() == nil {
-			o.log.Warn("recording queued run", "run", rc.id, "err", err)
-		}
-	}()
+	o.appendQueued(ctx, rc, o.activeRunsLocked(job), o.jobPaused(ctx, job))
 }
 
 // admissibleLocked reports whether a run may start now: it started before

@@ -9,7 +9,6 @@ import (
 
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/runrig"
-	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // TestParallelBranchesStartInTheOrderTheJobListsThem: the branches of a
@@ -19,13 +18,8 @@ import (
 // lists them so.
 func TestParallelBranchesStartInTheOrderTheJobListsThem(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	runrig.StartEngine(t, log, t.TempDir(), nil)
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: branches}
-spec:
+	log := runrig.EngineLog(t)
+	job := jobSpec(t, "branches", `
   steps:
     - id: all
       parallel:

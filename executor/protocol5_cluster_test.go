@@ -21,11 +21,7 @@ func TestAShellStepOnASharedServerKeepsItsStart(t *testing.T) {
 	c := testkit.StartCluster(t, filepath.Join(t.TempDir(), "creds"))
 	e := startShared(t, c, "e1")
 	require.False(t, e.log.Embedded())
-	runID, fin := runrig.RunJob(t, e.log, runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: forked}
-spec:
+	runID, fin := runrig.RunJob(t, e.log, jobSpec(t, "forked", `
   steps:
     - id: fork
       spec: {type: shell, program: echo, args: [hi], allowed_programs: [echo]}

@@ -51,11 +51,7 @@ func jobsOf(jobs ...*assets.Job) func(name, backend string) (*assets.Job, error)
 // which maxActive runs at a time.
 func napJob(t *testing.T, maxActive int) *assets.Job {
 	t.Helper()
-	return runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: nap}
-spec:
+	return jobSpec(t, "nap", `
   max_active_runs: `+strconv.Itoa(maxActive)+`
   steps:
     - id: sleep
@@ -120,11 +116,7 @@ func TestChildDepthIsBounded(t *testing.T) {
 func TestARecursiveFanOutRunsOneChainAtATime(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: spread}
-spec:
+	job := jobSpec(t, "spread", `
   max_active_runs: 1
   default_input: {leaf: no}
   steps:
@@ -170,22 +162,14 @@ func TestCancelReachesEveryDescendant(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	nap := napJob(t, 2)
-	middle := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: middle}
-spec:
+	middle := jobSpec(t, "middle", `
   steps:
     - id: detached
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
     - id: waited
       spec: {type: deterministic, action: job.invoke, config: {job: nap}}
 `)
-	root := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: root}
-spec:
+	root := jobSpec(t, "root", `
   steps:
     - id: detached
       spec: {type: deterministic, action: job.invoke, config: {job: nap, wait: false}}
@@ -219,11 +203,7 @@ spec:
 
 func TestPinEnvLeavesSecretsOut(t *testing.T) {
 	t.Parallel()
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: envs}
-spec:
+	job := jobSpec(t, "envs", `
   steps:
     - id: a
       spec: {type: deterministic, action: echo, config: {a: "{{ env.GREETING }}", b: "{{env.MY_API_TOKEN}}", c: "{{ env.UNSET_HERE }}"}}

@@ -47,9 +47,7 @@ spec:
 
 func TestRetryFromAStepRunsOnlyThatStepAndTheOnesAfter(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	root := t.TempDir()
-	runrig.StartEngine(t, log, root, nil)
+	log, root := engineOver(t)
 	ctx := testkit.Context(t)
 	job := runrig.ParseJob(t, sideEffects)
 
@@ -107,9 +105,7 @@ func TestRetryFromAStepRunsOnlyThatStepAndTheOnesAfter(t *testing.T) {
 
 func TestRetryRefusals(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	root := t.TempDir()
-	runrig.StartEngine(t, log, root, nil)
+	log := runrig.EngineLog(t)
 	ctx := testkit.Context(t)
 
 	_, err := executor.NewRetryRequest(ctx, log, "no-such-run", executor.RetryOptions{})
@@ -136,15 +132,9 @@ func TestRetryRefusals(t *testing.T) {
 // body's results under their own ids, as in the old run.
 func TestRetryFromAfterStructuralStepsKeepsWhatTheyExposed(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	root := t.TempDir()
-	runrig.StartEngine(t, log, root, nil)
+	log, root := engineOver(t)
 	ctx := testkit.Context(t)
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: shapes}
-spec:
+	job := jobSpec(t, "shapes", `
   steps:
     - id: both
       parallel:
@@ -184,14 +174,9 @@ spec:
 // whose rendered input is unchanged. The run records the plan it followed.
 func TestRetryWithANewInputReusesOnlyWhatDidNotRestOnIt(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	runrig.StartEngine(t, log, t.TempDir(), nil)
+	log := runrig.EngineLog(t)
 	ctx := testkit.Context(t)
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: plan}
-spec:
+	job := jobSpec(t, "plan", `
   default_input: {env: dev}
   steps:
     - id: pinned

@@ -23,13 +23,9 @@ import (
 // restart.
 func TestRestartDuringARetryWaitWaitsTheRemainder(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: patient}
-spec:
+	r := newRestartRig(t)
+	log := r.log
+	job := jobSpec(t, "patient", `
   steps:
     - id: flaky
       retry: {max_attempts: 2, initial_backoff_ms: 2000}
@@ -39,14 +35,10 @@ spec:
         args: ["-c", "test $ORBIT_STEP_ATTEMPT -ge 2"]
         allowed_programs: [sh]
 `)
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, nil)
+	runID := r.submit(t, job, nil)
 	runrig.WaitFor(t, "the retry to be scheduled", func() bool { return runrig.Has(t, log, runID, events.StepRetryScheduled, "flaky") })
 	time.Sleep(time.Second)
-	first.Stop()
-
-	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
-	runrig.StartEngine(t, log, dir, active)
+	r.restart(t)
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 
@@ -70,11 +62,7 @@ func TestARunPausesWhileTheDiskIsFullAndGoesOnAfter(t *testing.T) {
 	free.Store(1 << 30)
 	log := testkit.StartLog(t, events.Config{FreeSpace: func(string) (uint64, error) { return free.Load(), nil }})
 	dir := t.TempDir()
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: patient}
-spec:
+	job := jobSpec(t, "patient", `
   steps:
     - id: slow
       spec: {type: shell, program: sh, args: ["-c", "sleep 1; echo done >> runs"], allowed_programs: [sh]}
@@ -104,15 +92,11 @@ spec:
 // same.
 func TestARunOnAnEmbeddedStoreTakesNoLease(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
+	r := newRestartRig(t)
+	log := r.log
 	require.True(t, log.Embedded())
-	dir := t.TempDir()
-	gate := filepath.Join(dir, "gate")
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: gated}
-spec:
+	gate := filepath.Join(r.dir, "gate")
+	job := jobSpec(t, "gated", `
   steps:
     - id: wait
       spec:
@@ -121,8 +105,7 @@ spec:
         args: ["-c", "touch `+gate+`.running; while [ ! -e `+gate+` ]; do sleep 0.05; done"]
         allowed_programs: [sh]
 `)
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, nil)
+	runID := r.submit(t, job, nil)
 	runrig.WaitFor(t, "the step to start", func() bool {
 		_, err := os.Stat(gate + ".running")
 		return err == nil
@@ -132,10 +115,7 @@ spec:
 	for _, k := range keys {
 		assert.False(t, strings.HasPrefix(k, "run.") || strings.HasPrefix(k, "step."), "lease %s written on an embedded store", k)
 	}
-	first.Stop()
-
-	active := func(context.Context) ([]string, error) { return []string{runID}, nil }
-	runrig.StartEngine(t, log, dir, active)
+	r.restart(t)
 	require.NoError(t, os.WriteFile(gate, nil, 0o600))
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)

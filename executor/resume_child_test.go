@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/runrig"
@@ -39,6 +40,44 @@ func childOf(t *testing.T, log *events.Log, run, key string, attempt int) string
 	return ""
 }
 
+// stoppedChild is a parent run and the resume_slot child it invoked, which
+// stopped budget_exhausted.
+type stoppedChild struct {
+	log               *events.Log
+	child             *assets.Job
+	parentID, childID string
+}
+
+// runParentOfAStoppedChild runs parentYAML, whose step callKey invokes
+// resume_slot, on an engine with both jobs, and requires the parent to
+// end in parentState and its child budget_exhausted.
+func runParentOfAStoppedChild(t *testing.T, parentYAML, parentState, callKey string) stoppedChild {
+	t.Helper()
+	r := stoppedChild{log: testkit.StartLog(t, events.Config{}), child: resumeSlotJob(t, filepath.Join(t.TempDir(), "no-hold"))}
+	parent := runrig.ParseJob(t, parentYAML)
+	startWithJobs(t, r.log, 3, parent, r.child)
+
+	var fin events.RunFinishedData
+	r.parentID, fin = runrig.RunJob(t, r.log, parent, nil)
+	require.Equal(t, parentState, fin.State, "%+v", fin.Error)
+	r.childID = childOf(t, r.log, r.parentID, callKey, 1)
+	require.NotEmpty(t, r.childID)
+	require.Equal(t, events.StateBudgetExhausted, runrig.WaitFinished(t, r.log, r.childID).State)
+	return r
+}
+
+// refusedResume asks to resume runID with more tokens and requires the
+// refusal, ErrNotResumable, with no raise written to the run's log; it
+// returns the refusal's message.
+func refusedResume(t *testing.T, log *events.Log, runID string) string {
+	t.Helper()
+	_, err := executor.ResumeRun(testkit.Context(t), log, runID, executor.Raise{MaxTokens: 5000}, "test")
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, executor.ErrNotResumable), "%v", err)
+	assert.Empty(t, runrig.OfType(runrig.History(t, log, runID), events.RunBudgetRaised), "a refused raise wrote to the log")
+	return err.Error()
+}
+
 // TestAResumedChildRunTellsItsParent: a parent waits for a child whose
 // budget stops it; the parent stops budget_exhausted with it. Resuming the
 // parent is refused naming the child (where the budget was spent).
@@ -47,26 +86,14 @@ func childOf(t *testing.T, log *events.Log, run, key string, attempt int) string
 // not start a new child) and the parent finishes with it.
 func TestAResumedChildRunTellsItsParent(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	ctx := testkit.Context(t)
-	child := resumeSlotJob(t, filepath.Join(t.TempDir(), "no-hold"))
-	parent := runrig.ParseJob(t, resumeParentJob)
-	startWithJobs(t, log, 3, parent, child)
+	r := runParentOfAStoppedChild(t, resumeParentJob, events.StateBudgetExhausted, "call")
+	log, child, parentID, childID := r.log, r.child, r.parentID, r.childID
 
-	parentID, fin := runrig.RunJob(t, log, parent, nil)
-	require.Equal(t, events.StateBudgetExhausted, fin.State, "%+v", fin.Error)
-	childID := childOf(t, log, parentID, "call", 1)
-	require.NotEmpty(t, childID)
-	require.Equal(t, events.StateBudgetExhausted, runrig.WaitFinished(t, log, childID).State)
+	refusal := refusedResume(t, log, parentID)
+	assert.Contains(t, refusal, "child run "+childID)
+	assert.Contains(t, refusal, "orbit run resume "+childID)
 
-	_, err := executor.ResumeRun(ctx, log, parentID, executor.Raise{MaxTokens: 5000}, "test")
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, executor.ErrNotResumable), "%v", err)
-	assert.Contains(t, err.Error(), "child run "+childID)
-	assert.Contains(t, err.Error(), "orbit run resume "+childID)
-	assert.Empty(t, runrig.OfType(runrig.History(t, log, parentID), events.RunBudgetRaised), "a refused raise wrote to the log")
-
-	raised, err := executor.ResumeRun(ctx, log, childID, executor.Raise{MaxTokens: 5000}, "test")
+	raised, err := executor.ResumeRun(testkit.Context(t), log, childID, executor.Raise{MaxTokens: 5000}, "test")
 	require.NoError(t, err)
 	assert.Equal(t, []string{parentID}, raised.Parents)
 
@@ -113,21 +140,6 @@ spec:
 // change what the parent did: it is refused naming the parent.
 func TestAChildWhoseEndItsParentWentOnFromIsNotResumed(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	ctx := testkit.Context(t)
-	child := resumeSlotJob(t, filepath.Join(t.TempDir(), "no-hold"))
-	parent := runrig.ParseJob(t, resumeAnyParentJob)
-	startWithJobs(t, log, 3, parent, child)
-
-	parentID, fin := runrig.RunJob(t, log, parent, nil)
-	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
-	childID := childOf(t, log, parentID, "either/call", 1)
-	require.NotEmpty(t, childID)
-	require.Equal(t, events.StateBudgetExhausted, runrig.WaitFinished(t, log, childID).State)
-
-	_, err := executor.ResumeRun(ctx, log, childID, executor.Raise{MaxTokens: 5000}, "test")
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, executor.ErrNotResumable), "%v", err)
-	assert.Contains(t, err.Error(), "parent run "+parentID+" took that end in step either/call and went on (it is success)")
-	assert.Empty(t, runrig.OfType(runrig.History(t, log, childID), events.RunBudgetRaised), "a refused raise wrote to the log")
+	r := runParentOfAStoppedChild(t, resumeAnyParentJob, events.StateSuccess, "either/call")
+	assert.Contains(t, refusedResume(t, r.log, r.childID), "parent run "+r.parentID+" took that end in step either/call and went on (it is success)")
 }

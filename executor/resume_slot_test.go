@@ -3,6 +3,7 @@ package executor_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,28 +38,34 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"done","n
 	return job
 }
 
+// eventsOfRuns reads the log's events of the given run event types of
+// runs ids, in log order.
+func eventsOfRuns(t *testing.T, log *events.Log, ids []string, types ...string) []events.Event {
+	t.Helper()
+	var filters []string
+	for _, typ := range types {
+		filters = append(filters, events.TypeFilter(events.AggregateRun, typ))
+	}
+	evs, err := log.Read(testkit.Context(t), events.FollowOptions{Filters: filters})
+	require.NoError(t, err)
+	var mine []events.Event
+	for _, ev := range evs {
+		if slices.Contains(ids, ev.RunID) {
+			mine = append(mine, ev)
+		}
+	}
+	return mine
+}
+
 // runningAtOnce reads the log's run.started, run.resumed and run.finished
 // of runs ids, in log order, and returns the most of them running at once
 // and the sequence of each one's events of type typ.
 func runningAtOnce(t *testing.T, log *events.Log, ids ...string) (int, map[string][]uint64) {
 	t.Helper()
-	mine := map[string]bool{}
-	for _, id := range ids {
-		mine[id] = true
-	}
-	evs, err := log.Read(testkit.Context(t), events.FollowOptions{Filters: []string{
-		events.TypeFilter(events.AggregateRun, events.RunStarted),
-		events.TypeFilter(events.AggregateRun, events.RunResumed),
-		events.TypeFilter(events.AggregateRun, events.RunFinished),
-	}})
-	require.NoError(t, err)
 	running := map[string]bool{}
 	seqs := map[string][]uint64{}
 	most := 0
-	for _, ev := range evs {
-		if !mine[ev.RunID] {
-			continue
-		}
+	for _, ev := range eventsOfRuns(t, log, ids, events.RunStarted, events.RunResumed, events.RunFinished) {
 		running[ev.RunID] = ev.Type != events.RunFinished
 		seqs[ev.RunID+" "+ev.Type] = append(seqs[ev.RunID+" "+ev.Type], ev.Seq)
 		n := 0

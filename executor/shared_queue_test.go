@@ -119,22 +119,9 @@ spec:
 // of their run.requested, one at a time.
 func startOrder(t *testing.T, log *events.Log, ids []string) {
 	t.Helper()
-	mine := map[string]bool{}
-	for _, id := range ids {
-		mine[id] = true
-	}
-	evs, err := log.Read(testkit.Context(t), events.FollowOptions{Filters: []string{
-		events.TypeFilter(events.AggregateRun, events.RunRequested),
-		events.TypeFilter(events.AggregateRun, events.RunStarted),
-		events.TypeFilter(events.AggregateRun, events.RunFinished),
-	}})
-	require.NoError(t, err)
 	var requested, started []string
 	running, most := 0, 0
-	for _, ev := range evs {
-		if !mine[ev.RunID] {
-			continue
-		}
+	for _, ev := range eventsOfRuns(t, log, ids, events.RunRequested, events.RunStarted, events.RunFinished) {
 		switch ev.Type {
 		case events.RunRequested:
 			requested = append(requested, ev.RunID)
@@ -222,11 +209,7 @@ func TestAQueuedRunKeepsItsBackendOnASharedServer(t *testing.T) {
 			return leaf, nil
 		}
 	})
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: gated}
-spec:
+	job := jobSpec(t, "gated", `
   max_active_runs: 1
   steps:
     - id: nap

@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -59,11 +58,7 @@ func TestAGateTimesOutAndCanBeCancelled(t *testing.T) {
 	log := runrig.EngineLog(t)
 	ctx := testkit.Context(t)
 
-	runID, fin := runrig.RunYAML(t, log, `
-schemaVersion: 2
-kind: Job
-metadata: {name: brief}
-spec:
+	runID, fin := runSpec(t, log, "brief", `
   steps:
     - id: approve
       wait: {signal: approved, timeout_seconds: 1}
@@ -92,24 +87,17 @@ spec:
 // out at the deadline recorded when it began, not 3 s after the restart.
 func TestRestartDuringAGateCountsTheTimeoutFromTheRecordedStart(t *testing.T) {
 	t.Parallel()
-	log := testkit.StartLog(t, events.Config{})
-	dir := t.TempDir()
-	job := runrig.ParseJob(t, `
-schemaVersion: 2
-kind: Job
-metadata: {name: gated}
-spec:
+	r := newRestartRig(t)
+	log := r.log
+	job := jobSpec(t, "gated", `
   steps:
     - id: approve
       wait: {signal: approved, timeout_seconds: 3}
 `)
-	first := runrig.StartEngine(t, log, dir, nil)
-	runID := runrig.Submit(t, log, job, nil)
+	runID := r.submit(t, job, nil)
 	runrig.WaitFor(t, "the gate to wait", func() bool { return runrig.Has(t, log, runID, events.StepStarted, "approve") })
 	time.Sleep(time.Second)
-	first.Stop()
-
-	runrig.StartEngine(t, log, dir, func(context.Context) ([]string, error) { return []string{runID}, nil })
+	r.restart(t)
 	fin := runrig.WaitFinished(t, log, runID)
 	require.Equal(t, events.StateFailed, fin.State)
 	assert.Equal(t, events.KindTimeout, fin.Error.Kind)

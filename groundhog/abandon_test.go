@@ -98,8 +98,7 @@ func TestAbandonRewindsAnOpenAttempt(t *testing.T) {
 	again := h.abandon("twice")
 	assert.Equal(t, groundhog.AbandonNothingOpen, again.Outcome, "abandoning again finds nothing open")
 
-	s := spec("fs.write")
-	s.AttemptBudgetDefault = 1
+	s := oneAttemptSpec()
 	out, err := h.run("R2", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
 	require.NoError(t, err)
 	assert.Equal(t, events.GroundhogDone, out.State, out.Message)
@@ -296,8 +295,7 @@ func TestAnAbandonCutShortSpendsNoBudget(t *testing.T) {
 			Report: events.FailureReport{Source: "abandoned", WhatHappened: "the previous attempt was abandoned by cli:ann@box: stuck"}})
 	require.NoError(t, err)
 
-	s := spec("fs.write")
-	s.AttemptBudgetDefault = 1
+	s := oneAttemptSpec()
 	out, err := h.run("R2", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"), writeTurn("bye.txt", "goodbye\n", "Add bye.txt"))))
 	require.NoError(t, err)
 	assert.Equal(t, events.GroundhogDone, out.State, out.Message)

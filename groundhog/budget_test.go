@@ -17,17 +17,7 @@ func costlyTurn(path, content, summary string) string {
 		`"stop_reason": "tool_use", "usage": {"input_tokens": 120, "output_tokens": 30}}`, 1)
 }
 
-const twoFiles = `
-checkpoints:
-  - id: a
-    spec: Create a.txt.
-    success_criteria:
-      - {kind: file_exists, path: a.txt}
-  - id: b
-    spec: Create b.txt.
-    success_criteria:
-      - {kind: file_exists, path: b.txt}
-`
+var twoFiles = filesPlan("a", "b")
 
 // TestTheActivitysBudgetStopsATaskBeforeItsNextAttempt: with no budget in
 // the plan the activity's applies; a plan's own budget wins over it.

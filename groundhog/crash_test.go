@@ -143,8 +143,7 @@ func TestACrashAroundAnInfrastructureFailureSpendsNoBudget(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			c := newCrashRig(t, nil, onePlan)
-			s := spec("fs.write")
-			s.AttemptBudgetDefault = 1
+			s := oneAttemptSpec()
 			h := c.crashAt(point, func(h *harness) error {
 				_, err := h.run("R1", s, providerDown)
 				return err
@@ -259,8 +258,7 @@ func (p cancellingProvider) Complete(ctx context.Context, _ *agent.Request) (*ag
 func TestACancelledAttemptSpendsNoBudget(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, onePlan)
-	s := spec("fs.write")
-	s.AttemptBudgetDefault = 1
+	s := oneAttemptSpec()
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
 	res, err := groundhog.Run(ctx, groundhog.Config{
@@ -298,8 +296,7 @@ func TestACrashWhileRecoveringSpendsNoBudget(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			c := newCrashRig(t, nil, onePlan)
-			s := spec("fs.write")
-			s.AttemptBudgetDefault = 1
+			s := oneAttemptSpec()
 			h := c.crashAt(point, func(h *harness) error {
 				crashedAttempt(t, h, "editing")
 				_, err := h.run("R2", s, replay(t, farewellOnly))

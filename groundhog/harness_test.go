@@ -55,6 +55,14 @@ func spec(tools ...string) assets.ActivitySpec {
 		Tools: tools, AttemptBudgetDefault: 2, MaxIterations: 10}
 }
 
+// oneAttemptSpec is the spec of an agent that may write files, with one
+// attempt at each checkpoint.
+func oneAttemptSpec() assets.ActivitySpec {
+	s := spec("fs.write")
+	s.AttemptBudgetDefault = 1
+	return s
+}
+
 // run runs the task once with providers made by newProvider.
 func (h *harness) run(runID string, s assets.ActivitySpec, newProvider func(start int, fixture func(string) int) (agent.Provider, error)) (*groundhog.Result, error) {
 	return groundhog.Run(h.ctx, groundhog.Config{

@@ -101,8 +101,7 @@ func TestAnInterruptedAttemptSpendsNoBudget(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, onePlan)
 	crashedAttempt(t, h, "editing")
-	s := spec("fs.write")
-	s.AttemptBudgetDefault = 1
+	s := oneAttemptSpec()
 
 	_, err := h.run("R1", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"))))
 	require.Error(t, err, "the fixture has no turn for farewell")

@@ -14,21 +14,17 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-const threeCheckpoints = `
-checkpoints:
-  - id: one
-    spec: Create one.txt.
-    success_criteria:
-      - {kind: file_exists, path: one.txt}
-  - id: two
-    spec: Create two.txt.
-    success_criteria:
-      - {kind: file_exists, path: two.txt}
-  - id: three
-    spec: Create three.txt.
-    success_criteria:
-      - {kind: file_exists, path: three.txt}
-`
+var threeCheckpoints = filesPlan("one", "two", "three")
+
+// filesPlan is a plan of one checkpoint per id, each done when the file
+// named for its id, <id>.txt, exists.
+func filesPlan(ids ...string) string {
+	plan := "checkpoints:\n"
+	for _, id := range ids {
+		plan += "  - id: " + id + "\n    spec: Create " + id + ".txt.\n    success_criteria:\n      - {kind: file_exists, path: " + id + ".txt}\n"
+	}
+	return plan
+}
 
 func (h *harness) rewindTo(checkpoint string) (*groundhog.Control, error) {
 	return groundhog.RewindTo(h.ctx, groundhog.ControlConfig{Log: h.log, TaskID: h.task, GitEnv: testkit.GitEnv(), By: "tester", Checkpoint: checkpoint})

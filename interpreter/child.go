@@ -34,11 +34,7 @@ func (x *Interpreter) child(ctx context.Context, sc *scope, st *assets.Step, key
 		return x.invokeAndWait(ctx, sc, st, key, attempt)
 	}
 	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt)); ok {
-		out, failed := stepOutcome(ev)
-		if failed != nil {
-			return failedResult(key, failed)
-		}
-		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
+		return recordedResult(key, ev)
 	}
 	cmd, err := x.prepare(sc, st, key, attempt, nil, false)
 	if err != nil {

@@ -63,8 +63,8 @@ func (e *encodedOutputs) list(keys []string, null []bool) (json.RawMessage, bool
 	return buf.Bytes(), true
 }
 
-// outcome is stepOutcome for the attempt of the step instance key,
-// keeping a successful output's encoding.
+// outcome decodes the step.finished event ev of the step instance key into
+// an output or a failure, keeping a successful output's encoding.
 func (x *Interpreter) outcome(key string, ev events.Event) (any, *events.ErrorInfo) {
 	out, raw, failed := stepOutcomeEncoded(ev)
 	if failed == nil {
@@ -73,8 +73,8 @@ func (x *Interpreter) outcome(key string, ev events.Event) (any, *events.ErrorIn
 	return out, failed
 }
 
-// stepOutcomeEncoded is stepOutcome that also returns a successful
-// output as the event holds it.
+// stepOutcomeEncoded decodes a step.finished event into an output or a
+// failure, and returns a successful output as the event holds it too.
 func stepOutcomeEncoded(ev events.Event) (any, json.RawMessage, *events.ErrorInfo) {
 	var d struct {
 		State  string            `json:"state"`

@@ -617,10 +617,14 @@ func internal(ctx context.Context, err error) *events.ErrorInfo {
 	return &events.ErrorInfo{Kind: events.KindInternal, Message: err.Error(), Retryable: true}
 }
 
-// stepOutcome decodes a step.finished event into an output or a failure.
-func stepOutcome(ev events.Event) (any, *events.ErrorInfo) {
+// recordedResult is the result of step key that its step.finished event,
+// ev, records: its output or its failure.
+func recordedResult(key string, ev events.Event) (assets.StepResult, *events.ErrorInfo) {
 	out, _, failed := stepOutcomeEncoded(ev)
-	return out, failed
+	if failed != nil {
+		return failedResult(key, failed)
+	}
+	return assets.StepResult{State: events.StateSuccess, Output: out}, nil
 }
 
 // EncodeJSON encodes a value a run records; one that cannot be encoded

@@ -57,11 +57,7 @@ type invokeWaitInput struct {
 // plus timeout_seconds, so a replay waits for the same moment.
 func (x *Interpreter) invokeAndWait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt)); ok {
-		out, failed := stepOutcome(ev)
-		if failed != nil {
-			return failedResult(key, failed)
-		}
-		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
+		return recordedResult(key, ev)
 	}
 	cmd, err := x.prepare(sc, st, key, attempt, nil, false)
 	if err != nil {

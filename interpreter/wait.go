@@ -36,11 +36,7 @@ var (
 // which every replay reads first.
 func (x *Interpreter) wait(ctx context.Context, sc *scope, st *assets.Step, key string, attempt int) (assets.StepResult, *events.ErrorInfo) {
 	if ev, ok := x.hist.Get(StepEventID(events.StepFinished, x.runID, key, attempt)); ok {
-		out, failed := stepOutcome(ev)
-		if failed != nil {
-			return failedResult(key, failed)
-		}
-		return assets.StepResult{State: events.StateSuccess, Output: out}, nil
+		return recordedResult(key, ev)
 	}
 	startedID := StepEventID(events.StepStarted, x.runID, key, attempt)
 	if _, started := x.hist.Get(startedID); !started {

@@ -25,9 +25,7 @@ import (
 func TestTheAgentIdentityCanSendItsAttemptsVerbsOnly(t *testing.T) {
 	t.Parallel()
 	l := startLive(t)
-	s, err := l.e.Attempts().Register(l.task, events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
-	require.NoError(t, err)
-	defer l.e.Attempts().Unregister(s)
+	s := l.dayOne()
 	seed := events.CredsFile(engine.CredsDir(l.p.Root), events.IdentityAgent)
 	asAgent := func(token string, args ...string) testkit.Result {
 		cmd := l.p.Command(args...)

@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/engine"
-	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/mcp"
@@ -26,9 +24,7 @@ func TestClaudeCodeClosesAnAttemptThroughMCP(t *testing.T) {
 	t.Parallel()
 	bin := testkit.ClaudeCLI(t)
 	l := startLive(t)
-	s, err := l.e.Attempts().Register(l.task, events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
-	require.NoError(t, err)
-	defer l.e.Attempts().Unregister(s)
+	s := l.dayOne()
 	got := session(t, s, 1)
 
 	srv := testkit.NewAnthropicServer(t,
@@ -37,13 +33,7 @@ func TestClaudeCodeClosesAnAttemptThroughMCP(t *testing.T) {
 	)
 	dir := t.TempDir()
 	config := filepath.Join(t.TempDir(), "mcp.json")
-	require.NoError(t, mcp.WriteClaudeConfig(config, mcp.Scope{
-		Binary:   l.p.Bin,
-		NATSURL:  l.url,
-		NKeyFile: events.CredsFile(engine.CredsDir(l.p.Root), events.IdentityClient),
-		TaskID:   l.task,
-		Token:    s.Token,
-	}))
+	require.NoError(t, mcp.WriteClaudeConfig(config, l.scope(s)))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-p", "close the checkpoint", "--output-format", "stream-json", "--verbose",

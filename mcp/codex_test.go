@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/engine"
-	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/mcp"
@@ -29,19 +27,11 @@ func TestCodexOffersTheVerbsFromTheOverrides(t *testing.T) {
 	t.Parallel()
 	bin := testkit.CodexCLI(t)
 	l := startLive(t)
-	s, err := l.e.Attempts().Register(l.task, events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
-	require.NoError(t, err)
-	defer l.e.Attempts().Unregister(s)
+	s := l.dayOne()
 
 	srv := testkit.NewOpenAIServer(t, testkit.Turn{Text: "done"})
 	dir := t.TempDir()
-	sc := mcp.Scope{
-		Binary:   l.p.Bin,
-		NATSURL:  l.url,
-		NKeyFile: events.CredsFile(engine.CredsDir(l.p.Root), events.IdentityClient),
-		TaskID:   l.task,
-		Token:    s.Token,
-	}
+	sc := l.scope(s)
 	overrides, err := mcp.CodexOverrides(sc)
 	require.NoError(t, err)
 	args := append([]string{"exec", "--json", "--model", "gpt-orbit-test", "--sandbox", "workspace-write", "-C", dir, "--skip-git-repo-check"},

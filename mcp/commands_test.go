@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
@@ -29,9 +28,7 @@ func (l *live) orbitAs(token string, args ...string) testkit.Result {
 func TestGroundhogVerbCommands(t *testing.T) {
 	t.Parallel()
 	l := startLive(t)
-	s, err := l.e.Attempts().Register(l.task, events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
-	require.NoError(t, err)
-	defer l.e.Attempts().Unregister(s)
+	s := l.dayOne()
 
 	got := session(t, s, 4)
 	r := l.orbitAs(s.Token, "groundhog", "side-effect", "--kind", "git_commit", "--target", "main", "--irreversible")

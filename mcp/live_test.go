@@ -14,7 +14,9 @@ import (
 
 	"github.com/orbitrun/orbit/engine"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/groundhog"
 	"github.com/orbitrun/orbit/internal/testkit"
+	"github.com/orbitrun/orbit/mcp"
 )
 
 // live is an engine running in the test process on a project of the built
@@ -76,13 +78,46 @@ func (l *live) env(token string) []string {
 	}
 }
 
+// register opens attempt a of task on the engine, until the test ends.
+func (l *live) register(task string, a events.Attempt) *groundhog.Scope {
+	l.t.Helper()
+	s, err := l.e.Attempts().Register(task, a)
+	require.NoError(l.t, err)
+	l.t.Cleanup(func() { l.e.Attempts().Unregister(s) })
+	return s
+}
+
+// dayOne opens the task's first attempt, at checkpoint one, on day 1.
+func (l *live) dayOne() *groundhog.Scope {
+	l.t.Helper()
+	return l.register(l.task, events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
+}
+
+// scope is the scope a CLI agent of the attempt s is started in.
+func (l *live) scope(s *groundhog.Scope) mcp.Scope {
+	return mcp.Scope{
+		Binary:   l.p.Bin,
+		NATSURL:  l.url,
+		NKeyFile: events.CredsFile(engine.CredsDir(l.p.Root), events.IdentityClient),
+		TaskID:   l.task,
+		Token:    s.Token,
+	}
+}
+
 // client starts `orbit mcp` with the attempt's environment and connects
 // an MCP client to it.
 func (l *live) client(token string) *sdk.ClientSession {
 	l.t.Helper()
+	return l.connect(l.env(token))
+}
+
+// connect starts `orbit mcp` with env added to the project's environment
+// and connects an MCP client to it, until the test ends.
+func (l *live) connect(env []string) *sdk.ClientSession {
+	l.t.Helper()
 	cmd := l.p.Command("mcp")
 	cmd.Dir = l.t.TempDir()
-	cmd.Env = append(cmd.Env, l.env(token)...)
+	cmd.Env = append(cmd.Env, env...)
 	c := sdk.NewClient(&sdk.Implementation{Name: "orbit-test", Version: "1"}, nil)
 	cs, err := c.Connect(testkit.Context(l.t), &sdk.CommandTransport{Command: cmd}, nil)
 	require.NoError(l.t, err)

@@ -78,9 +78,7 @@ func TestMCPServerOffersTheVerbs(t *testing.T) {
 func TestMCPVerbsReachTheAttempt(t *testing.T) {
 	t.Parallel()
 	l := startLive(t)
-	s, err := l.e.Attempts().Register(l.task, events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
-	require.NoError(t, err)
-	defer l.e.Attempts().Unregister(s)
+	s := l.dayOne()
 	got := session(t, s, 2)
 	cs := l.client(s.Token)
 
@@ -99,7 +97,7 @@ func TestMCPVerbsReachTheAttempt(t *testing.T) {
 
 	// The token is a secret of the engine's: whatever echoes it, the log
 	// holds it redacted.
-	_, err = l.e.Log().Append(testkit.Context(t), events.Event{Type: events.GroundhogVerbRefused, TaskID: l.task},
+	_, err := l.e.Log().Append(testkit.Context(t), events.Event{Type: events.GroundhogVerbRefused, TaskID: l.task},
 		events.GroundhogVerbRefusedData{Verb: "echo", Reason: "the agent printed " + s.Token})
 	require.NoError(t, err)
 	require.NotContains(t, l.rawRefusals(), s.Token)
@@ -113,15 +111,10 @@ func TestMCPVerbsReachTheAttempt(t *testing.T) {
 func TestMCPRefusesOutOfScopeTokens(t *testing.T) {
 	t.Parallel()
 	l := startLive(t)
-	open, err := l.e.Attempts().Register(l.task, events.Attempt{Checkpoint: "one", Attempt: 2, Day: 2})
-	require.NoError(t, err)
-	defer l.e.Attempts().Unregister(open)
-	closed, err := l.e.Attempts().Register(l.task, events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
-	require.NoError(t, err)
+	open := l.register(l.task, events.Attempt{Checkpoint: "one", Attempt: 2, Day: 2})
+	closed := l.dayOne()
 	l.e.Attempts().Unregister(closed)
-	other, err := l.e.Attempts().Register("another-task", events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
-	require.NoError(t, err)
-	defer l.e.Attempts().Unregister(other)
+	other := l.register("another-task", events.Attempt{Checkpoint: "one", Attempt: 1, Day: 1})
 
 	cases := []struct {
 		name, token, reason string

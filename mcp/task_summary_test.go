@@ -31,16 +31,11 @@ func (l *live) taskEnv(token string) []string {
 	}
 }
 
+// taskClient starts `orbit mcp` with the environment of an agent step
+// bound to the task and connects an MCP client to it.
 func (l *live) taskClient(token string) *sdk.ClientSession {
 	l.t.Helper()
-	cmd := l.p.Command("mcp")
-	cmd.Dir = l.t.TempDir()
-	cmd.Env = append(cmd.Env, l.taskEnv(token)...)
-	c := sdk.NewClient(&sdk.Implementation{Name: "orbit-test", Version: "1"}, nil)
-	cs, err := c.Connect(testkit.Context(l.t), &sdk.CommandTransport{Command: cmd}, nil)
-	require.NoError(l.t, err)
-	l.t.Cleanup(func() { cs.Close() })
-	return cs
+	return l.connect(l.taskEnv(token))
 }
 
 func (l *live) summary() string {

@@ -122,10 +122,48 @@ func (g *rig) skipped() []events.RoutineSkippedData {
 	return out
 }
 
+// finish records run's end in state, as the engine that ran it would.
+func (g *rig) finish(run, state string) {
+	g.t.Helper()
+	_, err := g.log.Append(testkit.Context(g.t), events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: run, Job: "tick"}, events.RunFinishedData{State: state})
+	require.NoError(g.t, err)
+}
+
+// decided leaves routine r's state at st, as an engine that decided st
+// and died before carrying it out would.
+func (g *rig) decided(st routine.State) {
+	g.t.Helper()
+	ctx := testkit.Context(g.t)
+	_, rev, err := routine.ReadState(ctx, g.log, "r")
+	require.NoError(g.t, err)
+	require.NoError(g.t, routine.WriteStateForTest(ctx, g.log, "r", st, rev))
+}
+
 func every10s(t *testing.T, missed, overlap string) *routine.Routine {
 	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '*/10 * * * * *', missed_run: "+missed+"}\n  target: job:tick\n  input: {n: 1}\n  policy: {overlap: "+overlap+"}\n"))
 	require.NoError(t, err)
 	return r
+}
+
+// routineOf parses routine r, targeting job tick, with trigger and policy
+// written in YAML.
+func routineOf(t *testing.T, trigger, policy string) *routine.Routine {
+	t.Helper()
+	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: "+trigger+"\n  target: job:tick\n  policy: "+policy+"\n"))
+	require.NoError(t, err)
+	return r
+}
+
+// failFirstRun ticks r past 17:00's tick, fails its run and ticks again,
+// so that the schedulers have seen the failure at 17:00:10.
+func (g *rig) failFirstRun(r *routine.Routine) {
+	g.t.Helper()
+	g.tick(r)
+	g.clock.set(at("2026-11-28T17:00:00.5Z"))
+	g.tick(r)
+	g.finish(g.requested(1)[0].RunID, events.StateFailed)
+	g.clock.set(at("2026-11-28T17:00:10Z"))
+	g.tick(r)
 }
 
 // TestThreeSchedulersFireEachTickOnce: engines deciding the same ticks at
@@ -196,8 +234,7 @@ func TestOverlapForbidSkipsWhileTheRunLives(t *testing.T) {
 	g.clock.set(at("2026-11-28T16:00:20.5Z"))
 	g.tick(r)
 	assert.Equal(t, []events.RoutineSkippedData{{Routine: "r", Tick: at("2026-11-28T16:00:20Z"), Reason: events.SkipOverlap, Running: first, Ticks: 1}}, g.skipped())
-	_, err := g.log.Append(testkit.Context(t), events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: first, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
-	require.NoError(t, err)
+	g.finish(first, events.StateSuccess)
 	g.clock.set(at("2026-11-28T16:00:30.5Z"))
 	g.tick(r)
 	runs := g.requested(2)
@@ -237,12 +274,8 @@ func TestADecisionIsCarriedOutByTheNextEngine(t *testing.T) {
 	r := every10s(t, routine.Skip, routine.Allow)
 	g := newRig(t, r, 1)
 	g.tick(r)
-	ctx := testkit.Context(t)
-	_, rev, err := routine.ReadState(ctx, g.log, "r")
-	require.NoError(t, err)
 	tick := at("2026-11-28T16:00:10Z")
-	decided := routine.State{Last: tick, Action: routine.ActionFired, Run: routine.TickRunID("r", tick), LastRun: routine.TickRunID("r", tick), LastFire: tick, Fired: 1}
-	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.decided(routine.State{Last: tick, Action: routine.ActionFired, Run: routine.TickRunID("r", tick), LastRun: routine.TickRunID("r", tick), LastFire: tick, Fired: 1})
 	g.clock.set(at("2026-11-28T16:00:12Z"))
 	g.tick(r)
 	runs := g.requested(1)
@@ -259,20 +292,15 @@ func TestARunSentLateIsNoOverlapOfTheTicksItMissed(t *testing.T) {
 	r := every10s(t, routine.CatchUpOnce, routine.Forbid)
 	g := newRig(t, r, 1)
 	g.tick(r)
-	ctx := testkit.Context(t)
-	_, rev, err := routine.ReadState(ctx, g.log, "r")
-	require.NoError(t, err)
 	tick := at("2026-11-28T16:00:10Z")
 	late := routine.TickRunID("r", tick)
-	decided := routine.State{Last: tick, Action: routine.ActionFired, Run: late, LastRun: late, LastFire: tick, Fired: 1}
-	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.decided(routine.State{Last: tick, Action: routine.ActionFired, Run: late, LastRun: late, LastFire: tick, Fired: 1})
 	g.clock.set(at("2026-11-28T16:00:25Z")) // 20 passed with no engine
 	g.tick(r)
 	require.Equal(t, late, g.requested(1)[0].RunID)
 	g.tick(r)
 	assert.Empty(t, g.skipped(), "the late run did not run at 20")
-	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: late, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
-	require.NoError(t, err)
+	g.finish(late, events.StateSuccess)
 	g.clock.set(at("2026-11-28T16:00:31Z"))
 	g.tick(r)
 	runs := g.requested(2)
@@ -288,8 +316,7 @@ func TestARunSentLateIsNoOverlapOfTheTicksItMissed(t *testing.T) {
 // TestTimeoutCancelsALiveRun: once timeout_minutes have passed since its
 // tick, the routine's run, still live, is asked to cancel, once.
 func TestTimeoutCancelsALiveRun(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 * * * * *'}\n  target: job:tick\n  policy: {timeout_minutes: 2}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 * * * * *'}", "{timeout_minutes: 2}")
 	g := newRig(t, r, 2)
 	g.tick(r)
 	g.clock.set(at("2026-11-28T16:01:00.5Z"))
@@ -318,19 +345,11 @@ func TestTimeoutCancelsALiveRun(t *testing.T) {
 // retry), counted skipped, and no further retry waits on a run that does
 // not exist.
 func TestARefusedRetryIsRecordedSkipped(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 2, backoff_minutes: 1}}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 0 * * * *'}", "{retries: {max: 2, backoff_minutes: 1}}")
 	g := newRig(t, r, 2)
 	ctx := testkit.Context(t)
 	tick := at("2026-11-28T17:00:00Z")
-	g.tick(r)
-	g.clock.set(at("2026-11-28T17:00:00.5Z"))
-	g.tick(r)
-	first := g.requested(1)[0].RunID
-	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: first, Job: "tick"}, events.RunFinishedData{State: events.StateFailed})
-	require.NoError(t, err)
-	g.clock.set(at("2026-11-28T17:00:10Z"))
-	g.tick(r)
+	g.failFirstRun(r)
 	st, _, err := routine.ReadState(ctx, g.log, "r")
 	require.NoError(t, err)
 	assert.Equal(t, at("2026-11-28T17:01:10Z"), st.RetryAt.UTC())
@@ -404,8 +423,7 @@ func TestARefusedTickLeavesTheLastFire(t *testing.T) {
 // its two minutes is cancelled a minute later than it would have been,
 // and one paused until now is not cancelled while the pause lasts.
 func TestTimeoutDoesNotCountThePausedTime(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 * * * * *'}\n  target: job:tick\n  policy: {timeout_minutes: 2}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 * * * * *'}", "{timeout_minutes: 2}")
 	g := newRig(t, r, 1)
 	ctx := testkit.Context(t)
 	g.tick(r)
@@ -448,22 +466,11 @@ func TestTimeoutDoesNotCountThePausedTime(t *testing.T) {
 // failure was seen, up to policy.retries.max times, each retry named by
 // the tick and its attempt.
 func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 2, backoff_minutes: 1}}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 0 * * * *'}", "{retries: {max: 2, backoff_minutes: 1}}")
 	g := newRig(t, r, 3)
 	ctx := testkit.Context(t)
-	finish := func(run, state string) {
-		_, err := g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: run, Job: "tick"}, events.RunFinishedData{State: state})
-		require.NoError(t, err)
-	}
 	tick := at("2026-11-28T17:00:00Z")
-	g.tick(r)
-	g.clock.set(at("2026-11-28T17:00:00.5Z"))
-	g.tick(r)
-	first := g.requested(1)[0].RunID
-	finish(first, events.StateFailed)
-	g.clock.set(at("2026-11-28T17:00:10Z"))
-	g.tick(r) // the failure seen: the retry is due at 17:01:10
+	g.failFirstRun(r) // the retry is due at 17:01:10
 	g.clock.set(at("2026-11-28T17:01:09Z"))
 	g.tick(r)
 	require.Len(t, g.requested(1), 1, "within the backoff")
@@ -475,7 +482,7 @@ func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
 	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 1}, *runs[1].Routine)
 	assert.Equal(t, "routine:r", runs[1].Requester)
 
-	finish(runs[1].RunID, events.StateFailed)
+	g.finish(runs[1].RunID, events.StateFailed)
 	g.clock.set(at("2026-11-28T17:02:00Z"))
 	g.tick(r)
 	g.clock.set(at("2026-11-28T17:03:00Z"))
@@ -484,7 +491,7 @@ func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
 	require.Len(t, runs, 3)
 	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 2}, *runs[2].Routine)
 
-	finish(runs[2].RunID, events.StateFailed)
+	g.finish(runs[2].RunID, events.StateFailed)
 	g.clock.set(at("2026-11-28T17:05:00Z"))
 	g.tick(r)
 	g.clock.set(at("2026-11-28T17:07:00Z"))
@@ -499,15 +506,13 @@ func TestRetriesRunAFailedTickAgainAfterTheBackoff(t *testing.T) {
 
 // TestASucceededRunIsNotRetried: retries are for failed runs only.
 func TestASucceededRunIsNotRetried(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 3}}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 0 * * * *'}", "{retries: {max: 3}}")
 	g := newRig(t, r, 2)
 	g.tick(r)
 	g.clock.set(at("2026-11-28T17:00:00.5Z"))
 	g.tick(r)
 	run := g.requested(1)[0].RunID
-	_, err = g.log.Append(testkit.Context(t), events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: run, Job: "tick"}, events.RunFinishedData{State: events.StateSuccess})
-	require.NoError(t, err)
+	g.finish(run, events.StateSuccess)
 	g.clock.set(at("2026-11-28T17:00:30Z"))
 	g.tick(r)
 	g.tick(r)
@@ -518,17 +523,13 @@ func TestASucceededRunIsNotRetried(t *testing.T) {
 // sent (the engine died between) is sent by the next scheduler, with the
 // id of the tick's attempt; a new tick then ends the old tick's retries.
 func TestARetryDecidedByADeadEngineIsCarriedOut(t *testing.T) {
-	r, err := routine.Parse("r.yaml", []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: r}\nspec:\n  trigger: {cron: '0 0 * * * *'}\n  target: job:tick\n  policy: {retries: {max: 5}}\n"))
-	require.NoError(t, err)
+	r := routineOf(t, "{cron: '0 0 * * * *'}", "{retries: {max: 5}}")
 	g := newRig(t, r, 2)
 	ctx := testkit.Context(t)
 	g.tick(r)
-	_, rev, err := routine.ReadState(ctx, g.log, "r")
-	require.NoError(t, err)
 	tick := at("2026-11-28T17:00:00Z")
 	retry := routine.RetryRunID("r", tick, 1)
-	decided := routine.State{Last: tick, Action: routine.ActionRetried, Run: retry, LastRun: retry, LastFire: tick, Fired: 1, Retries: 1}
-	require.NoError(t, routine.WriteStateForTest(ctx, g.log, "r", decided, rev))
+	g.decided(routine.State{Last: tick, Action: routine.ActionRetried, Run: retry, LastRun: retry, LastFire: tick, Fired: 1, Retries: 1})
 	g.clock.set(at("2026-11-28T17:00:30Z"))
 	g.tick(r)
 	runs := g.requested(1)
@@ -536,8 +537,7 @@ func TestARetryDecidedByADeadEngineIsCarriedOut(t *testing.T) {
 	assert.Equal(t, retry, runs[0].RunID)
 	assert.Equal(t, events.RoutineTick{Name: "r", Tick: tick, Retry: 1}, *runs[0].Routine)
 
-	_, err = g.log.Append(ctx, events.Event{ID: events.NewID(), Type: events.RunFinished, RunID: retry, Job: "tick"}, events.RunFinishedData{State: events.StateFailed})
-	require.NoError(t, err)
+	g.finish(retry, events.StateFailed)
 	g.clock.set(at("2026-11-28T18:00:00.5Z"))
 	g.tick(r)
 	runs = g.requested(2)

@@ -76,3 +76,28 @@ for cp in a["checkpoints"]:
         for c in at.get("tool_calls", []):
             print("%s attempt %d: %s (%s)" % (cp["id"], at["attempt"], c.get("agent_tool", ""), c["name"]))'
 }
+
+# run_counting_task DEMO AGENT ACTIVITY creates the two-checkpoint task of
+# examples/groundhog-cli over DEMO/repo, its id in $task, and runs it with
+# ACTIVITY, over the CLI agent AGENT.
+run_counting_task() {
+  task=$("$orbit" --root "$1" task create --title "Count to two" \
+    --plan examples/groundhog-cli/plan.yaml --workspace "$1/repo")
+  echo "== task $task, over $("$2" --version)"
+  "$orbit" --root "$1" groundhog run "$task" --activity "$3"
+}
+
+# report_counting_task DEMO prints the agent's tool calls in the audit of
+# task $task, its verification and the repository's log, stops the demo,
+# and prints what the scripted model was asked.
+report_counting_task() {
+  echo "== the CLI tool calls in the audit"
+  audit_calls "$1" "$task"
+  echo "== orbit groundhog verify $task"
+  "$orbit" --root "$1" groundhog verify "$task"
+  echo "== git log"
+  git -C "$1/repo" log --format='%h %s' main
+  stop_demo "$1"
+  echo "== what the scripted model was asked"
+  cat "$1/model.log"
+}

@@ -26,18 +26,7 @@ claude_env "$demo"
 mkdir -p "$demo/.orbit/executors" "$demo/.orbit/activities"
 sed "s|^  command: claude$|  command: $claude|" examples/groundhog-cli/claude_code.yaml >"$demo/.orbit/executors/claude_code.yaml"
 cp examples/groundhog-cli/example_cli_agent.yaml "$demo/.orbit/activities/"
-task=$("$orbit" --root "$demo" task create --title "Count to two" \
-  --plan examples/groundhog-cli/plan.yaml --workspace "$demo/repo")
-echo "== task $task, over $("$claude" --version)"
-"$orbit" --root "$demo" groundhog run "$task" --activity example_cli_agent
+run_counting_task "$demo" "$claude" example_cli_agent
 echo "== orbit groundhog show $task"
 "$orbit" --root "$demo" groundhog show "$task"
-echo "== the CLI tool calls in the audit"
-audit_calls "$demo" "$task"
-echo "== orbit groundhog verify $task"
-"$orbit" --root "$demo" groundhog verify "$task"
-echo "== git log"
-git -C "$demo/repo" log --format='%h %s' main
-stop_demo "$demo"
-echo "== what the scripted model was asked"
-cat "$demo/model.log"
+report_counting_task "$demo"

@@ -33,16 +33,5 @@ mkdir -p "$demo/.orbit/executors" "$demo/.orbit/activities"
 sed "s|^  command: codex$|  command: $codex\n  args: [\"-c\", \"model_provider=\\\\\"demo\\\\\"\", \"-c\", \"model_providers.demo.name=\\\\\"demo\\\\\"\", \"-c\", \"model_providers.demo.base_url=\\\\\"$url/v1\\\\\"\", \"-c\", \"model_providers.demo.wire_api=\\\\\"responses\\\\\"\", \"-c\", \"model_providers.demo.env_key=\\\\\"ORBIT_DEMO_OPENAI_KEY\\\\\"\", \"-c\", \"model_providers.demo.request_max_retries=0\", \"-c\", \"model_providers.demo.stream_max_retries=0\"]|" \
   examples/groundhog-cli/codex.yaml >"$demo/.orbit/executors/codex.yaml"
 cp examples/groundhog-cli/example_codex_agent.yaml "$demo/.orbit/activities/"
-task=$("$orbit" --root "$demo" task create --title "Count to two" \
-  --plan examples/groundhog-cli/plan.yaml --workspace "$demo/repo")
-echo "== task $task, over $("$codex" --version)"
-"$orbit" --root "$demo" groundhog run "$task" --activity example_codex_agent
-echo "== the CLI tool calls in the audit"
-audit_calls "$demo" "$task"
-echo "== orbit groundhog verify $task"
-"$orbit" --root "$demo" groundhog verify "$task"
-echo "== git log"
-git -C "$demo/repo" log --format='%h %s' main
-stop_demo "$demo"
-echo "== what the scripted model was asked"
-cat "$demo/model.log"
+run_counting_task "$demo" "$codex" example_codex_agent
+report_counting_task "$demo"

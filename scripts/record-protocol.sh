@@ -100,6 +100,16 @@ YAML
 pid=$!
 until "$bin" engine >/dev/null 2>&1; do sleep 0.2; done
 
+# await RUN TYPE waits for the run's first event of TYPE.
+await() {
+	until "$bin" run events "$1" -t "$2" | grep -q "$2"; do sleep 0.2; done
+}
+
+# finish RUN waits for the run's end.
+finish() {
+	"$bin" run tail "$1" >/dev/null 2>&1 || true
+}
+
 # record KIND RUN...: the runs' events and their children's, by sequence.
 record() {
 	kind=$1
@@ -128,36 +138,36 @@ for ev in sorted(evs, key=lambda e: e["seq"]):
 
 for job in sequence fan_echo invoke_wait example example_fan_out example_loop example_parallel example_recovery example_retry example_when example_child_job example_agent; do
 	run=$("$bin" run "$job" --detach)
-	"$bin" run tail "$run" >/dev/null 2>&1 || true
+	finish "$run"
 	record "$job" "$run"
 done
 
 run=$("$bin" run gate --detach)
 until "$bin" run show "$run" | grep -q '^Waiting:'; do sleep 0.2; done
 "$bin" run signal "$run" approved --data '{"by":"ada"}' >/dev/null
-"$bin" run tail "$run" >/dev/null 2>&1 || true
+finish "$run"
 record gate "$run"
 
 run=$("$bin" run example_slow --detach)
-until "$bin" run events "$run" -t step.started | grep -q step.started; do sleep 0.2; done
+await "$run" step.started
 "$bin" run cancel "$run" >/dev/null
-"$bin" run tail "$run" >/dev/null 2>&1 || true
+finish "$run"
 record cancelled "$run"
 
 # A step stopped by pause --now and run again on unpause (attempt 2, no
 # retry spent).
 run=$("$bin" run paused_now --detach)
-until "$bin" run events "$run" -t step.started | grep -q step.started; do sleep 0.2; done
+await "$run" step.started
 "$bin" run pause "$run" --now >/dev/null
-until "$bin" run events "$run" -t step.finished | grep -q step.finished; do sleep 0.2; done
+await "$run" step.finished
 "$bin" run unpause "$run" >/dev/null
-"$bin" run tail "$run" >/dev/null 2>&1 || true
+finish "$run"
 record paused_now "$run"
 
 # A retry from a step (reused_from): the failed run and its retry.
 run=$("$bin" run release --detach)
-"$bin" run tail "$run" >/dev/null 2>&1 || true
+finish "$run"
 touch ready
 retry=$("$bin" run retry "$run" --from check 2>/dev/null) || true
-"$bin" run tail "$retry" >/dev/null 2>&1 || true
+finish "$retry"
 record retry_from "$run" "$retry"
