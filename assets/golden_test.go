@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -62,13 +63,7 @@ func TestBadAssets(t *testing.T) {
 			require.ErrorIs(t, err, assets.ErrInvalid)
 			got := err.Error() + "\n"
 			assert.NotContains(t, got, "sk-", "a problem repeats what looks like a secret")
-			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
-			if *update {
-				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test -run TestBadAssets -update to create it")
-			assert.Equal(t, string(want), got)
+			testkit.Golden(t, strings.TrimSuffix(file, ".yaml")+".golden", []byte(got), *update)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // designPlan is the example plan of DESIGN §6, as written there.
@@ -321,13 +322,7 @@ func TestBadPlans(t *testing.T) {
 			assert.Nil(t, p)
 			require.ErrorIs(t, err, assets.ErrInvalid)
 			got := err.Error() + "\n"
-			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
-			if *update {
-				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test -run TestBadPlans -update to create it")
-			assert.Equal(t, string(want), got)
+			testkit.Golden(t, strings.TrimSuffix(file, ".yaml")+".golden", []byte(got), *update)
 		})
 	}
 }

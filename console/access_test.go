@@ -33,16 +33,6 @@ func send(t *testing.T, req *http.Request) (int, http.Header, string) {
 	return resp.StatusCode, resp.Header, string(body)
 }
 
-// slowRun starts example_slow and waits until it runs.
-func slowRun(t *testing.T, p *testkit.Project) string {
-	t.Helper()
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
-	return id
-}
-
 // TestConsoleAnswersOnlyItsOwnHosts: with the owner's token, a request for
 // a host the console is not (a name rebound to 127.0.0.1, another port) is
 // 421 before any page runs, /metrics and a cancel POST whose Origin matches
@@ -55,7 +45,7 @@ func TestConsoleAnswersOnlyItsOwnHosts(t *testing.T) {
 	c := serveConsole(t, p)
 	_, port, err := net.SplitHostPort(strings.TrimPrefix(c.URL, "http://"))
 	require.NoError(t, err)
-	id := slowRun(t, p)
+	id := runningJob(t, p, "example_slow")
 
 	for host, want := range map[string]int{
 		"127.0.0.1:" + port: http.StatusOK, "localhost:" + port: http.StatusOK, "[::1]:" + port: http.StatusOK,
@@ -116,7 +106,7 @@ func TestConsoleAsksForItsOwnersToken(t *testing.T) {
 	assert.Equal(t, strings.TrimSpace(string(kept)), c.Token)
 	assert.GreaterOrEqual(t, len(c.Token), 32)
 	assert.Equal(t, c.URL+"/?token="+c.Token, c.Login)
-	id := slowRun(t, p)
+	id := runningJob(t, p, "example_slow")
 
 	anonymous := func(method, path string) *http.Request {
 		req, err := http.NewRequest(method, c.URL+path, nil)

@@ -145,10 +145,7 @@ func TestBrowserCancelIsLive(t *testing.T) {
 	p := testkit.NewProject(t)
 	c := serveConsole(t, p)
 	login(t, ctx, c)
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
+	id := runningJob(t, p, "example_slow")
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(c.URL+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#cancel`))))
 	assert.Equal(t, "running", eval[string](t, ctx, `document.getElementById("run-state").textContent`))
@@ -332,9 +329,7 @@ func TestBrowserCollapsedLoopIsLive(t *testing.T) {
 	writeJob(t, p, "collapsed", collapsedJob)
 	c := serveConsole(t, p)
 	login(t, ctx, c)
-	r := p.Orbit("job", "run", "collapsed", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
+	id := startJob(t, p, "collapsed")
 	waitFor(t, "the gate", func() bool {
 		for _, s := range showRun(t, p, id).Steps {
 			if s.Key == "gate" {
@@ -353,7 +348,7 @@ func TestBrowserCollapsedLoopIsLive(t *testing.T) {
 	assert.Equal(t, 12, eval[int](t, ctx, `document.querySelectorAll('tr.group-body tr.step[data-key^="spin/"]').length`))
 	assert.Equal(t, "hide", eval[string](t, ctx, `document.querySelector('tr.group[data-group="spin"] a.expand').textContent`))
 
-	r = p.Orbit("run", "signal", id, "go")
+	r := p.Orbit("run", "signal", id, "go")
 	require.Equal(t, 0, r.Code, r.String())
 	_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("run-state").textContent === "success"`,
 		chromedp.WithPollingTimeout(30*time.Second)))

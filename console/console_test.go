@@ -84,9 +84,7 @@ spec:
 `)
 	var ids []string
 	for range 51 {
-		r := p.Orbit("job", "run", "quick", "--detach")
-		require.Equal(t, 0, r.Code, r.String())
-		ids = append(ids, strings.TrimSpace(r.Stdout))
+		ids = append(ids, startJob(t, p, "quick"))
 	}
 	_, first := c.get(t, "/?job=quick")
 	assert.Contains(t, first, ids[50], "newest first")
@@ -163,24 +161,11 @@ func TestCancelRefusesCrossSiteAndCancelsLive(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	c := serveConsole(t, p)
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
+	id := runningJob(t, p, "example_slow")
 
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	post := func(headers map[string]string) int {
-		req := c.request(t, http.MethodPost, "/runs/"+id+"/cancel")
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		resp, err := noRedirect.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	assert.Equal(t, http.StatusForbidden, post(map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}))
-	assert.Equal(t, http.StatusForbidden, post(map[string]string{"Origin": "https://evil.example"}))
+	cancel := "/runs/" + id + "/cancel"
+	assert.Equal(t, http.StatusForbidden, c.post(t, cancel, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}))
+	assert.Equal(t, http.StatusForbidden, c.post(t, cancel, map[string]string{"Origin": "https://evil.example"}))
 	time.Sleep(300 * time.Millisecond)
 	assert.Equal(t, events.StateRunning, showRun(t, p, id).State, "a refused cancel changes nothing")
 
@@ -194,7 +179,7 @@ func TestCancelRefusesCrossSiteAndCancelsLive(t *testing.T) {
 	defer resp.Body.Close()
 	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 
-	assert.Equal(t, http.StatusSeeOther, post(map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": c.URL}))
+	assert.Equal(t, http.StatusSeeOther, c.post(t, cancel, c.fromPage()))
 	ended := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(resp.Body)
@@ -217,7 +202,7 @@ func TestCancelRefusesCrossSiteAndCancelsLive(t *testing.T) {
 		t.Fatal("the live stream did not say the run ended")
 	}
 	assert.Equal(t, events.StateCancelled, showRun(t, p, id).State)
-	assert.Equal(t, http.StatusConflict, post(nil), "a finished run never changes")
+	assert.Equal(t, http.StatusConflict, c.post(t, cancel, nil), "a finished run never changes")
 }
 
 // TestMetricsMatchOrbitMetrics parses /metrics with the Prometheus text

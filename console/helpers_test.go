@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -116,6 +117,26 @@ func (c *site) request(t *testing.T, method, path string) *http.Request {
 	return req
 }
 
+// post sends a POST for path as the owner with headers set, follows no
+// redirect, and returns the status.
+func (c *site) post(t *testing.T, path string, headers map[string]string) int {
+	t.Helper()
+	req := c.request(t, http.MethodPost, path)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// fromPage are the headers of a form the console's own page posts.
+func (c *site) fromPage() map[string]string {
+	return map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": c.URL}
+}
+
 // get fetches a page as its owner and returns its status and body.
 func (c *site) get(t *testing.T, path string) (int, string) {
 	t.Helper()
@@ -169,6 +190,23 @@ func runJob(t *testing.T, p *testkit.Project, job string) string {
 	r := p.Orbit("job", "run", job)
 	id := strings.TrimSpace(strings.SplitN(r.Stdout, "\n", 2)[0])
 	require.NotEmpty(t, id, r.String())
+	return id
+}
+
+// startJob runs job detached (orbit job run --detach) and returns its
+// run's id.
+func startJob(t *testing.T, p *testkit.Project, job string) string {
+	t.Helper()
+	r := p.Orbit("job", "run", job, "--detach")
+	require.Equal(t, 0, r.Code, r.String())
+	return strings.TrimSpace(r.Stdout)
+}
+
+// runningJob starts job detached and returns its run's id once it runs.
+func runningJob(t *testing.T, p *testkit.Project, job string) string {
+	t.Helper()
+	id := startJob(t, p, job)
+	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
 	return id
 }
 

@@ -3,8 +3,6 @@ package console_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,29 +25,14 @@ import (
 func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	dir := filepath.Join(p.Root, ".orbit", "routines")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "hourly.yaml"), []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: hourly}\nspec:\n  trigger: {cron: '@hourly'}\n  target: job:example_slow\n"), 0o644))
+	p.WriteFile(".orbit/routines/hourly.yaml", "schemaVersion: 2\nkind: Routine\nmetadata: {name: hourly}\nspec:\n  trigger: {cron: '@hourly'}\n  target: job:example_slow\n")
 	c := serveConsole(t, p)
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-	waitFor(t, "the run to start", func() bool { return showRun(t, p, id).State == events.StateRunning })
+	id := runningJob(t, p, "example_slow")
 
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	post := func(path string) int {
-		req := c.request(t, http.MethodPost, path)
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		req.Header.Set("Origin", c.URL)
-		resp, err := noRedirect.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	_, body := c.get(t, "/runs/"+id)
 	assert.Contains(t, body, `id="pause"`)
 	assert.NotContains(t, body, `id="unpause"`)
-	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/pause"))
+	require.Equal(t, http.StatusSeeOther, c.post(t, "/runs/"+id+"/pause", c.fromPage()))
 	assert.True(t, showRun(t, p, id).Paused)
 	_, body = c.get(t, "/runs/"+id)
 	assert.Contains(t, body, `id="unpause"`)
@@ -61,13 +44,13 @@ func TestPauseButtonsRoutinesPageAndMetrics(t *testing.T) {
 	assert.Contains(t, metrics, `orbit_routine_fired_total{routine="hourly"} 0`)
 	assert.Contains(t, metrics, `orbit_routine_next_fire_timestamp_seconds{routine="hourly"} `)
 
-	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/unpause"))
+	require.Equal(t, http.StatusSeeOther, c.post(t, "/runs/"+id+"/unpause", c.fromPage()))
 	assert.False(t, showRun(t, p, id).Paused)
 	_, body = c.get(t, "/runs/"+id)
 	assert.Contains(t, body, `id="pause-now"`)
-	require.Equal(t, http.StatusSeeOther, post("/runs/"+id+"/pause?now=1"))
+	require.Equal(t, http.StatusSeeOther, c.post(t, "/runs/"+id+"/pause?now=1", c.fromPage()))
 	assert.True(t, showRun(t, p, id).Paused)
-	r = p.Orbit("run", "events", "--json", id)
+	r := p.Orbit("run", "events", "--json", id)
 	require.Equal(t, 0, r.Code, r.String())
 	var evs []events.Event
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &evs))
@@ -99,16 +82,6 @@ func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	c := serveConsole(t, p)
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	post := func(path string) int {
-		req := c.request(t, http.MethodPost, path)
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		req.Header.Set("Origin", c.URL)
-		resp, err := noRedirect.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	code, body := c.get(t, "/jobs/example_slow")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, `id="job-active"`)
@@ -116,7 +89,7 @@ func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
 	_, metrics := c.get(t, "/metrics")
 	assert.Contains(t, metrics, "orbit_jobs_paused 0")
 
-	require.Equal(t, http.StatusSeeOther, post("/jobs/example_slow/pause"))
+	require.Equal(t, http.StatusSeeOther, c.post(t, "/jobs/example_slow/pause", c.fromPage()))
 	_, body = c.get(t, "/jobs/example_slow")
 	assert.Contains(t, body, `id="job-paused"`)
 	assert.Contains(t, body, `id="unpause-job"`)
@@ -125,9 +98,9 @@ func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
 	assert.Contains(t, metrics, "orbit_jobs_paused 1")
 	list := p.Orbit("job", "list")
 	assert.Contains(t, list.Stdout, "[paused]")
-	assert.Equal(t, http.StatusNotFound, post("/jobs/nosuch/pause"), "no such job")
+	assert.Equal(t, http.StatusNotFound, c.post(t, "/jobs/nosuch/pause", c.fromPage()), "no such job")
 
-	require.Equal(t, http.StatusSeeOther, post("/jobs/example_slow/unpause"))
+	require.Equal(t, http.StatusSeeOther, c.post(t, "/jobs/example_slow/unpause", c.fromPage()))
 	_, body = c.get(t, "/jobs/example_slow")
 	assert.Contains(t, body, `id="job-active"`)
 }
@@ -140,9 +113,7 @@ func TestJobPageShowsPausedWithItsButtonAndMetrics(t *testing.T) {
 func TestRoutinesPageAndMetricsSayLastAndNextFireAndSkipped(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
-	dir := filepath.Join(p.Root, ".orbit", "routines")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "busy.yaml"), []byte("schemaVersion: 2\nkind: Routine\nmetadata: {name: busy}\nspec:\n  trigger: {cron: '*/2 * * * * *'}\n  target: job:example_slow\n  policy: {overlap: forbid}\n"), 0o644))
+	p.WriteFile(".orbit/routines/busy.yaml", "schemaVersion: 2\nkind: Routine\nmetadata: {name: busy}\nspec:\n  trigger: {cron: '*/2 * * * * *'}\n  target: job:example_slow\n  policy: {overlap: forbid}\n")
 	c := serveConsole(t, p)
 	var st routine.Status
 	waitFor(t, "a fire and two skipped ticks", func() bool {

@@ -67,9 +67,7 @@ func TestABigRunIsBrowsable(t *testing.T) {
 	p.WriteFile(".orbit/config.yaml", "durability: relaxed\n")
 	writeJob(t, p, "spin", spinJob)
 	c := serveConsole(t, p)
-	r := p.Orbit("job", "run", "spin", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
+	id := startJob(t, p, "spin")
 	deadline := time.Now().Add(5 * time.Minute)
 	for !events.Terminal(showRun(t, p, id).State) {
 		require.True(t, time.Now().Before(deadline), "the loop did not finish")
@@ -212,7 +210,7 @@ func TestLiveOfAnUnknownRunIs404AtOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, body.String(), "event: end\ndata: success\n")
 
-	id := slowRun(t, p)
+	id := runningJob(t, p, "example_slow")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := c.request(t, http.MethodGet, "/runs/"+id+"/live?after=0").WithContext(ctx)

@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"html"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,10 +23,8 @@ func TestARunPageNamesWhoSignedItsRequests(t *testing.T) {
 	require.NoError(t, err)
 	signed := "signed by client " + creds.Public[events.IdentityClient]
 
-	r := p.Orbit("job", "run", "example_slow", "--detach")
-	require.Equal(t, 0, r.Code, r.String())
-	id := strings.TrimSpace(r.Stdout)
-	r = p.Orbit("run", "cancel", id, "--reason", "enough")
+	id := startJob(t, p, "example_slow")
+	r := p.Orbit("run", "cancel", id, "--reason", "enough")
 	require.Equal(t, 0, r.Code, r.String())
 	waitFor(t, "the run to end", func() bool { return showRun(t, p, id).State == events.StateCancelled })
 

@@ -38,26 +38,8 @@ spec:
 // below the run a second one is a conflict.
 func TestCancelTreeFromTheRunPage(t *testing.T) {
 	t.Parallel()
-	p := testkit.NewProject(t)
-	p.WriteFile(".orbit/jobs/spawner.yaml", spawner)
-	p.WriteFile(".orbit/jobs/nap.yaml", nap)
-	c := serveConsole(t, p)
-	root := runJob(t, p, "spawner")
+	p, c, root, naps := napTree(t)
 	require.Equal(t, events.StateSuccess, showRun(t, p, root).State)
-	var naps []string
-	waitFor(t, "two naps running", func() bool {
-		r := p.Orbit("run", "history", "--job", "nap", "--json")
-		require.Equal(t, 0, r.Code, r.String())
-		var runs []struct{ ID, State string }
-		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &runs))
-		naps = naps[:0]
-		for _, run := range runs {
-			if run.State == events.StateRunning {
-				naps = append(naps, run.ID)
-			}
-		}
-		return len(naps) == 2
-	})
 
 	code, body := c.get(t, "/runs/"+root)
 	require.Equal(t, http.StatusOK, code)
@@ -65,19 +47,10 @@ func TestCancelTreeFromTheRunPage(t *testing.T) {
 	assert.Contains(t, body, `action="/runs/`+root+`/cancel?tree=1"`)
 	assert.Contains(t, body, `id="cancel-tree"`)
 
-	post := func(headers map[string]string) int {
-		req := c.request(t, http.MethodPost, "/runs/"+root+"/cancel?tree=1")
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	assert.Equal(t, http.StatusForbidden, post(map[string]string{"Origin": "https://evil.example"}))
+	cancelTree := "/runs/" + root + "/cancel?tree=1"
+	assert.Equal(t, http.StatusForbidden, c.post(t, cancelTree, map[string]string{"Origin": "https://evil.example"}))
 	assert.Equal(t, events.StateRunning, showRun(t, p, naps[0]).State, "a refused cancel changes nothing")
-	assert.Equal(t, http.StatusSeeOther, post(map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": c.URL}))
+	assert.Equal(t, http.StatusSeeOther, c.post(t, cancelTree, c.fromPage()))
 	for _, id := range naps {
 		waitFor(t, "the nap to end", func() bool { return events.Terminal(showRun(t, p, id).State) })
 		v := showRun(t, p, id)
@@ -85,7 +58,7 @@ func TestCancelTreeFromTheRunPage(t *testing.T) {
 		require.NotNil(t, v.Error)
 		assert.True(t, strings.HasSuffix(v.Error.Message, ": from the console, as part of the tree cancel of "+root), v.Error.Message)
 	}
-	assert.Equal(t, http.StatusConflict, post(nil), "nothing is live below the run now")
+	assert.Equal(t, http.StatusConflict, c.post(t, cancelTree, nil), "nothing is live below the run now")
 }
 
 // TestCancelTreeAnswersThePageWithItsOutcome: the page's script posts the

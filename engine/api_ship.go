@@ -10,7 +10,6 @@ import (
 
 	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
 )
 
@@ -86,31 +85,15 @@ func (e *Engine) Shipping() *shipping.Service { return e.ship }
 
 // newShipping makes the engine's shipping service on its log and views.
 func (e *Engine) newShipping() *shipping.Service {
-	return shipping.New(shipping.Config{
-		Log: e.log,
-		Task: func(ctx context.Context, id string, minSeq uint64) (*projector.TaskView, error) {
-			if err := e.proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return e.proj.Task(ctx, id)
-		},
-		Tasks: func(ctx context.Context, minSeq uint64) ([]projector.TaskView, error) {
-			if err := e.proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return e.proj.Tasks(ctx)
-		},
-		Run: func(ctx context.Context, id string, minSeq uint64) (*projector.RunView, error) {
-			if err := e.proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return e.proj.RunView(ctx, id)
-		},
+	cfg := shipping.Config{
+		Log:    e.log,
 		Root:   e.cfg.Root,
 		Forge:  e.forgeSettings,
 		Redact: e.cfg.Redactor.Add,
 		Logger: e.cfg.Logger,
-	})
+	}
+	cfg.ReadViews(e.proj)
+	return shipping.New(cfg)
 }
 
 // forgeSettings are the forge the engine's configuration names now (a

@@ -24,6 +24,23 @@ func writeAsset(t *testing.T, path, content string) {
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 }
 
+// runningEngine opens an engine on cfg and runs it until the test ends,
+// when it is stopped and closed.
+func runningEngine(ctx context.Context, t *testing.T, cfg Config) *Engine {
+	t.Helper()
+	e, err := Open(ctx, cfg)
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		_ = e.Close()
+	})
+	return e
+}
+
 func echoJob(name, greeting string) string {
 	return "schemaVersion: 2\nkind: Job\nmetadata: {name: " + name + "}\nspec:\n  steps:\n" +
 		"    - id: say\n      spec: {type: deterministic, action: echo, config: {greeting: " + greeting + "}}\n"
@@ -124,16 +141,7 @@ spec:
             spec: {type: deterministic, action: job.invoke, config: {job: child, wait: true}}
 `)
 	ctx := testkit.Context(t)
-	e, err := Open(ctx, Config{Root: root, Listen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- e.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		<-done
-		_ = e.Close()
-	})
+	e := runningEngine(ctx, t, Config{Root: root, Listen: "127.0.0.1:0"})
 
 	cat, err := assets.OpenCatalog(root, assets.CatalogOptions{})
 	require.NoError(t, err)

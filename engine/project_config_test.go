@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,25 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/assets"
+	"github.com/orbitrun/orbit/internal/testkit"
 )
-
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestTheProjectConfigIsReloadedValidatedFirst: the configuration follows
 // the file from the next read on; a file that does not load keeps the one
@@ -43,7 +24,7 @@ func TestTheProjectConfigIsReloadedValidatedFirst(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	file := filepath.Join(root, ".orbit", "config.yaml")
-	var logged lockedBuffer
+	var logged testkit.SyncBuffer
 	var applied []*assets.Config
 	c, err := loadProjectConfig(root, slog.New(slog.NewTextHandler(&logged, nil)), func(cfg *assets.Config) { applied = append(applied, cfg) })
 	require.NoError(t, err)

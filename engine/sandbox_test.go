@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,25 +10,6 @@ import (
 	"github.com/orbitrun/orbit/internal/sandbox"
 	"github.com/orbitrun/orbit/internal/testkit"
 )
-
-// syncBuffer is a log's destination that the engine's goroutines may
-// write while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestAnEngineThatCannotSandboxSaysSoAtStart: on a machine where the
 // sandbox is not available (this test binary does not call sandbox.Init,
@@ -41,7 +20,7 @@ func TestAnEngineThatCannotSandboxSaysSoAtStart(t *testing.T) {
 	t.Parallel()
 	ok, why := sandbox.Available()
 	require.False(t, ok, "the test binary cannot sandbox")
-	var logged syncBuffer
+	var logged testkit.SyncBuffer
 	e, err := Open(testkit.Context(t), Config{Root: t.TempDir(), Listen: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,16 +28,7 @@ import (
 func TestARunTheLogCannotRecordIsRefusedOrShown(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	e, err := Open(ctx, Config{Root: t.TempDir(), Listen: "127.0.0.1:0", MaxPayload: 1 << 20})
-	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- e.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		<-done
-		_ = e.Close()
-	})
+	e := runningEngine(ctx, t, Config{Root: t.TempDir(), Listen: "127.0.0.1:0", MaxPayload: 1 << 20})
 
 	job, err := assets.ParseJob("j.yaml", []byte("schemaVersion: 2\nkind: Job\nmetadata: {name: j}\nspec:\n  steps:\n    - {id: a, spec: {type: deterministic, action: echo}}\n"), nil)
 	require.NoError(t, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,9 +24,8 @@ import (
 func TestTheAgentIdentityMayCallTheVerbEndpointOnly(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0"})
-	creds, err := events.EnsureCreds(filepath.Join(filepath.Dir(store), "creds"))
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	creds, err := events.EnsureCreds(l.CredsDir())
 	require.NoError(t, err)
 	const engineID = "E1"
 	var submitted, approved bool

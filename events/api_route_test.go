@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,20 +20,10 @@ import (
 // as the engine for subscribers that stand in for a stopped engine.
 func routedLog(t *testing.T) (l, client *events.Log, raw *nats.Conn, seed string) {
 	t.Helper()
-	ctx := testkit.Context(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l = testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0"})
-	creds := filepath.Join(filepath.Dir(store), "creds")
-	seed = events.CredsFile(creds, events.IdentityClient)
-	client, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: seed})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
-	opt, err := nats.NkeyOptionFromSeed(events.CredsFile(creds, events.IdentityEngine))
-	require.NoError(t, err)
-	raw, err = nats.Connect(l.ClientURL(), opt)
-	require.NoError(t, err)
-	t.Cleanup(raw.Close)
-	return l, client, raw, seed
+	l = testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	client = dialAs(testkit.Context(t), t, l, events.IdentityClient)
+	raw = testkit.DialEngine(t, l.ClientURL(), l.CredsDir())
+	return l, client, raw, events.CredsFile(l.CredsDir(), events.IdentityClient)
 }
 
 // whoAmI serves one endpoint that answers with the serving engine's id.
@@ -132,17 +121,13 @@ func TestRequestWithNoEngineFailsAtOnce(t *testing.T) {
 func TestARequestOverTheServersLargestMessageIsInvalid(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0", MaxPayload: 64 << 10})
-	client, err := events.Dial(ctx, l.ClientURL(), events.Config{
-		NKeySeedFile: events.CredsFile(filepath.Join(filepath.Dir(store), "creds"), events.IdentityClient)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0", MaxPayload: 64 << 10})
+	client := dialAs(ctx, t, l, events.IdentityClient)
 	whoAmI(t, l, "E1")
 
 	var got string
 	require.NoError(t, client.Request(ctx, "who.am_i", strings.Repeat("x", 1<<10), &got))
-	err = client.Request(ctx, "who.am_i", strings.Repeat("x", 100<<10), &got)
+	err := client.Request(ctx, "who.am_i", strings.Repeat("x", 100<<10), &got)
 	require.ErrorIs(t, err, events.ErrInvalidRequest)
 	assert.NotErrorIs(t, err, events.ErrUnavailable)
 	assert.Contains(t, err.Error(), "max_payload")

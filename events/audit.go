@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -208,6 +209,6 @@ func (l *Log) Audit(ctx context.Context) (AuditReport, error) {
 			rep.Problems = append(rep.Problems, AuditProblem{Kind: ProblemMissing, Seq: r.From, Through: r.Through})
 		}
 	}
-	slices.SortStableFunc(rep.Problems, func(a, b AuditProblem) int { return compareSeq(a.Seq, b.Seq) })
+	slices.SortStableFunc(rep.Problems, func(a, b AuditProblem) int { return cmp.Compare(a.Seq, b.Seq) })
 	return rep, nil
 }

@@ -26,11 +26,7 @@ func TestReadsOnALaggingReplicaDoNotGoBackInTime(t *testing.T) {
 	require.NoError(t, err)
 	c.Restart(follower)
 
-	r, err := events.Open(ctx, events.Config{URL: c.Nodes[follower].URL(), NKeySeedFile: c.Creds.File(events.IdentityEngine),
-		Redactor: &events.Redactor{}, Name: "reader"})
-	require.NoError(t, err)
-	t.Cleanup(func() { r.Close() })
-	require.Equal(t, []int{follower}, c.ClientNodes("reader"), "the reader is connected to the lagging follower")
+	r := readerOn(ctx, t, c, follower)
 	// Each read right after an acknowledged append, twice: a direct get
 	// goes to any replica (the server picks one of the stream's queue
 	// group at random, its own or one across a route), so a read that saw

@@ -26,11 +26,7 @@ func TestExportAndAuditOnALaggingReplicaReadTheWholeLog(t *testing.T) {
 	through, err := w.LastSeq(ctx)
 	require.NoError(t, err)
 	c.Restart(follower)
-	r, err := events.Open(ctx, events.Config{URL: c.Nodes[follower].URL(), NKeySeedFile: c.Creds.File(events.IdentityEngine),
-		Redactor: &events.Redactor{}, Name: "reader"})
-	require.NoError(t, err)
-	t.Cleanup(func() { r.Close() })
-	require.Equal(t, []int{follower}, c.ClientNodes("reader"))
+	r := readerOn(ctx, t, c, follower)
 
 	// At once, while the follower catches up: its direct gets are on
 	// from 90% of the way.

@@ -70,6 +70,19 @@ func laggingFollower(t *testing.T, n int) (context.Context, *testkit.Cluster, *e
 	return ctx, c, l, follower
 }
 
+// readerOn opens a log named "reader" on the cluster's server node, as
+// the engine or a CLI whose server that is would, and checks that it is
+// connected to that server.
+func readerOn(ctx context.Context, t *testing.T, c *testkit.Cluster, node int) *events.Log {
+	t.Helper()
+	r, err := events.Open(ctx, events.Config{URL: c.Nodes[node].URL(), NKeySeedFile: c.Creds.File(events.IdentityEngine),
+		Redactor: &events.Redactor{}, Name: "reader"})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	require.Equal(t, []int{node}, c.ClientNodes("reader"), "the reader is connected to server %d", node)
+	return r
+}
+
 // TestReplicatedLogSurvivesItsLeadersLoss: on a three-server cluster the
 // log defaults to three replicas of everything, and killing the server that
 // leads the event stream — the one the engine is connected to — loses no

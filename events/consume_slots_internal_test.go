@@ -1,8 +1,6 @@
 package events
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -12,13 +10,8 @@ import (
 // delivered at once.
 func TestSlotPullIsAskedAgainWhenItExpires(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	ctx := testContext(t)
+	l := openLog(t, DurabilityStrict)
 	spec := ConsumerSpec{Durable: "expiring", Command: "step.>", AckWait: time.Minute, Concurrency: 1}
 	spec.setDefaults()
 	cons, err := l.createConsumer(ctx, StepsStream, spec.config())

@@ -44,28 +44,32 @@ func TestIdentitiesAreTheirOwnersOnly(t *testing.T) {
 	assert.Equal(t, c.Public, again.Public, "an existing seed is kept")
 }
 
+// helloLog starts a log served on a loopback port, holding one event
+// (run R1 requested), with an engine.info endpoint that answers "hello".
+func helloLog(ctx context.Context, t *testing.T) *events.Log {
+	t.Helper()
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
+		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
+	})
+	require.NoError(t, err)
+	t.Cleanup(stop.Stop)
+	_, err = l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
+	require.NoError(t, err)
+	return l
+}
+
 // TestAReaderReadsTheLogAndNothingElse: with the reader's key a process
 // follows the log and reads blobs, but cannot call the engine's API; the
 // client's key can.
 func TestAReaderReadsTheLogAndNothingElse(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0"})
-	creds := filepath.Join(filepath.Dir(store), "creds")
-	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
-		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
-	})
-	require.NoError(t, err)
-	defer stop.Stop()
-	_, err = l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
-	require.NoError(t, err)
+	l := helloLog(ctx, t)
 	ref, err := l.PutBlob(ctx, []byte("a blob"))
 	require.NoError(t, err)
 
-	reader, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(creds, events.IdentityReader)})
-	require.NoError(t, err)
-	defer reader.Close()
+	reader := dialAs(ctx, t, l, events.IdentityReader)
 	evs, err := reader.Read(ctx, events.FollowOptions{})
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
@@ -82,9 +86,7 @@ func TestAReaderReadsTheLogAndNothingElse(t *testing.T) {
 	var answer string
 	assert.ErrorIs(t, reader.Request(short, "engine.info", nil, &answer), events.ErrNotPermitted, "a reader may not call the API, and hears so before its timeout")
 
-	client, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(creds, events.IdentityClient)})
-	require.NoError(t, err)
-	defer client.Close()
+	client := dialAs(ctx, t, l, events.IdentityClient)
 	require.NoError(t, client.Request(ctx, "engine.info", nil, &answer))
 	assert.Equal(t, "hello", answer)
 	short, cancel = context.WithTimeout(ctx, time.Second)

@@ -24,13 +24,7 @@ func TestALogMadeBeforeRetentionKeepsDenyingPurges(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, h[0].DenyPurge)
 	js := outsider(t, l)
-	stream, err := js.Stream(ctx, events.EventsStream)
-	require.NoError(t, err)
-	cfg := stream.CachedInfo().Config
-	require.NoError(t, js.DeleteStream(ctx, events.EventsStream))
-	cfg.DenyPurge = true
-	_, err = js.CreateStream(ctx, cfg)
-	require.NoError(t, err)
+	cfg := testkit.RemakeDenyingPurges(ctx, t, js)
 
 	cfg.DenyPurge = false
 	_, err = js.UpdateStream(ctx, cfg)

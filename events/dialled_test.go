@@ -1,7 +1,7 @@
 package events_test
 
 import (
-	"path/filepath"
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,14 +17,10 @@ import (
 func TestADialledLogHasNoCommandQueue(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0"})
-	creds := filepath.Join(filepath.Dir(store), "creds")
-	client, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(creds, events.IdentityClient)})
-	require.NoError(t, err)
-	defer client.Close()
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
+	client := dialAs(ctx, t, l, events.IdentityClient)
 
-	_, err = client.Pending(ctx, "run.R1")
+	_, err := client.Pending(ctx, "run.R1")
 	assert.ErrorIs(t, err, events.ErrNotEngine, "Pending")
 	_, err = client.CommandsLastSeq(ctx, "run.request")
 	assert.ErrorIs(t, err, events.ErrNotEngine, "CommandsLastSeq")
@@ -46,4 +42,15 @@ func TestADialledLogHasNoCommandQueue(t *testing.T) {
 
 	_, err = l.CommandsLastSeq(ctx, "step.>")
 	assert.NoError(t, err, "the engine's own log has the queue")
+}
+
+// dialAs dials l's server as identity, one of the project's, with its seed
+// in l's creds directory: a client's or a reader's log. It is closed when
+// the test ends.
+func dialAs(ctx context.Context, t *testing.T, l *events.Log, identity events.Identity) *events.Log {
+	t.Helper()
+	c, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(l.CredsDir(), identity)})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
 }

@@ -9,16 +9,42 @@ import (
 	"time"
 )
 
-func openStrict(t *testing.T) *Log {
+// openStrict opens a log of the default durability, strict, in a temp
+// dir, closed when the test ends.
+func openStrict(t *testing.T) *Log { return openLog(t, DurabilityStrict) }
+
+// openLog opens a log of durability in a temp dir, closed when the test
+// ends.
+func openLog(t *testing.T, durability string) *Log {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}})
+	l, err := Open(testContext(t), Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: durability})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// testContext is a context that ends with the test or after a minute.
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// loneAppend submits one append to g alone and returns how long it
+// waited for its commit.
+func loneAppend(t *testing.T, l *Log, g *groupCommit) time.Duration {
+	t.Helper()
+	lone := requests(t, l, "lone")[0]
+	start := time.Now()
+	if err := g.submit(lone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lone.wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(start)
 }
 
 // requests encodes step.started events of run R with ids, in order, as
@@ -253,15 +279,7 @@ func TestGroupCommitGathersTheAppendersOfTheLastBatch(t *testing.T) {
 	const took = 400 * time.Millisecond
 	g.gatherCap = time.Minute
 	g.lastSize, g.lastTook = n, took
-	lone := requests(t, l, "lone")[0]
-	start := time.Now()
-	if err := g.submit(lone); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lone.wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited < took/gatherShare || waited > 10*time.Second {
+	if waited := loneAppend(t, l, g); waited < took/gatherShare || waited > 10*time.Second {
 		t.Errorf("a lone append after a batch waited %s, want about %s", waited, took/gatherShare)
 	}
 }
@@ -274,15 +292,7 @@ func TestGroupCommitGatherWaitsNoLongerThanItsCap(t *testing.T) {
 	l := openStrict(t)
 	g := l.committer()
 	g.lastSize, g.lastTook = 20, time.Minute
-	lone := requests(t, l, "lone")[0]
-	start := time.Now()
-	if err := g.submit(lone); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lone.wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited < maxGatherWait || waited > 10*time.Second {
+	if waited := loneAppend(t, l, g); waited < maxGatherWait || waited > 10*time.Second {
 		t.Errorf("a lone append after a round of a minute waited %s, want about %s", waited, maxGatherWait)
 	}
 }

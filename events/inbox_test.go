@@ -1,11 +1,7 @@
 package events_test
 
 import (
-	"context"
-	"encoding/json"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,28 +17,15 @@ import (
 func TestEachIdentityHasItsOwnInbox(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0"})
-	credsDir := filepath.Join(filepath.Dir(store), "creds")
-	creds, err := events.EnsureCreds(credsDir)
-	require.NoError(t, err)
-	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
-		"engine.info": func(context.Context, json.RawMessage) (any, error) { return "hello", nil },
-	})
-	require.NoError(t, err)
-	defer stop.Stop()
-	_, err = l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
+	l := helloLog(ctx, t)
+	creds, err := events.EnsureCreds(l.CredsDir())
 	require.NoError(t, err)
 
-	client, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: creds.File(events.IdentityClient)})
-	require.NoError(t, err)
-	defer client.Close()
+	client := dialAs(ctx, t, l, events.IdentityClient)
 	var answer string
 	require.NoError(t, client.Request(ctx, "engine.info", nil, &answer), "the client's answers reach its own inbox")
 	assert.Equal(t, "hello", answer)
-	reader, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: creds.File(events.IdentityReader)})
-	require.NoError(t, err)
-	defer reader.Close()
+	reader := dialAs(ctx, t, l, events.IdentityReader)
 	evs, err := reader.Read(ctx, events.FollowOptions{})
 	require.NoError(t, err, "the reader's JetStream answers reach its own inbox")
 	assert.Len(t, evs, 1)

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,13 +33,8 @@ func TestQueueKeeperKeepsTheWrittenBlock(t *testing.T) {
 	for _, durability := range []string{DurabilityStrict, DurabilityRelaxed} {
 		t.Run(durability, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: durability})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			ctx := testContext(t)
+			l := openLog(t, durability)
 			acked := make(chan struct{})
 			stop, err := l.Consume(ctx, ConsumerSpec{Durable: "t", Command: "step.>", AckWait: 5 * time.Second}, func(c *Command) {
 				if err := c.Ack(ctx); err != nil {
@@ -88,8 +82,7 @@ func TestQueueKeeperKeepsTheWrittenBlock(t *testing.T) {
 // log adds none.
 func TestQueueKeeperIsReplaced(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	root := t.TempDir()
 	cfg := Config{StoreDir: filepath.Join(root, "nats"), LogKeyFile: filepath.Join(root, "log.key"), MakeLogKey: true,
 		Redactor: &Redactor{}, Durability: DurabilityRelaxed}

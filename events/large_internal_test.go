@@ -2,13 +2,10 @@ package events
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
 
 // serverMsgs returns how many messages the embedded server has received
@@ -30,13 +27,8 @@ func serverMsgs(t *testing.T, l *Log) int64 {
 // back whole.
 func TestRepeatedLargeValuesAreStoredAndReadOnce(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: DurabilityRelaxed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	ctx := testContext(t)
+	l := openLog(t, DurabilityRelaxed)
 	const copies = 400
 	shared := make([]int, copies)
 	for i := range shared {
@@ -70,16 +62,7 @@ func TestRepeatedLargeValuesAreStoredAndReadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := serverMsgs(t, l) - before
-	var got, want any
-	if err := json.Unmarshal(whole, &got); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &want); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Error("the expanded payload differs from the original")
-	}
+	sameJSON(t, whole, data, "the expanded payload differs from the original")
 	// One blob, stored and read once, is a handful of messages; once per
 	// copy would be hundreds.
 	if stored > 20 || read > 20 {
@@ -206,13 +189,8 @@ func FuzzScanSites(f *testing.F) {
 // checks that it expands back to the same value.
 func TestExpandSplicesOnlyReferences(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: DurabilityRelaxed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	ctx := testContext(t)
+	l := openLog(t, DurabilityRelaxed)
 	decoys := []any{
 		`{"$blob":"sha256-0","preview":"","size":0}`,
 		map[string]any{"$blob": "sha256-0", "preview": "", "size": 0, "more": true},
@@ -243,14 +221,21 @@ func TestExpandSplicesOnlyReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got, want any
-	if err := json.Unmarshal(whole, &got); err != nil {
+	sameJSON(t, whole, data, "the expanded document differs from the original")
+}
+
+// sameJSON fails the test with msg unless got and want are the same JSON
+// value.
+func sameJSON(t *testing.T, got, want []byte, msg string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(data, &want); err != nil {
+	if err := json.Unmarshal(want, &w); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Error("the expanded document differs from the original")
+	if !reflect.DeepEqual(g, w) {
+		t.Error(msg)
 	}
 }

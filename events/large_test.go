@@ -3,7 +3,6 @@ package events_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,11 +72,8 @@ func TestValuesPastAMessageGoToBlobsAndComeBack(t *testing.T) {
 func TestAnswersPastAMessageArriveWhole(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0", MaxPayload: 1 << 20})
-	c, err := events.Dial(ctx, l.ClientURL(), events.Config{NKeySeedFile: events.CredsFile(filepath.Join(filepath.Dir(store), "creds"), events.IdentityClient)})
-	require.NoError(t, err)
-	defer c.Close()
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0", MaxPayload: 1 << 20})
+	c := dialAs(ctx, t, l, events.IdentityClient)
 	big := strings.Repeat("x", 3<<20)
 	stop, err := l.Serve("", "test", "0.0.1", 10*time.Second, map[string]events.Handler{
 		"big.get": func(context.Context, json.RawMessage) (any, error) { return map[string]string{"text": big}, nil },

@@ -18,10 +18,8 @@ import (
 // openSigned opens a strict, signed log in a temp dir.
 func openSigned(t testing.TB) *Log {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
 	dir := t.TempDir()
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(dir, "nats"), Redactor: &Redactor{},
+	l, err := Open(testContext(t), Config{StoreDir: filepath.Join(dir, "nats"), Redactor: &Redactor{},
 		LogKeyFile: filepath.Join(dir, "creds", LogKeyFile), MakeLogKey: true})
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +39,7 @@ func TestALateCopyOfASignedEventIsRejected(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
 	l.maxLag = time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	res, err := l.Append(ctx, Event{Type: StepFinished, RunID: "R", StepKey: "s", ID: DecisionID(StepFinished, "R", "s", "1")},
 		StepFinishedData{Attempt: 1, State: StateSuccess})
 	if err != nil {
@@ -167,8 +164,7 @@ func TestThePlaceCheckFitsTheShortestDuplicateWindow(t *testing.T) {
 func TestADecisionMadeAgainAndStoredLateIsRejected(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	long := func() time.Time { return time.Now().Add(-2 * time.Minute).UTC() }
 	finished := Event{Type: StepFinished, RunID: "R", StepKey: "s", ID: DecisionID(StepFinished, "R", "s", "1"), Time: long()}
 	first, err := l.Append(ctx, finished, StepFinishedData{Attempt: 1, State: StateSuccess})
@@ -253,8 +249,7 @@ func TestADecisionMadeAgainAndStoredLateIsRejected(t *testing.T) {
 func TestAPlaceLookUpThatCannotReachTheEventFails(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	res, err := l.Append(ctx, Event{Type: RunRequested, RunID: "R"}, RunRequestedData{JobName: "j"})
 	if err != nil {
 		t.Fatal(err)

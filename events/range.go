@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,20 +43,10 @@ func (l *Log) Read(ctx context.Context, opts FollowOptions) ([]Event, error) {
 		out = append(out, evs...)
 	}
 	if len(filters) > 1 {
-		slices.SortFunc(out, func(a, b Event) int { return compareSeq(a.Seq, b.Seq) })
+		slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
 		out = slices.CompactFunc(out, func(a, b Event) bool { return a.Seq == b.Seq })
 	}
 	return out, nil
-}
-
-func compareSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Batched direct gets: how many messages, and how many bytes, one request

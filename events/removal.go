@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,7 +94,7 @@ func newRemovedSet() *removedSet { return &removedSet{prefixes: map[string]time.
 // add takes in one record.
 func (s *removedSet) add(at time.Time, d LogRemovedData) {
 	s.ranges = append(s.ranges, d.Seqs...)
-	slices.SortFunc(s.ranges, func(a, b SeqRange) int { return compareSeq(a.From, b.From) })
+	slices.SortFunc(s.ranges, func(a, b SeqRange) int { return cmp.Compare(a.From, b.From) })
 	for _, f := range d.Filters() {
 		s.prefixes[strings.TrimSuffix(f, ">")] = at
 	}

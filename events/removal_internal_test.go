@@ -49,8 +49,7 @@ func finishedRun(ctx context.Context, t *testing.T, l *Log, id string) uint64 {
 func TestARemovalIsArchivedRecordedAndExplained(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	finishedRun(ctx, t, l, "R1")
 	blob, err := l.PutBlob(ctx, []byte("the step's output"))
 	if err != nil {
@@ -135,8 +134,7 @@ func TestARemovalIsArchivedRecordedAndExplained(t *testing.T) {
 func TestACutOrChangedArchiveIsRefused(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	finishedRun(ctx, t, l, "R1")
 	path := filepath.Join(t.TempDir(), "a.gz")
 	if _, err := l.Export(ctx, path, ExportSelection{Runs: []string{"R1"}}); err != nil {
@@ -171,8 +169,7 @@ func TestALateCopyOfARemovedRunIsNotReadmitted(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
 	l.maxLag = time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	seq := finishedRun(ctx, t, l, "R1")
 	orig, err := l.events.GetMsg(ctx, seq)
 	if err != nil {
@@ -253,8 +250,7 @@ func FuzzReadArchive(f *testing.F) {
 func TestARecordOfTheFirstFormatStillHolds(t *testing.T) {
 	t.Parallel()
 	l := openSigned(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	finishedRun(ctx, t, l, "R1")
 	finishedRun(ctx, t, l, "R2")
 	exp, err := l.Export(ctx, filepath.Join(t.TempDir(), "a.orbit-archive.gz"), ExportSelection{Runs: []string{"R1"}})

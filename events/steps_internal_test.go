@@ -1,7 +1,6 @@
 package events
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"sync"
@@ -21,8 +20,7 @@ import (
 // queue holds none of them and the old consumer is gone.
 func TestStepCommandsQueuedByAnEarlierEngineMove(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	root := t.TempDir()
 	var mu sync.Mutex
 	var rejected []Rejection
@@ -134,13 +132,8 @@ func TestStepCommandsQueuedByAnEarlierEngineMove(t *testing.T) {
 // batch); ORBIT_COMMANDS, which holds run requests, stays synchronous.
 func TestStepCommandsPersistAsynchronouslyOnlyWhereTheyMay(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	l, err := Open(ctx, Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Redactor: &Redactor{}, Durability: DurabilityStrict})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	ctx := testContext(t)
+	l := openLog(t, DurabilityStrict)
 	steps, err := l.steps.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -167,8 +160,7 @@ func TestStepCommandsPersistAsynchronouslyOnlyWhereTheyMay(t *testing.T) {
 // cluster) is made again, with the commands and the keeper it held.
 func TestAStepsStreamOfTheOtherPersistModeIsMadeAgain(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	root := t.TempDir()
 	l, err := Open(ctx, Config{StoreDir: filepath.Join(root, "nats"), Redactor: &Redactor{},
 		LogKeyFile: filepath.Join(root, "log.key"), MakeLogKey: true})

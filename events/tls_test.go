@@ -21,14 +21,13 @@ func TestTLSListener(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	pki, rogue := testkit.NewPKI(t), testkit.NewPKI(t)
-	store := filepath.Join(t.TempDir(), "nats")
-	l := testkit.StartLog(t, events.Config{StoreDir: store, Listen: "127.0.0.1:0",
+	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0",
 		ListenTLS: &events.TLSFiles{Cert: pki.ServerCert, Key: pki.ServerKey, CA: pki.CA}})
 	_, err := l.Append(ctx, events.Event{Type: events.RunRequested, RunID: "R1"}, events.RunRequestedData{})
 	require.NoError(t, err, "the engine's own connection")
 	url := l.ClientURL()
 	require.True(t, strings.HasPrefix(url, "tls://"), url)
-	seed := events.CredsFile(filepath.Join(filepath.Dir(store), "creds"), events.IdentityReader)
+	seed := events.CredsFile(l.CredsDir(), events.IdentityReader)
 
 	good := &events.TLSFiles{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey}
 	reader, err := events.Dial(ctx, url, events.Config{NKeySeedFile: seed, TLS: good})

@@ -29,6 +29,19 @@ func newShipRig(t *testing.T) *shipRig {
 
 func (s *shipRig) git(dir string, args ...string) string { return testkit.Git(s.t, dir, args...) }
 
+// main is the commit the repository's own main branch is at.
+func (s *shipRig) main() string { return s.git(s.dir, "rev-parse", "main") }
+
+// commitOnMain writes file in the repository's own checkout, commits it
+// there as a person would, and returns the commit main is at after.
+func (s *shipRig) commitOnMain(file, content, msg string) string {
+	s.t.Helper()
+	write(s.t, s.dir, file, content)
+	s.git(s.dir, "add", file)
+	s.git(s.dir, "commit", "--quiet", "-m", msg)
+	return s.main()
+}
+
 // commitOnOrigin adds a commit to origin's main from another clone.
 func (s *shipRig) commitOnOrigin(file, content string) string {
 	other := filepath.Join(s.t.TempDir(), "other")
@@ -67,7 +80,7 @@ func TestAddWorktreeIsFoundAgainBySecondCall(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	path := filepath.Join(t.TempDir(), "wt", "run-1")
 
 	wt, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/run-1", base)
@@ -90,7 +103,7 @@ func TestAddWorktreeRecoversFromACutShortAdd(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	path := filepath.Join(t.TempDir(), "run-1")
 	// The branch made, then the engine died; and the directory made empty.
 	s.git(s.dir, "branch", "orbit/T-1/run-1", base)
@@ -105,7 +118,7 @@ func TestAddWorktreeRefusesWhatItDidNotMake(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 
 	taken := filepath.Join(t.TempDir(), "taken")
 	write(t, taken, "mine.txt", "someone's\n")
@@ -115,10 +128,7 @@ func TestAddWorktreeRefusesWhatItDidNotMake(t *testing.T) {
 	assert.FileExists(t, filepath.Join(taken, "mine.txt"))
 
 	s.git(s.dir, "branch", "elsewhere", base)
-	write(t, s.dir, "c.txt", "charlie\n")
-	s.git(s.dir, "add", "c.txt")
-	s.git(s.dir, "commit", "--quiet", "-m", "c")
-	_, err = s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "p"), "elsewhere", s.git(s.dir, "rev-parse", "main"))
+	_, err = s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "p"), "elsewhere", s.commitOnMain("c.txt", "charlie\n", "c"))
 	assert.ErrorIs(t, err, gitops.ErrBranchExists, "a branch behind the start point is not the one it would make")
 	_, err = s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "q"), "main", base)
 	assert.ErrorIs(t, err, gitops.ErrBranchExists, "main is checked out in the repository itself")
@@ -128,7 +138,7 @@ func TestFetchUpdatesTheRemoteTrackingRefOnly(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	before := s.git(s.dir, "rev-parse", "main")
+	before := s.main()
 	write(t, s.dir, "a.txt", "a change of mine, not committed\n")
 	moved := s.commitOnOrigin("c.txt", "charlie\n")
 
@@ -136,7 +146,7 @@ func TestFetchUpdatesTheRemoteTrackingRefOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, moved, sha)
 	assert.Equal(t, moved, s.git(s.dir, "rev-parse", "origin/main"))
-	assert.Equal(t, before, s.git(s.dir, "rev-parse", "main"), "the local branch stays")
+	assert.Equal(t, before, s.main(), "the local branch stays")
 	assert.Equal(t, "alpha", s.git(s.dir, "show", ":a.txt"), "index untouched")
 	data, _ := os.ReadFile(filepath.Join(s.dir, "a.txt"))
 	assert.Equal(t, "a change of mine, not committed\n", string(data))
@@ -151,7 +161,7 @@ func TestCommitAllCommitsOnceAndThenFindsNothing(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	wt := s.worktree(base)
 	write(t, wt.Dir, "a.txt", "alpha, changed\n")
 	write(t, wt.Dir, "sub/new.txt", "new\n")
@@ -175,7 +185,7 @@ func TestRebaseOntoAMovedBase(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	wt := s.worktree(base)
 	s.commit(wt, "a.txt", "alpha, mine\n", "T-1: mine")
 	moved := s.commitOnOrigin("c.txt", "charlie\n")
@@ -194,7 +204,7 @@ func TestRebaseConflictIsAbortedAndNamesTheFiles(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	wt := s.worktree(base)
 	mine := s.commit(wt, "a.txt", "alpha, mine\n", "T-1: mine")
 	s.commitOnOrigin("a.txt", "alpha, theirs\n")
@@ -212,7 +222,7 @@ func TestMergeFastForwardIntoACheckedOutBase(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	wt := s.worktree(base)
 	head := s.commit(wt, "c.txt", "charlie\n", "T-1: add c")
 	write(t, s.dir, "scratch.txt", "a person's untracked notes\n")
@@ -220,7 +230,7 @@ func TestMergeFastForwardIntoACheckedOutBase(t *testing.T) {
 	from, err := s.repo.MergeFastForward(ctx, "main", head, base)
 	require.NoError(t, err)
 	assert.Equal(t, base, from)
-	assert.Equal(t, head, s.git(s.dir, "rev-parse", "main"))
+	assert.Equal(t, head, s.main())
 	assert.FileExists(t, filepath.Join(s.dir, "c.txt"), "the checkout moved with its branch")
 	assert.FileExists(t, filepath.Join(s.dir, "scratch.txt"), "untracked files are kept")
 
@@ -233,7 +243,7 @@ func TestMergeFastForwardRefusesADirtyCheckoutAndAMovedBase(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	wt := s.worktree(base)
 	head := s.commit(wt, "c.txt", "charlie\n", "T-1: add c")
 
@@ -242,29 +252,26 @@ func TestMergeFastForwardRefusesADirtyCheckoutAndAMovedBase(t *testing.T) {
 	require.ErrorIs(t, err, gitops.ErrDirty)
 	assert.ErrorContains(t, err, "a.txt")
 	assert.ErrorContains(t, err, s.repo.Dir)
-	assert.Equal(t, base, s.git(s.dir, "rev-parse", "main"))
+	assert.Equal(t, base, s.main())
 	data, _ := os.ReadFile(filepath.Join(s.dir, "a.txt"))
 	assert.Equal(t, "a person's uncommitted change\n", string(data), "never touched")
 	s.git(s.dir, "checkout", "--quiet", "--", "a.txt")
 
-	write(t, s.dir, "d.txt", "delta\n")
-	s.git(s.dir, "add", "d.txt")
-	s.git(s.dir, "commit", "--quiet", "-m", "a person's commit")
-	moved := s.git(s.dir, "rev-parse", "main")
+	moved := s.commitOnMain("d.txt", "delta\n", "a person's commit")
 	_, err = s.repo.MergeFastForward(ctx, "main", head, base)
 	require.ErrorIs(t, err, gitops.ErrBranchMoved)
 	assert.ErrorContains(t, err, moved[:12])
 	assert.ErrorContains(t, err, base[:12])
 	_, err = s.repo.MergeFastForward(ctx, "main", head, "")
 	assert.ErrorIs(t, err, gitops.ErrNotFastForward)
-	assert.Equal(t, moved, s.git(s.dir, "rev-parse", "main"))
+	assert.Equal(t, moved, s.main())
 }
 
 func TestMergeFastForwardOfABranchCheckedOutNowhere(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	s.git(s.dir, "switch", "--quiet", "-c", "elsewhere")
 	write(t, s.dir, "a.txt", "uncommitted on another branch\n")
 	wt := s.worktree(base)
@@ -272,7 +279,7 @@ func TestMergeFastForwardOfABranchCheckedOutNowhere(t *testing.T) {
 
 	_, err := s.repo.MergeFastForward(ctx, "main", head, base)
 	require.NoError(t, err)
-	assert.Equal(t, head, s.git(s.dir, "rev-parse", "main"))
+	assert.Equal(t, head, s.main())
 	assert.Equal(t, "elsewhere", s.git(s.dir, "branch", "--show-current"))
 	data, _ := os.ReadFile(filepath.Join(s.dir, "a.txt"))
 	assert.Equal(t, "uncommitted on another branch\n", string(data))
@@ -282,11 +289,8 @@ func TestPushLeaseIsExact(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
-	write(t, s.dir, "c.txt", "charlie\n")
-	s.git(s.dir, "add", "c.txt")
-	s.git(s.dir, "commit", "--quiet", "-m", "c")
-	mine := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
+	mine := s.commitOnMain("c.txt", "charlie\n", "c")
 
 	require.NoError(t, s.repo.PushLease(ctx, "origin", mine, "main", base))
 	assert.Equal(t, mine, s.git(s.origin, "rev-parse", "main"))
@@ -311,7 +315,7 @@ func TestRemoveWorktreeKeepsTheBranchAndRefusesChanges(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.git(s.dir, "rev-parse", "main")
+	base := s.main()
 	path := filepath.Join(t.TempDir(), "wt")
 	wt, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/r", base)
 	require.NoError(t, err)

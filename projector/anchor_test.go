@@ -1,10 +1,8 @@
 package projector_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 )
-
-// lockedBuffer collects log output written from Run's goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Views the log no longer supports are refused, not rebuilt (DESIGN §2):
 // Run and CheckLog fail with a *MismatchError that says what the log is and
@@ -92,7 +72,7 @@ func TestViewsTheLogNoLongerSupportsAreRefused(t *testing.T) {
 			// The same views file, pointed at a different log.
 			fresh := testkit.StartLog(t, events.Config{})
 			last := tt.appendNew(e, fresh)
-			var logs lockedBuffer
+			var logs testkit.SyncBuffer
 			p := e.open(projector.Config{Source: fresh, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			rec, err := p.Recorded()
 			require.NoError(t, err)
@@ -134,12 +114,9 @@ func TestViewsTheLogSupportsAreKept(t *testing.T) {
 	e := newEnv(t)
 	first := e.history(runID(1), runID(2))
 	p := e.open(projector.Config{})
-	stop := e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, first))
-	require.NoError(t, stop())
-	require.NoError(t, p.Close())
+	e.runThrough(p, first)
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p = e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	e.start(p)
 	require.NoError(t, p.WaitFor(e.ctx, first), "the anchor check publishes the applied sequence")
@@ -196,9 +173,7 @@ func TestRunTwiceAtOnceIsRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last := e.append(events.Event{Type: events.RunRequested, RunID: runID(1)}, events.RunRequestedData{JobName: "ci"})
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 	assert.ErrorIs(t, p.Run(e.ctx), projector.ErrRunning)
 }
 

@@ -1,17 +1,14 @@
 package projector
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/testkit"
 )
 
 // BenchmarkApplyBatch measures folding each recorded history of testdata
@@ -31,7 +28,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 	for _, history := range histories {
 		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(history), "history_"), ".jsonl")
 		b.Run(name, func(b *testing.B) {
-			evs := readHistory(b, history)
+			evs := testkit.ReadEventsFile(b, history)
 			db, err := openDB(filepath.Join(b.TempDir(), "views.db"), time.Second, true)
 			if err != nil {
 				b.Fatal(err)
@@ -49,30 +46,4 @@ func BenchmarkApplyBatch(b *testing.B) {
 			}
 		})
 	}
-}
-
-// readHistory reads a JSON-lines history and numbers its events from 1,
-// as the log would.
-func readHistory(tb testing.TB, path string) []events.Event {
-	tb.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	var evs []events.Event
-	lines := bufio.NewScanner(f)
-	lines.Buffer(nil, 1<<20)
-	for lines.Scan() {
-		var ev events.Event
-		if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
-			tb.Fatal(err)
-		}
-		ev.Seq = uint64(len(evs) + 1)
-		evs = append(evs, ev)
-	}
-	if err := lines.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	return evs
 }

@@ -172,7 +172,7 @@ func TestDamagedViewsFilesAreSetAsideAndRebuilt(t *testing.T) {
 			damaged, err := os.ReadFile(e.path)
 			require.NoError(t, err)
 
-			var logs lockedBuffer
+			var logs testkit.SyncBuffer
 			p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			stop := e.start(p)
 			require.NoError(t, p.WaitFor(e.ctx, last))
@@ -219,7 +219,7 @@ func TestDamageFoundWhileApplyingIsRebuiltFromTheLog(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	first := e.history(runID(1), runID(2))
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	stop := e.start(p)
 	require.NoError(t, p.WaitFor(e.ctx, first))
@@ -290,10 +290,7 @@ func TestDamageTheRebuildMeetsAgainStopsRun(t *testing.T) {
 			}
 			return nil
 		})
-		stop := e.start(p)
-		require.NoError(t, p.WaitFor(e.ctx, last))
-		require.NoError(t, stop())
-		require.NoError(t, p.Close())
+		e.runThrough(p, last)
 		assert.Len(t, setAside(t, e.path), 2)
 		assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path))
 	})
@@ -308,7 +305,7 @@ func TestASoundViewsFileIsKept(t *testing.T) {
 	e.buildViews(last)
 	before := testkit.DumpBolt(t, e.path)
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	var (
 		mu        sync.Mutex
@@ -362,9 +359,7 @@ func TestALockedDamagedFileIsLocked(t *testing.T) {
 	assert.EqualValues(t, 100, info.Size(), "the file is untouched")
 	require.NoError(t, other.Close())
 
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	e.running(projector.Config{}, last)
 	assert.Len(t, setAside(t, e.path), 1)
 }
 
@@ -387,9 +382,7 @@ func TestOnlyTheNewestDamagedFilesAreKept(t *testing.T) {
 	}
 	require.NoError(t, os.Truncate(e.path, 100))
 
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	e.running(projector.Config{}, last)
 	kept := setAside(t, e.path)
 	assert.Len(t, kept, 4)
 	assert.Contains(t, kept, fmt.Sprintf("%s.corrupt-%d", e.path, now-100))

@@ -25,10 +25,7 @@ func TestViewsDoNotDependOnBatchSize(t *testing.T) {
 			e.history(runID(1), runID(2))
 			last := e.history(runID(3), runID(4))
 			p := e.open(projector.Config{BatchSize: size})
-			stop := e.start(p)
-			require.NoError(t, p.WaitFor(e.ctx, last))
-			require.NoError(t, stop())
-			require.NoError(t, p.Close())
+			e.runThrough(p, last)
 			assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path), "batch size %d", size)
 		})
 	}
@@ -39,29 +36,10 @@ func TestACrashBeforeCommitLosesTheBatchAndNothingElse(t *testing.T) {
 	e := newEnv(t)
 	last := e.history(runID(1), runID(2))
 
-	p := e.open(projector.Config{BatchSize: 4})
-	crash := errors.New("crash before commit")
-	var failedAt uint64
-	projector.SetBeforeCommit(p, func(seq uint64) error {
-		if seq > 8 {
-			failedAt = seq
-			return crash
-		}
-		return nil
-	})
-	err := p.Run(e.ctx)
-	require.ErrorIs(t, err, crash, "the failed commit stops the apply loop")
-	committed := p.Applied()
-	assert.Greater(t, failedAt, committed)
-	assert.LessOrEqual(t, committed, uint64(8))
-	require.NoError(t, p.Close())
-	assert.Equal(t, e.rebuild(committed), testkit.DumpBolt(t, e.path),
-		"the views hold exactly the events up to the last committed batch")
+	e.crashBeforeCommitPast(8)
 
 	// The engine restarts: the lost batch is applied once, from the log.
-	p = e.open(projector.Config{BatchSize: 4})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{BatchSize: 4}, last)
 	assert.Equal(t, last, p.Applied())
 	require.NoError(t, p.Close())
 	assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path))
@@ -102,10 +80,7 @@ func TestARestartedProjectorAppliesNothingTwice(t *testing.T) {
 	first := e.append(events.Event{Type: events.RunResumed, RunID: id}, events.RunResumedData{Engine: "b"})
 
 	p := e.open(projector.Config{})
-	stop := e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, first))
-	require.NoError(t, stop())
-	require.NoError(t, p.Close())
+	e.runThrough(p, first)
 
 	p = e.open(projector.Config{})
 	e.start(p)

@@ -41,7 +41,7 @@ func TestMessagesThatDoNotDecodeAreSteppedOver(t *testing.T) {
 	publish(`{"oops"`)
 	last := publish(`{"id":"01JFUTURE","type":"run.teleported","run_id":"R","data":{}}`)
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	stop := e.start(p)
 	require.NoError(t, p.WaitFor(e.ctx, last))

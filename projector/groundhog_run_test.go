@@ -22,9 +22,7 @@ func TestGroundhogRunRecordsEveryAttempt(t *testing.T) {
 	e := newEnv(t)
 	run := runID(7)
 	_, last := e.groundhogHistory("T-7", run)
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	retryFile := events.SideEffect{Kind: "file_write", Target: "config/retry.yaml", Reversible: true}
 	day1 := projector.AttemptRecord{
@@ -122,9 +120,7 @@ func TestGroundhogRunRecordsSetbacks(t *testing.T) {
 	e := newEnv(t)
 	run1, run2, run3 := runID(1), runID(2), runID(3)
 	_, last := e.setbackHistory("T-12", run1, run2, run3)
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	agentReport := setbackReport()
 	got, err := p.GroundhogRun(e.ctx, "T-12")

@@ -1,7 +1,6 @@
 package projector_test
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -51,9 +50,7 @@ func TestGroundhogMetrics(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last := e.groundhogTasks()
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	got, err := p.Metrics(e.ctx)
 	require.NoError(t, err)
@@ -125,29 +122,10 @@ func TestGroundhogViewsAreAppliedOnceAcrossACrashBeforeCommit(t *testing.T) {
 	want := groundhogQueries(t, e, e.viewsAt(last))
 
 	// Crash in the middle of task T-7's day 2.
-	crashAt := uint64(21 + 20)
-	p := e.open(projector.Config{BatchSize: 4})
-	crash := errors.New("crash before commit")
-	var failedAt uint64
-	projector.SetBeforeCommit(p, func(seq uint64) error {
-		if seq > crashAt {
-			failedAt = seq
-			return crash
-		}
-		return nil
-	})
-	require.ErrorIs(t, p.Run(e.ctx), crash)
-	committed := p.Applied()
-	assert.Greater(t, failedAt, committed)
-	assert.LessOrEqual(t, committed, crashAt)
-	require.NoError(t, p.Close())
-	assert.Equal(t, e.rebuild(committed), testkit.DumpBolt(t, e.path),
-		"the views hold exactly the events up to the last committed batch")
+	e.crashBeforeCommitPast(21 + 20)
 
 	// The engine restarts: the lost batch is applied once, from the log.
-	p = e.open(projector.Config{BatchSize: 4})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{BatchSize: 4}, last)
 	assert.Equal(t, want, groundhogQueries(t, e, p))
 	require.NoError(t, p.Close())
 	assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path))
@@ -173,10 +151,8 @@ func TestGroundhogEventsThatCannotApplyAreSkipped(t *testing.T) {
 	other.add(events.TaskStatusChanged, events.TaskStatusChangedData{Status: events.TaskDone})
 	last := other.add(events.GroundhogCommitted, events.GroundhogCommittedData{Attempt: attempt("c", 1, 1), SHA: "s"})
 
-	var logs lockedBuffer
-	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	var logs testkit.SyncBuffer
+	p := e.running(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, last)
 
 	task, err := p.Task(e.ctx, "T-1")
 	require.NoError(t, err)

@@ -2,12 +2,14 @@ package projector_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orbitrun/orbit/events"
@@ -78,6 +80,52 @@ func (e *env) start(p *projector.Projector) (stop func() error) {
 	}
 	e.t.Cleanup(func() { _ = stop() })
 	return stop
+}
+
+// running opens a projector on cfg (as open does), runs it (as start
+// does) and returns it once it has applied the log through seq.
+func (e *env) running(cfg projector.Config, seq uint64) *projector.Projector {
+	e.t.Helper()
+	p := e.open(cfg)
+	e.start(p)
+	require.NoError(e.t, p.WaitFor(e.ctx, seq))
+	return p
+}
+
+// runThrough runs p until it has applied the log through seq, then stops
+// and closes it.
+func (e *env) runThrough(p *projector.Projector, seq uint64) {
+	e.t.Helper()
+	stop := e.start(p)
+	require.NoError(e.t, p.WaitFor(e.ctx, seq))
+	require.NoError(e.t, stop())
+	require.NoError(e.t, p.Close())
+}
+
+// crashBeforeCommitPast runs a projector of batches of 4 whose commit of
+// the first batch to end past seq fails, as an engine that dies before
+// that commit. Run stops on the failure, and the views it leaves hold
+// exactly the batches committed before it, the last of them through at
+// most seq.
+func (e *env) crashBeforeCommitPast(seq uint64) {
+	e.t.Helper()
+	p := e.open(projector.Config{BatchSize: 4})
+	crash := errors.New("crash before commit")
+	var failedAt uint64
+	projector.SetBeforeCommit(p, func(at uint64) error {
+		if at > seq {
+			failedAt = at
+			return crash
+		}
+		return nil
+	})
+	require.ErrorIs(e.t, p.Run(e.ctx), crash, "the failed commit stops the apply loop")
+	committed := p.Applied()
+	assert.Greater(e.t, failedAt, committed)
+	assert.LessOrEqual(e.t, committed, seq)
+	require.NoError(e.t, p.Close())
+	assert.Equal(e.t, e.rebuild(committed), testkit.DumpBolt(e.t, e.path),
+		"the views hold exactly the events up to the last committed batch")
 }
 
 // append appends an event one second after the previous one and returns its

@@ -96,9 +96,7 @@ func TestGroundhogMemoryHoldsOnlyWhatPromptsMaySee(t *testing.T) {
 	assert.Contains(t, memory[last], "c2c2c2c")
 
 	// What is stored is no more than what the query returns.
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 	require.NoError(t, p.Close())
 	stored := testkit.DumpBolt(t, e.path)["groundhog_memory"]
 	require.Len(t, stored, 1)

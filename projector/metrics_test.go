@@ -1,7 +1,6 @@
 package projector_test
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -188,9 +187,7 @@ func TestMetricsViewCountsAgentsStepsAndRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last, want := e.agentHistory()
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	got, err := p.Metrics(e.ctx)
 	require.NoError(t, err)
@@ -269,28 +266,10 @@ func TestMetricsAreCountedOnceAcrossACrashBeforeCommit(t *testing.T) {
 	e := newEnv(t)
 	last, want := e.agentHistory()
 
-	p := e.open(projector.Config{BatchSize: 4})
-	crash := errors.New("crash before commit")
-	var failedAt uint64
-	projector.SetBeforeCommit(p, func(seq uint64) error {
-		if seq > 20 {
-			failedAt = seq
-			return crash
-		}
-		return nil
-	})
-	require.ErrorIs(t, p.Run(e.ctx), crash)
-	committed := p.Applied()
-	assert.Greater(t, failedAt, committed)
-	assert.LessOrEqual(t, committed, uint64(20))
-	require.NoError(t, p.Close())
-	assert.Equal(t, e.rebuild(committed), testkit.DumpBolt(t, e.path),
-		"the metrics hold exactly the events up to the last committed batch")
+	e.crashBeforeCommitPast(20)
 
 	// The engine restarts: the lost batch is counted once, from the log.
-	p = e.open(projector.Config{BatchSize: 4})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{BatchSize: 4}, last)
 	got, err := p.Metrics(e.ctx)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
@@ -318,7 +297,7 @@ func (e *env) metricsOfAnOldFile(old func(p *projector.Projector, want *projecto
 // view is rebuilt from the log, its log saying why, and counts want.
 func (e *env) checkMetricsRebuilt(last uint64, want *projector.Metrics, why string) {
 	e.t.Helper()
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	e.start(p)
 	require.NoError(e.t, p.WaitFor(e.ctx, last))
@@ -348,9 +327,7 @@ func TestMetricsReportADamagedRecord(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last, want := e.agentHistory()
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	require.NoError(t, projector.PutRaw(p, "metrics", "stray", "{}"))
 	_, err := p.Metrics(e.ctx)

@@ -31,9 +31,7 @@ func TestReplayVerifyAgreesWithLiveViews(t *testing.T) {
 	e := newEnv(t)
 	e.history(runID(1), runID(2))
 	last := e.history(runID(3), runID(4))
-	p := e.open(projector.Config{BatchSize: 3})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{BatchSize: 3}, last)
 
 	report, err := p.Replay(e.ctx, true)
 	require.NoError(t, err)
@@ -45,9 +43,7 @@ func TestReplayVerifyReportsCorruptedViews(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last := e.history(runID(1), runID(2))
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 	before, err := p.RunView(e.ctx, runID(2))
 	require.NoError(t, err)
 
@@ -103,9 +99,7 @@ func TestReplayCatchesUpWithEventsAppliedMeanwhile(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			first := e.history(runID(1), runID(2))
-			p := e.open(projector.Config{})
-			e.start(p)
-			require.NoError(t, p.WaitFor(e.ctx, first))
+			p := e.running(projector.Config{}, first)
 
 			var last uint64
 			projector.SetReplayBuilt(p, func() {
@@ -153,9 +147,7 @@ func TestQueriesDuringASwapSeeOneFileOrTheOther(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last := e.history(runID(1), runID(2))
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	stop := make(chan struct{})
 	errs := make(chan error, 4)
@@ -204,9 +196,7 @@ func TestReplayVerifyFailsOnALogShorterThanTheViews(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	last := e.history(runID(1), runID(2))
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	p.SetSource(shortLog{Log: e.log, end: last - 1})
 	_, err := p.Replay(e.ctx, true)

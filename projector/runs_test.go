@@ -41,9 +41,7 @@ func TestRunsViewFoldsARun(t *testing.T) {
 	e.append(events.Event{Type: events.RunQueued, RunID: "never-requested"}, events.RunQueuedData{})
 	last := e.append(events.Event{Type: events.RunStarted, RunID: child}, events.RunStartedData{Engine: "engine-b"})
 
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 	assert.Equal(t, last, p.Applied())
 
 	got, err := p.RunView(e.ctx, id)
@@ -132,9 +130,7 @@ func TestADetachedChildRequestedAfterItsParentEndsIsListed(t *testing.T) {
 			run(child, "notify", events.RunStarted, events.RunStartedData{Engine: "e1"})
 			last := run(child, "notify", events.RunFinished, events.RunFinishedData{State: events.StateSuccess})
 
-			p := e.open(projector.Config{BatchSize: batch})
-			e.start(p)
-			require.NoError(t, p.WaitFor(e.ctx, last))
+			p := e.running(projector.Config{BatchSize: batch}, last)
 			got, err := p.RunView(e.ctx, parent)
 			require.NoError(t, err)
 			assert.Equal(t, []string{child}, got.Children)
@@ -158,9 +154,7 @@ func TestStepIDIsTheLastNamedSegment(t *testing.T) {
 		"loop@2/1/review", "per_item@3/2", "fanned@2/branch_b"} {
 		last = e.append(events.Event{Type: events.StepSkipped, RunID: id, StepKey: key}, events.StepSkippedData{})
 	}
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 	v, err := p.RunView(e.ctx, id)
 	require.NoError(t, err)
 	var ids []string
@@ -192,9 +186,7 @@ func TestRunQueries(t *testing.T) {
 	finish(2, events.StateFailed)
 	last := finish(4, events.StateSuccess)
 
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	ids := func(runs []projector.RunView) []string {
 		var out []string

@@ -79,13 +79,10 @@ func TestMissingViewsStartFromTheirSnapshot(t *testing.T) {
 	last := e.history(runID(9), runID(109))
 	require.NoError(t, os.Remove(e.path))
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	src := &followFrom{Log: e.log}
 	p := e.open(projector.Config{Source: src, SnapshotEvery: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	stop := e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
-	require.NoError(t, stop())
-	require.NoError(t, p.Close())
+	e.runThrough(p, last)
 
 	assert.Equal(t, []uint64{snapped + 1}, src.starts(), "only the events after the snapshot are read")
 	assert.Contains(t, logs.String(), "starting from its snapshot")
@@ -99,13 +96,10 @@ func TestADamagedSnapshotIsDroppedAndTheViewsRebuilt(t *testing.T) {
 	require.NoError(t, os.Remove(e.path))
 	require.NoError(t, os.Truncate(projector.SnapshotPath(e.path), 100))
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	src := &followFrom{Log: e.log}
 	p := e.open(projector.Config{Source: src, SnapshotEvery: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	stop := e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
-	require.NoError(t, stop())
-	require.NoError(t, p.Close())
+	e.runThrough(p, last)
 
 	assert.Equal(t, []uint64{1}, src.starts(), "rebuilt from the start")
 	assert.Contains(t, logs.String(), "snapshot of the views was damaged")

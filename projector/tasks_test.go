@@ -15,9 +15,7 @@ func TestTasksViewFoldsATask(t *testing.T) {
 	e := newEnv(t)
 	run := runID(7)
 	_, last := e.groundhogHistory("T-7", run)
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	got, err := p.Task(e.ctx, "T-7")
 	require.NoError(t, err)
@@ -91,9 +89,7 @@ func TestTasksAreListedInNaturalOrder(t *testing.T) {
 	for _, id := range []string{"T-10", "T-2", "alpha", "T-1x", "T-1", "T-02", "T-9"} {
 		last = e.append(events.Event{Type: events.TaskCreated, TaskID: id}, events.TaskCreatedData{Title: id, PlanVersion: 1})
 	}
-	p := e.open(projector.Config{})
-	e.start(p)
-	require.NoError(t, p.WaitFor(e.ctx, last))
+	p := e.running(projector.Config{}, last)
 
 	tasks, err := p.Tasks(e.ctx)
 	require.NoError(t, err)

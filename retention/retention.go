@@ -9,6 +9,7 @@
 package retention
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -226,7 +227,7 @@ func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Tim
 			if c := b.root.FinishedAt.Compare(*a.root.FinishedAt); c != 0 {
 				return c
 			}
-			return compareStrings(b.root.ID, a.root.ID)
+			return cmp.Compare(b.root.ID, a.root.ID)
 		})
 		for i, t := range ts {
 			old := rule.OlderThan > 0 && now.Sub(t.ended) > rule.OlderThan
@@ -237,18 +238,8 @@ func selectRuns(runs []projector.RunView, rule assets.RunRetention, now time.Tim
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b []string) int { return compareStrings(a[0], b[0]) })
+	slices.SortFunc(out, func(a, b []string) int { return cmp.Compare(a[0], b[0]) })
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Collect makes one pass: it finishes a removal an earlier pass left

@@ -16,6 +16,7 @@ import (
 
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/retention"
@@ -44,14 +45,8 @@ func newRig(t *testing.T) *rig {
 // rigOn is a rig on the log l, its views and archives under root.
 func rigOn(t *testing.T, l *events.Log, root string) *rig {
 	t.Helper()
-	ctx := testkit.Context(t)
-	p, err := projector.Open(ctx, projector.Config{Path: filepath.Join(root, "views.db"), Source: l})
-	require.NoError(t, err)
-	run, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = p.Run(run) }()
-	t.Cleanup(func() { cancel(); <-done; p.Close() })
-	return &rig{t: t, ctx: ctx, log: l, views: p, root: root}
+	p := runrig.Views(t, l, filepath.Join(root, "views.db"))
+	return &rig{t: t, ctx: testkit.Context(t), log: l, views: p, root: root}
 }
 
 // run appends a finished run of job: requested, started, a step, finished;
@@ -89,6 +84,23 @@ func (r *rig) collector(policy assets.RetentionConfig, after func(context.Contex
 		Policy:       func() assets.RetentionConfig { return policy },
 		AfterCollect: after,
 		Now:          func() time.Time { return time.Now().Add(48 * time.Hour) }})
+}
+
+// archivedViews folds the archive a pass wrote, verified against the
+// log's key, into views of its own (orbit replay --from-archive), closed
+// at the end of the test.
+func (r *rig) archivedViews(archive string) *projector.Projector {
+	r.t.Helper()
+	a, err := events.ReadArchive(archive)
+	require.NoError(r.t, err)
+	src, err := events.NewArchiveSource(r.keyFile, a)
+	require.NoError(r.t, err)
+	path := filepath.Join(r.t.TempDir(), "archived.db")
+	require.NoError(r.t, projector.Rebuild(r.ctx, src, path, 0))
+	p, err := projector.Open(r.ctx, projector.Config{Path: path, Source: src})
+	require.NoError(r.t, err)
+	r.t.Cleanup(func() { p.Close() })
+	return p
 }
 
 func (r *rig) has(id string) bool {
@@ -162,15 +174,7 @@ func TestAPassArchivesRemovesAndRebuilds(t *testing.T) {
 	assert.Error(t, err)
 	require.NoError(t, fromSnap.Close())
 
-	a, err := events.ReadArchive(rep.Archive)
-	require.NoError(t, err)
-	src, err := events.NewArchiveSource(r.keyFile, a)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "archived.db")
-	require.NoError(t, projector.Rebuild(r.ctx, src, path, 0))
-	archived, err := projector.Open(r.ctx, projector.Config{Path: path, Source: src})
-	require.NoError(t, err)
-	defer archived.Close()
+	archived := r.archivedViews(rep.Archive)
 	p, err := archived.RunView(r.ctx, "P")
 	require.NoError(t, err)
 	assert.Equal(t, events.StateSuccess, p.State)
@@ -271,15 +275,7 @@ func TestDoneAndArchivedTasksGo(t *testing.T) {
 	audit, err := r.log.Audit(r.ctx)
 	require.NoError(t, err)
 	assert.Empty(t, audit.Problems)
-	a, err := events.ReadArchive(rep.Archive)
-	require.NoError(t, err)
-	src, err := events.NewArchiveSource(r.keyFile, a)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "archived.db")
-	require.NoError(t, projector.Rebuild(r.ctx, src, path, 0))
-	archived, err := projector.Open(r.ctx, projector.Config{Path: path, Source: src})
-	require.NoError(t, err)
-	defer archived.Close()
+	archived := r.archivedViews(rep.Archive)
 	tasks, err := archived.Tasks(r.ctx)
 	require.NoError(t, err)
 	require.Len(t, tasks, 2)
@@ -333,13 +329,7 @@ func TestALogThatDeniesPurgesIsSaidOnce(t *testing.T) {
 	l := testkit.StartLog(t, events.Config{Listen: "127.0.0.1:0"})
 	js, err := jetstream.New(testkit.DialEngine(t, l.ClientURL(), l.CredsDir()))
 	require.NoError(t, err)
-	stream, err := js.Stream(ctx, events.EventsStream)
-	require.NoError(t, err)
-	cfg := stream.CachedInfo().Config
-	require.NoError(t, js.DeleteStream(ctx, events.EventsStream))
-	cfg.DenyPurge = true
-	_, err = js.CreateStream(ctx, cfg)
-	require.NoError(t, err)
+	testkit.RemakeDenyingPurges(ctx, t, js)
 	// The views start on the remade stream: deleting a stream deletes
 	// the consumers on it, the projector's among them.
 	r := rigOn(t, l, t.TempDir())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
@@ -33,35 +34,11 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{})
-	proj, err := projector.Open(ctx, projector.Config{Path: filepath.Join(t.TempDir(), "views.db"), Source: log})
-	require.NoError(t, err)
-	pctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = proj.Run(pctx) }()
-	t.Cleanup(func() { stop(); <-done; proj.Close() })
+	proj := runrig.Views(t, log, filepath.Join(t.TempDir(), "views.db"))
 	repo, origin := testkit.NewGitRepoWithOrigin(t, map[string]string{"greet.txt": "hello\n", "README.md": "# greeter\n"})
 	r := &rig{t: t, ctx: ctx, log: log, proj: proj, root: t.TempDir(), repo: repo, origin: origin}
-	r.cfg = shipping.Config{
-		Log: log, Root: r.root, GitEnv: testkit.GitEnv(),
-		Task: func(ctx context.Context, id string, minSeq uint64) (*projector.TaskView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.Task(ctx, id)
-		},
-		Tasks: func(ctx context.Context, minSeq uint64) ([]projector.TaskView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.Tasks(ctx)
-		},
-		Run: func(ctx context.Context, id string, minSeq uint64) (*projector.RunView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.RunView(ctx, id)
-		},
-	}
+	r.cfg = shipping.Config{Log: log, Root: r.root, GitEnv: testkit.GitEnv()}
+	r.cfg.ReadViews(proj)
 	r.svc = shipping.New(r.cfg)
 	return r
 }

@@ -46,6 +46,30 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ReadViews makes Task, Tasks and Run read the views p, each once p has
+// applied the log through minSeq: what an engine's views give its
+// Service.
+func (c *Config) ReadViews(p *projector.Projector) {
+	c.Task = func(ctx context.Context, id string, minSeq uint64) (*projector.TaskView, error) {
+		if err := p.WaitFor(ctx, minSeq); err != nil {
+			return nil, err
+		}
+		return p.Task(ctx, id)
+	}
+	c.Tasks = func(ctx context.Context, minSeq uint64) ([]projector.TaskView, error) {
+		if err := p.WaitFor(ctx, minSeq); err != nil {
+			return nil, err
+		}
+		return p.Tasks(ctx)
+	}
+	c.Run = func(ctx context.Context, id string, minSeq uint64) (*projector.RunView, error) {
+		if err := p.WaitFor(ctx, minSeq); err != nil {
+			return nil, err
+		}
+		return p.RunView(ctx, id)
+	}
+}
+
 // Service carries out shipping: the task record's writes and the shipping
 // actions. It is safe for concurrent use.
 type Service struct {

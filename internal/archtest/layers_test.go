@@ -64,7 +64,7 @@ var layers = map[string][]string{
 
 	// The test kit, and packages of tests alone.
 	"internal/testkit":           {"events"},
-	"internal/runrig":            {"activity", "assets", "events", "executor", "internal/testkit", "interpreter"},
+	"internal/runrig":            {"activity", "assets", "events", "executor", "internal/testkit", "interpreter", "projector"},
 	"internal/cmd/scriptedmodel": {"internal/testkit"},
 	"internal/cmd/benchpeers":    {"assets", "engine", "events", "executor"},
 	"internal/compat":            nil,

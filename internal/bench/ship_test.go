@@ -10,8 +10,8 @@ import (
 
 	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/events"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
-	"github.com/orbitrun/orbit/projector"
 	"github.com/orbitrun/orbit/shipping"
 )
 
@@ -93,27 +93,8 @@ func BenchmarkShipOverhead(b *testing.B) {
 func benchShipping(b *testing.B) *shipping.Service {
 	b.Helper()
 	log := testkit.StartLog(b, events.Config{})
-	proj, err := projector.Open(context.Background(), projector.Config{Path: filepath.Join(b.TempDir(), "views.db"), Source: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	pctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = proj.Run(pctx) }()
-	b.Cleanup(func() { stop(); <-done; proj.Close() })
-	return shipping.New(shipping.Config{
-		Log: log, Root: b.TempDir(), GitEnv: gitBenchEnv,
-		Task: func(ctx context.Context, id string, minSeq uint64) (*projector.TaskView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.Task(ctx, id)
-		},
-		Tasks: func(ctx context.Context, minSeq uint64) ([]projector.TaskView, error) {
-			if err := proj.WaitFor(ctx, minSeq); err != nil {
-				return nil, err
-			}
-			return proj.Tasks(ctx)
-		},
-	})
+	proj := runrig.Views(b, log, filepath.Join(b.TempDir(), "views.db"))
+	cfg := shipping.Config{Log: log, Root: b.TempDir(), GitEnv: gitBenchEnv}
+	cfg.ReadViews(proj)
+	return shipping.New(cfg)
 }

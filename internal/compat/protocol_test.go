@@ -1,14 +1,11 @@
 package compat_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,25 +42,6 @@ func logName(path string) string {
 	return filepath.Base(filepath.Dir(path)) + "/" + strings.TrimSuffix(filepath.Base(path), ".jsonl")
 }
 
-// readStoredLog reads a stored log's events in log order, numbered from 1.
-func readStoredLog(t *testing.T, path string) []events.Event {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	var evs []events.Event
-	lines := bufio.NewScanner(f)
-	lines.Buffer(nil, 1<<20)
-	for lines.Scan() {
-		var ev events.Event
-		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev))
-		ev.Seq = uint64(len(evs) + 1)
-		evs = append(evs, ev)
-	}
-	require.NoError(t, lines.Err())
-	return evs
-}
-
 // A log written by an earlier step protocol folds to the same views as
 // when it was written: each file's views are kept beside it (.views, made
 // with -update when the log was recorded), and the live projector and a
@@ -75,9 +53,8 @@ func TestStoredLogsFoldToTheirViews(t *testing.T) {
 			t.Parallel()
 			ctx := testkit.Context(t)
 			log := testkit.StartLog(t, events.Config{})
-			var last uint64
-			for _, ev := range readStoredLog(t, path) {
-				appendStored(ctx, t, log, ev)
+			for _, ev := range testkit.ReadEventsFile(t, path) {
+				testkit.AppendRecorded(ctx, t, log, ev)
 			}
 			last, err := log.LastSeq(ctx)
 			require.NoError(t, err)
@@ -101,38 +78,9 @@ func TestStoredLogsFoldToTheirViews(t *testing.T) {
 			// The log bucket names the log the views were folded from (its
 			// creation time differs from test to test), not what it folds to.
 			delete(got, "log")
-			rendered := renderViews(got)
-			views := strings.TrimSuffix(path, ".jsonl") + ".views"
-			if *update {
-				require.NoError(t, os.WriteFile(views, rendered, 0o644))
-			}
-			want, err := os.ReadFile(views)
-			require.NoError(t, err, "run with -update to record the views of a new log")
-			assert.Equal(t, string(want), string(rendered))
+			testkit.Golden(t, strings.TrimSuffix(path, ".jsonl")+".views", testkit.RenderBolt(got), *update)
 		})
 	}
-}
-
-// renderViews prints a views file as "bucket key value" lines in bucket
-// and key order, keys quoted (index keys hold NULs), values as stored.
-func renderViews(dump map[string]map[string]string) []byte {
-	var b bytes.Buffer
-	buckets := make([]string, 0, len(dump))
-	for name := range dump {
-		buckets = append(buckets, name)
-	}
-	slices.Sort(buckets)
-	for _, name := range buckets {
-		keys := make([]string, 0, len(dump[name]))
-		for k := range dump[name] {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			fmt.Fprintf(&b, "%s %q %s\n", name, k, dump[name][k])
-		}
-	}
-	return b.Bytes()
 }
 
 // The interpreter, run again over a stored run's history without its
@@ -145,7 +93,7 @@ func renderViews(dump map[string]map[string]string) []byte {
 func TestStoredLogsReplayToTheirDecisions(t *testing.T) {
 	t.Parallel()
 	for _, path := range storedLogs(t) {
-		evs := readStoredLog(t, path)
+		evs := testkit.ReadEventsFile(t, path)
 		for _, ev := range evs {
 			if ev.Type != events.RunRequested {
 				continue
@@ -181,7 +129,7 @@ func replayRun(t *testing.T, stored []events.Event, runID string) {
 			}
 			own = append(own, ev)
 		}
-		appendStored(ctx, t, log, ev)
+		testkit.AppendRecorded(ctx, t, log, ev)
 	}
 	require.NotEmpty(t, finished.ID, "the stored run has no run.finished")
 	var job assets.Job
@@ -221,22 +169,6 @@ func replayRun(t *testing.T, stored []events.Event, runID string) {
 	assert.Equal(t, finished.ID, got.ID)
 	assert.Equal(t, finished.ParentID, got.ParentID)
 	assert.JSONEq(t, string(finished.Data), string(got.Data))
-}
-
-// appendStored appends a stored event to log as it was written: its
-// payload decoded with numbers as written (a float64 would round large
-// integers), its sequence the log's.
-func appendStored(ctx context.Context, t *testing.T, log *events.Log, ev events.Event) {
-	t.Helper()
-	payload, err := ev.Payload()
-	require.NoError(t, err)
-	dec := json.NewDecoder(bytes.NewReader(ev.Data))
-	dec.UseNumber()
-	require.NoError(t, dec.Decode(payload), ev.ID)
-	ev.Seq = 0
-	res, err := log.Append(ctx, ev, payload)
-	require.NoError(t, err, ev.ID)
-	require.False(t, res.Duplicate, ev.ID)
 }
 
 // workspaceOf is the workspace the run's steps ran in, as its first step
@@ -402,7 +334,7 @@ func TestStoredRunsResumeUnderTheirProtocol(t *testing.T) {
 	}{{"v1", 5, 6, false}, {"v2", 0, 6, true}, {"v3", 0, 5, true}, {"v4", 0, 5, true}, {"v5", 0, 1, true}} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			t.Parallel()
-			stored := readStoredLog(t, filepath.Join("testdata/protocol", tc.protocol, "example_fan_out.jsonl"))
+			stored := testkit.ReadEventsFile(t, filepath.Join("testdata/protocol", tc.protocol, "example_fan_out.jsonl"))
 			// Through the first item's first event: the fan-out's
 			// step.started, then fanout.item 1 (protocol 1) or the first
 			// item's step.started (2).

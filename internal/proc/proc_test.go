@@ -34,6 +34,31 @@ func childPID(t *testing.T, dir string) int {
 	return pid
 }
 
+// startScript starts sh -c script through start, in a temp directory of
+// its own (where the script may write child.pid), and returns the group
+// and the directory.
+func startScript(t *testing.T, start func(context.Context, *exec.Cmd) (*proc.Group, error), script string) (*proc.Group, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	g, err := start(context.Background(), cmd)
+	require.NoError(t, err)
+	return g, dir
+}
+
+// daemonLeft waits for g, a script that starts a daemon, writes its pid to
+// child.pid in dir and exits 0, and returns the daemon's pid. A daemon
+// still running at the end of the test is killed then.
+func daemonLeft(t *testing.T, g *proc.Group, dir string) int {
+	t.Helper()
+	r := g.Wait(context.Background(), 0, time.Second)
+	assert.Equal(t, 0, r.ExitCode)
+	pid := childPID(t, dir)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
 func TestExitCodesAndSignals(t *testing.T) {
 	t.Parallel()
 	for script, want := range map[string]proc.Result{
@@ -58,11 +83,7 @@ func TestTimeoutStopsTheWholeGroup(t *testing.T) {
 	for name, start := range starts {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 60 & echo $! > child.pid; sleep 60")
-			cmd.Dir = dir
-			g, err := start(context.Background(), cmd)
-			require.NoError(t, err)
+			g, dir := startScript(t, start, "trap '' TERM; sleep 60 & echo $! > child.pid; sleep 60")
 			began := time.Now()
 			r := g.Wait(context.Background(), 300*time.Millisecond, 300*time.Millisecond)
 			assert.True(t, r.TimedOut)
@@ -78,20 +99,14 @@ func TestCancelAndLeftoversAreKilled(t *testing.T) {
 	for name, start := range starts {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			cmd := exec.Command("sh", "-c", "sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
-			cmd.Dir = dir
-			g, err := start(context.Background(), cmd)
-			require.NoError(t, err)
-			r := g.Wait(context.Background(), 0, time.Second)
-			assert.Equal(t, 0, r.ExitCode)
-			assert.True(t, testkit.WaitGone(childPID(t, dir), 3*time.Second), "a finished program's leftovers are killed")
+			g, dir := startScript(t, start, "sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
+			assert.True(t, testkit.WaitGone(daemonLeft(t, g, dir), 3*time.Second), "a finished program's leftovers are killed")
 
 			ctx, cancel := context.WithCancel(context.Background())
-			g, err = start(ctx, exec.Command("sleep", "60"))
+			sleeper, err := start(ctx, exec.Command("sleep", "60"))
 			require.NoError(t, err)
 			cancel()
-			r = g.Wait(ctx, 0, time.Second)
+			r := sleeper.Wait(ctx, 0, time.Second)
 			assert.True(t, r.Stopped)
 			assert.Equal(t, syscall.SIGTERM.String(), r.Signal)
 		})
@@ -113,15 +128,8 @@ func TestLeftoversThatLeaveTheGroupAreKilled(t *testing.T) {
 	for name, start := range starts {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			cmd := exec.Command("sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
-			cmd.Dir = dir
-			g, err := start(context.Background(), cmd)
-			require.NoError(t, err)
-			r := g.Wait(context.Background(), 0, time.Second)
-			assert.Equal(t, 0, r.ExitCode)
-			pid := childPID(t, dir)
-			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+			g, dir := startScript(t, start, "setsid sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
+			pid := daemonLeft(t, g, dir)
 			assert.True(t, testkit.WaitDead(pid, 3*time.Second), "the daemon is killed with its program")
 		})
 	}
@@ -135,17 +143,10 @@ func TestACgroupHoldsWhatClearsItsMark(t *testing.T) {
 	if proc.Cgroups() == "" {
 		t.Skip("this machine gives the test no cgroup v2 to create cgroups in")
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "setsid env -i /bin/sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
-	cmd.Dir = dir
-	g, err := proc.Start(context.Background(), cmd)
-	require.NoError(t, err)
+	g, dir := startScript(t, proc.Start, "setsid env -i /bin/sleep 60 > /dev/null 2>&1 & echo $! > child.pid")
 	cgroup := g.CgroupDir()
 	require.DirExists(t, cgroup)
-	r := g.Wait(context.Background(), 0, time.Second)
-	assert.Equal(t, 0, r.ExitCode)
-	pid := childPID(t, dir)
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	pid := daemonLeft(t, g, dir)
 	assert.True(t, testkit.WaitDead(pid, 3*time.Second), "the daemon is killed with its program")
 	assert.Empty(t, cgroupProcs(t, cgroup), "the cgroup is removed or left empty for the next program")
 }
@@ -206,18 +207,11 @@ func TestProgramsReuseTheCgroupsOfEndedOnes(t *testing.T) {
 // cgroup or not; the daemon with no environment at all beside it is not.
 func TestAProcessThatDropsItsMarkOutlivesItsProgram(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	// The program ends once the daemon runs without the mark (its comm is
 	// sleep's): before its exec it is a fork of sh, marked.
-	cmd := exec.Command("sh", "-c", "setsid env -u "+proc.TagVar+" /bin/sleep 60 > /dev/null 2>&1 & echo $! > child.pid; "+
+	g, dir := startScript(t, proc.Start, "setsid env -u "+proc.TagVar+" /bin/sleep 60 > /dev/null 2>&1 & echo $! > child.pid; "+
 		"until grep -qx sleep /proc/$!/comm; do :; done")
-	cmd.Dir = dir
-	g, err := proc.Start(context.Background(), cmd)
-	require.NoError(t, err)
-	r := g.Wait(context.Background(), 0, time.Second)
-	assert.Equal(t, 0, r.ExitCode)
-	pid := childPID(t, dir)
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	pid := daemonLeft(t, g, dir)
 	assert.False(t, testkit.WaitDead(pid, 500*time.Millisecond), "the daemon that dropped its mark runs on")
 }
 

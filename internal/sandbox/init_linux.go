@@ -134,6 +134,9 @@ func step(args []string) error {
 	if err := dropCapabilities(p.RunAs); err != nil {
 		return err
 	}
+	if err := forbidSetID(); err != nil {
+		return err
+	}
 	env := environ(os.Environ(), home)
 	if user != nil {
 		env = trustRepositories(env)

@@ -136,3 +136,31 @@ func workInProjectRoot(t *testing.T, root string) {
 	assert.Contains(t, got, "\n"+strconv.Itoa(sandbox.AgentUID)+"\n", got)
 	assert.Equal(t, 0, owner(t, filepath.Join(root, "work.txt")))
 }
+
+// TestASandboxedProgramMakesNoSetuidFile: a file a sandboxed program
+// makes in its work tree is on the host, where a setuid or setgid bit
+// would run it as its owner for anyone (root's, for a root engine's
+// agent): chmod, install -m and a creating open with either bit are
+// refused, a plain chmod is not, and the file on disk has neither.
+func TestASandboxedProgramMakesNoSetuidFile(t *testing.T) {
+	t.Parallel()
+	needSandbox(t)
+	work := t.TempDir()
+	script := `touch f; chmod 4755 f; echo " chmod-suid:$?"; chmod g+s f; echo " chmod-sgid:$?"
+chmod 755 f; echo " chmod:$?"; install -m 4755 f g; echo " install-suid:$?"
+echo x > h; echo " plain-write:$?"`
+	got := runIn(t, sandbox.Policy{Confine: true}.ForWorkspace(work), work, nil, script)
+	for _, refused := range []string{"chmod-suid", "chmod-sgid", "install-suid"} {
+		assert.NotContains(t, got, " "+refused+":0", "%s: %s", refused, got)
+	}
+	assert.Contains(t, got, " chmod:0", got)
+	assert.Contains(t, got, " plain-write:0", got)
+	for _, name := range []string{"f", "g"} {
+		fi, err := os.Stat(filepath.Join(work, name))
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err)
+		assert.Zero(t, fi.Mode()&(os.ModeSetuid|os.ModeSetgid), "%s is %s", name, fi.Mode())
+	}
+}

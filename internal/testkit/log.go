@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/orbitrun/orbit/events"
 )
@@ -56,4 +57,25 @@ func DialEngine(t testing.TB, url, credsDir string) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// RemakeDenyingPurges deletes the events stream through js and creates it
+// again with deny_purge set, as a log made before retention came was: its
+// events are gone, and no stream update can lift the flag. It returns the
+// configuration the stream was created with.
+func RemakeDenyingPurges(ctx context.Context, t testing.TB, js jetstream.JetStream) jetstream.StreamConfig {
+	t.Helper()
+	stream, err := js.Stream(ctx, events.EventsStream)
+	if err != nil {
+		t.Fatalf("the events stream: %v", err)
+	}
+	cfg := stream.CachedInfo().Config
+	if err := js.DeleteStream(ctx, events.EventsStream); err != nil {
+		t.Fatalf("deleting the events stream: %v", err)
+	}
+	cfg.DenyPurge = true
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatalf("creating the events stream with deny_purge: %v", err)
+	}
+	return cfg
 }
