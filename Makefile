@@ -79,11 +79,15 @@ $(AGENTS)/node_modules/.installed: $(AGENTS)/package-lock.json $(AGENTS)/package
 # with the race detector (which runs each fuzz target's seed corpus), then
 # every fuzz target for 3s. It needs the official nats CLI, the pinned CLI
 # agents and Chromium (for the console's browser tests), which it installs
-# first.
+# first. Four parallel tests per package, not go test's one per core: most
+# of them spend their time waiting on the processes they drive (engines,
+# git, the CLI agents) or on the clock (see "How the tests are built" in
+# docs/development.md).
+TESTPARALLEL ?= 4
 test: nats-cli agents chromium binsize
 	@scripts/quiet-build.sh "$(MAKE)"
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 14m $(PKGS)
+	$(GO) test -race -count=1 -parallel $(TESTPARALLEL) -timeout 14m $(PKGS)
 	FUZZTIME=3s FUZZMINIMIZETIME=0 FUZZFRESH=1 GO=$(GO) scripts/fuzz.sh
 
 # Debian's chromium, for the console's browser tests (driven by chromedp),

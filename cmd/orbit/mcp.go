@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -172,7 +171,7 @@ input turned down, with the reason; 2 bad flags; 3 no engine.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ses := []events.SideEffect{}
 			for _, s := range sideEffects {
-				se, err := parseSideEffect(s)
+				se, err := events.ParseSideEffect(s)
 				if err != nil {
 					return usageErr("--side-effect %q: %v", s, err)
 				}
@@ -221,19 +220,6 @@ Exit status: 0 recorded; 1 refused or turned down; 2 bad flags; 3 no engine.`,
 	sideEffect.Flags().StringVar(&target, "target", "", "what was affected: a path, a table, a service (required)")
 	sideEffect.Flags().BoolVar(&irreversible, "irreversible", false, "the side effect cannot be undone")
 	return []*cobra.Command{success, failure, sideEffect}
-}
-
-// parseSideEffect reads KIND:TARGET[:irreversible].
-func parseSideEffect(s string) (events.SideEffect, error) {
-	kind, target, _ := strings.Cut(s, ":")
-	se := events.SideEffect{Kind: kind, Target: target, Reversible: true}
-	if t, ok := strings.CutSuffix(target, ":irreversible"); ok {
-		se.Target, se.Reversible = t, false
-	}
-	if se.Kind == "" || se.Target == "" {
-		return events.SideEffect{}, errors.New("want KIND:TARGET or KIND:TARGET:irreversible")
-	}
-	return se, nil
 }
 
 // sendVerb sends one verb and prints the engine's answer: exit 1 when it

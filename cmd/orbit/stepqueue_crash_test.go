@@ -39,6 +39,7 @@ spec:
 // under way when the engine died runs again, as after any crash), and the
 // log replays and audits clean.
 func TestStepCommandsLostWithTheEngineAreSentAgain(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{events.FailpointStepCommandSent, events.FailpointStepCommandAcked} {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()

@@ -34,7 +34,12 @@ func Main(m *testing.M) {
 }
 
 // Binary builds cmd/orbit once per test process and returns its path. The
-// build (over 100 MB) is removed by Main when the process's tests end.
+// build is removed by Main when the process's tests end. It is built as
+// make build builds bin/orbit (-trimpath, -ldflags "-s -w"; the build tags
+// come from GOFLAGS, as make's): the compiled packages are then the ones
+// make build left in Go's build cache, and each test process that needs
+// the binary only links it, where its own flags would compile every
+// package of the module again.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -45,7 +50,7 @@ func Binary(t testing.TB) string {
 		}
 		buildDir = dir
 		buildPath = filepath.Join(dir, "orbit")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/orbit")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", buildPath, "./cmd/orbit")
 		cmd.Dir = ModuleRoot(t)
 		out, err := cmd.CombinedOutput()
 		if err != nil {

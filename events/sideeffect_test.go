@@ -1,8 +1,10 @@
-package main
+package events_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/orbitrun/orbit/events"
 )
 
 // FuzzParseSideEffect: a --side-effect value is refused, or read as a
@@ -13,7 +15,7 @@ func FuzzParseSideEffect(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		se, err := parseSideEffect(s)
+		se, err := events.ParseSideEffect(s)
 		if err != nil {
 			return
 		}
