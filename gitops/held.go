@@ -3,6 +3,9 @@ package gitops
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 )
 
 // Held checkpoints (materialize: on_approval): an attempt's commits land on
@@ -68,13 +71,57 @@ func (r *Repo) EnterHold(ctx context.Context, task, taskBranch string) (string, 
 	if err != nil {
 		return "", err
 	}
-	if _, err := r.run(ctx, call{
-		args:            []string{"switch", "--quiet", "--no-track", "--create", hold, start},
-		uninterruptible: true,
-	}); err != nil {
-		return "", fmt.Errorf("switching to the hold branch %s at %s: %w", hold, start, err)
+	switchTo := call{args: []string{"switch", "--quiet", "--no-track", "--create", hold, start}, uninterruptible: true}
+	if _, err := r.run(ctx, switchTo); err != nil {
+		// A switch cut short (the engine killed, the machine down) has
+		// written the held commits' files but not the index: they are
+		// untracked, and in the way of the same switch again.
+		cleared, err2 := r.clearHalfSwitch(ctx, start)
+		if err2 != nil || !cleared {
+			return "", fmt.Errorf("switching to the hold branch %s at %s: %w", hold, start, err)
+		}
+		if _, err := r.run(ctx, switchTo); err != nil {
+			return "", fmt.Errorf("switching to the hold branch %s at %s: %w", hold, start, err)
+		}
 	}
 	return hold, nil
+}
+
+// clearHalfSwitch removes the untracked files that a switch to target
+// would write, when each of them already holds what target has there (a
+// switch to target left them): the switch then writes them again, and
+// nothing is lost. When any of them differs (a file of the user's) it
+// removes none and reports false.
+func (r *Repo) clearHalfSwitch(ctx context.Context, target string) (bool, error) {
+	st, err := r.readStatus(ctx, true)
+	if err != nil {
+		return false, err
+	}
+	var same []string
+	for _, path := range st.untracked() {
+		out, err := r.run(ctx, call{args: []string{"rev-parse", "--verify", "--quiet", target + ":" + path}, readOnly: true})
+		if exitCode(err) == 1 {
+			continue // not in target's way
+		}
+		if err != nil {
+			return false, err
+		}
+		want := strings.TrimSpace(string(out))
+		got, err := r.run(ctx, call{args: []string{"hash-object", "--", path}, readOnly: true})
+		if err != nil {
+			return false, err
+		}
+		if strings.TrimSpace(string(got)) != want {
+			return false, nil
+		}
+		same = append(same, path)
+	}
+	for _, path := range same {
+		if err := os.Remove(filepath.Join(r.Dir, path)); err != nil {
+			return false, err
+		}
+	}
+	return len(same) > 0, nil
 }
 
 // holdStart is the commit the next held checkpoint builds on: the held
