@@ -324,7 +324,7 @@ func bindWritable(f *os.File, dst string, confined bool, user *agentUser) error 
 		return err
 	}
 	if user != nil {
-		return user.bind(f, dst, dst, true)
+		return user.bind(f, dst, true)
 	}
 	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 		return err
@@ -422,7 +422,7 @@ func bindReadOnly(src *os.File, dst string, user *agentUser) error {
 		return err
 	}
 	if user != nil {
-		return user.bind(src, dst, dst, false)
+		return user.bind(src, dst, false)
 	}
 	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", src.Fd()), dst, "", syscall.MS_BIND, ""); err != nil {
 		return err

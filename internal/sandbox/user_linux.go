@@ -93,11 +93,11 @@ func (a *agentUser) isMapped(path string) bool {
 }
 
 // bind mounts a copy of the mounts at src (an O_PATH file: a directory
-// with what is mounted under it, or a file) at dst, its ids mapped for
-// a.id unless path (where src was opened) is under a mapped directory,
-// whose mapping it carries already; writable clears the read-only flag
-// of the copy's top mount, else it is set.
-func (a *agentUser) bind(src *os.File, path, dst string, writable bool) error {
+// with what is mounted under it, or a file) back at path, where src was
+// opened, its ids mapped for a.id unless path is under a mapped
+// directory, whose mapping it carries already; writable clears the
+// read-only flag of the copy's top mount, else it is set.
+func (a *agentUser) bind(src *os.File, path string, writable bool) error {
 	tree, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 	if err != nil {
 		return fmt.Errorf("open_tree: %w", err)
@@ -115,7 +115,7 @@ func (a *agentUser) bind(src *os.File, path, dst string, writable bool) error {
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, flags); err != nil {
 		return fmt.Errorf("mount_setattr: %w", err)
 	}
-	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fmt.Errorf("move_mount: %w", err)
 	}
 	return nil
@@ -165,7 +165,7 @@ func (a *agentUser) openWay(paths []string, p Policy) error {
 			if err != nil {
 				return fmt.Errorf("opening the way to %s: %w", path, err)
 			}
-			err = a.bind(f, dir, dir, false)
+			err = a.bind(f, dir, false)
 			f.Close()
 			if err != nil {
 				return fmt.Errorf("opening the way to %s through %s: %w", path, dir, err)
@@ -244,12 +244,6 @@ func passable(fi os.FileInfo, uid int) bool {
 		return mode&0o010 != 0
 	}
 	return mode&0o001 != 0
-}
-
-// within reports whether path is dir or under it.
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // becomeUser makes this thread uid and gid id with no supplementary

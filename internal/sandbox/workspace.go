@@ -43,12 +43,13 @@ func (p Policy) ForWorkspace(dir string) Policy {
 
 // covers reports whether a hidden or read-only path of p holds path.
 func (p Policy) covers(path string) bool {
-	for _, c := range append(slices.Clone(p.Hide), p.ReadOnly...) {
-		if rel, err := filepath.Rel(c, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(slices.Concat(p.Hide, p.ReadOnly), func(c string) bool { return within(c, path) })
+}
+
+// within reports whether path is dir or under it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // gitDirs finds the repository of the work tree at dir as git does, from
