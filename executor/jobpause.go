@@ -119,7 +119,7 @@ func PausedJobs(ctx context.Context, log *events.Log) ([]JobPause, error) {
 // reads the key.
 type pauses struct {
 	mu     sync.Mutex
-	paused map[string]bool // job → paused, as last read
+	paused map[string]bool // a job's key (names that make one key share it) → paused, as last read
 	gen    uint64          // counts the forgets: a read begun before one is not kept
 }
 
@@ -131,7 +131,7 @@ func (o *Orchestrator) jobPaused(ctx context.Context, job string) bool {
 	var gen uint64
 	if keep {
 		o.pauses.mu.Lock()
-		paused, known := o.pauses.paused[job]
+		paused, known := o.pauses.paused[jobPauseKey(job)]
 		gen = o.pauses.gen
 		o.pauses.mu.Unlock()
 		if known {
@@ -149,7 +149,7 @@ func (o *Orchestrator) jobPaused(ctx context.Context, job string) bool {
 			if o.pauses.paused == nil {
 				o.pauses.paused = map[string]bool{}
 			}
-			o.pauses.paused[job] = p != nil
+			o.pauses.paused[jobPauseKey(job)] = p != nil
 		}
 		o.pauses.mu.Unlock()
 	}
@@ -161,7 +161,7 @@ func (o *Orchestrator) jobPaused(ctx context.Context, job string) bool {
 func (o *Orchestrator) forgetPause(job string) {
 	o.pauses.mu.Lock()
 	defer o.pauses.mu.Unlock()
-	delete(o.pauses.paused, job)
+	delete(o.pauses.paused, jobPauseKey(job))
 	o.pauses.gen++
 }
 
