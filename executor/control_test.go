@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,17 +133,12 @@ func TestChildJobs(t *testing.T) {
     - id: say
       spec: {type: deterministic, action: echo, config: {said: "{{ input.greeting }} {{ input.name }}"}}
 `)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(name, _ string) (*assets.Job, error) {
+	runrig.Start(t, executor.Config{Log: log, Root: t.TempDir(), Jobs: func(name, _ string) (*assets.Job, error) {
 		if name == "child" {
 			return child, nil
 		}
 		return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
-	}})
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+	}}, activity.WorkerConfig{Log: log})
 
 	runID, fin := runSpec(t, log, "parent", `
   steps:
@@ -191,12 +185,8 @@ func TestChildOfTheSameJobIsNotQueuedBehindItsParent(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
 	var self *assets.Job
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(string, string) (*assets.Job, error) { return self, nil }})
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+	runrig.Start(t, executor.Config{Log: log, Root: t.TempDir(), Jobs: func(string, string) (*assets.Job, error) { return self, nil }},
+		activity.WorkerConfig{Log: log})
 	self = jobSpec(t, "recursive", `
   default_input: {depth: 0}
   steps:
