@@ -139,3 +139,14 @@ func mustRead(t *testing.T, path string) string {
 	require.NoError(t, err)
 	return string(data)
 }
+
+// onlyEvent is the task's one event of type typ, decoded into a T; the
+// test fails unless there is exactly one.
+func onlyEvent[T any](t *testing.T, h *harness, typ string, msgAndArgs ...any) T {
+	t.Helper()
+	evs := h.events(typ)
+	require.Len(t, evs, 1, msgAndArgs...)
+	var d T
+	require.NoError(t, evs[0].Decode(&d))
+	return d
+}
