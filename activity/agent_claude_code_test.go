@@ -23,9 +23,7 @@ const claudeTestModel = "claude-orbit-test"
 // talking to srv. extra is more of the spec, in YAML at its indentation.
 func claudeCodeJob(t *testing.T, srv *testkit.AnthropicServer, extra string) *assets.Job {
 	t.Helper()
-	a := claudeAgent(t, srv)
-	a.job = "claude_code_agent"
-	return cliAgentJob(t, *a, extra)
+	return cliAgentJob(t, *claudeAgent(t, srv), extra)
 }
 
 func writeFileTurns(path string) []testkit.Turn {

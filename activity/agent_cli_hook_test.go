@@ -138,7 +138,6 @@ func TestClaudeCodeStartsNoMCPServerOfTheUsers(t *testing.T) {
 	log, _ := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, testkit.Turn{Text: "nothing to do"})
 	a := claudeAgent(t, srv)
-	a.job = "claude_code_agent"
 	var configDir string
 	for _, kv := range a.env {
 		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {

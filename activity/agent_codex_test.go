@@ -25,9 +25,7 @@ const codexTestModel = "gpt-orbit-test"
 // srv. extra is more of the spec, in YAML at its indentation.
 func codexJob(t *testing.T, srv *testkit.OpenAIServer, extra string) *assets.Job {
 	t.Helper()
-	a := codexAgent(t, srv)
-	a.job = "codex_agent"
-	return cliAgentJob(t, *a, extra)
+	return cliAgentJob(t, *codexAgent(t, srv), extra)
 }
 
 // codexCommandTurns run a command through Codex's shell, then answer. The

@@ -31,14 +31,14 @@ type cliAgent struct {
 }
 
 // claudeAgent and codexAgent are the real Claude Code and Codex CLIs,
-// talking to srv.
+// talking to srv, in a job named for the agent.
 func claudeAgent(t *testing.T, srv *testkit.AnthropicServer) *cliAgent {
-	return &cliAgent{provider: "claude", executor: "claude", model: claudeTestModel,
+	return &cliAgent{job: "claude_code_agent", provider: "claude", executor: "claude", model: claudeTestModel,
 		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: testkit.ClaudeEnv(t, srv)}
 }
 
 func codexAgent(t *testing.T, srv *testkit.OpenAIServer) *cliAgent {
-	return &cliAgent{provider: "codex", executor: "codex", model: codexTestModel,
+	return &cliAgent{job: "codex_agent", provider: "codex", executor: "codex", model: codexTestModel,
 		spec: assets.ExecutorSpec{Command: testkit.CodexCLI(t), Output: assets.OutputCodex, Args: testkit.CodexProviderArgs(srv)},
 		env:  testkit.CodexEnv(t)}
 }
