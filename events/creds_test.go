@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,7 +93,43 @@ func TestAReaderReadsTheLogAndNothingElse(t *testing.T) {
 	short, cancel = context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_, err = client.Append(short, events.Event{Type: events.RunRequested, RunID: "R2"}, events.RunRequestedData{})
-	assert.Error(t, err, "a client may not append")
+	assert.ErrorIs(t, err, events.ErrNotPermitted, "a client may not append, and hears so before its timeout")
+	last, err := l.LastSeq(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), last, "nothing but the engine's event is in the log")
+}
+
+// TestARefusedBatchOfAppendsFailsAtOnce: appends the server refuses fail
+// with ErrNotPermitted when the refusal comes, whether published on their
+// own or gathered into an atomic batch, and closing the log does not wait
+// for answers that cannot come.
+func TestARefusedBatchOfAppendsFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	l := helloLog(ctx, t)
+	client := dialAs(ctx, t, l, events.IdentityClient)
+	var pending []*events.PendingAppend
+	for i := range 30 {
+		p, err := client.AppendAsync(ctx, events.Event{Type: events.RunRequested, RunID: fmt.Sprintf("R%d", i+2)}, events.RunRequestedData{})
+		require.NoError(t, err)
+		pending = append(pending, p)
+	}
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for i, p := range pending {
+		_, err := p.Wait(short)
+		assert.ErrorIs(t, err, events.ErrNotPermitted, "append %d", i)
+	}
+	closed := make(chan struct{})
+	go func() {
+		client.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-short.Done():
+		t.Fatal("closing the client's log waits for refused appends")
+	}
 	last, err := l.LastSeq(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), last, "nothing but the engine's event is in the log")

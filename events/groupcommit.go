@@ -342,6 +342,10 @@ func (g *groupCommit) commit(batch []*commitReq) {
 		// which one was a duplicate (stored once, and its caller told so)
 		// or failed, and the others are stored.
 		g.oneByOne(batch)
+	case errors.Is(err, ErrNotPermitted):
+		// The server refused the commit's publish, so the batch was not
+		// stored: on its own each message is stored or refused.
+		g.oneByOne(batch)
 	case electing(err):
 		// The connection's server died or the stream is electing a leader:
 		// whether the commit was stored is unknown, and the messages' ids
@@ -381,8 +385,13 @@ func (g *groupCommit) publishBatch(batch []*commitReq) error {
 	batch[last].msg.Header.Set(batchCommitHeader, "1")
 	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
 	defer cancel()
+	ctx, stop := g.l.refusals.watch(ctx, batch[last].msg.Subject)
+	defer stop()
 	resp, err := g.l.nc.RequestMsgWithContext(ctx, batch[last].msg)
 	if err != nil {
+		if refusedBy(ctx) {
+			return ErrNotPermitted
+		}
 		return err
 	}
 	var ack batchAck
@@ -409,6 +418,15 @@ func (g *groupCommit) publishBatch(batch []*commitReq) error {
 // fsync in strict mode).
 func (g *groupCommit) oneByOne(batch []*commitReq) {
 	batch = g.fresh(batch) // a failed batch took time
+	// A publish the server refuses (the connection's key may not append
+	// there) is never answered: its request fails when the refusal comes,
+	// not after the timeout. The listener is there before the publishes.
+	subjects := make([]string, len(batch))
+	for i, r := range batch {
+		subjects[i] = r.msg.Subject
+	}
+	refused, stop := g.l.refusals.listen(subjects...)
+	defer stop()
 	futs := make([]jetstream.PubAckFuture, len(batch))
 	for i, r := range batch {
 		r.msg.Header.Del(batchIDHeader)
@@ -424,16 +442,24 @@ func (g *groupCommit) oneByOne(batch []*commitReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
 	defer cancel()
 	for i, r := range batch {
-		if futs[i] == nil {
-			continue
-		}
-		select {
-		case ack := <-futs[i].Ok():
-			r.finish(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
-		case err := <-futs[i].Err():
-			g.retry(r, err)
-		case <-ctx.Done():
-			g.retry(r, ctx.Err())
+		for futs[i] != nil {
+			select {
+			case ack := <-futs[i].Ok():
+				r.finish(Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
+			case err := <-futs[i].Err():
+				g.retry(r, err)
+			case subject := <-refused:
+				for j := i; j < len(batch); j++ {
+					if futs[j] != nil && batch[j].msg.Subject == subject {
+						batch[j].finish(Appended{}, fmt.Errorf("%w append %s: the NATS server refused its publish on %s", ErrNotPermitted, batch[j].typ, subject))
+						futs[j] = nil
+					}
+				}
+				continue
+			case <-ctx.Done():
+				g.retry(r, ctx.Err())
+			}
+			futs[i] = nil
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // waiting out its timeout for an answer that cannot come.
 type publishRefusals struct {
 	mu      sync.Mutex
-	waiting map[string]map[chan error]struct{}
+	waiting map[string]map[chan string]struct{} // by subject, the listeners told its refusal
 }
 
 // refusedPublish is the subject of the server's "Permissions Violation for
@@ -38,8 +38,36 @@ func (p *publishRefusals) refused(err error) {
 	defer p.mu.Unlock()
 	for ch := range p.waiting[m[1]] {
 		select {
-		case ch <- err:
+		case ch <- m[1]:
 		default:
+		}
+	}
+}
+
+// listen tells the returned channel the subject of each of subjects whose
+// publish the server refuses, until stop. Its buffer holds one refusal per
+// subject, so refused never blocks on a listener.
+func (p *publishRefusals) listen(subjects ...string) (<-chan string, func()) {
+	ch := make(chan string, len(subjects))
+	p.mu.Lock()
+	if p.waiting == nil {
+		p.waiting = map[string]map[chan string]struct{}{}
+	}
+	for _, s := range subjects {
+		if p.waiting[s] == nil {
+			p.waiting[s] = map[chan string]struct{}{}
+		}
+		p.waiting[s][ch] = struct{}{}
+	}
+	p.mu.Unlock()
+	return ch, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, s := range subjects {
+			delete(p.waiting[s], ch)
+			if len(p.waiting[s]) == 0 {
+				delete(p.waiting, s)
+			}
 		}
 	}
 }
@@ -48,31 +76,17 @@ func (p *publishRefusals) refused(err error) {
 // the server refuses this connection a publish to subject; stop ends the
 // watch.
 func (p *publishRefusals) watch(ctx context.Context, subject string) (context.Context, func()) {
-	ch := make(chan error, 1)
-	p.mu.Lock()
-	if p.waiting == nil {
-		p.waiting = map[string]map[chan error]struct{}{}
-	}
-	if p.waiting[subject] == nil {
-		p.waiting[subject] = map[chan error]struct{}{}
-	}
-	p.waiting[subject][ch] = struct{}{}
-	p.mu.Unlock()
+	refused, unlisten := p.listen(subject)
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
-		case <-ch:
+		case <-refused:
 			cancel(ErrNotPermitted)
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() {
-		p.mu.Lock()
-		delete(p.waiting[subject], ch)
-		if len(p.waiting[subject]) == 0 {
-			delete(p.waiting, subject)
-		}
-		p.mu.Unlock()
+		unlisten()
 		cancel(nil)
 	}
 }

@@ -155,6 +155,9 @@ func runGit(ctx context.Context, dir string, extraEnv []string, c call) ([]byte,
 	// SIGTERM lets git remove its lock files (index.lock, ref locks) on the
 	// way out; a SIGKILL would leave them behind and block every later git.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	// The same when the engine dies, killed or not: git must not run on as
+	// an orphan beside the next engine's work on the same repository.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.WaitDelay = killDelay
 	if c.stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.stdin)
