@@ -23,8 +23,7 @@ const claudeTestModel = "claude-orbit-test"
 // talking to srv. extra is more of the spec, in YAML at its indentation.
 func claudeCodeJob(t *testing.T, srv *testkit.AnthropicServer, extra string) *assets.Job {
 	t.Helper()
-	return cliAgentJob(t, cliAgent{job: "claude_code_agent", executor: "claude", model: claudeTestModel,
-		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: testkit.ClaudeEnv(t, srv)}, extra)
+	return cliAgentJob(t, *claudeAgent(t, srv), extra)
 }
 
 func writeFileTurns(path string) []testkit.Turn {

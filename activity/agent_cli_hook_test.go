@@ -137,9 +137,9 @@ func TestClaudeCodeStartsNoMCPServerOfTheUsers(t *testing.T) {
 	t.Parallel()
 	log, _ := cliEngine(t)
 	srv := testkit.NewAnthropicServer(t, testkit.Turn{Text: "nothing to do"})
-	env := testkit.ClaudeEnv(t, srv)
+	a := claudeAgent(t, srv)
 	var configDir string
-	for _, kv := range env {
+	for _, kv := range a.env {
 		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
 			configDir = v
 		}
@@ -147,9 +147,7 @@ func TestClaudeCodeStartsNoMCPServerOfTheUsers(t *testing.T) {
 	started := filepath.Join(t.TempDir(), "started")
 	require.NoError(t, os.MkdirAll(configDir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(configDir, ".claude.json"), []byte(`{"mcpServers": {"users": {"type": "stdio", "command": "sh", "args": ["-c", "touch `+started+`; sleep 30"]}}}`), 0o644))
-	job := cliAgentJob(t, cliAgent{job: "claude_code_agent", executor: "claude", model: claudeTestModel,
-		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: env}, writeForAMinute)
-	_, fin := runrig.RunJob(t, log, job, nil)
+	_, fin := runrig.RunJob(t, log, cliAgentJob(t, *a, writeForAMinute), nil)
 
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 	assert.NoFileExists(t, started, "the user's MCP server was not started")

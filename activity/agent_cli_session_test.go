@@ -83,19 +83,6 @@ func sessionStepsJob(t *testing.T, name string, agents ...*cliAgent) *assets.Job
 	return job
 }
 
-// claudeSessionAgent and codexSessionAgent are the CLI agents of the
-// session tests, on srv.
-func claudeSessionAgent(t *testing.T, srv *testkit.AnthropicServer) *cliAgent {
-	return &cliAgent{provider: "claude", executor: "claude", model: claudeTestModel,
-		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: testkit.ClaudeEnv(t, srv)}
-}
-
-func codexSessionAgent(t *testing.T, srv *testkit.OpenAIServer) *cliAgent {
-	return &cliAgent{provider: "codex", executor: "codex", model: codexTestModel,
-		spec: assets.ExecutorSpec{Command: testkit.CodexCLI(t), Output: assets.OutputCodex, Args: testkit.CodexProviderArgs(srv)},
-		env:  testkit.CodexEnv(t)}
-}
-
 // sessionTurns answer the three iterations, each with its own text.
 func sessionTurns() []testkit.Turn {
 	return []testkit.Turn{{Text: "noted word-1"}, {Text: "noted word-2"}, {Text: "noted word-3"}}
@@ -129,46 +116,41 @@ func checkSessionContinued(t *testing.T, log *events.Log, srv scriptedServer, ru
 	}
 }
 
-func TestClaudeCodeSessionContinuesAcrossLoopIterations(t *testing.T) {
+// TestCLISessionContinues: a step bound to session chat, run three
+// times, continues one Claude Code session or one Codex thread, whether
+// the three are a loop's iterations or three steps (not a loop) that name
+// the same session.
+func TestCLISessionContinues(t *testing.T) {
 	t.Parallel()
-	log, _ := cliEngine(t)
-	srv := testkit.NewAnthropicServer(t, sessionTurns()...)
-	a := claudeSessionAgent(t, srv)
-	a.job = "claude_session"
-	runID, fin := runrig.RunJob(t, log, sessionLoopJob(t, *a), nil)
-	checkSessionContinued(t, log, srv, runID, fin, "--resume")
-}
-
-func TestCodexThreadContinuesAcrossLoopIterations(t *testing.T) {
-	t.Parallel()
-	log, _ := cliEngine(t)
-	srv := testkit.NewOpenAIServer(t, sessionTurns()...)
-	a := codexSessionAgent(t, srv)
-	a.job = "codex_session"
-	runID, fin := runrig.RunJob(t, log, sessionLoopJob(t, *a), nil)
-	checkSessionContinued(t, log, srv, runID, fin, "fork")
-}
-
-// TestClaudeCodeSessionContinuesAcrossSteps: three steps (not a loop) that
-// name the same session continue one Claude Code session.
-func TestClaudeCodeSessionContinuesAcrossSteps(t *testing.T) {
-	t.Parallel()
-	log, _ := cliEngine(t)
-	srv := testkit.NewAnthropicServer(t, sessionTurns()...)
-	a := claudeSessionAgent(t, srv)
-	runID, fin := runrig.RunJob(t, log, sessionStepsJob(t, "claude_steps", a, a, a), nil)
-	checkSessionContinued(t, log, srv, runID, fin, "--resume")
-}
-
-// TestCodexThreadContinuesAcrossSteps: three steps (not a loop) that name
-// the same session continue one Codex thread.
-func TestCodexThreadContinuesAcrossSteps(t *testing.T) {
-	t.Parallel()
-	log, _ := cliEngine(t)
-	srv := testkit.NewOpenAIServer(t, sessionTurns()...)
-	a := codexSessionAgent(t, srv)
-	runID, fin := runrig.RunJob(t, log, sessionStepsJob(t, "codex_steps", a, a, a), nil)
-	checkSessionContinued(t, log, srv, runID, fin, "fork")
+	agents := map[string]struct {
+		start      func(t *testing.T) (*cliAgent, scriptedServer)
+		resumeFlag string
+	}{
+		"claude_code": {func(t *testing.T) (*cliAgent, scriptedServer) {
+			srv := testkit.NewAnthropicServer(t, sessionTurns()...)
+			return claudeAgent(t, srv), srv
+		}, "--resume"},
+		"codex": {func(t *testing.T) (*cliAgent, scriptedServer) {
+			srv := testkit.NewOpenAIServer(t, sessionTurns()...)
+			return codexAgent(t, srv), srv
+		}, "fork"},
+	}
+	jobs := map[string]func(t *testing.T, a *cliAgent) *assets.Job{
+		"across loop iterations": func(t *testing.T, a *cliAgent) *assets.Job { return sessionLoopJob(t, *a) },
+		"across steps":           func(t *testing.T, a *cliAgent) *assets.Job { return sessionStepsJob(t, a.job, a, a, a) },
+	}
+	for name, ag := range agents {
+		for across, job := range jobs {
+			t.Run(name+" "+across, func(t *testing.T) {
+				t.Parallel()
+				log, _ := cliEngine(t)
+				a, srv := ag.start(t)
+				a.job = name + "_session"
+				runID, fin := runrig.RunJob(t, log, job(t, a), nil)
+				checkSessionContinued(t, log, srv, runID, fin, ag.resumeFlag)
+			})
+		}
+	}
 }
 
 // TestASessionIsContinuedOnlyByTheAgentThatKeepsIt: where a CLI cannot
@@ -184,28 +166,28 @@ func TestASessionIsContinuedOnlyByTheAgentThatKeepsIt(t *testing.T) {
 	}{
 		"claude_code, then codex": {
 			first: func(t *testing.T) *cliAgent {
-				return claudeSessionAgent(t, testkit.NewAnthropicServer(t, sessionTurns()...))
+				return claudeAgent(t, testkit.NewAnthropicServer(t, sessionTurns()...))
 			},
-			second: func(t *testing.T) *cliAgent { return codexSessionAgent(t, testkit.NewOpenAIServer(t)) },
+			second: func(t *testing.T) *cliAgent { return codexAgent(t, testkit.NewOpenAIServer(t)) },
 			want:   "session chat was last continued by claude_code: codex cannot continue it",
 		},
 		"codex, then claude_code": {
 			first: func(t *testing.T) *cliAgent {
-				return codexSessionAgent(t, testkit.NewOpenAIServer(t, sessionTurns()...))
+				return codexAgent(t, testkit.NewOpenAIServer(t, sessionTurns()...))
 			},
-			second: func(t *testing.T) *cliAgent { return claudeSessionAgent(t, testkit.NewAnthropicServer(t)) },
+			second: func(t *testing.T) *cliAgent { return claudeAgent(t, testkit.NewAnthropicServer(t)) },
 			want:   "session chat was last continued by codex: claude_code cannot continue it",
 		},
 		"claude_code, then HTTP": {
 			first: func(t *testing.T) *cliAgent {
-				return claudeSessionAgent(t, testkit.NewAnthropicServer(t, sessionTurns()...))
+				return claudeAgent(t, testkit.NewAnthropicServer(t, sessionTurns()...))
 			},
 			second: func(*testing.T) *cliAgent { return nil },
 			want:   "session chat was last continued by a CLI agent (claude_code), which keeps its own transcript: an agent_loop over HTTP cannot continue it",
 		},
 		"HTTP, then codex": {
 			first:  func(*testing.T) *cliAgent { return nil },
-			second: func(t *testing.T) *cliAgent { return codexSessionAgent(t, testkit.NewOpenAIServer(t)) },
+			second: func(t *testing.T) *cliAgent { return codexAgent(t, testkit.NewOpenAIServer(t)) },
 			want:   "session chat was last continued by an agent_loop over HTTP: codex cannot continue it",
 		},
 	}

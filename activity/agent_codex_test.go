@@ -25,9 +25,7 @@ const codexTestModel = "gpt-orbit-test"
 // srv. extra is more of the spec, in YAML at its indentation.
 func codexJob(t *testing.T, srv *testkit.OpenAIServer, extra string) *assets.Job {
 	t.Helper()
-	return cliAgentJob(t, cliAgent{job: "codex_agent", provider: "codex", executor: "codex", model: codexTestModel,
-		spec: assets.ExecutorSpec{Command: testkit.CodexCLI(t), Output: assets.OutputCodex, Args: testkit.CodexProviderArgs(srv)},
-		env:  testkit.CodexEnv(t)}, extra)
+	return cliAgentJob(t, *codexAgent(t, srv), extra)
 }
 
 // codexCommandTurns run a command through Codex's shell, then answer. The

@@ -30,6 +30,19 @@ type cliAgent struct {
 	env []string
 }
 
+// claudeAgent and codexAgent are the real Claude Code and Codex CLIs,
+// talking to srv, in a job named for the agent.
+func claudeAgent(t *testing.T, srv *testkit.AnthropicServer) *cliAgent {
+	return &cliAgent{job: "claude_code_agent", provider: "claude", executor: "claude", model: claudeTestModel,
+		spec: assets.ExecutorSpec{Command: testkit.ClaudeCLI(t), Output: assets.OutputClaudeCode}, env: testkit.ClaudeEnv(t, srv)}
+}
+
+func codexAgent(t *testing.T, srv *testkit.OpenAIServer) *cliAgent {
+	return &cliAgent{job: "codex_agent", provider: "codex", executor: "codex", model: codexTestModel,
+		spec: assets.ExecutorSpec{Command: testkit.CodexCLI(t), Output: assets.OutputCodex, Args: testkit.CodexProviderArgs(srv)},
+		env:  testkit.CodexEnv(t)}
+}
+
 // cliAgentJob is a one-step agent_loop job on the agent's executor, on the
 // cli backend. extra is more of the spec, in YAML at its indentation.
 func cliAgentJob(t *testing.T, a cliAgent, extra string) *assets.Job {

@@ -37,12 +37,8 @@ func TestARegisteredActionRunsWithItsStepAndRecordsEvents(t *testing.T) {
 		}
 		return map[string]any{"touched": c.RunID}, nil
 	}}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir()})
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log, Actions: map[string]activity.Action{"registry_test_touch": touch}})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+	runrig.Start(t, executor.Config{Log: log, Root: t.TempDir()},
+		activity.WorkerConfig{Log: log, Actions: map[string]activity.Action{"registry_test_touch": touch}})
 
 	job := `
 schemaVersion: 2
@@ -131,18 +127,13 @@ func TestAnAgentStepBoundToATaskSeesItAndRecordsItsSummary(t *testing.T) {
 		testkit.Turn{Text: "Done."},
 	)
 	b := &binder{}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	env := func(name string) (string, bool) {
 		if name == "ANTHROPIC_API_KEY" {
 			return fakeKey, true
 		}
 		return "", false
 	}
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Env: env})
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log, Env: env, Tasks: b})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+	runrig.Start(t, executor.Config{Log: log, Root: t.TempDir(), Env: env}, activity.WorkerConfig{Log: log, Env: env, Tasks: b})
 
 	job := func(task string) string {
 		return `

@@ -82,10 +82,7 @@ func BenchmarkReadARunOnAFollower(b *testing.B) {
 	l, err := events.Open(ctx, events.Config{URL: c.URLs(), NKeySeedFile: c.Creds.File(events.IdentityEngine), Redactor: &events.Redactor{}})
 	require.NoError(b, err)
 	b.Cleanup(func() { l.Close() })
-	for i := range 100 {
-		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
-		require.NoError(b, err)
-	}
+	appendSteps(b, ctx, l, 100)
 	require.NoError(b, c.WaitCurrent(ctx, events.EventsStream))
 	leader, err := c.StreamLeader(ctx, events.EventsStream)
 	require.NoError(b, err)

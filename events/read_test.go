@@ -21,10 +21,7 @@ func TestReadsAndFeedsLeaveNoConsumers(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	l := testkit.StartLog(t, events.Config{})
-	for i := range 3 {
-		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
-		require.NoError(t, err)
-	}
+	appendSteps(t, ctx, l, 3)
 	before, err := l.Consumers(ctx)
 	require.NoError(t, err)
 

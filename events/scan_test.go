@@ -34,6 +34,16 @@ func scanAll(t *testing.T, l *events.Log, from, upTo uint64, size int) (seqs []u
 	return seqs, batches
 }
 
+// appendSteps appends n step.started events of run R1 to l, of attempts
+// 1 to n.
+func appendSteps(t testing.TB, ctx context.Context, l *events.Log, n int) {
+	t.Helper()
+	for i := range n {
+		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
+		require.NoError(t, err)
+	}
+}
+
 func seqRange(from, to uint64) []uint64 {
 	var out []uint64
 	for s := from; s <= to; s++ {
@@ -53,10 +63,7 @@ func TestScanHandsOverARangeInBatches(t *testing.T) {
 	before, err := l.Consumers(ctx)
 	require.NoError(t, err)
 	const n = 1000
-	for i := range n {
-		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
-		require.NoError(t, err)
-	}
+	appendSteps(t, ctx, l, n)
 
 	seqs, batches := scanAll(t, l, 0, n, 64)
 	assert.Equal(t, seqRange(1, n), seqs)
@@ -95,10 +102,7 @@ func TestScanStopsOnItsCallersError(t *testing.T) {
 	t.Parallel()
 	ctx := testkit.Context(t)
 	l := testkit.StartLog(t, events.Config{})
-	for i := range 50 {
-		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
-		require.NoError(t, err)
-	}
+	appendSteps(t, ctx, l, 50)
 	stop := errors.New("enough")
 	calls := 0
 	err := l.Scan(ctx, 1, 50, 10, func([]events.Event) error {
@@ -168,10 +172,7 @@ func TestScanReadsAReplicatedLog(t *testing.T) {
 	t.Cleanup(func() { l.Close() })
 	require.Equal(t, 3, l.Replicas())
 	const n = 300
-	for i := range n {
-		_, err := l.Append(ctx, events.Event{Type: events.StepStarted, RunID: "R1", StepKey: "s"}, events.StepStartedData{Attempt: i + 1})
-		require.NoError(t, err)
-	}
+	appendSteps(t, ctx, l, n)
 	seqs, _ := scanAll(t, l, 1, n, 64)
 	assert.Equal(t, seqRange(1, n), seqs)
 }

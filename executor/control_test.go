@@ -2,8 +2,6 @@ package executor_test
 
 import (
 	"cmp"
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,8 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orbitrun/orbit/activity"
-	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/executor"
 	"github.com/orbitrun/orbit/internal/runrig"
@@ -134,17 +130,7 @@ func TestChildJobs(t *testing.T) {
     - id: say
       spec: {type: deterministic, action: echo, config: {said: "{{ input.greeting }} {{ input.name }}"}}
 `)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(name, _ string) (*assets.Job, error) {
-		if name == "child" {
-			return child, nil
-		}
-		return nil, fmt.Errorf("job %q: %w", name, assets.ErrNotFound)
-	}})
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
+	startWithConfig(t, executor.Config{Log: log}, child)
 
 	runID, fin := runSpec(t, log, "parent", `
   steps:
@@ -190,14 +176,7 @@ func TestChildJobs(t *testing.T) {
 func TestChildOfTheSameJobIsNotQueuedBehindItsParent(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	var self *assets.Job
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	orch := executor.NewOrchestrator(executor.Config{Log: log, Root: t.TempDir(), Jobs: func(string, string) (*assets.Job, error) { return self, nil }})
-	worker := activity.NewWorker(activity.WorkerConfig{Log: log})
-	go func() { _ = worker.Run(ctx) }()
-	go func() { _ = orch.Run(ctx) }()
-	self = jobSpec(t, "recursive", `
+	self := jobSpec(t, "recursive", `
   default_input: {depth: 0}
   steps:
     - id: again
@@ -206,6 +185,7 @@ func TestChildOfTheSameJobIsNotQueuedBehindItsParent(t *testing.T) {
     - id: out
       spec: {type: deterministic, action: echo, config: {depth: "{{ input.depth }}"}}
 `)
+	startWithConfig(t, executor.Config{Log: log}, self)
 	_, fin := runrig.RunJob(t, log, self, map[string]any{"depth": 1})
 	require.Equal(t, events.StateSuccess, fin.State, "%+v", fin.Error)
 }

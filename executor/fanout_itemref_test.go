@@ -17,7 +17,6 @@ import (
 	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/interpreter"
-	"github.com/orbitrun/orbit/projector"
 )
 
 // itemRefJob fans out over input.items, each item running a parallel of
@@ -178,12 +177,7 @@ func TestFanOutItemInputsByReference(t *testing.T) {
 	assert.Equal(t, 4*2+3, refs)
 
 	// The views show the items' inputs as before.
-	proj, err := projector.Open(ctx, projector.Config{Path: filepath.Join(t.TempDir(), "views.db"), Source: log})
-	require.NoError(t, err)
-	pctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = proj.Run(pctx) }()
-	t.Cleanup(func() { stop(); <-done; proj.Close() })
+	proj := runrig.Views(t, log, filepath.Join(t.TempDir(), "views.db"))
 	last, err := log.LastSeq(ctx)
 	require.NoError(t, err)
 	require.NoError(t, proj.WaitFor(ctx, last))

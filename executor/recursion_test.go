@@ -73,24 +73,10 @@ func runsOf(t *testing.T, log *events.Log, job string) []events.Event {
 	return out
 }
 
-// endless passes the load check (its invocation has a condition) but never
-// stops recursing.
-const endless = `
-schemaVersion: 2
-kind: Job
-metadata: {name: endless}
-spec:
-  default_input: {more: yes}
-  steps:
-    - id: again
-      when: "{{ input.more }} == yes"
-      spec: {type: deterministic, action: job.invoke, config: {job: endless}}
-`
-
 func TestChildDepthIsBounded(t *testing.T) {
 	t.Parallel()
 	log := testkit.StartLog(t, events.Config{})
-	job := runrig.ParseJob(t, endless)
+	job := runrig.ParseJob(t, testkit.EndlessJob)
 	startWithJobs(t, log, 3, job)
 
 	_, fin := runrig.RunJob(t, log, job, nil)

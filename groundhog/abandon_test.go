@@ -73,15 +73,11 @@ func TestAbandonRewindsAnOpenAttempt(t *testing.T) {
 	assert.Empty(t, h.git("status", "--porcelain"))
 	assert.Equal(t, "hello", h.git("show", snap.ScratchBranch+":greet.txt"), "the work is kept on the scratch branch")
 
-	var failed events.GroundhogAttemptFailedData
-	require.Len(t, h.events(events.GroundhogAttemptFailed), 1)
-	require.NoError(t, h.events(events.GroundhogAttemptFailed)[0].Decode(&failed))
+	failed := onlyEvent[events.GroundhogAttemptFailedData](t, h, events.GroundhogAttemptFailed)
 	assert.Equal(t, "abandoned", failed.Report.Source)
 	assert.Contains(t, failed.Report.WhatHappened, "the agent went the wrong way")
 	require.Len(t, h.events(events.GroundhogRewound), 1)
-	var in events.GroundhogInterruptedData
-	require.Len(t, h.events(events.GroundhogInterrupted), 1)
-	require.NoError(t, h.events(events.GroundhogInterrupted)[0].Decode(&in))
+	in := onlyEvent[events.GroundhogInterruptedData](t, h, events.GroundhogInterrupted)
 	assert.Equal(t, "cli:ann@box", in.AbandonedBy)
 	assert.Equal(t, "the agent went the wrong way", in.Reason)
 	assert.False(t, in.WorkspaceKept)
@@ -222,9 +218,7 @@ func checkAbandonMoved(t *testing.T, inPlace, resumed bool) {
 	assert.Equal(t, "main", h.git("branch", "--show-current"))
 	assert.Empty(t, h.git("status", "--porcelain"))
 	assert.Equal(t, "hello", h.git("show", snap.ScratchBranch+":greet.txt"), "the attempt's work is on its scratch branch")
-	var in events.GroundhogInterruptedData
-	require.Len(t, h.events(events.GroundhogInterrupted), 1)
-	require.NoError(t, h.events(events.GroundhogInterrupted)[0].Decode(&in))
+	in := onlyEvent[events.GroundhogInterruptedData](t, h, events.GroundhogInterrupted)
 	assert.True(t, in.WorkspaceKept)
 	assert.Contains(t, in.Reason, "a person took over")
 	assert.Contains(t, in.Reason, "task branch moved")

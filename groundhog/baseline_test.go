@@ -52,10 +52,7 @@ func TestABaseThatFailsACheckHoldsTheCheckpoint(t *testing.T) {
 	assert.Equal(t, "main", h.git("branch", "--show-current"))
 	assert.Empty(t, h.git("status", "--porcelain"), "the attempt's work is rewound")
 
-	checks := h.events(events.GroundhogBaseline)
-	require.Len(t, checks, 1)
-	var b events.GroundhogBaselineData
-	require.NoError(t, checks[0].Decode(&b))
+	b := onlyEvent[events.GroundhogBaselineData](t, h, events.GroundhogBaseline)
 	assert.Equal(t, base, b.BaseSHA)
 	assert.Equal(t, []int{1}, b.Red)
 	require.Len(t, b.Checks, 1)
@@ -115,10 +112,7 @@ checkpoints:
 	res, err := h.run("R1", spec("fs.write"), replay(t, fixture(writeTurn("test.sh", "exit 3\n", "Add test.sh"))))
 	require.NoError(t, err)
 	assert.Equal(t, events.GroundhogBlocked, res.State, res.Message)
-	checks := h.events(events.GroundhogBaseline)
-	require.Len(t, checks, 1)
-	var b events.GroundhogBaselineData
-	require.NoError(t, checks[0].Decode(&b))
+	b := onlyEvent[events.GroundhogBaselineData](t, h, events.GroundhogBaseline)
 	assert.Empty(t, b.Red)
 	assert.Equal(t, "skipped", b.Checks[0].Result.Outcome)
 	assert.Contains(t, b.Checks[0].Result.Detail, "test.sh")

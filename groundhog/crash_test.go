@@ -152,9 +152,7 @@ func TestACrashAroundAnInfrastructureFailureSpendsNoBudget(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, events.GroundhogDone, res.State, res.Message)
 			assert.Empty(t, h.events(events.GroundhogAbandoned))
-			require.Len(t, h.events(events.GroundhogInterrupted), 1, "day 1 is closed as interrupted")
-			var in events.GroundhogInterruptedData
-			require.NoError(t, h.events(events.GroundhogInterrupted)[0].Decode(&in))
+			in := onlyEvent[events.GroundhogInterruptedData](t, h, events.GroundhogInterrupted, "day 1 is closed as interrupted")
 			assert.Equal(t, 1, in.Day)
 			var committed events.GroundhogCommittedData
 			require.NoError(t, h.events(events.GroundhogCommitted)[0].Decode(&committed))
@@ -226,10 +224,7 @@ func TestAnApprovalCutShortIsRecorded(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, events.GroundhogDone, res.State, res.Message)
 			}
-			approved := h.events(events.GroundhogApproved)
-			require.Len(t, approved, 1)
-			var a events.GroundhogApprovedData
-			require.NoError(t, approved[0].Decode(&a))
+			a := onlyEvent[events.GroundhogApprovedData](t, h, events.GroundhogApproved)
 			assert.Equal(t, "main", a.TaskBranch)
 			assert.Equal(t, heldRef, a.HeldRef)
 			assert.Equal(t, initial, a.FromSHA, "where the fast-forward started")
@@ -272,9 +267,7 @@ func TestACancelledAttemptSpendsNoBudget(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, events.GroundhogCancelled, res.State)
 	require.Len(t, h.events(events.GroundhogInterrupted), 1)
-	var failed events.GroundhogAttemptFailedData
-	require.Len(t, h.events(events.GroundhogAttemptFailed), 1)
-	require.NoError(t, h.events(events.GroundhogAttemptFailed)[0].Decode(&failed))
+	failed := onlyEvent[events.GroundhogAttemptFailedData](t, h, events.GroundhogAttemptFailed)
 	assert.Equal(t, "interrupted", failed.Report.Source)
 	assert.Equal(t, "main", h.git("branch", "--show-current"))
 

@@ -75,10 +75,7 @@ func TestTwoCheckpointsWithARewind(t *testing.T) {
 	assert.Empty(t, h.git("status", "--porcelain"))
 
 	// The rewound attempt's bad edit is on its kept scratch branch only.
-	rewound := h.events(events.GroundhogRewound)
-	require.Len(t, rewound, 1)
-	var rw events.GroundhogRewoundData
-	require.NoError(t, rewound[0].Decode(&rw))
+	rw := onlyEvent[events.GroundhogRewoundData](t, h, events.GroundhogRewound)
 	assert.Equal(t, "groundhog/T-1/day-2", rw.ScratchBranch)
 	assert.Contains(t, h.git("show", rw.ScratchBranch+":bye.txt"), "see you")
 	assert.NotContains(t, h.git("log", "-p", "main"), "see you")

@@ -15,6 +15,7 @@ import (
 	"github.com/orbitrun/orbit/events"
 	"github.com/orbitrun/orbit/gitops"
 	"github.com/orbitrun/orbit/groundhog"
+	"github.com/orbitrun/orbit/internal/runrig"
 	"github.com/orbitrun/orbit/internal/testkit"
 	"github.com/orbitrun/orbit/projector"
 )
@@ -35,14 +36,9 @@ func newHarness(t *testing.T, files map[string]string, plan string) *harness {
 	t.Helper()
 	ctx := testkit.Context(t)
 	log := testkit.StartLog(t, events.Config{})
-	proj, err := projector.Open(ctx, projector.Config{Path: filepath.Join(t.TempDir(), "views.db"), Source: log})
-	require.NoError(t, err)
-	pctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = proj.Run(pctx) }()
-	t.Cleanup(func() { stop(); <-done; proj.Close() })
+	proj := runrig.Views(t, log, filepath.Join(t.TempDir(), "views.db"))
 	h := &harness{t: t, ctx: ctx, log: log, proj: proj, repo: testkit.NewGitRepo(t, files), task: "T-1"}
-	_, err = log.AppendFirst(ctx, events.Event{Type: events.TaskCreated, TaskID: h.task}, events.TaskCreatedData{
+	_, err := log.AppendFirst(ctx, events.Event{Type: events.TaskCreated, TaskID: h.task}, events.TaskCreatedData{
 		Title: "test task", Workspace: h.repo, Branch: "main", Plan: plan, PlanVersion: 1, PlanDigest: assets.PlanDigest([]byte(plan)),
 	})
 	require.NoError(t, err)
@@ -138,4 +134,15 @@ func mustRead(t *testing.T, path string) string {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(data)
+}
+
+// onlyEvent is the task's one event of type typ, decoded into a T; the
+// test fails unless there is exactly one.
+func onlyEvent[T any](t *testing.T, h *harness, typ string, msgAndArgs ...any) T {
+	t.Helper()
+	evs := h.events(typ)
+	require.Len(t, evs, 1, msgAndArgs...)
+	var d T
+	require.NoError(t, evs[0].Decode(&d))
+	return d
 }

@@ -71,10 +71,7 @@ func TestHeldCheckpointsWaitForApproval(t *testing.T) {
 	assert.Equal(t, commits[1].SHA, h.git("rev-parse", "main"))
 	assert.Equal(t, "goodbye\n", mustRead(t, h.repo+"/bye.txt"), "the checked-out task branch moved with its work tree")
 	assert.Empty(t, h.git("status", "--porcelain"))
-	approved := h.events(events.GroundhogApproved)
-	require.Len(t, approved, 1)
-	var a events.GroundhogApprovedData
-	require.NoError(t, approved[0].Decode(&a))
+	a := onlyEvent[events.GroundhogApprovedData](t, h, events.GroundhogApproved)
 	assert.Equal(t, events.GroundhogApprovedData{TaskBranch: "main", HeldRef: heldRef, FromSHA: initial, ToSHA: commits[1].SHA, By: "tester"}, a)
 	rep = h.verify()
 	assert.True(t, rep.OK, "%+v", rep.Checks)

@@ -106,9 +106,7 @@ func TestAnInterruptedAttemptSpendsNoBudget(t *testing.T) {
 	_, err := h.run("R1", s, replay(t, fixture(writeTurn("greet.txt", "hello again\n", "Add greet.txt"))))
 	require.Error(t, err, "the fixture has no turn for farewell")
 	require.Empty(t, h.events(events.GroundhogAbandoned))
-	var committed events.GroundhogCommittedData
-	require.Len(t, h.events(events.GroundhogCommitted), 1)
-	require.NoError(t, h.events(events.GroundhogCommitted)[0].Decode(&committed))
+	committed := onlyEvent[events.GroundhogCommittedData](t, h, events.GroundhogCommitted)
 	assert.Equal(t, events.Attempt{Checkpoint: "greeting", Attempt: 2, Day: 2}, committed.Attempt)
 	assert.Equal(t, "hello again", h.git("show", "main:greet.txt"))
 }
@@ -173,10 +171,7 @@ func TestPlanEditedMidRunDrifts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, events.GroundhogDrifted, res.State)
 	assert.Equal(t, 1, res.Committed)
-	drift := h.events(events.GroundhogDrift)
-	require.Len(t, drift, 1)
-	var d events.GroundhogDriftData
-	require.NoError(t, drift[0].Decode(&d))
+	d := onlyEvent[events.GroundhogDriftData](t, h, events.GroundhogDrift)
 	assert.Equal(t, 1, d.PinnedVersion)
 	assert.Equal(t, 2, d.CurrentVersion)
 	assert.Equal(t, "main", h.git("branch", "--show-current"))

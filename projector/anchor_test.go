@@ -30,26 +30,14 @@ func TestViewsTheLogNoLongerSupportsAreRefused(t *testing.T) {
 		found     string
 	}{
 		{
-			name: "the log ends before the applied sequence",
-			appendNew: func(e *env, l *events.Log) uint64 {
-				var last uint64
-				for i := 0; i < 3; i++ {
-					last = appendTo(e.t, e.ctx, l, &e.at, events.Event{Type: events.RunRequested, RunID: runID(10 + i)}, events.RunRequestedData{JobName: "new"})
-				}
-				return last
-			},
-			found: "a log that ends at sequence 3",
+			name:      "the log ends before the applied sequence",
+			appendNew: appendRequests(3),
+			found:     "a log that ends at sequence 3",
 		},
 		{
-			name: "another event at the applied sequence",
-			appendNew: func(e *env, l *events.Log) uint64 {
-				var last uint64
-				for i := 0; i < 60; i++ {
-					last = appendTo(e.t, e.ctx, l, &e.at, events.Event{Type: events.RunRequested, RunID: runID(10 + i)}, events.RunRequestedData{JobName: "new"})
-				}
-				return last
-			},
-			found: "where the views applied",
+			name:      "another event at the applied sequence",
+			appendNew: appendRequests(60),
+			found:     "where the views applied",
 		},
 		{
 			// The same events, ids included, in a stream made anew: only
@@ -106,6 +94,18 @@ func TestViewsTheLogNoLongerSupportsAreRefused(t *testing.T) {
 			e.log = fresh
 			assert.Equal(t, e.rebuild(last), testkit.DumpBolt(t, e.path), "the views are the new log's")
 		})
+	}
+}
+
+// appendRequests appends n run requests of job new to a log, returning
+// the last one's sequence.
+func appendRequests(n int) func(e *env, l *events.Log) uint64 {
+	return func(e *env, l *events.Log) uint64 {
+		var last uint64
+		for i := range n {
+			last = appendTo(e.t, e.ctx, l, &e.at, events.Event{Type: events.RunRequested, RunID: runID(10 + i)}, events.RunRequestedData{JobName: "new"})
+		}
+		return last
 	}
 }
 

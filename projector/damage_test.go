@@ -307,16 +307,7 @@ func TestASoundViewsFileIsKept(t *testing.T) {
 
 	var logs testkit.SyncBuffer
 	p := e.open(projector.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	var (
-		mu        sync.Mutex
-		committed []uint64
-	)
-	projector.SetBeforeCommit(p, func(seq uint64) error {
-		mu.Lock()
-		defer mu.Unlock()
-		committed = append(committed, seq)
-		return nil
-	})
+	committed := recordCommits(p)
 	stop := e.start(p)
 	require.NoError(t, p.WaitFor(e.ctx, last))
 	next := e.append(events.Event{Type: events.RunRequested, RunID: runID(20)}, events.RunRequestedData{JobName: "ci"})
@@ -324,9 +315,7 @@ func TestASoundViewsFileIsKept(t *testing.T) {
 	require.NoError(t, stop())
 	require.NoError(t, p.Close())
 
-	mu.Lock()
-	assert.Equal(t, []uint64{next}, committed, "only the new event was applied")
-	mu.Unlock()
+	assert.Equal(t, []uint64{next}, committed(), "only the new event was applied")
 	assert.Empty(t, setAside(t, e.path))
 	assert.NotContains(t, logs.String(), "damaged")
 	assert.NotContains(t, logs.String(), "rebuilding")

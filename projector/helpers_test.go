@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -202,3 +203,23 @@ func (e *env) history(id, child string) uint64 {
 
 // newViewsPath names a views file that does not exist yet.
 func newViewsPath(t *testing.T) string { return filepath.Join(t.TempDir(), "views.db") }
+
+// recordCommits records the last sequence of every batch p commits from
+// now on; the function it returns gives the sequences so far.
+func recordCommits(p *projector.Projector) func() []uint64 {
+	var (
+		mu   sync.Mutex
+		seqs []uint64
+	)
+	projector.SetBeforeCommit(p, func(seq uint64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seqs = append(seqs, seq)
+		return nil
+	})
+	return func() []uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seqs)
+	}
+}

@@ -2,7 +2,6 @@ package projector_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,16 +20,7 @@ func TestALingeringBatchSharesACommitAndAWaiterEndsIt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	p := e.open(projector.Config{Linger: time.Minute})
-	var (
-		mu      sync.Mutex
-		commits []uint64
-	)
-	projector.SetBeforeCommit(p, func(seq uint64) error {
-		mu.Lock()
-		defer mu.Unlock()
-		commits = append(commits, seq)
-		return nil
-	})
+	commits := recordCommits(p)
 	e.start(p)
 
 	var last uint64
@@ -38,15 +28,11 @@ func TestALingeringBatchSharesACommitAndAWaiterEndsIt(t *testing.T) {
 		last = e.append(events.Event{Type: events.RunRequested, RunID: runID(i)}, events.RunRequestedData{JobName: "ci"})
 		time.Sleep(20 * time.Millisecond)
 	}
-	mu.Lock()
-	assert.Empty(t, commits, "nothing committed while the batch lingers and no one waits")
-	mu.Unlock()
+	assert.Empty(t, commits(), "nothing committed while the batch lingers and no one waits")
 
 	// Far less than the minute the batch would linger.
 	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 	defer cancel()
 	require.NoError(t, p.WaitFor(ctx, last), "the waiter ended the linger")
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []uint64{last}, commits, "the three events in one commit")
+	assert.Equal(t, []uint64{last}, commits(), "the three events in one commit")
 }

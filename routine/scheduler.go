@@ -42,9 +42,11 @@ type State struct {
 	// a catch-up run or a skip of missed ticks.
 	Missed int `json:"missed,omitempty"`
 	// Reason is why Last was skipped (events.SkipOverlap, SkipMissed…),
-	// Running the run that still ran.
+	// Running the run that still ran, Error why its request was refused
+	// (events.SkipRefused).
 	Reason  string `json:"reason,omitempty"`
 	Running string `json:"running,omitempty"`
+	Error   string `json:"error,omitempty"`
 	// Acted is set once the decision for Last is in the log.
 	Acted bool `json:"acted"`
 	// LastRun is the last run fired, LastFire its tick, Sent when its
@@ -315,7 +317,7 @@ func dueTicks(sched *Schedule, last, now time.Time) (time.Time, int) {
 func (s *Scheduler) decide(ctx context.Context, r *Routine, st State, due time.Time, n int, now time.Time) (State, bool, error) {
 	next := st
 	next.Last, next.Acted, next.Run = due, false, TickRunID(r.Name, due)
-	next.Reason, next.Running, next.Missed = "", "", 0
+	next.Reason, next.Running, next.Error, next.Missed = "", "", "", 0
 	late := n > 1 || now.Sub(due) >= maxLate
 	if late {
 		next.Missed = n - 1
@@ -363,7 +365,7 @@ func (s *Scheduler) retry(ctx context.Context, r *Routine, st State, now time.Ti
 		next.Action, next.Acted, next.RetryAt = ActionRetried, false, time.Time{}
 		next.Run = RetryRunID(r.Name, st.LastFire, next.Retries)
 		next.LastRun = next.Run
-		next.Reason, next.Running, next.Missed = "", "", 0
+		next.Reason, next.Running, next.Error, next.Missed = "", "", "", 0
 		return next, time.Time{}, nil
 	}
 	failed, err := Failed(ctx, s.cfg.Log, st.LastRun)
@@ -445,7 +447,7 @@ func (s *Scheduler) act(ctx context.Context, r *Routine, st State) (State, error
 	if st.Action == ActionRetried {
 		st.LastRun = ""
 	}
-	st.Action, st.Reason = ActionSkipped, events.SkipRefused
+	st.Action, st.Reason, st.Error = ActionSkipped, events.SkipRefused, err.Error()
 	st.Skipped++
 	return st, nil
 }

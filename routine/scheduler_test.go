@@ -392,6 +392,7 @@ func TestARefusedRunIsNoOverlap(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.Fired)
 	assert.Equal(t, 1, st.Skipped)
+	assert.Empty(t, st.Error, "a tick that fired clears the refusal before it")
 }
 
 // TestARefusedTickLeavesTheLastFire: a tick whose run is refused is a
@@ -413,6 +414,7 @@ func TestARefusedTickLeavesTheLastFire(t *testing.T) {
 	assert.Equal(t, at("2026-11-28T16:00:20Z"), st.Last)
 	assert.Equal(t, routine.ActionSkipped, st.Action)
 	assert.Equal(t, events.SkipRefused, st.Reason)
+	assert.Equal(t, "job tick is disabled", st.Error, "the state says why the request was refused")
 	assert.Equal(t, at("2026-11-28T16:00:10Z"), st.LastFire, "the last fire is the tick a run was fired for")
 	assert.Equal(t, routine.TickRunID("r", at("2026-11-28T16:00:10Z")), st.LastRun)
 	assert.Equal(t, 1, st.Fired)

@@ -115,6 +115,9 @@ func (a *app) routineShowCommand() *cobra.Command {
 			a.printf("State:     %s\nLast fire: %s %s\nNext fire: %s\nFired:     %d\nSkipped:   %d\n", state, when(st.LastFire), st.LastRun, when(s.Next), st.Fired, st.Skipped)
 			if st.Action == routine.ActionSkipped {
 				a.printf("Last tick: %s skipped (%s) %s\n", when(st.Last), st.Reason, st.Running)
+				if st.Error != "" {
+					a.printf("Refused:   %s\n", st.Error)
+				}
 			}
 			if r.Retries > 0 {
 				a.printf("Retries:   %d of %d for the tick of %s\n", st.Retries, r.Retries, when(st.LastFire))

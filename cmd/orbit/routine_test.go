@@ -553,3 +553,21 @@ func TestRoutineListNamesATargetThatCannotRun(t *testing.T) {
 	assert.Equal(t, 2, r.Code, r.String())
 	assert.Contains(t, r.Stderr, `no job "nosuchjob"`)
 }
+
+// TestRoutineShowSaysWhyATickWasRefused: a tick whose run cannot be
+// requested is recorded skipped (refused), and routine show says why.
+func TestRoutineShowSaysWhyATickWasRefused(t *testing.T) {
+	t.Parallel()
+	p := testkit.NewProject(t)
+	p.WriteFile(".orbit/routines/orphan.yaml", routineEvery("* * * * * *", "orphan", "nosuchjob", routine.Skip, routine.Allow))
+	serve(t, p)
+	waitFor(t, "a refused tick", func() bool {
+		st := orbitJSON[routine.Status](t, p, "routine", "show", "orphan", "--json")
+		return st.State.Reason == events.SkipRefused
+	})
+	r := p.Orbit("routine", "show", "orphan")
+	require.Equal(t, 0, r.Code, r.String())
+	assert.Contains(t, r.Stdout, "skipped (refused)")
+	assert.Contains(t, r.Stdout, `Refused:   `)
+	assert.Contains(t, r.Stdout, `no job "nosuchjob"`)
+}

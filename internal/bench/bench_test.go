@@ -12,10 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/orbitrun/orbit/activity"
 	"github.com/orbitrun/orbit/assets"
 	"github.com/orbitrun/orbit/events"
-	"github.com/orbitrun/orbit/executor"
 )
 
 var durabilities = []string{events.DurabilityStrict, events.DurabilityRelaxed}
@@ -177,51 +175,29 @@ func BenchmarkEchoJob(b *testing.B) {
 		b.Run(durability, func(b *testing.B) {
 			engineLog, js := openLog(b, durability)
 			raw := rawStream(b, js)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			orch := executor.NewOrchestrator(executor.Config{Log: engineLog, Root: b.TempDir()})
-			worker := activity.NewWorker(activity.WorkerConfig{Log: engineLog})
-			go func() { _ = worker.Run(ctx) }()
-			go func() { _ = orch.Run(ctx) }()
+			engine(b, engineLog)
+			ctx := context.Background()
 
 			var jobTime, rawTime, jobCPU, rawCPU time.Duration
 			var written int
 			b.ResetTimer()
 			for range b.N {
-				req, err := executor.NewRunRequest(job, nil, "bench")
-				if err != nil {
-					b.Fatal(err)
-				}
-				feed, err := engineLog.Follow(ctx, events.FollowOptions{Filters: []string{
-					events.EventSubject(events.AggregateRun, req.RunID, events.RunFinished)}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				start, cpu := time.Now(), cpuTime()
-				if err := executor.Submit(ctx, engineLog, req); err != nil {
-					b.Fatal(err)
-				}
-				<-feed.Events()
-				jobTime += time.Since(start)
-				jobCPU += cpuTime() - cpu
-				feed.Stop()
-
-				hist, err := engineLog.Read(ctx, events.FollowOptions{Filters: []string{events.RunFilter(req.RunID)}})
-				if err != nil {
-					b.Fatal(err)
-				}
+				d, cpu, hist := runJob(b, engineLog, job, nil)
+				jobTime += d
+				jobCPU += cpu
+				runID := hist[0].RunID
 				written += len(hist)
 				msgs := make([]*nats.Msg, len(hist))
 				for i, ev := range hist {
 					ev.Seq = 0
-					ev.RunID = "raw" + req.RunID
+					ev.RunID = "raw" + runID
 					body, _ := json.Marshal(ev)
 					subject, _ := ev.Subject()
 					msgs[i] = &nats.Msg{Subject: raw(subject), Data: body}
 				}
-				start, cpu = time.Now(), cpuTime()
+				start, cpu := time.Now(), cpuTime()
 				for i, m := range msgs {
-					if _, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(req.RunID+strconv.Itoa(i))); err != nil {
+					if _, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(runID+strconv.Itoa(i))); err != nil {
 						b.Fatal(err)
 					}
 				}
