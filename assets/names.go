@@ -64,18 +64,21 @@ func suggest(word string, candidates []string) string {
 		if max(len(word)-len(c), len(c)-len(word)) >= bestDist {
 			continue
 		}
-		if d := editDistance(word, c); d < bestDist && d < len(word) {
+		if d := EditDistance(word, c); d < bestDist && d < len(word) {
 			best, bestDist = c, d
 		}
 	}
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
+// EditDistance is the optimal string alignment distance of a and b, in
+// bytes: insertions, deletions, substitutions and swaps of adjacent bytes,
+// each one edit. It is what every "did you mean" of Orbit measures.
+func EditDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
-	for j := range prev {
+	for j := range cur {
 		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
@@ -86,8 +89,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

@@ -30,11 +30,7 @@ const (
 // tree of all of them and of its child runs' when they are few enough.
 func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	size, ok := s.number(w, q, "size", eventsPageSize, 1, eventsPageMax)
-	if !ok {
-		return
-	}
-	page, ok := s.number(w, q, "page", 0, 0, maxEventPages)
+	size, page, ok := s.paging(w, q, eventsPageSize, eventsPageMax, maxEventPages)
 	if !ok {
 		return
 	}
@@ -106,6 +102,17 @@ func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request) {
 
 // maxEventPages bounds the page number of the events page.
 const maxEventPages = 1 << 20
+
+// paging reads a list page's ?size= (defSize when absent, 1 to maxSize)
+// and ?page= (0 when absent, to maxPages); out of range it answers 400 and
+// reports false.
+func (s *Server) paging(w http.ResponseWriter, q url.Values, defSize, maxSize, maxPages int) (size, page int, ok bool) {
+	if size, ok = s.number(w, q, "size", defSize, 1, maxSize); !ok {
+		return 0, 0, false
+	}
+	page, ok = s.number(w, q, "page", 0, 0, maxPages)
+	return size, page, ok
+}
 
 // number reads the query's integer parameter name, def when absent; out
 // of lo..hi it answers 400 and reports false.

@@ -41,11 +41,7 @@ const (
 // a time, each linking to its page.
 func (s *Server) tasksPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	size, ok := s.number(w, q, "size", tasksPageSize, 1, tasksPageMax)
-	if !ok {
-		return
-	}
-	page, ok := s.number(w, q, "page", 0, 0, maxPage)
+	size, page, ok := s.paging(w, q, tasksPageSize, tasksPageMax, maxPage)
 	if !ok {
 		return
 	}

@@ -12,11 +12,12 @@ import (
 	"github.com/orbitrun/orbit/internal/testkit"
 )
 
-// shipRig is a repository with a bare origin, opened with gitops.
+// shipRig is a repository with a bare origin, opened with gitops; base is
+// the commit main was at when the rig was made.
 type shipRig struct {
-	t           *testing.T
-	dir, origin string
-	repo        *gitops.Repo
+	t                 *testing.T
+	dir, origin, base string
+	repo              *gitops.Repo
 }
 
 func newShipRig(t *testing.T) *shipRig {
@@ -24,7 +25,9 @@ func newShipRig(t *testing.T) *shipRig {
 	dir, origin := testkit.NewGitRepoWithOrigin(t, map[string]string{"a.txt": "alpha\n", "b.txt": "bravo\n"})
 	repo, err := gitops.Open(dir, gitops.WithEnv(testkit.GitEnv()...))
 	require.NoError(t, err)
-	return &shipRig{t: t, dir: dir, origin: origin, repo: repo}
+	s := &shipRig{t: t, dir: dir, origin: origin, repo: repo}
+	s.base = s.main()
+	return s
 }
 
 func (s *shipRig) git(dir string, args ...string) string { return testkit.Git(s.t, dir, args...) }
@@ -53,21 +56,31 @@ func (s *shipRig) commitOnOrigin(file, content string) string {
 	return s.git(other, "rev-parse", "HEAD")
 }
 
-// worktree adds a worktree on a new branch orbit/T-1/r at base.
-func (s *shipRig) worktree(base string) *gitops.Repo {
+// fetchMain fetches origin's main and returns the commit it is at.
+func (s *shipRig) fetchMain() string {
 	s.t.Helper()
-	wt, err := s.repo.AddWorktree(s.t.Context(), filepath.Join(s.t.TempDir(), "wt"), "orbit/T-1/r", base)
+	sha, err := s.repo.Fetch(s.t.Context(), "origin", "main")
+	require.NoError(s.t, err)
+	return sha
+}
+
+// worktree adds a worktree on a new branch orbit/T-1/r at the rig's base.
+func (s *shipRig) worktree() *gitops.Repo {
+	s.t.Helper()
+	wt, err := s.repo.AddWorktree(s.t.Context(), filepath.Join(s.t.TempDir(), "wt"), "orbit/T-1/r", s.base)
 	require.NoError(s.t, err)
 	return wt
 }
 
-// commit writes file in wt and commits everything, and returns the commit.
-func (s *shipRig) commit(wt *gitops.Repo, file, content, msg string) string {
+// taskBranch adds the worktree, writes file in it and commits everything,
+// and returns the worktree and the commit.
+func (s *shipRig) taskBranch(file, content, msg string) (*gitops.Repo, string) {
 	s.t.Helper()
+	wt := s.worktree()
 	write(s.t, wt.Dir, file, content)
 	sha, _, err := wt.CommitAll(s.t.Context(), msg)
 	require.NoError(s.t, err)
-	return sha
+	return wt, sha
 }
 
 func write(t *testing.T, dir, file, content string) {
@@ -80,14 +93,13 @@ func TestAddWorktreeIsFoundAgainBySecondCall(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
 	path := filepath.Join(t.TempDir(), "wt", "run-1")
 
-	wt, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/run-1", base)
+	wt, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/run-1", s.base)
 	require.NoError(t, err)
 	write(t, wt.Dir, "new.txt", "work in progress\n")
 
-	again, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/run-1", base)
+	again, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/run-1", s.base)
 	require.NoError(t, err, "a redelivered setup finds the work tree it made")
 	assert.Equal(t, wt.Dir, again.Dir)
 	assert.FileExists(t, filepath.Join(path, "new.txt"), "and keeps its work")
@@ -103,13 +115,12 @@ func TestAddWorktreeRecoversFromACutShortAdd(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
 	path := filepath.Join(t.TempDir(), "run-1")
 	// The branch made, then the engine died; and the directory made empty.
-	s.git(s.dir, "branch", "orbit/T-1/run-1", base)
+	s.git(s.dir, "branch", "orbit/T-1/run-1", s.base)
 	require.NoError(t, os.MkdirAll(path, 0o755))
 
-	wt, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/run-1", base)
+	wt, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/run-1", s.base)
 	require.NoError(t, err)
 	assert.Equal(t, "orbit/T-1/run-1", s.git(wt.Dir, "branch", "--show-current"))
 }
@@ -118,19 +129,18 @@ func TestAddWorktreeRefusesWhatItDidNotMake(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
 
 	taken := filepath.Join(t.TempDir(), "taken")
 	write(t, taken, "mine.txt", "someone's\n")
-	_, err := s.repo.AddWorktree(ctx, taken, "orbit/T-1/x", base)
+	_, err := s.repo.AddWorktree(ctx, taken, "orbit/T-1/x", s.base)
 	assert.ErrorIs(t, err, gitops.ErrWorktreeExists)
 	assert.ErrorContains(t, err, taken)
 	assert.FileExists(t, filepath.Join(taken, "mine.txt"))
 
-	s.git(s.dir, "branch", "elsewhere", base)
+	s.git(s.dir, "branch", "elsewhere", s.base)
 	_, err = s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "p"), "elsewhere", s.commitOnMain("c.txt", "charlie\n", "c"))
 	assert.ErrorIs(t, err, gitops.ErrBranchExists, "a branch behind the start point is not the one it would make")
-	_, err = s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "q"), "main", base)
+	_, err = s.repo.AddWorktree(ctx, filepath.Join(t.TempDir(), "q"), "main", s.base)
 	assert.ErrorIs(t, err, gitops.ErrBranchExists, "main is checked out in the repository itself")
 }
 
@@ -161,8 +171,7 @@ func TestCommitAllCommitsOnceAndThenFindsNothing(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
-	wt := s.worktree(base)
+	wt := s.worktree()
 	write(t, wt.Dir, "a.txt", "alpha, changed\n")
 	write(t, wt.Dir, "sub/new.txt", "new\n")
 
@@ -171,7 +180,7 @@ func TestCommitAllCommitsOnceAndThenFindsNothing(t *testing.T) {
 	assert.True(t, committed)
 	assert.Equal(t, sha, s.git(wt.Dir, "rev-parse", "HEAD"))
 	assert.Equal(t, "T-1: change a and add new", s.git(wt.Dir, "log", "-1", "--format=%s"))
-	files, err := wt.ChangedFiles(ctx, base, sha)
+	files, err := wt.ChangedFiles(ctx, s.base, sha)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.txt", "sub/new.txt"}, files)
 
@@ -185,12 +194,9 @@ func TestRebaseOntoAMovedBase(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
-	wt := s.worktree(base)
-	s.commit(wt, "a.txt", "alpha, mine\n", "T-1: mine")
+	wt, _ := s.taskBranch("a.txt", "alpha, mine\n", "T-1: mine")
 	moved := s.commitOnOrigin("c.txt", "charlie\n")
-	onto, err := s.repo.Fetch(ctx, "origin", "main")
-	require.NoError(t, err)
+	onto := s.fetchMain()
 
 	head, err := wt.Rebase(ctx, onto)
 	require.NoError(t, err)
@@ -204,14 +210,11 @@ func TestRebaseConflictIsAbortedAndNamesTheFiles(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
-	wt := s.worktree(base)
-	mine := s.commit(wt, "a.txt", "alpha, mine\n", "T-1: mine")
+	wt, mine := s.taskBranch("a.txt", "alpha, mine\n", "T-1: mine")
 	s.commitOnOrigin("a.txt", "alpha, theirs\n")
-	onto, err := s.repo.Fetch(ctx, "origin", "main")
-	require.NoError(t, err)
+	onto := s.fetchMain()
 
-	_, err = wt.Rebase(ctx, onto)
+	_, err := wt.Rebase(ctx, onto)
 	require.ErrorIs(t, err, gitops.ErrConflict)
 	assert.ErrorContains(t, err, "a.txt")
 	assert.Equal(t, mine, s.git(wt.Dir, "rev-parse", "HEAD"), "the branch is where it was")
@@ -222,14 +225,12 @@ func TestMergeFastForwardIntoACheckedOutBase(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
-	wt := s.worktree(base)
-	head := s.commit(wt, "c.txt", "charlie\n", "T-1: add c")
+	_, head := s.taskBranch("c.txt", "charlie\n", "T-1: add c")
 	write(t, s.dir, "scratch.txt", "a person's untracked notes\n")
 
-	from, err := s.repo.MergeFastForward(ctx, "main", head, base)
+	from, err := s.repo.MergeFastForward(ctx, "main", head, s.base)
 	require.NoError(t, err)
-	assert.Equal(t, base, from)
+	assert.Equal(t, s.base, from)
 	assert.Equal(t, head, s.main())
 	assert.FileExists(t, filepath.Join(s.dir, "c.txt"), "the checkout moved with its branch")
 	assert.FileExists(t, filepath.Join(s.dir, "scratch.txt"), "untracked files are kept")
@@ -243,25 +244,23 @@ func TestMergeFastForwardRefusesADirtyCheckoutAndAMovedBase(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
-	wt := s.worktree(base)
-	head := s.commit(wt, "c.txt", "charlie\n", "T-1: add c")
+	_, head := s.taskBranch("c.txt", "charlie\n", "T-1: add c")
 
 	write(t, s.dir, "a.txt", "a person's uncommitted change\n")
-	_, err := s.repo.MergeFastForward(ctx, "main", head, base)
+	_, err := s.repo.MergeFastForward(ctx, "main", head, s.base)
 	require.ErrorIs(t, err, gitops.ErrDirty)
 	assert.ErrorContains(t, err, "a.txt")
 	assert.ErrorContains(t, err, s.repo.Dir)
-	assert.Equal(t, base, s.main())
+	assert.Equal(t, s.base, s.main())
 	data, _ := os.ReadFile(filepath.Join(s.dir, "a.txt"))
 	assert.Equal(t, "a person's uncommitted change\n", string(data), "never touched")
 	s.git(s.dir, "checkout", "--quiet", "--", "a.txt")
 
 	moved := s.commitOnMain("d.txt", "delta\n", "a person's commit")
-	_, err = s.repo.MergeFastForward(ctx, "main", head, base)
+	_, err = s.repo.MergeFastForward(ctx, "main", head, s.base)
 	require.ErrorIs(t, err, gitops.ErrBranchMoved)
 	assert.ErrorContains(t, err, moved[:12])
-	assert.ErrorContains(t, err, base[:12])
+	assert.ErrorContains(t, err, s.base[:12])
 	_, err = s.repo.MergeFastForward(ctx, "main", head, "")
 	assert.ErrorIs(t, err, gitops.ErrNotFastForward)
 	assert.Equal(t, moved, s.main())
@@ -271,13 +270,11 @@ func TestMergeFastForwardOfABranchCheckedOutNowhere(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
 	s.git(s.dir, "switch", "--quiet", "-c", "elsewhere")
 	write(t, s.dir, "a.txt", "uncommitted on another branch\n")
-	wt := s.worktree(base)
-	head := s.commit(wt, "c.txt", "charlie\n", "T-1: add c")
+	_, head := s.taskBranch("c.txt", "charlie\n", "T-1: add c")
 
-	_, err := s.repo.MergeFastForward(ctx, "main", head, base)
+	_, err := s.repo.MergeFastForward(ctx, "main", head, s.base)
 	require.NoError(t, err)
 	assert.Equal(t, head, s.main())
 	assert.Equal(t, "elsewhere", s.git(s.dir, "branch", "--show-current"))
@@ -289,35 +286,33 @@ func TestPushLeaseIsExact(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
 	mine := s.commitOnMain("c.txt", "charlie\n", "c")
 
-	require.NoError(t, s.repo.PushLease(ctx, "origin", mine, "main", base))
+	require.NoError(t, s.repo.PushLease(ctx, "origin", mine, "main", s.base))
 	assert.Equal(t, mine, s.git(s.origin, "rev-parse", "main"))
 
 	theirs := s.commitOnOrigin("d.txt", "delta\n")
-	err := s.repo.PushLease(ctx, "origin", mine, "main", base)
+	err := s.repo.PushLease(ctx, "origin", mine, "main", s.base)
 	require.ErrorIs(t, err, gitops.ErrBranchMoved)
 	assert.ErrorContains(t, err, theirs[:12])
 	assert.Equal(t, theirs, s.git(s.origin, "rev-parse", "main"), "nothing overwritten")
 
-	require.NoError(t, s.repo.PushLease(ctx, "origin", base, "orbit/new", ""), "a new branch: expected not to exist")
-	require.NoError(t, s.repo.PushLease(ctx, "origin", base, "orbit/new", ""), "pushing what is there already changes nothing")
+	require.NoError(t, s.repo.PushLease(ctx, "origin", s.base, "orbit/new", ""), "a new branch: expected not to exist")
+	require.NoError(t, s.repo.PushLease(ctx, "origin", s.base, "orbit/new", ""), "pushing what is there already changes nothing")
 	err = s.repo.PushLease(ctx, "origin", mine, "orbit/new", "")
 	assert.ErrorIs(t, err, gitops.ErrBranchMoved, "it exists now")
 	sha, ok, err := s.repo.RemoteBranch(ctx, "origin", "orbit/new")
 	require.NoError(t, err)
 	assert.True(t, ok)
-	assert.Equal(t, base, sha)
+	assert.Equal(t, s.base, sha)
 }
 
 func TestRemoveWorktreeKeepsTheBranchAndRefusesChanges(t *testing.T) {
 	t.Parallel()
 	s := newShipRig(t)
 	ctx := t.Context()
-	base := s.main()
 	path := filepath.Join(t.TempDir(), "wt")
-	wt, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/r", base)
+	wt, err := s.repo.AddWorktree(ctx, path, "orbit/T-1/r", s.base)
 	require.NoError(t, err)
 	write(t, wt.Dir, "new.txt", "unsaved work\n")
 
@@ -327,7 +322,7 @@ func TestRemoveWorktreeKeepsTheBranchAndRefusesChanges(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(path, "new.txt")))
 	require.NoError(t, s.repo.RemoveWorktree(ctx, path, false))
 	assert.NoDirExists(t, path)
-	assert.Equal(t, base, s.git(s.dir, "rev-parse", "orbit/T-1/r"), "the branch stays")
+	assert.Equal(t, s.base, s.git(s.dir, "rev-parse", "orbit/T-1/r"), "the branch stays")
 	require.NoError(t, s.repo.RemoveWorktree(ctx, path, false), "a removed work tree is removed")
 	err = s.repo.RemoveWorktree(ctx, s.repo.Dir, true)
 	assert.ErrorIs(t, err, gitops.ErrInvalidArgument)

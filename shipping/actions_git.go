@@ -73,10 +73,6 @@ func (s *Service) worktreeSetup(ctx context.Context, call *activity.ActionCall) 
 
 	path := filepath.Join(WorktreesDir(s.cfg.Root), call.RunID)
 	branch := branchName(prefix, ids, call.RunID)
-	baseRef := base
-	if sync == syncRemote {
-		baseRef = s.cfg.Remote + "/" + base
-	}
 	baseSHA, err := s.setupBase(ctx, repo, tasks[0], call.RunID, branch, base, sync)
 	if err != nil {
 		return nil, err
@@ -105,7 +101,7 @@ func (s *Service) worktreeSetup(ctx context.Context, call *activity.ActionCall) 
 	}
 	return map[string]any{
 		"job_run_id": call.RunID, "batch_id": call.RunID, "task_ids": ids,
-		"workspace_path": path, "head_ref": branch, "base": base, "base_ref": baseRef, "base_sha": baseSHA,
+		"workspace_path": path, "head_ref": branch, "base": base, "base_ref": s.baseRef(base, sync), "base_sha": baseSHA,
 	}, nil
 }
 
@@ -120,18 +116,8 @@ func (s *Service) setupBase(ctx context.Context, repo *gitops.Repo, t *projector
 	if sha, ok, err := repo.Resolve(ctx, "refs/heads/"+branch); err != nil || ok {
 		return sha, err
 	}
-	if sync == syncRemote {
-		sha, err := repo.Fetch(ctx, s.cfg.Remote, base)
-		if err != nil {
-			return "", retryf("worktree_setup: fetching %s from %s: %v", base, s.cfg.Remote, err)
-		}
-		return sha, nil
-	}
-	sha, err := repo.BranchSHA(ctx, base)
-	if err != nil {
-		return "", failf("worktree_setup: the local base %s: %v", base, err)
-	}
-	return sha, nil
+	sha, _, err := s.currentBase(ctx, "worktree_setup", repo, base, sync)
+	return sha, err
 }
 
 // branchName is the branch of a run's worktree: <prefix>/<task>-<run> for
@@ -351,7 +337,7 @@ func (s *Service) syncBase(ctx context.Context, call *activity.ActionCall) (any,
 		return nil, err
 	}
 	defer unlock()
-	onto, baseRef, err := s.currentBase(ctx, main, base, sync)
+	onto, baseRef, err := s.currentBase(ctx, action, main, base, sync)
 	if err != nil {
 		return nil, err
 	}
@@ -389,20 +375,29 @@ func (s *Service) remoteHead(ctx context.Context, repo *gitops.Repo, branch stri
 }
 
 // currentBase returns the base's commit now, and its ref: origin/<base>
-// freshly fetched, or the local branch.
-func (s *Service) currentBase(ctx context.Context, repo *gitops.Repo, base string, sync baseSync) (string, string, error) {
+// freshly fetched, or the local branch. Its failures name the action.
+func (s *Service) currentBase(ctx context.Context, action string, repo *gitops.Repo, base string, sync baseSync) (string, string, error) {
 	if sync == syncRemote {
 		sha, err := repo.Fetch(ctx, s.cfg.Remote, base)
 		if err != nil {
-			return "", "", retryf("fetching %s from %s: %v", base, s.cfg.Remote, err)
+			return "", "", retryf("%s: fetching %s from %s: %v", action, base, s.cfg.Remote, err)
 		}
-		return sha, s.cfg.Remote + "/" + base, nil
+		return sha, s.baseRef(base, sync), nil
 	}
 	sha, err := repo.BranchSHA(ctx, base)
 	if err != nil {
-		return "", "", failf("the local base %s: %v", base, err)
+		return "", "", failf("%s: the local base %s: %v", action, base, err)
 	}
 	return sha, base, nil
+}
+
+// baseRef is the ref a run's base is read from: origin/<base>, or the
+// local branch.
+func (s *Service) baseRef(base string, sync baseSync) string {
+	if sync == syncRemote {
+		return s.cfg.Remote + "/" + base
+	}
+	return base
 }
 
 // mergeInput is git_merge's input.

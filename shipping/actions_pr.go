@@ -38,11 +38,18 @@ func (in *prInput) run(call *activity.ActionCall) string {
 	return call.RunID
 }
 
-// tasks reads the tasks the step delivers: those it names, else those its
-// run took.
+// prTasks reads the tasks the step delivers: those it names, else those
+// its run took; a task with no execution summary is refused.
 func (s *Service) prTasks(ctx context.Context, action string, in *prInput, runID string) ([]*projector.TaskView, error) {
 	in.TaskIDs = append(in.TaskIDs, in.CompletedTaskIDs...)
-	return s.runTasks(ctx, action, in.taskIDsInput, runID)
+	tasks, err := s.runTasks(ctx, action, in.taskIDsInput, runID)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseUnsummarised(action, tasks); err != nil {
+		return nil, err
+	}
+	return tasks, nil
 }
 
 // refuseUnsummarised fails, naming the task, when a task to deliver has
@@ -93,9 +100,6 @@ func (s *Service) prOpen(ctx context.Context, call *activity.ActionCall) (any, e
 	run := in.run(call)
 	tasks, err := s.prTasks(ctx, action, &in, run)
 	if err != nil {
-		return nil, err
-	}
-	if err := refuseUnsummarised(action, tasks); err != nil {
 		return nil, err
 	}
 	wt, main, head, err := s.headOf(ctx, action, in.WorkspacePath, in.Head)
@@ -247,9 +251,6 @@ func (s *Service) prPromote(ctx context.Context, call *activity.ActionCall) (any
 	run := in.run(call)
 	tasks, err := s.prTasks(ctx, action, &in, run)
 	if err != nil {
-		return nil, err
-	}
-	if err := refuseUnsummarised(action, tasks); err != nil {
 		return nil, err
 	}
 	number := textOf(in.PRNumber)

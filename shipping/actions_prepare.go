@@ -33,11 +33,7 @@ func (s *Service) prPrepare(ctx context.Context, call *activity.ActionCall) (any
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := s.prTasks(ctx, action, &in, in.run(call))
-	if err != nil {
-		return nil, err
-	}
-	if err := refuseUnsummarised(action, tasks); err != nil {
+	if _, err := s.prTasks(ctx, action, &in, in.run(call)); err != nil {
 		return nil, err
 	}
 	_, main, head, err := s.headOf(ctx, action, in.WorkspacePath, "")
@@ -49,7 +45,7 @@ func (s *Service) prPrepare(ctx context.Context, call *activity.ActionCall) (any
 	if err != nil {
 		return nil, failf("%s: %v", action, err)
 	}
-	baseSHA, baseRef, err := s.currentBase(ctx, main, base, sync)
+	baseSHA, baseRef, err := s.currentBase(ctx, action, main, base, sync)
 	if err != nil {
 		return nil, err
 	}

@@ -182,11 +182,7 @@ func TestABudgetDecisionSurvivesACrash(t *testing.T) {
 	died()
 
 	serve(t, p)
-	deadline := time.Now().Add(time.Minute)
-	for !terminal(p, id) {
-		require.True(t, time.Now().Before(deadline), "the run never ended")
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitWithin(t, "the run to end", time.Minute, 100*time.Millisecond, func() bool { return terminal(p, id) })
 	assert.Len(t, runEvents(t, p, id, "--type", events.RunResumed), 1, "another engine finished the run")
 	v := runView(t, p, id)
 	assert.Equal(t, events.StateBudgetExhausted, v.State)

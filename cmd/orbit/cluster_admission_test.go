@@ -110,9 +110,7 @@ func TestClusterAdmissionIsFIFOAcrossEngines(t *testing.T) {
 	clusterChaos(t)
 	t.Parallel()
 	c, ps, _ := twoEngines(t)
-	for _, p := range ps {
-		p.WriteFile(".orbit/jobs/cluster_queue.yaml", clusterQueueJob)
-	}
+	writeJobOnEach(ps, "cluster_queue", clusterQueueJob)
 	ids := submitQueued(t, ps, 8, filepath.Join(t.TempDir(), "side.txt"), "0.3")
 	for _, id := range ids {
 		assert.Equal(t, events.StateSuccess, waitFinished(t, ps[0], id, 90*time.Second))
@@ -136,9 +134,7 @@ func TestClusterQueuedRunsOfAKilledEngineStart(t *testing.T) {
 	clusterChaos(t)
 	t.Parallel()
 	c, ps, es := twoEngines(t)
-	for _, p := range ps {
-		p.WriteFile(".orbit/jobs/cluster_queue.yaml", clusterQueueJob)
-	}
+	writeJobOnEach(ps, "cluster_queue", clusterQueueJob)
 	out := filepath.Join(t.TempDir(), "side.txt")
 	ids := submitQueued(t, ps, 6, out, "2")
 	holder := leaseHolder(t, c, ps, ids[0])
@@ -194,9 +190,7 @@ func TestClusterChildRunsBorrowTheirParentsSlot(t *testing.T) {
 	clusterChaos(t)
 	t.Parallel()
 	c, ps, _ := twoEngines(t)
-	for _, p := range ps {
-		p.WriteFile(".orbit/jobs/cluster_spread.yaml", clusterSpreadJob)
-	}
+	writeJobOnEach(ps, "cluster_spread", clusterSpreadJob)
 	r := ps[0].Orbit("job", "run", "cluster_spread", "--detach")
 	require.Equal(t, 0, r.Code, r.String())
 	root := strings.TrimSpace(r.Stdout)
@@ -222,4 +216,12 @@ func TestClusterChildRunsBorrowTheirParentsSlot(t *testing.T) {
 	assert.Equal(t, 4, children, "children started: %v", evs)
 	assert.Equal(t, 1, most, "children running at once")
 	t.Logf("children started per engine: %v", engines)
+}
+
+// writeJobOnEach writes job as .orbit/jobs/<name>.yaml in each project of
+// the cluster.
+func writeJobOnEach(ps [2]*testkit.Project, name, job string) {
+	for _, p := range ps {
+		p.WriteFile(".orbit/jobs/"+name+".yaml", job)
+	}
 }

@@ -95,11 +95,5 @@ func TestClusterAPIWithAStoppedEngine(t *testing.T) {
 // waitForLong is waitFor with a bound past the ack wait (30 s).
 func waitForLong(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitWithin(t, what, 90*time.Second, 200*time.Millisecond, cond)
 }

@@ -111,14 +111,22 @@ func startedEngine(t *testing.T, p *testkit.Project) int {
 	return pid
 }
 
+// waitFor waits up to 30 s for cond, asking every 25 ms.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitWithin(t, what, 30*time.Second, 25*time.Millisecond, cond)
+}
+
+// waitWithin asks cond every so often until it holds, and fails the test
+// naming what it waited for when it has not within the bound.
+func waitWithin(t *testing.T, what string, within, every time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(25 * time.Millisecond)
+		time.Sleep(every)
 	}
 }
 

@@ -129,6 +129,28 @@ func checkVerified(t *testing.T, p *testkit.Project, task string) {
 	assert.Contains(t, r.Stdout, "2 commits, verified")
 }
 
+// checkFirstRequest checks the first request the example's plan makes of
+// the model: the model asked for, the example's system prompt, the
+// protocol naming the success verb as the agent sees it, and the tools it
+// is offered.
+func checkFirstRequest(t *testing.T, first testkit.ModelRequest, model, success string, tools ...string) {
+	t.Helper()
+	assert.Equal(t, model, first.Model)
+	assert.Contains(t, first.System, "You keep files short and run the checks yourself before you declare success.")
+	assert.Contains(t, first.System, "call "+success, "the protocol names the verbs as the agent sees them")
+	for _, tool := range tools {
+		assert.Contains(t, first.Tools, tool)
+	}
+}
+
+// runEventsJSON is what orbit run events --json prints of runID.
+func runEventsJSON(t *testing.T, p *testkit.Project, runID string) string {
+	t.Helper()
+	r := p.Orbit("run", "events", runID, "--json")
+	require.Equal(t, 0, r.Code, r.String())
+	return r.Stdout
+}
+
 // scriptedServer is a scripted model server of either API.
 type scriptedServer interface {
 	Scripted() []testkit.ModelRequest

@@ -29,14 +29,9 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 	// record) and did nothing more.
 	reqs := srv.Scripted()
 	require.Len(t, reqs, 9)
-	first := reqs[0]
-	assert.Equal(t, "claude-sonnet-4-5", first.Model)
-	assert.Contains(t, first.System, "You keep files short and run the checks yourself before you declare success.")
-	assert.Contains(t, first.System, "call mcp__orbit__checkpoint_success", "the protocol names the verbs as the agent sees them")
-	assert.NotContains(t, first.System, "auto memory", "Claude Code's own memory would outlive the attempt")
-	for _, tool := range []string{"mcp__orbit__checkpoint_success", "mcp__orbit__checkpoint_failure", "mcp__orbit__side_effect", "Bash", "Write", "Read"} {
-		assert.Contains(t, first.Tools, tool)
-	}
+	checkFirstRequest(t, reqs[0], "claude-sonnet-4-5", "mcp__orbit__checkpoint_success",
+		"mcp__orbit__checkpoint_success", "mcp__orbit__checkpoint_failure", "mcp__orbit__side_effect", "Bash", "Write", "Read")
+	assert.NotContains(t, reqs[0].System, "auto memory", "Claude Code's own memory would outlive the attempt")
 	// Each attempt starts a fresh session: its first request holds no
 	// turn of the model's and one user message, the prompt.
 	roles := func(req testkit.ModelRequest) (user []string, assistant int) {
@@ -80,11 +75,10 @@ func TestGroundhogOverClaudeCode(t *testing.T) {
 
 	// The agent's process and output are the run's events; the key in its
 	// environment is not.
-	r := p.Orbit("run", "events", runID, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Claude Code session per attempt")
-	assert.Contains(t, r.Stdout, `"--strict-mcp-config"`)
-	assert.NotContains(t, r.Stdout, "sk-ant-orbit-test")
+	evs := runEventsJSON(t, p, runID)
+	assert.Equal(t, 3, strings.Count(evs, `"cli.invocation.started"`), "one Claude Code session per attempt")
+	assert.Contains(t, evs, `"--strict-mcp-config"`)
+	assert.NotContains(t, evs, "sk-ant-orbit-test")
 
 	checkVerified(t, p, task)
 }

@@ -31,13 +31,8 @@ func TestGroundhogOverCodex(t *testing.T) {
 	// nothing more.
 	reqs := srv.Scripted()
 	require.Len(t, reqs, 9)
-	first := reqs[0]
-	assert.Equal(t, "gpt-orbit-test", first.Model)
-	assert.Contains(t, first.System, "You keep files short and run the checks yourself before you declare success.")
-	assert.Contains(t, first.System, "call mcp__orbit.checkpoint_success", "the protocol names the verbs as the agent sees them")
-	for _, tool := range []string{"mcp__orbit.checkpoint_success", "mcp__orbit.checkpoint_failure", "mcp__orbit.side_effect", "exec_command"} {
-		assert.Contains(t, first.Tools, tool)
-	}
+	checkFirstRequest(t, reqs[0], "gpt-orbit-test", "mcp__orbit.checkpoint_success",
+		"mcp__orbit.checkpoint_success", "mcp__orbit.checkpoint_failure", "mcp__orbit.side_effect", "exec_command")
 	// Each attempt starts a fresh session: its first request holds no
 	// output of the model's and one user message holding the prompt.
 	for _, i := range []int{0, 3, 6} {
@@ -68,14 +63,13 @@ func TestGroundhogOverCodex(t *testing.T) {
 	// environment is not. Codex's command line, which any process may read
 	// from /proc, names the variables it forwards to orbit mcp and holds
 	// neither an attempt token (redacted if it did) nor the seed's path.
-	r := p.Orbit("run", "events", runID, "--json")
-	require.Equal(t, 0, r.Code, r.String())
-	assert.Equal(t, 3, strings.Count(r.Stdout, `"cli.invocation.started"`), "one Codex session per attempt")
-	assert.Contains(t, r.Stdout, `mcp_servers.orbit.command=`)
-	assert.Equal(t, 3, strings.Count(r.Stdout, `mcp_servers.orbit.env_vars=[\"ORBIT_ATTEMPT_TOKEN\", `), "each attempt's token by name")
-	assert.NotContains(t, r.Stdout, "[REDACTED]")
-	assert.NotContains(t, r.Stdout, credsFile(p, events.IdentityClient))
-	assert.NotContains(t, r.Stdout, "sk-orbit-test")
+	evs := runEventsJSON(t, p, runID)
+	assert.Equal(t, 3, strings.Count(evs, `"cli.invocation.started"`), "one Codex session per attempt")
+	assert.Contains(t, evs, `mcp_servers.orbit.command=`)
+	assert.Equal(t, 3, strings.Count(evs, `mcp_servers.orbit.env_vars=[\"ORBIT_ATTEMPT_TOKEN\", `), "each attempt's token by name")
+	assert.NotContains(t, evs, "[REDACTED]")
+	assert.NotContains(t, evs, credsFile(p, events.IdentityClient))
+	assert.NotContains(t, evs, "sk-orbit-test")
 
 	checkVerified(t, p, task)
 }

@@ -159,22 +159,23 @@ func (a *app) archiveKey() (string, error) {
 	return key, nil
 }
 
-// readArchive reads an archive named on the command line.
-func readArchive(path string) (*events.Archive, error) {
-	a, err := events.ReadArchive(path)
+// readArchive reads an archive named on the command line, and the log key
+// it is checked with (archiveKey).
+func (a *app) readArchive(path string) (*events.Archive, string, error) {
+	arch, err := events.ReadArchive(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, events.ErrBadArchive) {
-		return nil, usageErr("%v", err)
+		return nil, "", usageErr("%v", err)
 	}
-	return a, err
+	if err != nil {
+		return nil, "", err
+	}
+	key, err := a.archiveKey()
+	return arch, key, err
 }
 
 // auditArchive is orbit audit --archive FILE.
 func (a *app) auditArchive(path string) error {
-	arch, err := readArchive(path)
-	if err != nil {
-		return err
-	}
-	key, err := a.archiveKey()
+	arch, key, err := a.readArchive(path)
 	if err != nil {
 		return err
 	}
@@ -205,11 +206,7 @@ func (a *app) auditArchive(path string) error {
 // directory), and the runs and tasks they hold listed (with --json, each
 // run as orbit run show --json gives it).
 func (a *app) replayArchive(ctx context.Context, path, dir string) error {
-	arch, err := readArchive(path)
-	if err != nil {
-		return err
-	}
-	key, err := a.archiveKey()
+	arch, key, err := a.readArchive(path)
 	if err != nil {
 		return err
 	}

@@ -169,11 +169,9 @@ func TestARaiseSurvivesAKillOfTheEngine(t *testing.T) {
 	died()
 
 	serve(t, p)
-	deadline := time.Now().Add(time.Minute)
-	for len(runEvents(t, p, id, "--type", events.RunFinished)) < 2 {
-		require.True(t, time.Now().Before(deadline), "the resumed run never ended")
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitWithin(t, "the resumed run to end", time.Minute, 100*time.Millisecond, func() bool {
+		return len(runEvents(t, p, id, "--type", events.RunFinished)) >= 2
+	})
 	assert.Len(t, runEvents(t, p, id, "--type", events.RunBudgetRaised), 1)
 	assert.Equal(t, events.StateSuccess, runView(t, p, id).State)
 	assert.Equal(t, map[string][]string{

@@ -196,6 +196,12 @@ func traceSummary(ev events.Event) string {
 			}
 		}
 	}
+	// addBy names who asked, when the event says.
+	addBy := func(requester string, signer *events.Signer) {
+		if requester != "" || signer != nil {
+			add("by " + signedBy(requester, signer, "  "))
+		}
+	}
 	attempt := func(n int) string {
 		if n > 1 {
 			return fmt.Sprintf("attempt %d", n)
@@ -207,9 +213,7 @@ func traceSummary(ev events.Event) string {
 		var d events.RunRequestedData
 		_ = ev.Decode(&d)
 		add(cmp.Or(d.JobName, ev.Job))
-		if d.Requester != "" || d.Signer != nil {
-			add("by " + signedBy(d.Requester, d.Signer, "  "))
-		}
+		addBy(d.Requester, d.Signer)
 		if d.RetryOf != "" {
 			add(strings.TrimSpace("retry of " + d.RetryOf + " " + fromStep(d.From)))
 		}
@@ -224,9 +228,7 @@ func traceSummary(ev events.Event) string {
 	case events.RunCancelRequested:
 		var d events.RunCancelRequestedData
 		_ = ev.Decode(&d)
-		if d.Requester != "" || d.Signer != nil {
-			add("by " + signedBy(d.Requester, d.Signer, "  "))
-		}
+		addBy(d.Requester, d.Signer)
 		add(d.Reason)
 	case events.RunBudgetExhausted:
 		var d events.RunBudgetExhaustedData
@@ -254,9 +256,7 @@ func traceSummary(ev events.Event) string {
 		var d events.RunSignalledData
 		_ = ev.Decode(&d)
 		add("signal " + d.Signal)
-		if d.Requester != "" || d.Signer != nil {
-			add("by " + signedBy(d.Requester, d.Signer, "  "))
-		}
+		addBy(d.Requester, d.Signer)
 	case events.StepSkipped:
 		var d events.StepSkippedData
 		_ = ev.Decode(&d)
