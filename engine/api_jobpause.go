@@ -63,15 +63,12 @@ func (e *Engine) apiJobPause(ctx context.Context, raw json.RawMessage) (any, err
 	if !q.Unpause && unknown != nil {
 		return nil, jobError(unknown)
 	}
-	changed, err := executor.PauseJob(ctx, e.log, !q.Unpause, executor.JobPause{Job: q.Job, At: time.Now().UTC(), Requester: q.Requester, Reason: q.Reason})
+	changed, err := e.orch.PauseJob(ctx, !q.Unpause, executor.JobPause{Job: q.Job, At: time.Now().UTC(), Requester: q.Requester, Reason: q.Reason})
 	if err != nil {
 		return nil, err
 	}
 	if q.Unpause && !changed && unknown != nil {
 		return nil, jobError(unknown)
-	}
-	if changed && q.Unpause {
-		e.orch.JobUnpaused(q.Job)
 	}
 	return JobPaused{Job: q.Job, Paused: !q.Unpause, Changed: changed}, nil
 }

@@ -101,7 +101,10 @@ type Orchestrator struct {
 
 	pruned map[string]time.Time // root → when this engine last looked for stale runs of its tree
 
-	// runCtx is Run's context: the runs a caller of JobUnpaused starts
+	// The jobs' pauses, as read, on an embedded store (see jobpause.go).
+	pauses pauses
+
+	// runCtx is Run's context: the runs a caller of PauseJob starts
 	// live as long as the orchestrator, not the caller's request.
 	runCtx context.Context
 
@@ -582,7 +585,7 @@ func (o *Orchestrator) admissibleLocked(ctx context.Context, rc *runCtl) bool {
 	if o.shared() {
 		return o.takeSlot(ctx, rc)
 	}
-	return len(o.activeRunsLocked(rc.job.Name)) < maxActive(rc.job)
+	return o.activeCountLocked(rc.job.Name) < maxActive(rc.job)
 }
 
 // borrowsLocked reports whether a run may run in the slot of its nearest
@@ -622,6 +625,20 @@ func maxActive(job *assets.Job) int {
 		return 1
 	}
 	return job.Spec.MaxActiveRuns
+}
+
+// activeCountLocked counts the runs of job holding a slot: what
+// admission asks of every run, where activeRunsLocked's sorted list cost
+// a run's admission, in the chain of admissions, a sort of every run the
+// job has going.
+func (o *Orchestrator) activeCountLocked(job string) int {
+	n := 0
+	for _, rc := range o.runs {
+		if rc.job.Name == job && rc.cancel != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // activeRunsLocked lists the runs of job holding a slot, sorted.

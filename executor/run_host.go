@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/orbitrun/orbit/activity"
@@ -20,6 +21,9 @@ type runHost struct {
 	// hist is the run's history, set before the interpreter runs: the
 	// host keeps there the events it appends (see runHistory.keep).
 	hist *runHistory
+	// sent is set once a step command was sent: a worker may run one of
+	// the run's steps (see Finished).
+	sent atomic.Bool
 }
 
 var (
@@ -99,6 +103,7 @@ func (k keptAppend) Wait(ctx context.Context) (events.Appended, error) {
 // Send queues a step command under its attempt's name, with an id derived
 // from the attempt: the same attempt's command is queued once.
 func (h *runHost) Send(ctx context.Context, cmd *interpreter.StepCommand) error {
+	h.sent.Store(true)
 	name := interpreter.StepCommandName(cmd.Activity.Type, cmd.RunID, cmd.StepKey, cmd.Attempt)
 	return h.o.cfg.Log.Send(ctx, name, interpreter.StepEventID("step.command", cmd.RunID, cmd.StepKey, cmd.Attempt), cmd)
 }
@@ -156,7 +161,21 @@ func (h *runHost) After(d time.Duration) <-chan time.Time { return time.After(d)
 // Finished releases the reservations of the run, which has finished: a
 // finished run holds none. (Should this fail, the next reserver finds the
 // run finished and takes them back.)
+//
+// A run none of whose steps went to a worker holds none, and is not looked
+// up: a reservation owned by a run is made by one of its steps on a
+// worker (locks.reserve, the shipping actions' locks, a Groundhog step's
+// workspace; a person's hold on a workspace has an owner of its own). A
+// step reaches a worker by a command this host sent, or one an earlier
+// interpretation of the run sent, whose step.started was in the log when
+// this one read the run's history; a step the interpreter decided (step
+// protocol 4) has neither. The look is a read of orbit_locks' record, a
+// request to the server at the end of every run of pure steps (W3, issue
+// 29).
 func (h *runHost) Finished(ctx context.Context) {
+	if _, before := h.hist.Last(events.StepStarted); !before && !h.sent.Load() {
+		return
+	}
 	if released, err := activity.NewLocks(h.o.cfg.Log).Release(ctx, h.runID, nil); err != nil {
 		h.o.log.Warn("releasing a finished run's reservations", "run", h.runID, "err", err)
 	} else if len(released) > 0 {

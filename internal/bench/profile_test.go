@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"testing"
 	"time"
@@ -18,9 +19,11 @@ const profileEnv = "ORBIT_BENCH_PROFILE"
 // profilePart starts profiling the part of a benchmark called name when
 // profileEnv is set, and returns what stops it; each run of the part
 // replaces the profiles of the one before. They are a CPU profile
-// <dir>/<name>-cpu.pprof and the allocations made meanwhile,
-// <dir>/<name>-allocs.pprof (read it with -diff_base
-// <dir>/<name>-allocs-base.pprof, the allocations before the part began).
+// <dir>/<name>-cpu.pprof, an execution trace <dir>/<name>-trace.out (`go
+// tool trace`: goroutines, blocking, the scheduler's latency) and the
+// allocations made meanwhile, <dir>/<name>-allocs.pprof (read it with
+// -diff_base <dir>/<name>-allocs-base.pprof, the allocations before the
+// part began).
 func profilePart(b *testing.B, name string) (stop func()) {
 	b.Helper()
 	dir := os.Getenv(profileEnv)
@@ -49,8 +52,19 @@ func profilePart(b *testing.B, name string) (stop func()) {
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		b.Fatal(err)
 	}
+	tr, err := os.Create(filepath.Join(dir, name+"-trace.out"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := trace.Start(tr); err != nil {
+		b.Fatal(err)
+	}
 	return func() {
+		trace.Stop()
 		pprof.StopCPUProfile()
+		if err := tr.Close(); err != nil {
+			b.Fatal(err)
+		}
 		if err := cpu.Close(); err != nil {
 			b.Fatal(err)
 		}
