@@ -51,16 +51,7 @@ func TestEndlessRecursionStopsAtTheDepthLimit(t *testing.T) {
 	t.Parallel()
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/config.yaml", "engine:\n  max_child_depth: 3\n")
-	p.WriteFile(".orbit/jobs/endless.yaml", `schemaVersion: 2
-kind: Job
-metadata: {name: endless}
-spec:
-  default_input: {more: yes}
-  steps:
-    - id: again
-      when: "{{ input.more }} == yes"
-      spec: {type: deterministic, action: job.invoke, config: {job: endless}}
-`)
+	p.WriteFile(".orbit/jobs/endless.yaml", testkit.EndlessJob)
 	r := p.Orbit("job", "run", "endless")
 	assert.Equal(t, 1, r.Code, r.String())
 	assert.Contains(t, r.Stderr, `a run of "endless" here would be at depth 4, past engine.max_child_depth (3)`)

@@ -41,20 +41,6 @@ spec:
       fan_in: {join: {mode: all}}
 `
 
-// endlessJob passes the load check (its invocation has a condition) and
-// never stops invoking itself: the depth limit ends it.
-var endlessJob = `
-schemaVersion: 2
-kind: Job
-metadata: {name: endless}
-spec:
-  default_input: {more: yes}
-  steps:
-    - id: again
-      when: "{{ input.more }} == yes"
-      spec: {type: deterministic, action: job.invoke, config: {job: endless}}
-`
-
 var leafJob = `
 schemaVersion: 2
 kind: Job
@@ -73,7 +59,7 @@ func TestSoakCarelessUse(t *testing.T) {
 	p := testkit.NewProject(t)
 	p.WriteFile(".orbit/jobs/children.yaml", childrenJob)
 	p.WriteFile(".orbit/jobs/leaf.yaml", leafJob)
-	p.WriteFile(".orbit/jobs/endless.yaml", endlessJob)
+	p.WriteFile(".orbit/jobs/endless.yaml", testkit.EndlessJob)
 	eng := startEngine(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
