@@ -86,4 +86,11 @@ JOB
 echo "== orbit job run spread"
 run=$("$orbit" --root "$demo/a" job run spread | tail -n 1 | awk '{print $2}')
 echo "== items per engine pid"
-"$orbit" --root "$demo/a" run show --json "$run" | grep -o '[a-p] by engine pid [0-9]*' | sort -u | awk '{print "engine pid " $NF}' | sort | uniq -c
+done=$("$orbit" --root "$demo/a" run show --json "$run" | grep -o '[a-p] by engine pid [0-9]*' | sort -u)
+echo "$done" | awk '{print "engine pid " $NF}' | sort | uniq -c
+items=$(echo "$done" | grep -c .)
+engines=$(echo "$done" | awk '{print $NF}' | sort -u | grep -c .)
+if [ "$items" -ne 16 ] || [ "$engines" -ne 2 ]; then
+  echo "cluster-demo: $items of 16 items done, by $engines engine(s); both engines should have run some" >&2
+  exit 1
+fi
